@@ -1,0 +1,1 @@
+package io.ringmaster.bench; final class Placeholder {}

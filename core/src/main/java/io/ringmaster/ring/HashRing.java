@@ -1,0 +1,527 @@
+package io.ringmaster.ring;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * An immutable consistent-hash ring with virtual nodes, as specified in {@code docs/ring-spec.md}.
+ *
+ * <p>Every member gets {@code Math.round(virtualNodes * weight)} tokens on a circle of 2<sup>64</sup>
+ * positions; a key belongs to the member of the first token at or after the key's position,
+ * wrapping around. Any JVM that builds a ring from the same members and {@code virtualNodes}
+ * computes the same owner for every key, whatever order the members were added in, and
+ * {@link #checksum()} says so in one number.
+ *
+ * <pre>{@code
+ * HashRing ring = HashRing.builder()
+ *     .virtualNodes(256)
+ *     .add(Member.of("cache-a"))
+ *     .add(new Member("cache-b", 2.0, "rack-2"))   // twice the keys of cache-a
+ *     .build();
+ * Member owner = ring.ownerOf("user:42");
+ * List<Member> replicas = ring.owners("user:42", 2); // primary first, distinct zones first
+ * HashRing bigger = ring.with(Member.of("cache-c"));  // only keys that now belong to cache-c move
+ * }</pre>
+ *
+ * <h2>Costs, and when to raise {@code virtualNodes}</h2>
+ * A lookup hashes the key (MurmurHash3, a few nanoseconds for short keys) and then reads one index
+ * slot and one or two cache lines of tokens, at any ring size; it takes no lock and allocates
+ * nothing. The price of balance is memory and build time: about 14 bytes and one hash per token,
+ * and {@code members * virtualNodes} tokens. A member's share of the keys deviates from the mean
+ * by about {@code 1/sqrt(virtualNodes)}; raise {@code virtualNodes} when the most loaded member
+ * matters more than memory ({@code docs/performance.md} has the measured trade-off). It does not
+ * help with hot keys: one key always has one primary.
+ *
+ * <p>When to use something else: if buckets are numbered 0..n-1, only the last one ever leaves and
+ * nothing needs names, weights or zones, a jump hash (Guava's {@code Hashing.consistentHash}) is
+ * faster and needs no memory.
+ */
+public final class HashRing {
+
+  /** The version of the ring specification this class implements; part of {@link #checksum()}. */
+  public static final int SPEC_VERSION = 1;
+
+  /** Upper bound on one member's tokens, so a typo in a weight fails instead of filling the heap. */
+  public static final int MAX_TOKENS_PER_MEMBER = 1 << 24;
+
+  /** The spec's token function: {@code hash(id + "#" + i)}. Tests substitute it to force ties. */
+  interface TokenFunction {
+    long token(Member member, int index);
+  }
+
+  static final TokenFunction SPEC_TOKENS = (m, i) -> Murmur3.hash(m.id() + "#" + i);
+
+  private final int virtualNodes;
+  private final TokenFunction tokenFunction;
+  /** Sorted by id (UTF-8 bytes, unsigned), so a member's index orders ties between tokens. */
+  private final Member[] members;
+  private final Map<String, Integer> indexOfId;
+  /** Zone of each member as a small integer, for the replica walk. */
+  final int[] zoneOf;
+  /** Distinct zones, and members, that hold at least one token. */
+  private final int tokenZones;
+  private final int tokenMembers;
+  /** Tokens sorted as signed longs; ties ordered by owner index (= id order). */
+  final long[] tokens;
+  /** {@code owner[i]} is the index in {@link #members} of the member of {@code tokens[i]}. */
+  final int[] owner;
+  /**
+   * {@code bucketStart[b]} is the first token whose top bits (of the position with its sign bit
+   * flipped, so unsigned order is signed order) are at least {@code b}: a lookup starts there and
+   * scans a few tokens forward.
+   */
+  private final int[] bucketStart;
+  private final int shift;
+  private final double[] shares;
+  private final long checksum;
+
+  private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members,
+                   long[] tokens, int[] owner) {
+    this.virtualNodes = virtualNodes;
+    this.tokenFunction = tokenFunction;
+    this.members = members;
+    this.tokens = tokens;
+    this.owner = owner;
+    this.indexOfId = new HashMap<>(members.length * 2);
+    for (int m = 0; m < members.length; m++) {
+      indexOfId.put(members[m].id(), m);
+    }
+    this.zoneOf = new int[members.length];
+    Map<String, Integer> zoneIds = new HashMap<>();
+    for (int m = 0; m < members.length; m++) {
+      zoneOf[m] = zoneIds.computeIfAbsent(members[m].zone(), z -> zoneIds.size());
+    }
+    boolean[] memberHasTokens = new boolean[members.length];
+    for (int o : owner) {
+      memberHasTokens[o] = true;
+    }
+    boolean[] zoneHasTokens = new boolean[zoneIds.size()];
+    int withTokens = 0;
+    int zonesWithTokens = 0;
+    for (int m = 0; m < members.length; m++) {
+      if (memberHasTokens[m]) {
+        withTokens++;
+        if (!zoneHasTokens[zoneOf[m]]) {
+          zoneHasTokens[zoneOf[m]] = true;
+          zonesWithTokens++;
+        }
+      }
+    }
+    this.tokenMembers = withTokens;
+    this.tokenZones = zonesWithTokens;
+
+    int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, tokens.length)) >> 1);
+    this.shift = 64 - Integer.numberOfTrailingZeros(buckets);
+    this.bucketStart = new int[buckets];
+    int t = 0;
+    for (int b = 0; b < buckets; b++) {
+      while (t < tokens.length && bucketOf(tokens[t]) < b) {
+        t++;
+      }
+      bucketStart[b] = t;
+    }
+    this.shares = computeShares();
+    this.checksum = computeChecksum();
+  }
+
+  /** A builder for a ring; {@code virtualNodes} defaults to {@link Builder#DEFAULT_VIRTUAL_NODES}. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * The position of a key on the ring: MurmurHash3 x64-128 (seed 0) of its UTF-8 bytes, first 64
+   * bits. Allocates nothing. Stores that keep entries ordered by position can move one
+   * {@link KeyRange} with one scan.
+   */
+  public static long position(String key) {
+    return Murmur3.hash(key);
+  }
+
+  /** The position of a key given as bytes. Allocates nothing. */
+  public static long position(byte[] key) {
+    return Murmur3.hash(key);
+  }
+
+  // ---------------------------------------------------------------- lookups (hot path)
+
+  /**
+   * The primary owner of a key. Lock-free and allocation-free.
+   *
+   * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
+   */
+  public Member ownerOf(String key) {
+    return members[owner[tokenIndex(Murmur3.hash(key))]];
+  }
+
+  /** The primary owner of a key given as bytes. Lock-free and allocation-free. */
+  public Member ownerOf(byte[] key) {
+    return members[owner[tokenIndex(Murmur3.hash(key))]];
+  }
+
+  /** The primary owner of a ring position ({@link #position(String)}). */
+  public Member ownerOfPosition(long position) {
+    return members[owner[tokenIndex(position)]];
+  }
+
+  /**
+   * The first {@code n} distinct owners of a key, primary first: walking clockwise from the key,
+   * members in zones not yet taken first, then any member not yet taken. Fewer than {@code n}
+   * when the ring has fewer members with tokens.
+   *
+   * @throws IllegalArgumentException if {@code n < 1}
+   * @throws IllegalStateException if the ring has no tokens
+   */
+  public List<Member> owners(String key, int n) {
+    return ownersOfPosition(Murmur3.hash(key), n);
+  }
+
+  /** As {@link #owners(String, int)}, for a key given as bytes. */
+  public List<Member> owners(byte[] key, int n) {
+    return ownersOfPosition(Murmur3.hash(key), n);
+  }
+
+  /** As {@link #owners(String, int)}, for a ring position. */
+  public List<Member> ownersOfPosition(long position, int n) {
+    if (n < 1) {
+      throw new IllegalArgumentException("replica count n must be at least 1: " + n);
+    }
+    int[] out = new int[Math.min(n, tokenMembers)];
+    int count = walk(tokenIndex(position), out.length, out);
+    Member[] result = new Member[count];
+    for (int i = 0; i < count; i++) {
+      result[i] = members[out[i]];
+    }
+    return List.of(result);
+  }
+
+  /** Index of the first token at or after {@code p}, wrapping to 0. */
+  int tokenIndex(long p) {
+    long[] t = tokens;
+    int n = t.length;
+    if (n == 0) {
+      throw new IllegalStateException(
+          "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
+    }
+    int i = bucketStart[bucketOf(p)];
+    while (i < n && t[i] < p) {
+      i++;
+    }
+    return i == n ? 0 : i;
+  }
+
+  private int bucketOf(long p) {
+    return (int) ((p ^ Long.MIN_VALUE) >>> shift);
+  }
+
+  /**
+   * The replica walk from token {@code start}: fills {@code out} with up to {@code out.length}
+   * member indices, zone-distinct ones first, and returns how many it found.
+   */
+  int walk(int start, int want, int[] out) {
+    int n = tokens.length;
+    int count = 0;
+    if (want <= 0) {
+      return 0;
+    }
+    // First turn: members whose zone is not taken yet. Stops once every zone is taken.
+    int zonesGoal = Math.min(want, tokenZones);
+    for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
+      int m = owner[k];
+      int z = zoneOf[m];
+      boolean taken = false;
+      for (int q = 0; q < count; q++) {
+        if (zoneOf[out[q]] == z) {
+          taken = true;
+          break;
+        }
+      }
+      if (!taken) {
+        out[count++] = m;
+      }
+    }
+    // Second turn: any member not taken yet.
+    for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
+      int m = owner[k];
+      boolean taken = false;
+      for (int q = 0; q < count; q++) {
+        if (out[q] == m) {
+          taken = true;
+          break;
+        }
+      }
+      if (!taken) {
+        out[count++] = m;
+      }
+    }
+    return count;
+  }
+
+  // ---------------------------------------------------------------- the ring as a value
+
+  /** Virtual nodes per unit of weight. */
+  public int virtualNodes() {
+    return virtualNodes;
+  }
+
+  /** All members, weight 0 included, ordered by id (UTF-8 bytes, unsigned). Non-null. */
+  public List<Member> members() {
+    return List.of(members);
+  }
+
+  /** The member with this id, if it is in the ring. */
+  public Optional<Member> member(String id) {
+    Integer m = indexOfId.get(id);
+    return m == null ? Optional.empty() : Optional.of(members[m]);
+  }
+
+  /** Whether a member with this id is in the ring. */
+  public boolean contains(String id) {
+    return indexOfId.containsKey(id);
+  }
+
+  /** The number of tokens: the sum over members of {@code round(virtualNodes * weight)}. */
+  public int tokenCount() {
+    return tokens.length;
+  }
+
+  /** Whether the ring has no tokens, so that lookups fail. */
+  public boolean isEmpty() {
+    return tokens.length == 0;
+  }
+
+  /**
+   * The fraction of the key space, in {@code [0, 1]}, that the member owns as primary; 0 for an
+   * unknown id.
+   */
+  public double share(String memberId) {
+    Integer m = indexOfId.get(memberId);
+    return m == null ? 0.0 : shares[m];
+  }
+
+  /**
+   * The ranges the member owns as primary, merged where they touch, in ring order. Non-null, may
+   * be empty.
+   */
+  public List<KeyRange> primaryRanges(String memberId) {
+    return ownedRanges(memberId, 1);
+  }
+
+  /**
+   * The ranges for which the member is among the first {@code replicas} owners, merged where they
+   * touch, in ring order. Non-null, may be empty.
+   */
+  public List<KeyRange> ownedRanges(String memberId, int replicas) {
+    HashRing none = new Builder().virtualNodes(virtualNodes).build();
+    List<KeyRange> out = new ArrayList<>();
+    KeyRange last = null;
+    for (RingDiff.Gained g : RingDiff.compute(none, this, memberId, replicas).gained()) {
+      if (last != null && last.end() == g.range().start()) {
+        last = new KeyRange(last.start(), g.range().end());
+        out.set(out.size() - 1, last);
+      } else {
+        last = g.range();
+        out.add(last);
+      }
+    }
+    if (out.size() > 1 && last.end() == out.get(0).start()) { // touching across the wrap
+      out.set(0, new KeyRange(last.start(), out.get(0).end()));
+      out.remove(out.size() - 1);
+    }
+    return List.copyOf(out);
+  }
+
+  /**
+   * A 64-bit hash of the spec version, {@code virtualNodes} and the sorted members (id, weight,
+   * zone). Equal checksums mean equal tokens and equal ownership for any replica count; members
+   * compare checksums to prove they agree.
+   */
+  public long checksum() {
+    return checksum;
+  }
+
+  /** This ring plus one member (or with the member's metadata replaced), built incrementally. */
+  public HashRing with(Member member) {
+    Integer m = indexOfId.get(member.id());
+    if (m != null && members[m].equals(member)) {
+      return this;
+    }
+    List<Member> next = new ArrayList<>(members.length + 1);
+    for (Member x : members) {
+      if (!x.id().equals(member.id())) {
+        next.add(x);
+      }
+    }
+    next.add(member);
+    return withMembers(next);
+  }
+
+  /** This ring without the member with this id (the same ring if it is absent), built incrementally. */
+  public HashRing without(String memberId) {
+    if (!indexOfId.containsKey(memberId)) {
+      return this;
+    }
+    List<Member> next = new ArrayList<>(members.length);
+    for (Member x : members) {
+      if (!x.id().equals(memberId)) {
+        next.add(x);
+      }
+    }
+    return withMembers(next);
+  }
+
+  /**
+   * A ring with exactly these members and this ring's {@code virtualNodes}. The tokens of members
+   * that stay (same id, weight and zone) are reused in order; only the new members' tokens are
+   * hashed, sorted and merged in, so the cost is one pass over the ring plus the new tokens.
+   *
+   * @throws IllegalArgumentException on duplicate ids
+   */
+  public HashRing withMembers(Collection<Member> next) {
+    return RingBuilder.build(virtualNodes, tokenFunction, this, next);
+  }
+
+  static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members,
+                           long[] tokens, int[] owner) {
+    return new HashRing(virtualNodes, tokenFunction, members, tokens, owner);
+  }
+
+  /** The index of the member with this id, or -1. */
+  int indexOf(String id) {
+    Integer m = indexOfId.get(id);
+    return m == null ? -1 : m;
+  }
+
+  Member[] memberArray() {
+    return members;
+  }
+
+  TokenFunction tokenFunction() {
+    return tokenFunction;
+  }
+
+  private double[] computeShares() {
+    double[] s = new double[members.length];
+    int n = tokens.length;
+    if (n == 0) {
+      return s;
+    }
+    if (tokens[0] == tokens[n - 1]) {
+      s[owner[0]] = 1.0; // every token at one position: the first owns the whole circle
+      return s;
+    }
+    for (int i = 0; i < n; i++) {
+      long prev = tokens[i == 0 ? n - 1 : i - 1];
+      s[owner[i]] += KeyRange.unsignedToDouble(tokens[i] - prev) / 0x1p64;
+    }
+    return s;
+  }
+
+  private long computeChecksum() {
+    byte[] tag = "ringmaster-ring".getBytes(StandardCharsets.US_ASCII);
+    int size = 4 + tag.length + 4 + 4 + 4;
+    byte[][] ids = new byte[members.length][];
+    byte[][] zones = new byte[members.length][];
+    for (int m = 0; m < members.length; m++) {
+      ids[m] = members[m].id().getBytes(StandardCharsets.UTF_8);
+      zones[m] = members[m].zone().getBytes(StandardCharsets.UTF_8);
+      size += 4 + ids[m].length + 8 + 4 + zones[m].length;
+    }
+    ByteBuffer b = ByteBuffer.allocate(size); // big-endian
+    b.putInt(tag.length).put(tag).putInt(SPEC_VERSION).putInt(virtualNodes).putInt(members.length);
+    for (int m = 0; m < members.length; m++) {
+      b.putInt(ids[m].length).put(ids[m]);
+      b.putLong(Double.doubleToLongBits(members[m].weight()));
+      b.putInt(zones[m].length).put(zones[m]);
+    }
+    return Murmur3.hash(b.array());
+  }
+
+  /** Equal when the virtual nodes and the members (ids, weights, zones) are equal. */
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof HashRing r
+        && r.checksum == checksum
+        && r.virtualNodes == virtualNodes
+        && Arrays.equals(r.members, members);
+  }
+
+  @Override
+  public int hashCode() {
+    return Long.hashCode(checksum);
+  }
+
+  @Override
+  public String toString() {
+    return "HashRing[virtualNodes=" + virtualNodes + ", members=" + members.length
+        + ", tokens=" + tokens.length + ", checksum=" + Long.toHexString(checksum) + "]";
+  }
+
+  /**
+   * Collects the members and {@code virtualNodes} of a new ring. Not thread-safe; reusable.
+   */
+  public static final class Builder {
+    /**
+     * Chosen from the measurements in {@code docs/performance.md}: with 1024 tokens per member,
+     * the most loaded of 100 members holds at most about 10% more than the mean.
+     */
+    public static final int DEFAULT_VIRTUAL_NODES = 1024;
+
+    private int virtualNodes = DEFAULT_VIRTUAL_NODES;
+    private TokenFunction tokenFunction = SPEC_TOKENS;
+    private final Map<String, Member> members = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    /** Tokens per unit of weight, the same on every member of a cluster; at least 1. */
+    public Builder virtualNodes(int virtualNodes) {
+      if (virtualNodes < 1) {
+        throw new IllegalArgumentException("virtualNodes must be at least 1: " + virtualNodes);
+      }
+      this.virtualNodes = virtualNodes;
+      return this;
+    }
+
+    /**
+     * Adds a member.
+     *
+     * @throws IllegalArgumentException if a member with the same id was already added
+     */
+    public Builder add(Member member) {
+      if (member == null) {
+        throw new IllegalArgumentException("member must not be null");
+      }
+      Member previous = members.putIfAbsent(member.id(), member);
+      if (previous != null) {
+        throw new IllegalArgumentException(
+            "duplicate member id: " + Member.quote(member.id()) + " (" + previous + " and " + member + ")");
+      }
+      return this;
+    }
+
+    /** Adds each member, as {@link #add(Member)}. */
+    public Builder addAll(Collection<Member> toAdd) {
+      for (Member m : toAdd) {
+        add(m);
+      }
+      return this;
+    }
+
+    Builder tokenFunction(TokenFunction tokenFunction) {
+      this.tokenFunction = tokenFunction;
+      return this;
+    }
+
+    public HashRing build() {
+      return RingBuilder.build(virtualNodes, tokenFunction, null, members.values());
+    }
+  }
+}

@@ -1,0 +1,123 @@
+package io.ringmaster.ring;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * A range of ring positions {@code (start, end]} on the signed 64-bit circle.
+ *
+ * <p>A range whose {@code end} is below its {@code start} wraps past {@link Long#MAX_VALUE} to
+ * {@link Long#MIN_VALUE}. A range with {@code start == end} is the whole circle: it is what a
+ * member that owns everything (the only member of a ring) is reported to own.
+ *
+ * <p>A key's position is {@link HashRing#position(String)}; {@link #contains(String)} tests it.
+ */
+public record KeyRange(long start, long end) {
+
+  /** The whole circle. */
+  public static KeyRange full() {
+    return new KeyRange(Long.MIN_VALUE, Long.MIN_VALUE);
+  }
+
+  /** Whether this range is the whole circle. */
+  public boolean isFull() {
+    return start == end;
+  }
+
+  /** Whether this range passes from {@link Long#MAX_VALUE} to {@link Long#MIN_VALUE}. */
+  public boolean wraps() {
+    return end <= start;
+  }
+
+  /** Whether the ring position {@code p} lies in {@code (start, end]}. */
+  public boolean contains(long p) {
+    return start < end ? (p > start && p <= end) : (p > start || p <= end);
+  }
+
+  /** Whether the key (hashed over its UTF-8 bytes) lies in this range. */
+  public boolean contains(String key) {
+    return contains(HashRing.position(key));
+  }
+
+  /** Whether the key lies in this range. */
+  public boolean contains(byte[] key) {
+    return contains(HashRing.position(key));
+  }
+
+  /**
+   * The fraction of the circle this range covers, in {@code (0, 1]}.
+   */
+  public double fraction() {
+    if (isFull()) {
+      return 1.0;
+    }
+    return unsignedToDouble(end - start) / 0x1p64;
+  }
+
+  /**
+   * Groups an application's keys by the range that contains them: for example the keys to hand
+   * off for each {@link RingDiff.Lost}, or to expect for each {@link RingDiff.Gained}. Keys in no
+   * range are left out. The ranges should not overlap (those of one diff never do); a key in
+   * several goes to one of them. Costs {@code O(log ranges)} per key.
+   *
+   * <pre>{@code
+   * Map<RingDiff.Lost, List<String>> handOff =
+   *     KeyRange.partition(diff.lost(), RingDiff.Lost::range, store.keys());
+   * }</pre>
+   *
+   * @return a map in the order of {@code items}, holding only items with at least one key
+   */
+  public static <T> Map<T, List<String>> partition(List<T> items, Function<? super T, KeyRange> rangeOf,
+                                                   Iterable<String> keys) {
+    List<T> plain = new ArrayList<>();
+    List<T> wrapping = new ArrayList<>();
+    for (T item : items) {
+      (rangeOf.apply(item).wraps() ? wrapping : plain).add(item);
+    }
+    plain.sort(Comparator.comparingLong(item -> rangeOf.apply(item).end()));
+    long[] ends = new long[plain.size()];
+    for (int k = 0; k < ends.length; k++) {
+      ends[k] = rangeOf.apply(plain.get(k)).end();
+    }
+    Map<T, List<String>> grouped = new LinkedHashMap<>();
+    for (T item : items) {
+      grouped.put(item, new ArrayList<>());
+    }
+    for (String key : keys) {
+      long p = HashRing.position(key);
+      T found = null;
+      int k = Arrays.binarySearch(ends, p);
+      k = k >= 0 ? k : -k - 1; // first range ending at or after p
+      if (k < ends.length && rangeOf.apply(plain.get(k)).contains(p)) {
+        found = plain.get(k);
+      } else {
+        for (T w : wrapping) {
+          if (rangeOf.apply(w).contains(p)) {
+            found = w;
+            break;
+          }
+        }
+      }
+      if (found != null) {
+        grouped.get(found).add(key);
+      }
+    }
+    grouped.values().removeIf(List::isEmpty);
+    return grouped;
+  }
+
+  static double unsignedToDouble(long v) {
+    double d = (double) (v >>> 1) * 2.0;
+    return d + (v & 1);
+  }
+
+  @Override
+  public String toString() {
+    return "(" + start + ", " + end + "]";
+  }
+}

@@ -1,0 +1,181 @@
+package io.ringmaster.ring;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Builds the token arrays of a {@link HashRing}: from scratch, or from a previous ring by keeping
+ * the tokens of the members that stay (already sorted) and merging in the sorted tokens of each
+ * new member. Runs are merged pairwise, so a build costs {@code O(T log runs)}, and a ring plus
+ * one member is a single merge pass.
+ */
+final class RingBuilder {
+  private RingBuilder() {}
+
+  static HashRing build(int virtualNodes, HashRing.TokenFunction fn, HashRing base,
+                        Collection<Member> next) {
+    Member[] members = sortedById(next);
+
+    // Old member index -> new index, for members kept unchanged (same id, weight and zone).
+    int[] remap = null;
+    int kept = 0;
+    boolean[] reused = new boolean[members.length];
+    if (base != null) {
+      Member[] old = base.memberArray();
+      remap = new int[old.length];
+      Arrays.fill(remap, -1);
+      for (int o = 0, m = 0; o < old.length && m < members.length; ) {
+        int c = compareIds(old[o].id(), members[m].id());
+        if (c == 0) {
+          if (old[o].equals(members[m])) {
+            remap[o] = m;
+            reused[m] = true;
+          }
+          o++;
+          m++;
+        } else if (c < 0) {
+          o++;
+        } else {
+          m++;
+        }
+      }
+      for (int o : base.owner) {
+        if (remap[o] >= 0) {
+          kept++;
+        }
+      }
+    }
+
+    long total = kept;
+    int[] counts = new int[members.length];
+    for (int m = 0; m < members.length; m++) {
+      if (!reused[m]) {
+        counts[m] = tokenCount(members[m], virtualNodes);
+        total += counts[m];
+      }
+    }
+    if (total > Integer.MAX_VALUE - 16) {
+      throw new IllegalArgumentException("ring would have " + total + " tokens: lower virtualNodes ("
+          + virtualNodes + ") or the weights");
+    }
+    long[] tokens = new long[(int) total];
+    int[] owner = new int[(int) total];
+    List<Integer> runStarts = new ArrayList<>();
+    int t = 0;
+    if (kept > 0) {
+      runStarts.add(0);
+      long[] bt = base.tokens;
+      int[] bo = base.owner;
+      for (int i = 0; i < bt.length; i++) {
+        int m = remap[bo[i]];
+        if (m >= 0) {
+          tokens[t] = bt[i];
+          owner[t++] = m;
+        }
+      }
+    }
+    for (int m = 0; m < members.length; m++) {
+      if (counts[m] == 0) {
+        continue;
+      }
+      runStarts.add(t);
+      int from = t;
+      for (int i = 0; i < counts[m]; i++) {
+        tokens[t] = fn.token(members[m], i);
+        owner[t++] = m;
+      }
+      // Equal tokens of one member are interchangeable, so a plain sort orders the run.
+      Arrays.sort(tokens, from, t);
+    }
+    mergeRuns(tokens, owner, runStarts);
+    return HashRing.assemble(virtualNodes, fn, members, tokens, owner);
+  }
+
+  /** {@code round(virtualNodes * weight)}, half up, as {@link Math#round(double)}. */
+  static int tokenCount(Member m, int virtualNodes) {
+    long n = Math.round(virtualNodes * m.weight());
+    if (n > HashRing.MAX_TOKENS_PER_MEMBER) {
+      throw new IllegalArgumentException("member " + Member.quote(m.id()) + " would get " + n
+          + " tokens (virtualNodes " + virtualNodes + " * weight " + m.weight() + "), more than "
+          + HashRing.MAX_TOKENS_PER_MEMBER);
+    }
+    return (int) n;
+  }
+
+  private static Member[] sortedById(Collection<Member> next) {
+    Member[] members = next.toArray(new Member[0]);
+    Set<String> seen = new HashSet<>();
+    for (Member m : members) {
+      if (m == null) {
+        throw new IllegalArgumentException("member must not be null");
+      }
+      if (!seen.add(m.id())) {
+        throw new IllegalArgumentException("duplicate member id: " + Member.quote(m.id()));
+      }
+    }
+    Arrays.sort(members, (a, b) -> compareIds(a.id(), b.id()));
+    return members;
+  }
+
+  /** Member ids in the spec's order: UTF-8 bytes compared unsigned, lexicographically. */
+  static int compareIds(String a, String b) {
+    return Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Merges sorted runs pairwise into one run ordered by (token, owner index). */
+  private static void mergeRuns(long[] tokens, int[] owner, List<Integer> starts) {
+    int n = tokens.length;
+    if (starts.size() <= 1) {
+      return;
+    }
+    long[] tokTmp = new long[n];
+    int[] ownTmp = new int[n];
+    long[] srcT = tokens;
+    int[] srcO = owner;
+    long[] dstT = tokTmp;
+    int[] dstO = ownTmp;
+    List<Integer> runs = new ArrayList<>(starts);
+    while (runs.size() > 1) {
+      List<Integer> merged = new ArrayList<>((runs.size() + 1) / 2);
+      for (int r = 0; r < runs.size(); r += 2) {
+        int lo = runs.get(r);
+        int mid = r + 1 < runs.size() ? runs.get(r + 1) : n;
+        int hi = r + 2 < runs.size() ? runs.get(r + 2) : n;
+        merged.add(lo);
+        int a = lo;
+        int b = mid;
+        int d = lo;
+        while (a < mid && b < hi) {
+          if (srcT[a] < srcT[b] || (srcT[a] == srcT[b] && srcO[a] <= srcO[b])) {
+            dstT[d] = srcT[a];
+            dstO[d++] = srcO[a++];
+          } else {
+            dstT[d] = srcT[b];
+            dstO[d++] = srcO[b++];
+          }
+        }
+        System.arraycopy(srcT, a, dstT, d, mid - a);
+        System.arraycopy(srcO, a, dstO, d, mid - a);
+        d += mid - a;
+        System.arraycopy(srcT, b, dstT, d, hi - b);
+        System.arraycopy(srcO, b, dstO, d, hi - b);
+      }
+      runs = merged;
+      long[] st = srcT;
+      srcT = dstT;
+      dstT = st;
+      int[] so = srcO;
+      srcO = dstO;
+      dstO = so;
+    }
+    if (srcT != tokens) {
+      System.arraycopy(srcT, 0, tokens, 0, n);
+      System.arraycopy(srcO, 0, owner, 0, n);
+    }
+  }
+}

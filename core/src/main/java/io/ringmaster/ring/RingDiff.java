@@ -1,0 +1,302 @@
+package io.ringmaster.ring;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What one member gained, lost, and changed role on between two rings, for a replica count.
+ *
+ * <ul>
+ *   <li>{@link #gained()}: ranges where the member is among the new owners but was not among the
+ *       old ones; each names the old owners ({@link Gained#sources()}), where the data is now;
+ *   <li>{@link #lost()}: ranges where the member was among the old owners and is not among the new
+ *       ones; each names the new owners ({@link Lost#destinations()}), where the data must go;
+ *   <li>{@link #roleChanges()}: ranges the member keeps but as primary instead of backup, or the
+ *       other way round.
+ * </ul>
+ * Adjacent ranges with the same sources (destinations, roles) are merged, also across the wrap;
+ * nothing that did not change is reported, so a member whose ownership is the same in both rings
+ * gets an {@linkplain #isEmpty() empty} diff. Each list is in ring order.
+ *
+ * <p>The diff is computed by one merge of the two token arrays. Only the segments whose replica
+ * walk can reach one of the member's tokens are examined (found by walking back from each of its
+ * tokens), so the cost is one pass over the tokens plus a few steps per token of the member.
+ *
+ * @param memberId    the member the diff is about
+ * @param replicas    the replica count the owners were computed for
+ * @param gained      non-null, may be empty
+ * @param lost        non-null, may be empty
+ * @param roleChanges non-null, may be empty
+ */
+public record RingDiff(String memberId, int replicas, List<Gained> gained, List<Lost> lost,
+                       List<RoleChange> roleChanges) {
+
+  /** A member's role for a range: the first owner, or one of the others. */
+  public enum Role { PRIMARY, BACKUP }
+
+  /** A range the member now owns, the owners it had before ({@code sources}), and its new role. */
+  public record Gained(KeyRange range, List<Member> sources, Role role) {}
+
+  /** A range the member no longer owns, its owners now ({@code destinations}), and its old role. */
+  public record Lost(KeyRange range, List<Member> destinations, Role role) {}
+
+  /** A range the member keeps, with its role before and after. */
+  public record RoleChange(KeyRange range, Role before, Role after) {}
+
+  public RingDiff {
+    Objects.requireNonNull(memberId, "memberId");
+    gained = List.copyOf(gained);
+    lost = List.copyOf(lost);
+    roleChanges = List.copyOf(roleChanges);
+  }
+
+  /** Whether nothing changed for the member. */
+  public boolean isEmpty() {
+    return gained.isEmpty() && lost.isEmpty() && roleChanges.isEmpty();
+  }
+
+  /**
+   * The member's change of ownership from {@code before} to {@code after}, for keys kept on
+   * {@code replicas} owners.
+   *
+   * @throws IllegalArgumentException if {@code replicas < 1}
+   */
+  public static RingDiff compute(HashRing before, HashRing after, String memberId, int replicas) {
+    Objects.requireNonNull(before, "before");
+    Objects.requireNonNull(after, "after");
+    Objects.requireNonNull(memberId, "memberId");
+    if (replicas < 1) {
+      throw new IllegalArgumentException("replica count must be at least 1: " + replicas);
+    }
+    return new Computation(before, after, memberId, replicas).run();
+  }
+
+  /** The state of one merge; package-private for nothing but readability. */
+  private static final class Computation {
+    private final HashRing before;
+    private final HashRing after;
+    private final String memberId;
+    private final int replicas;
+    private final int mb;
+    private final int ma;
+    private final int[] ownersBefore;
+    private final int[] ownersAfter;
+    private final List<Pending> gained = new ArrayList<>();
+    private final List<Pending> lost = new ArrayList<>();
+    private final List<Pending> roles = new ArrayList<>();
+
+    Computation(HashRing before, HashRing after, String memberId, int replicas) {
+      this.before = before;
+      this.after = after;
+      this.memberId = memberId;
+      this.replicas = replicas;
+      this.mb = before.indexOf(memberId);
+      this.ma = after.indexOf(memberId);
+      this.ownersBefore = new int[replicas];
+      this.ownersAfter = new int[replicas];
+    }
+
+    RingDiff run() {
+      long[] candBefore = candidates(before, mb, replicas);
+      long[] candAfter = candidates(after, ma, replicas);
+      long[] tb = before.tokens;
+      long[] ta = after.tokens;
+      int nb = tb.length;
+      int na = ta.length;
+      if ((candBefore == null && candAfter == null) || (nb == 0 && na == 0)) {
+        return finish();
+      }
+      // Elementary segments end at every token of either ring; the first one starts at the last.
+      long prev = Math.max(nb == 0 ? Long.MIN_VALUE : tb[nb - 1], na == 0 ? Long.MIN_VALUE : ta[na - 1]);
+      int i = 0;
+      int j = 0;
+      while (i < nb || j < na) {
+        long v = i < nb && (j >= na || tb[i] <= ta[j]) ? tb[i] : ta[j];
+        int ib = i < nb ? i : 0;
+        int ja = j < na ? j : 0;
+        boolean candidate = (candBefore != null && isSet(candBefore, ib))
+            || (candAfter != null && isSet(candAfter, ja));
+        if (candidate) {
+          int cb = nb == 0 ? 0 : before.walk(ib, replicas, ownersBefore);
+          int ca = na == 0 ? 0 : after.walk(ja, replicas, ownersAfter);
+          classify(new KeyRange(prev, v), cb, ca);
+        }
+        prev = v;
+        while (i < nb && tb[i] == v) {
+          i++;
+        }
+        while (j < na && ta[j] == v) {
+          j++;
+        }
+      }
+      return finish();
+    }
+
+    private void classify(KeyRange segment, int cb, int ca) {
+      int posBefore = position(ownersBefore, cb, mb);
+      int posAfter = position(ownersAfter, ca, ma);
+      if (posBefore < 0 && posAfter >= 0) {
+        append(gained, segment, Arrays.copyOf(ownersBefore, cb), role(posAfter), null);
+      } else if (posBefore >= 0 && posAfter < 0) {
+        append(lost, segment, Arrays.copyOf(ownersAfter, ca), role(posBefore), null);
+      } else if (posBefore >= 0 && role(posBefore) != role(posAfter)) {
+        append(roles, segment, null, role(posBefore), role(posAfter));
+      }
+    }
+
+    private static void append(List<Pending> list, KeyRange segment, int[] members, Role role, Role role2) {
+      if (!list.isEmpty()) {
+        Pending last = list.get(list.size() - 1);
+        if (last.end == segment.start() && last.sameAs(members, role, role2)) {
+          last.end = segment.end();
+          return;
+        }
+      }
+      list.add(new Pending(segment.start(), segment.end(), members, role, role2));
+    }
+
+    private RingDiff finish() {
+      List<Gained> g = new ArrayList<>();
+      for (Pending p : closeCircle(gained)) {
+        g.add(new Gained(p.range(), toMembers(before, p.members), p.role));
+      }
+      List<Lost> l = new ArrayList<>();
+      for (Pending p : closeCircle(lost)) {
+        l.add(new Lost(p.range(), toMembers(after, p.members), p.role));
+      }
+      List<RoleChange> r = new ArrayList<>();
+      for (Pending p : closeCircle(roles)) {
+        r.add(new RoleChange(p.range(), p.role, p.role2));
+      }
+      return new RingDiff(memberId, replicas, g, l, r);
+    }
+
+    /** Merges the last range into the first when they touch across the wrap. */
+    private static List<Pending> closeCircle(List<Pending> list) {
+      if (list.size() > 1) {
+        Pending first = list.get(0);
+        Pending last = list.get(list.size() - 1);
+        if (last.end == first.start && first.sameAs(last.members, last.role, last.role2)) {
+          first.start = last.start;
+          list.remove(list.size() - 1);
+        }
+      }
+      return list;
+    }
+
+    private static List<Member> toMembers(HashRing ring, int[] indices) {
+      Member[] all = ring.memberArray();
+      Member[] out = new Member[indices.length];
+      for (int k = 0; k < indices.length; k++) {
+        out[k] = all[indices[k]];
+      }
+      return List.of(out);
+    }
+  }
+
+  /** A range being coalesced. */
+  private static final class Pending {
+    long start;
+    long end;
+    final int[] members;
+    final Role role;
+    final Role role2;
+
+    Pending(long start, long end, int[] members, Role role, Role role2) {
+      this.start = start;
+      this.end = end;
+      this.members = members;
+      this.role = role;
+      this.role2 = role2;
+    }
+
+    boolean sameAs(int[] otherMembers, Role otherRole, Role otherRole2) {
+      return role == otherRole && role2 == otherRole2 && Arrays.equals(members, otherMembers);
+    }
+
+    KeyRange range() {
+      return new KeyRange(start, end);
+    }
+  }
+
+  private static Role role(int position) {
+    return position == 0 ? Role.PRIMARY : Role.BACKUP;
+  }
+
+  private static int position(int[] owners, int count, int member) {
+    for (int k = 0; k < count; k++) {
+      if (owners[k] == member) {
+        return k;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * The token indices of {@code ring} whose replica walk may include member {@code m}, as a bit
+   * set; null if it has no tokens. Walking back from each of m's tokens over the interval
+   * {@code [k, j)} before it: the walk from k can reach m at j only if that interval holds fewer
+   * than {@code n} distinct members (second turn), or fewer than {@code n} distinct zones and not
+   * m's zone (first turn). Both only grow as k moves back, so the scan stops at the first k that
+   * fails them. This is a necessary condition; the merge computes the exact owners.
+   */
+  static long[] candidates(HashRing ring, int m, int n) {
+    if (m < 0) {
+      return null;
+    }
+    long[] tokens = ring.tokens;
+    int[] owner = ring.owner;
+    int size = tokens.length;
+    long[] bits = null;
+    int[] seenMembers = new int[n];
+    int[] seenZones = new int[n];
+    int[] zoneOf = ring.zoneOf;
+    int zoneM = zoneOf[m];
+    for (int j = 0; j < size; j++) {
+      if (owner[j] != m) {
+        continue;
+      }
+      if (bits == null) {
+        bits = new long[(size + 63) >>> 6];
+      }
+      bits[j >>> 6] |= 1L << j;
+      int members = 0;
+      int zoneCount = 0;
+      boolean zoneMSeen = false;
+      for (int s = 1, k = j == 0 ? size - 1 : j - 1; s < size; s++, k = k == 0 ? size - 1 : k - 1) {
+        int o = owner[k];
+        if (o == m) {
+          break;
+        }
+        if (members < n && indexIn(seenMembers, members, o) < 0) {
+          seenMembers[members++] = o;
+        }
+        int z = zoneOf[o];
+        zoneMSeen |= z == zoneM;
+        if (zoneCount < n && indexIn(seenZones, zoneCount, z) < 0) {
+          seenZones[zoneCount++] = z;
+        }
+        if (members >= n && (zoneMSeen || zoneCount >= n)) {
+          break;
+        }
+        bits[k >>> 6] |= 1L << k;
+      }
+    }
+    return bits;
+  }
+
+  private static int indexIn(int[] values, int count, int v) {
+    for (int k = 0; k < count; k++) {
+      if (values[k] == v) {
+        return k;
+      }
+    }
+    return -1;
+  }
+
+  private static boolean isSet(long[] bits, int i) {
+    return (bits[i >>> 6] & (1L << i)) != 0;
+  }
+}

@@ -1,0 +1,319 @@
+package io.ringmaster.ring;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class HashRingTest {
+
+  static List<Member> randomMembers(SplittableRandom random, int n, int zones, boolean weighted) {
+    List<Member> members = new ArrayList<>();
+    for (int k = 0; k < n; k++) {
+      double weight = weighted ? random.nextInt(0, 9) / 4.0 : 1.0; // 0, 0.25, ... 2.0
+      String zone = zones == 0 ? "" : "zone-" + random.nextInt(zones);
+      members.add(new Member("m-" + k + "-" + Integer.toHexString(random.nextInt()), weight, zone));
+    }
+    return members;
+  }
+
+  static HashRing ring(int virtualNodes, List<Member> members) {
+    return HashRing.builder().virtualNodes(virtualNodes).addAll(members).build();
+  }
+
+  @Test
+  void lookups_randomRings_matchTheLiteralSpec() {
+    SplittableRandom random = new SplittableRandom(1);
+    for (int trial = 0; trial < 40; trial++) {
+      List<Member> members = randomMembers(random, random.nextInt(1, 12), random.nextInt(0, 4), true);
+      members.add(Member.of("always-" + trial)); // at least one member with tokens
+      int v = random.nextInt(1, 40);
+      HashRing ring = ring(v, members);
+      ReferenceRing reference = new ReferenceRing(v, members);
+      assertEquals(reference.positions().size(), ring.tokenCount());
+      for (int k = 0; k < 300; k++) {
+        String key = "key-" + random.nextLong();
+        assertEquals(reference.owners(key, 1).get(0), ring.ownerOf(key), key);
+        assertEquals(reference.owners(key, 1).get(0), ring.ownerOf(key.getBytes(StandardCharsets.UTF_8)), key);
+        int n = random.nextInt(1, 6);
+        assertEquals(reference.owners(key, n), ring.owners(key, n), () -> key + " n=" + n);
+      }
+      for (long p : reference.positions()) { // the edges: on a token and just past it
+        assertEquals(reference.ownersOfPosition(p, 3), ring.ownersOfPosition(p, 3));
+        assertEquals(reference.ownersOfPosition(p + 1, 3), ring.ownersOfPosition(p + 1, 3));
+      }
+      assertEquals(reference.ownersOfPosition(Long.MIN_VALUE, 2), ring.ownersOfPosition(Long.MIN_VALUE, 2));
+      assertEquals(reference.ownersOfPosition(Long.MAX_VALUE, 2), ring.ownersOfPosition(Long.MAX_VALUE, 2));
+    }
+  }
+
+  @Test
+  void build_anyInsertionOrder_givesEqualRings() {
+    SplittableRandom random = new SplittableRandom(2);
+    for (int trial = 0; trial < 20; trial++) {
+      List<Member> members = randomMembers(random, 20, 3, true);
+      HashRing a = ring(64, members);
+      List<Member> shuffled = new ArrayList<>(members);
+      Collections.shuffle(shuffled, new Random(trial));
+      HashRing b = ring(64, shuffled);
+      HashRing c = ring(64, List.of()).withMembers(shuffled.subList(0, 10)).withMembers(shuffled);
+      for (HashRing other : List.of(b, c)) {
+        assertEquals(a, other);
+        assertEquals(a.checksum(), other.checksum());
+        assertEquals(a.members(), other.members());
+        for (int k = 0; k < 500; k++) {
+          String key = "k" + random.nextInt();
+          assertEquals(a.owners(key, 3), other.owners(key, 3));
+        }
+      }
+    }
+  }
+
+  @Test
+  void withAndWithout_incremental_equalsFromScratchTokenForToken() {
+    SplittableRandom random = new SplittableRandom(3);
+    List<Member> members = randomMembers(random, 30, 2, true);
+    HashRing ring = ring(50, members.subList(0, 15));
+    for (Member m : members.subList(15, 30)) {
+      ring = ring.with(m);
+    }
+    ring = ring.without(members.get(3).id()).without(members.get(20).id());
+    List<Member> expected = new ArrayList<>(members);
+    expected.remove(20);
+    expected.remove(3);
+    HashRing scratch = ring(50, expected);
+    assertEquals(scratch, ring);
+    assertTrue(java.util.Arrays.equals(scratch.tokens, ring.tokens));
+    assertTrue(java.util.Arrays.equals(scratch.owner, ring.owner));
+  }
+
+  @Test
+  void with_sameMember_returnsSameRing_andChangedWeightReplacesIt() {
+    HashRing ring = ring(16, List.of(Member.of("a"), Member.of("b")));
+    assertSame(ring, ring.with(Member.of("a")));
+    assertSame(ring, ring.without("nobody"));
+    HashRing heavier = ring.with(Member.of("a", 2.0));
+    assertEquals(48, heavier.tokenCount());
+    assertEquals(Member.of("a", 2.0), heavier.member("a").orElseThrow());
+  }
+
+  @Test
+  void join_movesKeysOnlyToTheNewMember_aboutItsShare() {
+    SplittableRandom random = new SplittableRandom(4);
+    for (int trial = 0; trial < 10; trial++) {
+      List<Member> members = randomMembers(random, 10, 0, false);
+      HashRing before = ring(256, members);
+      Member joiner = Member.of("joiner-" + trial);
+      HashRing after = before.with(joiner);
+      int keys = 20_000;
+      int moved = 0;
+      for (int k = 0; k < keys; k++) {
+        String key = "user:" + random.nextInt(1_000_000_000);
+        Member was = before.ownerOf(key);
+        Member is = after.ownerOf(key);
+        if (!was.equals(is)) {
+          assertEquals(joiner, is, "a key moved between two old members");
+          moved++;
+        }
+      }
+      double share = after.share(joiner.id());
+      assertWithinBinomialBounds(moved, keys, share);
+      // Its share itself is about 1/(N+1): 5 standard deviations of a Gamma(V) share.
+      assertEquals(1.0 / 11, share, 5.0 / 11 / Math.sqrt(256));
+    }
+  }
+
+  @Test
+  void leave_movesOnlyTheLeaversKeys_aboutItsShare() {
+    SplittableRandom random = new SplittableRandom(5);
+    for (int trial = 0; trial < 10; trial++) {
+      List<Member> members = randomMembers(random, 12, 0, false);
+      HashRing before = ring(128, members);
+      Member leaver = members.get(random.nextInt(members.size()));
+      HashRing after = before.without(leaver.id());
+      int keys = 20_000;
+      int moved = 0;
+      for (int k = 0; k < keys; k++) {
+        String key = "order-" + random.nextLong();
+        Member was = before.ownerOf(key);
+        if (!was.equals(after.ownerOf(key))) {
+          assertEquals(leaver, was, "a key of a member that stayed moved");
+          moved++;
+        }
+      }
+      assertWithinBinomialBounds(moved, keys, before.share(leaver.id()));
+    }
+  }
+
+  @Test
+  void shares_proportionalToWeight_andWeightZeroOwnsNothing() {
+    List<Member> members = List.of(new Member("light", 0.5, ""), Member.of("one"), new Member("heavy", 2.0, ""),
+        new Member("router", 0.0, ""));
+    HashRing ring = ring(4096, members);
+    double total = members.stream().mapToDouble(m -> ring.share(m.id())).sum();
+    assertEquals(1.0, total, 1e-9);
+    // Shares follow weights, within 5 standard deviations for 0.5 * 4096 tokens.
+    double tolerance = 5.0 / Math.sqrt(2048) / 3.5;
+    assertEquals(0.5 / 3.5, ring.share("light"), tolerance);
+    assertEquals(1.0 / 3.5, ring.share("one"), tolerance);
+    assertEquals(2.0 / 3.5, ring.share("heavy"), tolerance);
+    assertEquals(0.0, ring.share("router"));
+    assertTrue(ring.contains("router"));
+    SplittableRandom random = new SplittableRandom(6);
+    for (int k = 0; k < 20_000; k++) {
+      String key = "k" + random.nextLong();
+      assertNotEquals("router", ring.ownerOf(key).id());
+      assertTrue(ring.owners(key, 4).stream().noneMatch(m -> m.id().equals("router")));
+    }
+  }
+
+  @Test
+  void shares_fixedSeedRings_balancedWithinBounds() {
+    // 100 members, 1024 tokens each (the default): the most loaded member within 10% of the mean.
+    List<Member> members = new ArrayList<>();
+    for (int k = 0; k < 100; k++) {
+      members.add(Member.of("node-" + k));
+    }
+    HashRing ring = HashRing.builder().addAll(members).build();
+    assertEquals(HashRing.Builder.DEFAULT_VIRTUAL_NODES, ring.virtualNodes());
+    double max = members.stream().mapToDouble(m -> ring.share(m.id())).max().orElseThrow();
+    assertTrue(max * 100 <= 1.10, "max/mean share " + max * 100);
+  }
+
+  @Test
+  void owners_randomRings_distinctPrimaryFirstAndZoneSpread() {
+    SplittableRandom random = new SplittableRandom(8);
+    for (int trial = 0; trial < 30; trial++) {
+      int zones = random.nextInt(1, 5);
+      List<Member> members = randomMembers(random, random.nextInt(2, 15), zones, false);
+      HashRing ring = ring(32, members);
+      long distinctZones = members.stream().map(Member::zone).distinct().count();
+      for (int k = 0; k < 300; k++) {
+        String key = "x" + random.nextLong();
+        int n = random.nextInt(1, 6);
+        List<Member> owners = ring.owners(key, n);
+        assertEquals(Math.min(n, members.size()), owners.size());
+        assertEquals(ring.ownerOf(key), owners.get(0));
+        assertEquals(owners.size(), new HashSet<>(owners).size(), "owners are distinct");
+        long zonesUsed = owners.stream().map(Member::zone).distinct().count();
+        assertEquals(Math.min(owners.size(), distinctZones), zonesUsed, "zones spread first");
+      }
+    }
+  }
+
+  @Test
+  void tokenOrder_equalTokens_tieBrokenByIdBytesThenIndex() {
+    // Every token of every member lands on position 7: the spec's order decides everything.
+    HashRing.Builder builder = HashRing.builder().virtualNodes(3).tokenFunction((m, i) -> 7L);
+    HashRing ring = builder.add(Member.of("b")).add(Member.of("\u00e9")).add(Member.of("a")).add(Member.of("Z")).build();
+    // UTF-8 byte order: "Z" (0x5a) < "a" < "b" < "é" (0xc3 0xa9); String.compareTo would agree
+    // here, so also check a supplementary character against a high BMP one below.
+    assertEquals("Z", ring.ownerOfPosition(7).id());
+    assertEquals("Z", ring.ownerOfPosition(8).id()); // wraps to the first token
+    assertEquals(List.of("Z", "a", "b", "\u00e9"), ring.owners("any", 4).stream().map(Member::id).toList());
+
+    HashRing utf8 = HashRing.builder().virtualNodes(1).tokenFunction((m, i) -> 0L)
+        .add(Member.of("\uffff")).add(Member.of("\ud83d\ude00")).build();
+    // UTF-16 order puts U+1F600 (a surrogate pair, 0xd83d) first; UTF-8 bytes put U+FFFF (0xef) first.
+    assertEquals("\uffff", utf8.ownerOfPosition(0).id());
+  }
+
+  @Test
+  void tokenOrder_collisionBetweenTwoMembers_resolvedByIdIncrementallyToo() {
+    HashRing.TokenFunction fn = (m, i) -> m.id().equals("late") || m.id().equals("early") ? 100L + i : 1000L * i + 5;
+    HashRing scratch = HashRing.builder().virtualNodes(4).tokenFunction(fn)
+        .add(Member.of("late")).add(Member.of("early")).add(Member.of("other")).build();
+    HashRing incremental = HashRing.builder().virtualNodes(4).tokenFunction(fn)
+        .add(Member.of("late")).add(Member.of("other")).build().with(Member.of("early"));
+    for (HashRing ring : List.of(scratch, incremental)) {
+      assertEquals("early", ring.ownerOfPosition(100).id());
+      assertEquals("early", ring.ownerOfPosition(50).id());
+      assertEquals(List.of("early", "late", "other"), ring.ownersOfPosition(103, 3).stream().map(Member::id).toList());
+    }
+  }
+
+  @Test
+  void lookup_emptyRing_failsWithClearMessage() {
+    HashRing empty = HashRing.builder().add(new Member("router", 0, "")).build();
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> empty.ownerOf("k"));
+    assertTrue(e.getMessage().contains("no tokens"), e.getMessage());
+    assertTrue(empty.isEmpty());
+    assertEquals(List.of(), empty.primaryRanges("router"));
+  }
+
+  @Test
+  void badInput_failsWithTheBadValueInTheMessage() {
+    assertMessage("\"\"", () -> Member.of(""));
+    assertMessage("null", () -> Member.of(null));
+    assertMessage("-1.0", () -> Member.of("a", -1));
+    assertMessage("NaN", () -> Member.of("a", Double.NaN));
+    assertMessage("Infinity", () -> Member.of("a", Double.POSITIVE_INFINITY));
+    assertMessage("virtualNodes must be at least 1: 0", () -> HashRing.builder().virtualNodes(0));
+    assertMessage("duplicate member id: \"a\"", () -> HashRing.builder().add(Member.of("a")).add(Member.of("a", 2)));
+    assertMessage("duplicate member id: \"a\"",
+        () -> HashRing.builder().build().withMembers(List.of(Member.of("a"), Member.of("a"))));
+    HashRing ring = ring(8, List.of(Member.of("a")));
+    assertMessage("at least 1: 0", () -> ring.owners("k", 0));
+    assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
+    assertMessage("weight 1.0E20", () -> ring(8, List.of(Member.of("big", 1e20))));
+  }
+
+  @Test
+  void checksum_changesWithEveryInput() {
+    HashRing base = ring(16, List.of(Member.of("a"), new Member("b", 1, "z1")));
+    Set<Long> sums = new HashSet<>();
+    sums.add(base.checksum());
+    sums.add(ring(17, base.members()).checksum());
+    sums.add(base.with(new Member("b", 1, "z2")).checksum());
+    sums.add(base.with(new Member("b", 1.5, "z1")).checksum());
+    sums.add(base.with(Member.of("c")).checksum());
+    sums.add(base.with(new Member("c", 0, "")).checksum());
+    assertEquals(6, sums.size());
+  }
+
+  @Test
+  void primaryRanges_coverTheCircleExactlyOnce() {
+    SplittableRandom random = new SplittableRandom(9);
+    List<Member> members = randomMembers(random, 5, 0, true);
+    members.add(Member.of("anchor"));
+    HashRing ring = ring(20, members);
+    double covered = 0;
+    for (Member m : members) {
+      List<KeyRange> ranges = ring.primaryRanges(m.id());
+      covered += ranges.stream().mapToDouble(KeyRange::fraction).sum();
+      assertEquals(ring.share(m.id()), ranges.stream().mapToDouble(KeyRange::fraction).sum(), 1e-9);
+      for (int k = 0; k < 2000; k++) {
+        long p = random.nextLong();
+        boolean inside = ranges.stream().anyMatch(r -> r.contains(p));
+        assertEquals(ring.ownerOfPosition(p).equals(m), inside);
+      }
+    }
+    assertEquals(1.0, covered, 1e-9);
+    HashRing single = ring(20, List.of(Member.of("solo")));
+    assertEquals(List.of(KeyRange.full().isFull()), single.primaryRanges("solo").stream().map(KeyRange::isFull).toList());
+  }
+
+  /** Moved keys are Binomial(keys, share): allow 5 standard deviations. */
+  static void assertWithinBinomialBounds(int moved, int keys, double share) {
+    double expected = keys * share;
+    double sd = Math.sqrt(keys * share * (1 - share));
+    assertTrue(Math.abs(moved - expected) <= 5 * sd + 1,
+        "moved " + moved + " of " + keys + ", expected " + expected + " +- " + 5 * sd);
+  }
+
+  private static void assertMessage(String expected, org.junit.jupiter.api.function.Executable action) {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, action);
+    assertTrue(e.getMessage().contains(expected), () -> "message \"" + e.getMessage() + "\" lacks " + expected);
+  }
+}

@@ -1,0 +1,224 @@
+package io.ringmaster.ring;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.RingDiff.Role;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class RingDiffTest {
+
+  /** The member's role for position p in a ring, or null when it is not an owner. */
+  private static Role roleAt(HashRing ring, long p, String id, int n) {
+    if (ring.isEmpty()) {
+      return null;
+    }
+    List<Member> owners = ring.ownersOfPosition(p, n);
+    for (int k = 0; k < owners.size(); k++) {
+      if (owners.get(k).id().equals(id)) {
+        return k == 0 ? Role.PRIMARY : Role.BACKUP;
+      }
+    }
+    return null;
+  }
+
+  /** Applies a diff to the role the member had at p: what the member should believe afterwards. */
+  private static Role apply(RingDiff diff, long p, Role old) {
+    Role result = old;
+    int hits = 0;
+    for (RingDiff.Gained g : diff.gained()) {
+      if (g.range().contains(p)) {
+        result = g.role();
+        hits++;
+      }
+    }
+    for (RingDiff.Lost l : diff.lost()) {
+      if (l.range().contains(p)) {
+        result = null;
+        hits++;
+      }
+    }
+    for (RingDiff.RoleChange r : diff.roleChanges()) {
+      if (r.range().contains(p)) {
+        assertEquals(r.before(), old, "role change from a role the member did not have");
+        result = r.after();
+        hits++;
+      }
+    }
+    assertTrue(hits <= 1, "ranges of one diff overlap at " + p);
+    return result;
+  }
+
+  /** Checks a diff at position p: applied to the old role it gives the new one, with true owners. */
+  private static void check(HashRing before, HashRing after, RingDiff diff, long p) {
+    String id = diff.memberId();
+    int n = diff.replicas();
+    Role old = roleAt(before, p, id, n);
+    Role now = roleAt(after, p, id, n);
+    assertEquals(now, apply(diff, p, old), () -> "position " + p + " member " + id);
+    for (RingDiff.Gained g : diff.gained()) {
+      if (g.range().contains(p)) {
+        assertEquals(before.isEmpty() ? List.of() : before.ownersOfPosition(p, n), g.sources());
+      }
+    }
+    for (RingDiff.Lost l : diff.lost()) {
+      if (l.range().contains(p)) {
+        assertEquals(after.isEmpty() ? List.of() : after.ownersOfPosition(p, n), l.destinations());
+      }
+    }
+  }
+
+  private static List<Long> probes(HashRing before, HashRing after, RingDiff diff, SplittableRandom random) {
+    List<Long> probes = new ArrayList<>();
+    for (HashRing r : List.of(before, after)) {
+      for (long t : r.tokens) {
+        probes.add(t);
+        probes.add(t + 1);
+        probes.add(t - 1);
+      }
+    }
+    for (RingDiff.Gained g : diff.gained()) {
+      probes.add(g.range().end());
+      probes.add(g.range().start() + 1);
+    }
+    for (RingDiff.Lost l : diff.lost()) {
+      probes.add(l.range().end());
+      probes.add(l.range().start() + 1);
+    }
+    probes.add(Long.MIN_VALUE);
+    probes.add(Long.MAX_VALUE);
+    for (int k = 0; k < 500; k++) {
+      probes.add(HashRing.position("key-" + random.nextLong()));
+    }
+    return probes;
+  }
+
+  @Test
+  void diffs_randomJoinsAndLeaves_applyToOldOwnershipGivingNewOwnership() {
+    SplittableRandom random = new SplittableRandom(21);
+    for (int sequence = 0; sequence < 12; sequence++) {
+      int n = random.nextInt(1, 4);
+      int zones = random.nextInt(0, 4);
+      int v = random.nextInt(1, 24);
+      List<Member> pool = HashRingTest.randomMembers(random, 14, zones, sequence % 2 == 0);
+      HashRing ring = HashRing.builder().virtualNodes(v).build();
+      List<Member> present = new ArrayList<>();
+      for (int step = 0; step < 25; step++) {
+        HashRing next;
+        if (present.isEmpty() || (present.size() < pool.size() && random.nextBoolean())) {
+          Member joiner = pool.stream().filter(m -> !present.contains(m)).toList()
+              .get(random.nextInt(pool.size() - present.size()));
+          present.add(joiner);
+          next = ring.with(joiner);
+        } else {
+          Member leaver = present.remove(random.nextInt(present.size()));
+          next = ring.without(leaver.id());
+        }
+        for (Member m : pool) {
+          RingDiff diff = RingDiff.compute(ring, next, m.id(), n);
+          for (long p : probes(ring, next, diff, random)) {
+            check(ring, next, diff, p);
+          }
+        }
+        ring = next;
+      }
+    }
+  }
+
+  @Test
+  void foldOfDiffs_fromEmpty_equalsCurrentOwnership() {
+    SplittableRandom random = new SplittableRandom(22);
+    List<Member> pool = HashRingTest.randomMembers(random, 10, 2, false);
+    String me = pool.get(0).id();
+    long[] probes = new long[3000];
+    for (int k = 0; k < probes.length; k++) {
+      probes[k] = random.nextLong();
+    }
+    Map<Long, Role> believed = new HashMap<>();
+    HashRing ring = HashRing.builder().virtualNodes(16).build();
+    for (int step = 0; step < 40; step++) {
+      List<Member> next = new ArrayList<>();
+      for (Member m : pool) {
+        if (random.nextInt(3) > 0) {
+          next.add(m);
+        }
+      }
+      HashRing after = ring.withMembers(next);
+      RingDiff diff = RingDiff.compute(ring, after, me, 2);
+      for (long p : probes) {
+        Role role = apply(diff, p, believed.get(p));
+        if (role == null) {
+          believed.remove(p);
+        } else {
+          believed.put(p, role);
+        }
+      }
+      for (long p : probes) {
+        assertEquals(roleAt(after, p, me, 2), believed.get(p), "after step " + step);
+      }
+      ring = after;
+    }
+  }
+
+  @Test
+  void diff_unchangedOwnership_isEmpty() {
+    HashRing ring = HashRingTest.ring(32, List.of(Member.of("a"), Member.of("b"), Member.of("c")));
+    assertTrue(RingDiff.compute(ring, ring, "a", 2).isEmpty());
+    assertTrue(RingDiff.compute(ring, ring.with(new Member("router", 0, "")), "a", 3).isEmpty());
+    assertTrue(RingDiff.compute(ring, ring.with(Member.of("d")), "nobody", 1).isEmpty());
+  }
+
+  @Test
+  void diff_joinOfSecondMember_splitsTheFullCircle() {
+    HashRing solo = HashRingTest.ring(8, List.of(Member.of("a")));
+    RingDiff first = RingDiff.compute(HashRing.builder().virtualNodes(8).build(), solo, "a", 1);
+    assertEquals(1, first.gained().size());
+    assertTrue(first.gained().get(0).range().isFull());
+    assertEquals(List.of(), first.gained().get(0).sources());
+
+    HashRing pair = solo.with(Member.of("b"));
+    RingDiff lost = RingDiff.compute(solo, pair, "a", 1);
+    assertFalse(lost.lost().isEmpty());
+    assertTrue(lost.lost().stream().allMatch(l -> l.destinations().equals(List.of(Member.of("b")))));
+    assertEquals(pair.share("b"), lost.lost().stream().mapToDouble(l -> l.range().fraction()).sum(), 1e-12);
+
+    // With two replicas both own everything: b gains the circle as backup... and as primary.
+    RingDiff two = RingDiff.compute(solo, pair, "a", 2);
+    assertTrue(two.lost().isEmpty() && two.gained().isEmpty());
+    assertEquals(pair.share("b"), two.roleChanges().stream().mapToDouble(r -> r.range().fraction()).sum(), 1e-12);
+    assertTrue(two.roleChanges().stream().allMatch(r -> r.before() == Role.PRIMARY && r.after() == Role.BACKUP));
+  }
+
+  @Test
+  void partition_keysOfALeave_groupedByTheirLostRange() {
+    SplittableRandom random = new SplittableRandom(23);
+    List<Member> members = HashRingTest.randomMembers(random, 6, 0, false);
+    HashRing before = HashRingTest.ring(64, members);
+    HashRing after = before.with(Member.of("newcomer"));
+    String me = members.get(0).id();
+    RingDiff diff = RingDiff.compute(before, after, me, 1);
+    List<String> keys = new ArrayList<>();
+    for (int k = 0; k < 20_000; k++) {
+      keys.add("user:" + k);
+    }
+    Map<RingDiff.Lost, List<String>> handOff = KeyRange.partition(diff.lost(), RingDiff.Lost::range, keys);
+    int grouped = 0;
+    for (Map.Entry<RingDiff.Lost, List<String>> e : handOff.entrySet()) {
+      for (String key : e.getValue()) {
+        assertTrue(e.getKey().range().contains(key));
+        assertEquals(me, before.ownerOf(key).id());
+        assertEquals("newcomer", after.ownerOf(key).id());
+      }
+      grouped += e.getValue().size();
+    }
+    long expected = keys.stream().filter(k -> before.ownerOf(k).id().equals(me) && after.ownerOf(k).id().equals("newcomer")).count();
+    assertEquals(expected, grouped);
+    assertTrue(grouped > 0);
+  }
+}
