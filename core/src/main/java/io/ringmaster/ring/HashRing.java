@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * An immutable consistent-hash ring with virtual nodes, as specified in {@code docs/ring-spec.md}.
@@ -386,6 +387,9 @@ public final class HashRing {
    * @throws IllegalArgumentException on duplicate ids
    */
   public HashRing withMembers(Collection<Member> next) {
+    if (next.size() == members.length && Set.copyOf(next).equals(Set.of(members))) {
+      return this;
+    }
     return RingBuilder.build(virtualNodes, tokenFunction, this, next);
   }
 

@@ -1,0 +1,300 @@
+package io.ringmaster;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jgroups.Address;
+import org.jgroups.MergeView;
+import org.jgroups.View;
+
+/**
+ * Turns views into rings and rings into callbacks, on the node's own view thread.
+ *
+ * <p>{@link #onView(View)} is all a JGroups thread ever does here: it queues the view. The view
+ * thread reads every member's metadata from the view, builds the ring incrementally from the
+ * previous one, publishes it with one volatile write, and only then queues the callbacks. Lookups
+ * read the published {@link Snapshot} and never wait.
+ */
+final class ClusterNode {
+  private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
+
+  /** Everything a lookup needs, published at once. */
+  record Snapshot(long viewId, HashRing ring, Map<String, Address> addresses, Map<String, NodeMetadata> metadata,
+                  boolean localInRing) {}
+
+  private final NodeMetadata local;
+  private final ExecutorService viewThread;
+  private final List<SerialDelivery<OwnershipChange>> ownershipListeners = new CopyOnWriteArrayList<>();
+  private final List<SerialDelivery<MembershipChange>> membershipListeners = new CopyOnWriteArrayList<>();
+  private final Object publishLock = new Object();
+  private final CompletableFuture<Snapshot> firstRing = new CompletableFuture<>();
+  private final Set<Address> reportedRefusals = new HashSet<>();
+  private volatile Snapshot state;
+  private volatile Address localAddress;
+  /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
+  private boolean left;
+
+  final AtomicLong viewsSeen = new AtomicLong();
+  final AtomicLong ringBuilds = new AtomicLong();
+  final AtomicLong lastBuildNanos = new AtomicLong();
+  final AtomicLong lastChangeMillis = new AtomicLong();
+  final AtomicLong refusals = new AtomicLong();
+
+  ClusterNode(NodeMetadata local, ExecutorService viewThread) {
+    this.local = local;
+    this.viewThread = viewThread;
+    this.state = new Snapshot(-1, emptyRing(), Map.of(), Map.of(), false);
+  }
+
+  void setLocalAddress(Address address) {
+    this.localAddress = address;
+  }
+
+  Snapshot state() {
+    return state;
+  }
+
+  CompletableFuture<Snapshot> firstRing() {
+    return firstRing;
+  }
+
+  /** Called on a JGroups thread: hand over and return at once. */
+  void onView(View view) {
+    try {
+      viewThread.execute(() -> install(view));
+    } catch (RejectedExecutionException closing) {
+      LOG.log(Level.DEBUG, "view {0} arrived while closing", view.getViewId());
+    }
+  }
+
+  private HashRing emptyRing() {
+    return HashRing.builder().virtualNodes(local.virtualNodes()).build();
+  }
+
+  private void install(View view) {
+    viewsSeen.incrementAndGet();
+    long started = System.nanoTime();
+    Snapshot previous = state;
+
+    Map<String, Address> addresses = new LinkedHashMap<>();
+    Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
+    String refusal = admit(view, addresses, metadata);
+    Address self = localAddress;
+    boolean localIn = self != null && self.equals(addresses.get(local.id()));
+    if (!firstRing.isDone() && !localIn) {
+      firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
+          : "the first view " + view.getViewId() + " does not hold this member " + self));
+      return;
+    }
+
+    List<Member> members = new ArrayList<>();
+    for (NodeMetadata m : metadata.values()) {
+      members.add(m.member());
+    }
+    HashRing ring = previous.ring().withMembers(members);
+    long viewId = view.getViewId().getId();
+    Snapshot next = new Snapshot(viewId, ring, Map.copyOf(addresses), Map.copyOf(metadata), localIn);
+    if (ring != previous.ring()) {
+      ringBuilds.incrementAndGet();
+    }
+    lastBuildNanos.set(System.nanoTime() - started);
+
+    RingDiff diff = RingDiff.compute(ownedRing(previous), ownedRing(next), local.id(), local.replicas());
+    MembershipChange membership = membershipChange(previous, next, view);
+    OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
+        : OwnershipChange.Reason.VIEW;
+    synchronized (publishLock) {
+      state = next; // publish first, then notify
+      if (!diff.isEmpty() && !left) {
+        OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId, previous.ring(), ring, diff);
+        ownershipListeners.forEach(l -> l.submit(change));
+      }
+      if (membership != null) {
+        membershipListeners.forEach(l -> l.submit(membership));
+      }
+    }
+    if (!diff.isEmpty() || membership != null) {
+      lastChangeMillis.set(System.currentTimeMillis());
+    }
+    firstRing.complete(next);
+  }
+
+  /** The ring as far as this member's ownership goes: without it when it is not admitted. */
+  private HashRing ownedRing(Snapshot s) {
+    return s.localInRing() ? s.ring() : s.ring().without(local.id());
+  }
+
+  /**
+   * Reads the view's members into {@code addresses} and {@code metadata}, in view order, admitting
+   * those whose ring parameters match the coordinator's and whose id no earlier member holds.
+   * Every member applies the same rule to the same view, so all agree on who is in the ring.
+   *
+   * @return why this node itself was refused, or null
+   */
+  private String admit(View view, Map<String, Address> addresses, Map<String, NodeMetadata> metadata) {
+    NodeMetadata reference = null;
+    Address referenceAddress = null;
+    String ownRefusal = null;
+    for (Address a : view.getMembers()) {
+      Optional<NodeMetadata> found = NodeMetadata.from(a);
+      if (found.isEmpty()) {
+        continue; // a JGroups member that is not a Ringmaster node
+      }
+      NodeMetadata m = found.get();
+      if (reference == null) {
+        reference = m;
+        referenceAddress = a;
+      }
+      String reason = null;
+      List<String> differences = m.parameterDifferences(reference);
+      if (!differences.isEmpty()) {
+        reason = "ring parameters of " + m.id() + " (" + a + ") differ from the coordinator's, "
+            + reference.id() + " (" + referenceAddress + "): " + String.join("; ", differences);
+      } else if (addresses.containsKey(m.id())) {
+        reason = "node id \"" + m.id() + "\" is already held by member " + addresses.get(m.id())
+            + "; the later member " + a + " is refused";
+      }
+      if (reason == null) {
+        addresses.put(m.id(), a);
+        metadata.put(m.id(), m);
+        continue;
+      }
+      if (a.equals(localAddress)) {
+        ownRefusal = reason;
+      }
+      synchronized (reportedRefusals) {
+        if (reportedRefusals.add(a)) {
+          refusals.incrementAndGet();
+          LOG.log(Level.WARNING, "{0}: {1}", local.id(), reason);
+        }
+      }
+    }
+    return ownRefusal;
+  }
+
+  private static MembershipChange membershipChange(Snapshot previous, Snapshot next, View view) {
+    List<Member> joined = new ArrayList<>();
+    List<Member> left = new ArrayList<>();
+    for (Member m : next.ring().members()) {
+      if (!previous.ring().contains(m.id())) {
+        joined.add(m);
+      }
+    }
+    for (Member m : previous.ring().members()) {
+      if (!next.ring().contains(m.id())) {
+        left.add(m);
+      }
+    }
+    List<List<Member>> subgroups = new ArrayList<>();
+    if (view instanceof MergeView merge) {
+      for (View sub : merge.getSubgroups()) {
+        List<Member> group = new ArrayList<>();
+        for (Address a : sub.getMembers()) {
+          NodeMetadata.from(a).filter(m -> a.equals(next.addresses().get(m.id()))).ifPresent(m -> group.add(m.member()));
+        }
+        subgroups.add(group);
+      }
+    }
+    if (joined.isEmpty() && left.isEmpty() && subgroups.isEmpty()) {
+      return null;
+    }
+    return new MembershipChange(previous.viewId(), next.viewId(), next.ring().members(), joined, left, subgroups);
+  }
+
+  /**
+   * Registers an ownership listener. Under the publish lock, so the initial change (current
+   * ownership from nothing) comes before any later change: the fold invariant.
+   */
+  Registration addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
+    synchronized (publishLock) {
+      Snapshot s = state;
+      if (s.localInRing() && !left) {
+        RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
+        if (!initial.isEmpty()) {
+          delivery.submit(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(),
+              s.ring(), initial));
+        }
+      }
+      ownershipListeners.add(delivery);
+    }
+    return delivery;
+  }
+
+  Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {
+    membershipListeners.add(delivery);
+    return delivery;
+  }
+
+  void removeOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
+    ownershipListeners.remove(delivery);
+  }
+
+  void removeMembershipListener(SerialDelivery<MembershipChange> delivery) {
+    membershipListeners.remove(delivery);
+  }
+
+  /**
+   * Queues, on the view thread (after every view already queued), the change from the current
+   * ring to the ring without this member, and stops ownership callbacks after it.
+   */
+  CompletableFuture<Void> queueLeaving() {
+    return CompletableFuture.runAsync(() -> {
+      synchronized (publishLock) {
+        Snapshot s = state;
+        if (s.localInRing() && !left) {
+          HashRing without = s.ring().without(local.id());
+          RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
+          if (!diff.isEmpty()) {
+            OwnershipChange change = new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(), s.viewId(),
+                s.ring(), without, diff);
+            ownershipListeners.forEach(l -> l.submit(change));
+          }
+        }
+        left = true;
+      }
+    }, viewThread);
+  }
+
+  /** Waits for every listener to finish what is queued; false if the deadline passed first. */
+  boolean awaitListeners(long deadlineNanos) throws InterruptedException {
+    boolean idle = true;
+    for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
+      idle &= l.awaitIdle(deadlineNanos);
+    }
+    for (SerialDelivery<MembershipChange> l : membershipListeners) {
+      idle &= l.awaitIdle(deadlineNanos);
+    }
+    return idle;
+  }
+
+  int pendingCallbacks() {
+    int pending = 0;
+    for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
+      pending += l.pending();
+    }
+    for (SerialDelivery<MembershipChange> l : membershipListeners) {
+      pending += l.pending();
+    }
+    return pending;
+  }
+
+  Map<String, String> endpoints() {
+    Map<String, String> out = new HashMap<>();
+    state.metadata().forEach((id, m) -> out.put(id, m.endpoint()));
+    return out;
+  }
+}

@@ -1,0 +1,101 @@
+package io.ringmaster;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.jgroups.Address;
+import org.jgroups.BytesMessage;
+import org.jgroups.JChannel;
+import org.jgroups.Message;
+
+/**
+ * The agreement check: now and then, tell one random peer {@code (view id, ring checksum)}. A peer
+ * that installed the same view but computed another ring reports a {@link RingDivergence}.
+ * Messages are a few bytes; a receiver only compares two longs on the JGroups thread and queues
+ * the event for the listeners' threads.
+ */
+final class Gossip {
+  private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
+  static final byte TYPE_CHECKSUM = 1;
+
+  private final String localId;
+  private final JChannel channel;
+  private final ClusterNode node;
+  private final Consumer<RingDivergence> onDivergence;
+  final AtomicLong sent = new AtomicLong();
+  final AtomicLong received = new AtomicLong();
+  final AtomicLong divergences = new AtomicLong();
+
+  Gossip(String localId, JChannel channel, ClusterNode node, Consumer<RingDivergence> onDivergence) {
+    this.localId = localId;
+    this.channel = channel;
+    this.node = node;
+    this.onDivergence = onDivergence;
+  }
+
+  /** One round: send our view id and checksum to a random peer. */
+  void round() {
+    ClusterNode.Snapshot s = node.state();
+    List<Address> peers = new ArrayList<>(s.addresses().values());
+    peers.remove(channel.getAddress());
+    if (peers.isEmpty() || !channel.isConnected()) {
+      return;
+    }
+    Address peer = peers.get(ThreadLocalRandom.current().nextInt(peers.size()));
+    try {
+      channel.send(new BytesMessage(peer, encode(s.viewId(), s.ring().checksum(), localId)));
+      sent.incrementAndGet();
+    } catch (Exception e) {
+      LOG.log(Level.DEBUG, "gossip to {0} failed: {1}", peer, e);
+    }
+  }
+
+  static byte[] encode(long viewId, long checksum, String senderId) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeByte(TYPE_CHECKSUM);
+      out.writeLong(viewId);
+      out.writeLong(checksum);
+      out.writeUTF(senderId);
+    } catch (IOException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+    return bytes.toByteArray();
+  }
+
+  /** Handles a message on a JGroups thread: decode, compare, queue. Never blocks. */
+  void receive(Message msg) {
+    byte[] payload = msg.getArray();
+    if (payload == null || msg.getLength() < 1 || payload[msg.getOffset()] != TYPE_CHECKSUM) {
+      return;
+    }
+    long viewId;
+    long checksum;
+    String sender;
+    try (DataInputStream in = new DataInputStream(
+        new java.io.ByteArrayInputStream(payload, msg.getOffset() + 1, msg.getLength() - 1))) {
+      viewId = in.readLong();
+      checksum = in.readLong();
+      sender = in.readUTF();
+    } catch (IOException malformed) {
+      LOG.log(Level.DEBUG, "malformed gossip from {0}", msg.getSrc());
+      return;
+    }
+    received.incrementAndGet();
+    ClusterNode.Snapshot s = node.state();
+    if (s.viewId() == viewId && s.ring().checksum() != checksum) {
+      divergences.incrementAndGet();
+      RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum);
+      LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
+          localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
+      onDivergence.accept(d);
+    }
+  }
+}

@@ -1,0 +1,136 @@
+package io.ringmaster;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Set;
+
+/** The one place that knows Jackson: reading node configs, writing the ring and stats as JSON. */
+final class Json {
+  static final ObjectMapper MAPPER = new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
+
+  private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
+      "replicas", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts", "secret",
+      "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
+
+  private Json() {}
+
+  /** Applies a JSON config file to a builder; fails naming the file and the key. */
+  static Ringmaster.Builder readConfig(Path file, Ringmaster.Builder builder) {
+    JsonNode root;
+    try {
+      root = MAPPER.readTree(Files.readString(file));
+    } catch (NoSuchFileException e) {
+      throw new IllegalArgumentException("config file not found: " + file.toAbsolutePath());
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("config file " + file + " is not valid JSON: " + e.getOriginalMessage()
+          + " (line " + e.getLocation().getLineNr() + ")");
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read config file " + file + ": " + e);
+    }
+    if (root == null || !root.isObject()) {
+      throw new IllegalArgumentException("config file " + file + " must hold a JSON object");
+    }
+    for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      String key = e.getKey();
+      JsonNode v = e.getValue();
+      if (!KNOWN.contains(key)) {
+        throw new IllegalArgumentException("unknown setting \"" + key + "\" in " + file + "; known settings: "
+            + KNOWN.stream().sorted().toList());
+      }
+      try {
+        apply(builder, key, v, file);
+      } catch (IllegalArgumentException bad) {
+        throw new IllegalArgumentException("setting \"" + key + "\" in " + file + ": " + bad.getMessage(), bad);
+      }
+    }
+    return builder;
+  }
+
+  private static void apply(Ringmaster.Builder b, String key, JsonNode v, Path file) {
+    switch (key) {
+      case "clusterName" -> b.clusterName(text(v));
+      case "nodeId" -> b.nodeId(text(v));
+      case "weight" -> b.weight(number(v));
+      case "zone" -> b.zone(text(v));
+      case "virtualNodes" -> b.virtualNodes(integer(v));
+      case "replicas" -> b.replicas(integer(v));
+      case "jgroupsConfig" -> {
+        String stack = text(v);
+        Path beside = file.toAbsolutePath().getParent().resolve(stack);
+        b.jgroupsConfig(Files.isRegularFile(beside) ? beside.toString() : stack);
+      }
+      case "endpoint" -> b.endpoint(text(v));
+      case "bindAddress" -> b.bindAddress(text(v));
+      case "bindPort" -> b.bindPort(integer(v));
+      case "initialHosts" -> b.initialHosts(text(v));
+      case "secret" -> b.secret(text(v));
+      case "leaveTimeoutMillis" -> b.leaveTimeout(Duration.ofMillis(integer(v)));
+      case "gossipIntervalMillis" -> b.gossipInterval(Duration.ofMillis(integer(v)));
+      case "startTimeoutMillis" -> b.startTimeout(Duration.ofMillis(integer(v)));
+      default -> throw new IllegalStateException(key);
+    }
+  }
+
+  private static String text(JsonNode v) {
+    if (!v.isTextual()) {
+      throw new IllegalArgumentException("must be a string, not " + v);
+    }
+    return v.asText();
+  }
+
+  private static double number(JsonNode v) {
+    if (!v.isNumber()) {
+      throw new IllegalArgumentException("must be a number, not " + v);
+    }
+    return v.asDouble();
+  }
+
+  private static int integer(JsonNode v) {
+    if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+      throw new IllegalArgumentException("must be a whole number, not " + v);
+    }
+    return v.asInt();
+  }
+
+  /** The ring as members with shares, checksum and view id. */
+  static ObjectNode ring(HashRing ring, long viewId, String localId, Map<String, String> endpoints) {
+    ObjectNode root = MAPPER.createObjectNode();
+    root.put("viewId", viewId);
+    root.put("checksum", Long.toHexString(ring.checksum()));
+    root.put("virtualNodes", ring.virtualNodes());
+    root.put("tokens", ring.tokenCount());
+    root.put("local", localId);
+    ArrayNode members = root.putArray("members");
+    for (Member m : ring.members()) {
+      ObjectNode o = members.addObject();
+      o.put("id", m.id());
+      o.put("weight", m.weight());
+      o.put("zone", m.zone());
+      o.put("share", ring.share(m.id()));
+      o.put("endpoint", endpoints.getOrDefault(m.id(), ""));
+    }
+    return root;
+  }
+
+  static String write(Object value) {
+    try {
+      return MAPPER.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write JSON", e);
+    }
+  }
+}

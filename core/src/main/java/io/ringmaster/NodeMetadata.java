@@ -1,0 +1,90 @@
+package io.ringmaster;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.jgroups.Address;
+import org.jgroups.util.ExtendedUUID;
+
+/**
+ * What a node tells the cluster about itself, carried in its JGroups address
+ * ({@link ExtendedUUID}) so that every member reads the same metadata from the same view.
+ * Keys are short because the address travels with every message; each value is at most 255 bytes.
+ */
+record NodeMetadata(String id, double weight, String zone, int specVersion, int virtualNodes, int replicas,
+                    String endpoint) {
+  static final int MAX_VALUE_BYTES = 255;
+  private static final String ID = "rm.i";
+  private static final String WEIGHT = "rm.w";
+  private static final String ZONE = "rm.z";
+  private static final String PARAMS = "rm.p";
+  private static final String ENDPOINT = "rm.e";
+
+  static NodeMetadata of(RingmasterConfig c) {
+    return new NodeMetadata(c.nodeId(), c.weight(), c.zone(), HashRing.SPEC_VERSION, c.virtualNodes(),
+        c.replicas(), c.endpoint());
+  }
+
+  Member member() {
+    return new Member(id, weight, zone);
+  }
+
+  ExtendedUUID newAddress() {
+    ExtendedUUID address = ExtendedUUID.randomUUID(id);
+    address.put(ID, id.getBytes(StandardCharsets.UTF_8));
+    address.put(WEIGHT, ByteBuffer.allocate(8).putDouble(weight).array());
+    address.put(ZONE, zone.getBytes(StandardCharsets.UTF_8));
+    address.put(PARAMS, ByteBuffer.allocate(12).putInt(specVersion).putInt(virtualNodes).putInt(replicas).array());
+    if (!endpoint.isEmpty()) {
+      address.put(ENDPOINT, endpoint.getBytes(StandardCharsets.UTF_8));
+    }
+    return address;
+  }
+
+  /** The metadata of a member, or empty for a JGroups member that is not a Ringmaster node. */
+  static Optional<NodeMetadata> from(Address address) {
+    if (!(address instanceof ExtendedUUID u) || !u.keyExists(ID) || !u.keyExists(PARAMS)) {
+      return Optional.empty();
+    }
+    try {
+      ByteBuffer p = ByteBuffer.wrap(u.get(PARAMS));
+      byte[] zone = u.get(ZONE);
+      byte[] endpoint = u.get(ENDPOINT);
+      return Optional.of(new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
+          ByteBuffer.wrap(u.get(WEIGHT)).getDouble(),
+          zone == null ? "" : new String(zone, StandardCharsets.UTF_8),
+          p.getInt(), p.getInt(), p.getInt(),
+          endpoint == null ? "" : new String(endpoint, StandardCharsets.UTF_8)));
+    } catch (RuntimeException malformed) {
+      return Optional.empty();
+    }
+  }
+
+  /** Each ring parameter that differs from {@code other}'s, with both values. Empty if they agree. */
+  List<String> parameterDifferences(NodeMetadata other) {
+    List<String> out = new ArrayList<>();
+    if (virtualNodes != other.virtualNodes) {
+      out.add("virtualNodes: " + virtualNodes + " here, " + other.virtualNodes + " on " + other.id);
+    }
+    if (replicas != other.replicas) {
+      out.add("replicas: " + replicas + " here, " + other.replicas + " on " + other.id);
+    }
+    if (specVersion != other.specVersion) {
+      out.add("ring spec version: " + specVersion + " here, " + other.specVersion + " on " + other.id);
+    }
+    return out;
+  }
+
+  /** Fails with the setting's name if a value would not fit in the address. */
+  static void checkFits(String setting, String value) {
+    int bytes = value.getBytes(StandardCharsets.UTF_8).length;
+    if (bytes > MAX_VALUE_BYTES) {
+      throw new IllegalArgumentException(setting + " is " + bytes + " bytes in UTF-8; at most "
+          + MAX_VALUE_BYTES + " fit in the JGroups address: \"" + value.substring(0, 40) + "...\"");
+    }
+  }
+}

@@ -1,0 +1,60 @@
+package io.ringmaster;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.RingDiff;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What the local member gained and lost between two rings. Carries both rings and both view ids
+ * so an application can route with either while it moves data.
+ *
+ * @param reason         why the ring changed
+ * @param previousViewId the JGroups view id of {@code previousRing}; -1 for an empty ring
+ * @param viewId         the JGroups view id of {@code ring}
+ * @param previousRing   the ring before
+ * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
+ * @param diff           the member's gained and lost ranges and role changes; never empty
+ */
+public record OwnershipChange(Reason reason, long previousViewId, long viewId, HashRing previousRing,
+                              HashRing ring, RingDiff diff) {
+
+  /** Why a change was delivered. */
+  public enum Reason {
+    /** The listener was added to a running node: the current ownership, from nothing. */
+    INITIAL,
+    /** A new view: members joined, left or crashed. */
+    VIEW,
+    /** A merge view after a partition healed. */
+    MERGE,
+    /** This node is leaving gracefully: everything it owns, and who takes it over. */
+    LEAVING
+  }
+
+  public OwnershipChange {
+    Objects.requireNonNull(reason, "reason");
+    Objects.requireNonNull(previousRing, "previousRing");
+    Objects.requireNonNull(ring, "ring");
+    Objects.requireNonNull(diff, "diff");
+  }
+
+  /** Ranges now owned, each with the members that held them before (where to fetch from). */
+  public List<RingDiff.Gained> gained() {
+    return diff.gained();
+  }
+
+  /** Ranges no longer owned, each with their new owners (where to hand off to). */
+  public List<RingDiff.Lost> lost() {
+    return diff.lost();
+  }
+
+  /** Ranges kept with a new role (primary to backup, or back). */
+  public List<RingDiff.RoleChange> roleChanges() {
+    return diff.roleChanges();
+  }
+
+  /** The replica count the change was computed for. */
+  public int replicas() {
+    return diff.replicas();
+  }
+}

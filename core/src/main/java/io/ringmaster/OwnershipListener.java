@@ -1,0 +1,18 @@
+package io.ringmaster;
+
+/**
+ * Told what the local member gained and lost at each ring change.
+ *
+ * <p>Runs on a thread of the node (or on the {@link java.util.concurrent.Executor} given at
+ * registration), never on a JGroups thread, one call at a time per listener, in view order. It may
+ * block (to move data, say) without delaying ring installation or other listeners. An exception
+ * it throws is logged and does not stop later calls.
+ *
+ * <p>The fold invariant: starting from nothing and applying every change in order gives exactly
+ * the member's current ownership; a listener added to a running node first gets the current
+ * ownership as a change from nothing.
+ */
+@FunctionalInterface
+public interface OwnershipListener {
+  void onOwnershipChange(OwnershipChange change);
+}

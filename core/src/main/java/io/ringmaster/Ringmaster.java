@@ -1,0 +1,543 @@
+package io.ringmaster;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.lang.System.Logger.Level;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.jgroups.Address;
+import org.jgroups.JChannel;
+import org.jgroups.Message;
+import org.jgroups.Receiver;
+import org.jgroups.View;
+
+/**
+ * A cluster member that keeps a consistent-hash ring of the cluster's members and tells listeners
+ * what this member gained and lost at every membership change.
+ *
+ * <pre>{@code
+ * try (Ringmaster node = Ringmaster.builder()
+ *         .clusterName("orders")
+ *         .nodeId("orders-1")               // stable across restarts
+ *         .replicas(2)
+ *         .jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
+ *         .build()
+ *         .start()) {
+ *   node.addOwnershipListener(change -> {
+ *     change.gained().forEach(g -> fetch(g.range(), g.sources()));   // where the data is now
+ *     change.lost().forEach(l -> handOff(l.range(), l.destinations()));
+ *   });
+ *   boolean mine = node.isLocal("order:42");
+ * }   // close(): listeners hear what this node loses, and to whom, before it leaves
+ * }</pre>
+ *
+ * <p>Every member builds the same ring from the same JGroups view, so all agree on owners without a
+ * coordinator; a background gossip compares ring checksums and reports any
+ * {@link RingDivergence}. Lookups are lock-free reads of the last published ring.
+ *
+ * <p>Threads: JGroups threads only queue views. The node's view thread builds and publishes each
+ * ring, then queues callbacks; each listener runs on the node's listener pool (or the executor
+ * given at registration), one call at a time, in view order.
+ */
+public final class Ringmaster implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
+
+  static {
+    JGroupsLogging.quietByDefault();
+  }
+
+  private enum Lifecycle { NEW, RUNNING, CLOSED }
+
+  private final RingmasterConfig config;
+  private final NodeMetadata metadata;
+  private final ExecutorService viewThread;
+  private final ExecutorService listenerPool;
+  private final ScheduledExecutorService gossipTimer;
+  private final ClusterNode node;
+  private final List<SerialDelivery<RingDivergence>> divergenceListeners = new CopyOnWriteArrayList<>();
+  private final Member localMember;
+  private JChannel channel;
+  private Gossip gossip;
+  private Lifecycle lifecycle = Lifecycle.NEW;
+
+  private Ringmaster(RingmasterConfig config) {
+    this.config = config;
+    this.metadata = NodeMetadata.of(config);
+    this.localMember = metadata.member();
+    String id = config.nodeId();
+    this.viewThread = Executors.newSingleThreadExecutor(threads("ringmaster-view-" + id));
+    this.listenerPool = Executors.newCachedThreadPool(threads("ringmaster-listener-" + id));
+    this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id));
+    this.node = new ClusterNode(metadata, viewThread);
+  }
+
+  /** A builder with the defaults of {@link Builder}. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * A node (not started) configured from a JSON file whose keys are the builder's setting names
+   * (durations as {@code leaveTimeoutMillis}, {@code gossipIntervalMillis}, {@code startTimeoutMillis}).
+   * A relative {@code jgroupsConfig} is looked up beside the file first.
+   *
+   * @throws IllegalArgumentException naming the file and the key on a missing file, an unknown
+   *                                  key or a bad value
+   */
+  public static Ringmaster fromConfig(Path file) {
+    return builder().config(file).build();
+  }
+
+  /**
+   * Joins the cluster and returns once the first ring is installed.
+   *
+   * @return this node
+   * @throws RingmasterException if the cluster refuses this node (ring parameters differ from the
+   *                             coordinator's, or a live member holds the same node id), or the
+   *                             stack cannot start
+   */
+  public synchronized Ringmaster start() {
+    if (lifecycle != Lifecycle.NEW) {
+      throw new IllegalStateException("start() was already called on node " + config.nodeId());
+    }
+    lifecycle = Lifecycle.RUNNING;
+    try {
+      channel = Stacks.create(config);
+      gossip = new Gossip(config.nodeId(), channel, node, this::divergence);
+      channel.addAddressGenerator(() -> {
+        Address address = metadata.newAddress();
+        node.setLocalAddress(address);
+        return address;
+      });
+      channel.name(config.nodeId());
+      channel.setReceiver(new Receiver() {
+        @Override
+        public void viewAccepted(View view) {
+          node.onView(view);
+        }
+
+        @Override
+        public void receive(Message msg) {
+          gossip.receive(msg);
+        }
+      });
+      channel.connect(config.clusterName());
+      node.firstRing().get(config.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      shutdown();
+      Throwable cause = e.getCause();
+      throw new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
+          + "\": " + cause.getMessage(), cause);
+    } catch (TimeoutException e) {
+      shutdown();
+      throw new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
+          + config.startTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      shutdown();
+      throw new RingmasterException("interrupted while starting node " + config.nodeId(), e);
+    } catch (RingmasterException | IllegalArgumentException e) {
+      shutdown();
+      throw e;
+    } catch (Exception e) {
+      shutdown();
+      throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
+          + config.jgroupsConfig() + ": " + e, e);
+    }
+    long interval = config.gossipInterval().toMillis();
+    gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
+    LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
+        viewId(), members().size());
+    return this;
+  }
+
+  /**
+   * Leaves gracefully: first tells this node's ownership listeners everything it loses and to whom
+   * ({@link OwnershipChange.Reason#LEAVING}), waits up to {@code leaveTimeout} for them to finish
+   * (to hand data off), then leaves the cluster and stops the node's threads. Idempotent.
+   */
+  @Override
+  public synchronized void close() {
+    if (lifecycle != Lifecycle.RUNNING) {
+      lifecycle = Lifecycle.CLOSED;
+      return;
+    }
+    long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
+    try {
+      node.queueLeaving().get(config.leaveTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      if (!node.awaitListeners(deadline)) {
+        LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
+            config.nodeId(), config.leaveTimeout());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException e) {
+      LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
+    }
+    shutdown();
+  }
+
+  /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
+  synchronized void closeAbruptly() {
+    shutdown();
+  }
+
+  private void shutdown() {
+    lifecycle = Lifecycle.CLOSED;
+    gossipTimer.shutdownNow();
+    if (channel != null) {
+      channel.close();
+    }
+    viewThread.shutdownNow();
+    listenerPool.shutdown();
+    try {
+      if (!listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
+        listenerPool.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      listenerPool.shutdownNow();
+    }
+  }
+
+  private void gossipRound() {
+    try {
+      gossip.round();
+    } catch (RuntimeException e) {
+      LOG.log(Level.DEBUG, "gossip round failed", e);
+    }
+  }
+
+  private void divergence(RingDivergence d) {
+    divergenceListeners.forEach(l -> l.submit(d));
+  }
+
+  // ---------------------------------------------------------------- lookups: lock-free reads
+
+  /** The current ring: an immutable value, safe to keep and share. */
+  public HashRing ring() {
+    return node.state().ring();
+  }
+
+  /** The primary owner of a key. Allocation-free. */
+  public Member ownerOf(String key) {
+    return ring().ownerOf(key);
+  }
+
+  /** The primary owner of a key given as bytes. Allocation-free. */
+  public Member ownerOf(byte[] key) {
+    return ring().ownerOf(key);
+  }
+
+  /** The key's owners, primary first, for the configured replica count. */
+  public List<Member> owners(String key) {
+    return ring().owners(key, config.replicas());
+  }
+
+  /** The owners of a key given as bytes. */
+  public List<Member> owners(byte[] key) {
+    return ring().owners(key, config.replicas());
+  }
+
+  /** Whether this node is among the key's owners (primary or backup). */
+  public boolean isLocal(String key) {
+    return owners(key).contains(localMember);
+  }
+
+  /** Whether this node is the key's primary owner. */
+  public boolean isPrimary(String key) {
+    return ownerOf(key).equals(localMember);
+  }
+
+  /** This node as a ring member. */
+  public Member localMember() {
+    return localMember;
+  }
+
+  /** The ring's members, in id order. */
+  public List<Member> members() {
+    return ring().members();
+  }
+
+  /** The installed JGroups view id; -1 before {@link #start()}. */
+  public long viewId() {
+    return node.state().viewId();
+  }
+
+  /** The JGroups address of a member, to send it messages. */
+  public Optional<Address> addressOf(String memberId) {
+    return Optional.ofNullable(node.state().addresses().get(memberId));
+  }
+
+  /** The application endpoint a member announced, if any. */
+  public Optional<String> endpointOf(String memberId) {
+    return Optional.ofNullable(node.state().metadata().get(memberId)).map(NodeMetadata::endpoint)
+        .filter(e -> !e.isEmpty());
+  }
+
+  /**
+   * The node's JGroups channel, for applications that add their own traffic on a
+   * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it.
+   */
+  public JChannel channel() {
+    if (channel == null) {
+      throw new IllegalStateException("node " + config.nodeId() + " is not started");
+    }
+    return channel;
+  }
+
+  public RingmasterConfig config() {
+    return config;
+  }
+
+  // ---------------------------------------------------------------- listeners
+
+  /** Adds an ownership listener run on the node's listener pool. */
+  public Registration addOwnershipListener(OwnershipListener listener) {
+    return addOwnershipListener(listener, listenerPool);
+  }
+
+  /** Adds an ownership listener run on {@code executor}, one call at a time. */
+  public Registration addOwnershipListener(OwnershipListener listener, Executor executor) {
+    Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(executor, "executor");
+    SerialDelivery<OwnershipChange>[] self = holder();
+    self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
+        listener::onOwnershipChange, executor, () -> node.removeOwnershipListener(self[0]));
+    return node.addOwnershipListener(self[0]);
+  }
+
+  /** Adds a membership listener run on the node's listener pool. */
+  public Registration addMembershipListener(MembershipListener listener) {
+    return addMembershipListener(listener, listenerPool);
+  }
+
+  /** Adds a membership listener run on {@code executor}, one call at a time. */
+  public Registration addMembershipListener(MembershipListener listener, Executor executor) {
+    Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(executor, "executor");
+    SerialDelivery<MembershipChange>[] self = holder();
+    self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
+        listener::onMembershipChange, executor, () -> node.removeMembershipListener(self[0]));
+    return node.addMembershipListener(self[0]);
+  }
+
+  /** Adds a listener for ring divergences found by the checksum gossip. */
+  public Registration addDivergenceListener(Consumer<RingDivergence> listener) {
+    Objects.requireNonNull(listener, "listener");
+    SerialDelivery<RingDivergence>[] self = holder();
+    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, listenerPool,
+        () -> divergenceListeners.remove(self[0]));
+    divergenceListeners.add(self[0]);
+    return self[0];
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <E> SerialDelivery<E>[] holder() {
+    return new SerialDelivery[1];
+  }
+
+  // ---------------------------------------------------------------- observability
+
+  public RingmasterStats stats() {
+    ClusterNode.Snapshot s = node.state();
+    long last = node.lastChangeMillis.get();
+    return new RingmasterStats(s.viewId(), s.ring().members().size(), node.viewsSeen.get(), node.ringBuilds.get(),
+        Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
+        gossip == null ? 0 : gossip.divergences.get(), gossip == null ? 0 : gossip.sent.get(),
+        gossip == null ? 0 : gossip.received.get(), node.refusals.get(),
+        last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)));
+  }
+
+  /** The ring as JSON: view id, checksum, and each member's id, weight, zone, share and endpoint. */
+  public String ringJson() {
+    ClusterNode.Snapshot s = node.state();
+    return Json.write(Json.ring(s.ring(), s.viewId(), config.nodeId(), node.endpoints()));
+  }
+
+  @Override
+  public String toString() {
+    return "Ringmaster[" + config.nodeId() + " in " + config.clusterName() + ", view " + viewId() + ", "
+        + ring() + "]";
+  }
+
+  private static java.util.concurrent.ThreadFactory threads(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  /**
+   * The settings of a node. Each setter checks its value and fails naming the setting; {@link
+   * #build()} checks what needs all of them.
+   */
+  public static final class Builder {
+    private String clusterName = "ringmaster";
+    private String nodeId;
+    private double weight = 1.0;
+    private String zone = "";
+    private int virtualNodes = HashRing.Builder.DEFAULT_VIRTUAL_NODES;
+    private int replicas = 1;
+    private String jgroupsConfig = RingmasterConfig.DEFAULT_JGROUPS_CONFIG;
+    private String endpoint = "";
+    private String bindAddress;
+    private Integer bindPort;
+    private String initialHosts;
+    private String secret;
+    private Duration leaveTimeout = Duration.ofSeconds(10);
+    private Duration gossipInterval = Duration.ofSeconds(2);
+    private Duration startTimeout = Duration.ofSeconds(30);
+
+    private Builder() {}
+
+    /** Applies a JSON config file (see {@link Ringmaster#fromConfig(Path)}); later setters override it. */
+    public Builder config(Path file) {
+      return Json.readConfig(file, this);
+    }
+
+    public Builder clusterName(String clusterName) {
+      this.clusterName = nonEmpty("clusterName", clusterName);
+      return this;
+    }
+
+    /** This member's stable id: a host or pod name, never a random per-process value. */
+    public Builder nodeId(String nodeId) {
+      this.nodeId = nonEmpty("nodeId", nodeId);
+      NodeMetadata.checkFits("nodeId", nodeId);
+      return this;
+    }
+
+    public Builder weight(double weight) {
+      if (!(weight >= 0) || Double.isInfinite(weight)) {
+        throw new IllegalArgumentException("weight must be finite and >= 0: " + weight);
+      }
+      this.weight = weight;
+      return this;
+    }
+
+    public Builder zone(String zone) {
+      this.zone = Objects.requireNonNull(zone, "zone must not be null; use \"\" for no zone");
+      NodeMetadata.checkFits("zone", zone);
+      return this;
+    }
+
+    public Builder virtualNodes(int virtualNodes) {
+      if (virtualNodes < 1 || virtualNodes > HashRing.MAX_TOKENS_PER_MEMBER) {
+        throw new IllegalArgumentException("virtualNodes must be in 1.." + HashRing.MAX_TOKENS_PER_MEMBER + ": "
+            + virtualNodes);
+      }
+      this.virtualNodes = virtualNodes;
+      return this;
+    }
+
+    public Builder replicas(int replicas) {
+      if (replicas < 1 || replicas > 255) {
+        throw new IllegalArgumentException("replicas must be in 1..255: " + replicas);
+      }
+      this.replicas = replicas;
+      return this;
+    }
+
+    /** The JGroups stack: a file path, or a classpath resource such as {@code ringmaster/jgroups/in-jvm.xml}. */
+    public Builder jgroupsConfig(String jgroupsConfig) {
+      this.jgroupsConfig = nonEmpty("jgroupsConfig", jgroupsConfig);
+      return this;
+    }
+
+    /** How applications reach this node, announced to all members; at most 255 UTF-8 bytes. */
+    public Builder endpoint(String endpoint) {
+      this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+      NodeMetadata.checkFits("endpoint", endpoint);
+      return this;
+    }
+
+    public Builder bindAddress(String bindAddress) {
+      this.bindAddress = nonEmpty("bindAddress", bindAddress);
+      return this;
+    }
+
+    public Builder bindPort(int bindPort) {
+      if (bindPort < 0 || bindPort > 65535) {
+        throw new IllegalArgumentException("bindPort must be in 0..65535: " + bindPort);
+      }
+      this.bindPort = bindPort;
+      return this;
+    }
+
+    /** TCPPING's initial hosts, as {@code 127.0.0.1[7800],127.0.0.1[7801]}. */
+    public Builder initialHosts(String initialHosts) {
+      this.initialHosts = nonEmpty("initialHosts", initialHosts);
+      Stacks.parseHosts(initialHosts);
+      return this;
+    }
+
+    /** The shared secret of {@code secure-tcp.xml}; without it the node reads {@code RINGMASTER_SECRET}. */
+    public Builder secret(String secret) {
+      this.secret = nonEmpty("secret", secret);
+      return this;
+    }
+
+    public Builder leaveTimeout(Duration leaveTimeout) {
+      this.leaveTimeout = positive("leaveTimeout", leaveTimeout, true);
+      return this;
+    }
+
+    public Builder gossipInterval(Duration gossipInterval) {
+      this.gossipInterval = positive("gossipInterval", gossipInterval, false);
+      return this;
+    }
+
+    public Builder startTimeout(Duration startTimeout) {
+      this.startTimeout = positive("startTimeout", startTimeout, false);
+      return this;
+    }
+
+    /** The validated settings. */
+    public RingmasterConfig buildConfig() {
+      if (nodeId == null) {
+        throw new IllegalArgumentException("nodeId is required: a stable id for this member");
+      }
+      Stacks.checkExists(jgroupsConfig);
+      return new RingmasterConfig(clusterName, nodeId, weight, zone, virtualNodes, replicas, jgroupsConfig, endpoint,
+          Optional.ofNullable(bindAddress), Optional.ofNullable(bindPort), Optional.ofNullable(initialHosts),
+          Optional.ofNullable(secret), leaveTimeout, gossipInterval, startTimeout);
+    }
+
+    /** A node with these settings, not started yet. */
+    public Ringmaster build() {
+      return new Ringmaster(buildConfig());
+    }
+
+    private static String nonEmpty(String setting, String value) {
+      if (value == null || value.isEmpty()) {
+        throw new IllegalArgumentException(setting + " must be non-empty: " + (value == null ? "null" : "\"\""));
+      }
+      return value;
+    }
+
+    private static Duration positive(String setting, Duration d, boolean zeroOk) {
+      Objects.requireNonNull(d, setting);
+      if (d.isNegative() || (!zeroOk && d.isZero())) {
+        throw new IllegalArgumentException(setting + " must be " + (zeroOk ? ">= 0" : "> 0") + ": " + d);
+      }
+      return d;
+    }
+  }
+}

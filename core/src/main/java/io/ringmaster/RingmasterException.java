@@ -1,0 +1,14 @@
+package io.ringmaster;
+
+/** A node could not start or join: the message says why, naming the setting or member at fault. */
+public class RingmasterException extends RuntimeException {
+  private static final long serialVersionUID = 1L;
+
+  public RingmasterException(String message) {
+    super(message);
+  }
+
+  public RingmasterException(String message, Throwable cause) {
+    super(message, cause);
+  }
+}

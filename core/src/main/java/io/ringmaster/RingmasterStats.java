@@ -1,0 +1,24 @@
+package io.ringmaster;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * A node's counters, read without locks.
+ *
+ * @param viewId           the installed JGroups view id, -1 before the first
+ * @param members          members in the ring
+ * @param viewsSeen        views handled since start
+ * @param ringBuilds       views that changed the ring
+ * @param lastRingBuild    time from a view's arrival on the view thread to its ring being built
+ * @param pendingCallbacks listener callbacks queued or running (the listener lag)
+ * @param divergences      checksum mismatches found by gossip for the same view
+ * @param gossipSent       checksum messages sent
+ * @param gossipReceived   checksum messages received
+ * @param refusedMembers   members kept out of the ring (parameter mismatch or duplicate id)
+ * @param lastChange       when ownership or membership last changed, if ever
+ */
+public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
+                              int pendingCallbacks, long divergences, long gossipSent, long gossipReceived,
+                              long refusedMembers, Optional<Instant> lastChange) {}

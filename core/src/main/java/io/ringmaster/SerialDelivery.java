@@ -1,0 +1,94 @@
+package io.ringmaster;
+
+import java.util.ArrayDeque;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Consumer;
+
+/**
+ * Delivers events to one listener, one at a time and in order, on an executor. A listener that
+ * throws is logged and keeps receiving; a listener that blocks holds up only itself.
+ */
+final class SerialDelivery<E> implements Registration {
+  private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
+
+  private final String name;
+  private final Consumer<E> listener;
+  private final Executor executor;
+  private final Runnable onClose;
+  private final ArrayDeque<E> queue = new ArrayDeque<>();
+  private boolean running;
+  private boolean closed;
+
+  SerialDelivery(String name, Consumer<E> listener, Executor executor, Runnable onClose) {
+    this.name = name;
+    this.listener = listener;
+    this.executor = executor;
+    this.onClose = onClose;
+  }
+
+  synchronized void submit(E event) {
+    if (closed) {
+      return;
+    }
+    queue.add(event);
+    if (!running) {
+      running = true;
+      try {
+        executor.execute(this::drain);
+      } catch (RejectedExecutionException e) {
+        running = false;
+        LOG.log(System.Logger.Level.WARNING, "{0}: executor rejected a callback, dropping it: {1}", name, e);
+        queue.clear();
+      }
+    }
+  }
+
+  private void drain() {
+    while (true) {
+      E event;
+      synchronized (this) {
+        event = queue.poll();
+        if (event == null || closed) {
+          running = false;
+          notifyAll();
+          return;
+        }
+      }
+      try {
+        listener.accept(event);
+      } catch (Throwable t) {
+        LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", t);
+      }
+    }
+  }
+
+  /** Callbacks queued or running. */
+  synchronized int pending() {
+    return queue.size() + (running ? 1 : 0);
+  }
+
+  /** Waits until every queued callback has run, or the deadline passes. */
+  synchronized boolean awaitIdle(long deadlineNanos) throws InterruptedException {
+    while (running || !queue.isEmpty()) {
+      long left = deadlineNanos - System.nanoTime();
+      if (left <= 0) {
+        return false;
+      }
+      wait(Math.max(1, left / 1_000_000));
+    }
+    return true;
+  }
+
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      queue.clear();
+    }
+    onClose.run();
+  }
+}

@@ -1,0 +1,43 @@
+package io.ringmaster;
+
+import java.security.spec.KeySpec;
+import java.util.Optional;
+import javax.crypto.SecretKeyFactory;
+import javax.crypto.spec.PBEKeySpec;
+import javax.crypto.spec.SecretKeySpec;
+
+/**
+ * Where the shared secret of {@code secure-tcp.xml} comes from: the node's {@code secret} setting,
+ * else the system property {@code ringmaster.secret}, else the environment variable
+ * {@code RINGMASTER_SECRET}. JGroups initializes protocols while it builds the channel, so the
+ * node hands its setting to the protocols through a thread-local for exactly that call.
+ */
+final class SharedSecret {
+  static final String PROPERTY = "ringmaster.secret";
+  static final String ENVIRONMENT = "RINGMASTER_SECRET";
+  private static final ThreadLocal<Optional<String>> NEXT_STACK = ThreadLocal.withInitial(Optional::empty);
+
+  private SharedSecret() {}
+
+  static void forNextStack(Optional<String> secret) {
+    NEXT_STACK.set(secret);
+  }
+
+  /** The secret, or a clear failure naming the three places it could have come from. */
+  static String require(String who) {
+    Optional<String> secret = NEXT_STACK.get()
+        .or(() -> Optional.ofNullable(System.getProperty(PROPERTY)))
+        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)))
+        .filter(s -> !s.isEmpty());
+    return secret.orElseThrow(() -> new IllegalStateException(who + " needs a shared secret: set the node's "
+        + "\"secret\" setting, the system property " + PROPERTY + " or the environment variable " + ENVIRONMENT));
+  }
+
+  /** A 128-bit AES key derived from the secret (PBKDF2-HMAC-SHA256, fixed salt, 20,000 rounds). */
+  static SecretKeySpec aesKey(String secret) throws Exception {
+    KeySpec spec = new PBEKeySpec(secret.toCharArray(), "ringmaster/sym-encrypt/1".getBytes(
+        java.nio.charset.StandardCharsets.US_ASCII), 20_000, 128);
+    byte[] key = SecretKeyFactory.getInstance("PBKDF2WithHmacSHA256").generateSecret(spec).getEncoded();
+    return new SecretKeySpec(key, "AES");
+  }
+}

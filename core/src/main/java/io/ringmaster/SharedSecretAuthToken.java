@@ -1,0 +1,91 @@
+package io.ringmaster;
+
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import org.jgroups.Address;
+import org.jgroups.Message;
+import org.jgroups.auth.AuthToken;
+import org.jgroups.util.UUID;
+
+/**
+ * A JGroups {@link AuthToken} for {@code AUTH}: a joiner proves it knows the cluster's shared
+ * secret by sending an HMAC-SHA256 of its own address under that secret. Binding the proof to
+ * the joiner's address means a captured token is worthless to any other member. Used by
+ * {@code config/jgroups/secure-tcp.xml}; the secret comes from {@link SharedSecret}.
+ */
+public class SharedSecretAuthToken extends AuthToken {
+  private static final byte[] LABEL = "ringmaster-auth/1".getBytes(StandardCharsets.US_ASCII);
+  private byte[] secret;
+  private byte[] proof = new byte[0];
+
+  /** For JGroups, which creates tokens by reflection. */
+  public SharedSecretAuthToken() {}
+
+  @Override
+  public void init() throws Exception {
+    secret = SharedSecret.require("AUTH with " + getClass().getSimpleName()).getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public String getName() {
+    return getClass().getName();
+  }
+
+  @Override
+  public int size() {
+    return 4 + computeProofForSelf().length;
+  }
+
+  @Override
+  public boolean authenticate(AuthToken token, Message msg) {
+    if (!(token instanceof SharedSecretAuthToken other) || secret == null || msg.getSrc() == null) {
+      return false;
+    }
+    return MessageDigest.isEqual(other.proof, mac(msg.getSrc()));
+  }
+
+  @Override
+  public void writeTo(DataOutput out) throws IOException {
+    byte[] p = computeProofForSelf();
+    out.writeInt(p.length);
+    out.write(p);
+  }
+
+  @Override
+  public void readFrom(DataInput in) throws IOException {
+    int length = in.readInt();
+    if (length < 0 || length > 64) {
+      throw new IOException("bad auth proof length " + length);
+    }
+    proof = new byte[length];
+    in.readFully(proof);
+  }
+
+  private byte[] computeProofForSelf() {
+    Address self = auth == null ? null : auth.getAddress();
+    return self == null || secret == null ? new byte[0] : mac(self);
+  }
+
+  private byte[] mac(Address address) {
+    try {
+      Mac mac = Mac.getInstance("HmacSHA256");
+      mac.init(new SecretKeySpec(secret, "HmacSHA256"));
+      mac.update(LABEL);
+      if (address instanceof UUID u) {
+        mac.update(ByteBuffer.allocate(16).putLong(u.getMostSignificantBits()).putLong(u.getLeastSignificantBits())
+            .array());
+      } else {
+        mac.update(address.toString().getBytes(StandardCharsets.UTF_8));
+      }
+      return mac.doFinal();
+    } catch (Exception e) {
+      throw new IllegalStateException("HmacSHA256 unavailable", e);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+package io.ringmaster;
+
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.jgroups.JChannel;
+import org.jgroups.protocols.FD_SOCK2;
+import org.jgroups.protocols.TCPPING;
+import org.jgroups.protocols.TP;
+import org.jgroups.stack.ProtocolStack;
+
+/** Loads a JGroups stack and applies the node's network settings to it. */
+final class Stacks {
+  private Stacks() {}
+
+  /** Fails naming the setting when the stack is neither a file nor a classpath resource. */
+  static void checkExists(String jgroupsConfig) {
+    if (Files.isRegularFile(Path.of(jgroupsConfig))) {
+      return;
+    }
+    if (Stacks.class.getClassLoader().getResource(jgroupsConfig) == null) {
+      throw new IllegalArgumentException("jgroupsConfig: no file or classpath resource \"" + jgroupsConfig
+          + "\" (working directory " + Path.of("").toAbsolutePath() + ")");
+    }
+  }
+
+  static JChannel create(RingmasterConfig config) throws Exception {
+    JChannel channel;
+    Path file = Path.of(config.jgroupsConfig());
+    try (InputStream in = Files.isRegularFile(file) ? Files.newInputStream(file)
+        : Stacks.class.getClassLoader().getResourceAsStream(config.jgroupsConfig())) {
+      if (in == null) {
+        checkExists(config.jgroupsConfig());
+      }
+      SharedSecret.forNextStack(config.secret());
+      try {
+        channel = new JChannel(in);
+      } finally {
+        SharedSecret.forNextStack(java.util.Optional.empty());
+      }
+    }
+    ProtocolStack stack = channel.getProtocolStack();
+    TP transport = stack.getTransport();
+    if (config.bindAddress().isPresent()) {
+      InetAddress address = InetAddress.getByName(config.bindAddress().get());
+      transport.setBindAddress(address);
+      FD_SOCK2 fd = stack.findProtocol(FD_SOCK2.class);
+      if (fd != null) {
+        fd.setBindAddress(address);
+      }
+    }
+    config.bindPort().ifPresent(transport::setBindPort);
+    if (config.initialHosts().isPresent()) {
+      TCPPING ping = stack.findProtocol(TCPPING.class);
+      if (ping == null) {
+        channel.close();
+        throw new IllegalArgumentException("initialHosts is set but stack " + config.jgroupsConfig()
+            + " has no TCPPING");
+      }
+      ping.setInitialHosts(parseHosts(config.initialHosts().get()));
+    }
+    return channel;
+  }
+
+  /** Parses {@code host[port],host[port]}; fails naming the setting and the bad entry. */
+  static List<InetSocketAddress> parseHosts(String hosts) {
+    List<InetSocketAddress> out = new ArrayList<>();
+    for (String entry : hosts.split(",")) {
+      String e = entry.trim();
+      int open = e.indexOf('[');
+      if (open <= 0 || !e.endsWith("]")) {
+        throw new IllegalArgumentException("initialHosts entry must look like 127.0.0.1[7800]: \"" + e + "\"");
+      }
+      try {
+        int port = Integer.parseInt(e.substring(open + 1, e.length() - 1));
+        out.add(new InetSocketAddress(InetAddress.getByName(e.substring(0, open)), port));
+      } catch (UnknownHostException | IllegalArgumentException bad) {
+        throw new IllegalArgumentException("initialHosts entry is not host[port]: \"" + e + "\" (" + bad.getMessage() + ")");
+      }
+    }
+    return out;
+  }
+}

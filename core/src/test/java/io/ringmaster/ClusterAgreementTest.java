@@ -1,0 +1,93 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.Member;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+class ClusterAgreementTest {
+
+  @Test
+  void sixteenNodes_join_allComputeTheSameOwnersForEveryKey() {
+    try (TestCluster cluster = new TestCluster("agreement")) {
+      List<Ringmaster> nodes = new ArrayList<>();
+      nodes.add(cluster.start(cluster.builder("node-0").virtualNodes(1024).replicas(2)));
+      List<CompletableFuture<Ringmaster>> joining = new ArrayList<>();
+      for (int i = 1; i < 16; i++) {
+        String id = "node-" + i;
+        joining.add(CompletableFuture.supplyAsync(
+            () -> cluster.start(cluster.builder(id).virtualNodes(1024).replicas(2).zone("z" + (id.hashCode() & 1)))));
+      }
+      joining.forEach(f -> nodes.add(f.join()));
+      TestCluster.awaitAgreement(nodes, 16, Duration.ofSeconds(30));
+
+      long checksum = nodes.get(0).ring().checksum();
+      for (Ringmaster n : nodes) {
+        assertEquals(checksum, n.ring().checksum());
+        assertEquals(nodes.get(0).members(), n.members());
+      }
+      for (int k = 0; k < 10_000; k++) {
+        String key = "user:" + k;
+        List<Member> expected = nodes.get(0).owners(key);
+        for (Ringmaster n : nodes) {
+          assertEquals(expected, n.owners(key), key);
+        }
+        assertEquals(1, nodes.stream().filter(n -> n.isPrimary(key)).count(), "exactly one primary for " + key);
+        assertEquals(2, nodes.stream().filter(n -> n.isLocal(key)).count(), "exactly two owners for " + key);
+      }
+    }
+  }
+
+  @Test
+  void gossip_agreeingMembers_reportNoDivergence() {
+    try (TestCluster cluster = new TestCluster("gossip")) {
+      List<Ringmaster> nodes = List.of(cluster.start("a"), cluster.start("b"), cluster.start("c"));
+      TestCluster.awaitAgreement(nodes, 3, Duration.ofSeconds(10));
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10))
+          .until(() -> nodes.stream().allMatch(n -> n.stats().gossipReceived() >= 2));
+      nodes.forEach(n -> assertEquals(0, n.stats().divergences()));
+    }
+  }
+
+  @Test
+  void gossip_sameViewOtherChecksum_reportsDivergence() throws Exception {
+    try (TestCluster cluster = new TestCluster("divergence")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(10));
+      List<RingDivergence> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      a.addDivergenceListener(seen::add);
+      // b claims, for the view both have, a ring checksum that differs from a's.
+      long forged = a.ring().checksum() ^ 1;
+      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(), Gossip.encode(a.viewId(), forged, "b")));
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !seen.isEmpty());
+      RingDivergence d = seen.get(0);
+      assertEquals("b", d.peerId());
+      assertEquals(forged, d.peerChecksum());
+      assertEquals(a.ring().checksum(), d.localChecksum());
+      assertTrue(a.stats().divergences() >= 1);
+    }
+  }
+
+  @Test
+  void ringJson_listsMembersWithSharesAndTheChecksum() throws Exception {
+    try (TestCluster cluster = new TestCluster("json")) {
+      Ringmaster a = cluster.start(cluster.builder("a").endpoint("http://127.0.0.1:9001"));
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(10));
+      var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(a.ringJson());
+      assertEquals(Long.toHexString(a.ring().checksum()), json.get("checksum").asText());
+      assertEquals(a.viewId(), json.get("viewId").asLong());
+      assertEquals(2, json.get("members").size());
+      assertEquals("http://127.0.0.1:9001", json.get("members").get(0).get("endpoint").asText());
+      double shares = json.get("members").get(0).get("share").asDouble() + json.get("members").get(1).get("share").asDouble();
+      assertEquals(1.0, shares, 1e-9);
+      assertEquals("http://127.0.0.1:9001", b.endpointOf("a").orElseThrow());
+    }
+  }
+}

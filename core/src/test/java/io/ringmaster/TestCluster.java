@@ -1,0 +1,124 @@
+package io.ringmaster;
+
+import static org.awaitility.Awaitility.await;
+
+import io.ringmaster.ring.HashRing;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.jgroups.Address;
+import org.jgroups.JChannel;
+import org.jgroups.protocols.DISCARD;
+import org.jgroups.protocols.TP;
+import org.jgroups.stack.ProtocolStack;
+
+/**
+ * Real JGroups nodes in this JVM on the in-memory stack, each test with its own cluster name.
+ * Closing it closes every node it started, crashed ones included.
+ */
+final class TestCluster implements AutoCloseable {
+  static final String STACK = "ringmaster/jgroups/in-jvm.xml";
+  private static final AtomicInteger CLUSTERS = new AtomicInteger();
+
+  final String name;
+  private final List<Ringmaster> started = new ArrayList<>();
+  private final List<CompletableFuture<Void>> crashes = new ArrayList<>();
+
+  TestCluster(String testName) {
+    this.name = testName + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
+  }
+
+  Ringmaster.Builder builder(String id) {
+    return Ringmaster.builder().clusterName(name).nodeId(id).jgroupsConfig(STACK).virtualNodes(128)
+        .gossipInterval(Duration.ofMillis(300)).leaveTimeout(Duration.ofSeconds(5));
+  }
+
+  Ringmaster start(String id) {
+    return start(builder(id));
+  }
+
+  Ringmaster start(Ringmaster.Builder builder) {
+    return start(builder, node -> {});
+  }
+
+  /** Starts a node, running {@code beforeStart} (to add listeners) before it joins. */
+  synchronized Ringmaster start(Ringmaster.Builder builder, Consumer<Ringmaster> beforeStart) {
+    Ringmaster node = builder.build();
+    started.add(node);
+    beforeStart.accept(node);
+    return node.start();
+  }
+
+  /** Cuts the node off (it hears and says nothing), then closes it without a graceful leave. */
+  synchronized void crash(Ringmaster node) {
+    discard(node).discardAll(true);
+    crashes.add(CompletableFuture.runAsync(node::closeAbruptly));
+  }
+
+  /** The node's DISCARD protocol, inserted above the transport on first use. */
+  static DISCARD discard(Ringmaster node) {
+    JChannel ch = node.channel();
+    ProtocolStack stack = ch.getProtocolStack();
+    DISCARD d = stack.findProtocol(DISCARD.class);
+    if (d == null) {
+      d = new DISCARD();
+      d.setAddress(ch.getAddress());
+      try {
+        stack.insertProtocol(d, ProtocolStack.Position.ABOVE, TP.class);
+        d.init();
+        d.start();
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    }
+    return d;
+  }
+
+  /** Splits the nodes into two sides that cannot hear each other. */
+  static void partition(List<Ringmaster> sideA, List<Ringmaster> sideB) {
+    Address[] a = sideA.stream().map(n -> n.channel().getAddress()).toArray(Address[]::new);
+    Address[] b = sideB.stream().map(n -> n.channel().getAddress()).toArray(Address[]::new);
+    sideA.forEach(n -> discard(n).addIgnoredMembers(b));
+    sideB.forEach(n -> discard(n).addIgnoredMembers(a));
+  }
+
+  static void heal(List<Ringmaster> nodes) {
+    nodes.forEach(n -> discard(n).resetIgnoredMembers());
+  }
+
+  /** Waits until every node has the same view of {@code size} members and the same ring. */
+  static void awaitAgreement(List<Ringmaster> nodes, int size, Duration timeout) {
+    await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> agree(nodes, size));
+  }
+
+  static boolean agree(List<Ringmaster> nodes, int size) {
+    Set<Long> views = new HashSet<>();
+    Set<Long> checksums = new HashSet<>();
+    for (Ringmaster n : nodes) {
+      HashRing ring = n.ring();
+      if (ring.members().size() != size) {
+        return false;
+      }
+      views.add(n.viewId());
+      checksums.add(ring.checksum());
+    }
+    return views.size() == 1 && checksums.size() == 1;
+  }
+
+  @Override
+  public synchronized void close() {
+    for (CompletableFuture<Void> c : crashes) {
+      c.join();
+    }
+    List<CompletableFuture<Void>> closing = new ArrayList<>();
+    for (Ringmaster n : started) {
+      closing.add(CompletableFuture.runAsync(n::closeAbruptly));
+    }
+    closing.forEach(CompletableFuture::join);
+  }
+}
