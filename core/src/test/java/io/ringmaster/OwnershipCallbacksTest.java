@@ -1,0 +1,229 @@
+package io.ringmaster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+class OwnershipCallbacksTest {
+  private static final Duration WAIT = Duration.ofSeconds(20);
+
+  private static Ringmaster startRecorded(TestCluster cluster, Ringmaster.Builder builder,
+                                          Map<Ringmaster, OwnershipRecorder> recorders) {
+    OwnershipRecorder recorder = new OwnershipRecorder(recorders.size());
+    Ringmaster node = cluster.start(builder, n -> {
+      n.addOwnershipListener(recorder);
+      n.addMembershipListener(recorder);
+    });
+    recorders.put(node, recorder);
+    return node;
+  }
+
+  private static void awaitFolds(Map<Ringmaster, OwnershipRecorder> recorders, List<Ringmaster> alive) {
+    for (Ringmaster n : alive) {
+      OwnershipRecorder r = recorders.get(n);
+      await().atMost(WAIT).until(() -> r.foldMatches(n.ring(), n.localMember().id(), n.config().replicas()));
+      assertEquals(List.of(), r.violations());
+    }
+  }
+
+  @Test
+  void joinLeaveCrash_survivorsConverge_andEveryFoldEqualsOwnership() {
+    Map<Ringmaster, OwnershipRecorder> rec = new HashMap<>();
+    try (TestCluster cluster = new TestCluster("callbacks")) {
+      List<Ringmaster> alive = new ArrayList<>();
+      for (String id : List.of("a", "b", "c", "d")) {
+        alive.add(startRecorded(cluster, cluster.builder(id).replicas(2), rec));
+      }
+      TestCluster.awaitAgreement(alive, 4, WAIT);
+      awaitFolds(rec, alive);
+
+      Ringmaster e = startRecorded(cluster, cluster.builder("e").replicas(2), rec);
+      alive.add(e);
+      TestCluster.awaitAgreement(alive, 5, WAIT);
+      awaitFolds(rec, alive);
+
+      Ringmaster b = alive.remove(1);
+      b.close(); // graceful
+      TestCluster.awaitAgreement(alive, 4, WAIT);
+      awaitFolds(rec, alive);
+      assertTrue(rec.get(b).ownsNothing(), "a node that left believes it owns nothing");
+      assertEquals(OwnershipChange.Reason.LEAVING, last(rec.get(b).changes()).reason());
+
+      Ringmaster c = alive.remove(1);
+      cluster.crash(c);
+      TestCluster.awaitAgreement(alive, 3, WAIT);
+      awaitFolds(rec, alive);
+      MembershipChange crashView = last(rec.get(alive.get(0)).memberships());
+      assertEquals(List.of("c"), crashView.left().stream().map(Member::id).toList());
+    }
+  }
+
+  @Test
+  void join_onlyMembersWhoseOwnershipChanged_getCallbacks() {
+    Map<Ringmaster, OwnershipRecorder> rec = new HashMap<>();
+    try (TestCluster cluster = new TestCluster("only-changed")) {
+      List<Ringmaster> alive = new ArrayList<>();
+      alive.add(startRecorded(cluster, cluster.builder("a"), rec));
+      alive.add(startRecorded(cluster, cluster.builder("b"), rec));
+      alive.add(startRecorded(cluster, cluster.builder("router").weight(0), rec));
+      TestCluster.awaitAgreement(alive, 3, WAIT);
+      awaitFolds(rec, alive);
+      HashRing before = alive.get(0).ring();
+      Map<Ringmaster, Integer> callbacksBefore = new HashMap<>();
+      alive.forEach(n -> callbacksBefore.put(n, rec.get(n).changes().size()));
+
+      // A member of weight 0 joins: nobody's ownership changes, so nobody gets an ownership callback.
+      Ringmaster observer = startRecorded(cluster, cluster.builder("observer").weight(0), rec);
+      alive.add(observer);
+      TestCluster.awaitAgreement(alive, 4, WAIT);
+      await().atMost(WAIT).until(() -> rec.get(alive.get(0)).memberships().stream()
+          .anyMatch(m -> m.joined().stream().anyMatch(j -> j.id().equals("observer"))));
+      for (Ringmaster n : alive.subList(0, 3)) {
+        assertEquals(callbacksBefore.get(n), rec.get(n).changes().size(), n.localMember().id());
+      }
+      assertEquals(List.of(), rec.get(observer).changes());
+
+      // A real member joins: exactly those whose diff is non-empty are called, with that diff.
+      Ringmaster c = startRecorded(cluster, cluster.builder("c"), rec);
+      alive.add(c);
+      TestCluster.awaitAgreement(alive, 5, WAIT);
+      awaitFolds(rec, alive);
+      HashRing after = c.ring();
+      for (Ringmaster n : alive.subList(0, 4)) {
+        RingDiff expected = RingDiff.compute(before, after, n.localMember().id(), 1);
+        List<OwnershipChange> got = rec.get(n).changes().subList(callbacksBefore.getOrDefault(n, 0), rec.get(n).changes().size());
+        if (expected.isEmpty()) {
+          assertEquals(List.of(), got, n.localMember().id());
+        } else {
+          assertEquals(1, got.size(), n.localMember().id());
+          assertEquals(expected, got.get(0).diff());
+          assertEquals(after, got.get(0).ring());
+        }
+      }
+      assertTrue(rec.get(alive.get(2)).changes().isEmpty(), "the router never owns anything");
+    }
+  }
+
+  @Test
+  void close_graceful_deliversLossesWithNewOwnersBeforeLeaving() throws Exception {
+    try (TestCluster cluster = new TestCluster("graceful")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster c = cluster.start("c");
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
+      HashRing ring = c.ring();
+      List<OwnershipChange> leaving = new CopyOnWriteArrayList<>();
+      CountDownLatch handOffStarted = new CountDownLatch(1);
+      c.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          handOffStarted.countDown();
+          // While the hand-off runs, c is still a member: the others have not seen it leave.
+          leaving.add(change);
+          assertEquals(3, a.ring().members().size());
+        }
+      });
+      c.close();
+      assertTrue(handOffStarted.await(0, TimeUnit.SECONDS), "close() returned after the hand-off ran");
+      assertEquals(1, leaving.size());
+      OwnershipChange change = leaving.get(0);
+      assertTrue(change.gained().isEmpty());
+      assertEquals(ring.without("c"), change.ring());
+      double lost = change.lost().stream().mapToDouble(l -> l.range().fraction()).sum();
+      assertEquals(ring.share("c"), lost, 1e-9);
+      for (RingDiff.Lost l : change.lost()) {
+        assertEquals(ring.without("c").ownerOfPosition(l.range().end()), l.destinations().get(0));
+      }
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+    }
+  }
+
+  @Test
+  void listener_throws_isLoggedAndLaterCallbacksStillCome() {
+    try (TestCluster cluster = new TestCluster("throwing")) {
+      AtomicInteger calls = new AtomicInteger();
+      OwnershipRecorder recorder = new OwnershipRecorder(7);
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        n.addOwnershipListener(change -> {
+          calls.incrementAndGet();
+          throw new IllegalStateException("listener bug, on purpose");
+        });
+        n.addOwnershipListener(recorder);
+      });
+      await().atMost(WAIT).until(() -> calls.get() == 1);
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      await().atMost(WAIT).until(() -> calls.get() == 2);
+      await().atMost(WAIT).until(() -> recorder.foldMatches(a.ring(), "a", 1));
+    }
+  }
+
+  @Test
+  void listener_blocksForSeconds_ringInstallationIsNotDelayed() throws Exception {
+    try (TestCluster cluster = new TestCluster("blocking")) {
+      CountDownLatch release = new CountDownLatch(1);
+      OwnershipRecorder other = new OwnershipRecorder(3);
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        n.addOwnershipListener(change -> {
+          try {
+            release.await(30, TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
+        n.addOwnershipListener(other);
+      });
+      List<Ringmaster> nodes = new ArrayList<>(List.of(a));
+      for (String id : List.of("b", "c", "d")) {
+        nodes.add(cluster.start(id));
+        TestCluster.awaitAgreement(nodes, nodes.size(), WAIT);
+      }
+      // a's first listener is still stuck in its first callback, yet a installed every ring and
+      // its other listener is up to date.
+      assertEquals(1, release.getCount());
+      assertTrue(a.stats().pendingCallbacks() >= 1);
+      await().atMost(WAIT).until(() -> other.foldMatches(a.ring(), "a", 1));
+      release.countDown();
+      await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 0);
+    }
+  }
+
+  @Test
+  void listener_addedToRunningNode_firstGetsCurrentOwnershipFromNothing() {
+    try (TestCluster cluster = new TestCluster("late-listener")) {
+      Ringmaster a = cluster.start(cluster.builder("a").replicas(2));
+      Ringmaster b = cluster.start(cluster.builder("b").replicas(2));
+      Ringmaster c = cluster.start(cluster.builder("c").replicas(2));
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
+      OwnershipRecorder late = new OwnershipRecorder(11);
+      Registration handle = b.addOwnershipListener(late);
+      await().atMost(WAIT).until(() -> late.foldMatches(b.ring(), "b", 2));
+      OwnershipChange first = late.changes().get(0);
+      assertEquals(OwnershipChange.Reason.INITIAL, first.reason());
+      assertTrue(first.gained().stream().allMatch(g -> g.sources().isEmpty()));
+      handle.close();
+      c.close();
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      assertEquals(1, late.changes().size(), "a closed registration hears nothing more");
+      assertFalse(late.foldMatches(b.ring(), "b", 2));
+    }
+  }
+
+  private static <T> T last(List<T> list) {
+    return list.get(list.size() - 1);
+  }
+}
