@@ -26,8 +26,8 @@ final class TestCluster implements AutoCloseable {
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
 
   final String name;
-  private final List<Ringmaster> started = new ArrayList<>();
-  private final List<CompletableFuture<Void>> crashes = new ArrayList<>();
+  private final List<Ringmaster> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final List<CompletableFuture<Void>> crashes = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   TestCluster(String testName) {
     this.name = testName + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
@@ -47,7 +47,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** Starts a node, running {@code beforeStart} (to add listeners) before it joins. */
-  synchronized Ringmaster start(Ringmaster.Builder builder, Consumer<Ringmaster> beforeStart) {
+  Ringmaster start(Ringmaster.Builder builder, Consumer<Ringmaster> beforeStart) {
     Ringmaster node = builder.build();
     started.add(node);
     beforeStart.accept(node);
@@ -55,7 +55,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** Cuts the node off (it hears and says nothing), then closes it without a graceful leave. */
-  synchronized void crash(Ringmaster node) {
+  void crash(Ringmaster node) {
     discard(node).discardAll(true);
     crashes.add(CompletableFuture.runAsync(node::closeAbruptly));
   }
@@ -111,7 +111,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
+  public void close() {
     for (CompletableFuture<Void> c : crashes) {
       c.join();
     }
