@@ -162,11 +162,11 @@ final class ClusterNode {
       String reason = null;
       List<String> differences = m.parameterDifferences(reference);
       if (!differences.isEmpty()) {
-        reason = "ring parameters of " + m.id() + " (" + a + ") differ from the coordinator's, "
-            + reference.id() + " (" + referenceAddress + "): " + String.join("; ", differences);
+        reason = "ring parameters of " + describe(a) + " differ from the coordinator's, "
+            + describe(referenceAddress) + ": " + String.join("; ", differences);
       } else if (addresses.containsKey(m.id())) {
-        reason = "node id \"" + m.id() + "\" is already held by member " + addresses.get(m.id())
-            + "; the later member " + a + " is refused";
+        reason = "node id \"" + m.id() + "\" is already held by member " + describe(addresses.get(m.id()))
+            + "; the later member " + describe(a) + " is refused";
       }
       if (reason == null) {
         addresses.put(m.id(), a);
@@ -184,6 +184,12 @@ final class ClusterNode {
       }
     }
     return ownRefusal;
+  }
+
+  /** A member as its node id and JGroups UUID, which tells apart two members with one id. */
+  static String describe(Address a) {
+    return NodeMetadata.from(a).map(NodeMetadata::id).orElse("?") + " ("
+        + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
   }
 
   private static MembershipChange membershipChange(Snapshot previous, Snapshot next, View view) {

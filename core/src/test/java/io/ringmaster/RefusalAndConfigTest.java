@@ -1,0 +1,122 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RefusalAndConfigTest {
+  private static final Duration WAIT = Duration.ofSeconds(20);
+
+  @Test
+  void start_ringParametersDiffer_failsNamingEachParameter_andMembersNeverAdmitIt() {
+    try (TestCluster cluster = new TestCluster("params")) {
+      Ringmaster a = cluster.start(cluster.builder("a").virtualNodes(128).replicas(2));
+      Ringmaster b = cluster.start(cluster.builder("b").virtualNodes(128).replicas(2));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      OwnershipRecorder recorder = new OwnershipRecorder(1);
+      a.addMembershipListener(recorder);
+      long checksum = a.ring().checksum();
+
+      RingmasterException e = assertThrows(RingmasterException.class,
+          () -> cluster.start(cluster.builder("c").virtualNodes(64).replicas(3)));
+      assertTrue(e.getMessage().contains("virtualNodes: 64 here, 128 on a"), e.getMessage());
+      assertTrue(e.getMessage().contains("replicas: 3 here, 2 on a"), e.getMessage());
+      assertEquals(checksum, a.ring().checksum());
+      assertEquals(List.of(), recorder.memberships(), "the refused node never entered a's ring");
+      assertTrue(a.stats().refusedMembers() >= 1);
+    }
+  }
+
+  @Test
+  void start_nodeIdAlreadyHeld_failsNamingTheIdAndHolder_andOneOwnerPerRange() {
+    try (TestCluster cluster = new TestCluster("duplicate")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start("a"));
+      assertTrue(e.getMessage().contains("node id \"a\" is already held by member"), e.getMessage());
+      assertEquals(a.channel().getAddress(), b.addressOf("a").orElseThrow());
+      assertEquals(2, b.members().size());
+    }
+  }
+
+  @Test
+  void secureStack_rightSecretJoins_wrongSecretIsRefused_noSecretFailsFast() {
+    try (TestCluster cluster = new TestCluster("secure")) {
+      String stack = "ringmaster/jgroups/secure-tcp.xml";
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack).bindPort(7950).initialHosts("127.0.0.1[7950]")
+          .secret("s3cret-one"));
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack).bindPort(7951).initialHosts("127.0.0.1[7950]")
+          .secret("s3cret-one"));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+
+      RingmasterException wrong = assertThrows(RingmasterException.class, () -> cluster.start(
+          cluster.builder("c").jgroupsConfig(stack).bindPort(7952).initialHosts("127.0.0.1[7950]").secret("guess")));
+      assertTrue(wrong.getMessage().toLowerCase().contains("authentication failed"), wrong.getMessage());
+      assertEquals(2, a.members().size());
+
+      if (System.getenv(SharedSecret.ENVIRONMENT) == null && System.getProperty(SharedSecret.PROPERTY) == null) {
+        RingmasterException none = assertThrows(RingmasterException.class, () -> cluster.start(
+            cluster.builder("d").jgroupsConfig(stack).bindPort(7953).initialHosts("127.0.0.1[7950]")));
+        assertTrue(none.getMessage().contains("needs a shared secret"), none.getMessage());
+      }
+    }
+  }
+
+  @Test
+  void fromConfig_exampleFile_readsEverySetting() {
+    RingmasterConfig c = Ringmaster.builder().config(Path.of(System.getProperty("basedir", "."), "..", "config",
+        "node.example.json")).buildConfig();
+    assertEquals("orders", c.clusterName());
+    assertEquals("orders-1", c.nodeId());
+    assertEquals("rack-1", c.zone());
+    assertEquals(2, c.replicas());
+    assertEquals(1024, c.virtualNodes());
+    assertEquals(Duration.ofSeconds(10), c.leaveTimeout());
+    assertTrue(Files.isRegularFile(Path.of(c.jgroupsConfig())), "stack resolved beside the file: " + c.jgroupsConfig());
+  }
+
+  @Test
+  void fromConfig_badFiles_failNamingTheKeyOrPath(@TempDir Path dir) throws IOException {
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"wieght\": 2}", "unknown setting \"wieght\"");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": -1}", "setting \"weight\"", "-1.0");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": \"heavy\"}", "setting \"weight\"", "must be a number");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"virtualNodes\": 0}", "setting \"virtualNodes\"", ": 0");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"replicas\": 1.5}", "setting \"replicas\"", "whole number");
+    assertConfigError(dir, "{\"nodeId\": \"\"}", "setting \"nodeId\"", "non-empty");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"nowhere/stack.xml\"}", "jgroupsConfig",
+        "nowhere/stack.xml");
+    assertConfigError(dir, "{\"weight\": 1}", "nodeId is required");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"initialHosts\": \"127.0.0.1:7800\"}", "initialHosts", "127.0.0.1:7800");
+    assertConfigError(dir, "{\"nodeId\": ", "not valid JSON");
+    Path missing = dir.resolve("absent.json");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(missing));
+    assertTrue(e.getMessage().contains("config file not found") && e.getMessage().contains("absent.json"), e.getMessage());
+  }
+
+  @Test
+  void builder_oversizeMetadata_failsNamingTheSetting() {
+    String big = "x".repeat(300);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId(big));
+    assertTrue(e.getMessage().startsWith("nodeId is 300 bytes"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().endpoint(big));
+    assertTrue(e.getMessage().startsWith("endpoint is 300 bytes"), e.getMessage());
+  }
+
+  private static void assertConfigError(Path dir, String json, String... expected) throws IOException {
+    Path file = Files.writeString(Files.createTempFile(dir, "node", ".json"), json);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().config(file).buildConfig(), json);
+    for (String s : expected) {
+      assertTrue(e.getMessage().contains(s), () -> "\"" + e.getMessage() + "\" lacks " + s);
+    }
+  }
+}
