@@ -1,0 +1,133 @@
+package io.ringmaster.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Membership timings with separate processes on 127.0.0.1 and {@code config/jgroups/localhost-tcp.xml}:
+ * how long until every member's ring reflects a join, a kill -9 and a graceful leave. Prints
+ * min / median / max over the runs, in milliseconds, from the same machine clock.
+ *
+ * <pre>{@code java -cp bench/target/benchmarks.jar io.ringmaster.bench.ClusterTimings [runs=5] [members=4]}</pre>
+ */
+public final class ClusterTimings {
+  private static final String JAVA = ProcessHandle.current().info().command().orElse("java");
+
+  /** A child node and the lines it printed. */
+  private static final class Child {
+    final Process process;
+    final List<String> lines = new CopyOnWriteArrayList<>();
+    final Writer stdin;
+
+    Child(String cluster, String id) throws IOException {
+      process = new ProcessBuilder(JAVA, "-Djava.net.preferIPv4Stack=true", "-Xmx256m", "-cp",
+          System.getProperty("java.class.path"), NodeProcess.class.getName(), cluster, id)
+          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+      stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+      Thread reader = new Thread(() -> {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+          for (String line; (line = r.readLine()) != null; ) {
+            lines.add(line);
+          }
+        } catch (IOException ignored) {
+          // the process ended
+        }
+      });
+      reader.setDaemon(true);
+      reader.start();
+    }
+
+    /** Time of the first line starting with {@code prefix} and, for VIEW lines, of that size. */
+    long await(String prefix, int members, long timeoutMillis) throws InterruptedException {
+      long deadline = System.currentTimeMillis() + timeoutMillis;
+      while (System.currentTimeMillis() < deadline) {
+        for (String l : lines) {
+          String[] f = l.split(" ");
+          if (f[0].equals(prefix) && (members < 0 || Integer.parseInt(f[3]) == members)) {
+            return Long.parseLong(f[1]);
+          }
+        }
+        TimeUnit.MILLISECONDS.sleep(5); // polling a child's output in a benchmark driver, not a test
+      }
+      throw new IllegalStateException("no " + prefix + " " + members + " within " + timeoutMillis + " ms: " + lines);
+    }
+
+    void send(String command) throws IOException {
+      stdin.write(command + "\n");
+      stdin.flush();
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    int runs = args.length > 0 ? Integer.parseInt(args[0]) : 5;
+    int size = args.length > 1 ? Integer.parseInt(args[1]) : 4;
+    List<Long> joins = new ArrayList<>();
+    List<Long> kills = new ArrayList<>();
+    List<Long> leaves = new ArrayList<>();
+    for (int run = 0; run < runs; run++) {
+      String cluster = "timings-" + ProcessHandle.current().pid() + "-" + run;
+      List<Child> children = new ArrayList<>();
+      try {
+        for (int i = 0; i < size; i++) {
+          Child c = new Child(cluster, "node-" + i);
+          children.add(c);
+          long connecting = c.await("CONNECTING", -1, 30_000);
+          long all = 0;
+          for (Child m : children) {
+            all = Math.max(all, m.await("VIEW", i + 1, 30_000));
+          }
+          if (i == size - 1) {
+            joins.add(all - connecting);
+          }
+        }
+        // kill -9 of a non-coordinator member
+        Child victim = children.remove(1);
+        long killedAt = System.currentTimeMillis();
+        victim.process.destroyForcibly();
+        long seen = 0;
+        for (Child m : children) {
+          seen = Math.max(seen, m.await("VIEW", size - 1, 30_000));
+        }
+        kills.add(seen - killedAt);
+        // graceful leave of another non-coordinator member
+        Child leaver = children.remove(1);
+        leaver.send("leave");
+        long leaving = leaver.await("LEAVING", -1, 30_000);
+        seen = 0;
+        for (Child m : children) {
+          seen = Math.max(seen, m.await("VIEW", size - 2, 30_000));
+        }
+        leaves.add(seen - leaving);
+        System.out.printf("run %d: join %d ms, kill -9 %d ms, leave %d ms%n", run, joins.get(run), kills.get(run),
+            leaves.get(run));
+      } finally {
+        for (Child c : children) {
+          c.process.destroyForcibly();
+        }
+        for (Child c : children) {
+          c.process.waitFor(10, TimeUnit.SECONDS);
+        }
+      }
+    }
+    System.out.println("| event | min | median | max |");
+    System.out.println("|---|---|---|---|");
+    print("join (connect -> every member has the new ring)", joins);
+    print("kill -9 -> every survivor has the new ring", kills);
+    print("graceful leave (close) -> every survivor has the new ring", leaves);
+  }
+
+  private static void print(String what, List<Long> values) {
+    List<Long> v = new ArrayList<>(values);
+    Collections.sort(v);
+    System.out.printf("| %s | %d | %d | %d |%n", what, v.get(0), v.get(v.size() / 2), v.get(v.size() - 1));
+  }
+}

@@ -1,0 +1,151 @@
+package io.ringmaster.bench;
+
+import io.ringmaster.Ringmaster;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.jgroups.Message;
+import org.jgroups.Receiver;
+import org.jgroups.View;
+
+/**
+ * Many nodes in one JVM on {@code in-jvm.xml}: (1) how long 100 members take to converge on one
+ * ring checksum when they all start at once; (2) for clusters of 16 and 100 members, the time from
+ * a view reaching a node (its JGroups receiver) to the node's ownership listener being called with
+ * the new ring, over several joins.
+ *
+ * <pre>{@code java -Xmx2g -Dringmaster.fd.timeout=30s -Dringmaster.fd.interval=5s \
+ *   -cp bench/target/benchmarks.jar io.ringmaster.bench.InJvmClusterBench}</pre>
+ */
+public final class InJvmClusterBench {
+  private InJvmClusterBench() {}
+
+  public static void main(String[] args) throws Exception {
+    convergence(100);
+    viewLatency(16, 5);
+    viewLatency(100, 5);
+    System.exit(0);
+  }
+
+  private static Ringmaster.Builder node(String cluster, String id) {
+    return Ringmaster.builder().clusterName(cluster).nodeId(id).virtualNodes(256)
+        .jgroupsConfig("ringmaster/jgroups/in-jvm.xml");
+  }
+
+  private static void convergence(int size) throws Exception {
+    String cluster = "converge-" + ProcessHandle.current().pid();
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    List<Ringmaster> nodes = Collections.synchronizedList(new ArrayList<>());
+    long start = System.nanoTime();
+    List<Future<?>> starting = new ArrayList<>();
+    for (int i = 0; i < size; i++) {
+      String id = "n" + i;
+      starting.add(pool.submit(() -> nodes.add(node(cluster, id).build().start())));
+    }
+    for (Future<?> f : starting) {
+      f.get();
+    }
+    while (!agree(nodes, size)) {
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    System.out.printf("%d members started at once converged on one checksum in %d ms%n", size, ms);
+    closeAll(nodes, pool);
+  }
+
+  private static boolean agree(List<Ringmaster> nodes, int size) {
+    Set<Long> sums = new HashSet<>();
+    synchronized (nodes) {
+      for (Ringmaster n : nodes) {
+        if (n.members().size() != size) {
+          return false;
+        }
+        sums.add(n.ring().checksum());
+      }
+    }
+    return sums.size() == 1;
+  }
+
+  /** Joins {@code joins} extra nodes to a cluster of {@code size - 1} and times view -> listener on every node. */
+  private static void viewLatency(int size, int joins) throws Exception {
+    String cluster = "latency-" + size + "-" + ProcessHandle.current().pid();
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    List<Ringmaster> nodes = Collections.synchronizedList(new ArrayList<>());
+    Map<String, Long> arrived = new ConcurrentHashMap<>(); // node + viewId -> nanoTime at the receiver
+    List<Long> latencies = Collections.synchronizedList(new ArrayList<>());
+    List<Future<?>> starting = new ArrayList<>();
+    for (int i = 0; i < size - 1; i++) {
+      String id = "n" + i;
+      starting.add(pool.submit(() -> nodes.add(node(cluster, id).build().start())));
+    }
+    for (Future<?> f : starting) {
+      f.get();
+    }
+    while (!agree(nodes, size - 1)) {
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    for (Ringmaster n : nodes) {
+      String id = n.localMember().id();
+      Receiver inner = n.channel().getReceiver();
+      n.channel().setReceiver(new Receiver() {
+        @Override
+        public void viewAccepted(View view) {
+          arrived.put(id + "/" + view.getViewId().getId(), System.nanoTime());
+          inner.viewAccepted(view);
+        }
+
+        @Override
+        public void receive(Message msg) {
+          inner.receive(msg);
+        }
+      });
+      n.addOwnershipListener(change -> {
+        Long t = arrived.get(id + "/" + change.viewId());
+        if (t != null) {
+          latencies.add(System.nanoTime() - t);
+        }
+      });
+    }
+    int members = size - 1;
+    for (int j = 0; j < joins; j++) {
+      Ringmaster joiner = node(cluster, "joiner-" + j).build().start();
+      nodes.add(joiner);
+      members++;
+      while (!agree(nodes, members)) {
+        TimeUnit.MILLISECONDS.sleep(5);
+      }
+      Ringmaster leaver = nodes.remove(nodes.size() - 1);
+      leaver.close();
+      members--;
+      while (!agree(nodes, members)) {
+        TimeUnit.MILLISECONDS.sleep(5);
+      }
+    }
+    TimeUnit.MILLISECONDS.sleep(200);
+    List<Long> v = new ArrayList<>(latencies);
+    Collections.sort(v);
+    System.out.printf("%d members: view at receiver -> ownership listener called: min %.2f / median %.2f / p99 %.2f / max %.2f ms over %d callbacks%n",
+        size, v.get(0) / 1e6, v.get(v.size() / 2) / 1e6, v.get((int) (v.size() * 0.99)) / 1e6, v.get(v.size() - 1) / 1e6,
+        v.size());
+    closeAll(nodes, pool);
+  }
+
+  private static void closeAll(List<Ringmaster> nodes, ExecutorService pool) throws Exception {
+    List<Future<?>> closing = new ArrayList<>();
+    for (Ringmaster n : new ArrayList<>(nodes)) {
+      closing.add(pool.submit(n::close));
+    }
+    for (Future<?> f : closing) {
+      f.get();
+    }
+    pool.shutdown();
+  }
+}
