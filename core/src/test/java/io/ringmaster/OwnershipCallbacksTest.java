@@ -22,17 +22,6 @@ import org.junit.jupiter.api.Test;
 class OwnershipCallbacksTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
 
-  private static Ringmaster startRecorded(TestCluster cluster, Ringmaster.Builder builder,
-                                          Map<Ringmaster, OwnershipRecorder> recorders) {
-    OwnershipRecorder recorder = new OwnershipRecorder(recorders.size());
-    Ringmaster node = cluster.start(builder, n -> {
-      n.addOwnershipListener(recorder);
-      n.addMembershipListener(recorder);
-    });
-    recorders.put(node, recorder);
-    return node;
-  }
-
   private static void awaitFolds(Map<Ringmaster, OwnershipRecorder> recorders, List<Ringmaster> alive) {
     for (Ringmaster n : alive) {
       OwnershipRecorder r = recorders.get(n);
@@ -47,12 +36,12 @@ class OwnershipCallbacksTest {
     try (TestCluster cluster = new TestCluster("callbacks")) {
       List<Ringmaster> alive = new ArrayList<>();
       for (String id : List.of("a", "b", "c", "d")) {
-        alive.add(startRecorded(cluster, cluster.builder(id).replicas(2), rec));
+        alive.add(cluster.startRecorded(cluster.builder(id).replicas(2), rec));
       }
       TestCluster.awaitAgreement(alive, 4, WAIT);
       awaitFolds(rec, alive);
 
-      Ringmaster e = startRecorded(cluster, cluster.builder("e").replicas(2), rec);
+      Ringmaster e = cluster.startRecorded(cluster.builder("e").replicas(2), rec);
       alive.add(e);
       TestCluster.awaitAgreement(alive, 5, WAIT);
       awaitFolds(rec, alive);
@@ -78,9 +67,9 @@ class OwnershipCallbacksTest {
     Map<Ringmaster, OwnershipRecorder> rec = new HashMap<>();
     try (TestCluster cluster = new TestCluster("only-changed")) {
       List<Ringmaster> alive = new ArrayList<>();
-      alive.add(startRecorded(cluster, cluster.builder("a"), rec));
-      alive.add(startRecorded(cluster, cluster.builder("b"), rec));
-      alive.add(startRecorded(cluster, cluster.builder("router").weight(0), rec));
+      alive.add(cluster.startRecorded(cluster.builder("a"), rec));
+      alive.add(cluster.startRecorded(cluster.builder("b"), rec));
+      alive.add(cluster.startRecorded(cluster.builder("router").weight(0), rec));
       TestCluster.awaitAgreement(alive, 3, WAIT);
       awaitFolds(rec, alive);
       HashRing before = alive.get(0).ring();
@@ -88,7 +77,7 @@ class OwnershipCallbacksTest {
       alive.forEach(n -> callbacksBefore.put(n, rec.get(n).changes().size()));
 
       // A member of weight 0 joins: nobody's ownership changes, so nobody gets an ownership callback.
-      Ringmaster observer = startRecorded(cluster, cluster.builder("observer").weight(0), rec);
+      Ringmaster observer = cluster.startRecorded(cluster.builder("observer").weight(0), rec);
       alive.add(observer);
       TestCluster.awaitAgreement(alive, 4, WAIT);
       await().atMost(WAIT).until(() -> rec.get(alive.get(0)).memberships().stream()
@@ -99,7 +88,7 @@ class OwnershipCallbacksTest {
       assertEquals(List.of(), rec.get(observer).changes());
 
       // A real member joins: exactly those whose diff is non-empty are called, with that diff.
-      Ringmaster c = startRecorded(cluster, cluster.builder("c"), rec);
+      Ringmaster c = cluster.startRecorded(cluster.builder("c"), rec);
       alive.add(c);
       TestCluster.awaitAgreement(alive, 5, WAIT);
       awaitFolds(rec, alive);

@@ -19,19 +19,6 @@ import org.junit.jupiter.api.Test;
 class PartitionAndChurnTest {
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  private static Ringmaster startRecorded(TestCluster cluster, String id, int replicas,
-                                          Map<Ringmaster, OwnershipRecorder> recorders) {
-    OwnershipRecorder recorder = new OwnershipRecorder(id.hashCode());
-    Ringmaster node = cluster.start(cluster.builder(id).replicas(replicas), n -> {
-      n.addOwnershipListener(recorder);
-      n.addMembershipListener(recorder);
-    });
-    synchronized (recorders) {
-      recorders.put(node, recorder);
-    }
-    return node;
-  }
-
   private static void assertFolds(Map<Ringmaster, OwnershipRecorder> recorders, List<Ringmaster> nodes) {
     for (Ringmaster n : nodes) {
       OwnershipRecorder r = recorders.get(n);
@@ -46,7 +33,7 @@ class PartitionAndChurnTest {
     try (TestCluster cluster = new TestCluster("partition")) {
       List<Ringmaster> all = new ArrayList<>();
       for (String id : List.of("a", "b", "c", "d", "e", "f")) {
-        all.add(startRecorded(cluster, id, 2, rec));
+        all.add(cluster.startRecorded(cluster.builder(id).replicas(2), rec));
       }
       TestCluster.awaitAgreement(all, 6, WAIT);
       assertFolds(rec, all);
@@ -83,7 +70,7 @@ class PartitionAndChurnTest {
       List<Ringmaster> alive = new ArrayList<>();
       List<Ringmaster> gone = new ArrayList<>();
       for (int i = 0; i < 12; i++) {
-        alive.add(startRecorded(cluster, "n" + i, 2, rec));
+        alive.add(cluster.startRecorded(cluster.builder("n" + i).replicas(2), rec));
       }
       TestCluster.awaitAgreement(alive, 12, WAIT);
       // Four workers, 25 operations each, overlapping as they would in a real cluster.
@@ -106,7 +93,7 @@ class PartitionAndChurnTest {
               counts[join ? 0 : choice]++;
             }
             if (join) {
-              Ringmaster n = startRecorded(cluster, "n" + nextId.getAndIncrement(), 2, rec);
+              Ringmaster n = cluster.startRecorded(cluster.builder("n" + nextId.getAndIncrement()).replicas(2), rec);
               synchronized (alive) {
                 alive.add(n);
               }

@@ -54,6 +54,19 @@ final class TestCluster implements AutoCloseable {
     return node.start();
   }
 
+  /** Starts a node with an {@link OwnershipRecorder} listening from before it joins. */
+  Ringmaster startRecorded(Ringmaster.Builder builder, java.util.Map<Ringmaster, OwnershipRecorder> recorders) {
+    OwnershipRecorder recorder = new OwnershipRecorder(recorders.size());
+    Ringmaster node = start(builder, n -> {
+      n.addOwnershipListener(recorder);
+      n.addMembershipListener(recorder);
+    });
+    synchronized (recorders) {
+      recorders.put(node, recorder);
+    }
+    return node;
+  }
+
   /** Cuts the node off (it hears and says nothing), then closes it without a graceful leave. */
   void crash(Ringmaster node) {
     discard(node).discardAll(true);

@@ -11,6 +11,9 @@ import java.nio.ByteOrder;
  * <p>Strings are hashed over their UTF-8 bytes, encoded on the fly so that no array is allocated.
  * The encoding is exactly {@code String.getBytes(StandardCharsets.UTF_8)}: a lone surrogate
  * becomes {@code '?'} (0x3F), a surrogate pair one 4-byte sequence.
+ *
+ * <p>The 16-byte block step is written out at each of its three uses: it updates two longs, which
+ * a method could hand back only by allocating, and this is the lookup's hot path.
  */
 final class Murmur3 {
   private static final long C1 = 0x87c37b91114253d5L;
