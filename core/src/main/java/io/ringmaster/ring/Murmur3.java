@@ -60,28 +60,54 @@ final class Murmur3 {
 
   static long hash(String s) {
     int n = s.length();
+    for (int i = 0; i < n; i++) {
+      if (s.charAt(i) >= 0x80) {
+        return hashEncoding(s);
+      }
+    }
+    return hashAscii(s, n);
+  }
+
+  /** A string of ASCII characters only: its chars are its UTF-8 bytes. */
+  private static long hashAscii(String s, int n) {
     long h1 = 0;
     long h2 = 0;
     int i = 0;
-    // Fast path: whole 16-character ASCII blocks, while the block buffer is empty.
-    while (i + 16 <= n) {
-      long k1 = asciiLong(s, i);
-      long k2 = asciiLong(s, i + 8);
-      if ((k1 | k2) < 0) {
-        break; // not ASCII: fall through to the byte-wise encoder
-      }
-      h1 ^= mixK1(k1);
+    for (; i + 16 <= n; i += 16) {
+      h1 ^= mixK1(asciiLong(s, i, 8));
       h1 = Long.rotateLeft(h1, 27) + h2;
       h1 = h1 * 5 + 0x52dce729;
-      h2 ^= mixK2(k2);
+      h2 ^= mixK2(asciiLong(s, i + 8, 8));
       h2 = Long.rotateLeft(h2, 31) + h1;
       h2 = h2 * 5 + 0x38495ab5;
-      i += 16;
     }
-    long length = i;
+    int tail = n - i;
+    long k2 = tail > 8 ? asciiLong(s, i + 8, tail - 8) : 0;
+    long k1 = asciiLong(s, i, Math.min(tail, 8));
+    h2 ^= mixK2(k2);
+    h1 ^= mixK1(k1);
+    return finish(h1, h2, n);
+  }
+
+  /** Up to eight ASCII chars as the little-endian long of their bytes. */
+  private static long asciiLong(String s, int i, int count) {
+    long v = 0;
+    for (int b = count - 1; b >= 0; b--) {
+      v = (v << 8) | s.charAt(i + b);
+    }
+    return v;
+  }
+
+  /** Any string: UTF-8 encoded on the fly, byte by byte, into the block buffer k1:k2. */
+  private static long hashEncoding(String s) {
+    int n = s.length();
+    long h1 = 0;
+    long h2 = 0;
+    long length = 0;
     long k1 = 0;
     long k2 = 0;
     int fill = 0; // bytes in the current block
+    int i = 0;
     while (i < n) {
       char c = s.charAt(i++);
       int bytes; // up to 4 UTF-8 bytes, first byte lowest
@@ -136,18 +162,6 @@ final class Murmur3 {
     h2 ^= mixK2(k2);
     h1 ^= mixK1(k1);
     return finish(h1, h2, length);
-  }
-
-  /** Eight chars as the little-endian long of their low bytes; negative if any char is not ASCII. */
-  private static long asciiLong(String s, int i) {
-    long v = 0;
-    long high = 0;
-    for (int b = 7; b >= 0; b--) {
-      char c = s.charAt(i + b);
-      high |= c & 0xff80;
-      v = (v << 8) | c;
-    }
-    return high == 0 ? v : -1;
   }
 
   private static long mixK1(long k1) {

@@ -20,6 +20,10 @@ final class RingBuilder {
   static HashRing build(int virtualNodes, HashRing.TokenFunction fn, HashRing base,
                         Collection<Member> next) {
     Member[] members = sortedById(next);
+    if (members.length > HashRing.MAX_MEMBERS) {
+      throw new IllegalArgumentException("a ring holds at most " + HashRing.MAX_MEMBERS + " members: "
+          + members.length);
+    }
 
     // Old member index -> new index, for members kept unchanged (same id, weight and zone).
     int[] remap = null;
@@ -44,8 +48,8 @@ final class RingBuilder {
           m++;
         }
       }
-      for (int o : base.owner) {
-        if (remap[o] >= 0) {
+      for (int i = 0, n = base.tokenCount(); i < n; i++) {
+        if (remap[base.ownerIndex(i)] >= 0) {
           kept++;
         }
       }
@@ -69,12 +73,10 @@ final class RingBuilder {
     int t = 0;
     if (kept > 0) {
       runStarts.add(0);
-      long[] bt = base.tokens;
-      int[] bo = base.owner;
-      for (int i = 0; i < bt.length; i++) {
-        int m = remap[bo[i]];
+      for (int i = 0, n = base.tokenCount(); i < n; i++) {
+        int m = remap[base.ownerIndex(i)];
         if (m >= 0) {
-          tokens[t] = bt[i];
+          tokens[t] = base.token(i);
           owner[t++] = m;
         }
       }

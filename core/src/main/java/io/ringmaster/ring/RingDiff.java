@@ -101,19 +101,20 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     RingDiff run() {
       long[] candBefore = candidates(before, mb, replicas);
       long[] candAfter = candidates(after, ma, replicas);
-      long[] tb = before.tokens;
-      long[] ta = after.tokens;
-      int nb = tb.length;
-      int na = ta.length;
+      int nb = before.tokenCount();
+      int na = after.tokenCount();
       if ((candBefore == null && candAfter == null) || (nb == 0 && na == 0)) {
         return finish();
       }
       // Elementary segments end at every token of either ring; the first one starts at the last.
-      long prev = Math.max(nb == 0 ? Long.MIN_VALUE : tb[nb - 1], na == 0 ? Long.MIN_VALUE : ta[na - 1]);
+      long prev = Math.max(nb == 0 ? Long.MIN_VALUE : before.token(nb - 1),
+          na == 0 ? Long.MIN_VALUE : after.token(na - 1));
       int i = 0;
       int j = 0;
       while (i < nb || j < na) {
-        long v = i < nb && (j >= na || tb[i] <= ta[j]) ? tb[i] : ta[j];
+        long bi = i < nb ? before.token(i) : 0;
+        long aj = j < na ? after.token(j) : 0;
+        long v = i < nb && (j >= na || bi <= aj) ? bi : aj;
         int ib = i < nb ? i : 0;
         int ja = j < na ? j : 0;
         boolean candidate = (candBefore != null && isSet(candBefore, ib))
@@ -124,10 +125,10 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
           classify(new KeyRange(prev, v), cb, ca);
         }
         prev = v;
-        while (i < nb && tb[i] == v) {
+        while (i < nb && before.token(i) == v) {
           i++;
         }
-        while (j < na && ta[j] == v) {
+        while (j < na && after.token(j) == v) {
           j++;
         }
       }
@@ -246,16 +247,14 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     if (m < 0) {
       return null;
     }
-    long[] tokens = ring.tokens;
-    int[] owner = ring.owner;
-    int size = tokens.length;
+    int size = ring.tokenCount();
     long[] bits = null;
     int[] seenMembers = new int[n];
     int[] seenZones = new int[n];
     int[] zoneOf = ring.zoneOf;
     int zoneM = zoneOf[m];
     for (int j = 0; j < size; j++) {
-      if (owner[j] != m) {
+      if (ring.ownerIndex(j) != m) {
         continue;
       }
       if (bits == null) {
@@ -266,7 +265,7 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
       int zoneCount = 0;
       boolean zoneMSeen = false;
       for (int s = 1, k = j == 0 ? size - 1 : j - 1; s < size; s++, k = k == 0 ? size - 1 : k - 1) {
-        int o = owner[k];
+        int o = ring.ownerIndex(k);
         if (o == m) {
           break;
         }

@@ -94,8 +94,10 @@ class HashRingTest {
     expected.remove(3);
     HashRing scratch = ring(50, expected);
     assertEquals(scratch, ring);
-    assertTrue(java.util.Arrays.equals(scratch.tokens, ring.tokens));
-    assertTrue(java.util.Arrays.equals(scratch.owner, ring.owner));
+    assertTrue(java.util.Arrays.equals(scratch.tokenArray(), ring.tokenArray()));
+    for (int i = 0; i < ring.tokenCount(); i++) {
+      assertEquals(scratch.ownerIndex(i), ring.ownerIndex(i));
+    }
   }
 
   @Test
@@ -241,6 +243,34 @@ class HashRingTest {
       assertEquals("early", ring.ownerOfPosition(50).id());
       assertEquals(List.of("early", "late", "other"), ring.ownersOfPosition(103, 3).stream().map(Member::id).toList());
     }
+  }
+
+  @Test
+  void lookup_tokensSharingTheirHigh48Bits_orderedByTheLow16Unsigned() {
+    // The lookup compares the high 48 bits first and the low 16 only on a tie: tokens that tie,
+    // with low bits on both sides of 0x8000 and a negative high part, exercise that path.
+    long base = -(5L << 32) & ~0xffffL;
+    long[] lows = {0x0010L, 0x7fffL, 0x8000L, 0xfff0L};
+    HashRing.TokenFunction fn = (m, i) -> base | lows[Integer.parseInt(m.id().substring(1))];
+    HashRing ring = HashRing.builder().virtualNodes(1).tokenFunction(fn)
+        .add(Member.of("m0")).add(Member.of("m1")).add(Member.of("m2")).add(Member.of("m3")).build();
+    long[] probes = {base, base | 0x10L, base | 0x11L, base | 0x7fffL, base | 0x8000L, base | 0x8001L,
+        base | 0xfff0L, base | 0xfff1L, base - 1, base + 0x10000L, Long.MIN_VALUE, Long.MAX_VALUE};
+    for (long p : probes) {
+      String expected = "m0"; // wraps to the first token when p is past the last
+      for (int k = 0; k < lows.length; k++) {
+        if ((base | lows[k]) >= p) {
+          expected = "m" + k;
+          break;
+        }
+      }
+      assertEquals(expected, ring.ownerOfPosition(p).id(), () -> Long.toHexString(p));
+      assertEquals(base | lows[k(ring, p)], ring.tokenArray()[k(ring, p)]);
+    }
+  }
+
+  private static int k(HashRing ring, long p) {
+    return ring.tokenIndex(p);
   }
 
   @Test

@@ -77,7 +77,7 @@ class RingDiffTest {
   private static List<Long> probes(HashRing before, HashRing after, RingDiff diff, SplittableRandom random) {
     List<Long> probes = new ArrayList<>();
     for (HashRing r : List.of(before, after)) {
-      for (long t : r.tokens) {
+      for (long t : r.tokenArray()) {
         probes.add(t);
         probes.add(t + 1);
         probes.add(t - 1);

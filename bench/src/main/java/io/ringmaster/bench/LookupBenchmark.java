@@ -1,0 +1,152 @@
+package io.ringmaster.bench;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * Key lookup: our ring against its rivals, in one run, as {@code @Param impl}:
+ * <ul>
+ *   <li>{@code ringmaster}: {@link HashRing#ownerOf(String)} / {@link HashRing#ownerOf(byte[])} /
+ *       {@link HashRing#owners(String, int)};
+ *   <li>{@code treemap}: the textbook {@code TreeMap<Long, Member>} ring ({@link TreeMapRing}) with
+ *       the same token and key hash, so it owns every key as ours does;
+ *   <li>{@code ketama}: spymemcached's {@code KetamaNodeLocator.getPrimary} (MD5), {@code
+ *       virtualNodes} points per node, over fake nodes; its byte[] lookup decodes the key first;
+ *   <li>{@code jump}: Guava's {@code Hashing.consistentHash(HashRing.position(key), members)};
+ *   <li>{@code hashonly}: {@code HashRing.position(key)} alone, the floor every ring pays.
+ * </ul>
+ * {@code jump} and {@code hashonly} ignore {@code virtualNodes}: the matrix keeps them at every
+ * value as a check that the number is stable. {@link #owners3} runs only {@code ringmaster} and
+ * {@code treemap}, the two with a replica walk.
+ *
+ * <p>Keys are 2<sup>20</sup> strings {@code user:NNNNNN} (fixed seed) and their UTF-8 bytes,
+ * taken in order with a masked index, so choosing the key costs one increment.
+ *
+ * <p>Run: {@code java -jar bench/target/benchmarks.jar LookupBenchmark -prof gc}; the run
+ * measured in {@code docs/performance.md}:
+ * {@code java -jar bench/target/benchmarks.jar LookupBenchmark -f 1 -wi 2 -w 1s -i 3 -r 1s -prof gc}
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+public class LookupBenchmark {
+  static final int KEY_COUNT = 1 << 20;
+  static final int MASK = KEY_COUNT - 1;
+
+  /** The keys, one copy per JVM. */
+  static final class Keys {
+    static final String[] STRINGS = Fixtures.stringKeys(KEY_COUNT, Fixtures.KEY_SEED);
+    static final byte[][] BYTES = Fixtures.utf8(STRINGS);
+  }
+
+  /** Primary-owner lookups: every rival. */
+  @State(Scope.Benchmark)
+  public static class Primary {
+    @Param({"10", "100", "1000"})
+    public int members;
+
+    @Param({"100", "256", "1024"})
+    public int virtualNodes;
+
+    @Param({"ringmaster", "treemap", "ketama", "jump", "hashonly"})
+    public String impl;
+
+    String[] strings;
+    byte[][] bytes;
+    Locator locator;
+
+    @Setup
+    public void setup() {
+      strings = Keys.STRINGS;
+      bytes = Keys.BYTES;
+      locator = createChecked(impl, members, virtualNodes);
+    }
+  }
+
+  /** Replica lookups ({@code owners(key, 3)}): the rivals that have a replica walk. */
+  @State(Scope.Benchmark)
+  public static class Replicas {
+    @Param({"10", "100", "1000"})
+    public int members;
+
+    @Param({"100", "256", "1024"})
+    public int virtualNodes;
+
+    @Param({"ringmaster", "treemap"})
+    public String impl;
+
+    String[] strings;
+    Locator locator;
+
+    @Setup
+    public void setup() {
+      strings = Keys.STRINGS;
+      locator = createChecked(impl, members, virtualNodes);
+    }
+  }
+
+  /** Each thread's position in the key array. */
+  @State(Scope.Thread)
+  public static class Cursor {
+    int index;
+
+    int next() {
+      return index++ & MASK;
+    }
+  }
+
+  /**
+   * Builds the rival; for {@code treemap}, first checks on 100,000 keys that it owns every key as
+   * {@link HashRing} does, owners(key, 3) included, so both benchmarks compute the same thing.
+   */
+  static Locator createChecked(String impl, int members, int virtualNodes) {
+    List<Member> list = Fixtures.members(0, members);
+    Locator locator = Locator.create(impl, list, virtualNodes);
+    if (locator instanceof Locator.TreeMapLocator tm) {
+      HashRing ring = HashRing.builder().virtualNodes(virtualNodes).addAll(list).build();
+      int differ = 0;
+      for (int i = 0; i < 100_000; i++) {
+        String key = Keys.STRINGS[i];
+        if (!ring.ownerOf(key).equals(tm.ring.ownerOf(key))
+            || !ring.owners(key, 3).equals(tm.ring.owners(key, 3))) {
+          differ++;
+        }
+      }
+      if (differ > 0) {
+        throw new IllegalStateException("treemap and ringmaster disagree on " + differ + " keys");
+      }
+    }
+    return locator;
+  }
+
+  @Benchmark
+  public void ownerOf(Primary s, Cursor c, Blackhole bh) {
+    s.locator.owner(s.strings[c.next()], bh);
+  }
+
+  @Benchmark
+  public void ownerOfBytes(Primary s, Cursor c, Blackhole bh) {
+    s.locator.owner(s.bytes[c.next()], bh);
+  }
+
+  @Benchmark
+  public void owners3(Replicas s, Cursor c, Blackhole bh) {
+    s.locator.owners(s.strings[c.next()], 3, bh);
+  }
+}

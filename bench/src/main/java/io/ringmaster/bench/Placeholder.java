@@ -1,1 +1,0 @@
-package io.ringmaster.bench; final class Placeholder {}
