@@ -96,20 +96,15 @@ public final class HashRing {
   private volatile double[] shares;
   private final long checksum;
 
-  private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members,
-                   long[] tokens, int[] owner) {
+  private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
+                   char[] owner) {
     this.virtualNodes = virtualNodes;
     this.tokenFunction = tokenFunction;
     this.members = members;
-    int count = tokens.length;
-    this.hi = new int[count];
-    this.lo = new int[count];
-    this.owner = new char[count];
-    for (int i = 0; i < count; i++) {
-      hi[i] = (int) (tokens[i] >> 32);
-      lo[i] = (int) tokens[i];
-      this.owner[i] = (char) owner[i];
-    }
+    this.hi = hi;
+    this.lo = lo;
+    this.owner = owner;
+    int count = hi.length;
     this.indexOfId = new HashMap<>(members.length * 2);
     for (int m = 0; m < members.length; m++) {
       indexOfId.put(members[m].id(), m);
@@ -140,12 +135,12 @@ public final class HashRing {
 
     // Half to a quarter as many buckets as tokens: a scan of 2..4 entries of hi on average, and
     // an index of 1..2 bytes a token.
-    int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, tokens.length)) >> 1);
+    int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, count)) >> 1);
     this.shift = 64 - Integer.numberOfTrailingZeros(buckets);
     this.bucketStart = new int[buckets];
     int t = 0;
     for (int b = 0; b < buckets; b++) {
-      while (t < count && bucketOf(tokens[t]) < b) {
+      while (t < count && bucketOf((long) hi[t] << 32) < b) {
         t++;
       }
       bucketStart[b] = t;
@@ -451,9 +446,10 @@ public final class HashRing {
     return RingBuilder.build(virtualNodes, tokenFunction, this, next);
   }
 
-  static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members,
-                           long[] tokens, int[] owner) {
-    return new HashRing(virtualNodes, tokenFunction, members, tokens, owner);
+  /** A ring over token arrays in spec order: high and low halves, and owner indices into {@code members}. */
+  static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
+                           char[] owner) {
+    return new HashRing(virtualNodes, tokenFunction, members, hi, lo, owner);
   }
 
   /** The index of the member with this id, or -1. */

@@ -55,32 +55,23 @@ final class RingBuilder {
       }
     }
 
-    long total = kept;
+    // The new members' tokens: hashed, each member's run sorted, runs merged pairwise.
+    long fresh = 0;
     int[] counts = new int[members.length];
     for (int m = 0; m < members.length; m++) {
       if (!reused[m]) {
         counts[m] = tokenCount(members[m], virtualNodes);
-        total += counts[m];
+        fresh += counts[m];
       }
     }
-    if (total > Integer.MAX_VALUE - 16) {
-      throw new IllegalArgumentException("ring would have " + total + " tokens: lower virtualNodes ("
+    if (kept + fresh > Integer.MAX_VALUE - 16) {
+      throw new IllegalArgumentException("ring would have " + (kept + fresh) + " tokens: lower virtualNodes ("
           + virtualNodes + ") or the weights");
     }
-    long[] tokens = new long[(int) total];
-    int[] owner = new int[(int) total];
+    long[] newTokens = new long[(int) fresh];
+    int[] newOwners = new int[(int) fresh];
     List<Integer> runStarts = new ArrayList<>();
     int t = 0;
-    if (kept > 0) {
-      runStarts.add(0);
-      for (int i = 0, n = base.tokenCount(); i < n; i++) {
-        int m = remap[base.ownerIndex(i)];
-        if (m >= 0) {
-          tokens[t] = base.token(i);
-          owner[t++] = m;
-        }
-      }
-    }
     for (int m = 0; m < members.length; m++) {
       if (counts[m] == 0) {
         continue;
@@ -88,14 +79,48 @@ final class RingBuilder {
       runStarts.add(t);
       int from = t;
       for (int i = 0; i < counts[m]; i++) {
-        tokens[t] = fn.token(members[m], i);
-        owner[t++] = m;
+        newTokens[t] = fn.token(members[m], i);
+        newOwners[t++] = m;
       }
       // Equal tokens of one member are interchangeable, so a plain sort orders the run.
-      Arrays.sort(tokens, from, t);
+      Arrays.sort(newTokens, from, t);
     }
-    mergeRuns(tokens, owner, runStarts);
-    return HashRing.assemble(virtualNodes, fn, members, tokens, owner);
+    mergeRuns(newTokens, newOwners, runStarts);
+
+    // One pass: the kept tokens (already in order) merged with the new ones, into the final arrays.
+    int total = (int) (kept + fresh);
+    int[] hi = new int[total];
+    int[] lo = new int[total];
+    char[] owner = new char[total];
+    int baseSize = base == null ? 0 : base.tokenCount();
+    int i = 0;
+    int j = 0;
+    for (int d = 0; d < total; d++) {
+      int keptOwner = -1;
+      long keptToken = 0;
+      while (i < baseSize && (keptOwner = remap[base.ownerIndex(i)]) < 0) {
+        i++;
+      }
+      if (i < baseSize) {
+        keptToken = base.token(i);
+      }
+      boolean takeKept = i < baseSize && (j >= newTokens.length || keptToken < newTokens[j]
+          || (keptToken == newTokens[j] && keptOwner < newOwners[j]));
+      long token;
+      int o;
+      if (takeKept) {
+        token = keptToken;
+        o = keptOwner;
+        i++;
+      } else {
+        token = newTokens[j];
+        o = newOwners[j++];
+      }
+      hi[d] = (int) (token >> 32);
+      lo[d] = (int) token;
+      owner[d] = (char) o;
+    }
+    return HashRing.assemble(virtualNodes, fn, members, hi, lo, owner);
   }
 
   /** {@code round(virtualNodes * weight)}, half up, as {@link Math#round(double)}. */
