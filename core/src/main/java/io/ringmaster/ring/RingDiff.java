@@ -123,6 +123,19 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
           int cb = nb == 0 ? 0 : before.walk(ib, replicas, ownersBefore);
           int ca = na == 0 ? 0 : after.walk(ja, replicas, ownersAfter);
           classify(new KeyRange(prev, v), cb, ca);
+        } else if (i < nb && j < na) {
+          // Skip ahead to just before the next candidate segment of either ring (or its last
+          // token, after which segments wrap to index 0): every segment in between has
+          // non-candidate indices in both rings, so nothing changed there for this member.
+          int k = Math.min(nextSet(candBefore, i + 1), nb);
+          int l = Math.min(nextSet(candAfter, j + 1), na);
+          long q = Math.min(before.token(k - 1), after.token(l - 1));
+          if (q > v) {
+            prev = q;
+            i = upperBound(before, i, q);
+            j = upperBound(after, j, q);
+            continue;
+          }
         }
         prev = v;
         while (i < nb && before.token(i) == v) {
@@ -293,6 +306,42 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
       }
     }
     return -1;
+  }
+
+  /** The first set bit at or after {@code from}, or {@code Integer.MAX_VALUE}; none for a null set. */
+  private static int nextSet(long[] bits, int from) {
+    if (bits == null) {
+      return Integer.MAX_VALUE;
+    }
+    int word = from >>> 6;
+    if (word >= bits.length) {
+      return Integer.MAX_VALUE;
+    }
+    long w = bits[word] & (-1L << from);
+    while (true) {
+      if (w != 0) {
+        return (word << 6) + Long.numberOfTrailingZeros(w);
+      }
+      if (++word == bits.length) {
+        return Integer.MAX_VALUE;
+      }
+      w = bits[word];
+    }
+  }
+
+  /** The first token index at or after {@code from} whose token is greater than {@code q}. */
+  private static int upperBound(HashRing ring, int from, long q) {
+    int lo = from;
+    int hi = ring.tokenCount();
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (ring.token(mid) <= q) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
   }
 
   private static boolean isSet(long[] bits, int i) {
