@@ -1,0 +1,23 @@
+package io.ringmaster.demo;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/** What a peer counts for {@code /stats}; totals since start. */
+final class Counters {
+  final LongAdder putsServed = new LongAdder();
+  final LongAdder deletesServed = new LongAdder();
+  final LongAdder getsServed = new LongAdder();
+  /** Writes this peer sent on to owners it found missing from the sender's list. */
+  final LongAdder writesForwarded = new LongAdder();
+  /** Entries that a migration (pull, or a push into a gained range) added or updated here. */
+  final LongAdder keysMigratedIn = new LongAdder();
+  /** Entries handed off for a lost range and then dropped here. */
+  final LongAdder keysMigratedOut = new LongAdder();
+  /** Entries found here outside this peer's ranges by the sweep, handed to their owners and dropped. */
+  final LongAdder strayKeysHandedOff = new LongAdder();
+  final LongAdder migrationsCompleted = new LongAdder();
+  final LongAdder migrationsFailed = new LongAdder();
+  /** Ownership changes being handled now. */
+  final AtomicInteger migrationsInProgress = new AtomicInteger();
+}

@@ -1,0 +1,42 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.ring.HashRing;
+import java.util.Objects;
+
+/**
+ * One stored key: its value and version, or a tombstone. Tombstones carry a version like values,
+ * so a migration that brings an older value never resurrects a deleted key.
+ *
+ * @param key     non-empty
+ * @param value   the value; empty for a tombstone
+ * @param version who wrote it and when
+ * @param deleted whether this is a tombstone
+ */
+record Entry(String key, String value, Version version, boolean deleted) {
+
+  Entry {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
+    Objects.requireNonNull(version, "version");
+    if (deleted && !value.isEmpty()) {
+      throw new IllegalArgumentException("a tombstone has no value: key " + key);
+    }
+  }
+
+  static Entry of(String key, String value, Version version) {
+    return new Entry(key, value, version, false);
+  }
+
+  static Entry tombstone(String key, Version version) {
+    return new Entry(key, "", version, true);
+  }
+
+  long position() {
+    return HashRing.position(key);
+  }
+
+  /** Rough wire size, to cut migration batches. */
+  int weight() {
+    return 32 + key.length() * 3 + value.length() * 3 + version.writer().length() * 3;
+  }
+}

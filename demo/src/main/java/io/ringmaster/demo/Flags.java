@@ -1,0 +1,97 @@
+package io.ringmaster.demo;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * {@code --name value} pairs, checked against the flags a command knows. Each typed getter fails
+ * with a {@link UsageException} naming the flag and the bad value.
+ */
+final class Flags {
+  private final Map<String, String> values;
+
+  private Flags(Map<String, String> values) {
+    this.values = values;
+  }
+
+  static Flags parse(String[] args, int from, Set<String> known) {
+    Map<String, String> values = new LinkedHashMap<>();
+    for (int i = from; i < args.length; i++) {
+      String flag = args[i];
+      if (!flag.startsWith("--")) {
+        throw new UsageException("unexpected argument \"" + flag + "\": flags look like --name value");
+      }
+      if (!known.contains(flag)) {
+        throw new UsageException("unknown flag " + flag);
+      }
+      if (i + 1 >= args.length || args[i + 1].startsWith("--")) {
+        throw new UsageException(flag + " needs a value");
+      }
+      if (values.put(flag, args[++i]) != null) {
+        throw new UsageException(flag + " is given twice");
+      }
+    }
+    return new Flags(values);
+  }
+
+  Optional<String> string(String flag) {
+    Optional<String> v = Optional.ofNullable(values.get(flag));
+    if (v.isPresent() && v.get().isBlank()) {
+      throw new UsageException(flag + " must not be empty: \"" + v.get() + "\"");
+    }
+    return v;
+  }
+
+  Optional<Integer> integer(String flag, int min, int max) {
+    return string(flag).map(v -> {
+      try {
+        int n = Integer.parseInt(v);
+        if (n >= min && n <= max) {
+          return n;
+        }
+      } catch (NumberFormatException notANumber) {
+        // reported below with the range
+      }
+      throw new UsageException(flag + " must be a whole number in " + min + ".." + max + ": " + v);
+    });
+  }
+
+  Optional<Long> longValue(String flag, long min) {
+    return string(flag).map(v -> {
+      try {
+        long n = Long.parseLong(v);
+        if (n >= min) {
+          return n;
+        }
+      } catch (NumberFormatException notANumber) {
+        // reported below
+      }
+      throw new UsageException(flag + " must be a whole number >= " + min + ": " + v);
+    });
+  }
+
+  Optional<Double> nonNegative(String flag) {
+    return string(flag).map(v -> {
+      try {
+        double d = Double.parseDouble(v);
+        if (d >= 0 && Double.isFinite(d)) {
+          return d;
+        }
+      } catch (NumberFormatException notANumber) {
+        // reported below
+      }
+      throw new UsageException(flag + " must be a finite number >= 0: " + v);
+    });
+  }
+
+  Optional<Path> path(String flag) {
+    return string(flag).map(Path::of);
+  }
+
+  int port(String flag) {
+    return integer(flag, 1, 65535).orElseThrow(() -> new UsageException(flag + " is required"));
+  }
+}

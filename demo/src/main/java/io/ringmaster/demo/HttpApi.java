@@ -1,0 +1,280 @@
+package io.ringmaster.demo;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.System.Logger.Level;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The peer's HTTP API. Every refusal is a 4xx with {@code {"error": reason}}; an unexpected
+ * failure is a 500 with the exception's class only (the stack trace goes to the peer's log).
+ */
+final class HttpApi implements HttpHandler {
+  private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
+  /** Bodies over the limit are read this far, so the client gets the 413 instead of a reset. */
+  private static final int DRAIN_BYTES = 1024 * 1024;
+  static final int MAX_KEYS_LISTED = 100_000;
+
+  record ErrorReply(String error) {}
+
+  record Written(String key, List<String> owners, long version, String writer, boolean deleted) {}
+
+  record Found(String key, String value, String owner, List<String> owners, long version, String writer) {}
+
+  record Missing(String error, String key, boolean deleted, String owner, List<String> owners) {}
+
+  /** {@code GET /kv/{key}?local=true}: this peer's own copy and its role for the key. */
+  record LocalCopy(String key, String value, boolean deleted, long version, String writer, String holder,
+                   String role) {}
+
+  record Keys(String local, long viewId, String role, int count, boolean truncated, List<String> keys) {}
+
+  private final KvService kv;
+  private final Store store;
+  private final Routing routing;
+  private final RingView ring;
+  private final Supplier<?> stats;
+  private final EventLog events;
+  private final LongSupplier viewId;
+
+  HttpApi(KvService kv, Store store, Routing routing, RingView ring, Supplier<?> stats, EventLog events,
+          LongSupplier viewId) {
+    this.kv = kv;
+    this.store = store;
+    this.routing = routing;
+    this.ring = ring;
+    this.stats = stats;
+    this.events = events;
+    this.viewId = viewId;
+  }
+
+  @Override
+  public void handle(HttpExchange exchange) {
+    try {
+      route(exchange);
+    } catch (HttpError e) {
+      exchange.getResponseHeaders().putAll(multi(e.headers()));
+      send(exchange, e.status(), new ErrorReply(e.getMessage()));
+    } catch (KvService.Unavailable e) {
+      send(exchange, 503, new ErrorReply(e.getMessage()));
+    } catch (Exception | Error e) {
+      LOG.log(Level.ERROR, "request " + exchange.getRequestMethod() + " " + exchange.getRequestURI() + " failed", e);
+      send(exchange, 500, new ErrorReply("internal error: " + e.getClass().getSimpleName()));
+    }
+  }
+
+  private void route(HttpExchange ex) throws IOException {
+    String method = ex.getRequestMethod();
+    String path = ex.getRequestURI().getRawPath();
+    if (path.equals("/kv") || path.startsWith("/kv/")) {
+      kv(ex, method, path.length() <= 4 ? "" : path.substring(4));
+    } else if (path.equals("/") || path.equals("/index.html")) {
+      allow(ex, "GET");
+      StaticFiles.serve(ex, "index.html");
+    } else if (path.startsWith("/web/")) {
+      allow(ex, "GET");
+      StaticFiles.serve(ex, path.substring("/web/".length()));
+    } else if (path.equals("/ring")) {
+      allow(ex, "GET");
+      send(ex, 200, ring.reply());
+    } else if (path.equals("/stats")) {
+      allow(ex, "GET");
+      send(ex, 200, stats.get());
+    } else if (path.equals("/events")) {
+      allow(ex, "GET");
+      events.subscribe(ex);
+    } else if (path.equals("/events/recent")) {
+      allow(ex, "GET");
+      sendRaw(ex, 200, "[" + String.join(",", events.recent()) + "]");
+    } else if (path.equals("/keys")) {
+      allow(ex, "GET");
+      keys(ex);
+    } else {
+      throw new HttpError(404, "no route " + method + " " + path
+          + "; try /kv/{key}, /ring, /stats, /events, /events/recent, /keys or /");
+    }
+  }
+
+  private void kv(HttpExchange ex, String method, String rawKey) throws IOException {
+    if (!method.equals("GET") && !method.equals("PUT") && !method.equals("DELETE")) {
+      throw HttpError.methodNotAllowed(method, "/kv/{key}", "GET, PUT, DELETE");
+    }
+    String key = KeyCodec.validate(KeyCodec.decode(rawKey));
+    switch (method) {
+      case "PUT" -> {
+        KvService.Written w = kv.put(key, readValue(ex));
+        send(ex, 200, new Written(key, w.owners(), w.version().stamp(), w.version().writer(), false));
+      }
+      case "DELETE" -> {
+        KvService.Written w = kv.delete(key);
+        send(ex, 200, new Written(key, w.owners(), w.version().stamp(), w.version().writer(), true));
+      }
+      default -> {
+        if ("true".equals(query(ex).get("local"))) {
+          local(ex, key);
+          return;
+        }
+        KvService.Read r = kv.get(key);
+        Optional<Entry> e = r.entry();
+        if (e.isPresent() && !e.get().deleted()) {
+          Version v = e.get().version();
+          send(ex, 200, new Found(key, e.get().value(), r.servedBy(), r.owners(), v.stamp(), v.writer()));
+        } else {
+          send(ex, 404, new Missing(e.isPresent() ? "deleted" : "not found", key, e.isPresent(), r.servedBy(),
+              r.owners()));
+        }
+      }
+    }
+  }
+
+  private void local(HttpExchange ex, String key) {
+    Optional<Entry> e = store.get(key);
+    if (e.isEmpty()) {
+      throw new HttpError(404, "not held by " + routing.self());
+    }
+    int role = routing.owners(key).indexOf(routing.self());
+    Entry entry = e.get();
+    send(ex, 200, new LocalCopy(key, entry.value(), entry.deleted(), entry.version().stamp(),
+        entry.version().writer(), routing.self(), role == 0 ? "primary" : role > 0 ? "backup" : "stray"));
+  }
+
+  private void keys(HttpExchange ex) {
+    Map<String, String> q = query(ex);
+    String role = q.getOrDefault("role", "all");
+    if (!List.of("all", "primary", "backup", "stray").contains(role)) {
+      throw new HttpError(400, "role must be all, primary, backup or stray: " + role);
+    }
+    int limit = MAX_KEYS_LISTED;
+    if (q.containsKey("limit")) {
+      try {
+        limit = Integer.parseInt(q.get("limit"));
+      } catch (NumberFormatException e) {
+        limit = -1;
+      }
+      if (limit < 0 || limit > MAX_KEYS_LISTED) {
+        throw new HttpError(400, "limit must be in 0.." + MAX_KEYS_LISTED + ": " + q.get("limit"));
+      }
+    }
+    long view = viewId.getAsLong();
+    List<String> keys = new ArrayList<>();
+    boolean truncated = false;
+    for (Entry e : store.all()) {
+      if (e.deleted()) {
+        continue;
+      }
+      int index = routing.owners(e.key()).indexOf(routing.self());
+      String r = index == 0 ? "primary" : index > 0 ? "backup" : "stray";
+      if (role.equals("all") || role.equals(r)) {
+        if (keys.size() == limit) {
+          truncated = true;
+          break;
+        }
+        keys.add(e.key());
+      }
+    }
+    send(ex, 200, new Keys(routing.self(), view, role, keys.size(), truncated, keys));
+  }
+
+  /** The request body as a value: at most {@link KeyCodec#MAX_VALUE_BYTES} of UTF-8. */
+  private static String readValue(HttpExchange ex) throws IOException {
+    int max = KeyCodec.MAX_VALUE_BYTES;
+    String declared = ex.getRequestHeaders().getFirst("Content-Length");
+    try (InputStream in = ex.getRequestBody()) {
+      if (declared != null) {
+        long length;
+        try {
+          length = Long.parseLong(declared.trim());
+        } catch (NumberFormatException e) {
+          throw new HttpError(400, "bad Content-Length: " + declared);
+        }
+        if (length > max) {
+          discard(in, DRAIN_BYTES);
+          throw new HttpError(413, "value too large: " + length + " bytes, at most " + max);
+        }
+      }
+      byte[] body = in.readNBytes(max + 1);
+      if (body.length > max) {
+        discard(in, DRAIN_BYTES);
+        throw new HttpError(413, "value too large: over " + max + " bytes");
+      }
+      return KeyCodec.utf8(body, "the value");
+    }
+  }
+
+  /**
+   * Reads and drops up to {@code limit} bytes. Not {@code skipNBytes}: on the JDK 17 server's
+   * fixed-length body it leaves the stream thinking bytes remain, and closing it then blocks.
+   */
+  private static void discard(InputStream in, int limit) throws IOException {
+    byte[] buffer = new byte[8192];
+    for (int total = 0, n; total < limit && (n = in.read(buffer, 0, Math.min(buffer.length, limit - total))) > 0; ) {
+      total += n;
+    }
+  }
+
+  /** The query's parameters; the last of a repeated name wins. */
+  private static Map<String, String> query(HttpExchange ex) {
+    String raw = ex.getRequestURI().getRawQuery();
+    Map<String, String> out = new HashMap<>();
+    if (raw == null || raw.isEmpty()) {
+      return out;
+    }
+    for (String pair : raw.split("&")) {
+      int eq = pair.indexOf('=');
+      try {
+        String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+        out.put(name, eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+      } catch (IllegalArgumentException e) {
+        throw new HttpError(400, "malformed query parameter: " + pair);
+      }
+    }
+    return out;
+  }
+
+  private static void allow(HttpExchange ex, String allowed) {
+    if (!ex.getRequestMethod().equals(allowed)) {
+      throw HttpError.methodNotAllowed(ex.getRequestMethod(), ex.getRequestURI().getRawPath(), allowed);
+    }
+  }
+
+  private static Map<String, List<String>> multi(Map<String, String> headers) {
+    Map<String, List<String>> out = new HashMap<>();
+    headers.forEach((k, v) -> out.put(k, List.of(v)));
+    return out;
+  }
+
+  static void send(HttpExchange ex, int status, Object reply) {
+    sendRaw(ex, status, Json.bytes(reply));
+  }
+
+  private static void sendRaw(HttpExchange ex, int status, String json) {
+    sendRaw(ex, status, json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static void sendRaw(HttpExchange ex, int status, byte[] body) {
+    try {
+      ex.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
+      ex.getResponseHeaders().set("Cache-Control", "no-cache");
+      ex.sendResponseHeaders(status, body.length);
+      try (OutputStream out = ex.getResponseBody()) {
+        out.write(body);
+      }
+    } catch (IOException | RuntimeException e) {
+      // the client went away, or the headers were already sent: nothing left to tell it
+      LOG.log(Level.DEBUG, "could not send a reply: {0}", e.toString());
+    } finally {
+      ex.close();
+    }
+  }
+}

@@ -1,0 +1,254 @@
+package io.ringmaster.demo;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.LongSupplier;
+import java.util.function.Predicate;
+
+/**
+ * Reads and writes keys on their owners.
+ *
+ * <p>A write is acknowledged once every owner in this peer's current ring stored it. An owner that
+ * receives a write stores it and then, reading its own ring <em>after</em> the store, forwards it
+ * to any owner the sender did not write to (a ring newer than the sender's). Reading the ring
+ * after the store is what keeps writes racing a migration: the rebalancer scans a range only
+ * after the new ring is published, so a store the scan missed sees the new ring and is forwarded,
+ * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
+ * retries and duplicate deliveries are harmless.
+ *
+ * <p>Versions come from the accepting peer's clock, so a write accepted in the same millisecond
+ * as an earlier one, on a peer whose id sorts lower, would lose to it. Owners therefore answer
+ * with the newest version they hold; a write that lost is stamped again, newer than that, and
+ * sent again. An acknowledged write is the newest version on every owner when acknowledged.
+ */
+final class KvService {
+  /** Forwarding stops after this many peers; a longer chain means rings still settling: retry. */
+  static final int MAX_HOPS = 3;
+  static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
+  static final Duration WRITE_DEADLINE = Duration.ofSeconds(10);
+  static final Duration READY_WAIT = Duration.ofSeconds(1);
+
+  /** The owners that stored a write, and its version. */
+  record Written(String key, List<String> owners, Version version) {}
+
+  /** What an owner holds for a key (empty if nothing), and which owner said so. */
+  record Read(String key, Optional<Entry> entry, String servedBy, List<String> owners) {}
+
+  /** No owner could be reached in time; the write may or may not have been stored. */
+  static final class Unavailable extends RuntimeException {
+    Unavailable(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  private final Routing routing;
+  private final Store store;
+  private final VersionClock clock;
+  private final Rpc rpc;
+  private final Counters counters;
+  private final LongSupplier viewId;
+  private final Predicate<String> ready;
+
+  KvService(Routing routing, Store store, VersionClock clock, Rpc rpc, Counters counters, LongSupplier viewId,
+            Predicate<String> ready) {
+    this.routing = routing;
+    this.store = store;
+    this.clock = clock;
+    this.rpc = rpc;
+    this.counters = counters;
+    this.viewId = viewId;
+    this.ready = ready;
+  }
+
+  Written put(String key, String value) {
+    counters.putsServed.increment();
+    return replicate(Entry.of(key, value, clock.next()));
+  }
+
+  Written delete(String key) {
+    counters.deletesServed.increment();
+    return replicate(Entry.tombstone(key, clock.next()));
+  }
+
+  /**
+   * Writes {@code e} to the key's owners until every owner of the current ring has it: after a
+   * failure, waits for a new view (the owner may have crashed) and writes to the owners of the
+   * ring then.
+   */
+  Written replicate(Entry write) {
+    Entry e = write;
+    Set<String> stored = new LinkedHashSet<>();
+    long deadline = System.nanoTime() + WRITE_DEADLINE.toNanos();
+    String lastError = "";
+    while (true) {
+      long view = viewId.getAsLong();
+      List<String> owners = routing.owners(e.key());
+      if (owners.isEmpty()) {
+        throw new Unavailable("the ring has no owners");
+      }
+      List<String> missing = new ArrayList<>(owners);
+      missing.removeAll(stored);
+      if (missing.isEmpty()) {
+        return new Written(e.key(), owners, e.version());
+      }
+      Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0);
+      byte[] message = Wire.write(request);
+      Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
+      for (String owner : missing) {
+        if (!owner.equals(routing.self())) {
+          // An owner that just joined may not serve its fork channel yet: a request now would time out.
+          Waits.until(() -> ready.test(owner), READY_WAIT);
+          calls.put(owner, rpc.call(owner, message, CALL_TIMEOUT).thenApply(KvService::reply));
+        }
+      }
+      if (missing.contains(routing.self())) {
+        calls.put(routing.self(), storeAndForward(request));
+      }
+      Version newest = e.version();
+      for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
+        try {
+          Wire.WriteReply reply = call.getValue().get();
+          stored.addAll(reply.stored());
+          newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
+        } catch (ExecutionException failed) {
+          lastError = call.getKey() + ": " + Rpc.unwrap(failed);
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new Unavailable("interrupted");
+        }
+      }
+      boolean superseded = newest.isNewerThan(e.version());
+      if (superseded) {
+        // A newer version got there first (see the class comment): restamp past it, write again.
+        clock.observe(newest.stamp());
+        e = new Entry(e.key(), e.value(), clock.next(), e.deleted());
+        stored.clear();
+        lastError = "superseded by " + newest;
+      } else if (stored.containsAll(missing)) {
+        continue; // check the owners again: the ring may have changed meanwhile
+      }
+      if (System.nanoTime() > deadline) {
+        missing.removeAll(stored);
+        throw new Unavailable("owners " + missing + " of \"" + e.key() + "\" did not store the write within "
+            + WRITE_DEADLINE.toSeconds() + " s; last error: " + lastError);
+      }
+      if (!superseded) {
+        Waits.until(() -> viewId.getAsLong() != view, Duration.ofMillis(250)); // an owner may have crashed
+      }
+    }
+  }
+
+  private static Wire.WriteReply reply(DataInputStream in) {
+    try {
+      return Wire.readWriteReply(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Handles {@link Wire#OP_WRITE} without blocking. */
+  CompletableFuture<byte[]> handleWrite(DataInputStream in) throws IOException {
+    return storeAndForward(Wire.readWrite(in)).thenApply(Wire::writeReply);
+  }
+
+  /**
+   * Stores the write here, then sends it on to the owners (by this peer's ring, read after the
+   * store) that the sender did not write to. Never blocks: the future completes when those
+   * owners answered (each call is bounded by its timeout).
+   *
+   * @return the peers that stored it, and the newest version they hold
+   */
+  CompletableFuture<Wire.WriteReply> storeAndForward(Wire.WriteRequest r) {
+    Entry e = r.entry();
+    store.merge(e);
+    clock.observe(e.version().stamp());
+    Wire.WriteReply here = new Wire.WriteReply(Set.of(routing.self()),
+        store.get(e.key()).map(Entry::version).orElse(e.version()));
+    List<String> owners = routing.owners(e.key());
+    List<String> extra = new ArrayList<>(owners);
+    extra.removeAll(r.targets());
+    extra.remove(routing.self());
+    if (extra.isEmpty()) {
+      return CompletableFuture.completedFuture(here);
+    }
+    if (r.hops() >= MAX_HOPS) {
+      return CompletableFuture.failedFuture(new IllegalStateException(
+          "hop limit " + MAX_HOPS + " reached forwarding \"" + e.key() + "\" to " + extra));
+    }
+    counters.writesForwarded.increment();
+    Set<String> targets = new LinkedHashSet<>(r.targets());
+    targets.addAll(owners);
+    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1));
+    // Each hop waits less than the one before it, so the sender hears a failure before its own timeout.
+    Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
+    List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
+    for (String owner : extra) {
+      calls.add(rpc.call(owner, forward, timeout).thenApply(KvService::reply));
+    }
+    return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(done -> {
+      Wire.WriteReply all = here;
+      for (CompletableFuture<Wire.WriteReply> c : calls) {
+        all = all.merge(c.join());
+      }
+      return all;
+    });
+  }
+
+  /**
+   * Reads a key from its owners: this peer first if it is one, then the others in ring order,
+   * until one has it. A miss on every owner that answered is a miss.
+   */
+  Read get(String key) {
+    counters.getsServed.increment();
+    List<String> owners = routing.owners(key);
+    List<String> order = new ArrayList<>(owners);
+    if (order.remove(routing.self())) {
+      order.add(0, routing.self());
+    }
+    String lastError = "";
+    boolean answered = false;
+    for (String owner : order) {
+      Optional<Entry> found;
+      if (owner.equals(routing.self())) {
+        found = store.get(key);
+      } else {
+        try {
+          found = Wire.readGetReply(rpc.call(owner, Wire.get(key), CALL_TIMEOUT).get(
+              CALL_TIMEOUT.toMillis() + 100, TimeUnit.MILLISECONDS));
+        } catch (ExecutionException | TimeoutException | IOException failed) {
+          lastError = owner + ": " + Rpc.unwrap(failed);
+          continue;
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new Unavailable("interrupted");
+        }
+      }
+      answered = true;
+      if (found.isPresent()) {
+        return new Read(key, found, owner, owners);
+      }
+    }
+    if (!answered) {
+      throw new Unavailable("no owner of \"" + key + "\" answered " + owners + "; last error: " + lastError);
+    }
+    return new Read(key, Optional.empty(), order.get(0), owners);
+  }
+
+  /** Handles {@link Wire#OP_GET}: this peer's copy only. */
+  CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
+    return CompletableFuture.completedFuture(Wire.getReply(store.get(in.readUTF())));
+  }
+}

@@ -1,0 +1,325 @@
+package io.ringmaster.demo;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code cluster}: starts peers as child processes of this one (the same jar, {@code peer}
+ * command) and reads commands from stdin. Children never outlive the launcher: a shutdown hook
+ * stops them, and each child also watches this process's pid and leaves when it is gone, which
+ * covers a {@code kill -9} of the launcher.
+ */
+final class Launcher {
+  static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+  static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+  static final String HELP = String.join("\n",
+      "commands:",
+      "  add               start one more peer",
+      "  stop <id>         graceful stop (SIGTERM): the peer hands its keys off, then leaves",
+      "  kill <id>         SIGKILL: the peer crashes; survivors restore its keys from the replicas",
+      "  put <key> <value> write through a random live peer",
+      "  get <key>         read through a random live peer",
+      "  load <n>          write n keys concurrently, with a progress bar and keys/s",
+      "  status            members, key counts per peer, and whether all peers agree on the ring",
+      "  help              this list",
+      "  quit              stop all peers and exit");
+
+  private final ClusterOptions options;
+  private final PrintStream out;
+  private final PrintStream err;
+  private final Map<String, PeerProcess> peers = new LinkedHashMap<>();
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(2)).build();
+  private Path logDir;
+  private int nextIndex = 1;
+  private int nextPort;
+
+  Launcher(ClusterOptions options, PrintStream out, PrintStream err) {
+    this.options = options;
+    this.out = out;
+    this.err = err;
+    this.nextPort = options.basePort();
+  }
+
+  int run(InputStream stdin) {
+    try {
+      logDir = options.logDir().isPresent() ? Files.createDirectories(options.logDir().get())
+          : Files.createTempDirectory("ringmaster-demo-logs-");
+    } catch (IOException e) {
+      err.println("error: cannot create the log directory: " + e);
+      return 1;
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(this::stopAll, "stop-peers"));
+    out.println("cluster \"" + options.cluster() + "\", " + options.peers() + " peers, replicas "
+        + options.replicas() + "; peer logs in " + logDir);
+    // The first peer alone: started together, several would each wait out the join timeout and
+    // form singletons that merge only seconds later.
+    if (add(1).isEmpty()) {
+      return 1;
+    }
+    add(options.peers() - 1);
+    awaitAgreement();
+    out.println("open " + first().map(PeerProcess::url).orElse("?") + "/ in a browser; type help for commands");
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(stdin, StandardCharsets.UTF_8))) {
+      out.print("> ");
+      out.flush();
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
+        if (!command(line.strip())) {
+          break;
+        }
+        out.print("> ");
+        out.flush();
+      }
+    } catch (IOException e) {
+      err.println("error reading commands: " + e);
+    }
+    out.println("stopping all peers");
+    stopAll();
+    return 0;
+  }
+
+  /** Runs one command; false to quit. */
+  private boolean command(String line) {
+    String[] words = line.split("\\s+", 3);
+    String arg = words.length > 1 ? words[1] : "";
+    switch (words[0]) {
+      case "" -> { }
+      case "help" -> out.println(HELP);
+      case "add" -> {
+        add(1);
+        awaitAgreement();
+      }
+      case "stop" -> peer(arg).ifPresent(p -> stop(p, false));
+      case "kill" -> peer(arg).ifPresent(p -> stop(p, true));
+      case "put" -> {
+        if (words.length < 3) {
+          out.println("usage: put <key> <value>");
+        } else {
+          request("PUT", words[1], words[2]);
+        }
+      }
+      case "get" -> {
+        if (arg.isEmpty()) {
+          out.println("usage: get <key>");
+        } else {
+          request("GET", arg, null);
+        }
+      }
+      case "load" -> load(arg);
+      case "status" -> new ClusterStatus(http, out).print(live());
+      case "quit", "exit" -> {
+        return false;
+      }
+      default -> out.println("unknown command \"" + words[0] + "\"; type help");
+    }
+    return true;
+  }
+
+  /** Starts {@code n} peers at once and waits until each serves HTTP; returns those that do. */
+  private List<PeerProcess> add(int n) {
+    List<PeerProcess> started = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      try {
+        started.add(spawn());
+      } catch (IOException e) {
+        err.println("error: cannot start a peer: " + e.getMessage());
+      }
+    }
+    List<PeerProcess> ready = new ArrayList<>();
+    for (PeerProcess p : started) {
+      if (awaitReady(p)) {
+        out.println(p.id() + " ready at " + p.url() + "/  (log " + p.log() + ")");
+        ready.add(p);
+      } else {
+        out.println(p.id() + " did not start; see " + p.log());
+        p.process().destroyForcibly();
+      }
+    }
+    return ready;
+  }
+
+  private PeerProcess spawn() throws IOException {
+    PeerProcess p = PeerProcess.start("peer-" + nextIndex++, freePort(), options, logDir);
+    synchronized (peers) {
+      peers.put(p.id(), p);
+    }
+    return p;
+  }
+
+  private boolean awaitReady(PeerProcess p) {
+    HttpRequest probe = HttpRequest.newBuilder(URI.create(p.url() + "/stats")).timeout(Duration.ofSeconds(2)).build();
+    return Waits.until(() -> {
+      if (!p.isAlive()) {
+        return true;
+      }
+      try {
+        return http.send(probe, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+      } catch (IOException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return true;
+      }
+    }, READY_TIMEOUT) && p.isAlive();
+  }
+
+  /**
+   * Waits until all live peers are in one ring. Peers that start together can form separate rings
+   * that merge seconds later; writes in between would be resolved by the merge, but a demo should
+   * start from one ring.
+   */
+  private void awaitAgreement() {
+    List<PeerProcess> live = live();
+    ClusterStatus status = new ClusterStatus(http, out);
+    if (Waits.until(() -> status.agree(live), Duration.ofSeconds(30))) {
+      out.println("ring: all " + live.size() + " peers agree");
+    } else {
+      out.println("ring: the peers are not in one ring yet; type status to check");
+    }
+  }
+
+  /** The next port from the last one used that nothing on 127.0.0.1 listens on. */
+  private int freePort() throws IOException {
+    for (int port = nextPort; port < 65536; port++) {
+      try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+        nextPort = probe.getLocalPort() + 1;
+        return port;
+      } catch (IOException busy) {
+        // try the next one
+      }
+    }
+    throw new IOException("no free port from " + nextPort);
+  }
+
+  private void stop(PeerProcess p, boolean kill) {
+    long started = System.nanoTime();
+    if (kill) {
+      p.process().destroyForcibly();
+    } else {
+      p.process().destroy();
+    }
+    try {
+      if (!p.process().waitFor(STOP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+        out.println(p.id() + " did not stop within " + STOP_TIMEOUT.toSeconds() + " s; killing it");
+        p.process().destroyForcibly().waitFor();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    long millis = (System.nanoTime() - started) / 1_000_000;
+    int code = p.process().exitValue();
+    if (kill) {
+      out.printf("%s killed with SIGKILL (%d ms); the others restore its keys from the replicas%n", p.id(), millis);
+    } else if (code == 143 || code == 0) { // 143: a JVM ended by SIGTERM after its shutdown hook ran
+      out.printf("%s left gracefully in %d ms, its keys handed off%n", p.id(), millis);
+    } else {
+      out.printf("%s stopped with exit code %d after %d ms; see %s%n", p.id(), code, millis, p.log());
+    }
+  }
+
+  /** Stops every live peer: SIGTERM to all, then SIGKILL to any still running after a while. */
+  private void stopAll() {
+    List<PeerProcess> all;
+    synchronized (peers) {
+      all = new ArrayList<>(peers.values());
+    }
+    all.stream().filter(PeerProcess::isAlive).forEach(p -> p.process().destroy());
+    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    for (PeerProcess p : all) {
+      try {
+        long left = Math.max(1, deadline - System.nanoTime());
+        if (!p.process().waitFor(left, TimeUnit.NANOSECONDS)) {
+          p.process().destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        p.process().destroyForcibly();
+      }
+    }
+  }
+
+  private Optional<PeerProcess> peer(String id) {
+    PeerProcess p;
+    synchronized (peers) {
+      p = peers.get(id);
+    }
+    if (p == null || !p.isAlive()) {
+      out.println(id.isEmpty() ? "which peer? live: " + ids(live()) : "no live peer \"" + id + "\"; live: " + ids(live()));
+      return Optional.empty();
+    }
+    return Optional.of(p);
+  }
+
+  private List<PeerProcess> live() {
+    synchronized (peers) {
+      return peers.values().stream().filter(PeerProcess::isAlive).toList();
+    }
+  }
+
+  private Optional<PeerProcess> first() {
+    return live().stream().findFirst();
+  }
+
+  private static List<String> ids(List<PeerProcess> ps) {
+    return ps.stream().map(PeerProcess::id).toList();
+  }
+
+  private void request(String method, String key, String value) {
+    List<PeerProcess> live = live();
+    if (live.isEmpty()) {
+      out.println("no live peers; add one");
+      return;
+    }
+    PeerProcess via = live.get(ThreadLocalRandom.current().nextInt(live.size()));
+    String path = "/kv/" + URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20");
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(via.url() + path)).timeout(Duration.ofSeconds(15));
+    b = value == null ? b.GET() : b.PUT(HttpRequest.BodyPublishers.ofString(value, StandardCharsets.UTF_8));
+    try {
+      HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+      out.println(r.statusCode() + " via " + via.id() + ": " + r.body());
+    } catch (IOException e) {
+      out.println("request to " + via.id() + " failed: " + e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void load(String arg) {
+    int n;
+    try {
+      n = Integer.parseInt(arg);
+    } catch (NumberFormatException e) {
+      n = -1;
+    }
+    if (n < 1 || n > 10_000_000) {
+      out.println("usage: load <n>, n in 1..10000000");
+      return;
+    }
+    List<String> urls = live().stream().map(PeerProcess::url).toList();
+    if (urls.isEmpty()) {
+      out.println("no live peers; add one");
+      return;
+    }
+    new LoadGenerator(urls, out).run(n);
+  }
+}

@@ -1,0 +1,100 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.RingmasterException;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The demo's command line: {@code peer} runs one key-value peer in this process; {@code cluster}
+ * starts several as child processes and reads commands from stdin.
+ *
+ * <p>Exit codes: 0 after a normal stop, 1 if the peer or launcher could not start, 2 for a bad
+ * command line (a one-line error naming the flag and value, then usage, on stderr).
+ */
+public final class Main {
+  static final String USAGE = String.join("\n",
+      "usage: java -jar ringmaster-demo.jar <command> [flags]",
+      "  " + PeerOptions.USAGE,
+      "      run one peer in this process; HTTP on 127.0.0.1:<port>, peers found on 127.0.0.1 TCP 7800-7819",
+      "  " + ClusterOptions.USAGE,
+      "      start peers as child processes (HTTP ports from 8081) and read commands from stdin; type help",
+      "  help");
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    int code = run(args, System.out, System.err);
+    System.exit(code);
+  }
+
+  /** Runs a command; returns the exit code. {@code peer} and {@code cluster} return only when stopped. */
+  static int run(String[] args, PrintStream out, PrintStream err) {
+    if (args.length == 0) {
+      err.println("error: a command is required");
+      err.println(USAGE);
+      return 2;
+    }
+    try {
+      switch (args[0]) {
+        case "peer" -> {
+          return peer(PeerOptions.parse(args, 1), out, err);
+        }
+        case "cluster" -> {
+          return new Launcher(ClusterOptions.parse(args, 1), out, err).run(System.in);
+        }
+        case "help", "--help", "-h" -> {
+          out.println(USAGE);
+          return 0;
+        }
+        default -> throw new UsageException("unknown command \"" + args[0] + "\"");
+      }
+    } catch (UsageException e) {
+      err.println("error: " + e.getMessage());
+      err.println(USAGE);
+      return 2;
+    }
+  }
+
+  private static int peer(PeerOptions options, PrintStream out, PrintStream err) {
+    Peer peer;
+    try {
+      peer = Peer.start(options);
+    } catch (IllegalArgumentException e) { // a setting the node refuses, e.g. from --config
+      err.println("error: " + e.getMessage());
+      err.println(USAGE);
+      return 2;
+    } catch (RingmasterException | IOException e) {
+      err.println("error: cannot start peer: " + e.getMessage());
+      return 1;
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(peer::close, "graceful-leave"));
+    options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
+    out.println(peer.describe());
+    out.flush();
+    try {
+      peer.awaitStop();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return 0;
+  }
+
+  /**
+   * Exits (through the shutdown hook's graceful leave) once the launcher is gone, even if it was
+   * killed with SIGKILL and could not stop its children itself.
+   */
+  private static void exitWithParent(long pid, PrintStream err) {
+    ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(Peer.daemons("parent-watch"));
+    watch.scheduleWithFixedDelay(() -> {
+      Optional<ProcessHandle> parent = ProcessHandle.of(pid);
+      if (parent.isEmpty() || !parent.get().isAlive()) {
+        err.println("launcher process " + pid + " is gone; leaving");
+        System.exit(0);
+      }
+    }, 1, 1, TimeUnit.SECONDS);
+  }
+}

@@ -1,0 +1,205 @@
+package io.ringmaster.demo;
+
+import com.sun.net.httpserver.HttpServer;
+import io.ringmaster.Ringmaster;
+import io.ringmaster.RingmasterStats;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One key-value peer: a Ringmaster node, the store, the fork channel for peer traffic, the
+ * rebalancer on the node's ownership callbacks, and the HTTP API on 127.0.0.1.
+ *
+ * <p>Stopping is a graceful leave: {@link Ringmaster#close()} first delivers the LEAVING change,
+ * on which the rebalancer hands every key off to its new owners, and only then leaves the view.
+ * The HTTP server and the fork channel stay up until then, so requests in flight still complete.
+ */
+final class Peer implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Peer.class.getName());
+
+  /** {@code GET /stats}. Totals since the peer started; key counts by this peer's current ring. */
+  record StatsReply(String id, long viewId, String checksum, int members, boolean leaving, long primaryKeys,
+                    long backupKeys, long strayKeys, long tombstones, long keysMigratedIn, long keysMigratedOut,
+                    long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
+                    long migrationsFailed, long putsServed, long getsServed, long deletesServed,
+                    long writesForwarded, long divergences, int eventSubscribers) {}
+
+  private final PeerOptions options;
+  private final Ringmaster node;
+  private final HttpServer http;
+  private final ExecutorService httpThreads = Executors.newFixedThreadPool(64, daemons("http"));
+  private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,
+      new SynchronousQueue<>(), daemons("rpc"));
+  private final ScheduledExecutorService rpcTimer = Executors.newSingleThreadScheduledExecutor(daemons("rpc-timer"));
+  /** Sweeps and repairs, one at a time: both may wait seconds on pushes. */
+  private final ScheduledExecutorService maintenance = Executors.newSingleThreadScheduledExecutor(daemons("sweep"));
+  private final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(daemons("status"));
+  private final CountDownLatch stopped = new CountDownLatch(1);
+  private final Counters counters = new Counters();
+  private final Store store = new Store();
+  private final EventLog events = new EventLog();
+  private Rpc rpc;
+  private Routing routing;
+  private boolean closed;
+
+  private Peer(PeerOptions options, Ringmaster node, HttpServer http) {
+    this.options = options;
+    this.node = node;
+    this.http = http;
+  }
+
+  /**
+   * Binds the HTTP port (first, so a busy port fails before joining), joins the cluster and starts
+   * serving.
+   */
+  static Peer start(PeerOptions options) throws IOException {
+    // Without TCP_NODELAY the JDK server's separate header and body writes meet the client's
+    // delayed ACK: ~40 ms per request. Read once, when the server classes load.
+    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
+      System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+    Ringmaster node = options.builder().build();
+    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", options.httpPort()), 128);
+    Peer peer = new Peer(options, node, http);
+    try {
+      peer.startNode();
+    } catch (RuntimeException | IOException e) {
+      node.close();
+      http.stop(0);
+      peer.shutdownThreads();
+      throw e;
+    }
+    return peer;
+  }
+
+  private void startNode() throws IOException {
+    node.start();
+    routing = new Routing(node);
+    rpc = new Rpc(node, rpcWorkers, rpcTimer);
+    String self = routing.self();
+    VersionClock clock = VersionClock.system(self);
+    PeerDirectory directory = new PeerDirectory(this::status, rpc);
+    KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
+    Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, directory::hasReported);
+    Rebalancer rebalancer = new Rebalancer(routing, store, transfers, counters, events);
+    Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, () -> node.stats().pendingCallbacks());
+    rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
+    rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
+    rpc.handle(Wire.OP_PULL, transfers::handlePull);
+    rpc.handle(Wire.OP_PUSH, transfers::handlePush);
+    rpc.onStatus(directory::accept);
+    try {
+      rpc.start();
+    } catch (Exception e) {
+      node.close();
+      throw new IOException("cannot open the fork channel on " + self + ": " + e, e);
+    }
+    node.addMembershipListener(c -> {
+      events.publish(Events.membership(c));
+      if (c.isMerge()) {
+        maintenance.execute(() -> guard("repair after merge", () -> sweeper.repairAfterMerge(c.viewId())));
+      }
+    });
+    node.addDivergenceListener(d -> events.publish(Events.divergence(d)));
+    events.publish(Events.started(self, options.endpoint(), node.viewId(), node.members()));
+    // Registered last: its first call, this peer's ownership from nothing, pulls from the current owners.
+    node.addOwnershipListener(rebalancer);
+    statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains)),
+        0, 1, TimeUnit.SECONDS);
+    maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
+    http.createContext("/", new HttpApi(kv, store, routing, new RingView(node, directory), this::stats, events,
+        node::viewId));
+    http.setExecutor(httpThreads);
+    http.start();
+  }
+
+  private static void guard(String what, Runnable task) {
+    try {
+      task.run();
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, what + " failed", e);
+    }
+  }
+
+  Wire.PeerStatus status() {
+    KeyCounts k = KeyCounts.of(store, routing);
+    return new Wire.PeerStatus(routing.self(), node.viewId(), node.ring().checksum(), k.primary(), k.backup(),
+        k.stray(), counters.migrationsInProgress.get());
+  }
+
+  StatsReply stats() {
+    KeyCounts k = KeyCounts.of(store, routing);
+    RingmasterStats s = node.stats();
+    return new StatsReply(routing.self(), s.viewId(), Long.toHexString(node.ring().checksum()), s.members(),
+        routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.keysMigratedIn.sum(),
+        counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
+        s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
+        counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
+        counters.writesForwarded.sum(), s.divergences(), events.subscribers());
+  }
+
+  String describe() {
+    return routing.self() + " serving " + options.endpoint() + " in cluster \"" + node.config().clusterName()
+        + "\" (view " + node.viewId() + ", " + node.members().size() + " members, replicas "
+        + node.config().replicas() + ")";
+  }
+
+  /** Blocks until {@link #close()} has run. */
+  void awaitStop() throws InterruptedException {
+    stopped.await();
+  }
+
+  /** Leaves gracefully (hands every key off first), then stops serving. Idempotent. */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    try {
+      maintenance.shutdownNow();
+      statusTimer.shutdownNow();
+      long started = System.nanoTime();
+      node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
+      // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
+      System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d, still held: %d%n",
+          routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), store.size());
+      System.out.flush();
+      http.stop(0);
+      events.close();
+      rpc.close();
+    } finally {
+      shutdownThreads();
+      stopped.countDown();
+    }
+  }
+
+  private void shutdownThreads() {
+    maintenance.shutdownNow();
+    statusTimer.shutdownNow();
+    httpThreads.shutdownNow();
+    rpcWorkers.shutdownNow();
+    rpcTimer.shutdownNow();
+  }
+
+  static ThreadFactory daemons(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+}

@@ -1,0 +1,63 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.Ringmaster;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The command line of {@code peer}. Precedence: the demo's defaults, then {@code --config}, then
+ * the other flags. {@code --parent-pid} is for the launcher: the peer exits when that process dies.
+ */
+record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas, Optional<String> zone,
+                   Optional<Double> weight, Optional<Path> config, Optional<String> cluster,
+                   Optional<Long> parentPid) {
+
+  static final String DEFAULT_CLUSTER = "ringmaster-demo";
+  static final int DEFAULT_VIRTUAL_NODES = 256;
+  static final int DEFAULT_REPLICAS = 2;
+  /** Long enough to hand off a few hundred thousand small entries on localhost. */
+  static final Duration LEAVE_TIMEOUT = Duration.ofSeconds(20);
+
+  static final String USAGE = "peer --id <id> --http-port <port> [--replicas 2] [--zone z] [--weight w]"
+      + " [--config <node.json>] [--cluster ringmaster-demo]";
+
+  private static final Set<String> FLAGS = Set.of("--id", "--http-port", "--replicas", "--zone", "--weight",
+      "--config", "--cluster", "--parent-pid");
+
+  static PeerOptions parse(String[] args, int from) {
+    Flags f = Flags.parse(args, from, FLAGS);
+    PeerOptions o = new PeerOptions(f.string("--id"), f.port("--http-port"), f.integer("--replicas", 1, 255),
+        f.string("--zone"), f.nonNegative("--weight"), f.path("--config"), f.string("--cluster"),
+        f.longValue("--parent-pid", 1));
+    if (o.id().isEmpty() && o.config().isEmpty()) {
+      throw new UsageException("--id is required (or a --config that sets nodeId)");
+    }
+    return o;
+  }
+
+  String endpoint() {
+    return "http://127.0.0.1:" + httpPort;
+  }
+
+  /**
+   * The node's settings.
+   *
+   * @throws IllegalArgumentException from the builder, naming the setting (a bad config file, say)
+   */
+  Ringmaster.Builder builder() {
+    Ringmaster.Builder b = Ringmaster.builder()
+        .clusterName(DEFAULT_CLUSTER)
+        .virtualNodes(DEFAULT_VIRTUAL_NODES)
+        .replicas(DEFAULT_REPLICAS)
+        .leaveTimeout(LEAVE_TIMEOUT);
+    config.ifPresent(b::config);
+    id.ifPresent(b::nodeId);
+    cluster.ifPresent(b::clusterName);
+    replicas.ifPresent(b::replicas);
+    zone.ifPresent(b::zone);
+    weight.ifPresent(b::weight);
+    return b.endpoint(endpoint());
+  }
+}

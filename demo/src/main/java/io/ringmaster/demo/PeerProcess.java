@@ -1,0 +1,42 @@
+package io.ringmaster.demo;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/** A peer the launcher started: its id, HTTP port, process and log file. */
+record PeerProcess(String id, int port, Process process, Path log) {
+
+  /**
+   * Starts a peer as a child process: this JVM's {@code java}, this class path (the jar), the
+   * {@code peer} command, and {@code --parent-pid} so that it leaves when the launcher is gone.
+   * Output, appended, goes to {@code <logDir>/<id>.log}.
+   */
+  static PeerProcess start(String id, int port, ClusterOptions options, Path logDir) throws IOException {
+    Path log = logDir.resolve(id + ".log");
+    List<String> command = new ArrayList<>();
+    command.add(ProcessHandle.current().info().command().orElse(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+    command.addAll(List.of("-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx256m"));
+    // Let -Dringmaster.bind_port=... and the like given to the launcher reach the peers.
+    System.getProperties().stringPropertyNames().stream()
+        .filter(k -> k.startsWith("ringmaster.") || k.startsWith("jgroups."))
+        .sorted()
+        .forEach(k -> command.add("-D" + k + "=" + System.getProperty(k)));
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "peer",
+        "--id", id, "--http-port", Integer.toString(port), "--replicas", Integer.toString(options.replicas()),
+        "--cluster", options.cluster(), "--parent-pid", Long.toString(ProcessHandle.current().pid())));
+    Process process = new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    return new PeerProcess(id, port, process, log);
+  }
+
+  String url() {
+    return "http://127.0.0.1:" + port;
+  }
+
+  boolean isAlive() {
+    return process.isAlive();
+  }
+}

@@ -1,0 +1,133 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.OwnershipChange;
+import io.ringmaster.OwnershipListener;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
+import io.ringmaster.ring.RingDiff;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Moves data when ownership changes, driven only by the node's ownership callbacks (one at a time,
+ * in view order):
+ * <ul>
+ *   <li>lost ranges: push their entries to the new owners, then drop them here, keeping any key
+ *       this peer owns again by the time the push is done, or that was written meanwhile;
+ *   <li>gained ranges: pull their entries from every previous owner still in the ring (after a
+ *       crash, the surviving replicas).
+ * </ul>
+ * Both sides move the same data (the loser pushes, the gainer pulls) and merges are idempotent,
+ * so whichever arrives first wins and the other is a no-op. Nothing is dropped before the new
+ * owners acknowledged it; what a failed push leaves behind, the {@link Sweeper} hands off later.
+ */
+final class Rebalancer implements OwnershipListener {
+  private final Routing routing;
+  private final Store store;
+  private final Transfers transfers;
+  private final Counters counters;
+  private final EventLog events;
+
+  Rebalancer(Routing routing, Store store, Transfers transfers, Counters counters, EventLog events) {
+    this.routing = routing;
+    this.store = store;
+    this.transfers = transfers;
+    this.counters = counters;
+    this.events = events;
+  }
+
+  @Override
+  public void onOwnershipChange(OwnershipChange change) {
+    counters.migrationsInProgress.incrementAndGet();
+    try {
+      events.publish(Events.ownership(change));
+      if (change.reason() == OwnershipChange.Reason.LEAVING) {
+        // Before the scan: a write stored after it must see the ring this peer leaves behind.
+        routing.startLeaving(change.ring());
+        events.publish(Events.leaving(routing.self(), change.viewId()));
+      }
+      boolean handedOff = handOff(change);
+      boolean fetched = fetch(change);
+      (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
+    } finally {
+      counters.migrationsInProgress.decrementAndGet();
+    }
+  }
+
+  /** A lost range's entries as scanned, and the live new owners they go to. */
+  private record Handoff(List<String> destinations, List<Entry> entries) {}
+
+  private boolean handOff(OwnershipChange change) {
+    if (change.lost().isEmpty()) {
+      return true;
+    }
+    long started = System.nanoTime();
+    List<Handoff> handoffs = new ArrayList<>();
+    Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
+    for (RingDiff.Lost lost : change.lost()) {
+      List<Entry> entries = store.scan(lost.range());
+      List<String> destinations = transfers.liveOthers(lost.destinations());
+      handoffs.add(new Handoff(destinations, entries));
+      for (String d : destinations) {
+        perDestination.computeIfAbsent(d, k -> new ArrayList<>()).addAll(entries);
+      }
+    }
+    Set<String> failed = new HashSet<>();
+    perDestination.forEach((destination, entries) -> {
+      if (!transfers.push(destination, entries, Wire.PushKind.MIGRATION)) {
+        failed.add(destination);
+      }
+    });
+    long moved = 0;
+    for (Handoff h : handoffs) {
+      // No live destination: keep the entries; the sweep hands them to whoever owns them later.
+      if (!h.destinations().isEmpty() && Collections.disjoint(h.destinations(), failed)) {
+        moved += transfers.dropUnowned(h.entries());
+      }
+    }
+    counters.keysMigratedOut.add(moved);
+    events.publish(Events.migration("out", change, moved, change.lost().size(), List.copyOf(perDestination.keySet()),
+        millisSince(started), failed.isEmpty()));
+    return failed.isEmpty();
+  }
+
+  private boolean fetch(OwnershipChange change) {
+    List<RingDiff.Gained> gained = change.gained();
+    if (gained.isEmpty()) {
+      return true;
+    }
+    if (change.previousRing().isEmpty()) {
+      // This peer's first ring is reported as gained from nothing, with no sources; where the data
+      // is now is the ring without this peer.
+      HashRing ring = change.ring();
+      gained = RingDiff.compute(ring.without(routing.self()), ring, routing.self(), routing.replicas()).gained();
+    }
+    long started = System.nanoTime();
+    Map<String, List<KeyRange>> perSource = new LinkedHashMap<>();
+    for (RingDiff.Gained g : gained) {
+      for (String source : transfers.liveOthers(g.sources())) {
+        perSource.computeIfAbsent(source, k -> new ArrayList<>()).add(g.range());
+      }
+    }
+    long in = 0;
+    boolean ok = true;
+    for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
+      long pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId());
+      ok &= pulled >= 0;
+      in += Math.max(0, pulled);
+    }
+    counters.keysMigratedIn.add(in);
+    events.publish(Events.migration("in", change, in, gained.size(), List.copyOf(perSource.keySet()),
+        millisSince(started), ok));
+    return ok;
+  }
+
+  private static long millisSince(long nanos) {
+    return (System.nanoTime() - nanos) / 1_000_000;
+  }
+}

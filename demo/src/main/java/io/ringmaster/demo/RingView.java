@@ -1,0 +1,92 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.Ringmaster;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
+import io.ringmaster.ring.Member;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** {@code GET /ring}: the ring for drawing, each member's key counts, and each member's view of it. */
+final class RingView {
+
+  /**
+   * @param ranges       the member's primary ranges as {@code [start, end]} decimal strings, {@code (start, end]}
+   * @param primaryKeys  from the member's latest report; null until one arrived
+   * @param checksum     the ring checksum the member reported (hex); null until one arrived
+   */
+  record MemberInfo(String id, double weight, String zone, double share, String endpoint, Long primaryKeys,
+                    Long backupKeys, List<List<String>> ranges, String checksum, Long viewId) {}
+
+  /** One member's latest report: its view id and checksum, and whether they match this peer's. */
+  record PeerInfo(String id, long viewId, String checksum, boolean agrees, long ageMillis, int migrationsInProgress) {}
+
+  /**
+   * @param agreed whether every member reported, recently, this peer's view id and checksum
+   */
+  record RingReply(String local, long viewId, String checksum, int virtualNodes, int replicas, int tokens,
+                   boolean agreed, List<MemberInfo> members, List<PeerInfo> peers) {}
+
+  private final Ringmaster node;
+  private final PeerDirectory directory;
+  /** Primary ranges by ring checksum; rings are few, and a ring's ranges never change. */
+  private final Map<Long, Map<String, List<List<String>>>> rangesByRing = new ConcurrentHashMap<>();
+
+  RingView(Ringmaster node, PeerDirectory directory) {
+    this.node = node;
+    this.directory = directory;
+  }
+
+  RingReply reply() {
+    long viewId = node.viewId();
+    HashRing ring = node.ring();
+    long now = System.currentTimeMillis();
+    Map<String, List<List<String>>> ranges = ranges(ring);
+    List<MemberInfo> members = new ArrayList<>();
+    List<PeerInfo> peers = new ArrayList<>();
+    boolean agreed = true;
+    for (Member m : ring.members()) {
+      Optional<PeerDirectory.Report> report = directory.report(m.id());
+      Optional<Wire.PeerStatus> s = report.map(PeerDirectory.Report::status);
+      members.add(new MemberInfo(m.id(), m.weight(), m.zone(), ring.share(m.id()), node.endpointOf(m.id()).orElse(""),
+          s.map(Wire.PeerStatus::primaryKeys).orElse(null), s.map(Wire.PeerStatus::backupKeys).orElse(null),
+          ranges.get(m.id()), s.map(x -> Long.toHexString(x.checksum())).orElse(null),
+          s.map(Wire.PeerStatus::viewId).orElse(null)));
+      if (report.isEmpty()) {
+        agreed = false;
+        continue;
+      }
+      Wire.PeerStatus st = report.get().status();
+      long age = report.get().ageMillis(now);
+      boolean agrees = st.checksum() == ring.checksum() && st.viewId() == viewId && age <= PeerDirectory.FRESH_MILLIS;
+      agreed &= agrees;
+      peers.add(new PeerInfo(m.id(), st.viewId(), Long.toHexString(st.checksum()), agrees, age,
+          st.migrationsInProgress()));
+    }
+    return new RingReply(node.localMember().id(), viewId, Long.toHexString(ring.checksum()), ring.virtualNodes(),
+        node.config().replicas(), ring.tokenCount(), agreed, members, peers);
+  }
+
+  private Map<String, List<List<String>>> ranges(HashRing ring) {
+    Map<String, List<List<String>>> cached = rangesByRing.get(ring.checksum());
+    if (cached != null) {
+      return cached;
+    }
+    Map<String, List<List<String>>> ranges = new ConcurrentHashMap<>();
+    for (Member m : ring.members()) {
+      List<List<String>> list = new ArrayList<>();
+      for (KeyRange r : ring.primaryRanges(m.id())) {
+        list.add(Events.range(r));
+      }
+      ranges.put(m.id(), List.copyOf(list));
+    }
+    if (rangesByRing.size() > 16) {
+      rangesByRing.clear();
+    }
+    rangesByRing.put(ring.checksum(), ranges);
+    return ranges;
+  }
+}

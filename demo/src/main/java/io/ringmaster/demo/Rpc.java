@@ -1,0 +1,223 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.Ringmaster;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import org.jgroups.Address;
+import org.jgroups.BytesMessage;
+import org.jgroups.Message;
+import org.jgroups.blocks.MessageDispatcher;
+import org.jgroups.blocks.RequestHandler;
+import org.jgroups.blocks.RequestOptions;
+import org.jgroups.blocks.Response;
+import org.jgroups.fork.ForkChannel;
+import org.jgroups.protocols.FRAG2;
+import org.jgroups.stack.ProtocolStack;
+
+/**
+ * Requests between peers on a fork of the node's JGroups channel: a {@link MessageDispatcher}
+ * correlates replies, fails a request at once when its target leaves the view, and our timer
+ * bounds every request. A handler that may wait (a pull waiting for a view, a push merging a
+ * page) runs on {@code workers}; a quick one runs on the JGroups thread and never blocks: it
+ * returns a future, completed later if it must ask other peers (a forwarded write).
+ */
+final class Rpc implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Rpc.class.getName());
+  static final String FORK_STACK = "ringmaster-demo";
+  static final String FORK_CHANNEL = "kv";
+
+  /** Handles one request; returns the reply, which starts with {@link Wire#OK} or {@link Wire#ERROR}. */
+  @FunctionalInterface
+  interface Handler {
+    byte[] handle(DataInputStream in) throws Exception;
+  }
+
+  /** Handles one request without blocking; the future completes with the reply. */
+  @FunctionalInterface
+  interface QuickHandler {
+    CompletableFuture<byte[]> handle(DataInputStream in) throws Exception;
+  }
+
+  /** The request failed on the remote peer, which said why. */
+  static final class RemoteError extends Exception {
+    RemoteError(String peer, String message) {
+      super(peer + ": " + message, null, false, false);
+    }
+  }
+
+  private final Ringmaster node;
+  private final ExecutorService workers;
+  private final ScheduledExecutorService timer;
+  private final QuickHandler[] handlers = new QuickHandler[256];
+  private volatile Consumer<Wire.PeerStatus> statusListener = s -> { };
+  private ForkChannel fork;
+  private MessageDispatcher dispatcher;
+
+  Rpc(Ringmaster node, ExecutorService workers, ScheduledExecutorService timer) {
+    this.node = node;
+    this.workers = workers;
+    this.timer = timer;
+  }
+
+  /** Registers a handler that may block, run on the workers; call before {@link #start()}. */
+  void handle(byte op, Handler handler) {
+    handlers[op & 0xff] = in -> CompletableFuture.supplyAsync(() -> {
+      try {
+        return handler.handle(in);
+      } catch (Exception e) {
+        throw new CompletionException(e);
+      }
+    }, workers);
+  }
+
+  /** Registers a handler that never blocks, run on the JGroups thread; call before {@link #start()}. */
+  void handleQuickly(byte op, QuickHandler handler) {
+    handlers[op & 0xff] = handler;
+  }
+
+  void onStatus(Consumer<Wire.PeerStatus> listener) {
+    this.statusListener = listener;
+  }
+
+  /** Creates the fork channel on the node's (connected) channel and starts serving. */
+  void start() throws Exception {
+    fork = new ForkChannel(node.channel(), FORK_STACK, FORK_CHANNEL, true, ProtocolStack.Position.ABOVE, FRAG2.class);
+    dispatcher = new MessageDispatcher(fork, new RequestHandler() {
+      @Override
+      public Object handle(Message msg) {
+        throw new UnsupportedOperationException("dispatching is asynchronous");
+      }
+
+      @Override
+      public void handle(Message msg, Response response) {
+        dispatch(msg, response);
+      }
+    }).asyncDispatching(true);
+    fork.connect(FORK_CHANNEL);
+  }
+
+  private void dispatch(Message msg, Response response) {
+    byte[] body = Arrays.copyOfRange(msg.getArray(), msg.getOffset(), msg.getOffset() + msg.getLength());
+    if (body.length == 0) {
+      return;
+    }
+    byte op = body[0];
+    if (response == null) { // one-way: only status reports, cheap enough for the JGroups thread
+      if (op == Wire.OP_STATUS) {
+        try {
+          statusListener.accept(Wire.readStatus(Wire.open(body, 0, body.length)));
+        } catch (IOException | RuntimeException e) {
+          LOG.log(Level.DEBUG, "bad status message from {0}: {1}", msg.getSrc(), e);
+        }
+      }
+      return;
+    }
+    QuickHandler handler = handlers[op & 0xff];
+    if (handler == null) {
+      response.send(Wire.error("unknown operation " + op), false);
+      return;
+    }
+    CompletableFuture<byte[]> reply;
+    try {
+      reply = handler.handle(Wire.open(body, 0, body.length));
+    } catch (Exception | Error e) {
+      reply = CompletableFuture.failedFuture(e);
+    }
+    reply.whenComplete((bytes, error) -> {
+      if (error == null) {
+        response.send(bytes, false);
+      } else {
+        Throwable cause = unwrap(error);
+        LOG.log(Level.DEBUG, "request {0} from {1} failed: {2}", (char) op, msg.getSrc(), cause);
+        response.send(Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping" : cause.toString()),
+            false);
+      }
+    });
+  }
+
+  /**
+   * Sends a request to a member by id. Fails with {@link TimeoutException} after {@code timeout},
+   * with {@link RemoteError} when the peer answered with an error, and at once when the member is
+   * not in the view (or leaves it while we wait).
+   *
+   * @return the reply after its {@link Wire#OK} byte
+   */
+  CompletableFuture<DataInputStream> call(String memberId, byte[] request, Duration timeout) {
+    Optional<Address> target = node.addressOf(memberId);
+    if (target.isEmpty()) {
+      return CompletableFuture.failedFuture(new IllegalStateException(memberId + " is not in the view"));
+    }
+    CompletableFuture<DataInputStream> result = new CompletableFuture<>();
+    CompletableFuture<Object> request0;
+    try {
+      Message msg = new BytesMessage(target.get(), request).setFlag(Message.Flag.OOB);
+      request0 = dispatcher.sendMessageWithFuture(msg, RequestOptions.SYNC().timeout(timeout.toMillis()));
+    } catch (Exception e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    request0.whenComplete((reply, error) -> {
+      if (error != null) {
+        result.completeExceptionally(unwrap(error));
+      } else if (!(reply instanceof byte[] bytes) || bytes.length == 0) {
+        result.completeExceptionally(new IllegalStateException("empty reply from " + memberId));
+      } else if (bytes[0] == Wire.OK) {
+        result.complete(Wire.open(bytes, 0, bytes.length));
+      } else {
+        try {
+          result.completeExceptionally(new RemoteError(memberId, Wire.open(bytes, 0, bytes.length).readUTF()));
+        } catch (IOException e) {
+          result.completeExceptionally(e);
+        }
+      }
+    });
+    // The dispatcher's own timeout only bounds blocking calls: bound the future here, and cancel the
+    // request so the correlator forgets it.
+    ScheduledFuture<?> expiry = timer.schedule(() -> {
+      if (result.completeExceptionally(new TimeoutException("no reply from " + memberId + " in " + timeout))) {
+        request0.cancel(false);
+      }
+    }, timeout.toMillis(), TimeUnit.MILLISECONDS);
+    result.whenComplete((r, e) -> expiry.cancel(false));
+    return result;
+  }
+
+  /** Sends a message to every member of the view, this one included; no reply. */
+  void broadcast(byte[] message) {
+    try {
+      dispatcher.castMessage(null, new BytesMessage(null, message).setFlag(Message.Flag.OOB), RequestOptions.ASYNC());
+    } catch (Exception e) {
+      LOG.log(Level.DEBUG, "broadcast failed: {0}", e.toString());
+    }
+  }
+
+  static Throwable unwrap(Throwable t) {
+    while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t;
+  }
+
+  @Override
+  public void close() {
+    if (dispatcher != null) {
+      dispatcher.stop();
+    }
+    if (fork != null) {
+      fork.close();
+    }
+  }
+}

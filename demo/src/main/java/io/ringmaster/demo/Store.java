@@ -1,0 +1,150 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.ring.KeyRange;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.NavigableMap;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentSkipListMap;
+
+/**
+ * The entries this peer holds, ordered by ring position so that a {@link KeyRange} is one scan
+ * (two for a range that wraps past {@link Long#MAX_VALUE}). Merges are last-writer-wins by
+ * {@link Version}, tombstones included, so applying a migration twice, or in any order with the
+ * writes it races with, ends in the same state.
+ */
+final class Store {
+
+  /**
+   * A place on the ring: ordered by position, then key. A null key is a bound that sorts after
+   * every key at its position; it is never stored.
+   */
+  record Slot(long position, String key) {
+    static Slot of(String key) {
+      return new Slot(io.ringmaster.ring.HashRing.position(key), key);
+    }
+
+    /** The bound after every key at {@code position}. */
+    static Slot after(long position) {
+      return new Slot(position, null);
+    }
+  }
+
+  static final Comparator<Slot> ORDER = (a, b) -> {
+    int c = Long.compare(a.position(), b.position());
+    if (c != 0) {
+      return c;
+    }
+    if (a.key() == null || b.key() == null) {
+      return a.key() == null ? (b.key() == null ? 0 : 1) : -1;
+    }
+    return a.key().compareTo(b.key());
+  };
+
+  /** Where a paged scan goes on: the segment (see {@link #segments}) and the last slot returned. */
+  record Cursor(int segment, Optional<Slot> last) {
+    static final Cursor START = new Cursor(0, Optional.empty());
+  }
+
+  /** Entries of one page and where the next starts; {@code next} is empty after the last page. */
+  record Page(List<Entry> entries, Optional<Cursor> next) {}
+
+  private final ConcurrentSkipListMap<Slot, Entry> entries = new ConcurrentSkipListMap<>(ORDER);
+
+  Optional<Entry> get(String key) {
+    return Optional.ofNullable(entries.get(Slot.of(key)));
+  }
+
+  /**
+   * Keeps the newer of the stored entry and {@code e}.
+   *
+   * @return whether {@code e} changed the store (it was new, or newer than what was there)
+   */
+  boolean merge(Entry e) {
+    boolean[] changed = new boolean[1];
+    entries.compute(Slot.of(e.key()), (slot, current) -> {
+      if (current == null || e.version().isNewerThan(current.version())) {
+        changed[0] = true;
+        return e;
+      }
+      return current;
+    });
+    return changed[0];
+  }
+
+  /**
+   * Removes the key if it still holds exactly {@code seen}'s version: a write that landed after
+   * {@code seen} was read is kept.
+   */
+  boolean removeIfUnchanged(Entry seen) {
+    boolean[] removed = new boolean[1];
+    entries.computeIfPresent(Slot.of(seen.key()), (slot, current) -> {
+      if (current.version().equals(seen.version())) {
+        removed[0] = true;
+        return null;
+      }
+      return current;
+    });
+    return removed[0];
+  }
+
+  /** A snapshot of the entries in a range, in ring order (from just after {@code start}). */
+  List<Entry> scan(KeyRange range) {
+    List<Entry> out = new ArrayList<>();
+    for (NavigableMap<Slot, Entry> segment : segments(range)) {
+      out.addAll(segment.values());
+    }
+    return out;
+  }
+
+  /**
+   * Up to about {@code maxBytes} of the entries in {@code ranges} (at least one entry when any is
+   * left), from {@code from}. The same ranges, passed again with the returned cursor, give the
+   * next page; entries written meanwhile behind the cursor are not returned.
+   */
+  Page scan(List<KeyRange> ranges, Cursor from, int maxBytes) {
+    List<NavigableMap<Slot, Entry>> all = new ArrayList<>();
+    for (KeyRange r : ranges) {
+      all.addAll(segments(r));
+    }
+    List<Entry> out = new ArrayList<>();
+    int bytes = 0;
+    for (int s = from.segment(); s < all.size(); s++) {
+      NavigableMap<Slot, Entry> segment = all.get(s);
+      if (s == from.segment() && from.last().isPresent()) {
+        segment = segment.tailMap(from.last().get(), false);
+      }
+      for (Entry e : segment.values()) {
+        if (!out.isEmpty() && bytes + e.weight() > maxBytes) {
+          return new Page(out, Optional.of(new Cursor(s, Optional.of(Slot.of(out.get(out.size() - 1).key())))));
+        }
+        out.add(e);
+        bytes += e.weight();
+      }
+    }
+    return new Page(out, Optional.empty());
+  }
+
+  /**
+   * The range {@code (start, end]} as sorted sub-maps: one, or two when it wraps (the part up to
+   * {@link Long#MAX_VALUE} first); {@code start == end} is the whole circle.
+   */
+  private List<NavigableMap<Slot, Entry>> segments(KeyRange r) {
+    if (!r.wraps()) {
+      return List.of(entries.subMap(Slot.after(r.start()), false, Slot.after(r.end()), false));
+    }
+    // After start up to the top, then from the bottom up to end; with start == end that is the whole circle.
+    return List.of(entries.tailMap(Slot.after(r.start()), false), entries.headMap(Slot.after(r.end()), false));
+  }
+
+  /** All entries, in ring order; weakly consistent with concurrent writes. */
+  Collection<Entry> all() {
+    return entries.values();
+  }
+
+  int size() {
+    return entries.size();
+  }
+}

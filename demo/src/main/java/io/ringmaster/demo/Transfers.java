@@ -1,0 +1,170 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.ring.KeyRange;
+import io.ringmaster.ring.Member;
+import java.io.DataInputStream;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.function.LongSupplier;
+import java.util.function.Predicate;
+
+/**
+ * Moving entries between peers: pushing them in pages, pulling ranges in pages, and dropping what
+ * was handed off. Both directions retry a failed page while the other peer is still in the ring
+ * (a peer that just joined may not serve its fork channel yet), and both serve the other side's
+ * requests here too.
+ */
+final class Transfers {
+  private static final System.Logger LOG = System.getLogger(Transfers.class.getName());
+  static final int PAGE_BYTES = 256 * 1024;
+  /** Above {@link #VIEW_WAIT}: a pull request may wait that long for its source to see the view. */
+  static final Duration PULL_TIMEOUT = Duration.ofSeconds(5);
+  static final Duration PUSH_TIMEOUT = Duration.ofSeconds(2);
+  static final Duration VIEW_WAIT = Duration.ofSeconds(2);
+  /** How long to wait for a peer that just joined to serve its fork channel before trying anyway. */
+  static final Duration READY_WAIT = Duration.ofSeconds(3);
+  static final int ATTEMPTS = 5;
+
+  private final Routing routing;
+  private final Store store;
+  private final Rpc rpc;
+  private final Counters counters;
+  private final LongSupplier viewId;
+  private final Predicate<String> ready;
+
+  Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId, Predicate<String> ready) {
+    this.routing = routing;
+    this.store = store;
+    this.rpc = rpc;
+    this.counters = counters;
+    this.viewId = viewId;
+    this.ready = ready;
+  }
+
+  /** Pushes entries in pages; whether the destination acknowledged them all. */
+  boolean push(String destination, List<Entry> entries, Wire.PushKind kind) {
+    Waits.until(() -> ready.test(destination), READY_WAIT);
+    int from = 0;
+    while (from < entries.size()) {
+      int to = from;
+      int bytes = 0;
+      while (to < entries.size() && (to == from || bytes + entries.get(to).weight() <= PAGE_BYTES)) {
+        bytes += entries.get(to++).weight();
+      }
+      byte[] request = Wire.push(new Wire.PushRequest(kind, entries.subList(from, to)));
+      for (int attempt = 1; ; attempt++) {
+        try {
+          rpc.call(destination, request, PUSH_TIMEOUT).get();
+          break;
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        } catch (ExecutionException e) {
+          if (attempt >= ATTEMPTS || !routing.isLive(destination)) {
+            LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: {3}", routing.self(), to - from,
+                destination, Rpc.unwrap(e));
+            return false;
+          }
+          Waits.pause(Duration.ofMillis(200L * attempt));
+        }
+      }
+      from = to;
+    }
+    return true;
+  }
+
+  /**
+   * Pulls the ranges page by page into the store.
+   *
+   * @return the entries that changed the store here, or -1 if the source stopped answering
+   */
+  long pull(String source, List<KeyRange> ranges, long view) {
+    long changed = 0;
+    Store.Cursor cursor = Store.Cursor.START;
+    while (true) {
+      byte[] request = Wire.pull(new Wire.PullRequest(view, ranges, cursor, PAGE_BYTES));
+      Store.Page page = null;
+      for (int attempt = 1; page == null; attempt++) {
+        try {
+          page = Wire.readPage(rpc.call(source, request, PULL_TIMEOUT).get());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return -1;
+        } catch (Exception e) {
+          if (attempt >= ATTEMPTS || !routing.isLive(source)) {
+            LOG.log(Level.WARNING, "{0}: pull of {1} ranges from {2} failed: {3}", routing.self(), ranges.size(),
+                source, Rpc.unwrap(e));
+            return -1;
+          }
+          Waits.pause(Duration.ofMillis(200L * attempt));
+        }
+      }
+      for (Entry e : page.entries()) {
+        if (store.merge(e)) {
+          changed++;
+        }
+      }
+      if (page.next().isEmpty()) {
+        return changed;
+      }
+      cursor = page.next().get();
+    }
+  }
+
+  /** Drops the entries this peer does not own now, unless rewritten since they were read. */
+  long dropUnowned(List<Entry> entries) {
+    long dropped = 0;
+    for (Entry e : entries) {
+      if (!routing.isOwner(e.key()) && store.removeIfUnchanged(e)) {
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  /** The ids of the members that are in the ring this peer routes by, this peer excepted. */
+  List<String> liveOthers(List<Member> members) {
+    List<String> out = new ArrayList<>();
+    for (Member m : members) {
+      if (!m.id().equals(routing.self()) && routing.isLive(m.id())) {
+        out.add(m.id());
+      }
+    }
+    return out;
+  }
+
+  /** Handles {@link Wire#OP_PULL}. */
+  byte[] handlePull(DataInputStream in) throws Exception {
+    Wire.PullRequest r = Wire.readPull(in);
+    // Scan only once this peer routes by the puller's ring (or a newer one): a write stored here
+    // after the scan then sees the new ring and is forwarded to the puller.
+    Waits.until(() -> viewId.getAsLong() >= r.viewId(), VIEW_WAIT);
+    return Wire.page(store.scan(r.ranges(), r.cursor(), Math.min(r.maxBytes(), 4 * PAGE_BYTES)));
+  }
+
+  /**
+   * Handles {@link Wire#OP_PUSH}: merges, and counts what a migration brought in. A leaving peer
+   * refuses, so the sender keeps its copy: otherwise a peer that has not yet seen the leave could
+   * sweep keys that the leaver just handed it back to the leaver, drop them, and lose them.
+   * Checked after the merge, like writes: a push merged after the leaver's hand-off scan is refused.
+   */
+  byte[] handlePush(DataInputStream in) throws Exception {
+    Wire.PushRequest r = Wire.readPush(in);
+    int changed = 0;
+    for (Entry e : r.entries()) {
+      if (store.merge(e)) {
+        changed++;
+      }
+    }
+    if (routing.isLeaving()) {
+      return Wire.error(routing.self() + " is leaving");
+    }
+    if (r.kind() == Wire.PushKind.MIGRATION) {
+      counters.keysMigratedIn.add(changed);
+    }
+    return Wire.pushReply(changed);
+  }
+}

@@ -1,0 +1,47 @@
+package io.ringmaster.demo;
+
+import java.time.Instant;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * Hands out strictly increasing write versions: the wall clock in microseconds since the epoch,
+ * plus one on a collision. The stamp never goes back, even if the clock does, and it moves past
+ * any stamp this peer has seen, so a write accepted here is newer than every version this peer
+ * already stored.
+ *
+ * <p>Why microseconds: a client that writes a key through one peer and, once acknowledged,
+ * again through another, needs the second stamp to be higher. An acknowledgement takes far more
+ * than a microsecond, so on one host (the demo's case) the wall clock orders them. With
+ * milliseconds both could share a stamp and the tie-break by peer id could keep the first; the
+ * peers of another host would need synchronised clocks either way (last writer wins).
+ * Microseconds since 1970 stay below 2<sup>53</sup>, so JavaScript reads them exactly.
+ */
+final class VersionClock {
+  private final String writer;
+  private final LongSupplier micros;
+  private final AtomicLong last = new AtomicLong();
+
+  VersionClock(String writer, LongSupplier micros) {
+    this.writer = writer;
+    this.micros = micros;
+  }
+
+  /** A clock on the system's wall clock. */
+  static VersionClock system(String writer) {
+    return new VersionClock(writer, () -> {
+      Instant now = Instant.now();
+      return now.getEpochSecond() * 1_000_000 + now.getNano() / 1_000;
+    });
+  }
+
+  Version next() {
+    long now = micros.getAsLong();
+    return new Version(last.updateAndGet(l -> Math.max(now, l + 1)), writer);
+  }
+
+  /** Remembers a stamp written elsewhere, so later local writes order after it. */
+  void observe(long stamp) {
+    last.accumulateAndGet(stamp, Math::max);
+  }
+}

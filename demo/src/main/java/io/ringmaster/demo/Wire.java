@@ -1,0 +1,278 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.ring.KeyRange;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The peer-to-peer messages on the demo's fork channel, as bytes. Every request starts with an
+ * operation byte; every reply with {@link #OK} or {@link #ERROR}. No operation byte is 1: a
+ * request that reaches a peer whose fork channel is not up yet lands on the node's main channel,
+ * where the core's gossip reads a first byte of 1 as its own checksum message.
+ */
+final class Wire {
+  static final byte OP_WRITE = 'W';
+  static final byte OP_GET = 'G';
+  static final byte OP_PULL = 'P';
+  static final byte OP_PUSH = 'H';
+  static final byte OP_STATUS = 'S';
+  static final byte OK = 'K';
+  static final byte ERROR = 'E';
+
+  /** A client write on its way to an owner; {@code targets} are the owners the sender wrote to. */
+  record WriteRequest(Entry entry, Set<String> targets, int hops) {}
+
+  /**
+   * Ids of the peers that stored the write (the receiver and those it forwarded to), and the
+   * newest version any of them holds for the key afterwards: newer than the write's own when a
+   * write with a higher stamp got there first.
+   */
+  record WriteReply(Set<String> stored, Version held) {
+    WriteReply merge(WriteReply other) {
+      Set<String> all = new LinkedHashSet<>(stored);
+      all.addAll(other.stored);
+      return new WriteReply(all, other.held.isNewerThan(held) ? other.held : held);
+    }
+  }
+
+  /** Entries of {@code ranges} from {@code cursor}, once the source has installed view {@code viewId}. */
+  record PullRequest(long viewId, List<KeyRange> ranges, Store.Cursor cursor, int maxBytes) {}
+
+  /** Why entries are pushed: a lost range, a stray key found by the sweep, a repair after a merge. */
+  enum PushKind { MIGRATION, SWEEP, REPAIR }
+
+  record PushRequest(PushKind kind, List<Entry> entries) {}
+
+  /** What a peer says about itself every second: its view, ring and key counts. */
+  record PeerStatus(String id, long viewId, long checksum, long primaryKeys, long backupKeys, long strayKeys,
+                    int migrationsInProgress) {}
+
+  private Wire() {}
+
+  // ---------------------------------------------------------------- requests
+
+  static byte[] write(WriteRequest r) {
+    return bytes(OP_WRITE, out -> {
+      entry(out, r.entry());
+      out.writeByte(r.hops());
+      strings(out, r.targets());
+    });
+  }
+
+  static WriteRequest readWrite(DataInputStream in) throws IOException {
+    Entry e = entry(in);
+    int hops = in.readUnsignedByte();
+    return new WriteRequest(e, new LinkedHashSet<>(strings(in)), hops);
+  }
+
+  static byte[] get(String key) {
+    return bytes(OP_GET, out -> out.writeUTF(key));
+  }
+
+  static byte[] pull(PullRequest r) {
+    return bytes(OP_PULL, out -> {
+      out.writeLong(r.viewId());
+      out.writeInt(r.ranges().size());
+      for (KeyRange k : r.ranges()) {
+        out.writeLong(k.start());
+        out.writeLong(k.end());
+      }
+      cursor(out, r.cursor());
+      out.writeInt(r.maxBytes());
+    });
+  }
+
+  static PullRequest readPull(DataInputStream in) throws IOException {
+    long viewId = in.readLong();
+    int n = in.readInt();
+    List<KeyRange> ranges = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      ranges.add(new KeyRange(in.readLong(), in.readLong()));
+    }
+    Store.Cursor cursor = cursor(in);
+    return new PullRequest(viewId, ranges, cursor, in.readInt());
+  }
+
+  static byte[] push(PushRequest r) {
+    return bytes(OP_PUSH, out -> {
+      out.writeByte(r.kind().ordinal());
+      entries(out, r.entries());
+    });
+  }
+
+  static PushRequest readPush(DataInputStream in) throws IOException {
+    PushKind kind = PushKind.values()[in.readUnsignedByte()];
+    return new PushRequest(kind, entries(in));
+  }
+
+  static byte[] status(PeerStatus s) {
+    return bytes(OP_STATUS, out -> {
+      out.writeUTF(s.id());
+      out.writeLong(s.viewId());
+      out.writeLong(s.checksum());
+      out.writeLong(s.primaryKeys());
+      out.writeLong(s.backupKeys());
+      out.writeLong(s.strayKeys());
+      out.writeInt(s.migrationsInProgress());
+    });
+  }
+
+  static PeerStatus readStatus(DataInputStream in) throws IOException {
+    return new PeerStatus(in.readUTF(), in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readLong(),
+        in.readInt());
+  }
+
+  // ---------------------------------------------------------------- replies
+
+  static byte[] writeReply(WriteReply r) {
+    return bytes(OK, out -> {
+      strings(out, r.stored());
+      out.writeLong(r.held().stamp());
+      out.writeUTF(r.held().writer());
+    });
+  }
+
+  static WriteReply readWriteReply(DataInputStream in) throws IOException {
+    Set<String> stored = new LinkedHashSet<>(strings(in));
+    return new WriteReply(stored, new Version(in.readLong(), in.readUTF()));
+  }
+
+  static byte[] getReply(Optional<Entry> found) {
+    return bytes(OK, out -> {
+      out.writeBoolean(found.isPresent());
+      if (found.isPresent()) {
+        entry(out, found.get());
+      }
+    });
+  }
+
+  static Optional<Entry> readGetReply(DataInputStream in) throws IOException {
+    return in.readBoolean() ? Optional.of(entry(in)) : Optional.empty();
+  }
+
+  static byte[] page(Store.Page p) {
+    return bytes(OK, out -> {
+      entries(out, p.entries());
+      out.writeBoolean(p.next().isPresent());
+      if (p.next().isPresent()) {
+        cursor(out, p.next().get());
+      }
+    });
+  }
+
+  static Store.Page readPage(DataInputStream in) throws IOException {
+    List<Entry> entries = entries(in);
+    return new Store.Page(entries, in.readBoolean() ? Optional.of(cursor(in)) : Optional.empty());
+  }
+
+  static byte[] pushReply(int changed) {
+    return bytes(OK, out -> out.writeInt(changed));
+  }
+
+  static byte[] error(String message) {
+    return bytes(ERROR, out -> out.writeUTF(message.length() > 1000 ? message.substring(0, 1000) : message));
+  }
+
+  /** A stream over a message's bytes, positioned after its first byte, which is returned by {@link #first}. */
+  static DataInputStream open(byte[] buf, int offset, int length) {
+    return new DataInputStream(new ByteArrayInputStream(buf, offset + 1, length - 1));
+  }
+
+  static byte first(byte[] buf, int offset, int length) {
+    if (buf == null || length < 1) {
+      throw new IllegalArgumentException("empty message");
+    }
+    return buf[offset];
+  }
+
+  // ---------------------------------------------------------------- parts
+
+  private static void entry(DataOutputStream out, Entry e) throws IOException {
+    out.writeUTF(e.key());
+    out.writeLong(e.version().stamp());
+    out.writeUTF(e.version().writer());
+    out.writeBoolean(e.deleted());
+    byte[] value = e.value().getBytes(StandardCharsets.UTF_8); // may exceed writeUTF's 64 KiB
+    out.writeInt(value.length);
+    out.write(value);
+  }
+
+  private static Entry entry(DataInputStream in) throws IOException {
+    String key = in.readUTF();
+    Version v = new Version(in.readLong(), in.readUTF());
+    boolean deleted = in.readBoolean();
+    byte[] value = new byte[in.readInt()];
+    in.readFully(value);
+    return new Entry(key, new String(value, StandardCharsets.UTF_8), v, deleted);
+  }
+
+  private static void entries(DataOutputStream out, List<Entry> entries) throws IOException {
+    out.writeInt(entries.size());
+    for (Entry e : entries) {
+      entry(out, e);
+    }
+  }
+
+  private static List<Entry> entries(DataInputStream in) throws IOException {
+    int n = in.readInt();
+    List<Entry> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(entry(in));
+    }
+    return out;
+  }
+
+  private static void strings(DataOutputStream out, Set<String> values) throws IOException {
+    out.writeShort(values.size());
+    for (String s : values) {
+      out.writeUTF(s);
+    }
+  }
+
+  private static List<String> strings(DataInputStream in) throws IOException {
+    int n = in.readUnsignedShort();
+    List<String> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(in.readUTF());
+    }
+    return out;
+  }
+
+  private static void cursor(DataOutputStream out, Store.Cursor c) throws IOException {
+    out.writeInt(c.segment());
+    out.writeBoolean(c.last().isPresent());
+    if (c.last().isPresent()) {
+      out.writeUTF(c.last().get().key());
+    }
+  }
+
+  private static Store.Cursor cursor(DataInputStream in) throws IOException {
+    int segment = in.readInt();
+    return new Store.Cursor(segment, in.readBoolean() ? Optional.of(Store.Slot.of(in.readUTF())) : Optional.empty());
+  }
+
+  private interface Body {
+    void write(DataOutputStream out) throws IOException;
+  }
+
+  private static byte[] bytes(byte first, Body body) {
+    ByteArrayOutputStream buf = new ByteArrayOutputStream(64);
+    try (DataOutputStream out = new DataOutputStream(buf)) {
+      out.writeByte(first);
+      body.write(out);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot encode a message", e); // a byte array never fails
+    }
+    return buf.toByteArray();
+  }
+}

@@ -1,0 +1,76 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** SIGTERM is a graceful leave: with a single copy of each key, the leaver must hand every key off. */
+class GracefulStopTest {
+  static final int KEYS = 3_000;
+
+  private PeerCluster cluster;
+  private KeyWriter writer;
+
+  @AfterEach
+  void tearDown() throws Exception {
+    if (writer != null) {
+      writer.close();
+    }
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void sigterm_duringWritesWithOneReplica_losesNoAcknowledgedKey() throws Exception {
+    cluster = new PeerCluster("graceful", 1);
+    cluster.startAll("peer-1", "peer-2", "peer-3");
+    cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), Duration.ofSeconds(30));
+    writer = new KeyWriter(cluster, 16);
+
+    CompletableFuture<Void> writes = writer.writeAll(KEYS);
+    await().atMost(Duration.ofSeconds(60)).until(() -> writer.ackedWrites.get() >= KEYS / 2);
+    long held = cluster.json("peer-2", "/stats").path("primaryKeys").asLong();
+    long stopping = System.nanoTime();
+    // 143 = 128 + SIGTERM: how a JVM ends after its shutdown hook (the graceful leave) has run.
+    assertEquals(143, cluster.stop("peer-2"), "exit code of the graceful stop");
+    String log = Files.readString(cluster.peer("peer-2").log());
+    assertTrue(log.contains("peer-2 left the cluster"), log);
+    long stopMillis = (System.nanoTime() - stopping) / 1_000_000;
+
+    writes.get(90, TimeUnit.SECONDS);
+    List<String> survivors = List.of("peer-1", "peer-3");
+    cluster.awaitSettled(survivors, Duration.ofSeconds(60));
+
+    Map<String, String> acked = writer.acknowledged();
+    assertEquals(KEYS, acked.size());
+    List<String> lost = new ArrayList<>();
+    for (String peer : survivors) {
+      lost.addAll(writer.mismatches(peer, acked));
+    }
+    assertEquals(List.of(), lost.subList(0, Math.min(20, lost.size())), lost.size() + " reads failed");
+    long primary = 0;
+    long migratedIn = 0;
+    for (String peer : survivors) {
+      JsonNode s = cluster.json(peer, "/stats");
+      primary += s.path("primaryKeys").asLong();
+      migratedIn += s.path("keysMigratedIn").asLong();
+    }
+    assertEquals(KEYS, primary, "each key held once");
+    System.out.printf("graceful stop of peer-2 holding %d keys took %d ms; survivors took in %d keys%n", held,
+        stopMillis, migratedIn);
+  }
+}

@@ -1,0 +1,33 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import org.junit.jupiter.api.Test;
+
+class KeyCodecTest {
+
+  @Test
+  void decode_escapesAndPlus_decodesStrictlyAsUtf8() {
+    assertEquals("a b+c/d", KeyCodec.decode("a%20b+c%2Fd"));
+    assertEquals("é", KeyCodec.decode("%C3%A9"));
+    assertEquals("é", KeyCodec.decode("\u00c3\u00a9"), "raw UTF-8 bytes, as the JDK server passes them");
+  }
+
+  @Test
+  void decode_malformed_failsWith400NamingTheProblem() {
+    HttpError bad = assertThrows(HttpError.class, () -> KeyCodec.decode("ab%4"));
+    assertEquals(400, bad.status());
+    assertEquals("malformed percent-encoding at index 2 of the key", bad.getMessage());
+    assertEquals("the key is not valid UTF-8", assertThrows(HttpError.class, () -> KeyCodec.decode("%C3%28")).getMessage());
+    assertThrows(HttpError.class, () -> KeyCodec.decode("%zz"));
+  }
+
+  @Test
+  void validate_emptyOrOver256Bytes_fails() {
+    assertEquals("empty key: use /kv/{key}", assertThrows(HttpError.class, () -> KeyCodec.validate("")).getMessage());
+    assertEquals("k".repeat(256), KeyCodec.validate("k".repeat(256)));
+    assertEquals("key too long: 258 UTF-8 bytes, at most 256",
+        assertThrows(HttpError.class, () -> KeyCodec.validate("é".repeat(129))).getMessage());
+  }
+}

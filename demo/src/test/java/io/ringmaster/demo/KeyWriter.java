@@ -1,0 +1,132 @@
+package io.ringmaster.demo;
+
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+/**
+ * Writes keys concurrently through random live peers, each key until a peer acknowledges it
+ * (200), and remembers each key's last acknowledged value. Every fifth key is written twice, so
+ * the check also covers overwrites racing a migration.
+ */
+final class KeyWriter implements AutoCloseable {
+  static final Duration PER_KEY_DEADLINE = Duration.ofSeconds(60);
+
+  private final PeerCluster cluster;
+  private final ExecutorService threads;
+  private final Map<String, String> acked = new ConcurrentHashMap<>();
+  final AtomicLong ackedWrites = new AtomicLong();
+  final AtomicLong failedAttempts = new AtomicLong();
+
+  KeyWriter(PeerCluster cluster, int concurrency) {
+    this.cluster = cluster;
+    this.threads = Executors.newFixedThreadPool(concurrency);
+  }
+
+  static String key(int i) {
+    return "key-" + i;
+  }
+
+  /** Starts writing keys {@code 0..n-1}; the future ends when all are acknowledged. */
+  CompletableFuture<Void> writeAll(int n) {
+    CompletableFuture<?>[] tasks = new CompletableFuture<?>[n];
+    for (int i = 0; i < n; i++) {
+      int k = i;
+      tasks[i] = CompletableFuture.runAsync(() -> {
+        write(key(k), "v1-" + k);
+        if (k % 5 == 0) {
+          write(key(k), "v2-" + k);
+        }
+      }, threads);
+    }
+    return CompletableFuture.allOf(tasks);
+  }
+
+  /**
+   * Reads every key through one peer, concurrently.
+   *
+   * @return a line for each key not readable there with its expected value; empty if all are
+   */
+  List<String> mismatches(String via, Map<String, String> expected) {
+    return mismatches(via, expected.keySet(), key -> Set.of(expected.get(key)));
+  }
+
+  /** Values this writer ever wrote to the key (what a read may see while writes go on). */
+  static Set<String> anyWritten(String key) {
+    String i = key.substring("key-".length());
+    return Set.of("v1-" + i, "v2-" + i);
+  }
+
+  /** As {@link #mismatches(String, Map)}, accepting any of {@code accepted}'s values for a key. */
+  List<String> mismatches(String via, Collection<String> keys, Function<String, Set<String>> accepted) {
+    List<CompletableFuture<String>> reads = new ArrayList<>();
+    for (String key : keys) {
+      reads.add(CompletableFuture.supplyAsync(() -> {
+        try {
+          HttpResponse<String> r = cluster.get(via, key);
+          if (r.statusCode() == 200 && accepted.apply(key).contains(PeerCluster.parse(r.body()).path("value").asText())) {
+            return null;
+          }
+          return key + " via " + via + ": " + r.statusCode() + " " + r.body() + " (expected " + accepted.apply(key) + ")";
+        } catch (RuntimeException e) {
+          return key + " via " + via + ": " + e;
+        }
+      }, threads));
+    }
+    List<String> out = new ArrayList<>();
+    for (CompletableFuture<String> r : reads) {
+      String problem = r.join();
+      if (problem != null) {
+        out.add(problem);
+      }
+    }
+    return out;
+  }
+
+  private void write(String key, String value) {
+    long deadline = System.nanoTime() + PER_KEY_DEADLINE.toNanos();
+    while (System.nanoTime() < deadline) {
+      List<String> live = cluster.live();
+      String via = live.get(ThreadLocalRandom.current().nextInt(live.size()));
+      try {
+        HttpResponse<String> r = cluster.put(via, key, value);
+        if (r.statusCode() == 200) {
+          acked.put(key, value);
+          ackedWrites.incrementAndGet();
+          return;
+        }
+      } catch (RuntimeException e) {
+        // the peer died under us: try another
+      }
+      failedAttempts.incrementAndGet();
+    }
+    throw new AssertionError("no peer acknowledged " + key + " within " + PER_KEY_DEADLINE);
+  }
+
+  /** Key to its last acknowledged value. */
+  Map<String, String> acknowledged() {
+    return Map.copyOf(acked);
+  }
+
+  @Override
+  public void close() {
+    threads.shutdownNow();
+    try {
+      threads.awaitTermination(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

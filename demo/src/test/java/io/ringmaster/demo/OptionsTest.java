@@ -1,0 +1,76 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class OptionsTest {
+
+  private static String refusal(String... args) {
+    return assertThrows(UsageException.class, () -> PeerOptions.parse(args, 0)).getMessage();
+  }
+
+  @Test
+  void parse_fullCommandLine_readsEveryFlag() {
+    PeerOptions o = PeerOptions.parse(new String[] {"--id", "p1", "--http-port", "8081", "--replicas", "3",
+        "--zone", "z1", "--weight", "2.5", "--cluster", "c", "--parent-pid", "42"}, 0);
+    assertEquals(new PeerOptions(Optional.of("p1"), 8081, Optional.of(3), Optional.of("z1"), Optional.of(2.5),
+        Optional.empty(), Optional.of("c"), Optional.of(42L)), o);
+    assertEquals("http://127.0.0.1:8081", o.endpoint());
+  }
+
+  @Test
+  void parse_badValues_nameTheFlagAndTheValue() {
+    assertEquals("--http-port must be a whole number in 1..65535: abc", refusal("--id", "p", "--http-port", "abc"));
+    assertEquals("--http-port must be a whole number in 1..65535: 70000", refusal("--id", "p", "--http-port", "70000"));
+    assertEquals("--http-port is required", refusal("--id", "p"));
+    assertEquals("--replicas must be a whole number in 1..255: 0", refusal("--id", "p", "--http-port", "1", "--replicas", "0"));
+    assertEquals("--weight must be a finite number >= 0: -1", refusal("--id", "p", "--http-port", "1", "--weight", "-1"));
+    assertEquals("--weight must be a finite number >= 0: NaN", refusal("--id", "p", "--http-port", "1", "--weight", "NaN"));
+    assertEquals("unknown flag --port", refusal("--id", "p", "--port", "1"));
+    assertEquals("--id needs a value", refusal("--id", "--http-port", "1"));
+    assertEquals("--id is given twice", refusal("--id", "a", "--id", "b", "--http-port", "1"));
+    assertEquals("unexpected argument \"extra\": flags look like --name value", refusal("extra"));
+    assertEquals("--id is required (or a --config that sets nodeId)", refusal("--http-port", "1"));
+    assertEquals("--zone must not be empty: \" \"", refusal("--id", "p", "--http-port", "1", "--zone", " "));
+  }
+
+  @Test
+  void clusterParse_badPeers_namesTheFlag() {
+    assertEquals("--peers must be a whole number in 1..20: 50",
+        assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[] {"--peers", "50"}, 0)).getMessage());
+    assertEquals(3, ClusterOptions.parse(new String[0], 0).peers());
+  }
+
+  @Test
+  void main_badArguments_printsOneLineErrorAndUsage_exits2() {
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = Main.run(new String[] {"peer", "--id", "p", "--http-port", "x"}, System.out,
+        new PrintStream(err, true, StandardCharsets.UTF_8));
+    assertEquals(2, code);
+    String[] lines = err.toString(StandardCharsets.UTF_8).split("\n");
+    assertEquals("error: --http-port must be a whole number in 1..65535: x", lines[0]);
+    assertTrue(lines[1].startsWith("usage: "), lines[1]);
+    assertEquals(2, Main.run(new String[] {"nope"}, System.out, new PrintStream(new ByteArrayOutputStream())));
+    assertEquals(2, Main.run(new String[0], System.out, new PrintStream(new ByteArrayOutputStream())));
+  }
+
+  @Test
+  void main_configFileWithUnknownKey_exits2NamingTheKey(@TempDir Path dir) throws Exception {
+    Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"colour\": \"red\"}");
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = Main.run(new String[] {"peer", "--http-port", "1", "--config", config.toString()}, System.out,
+        new PrintStream(err, true, StandardCharsets.UTF_8));
+    assertEquals(2, code);
+    assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: unknown setting \"colour\""), err::toString);
+  }
+}

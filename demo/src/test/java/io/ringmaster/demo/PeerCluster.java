@@ -1,0 +1,234 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Real peers as separate processes on 127.0.0.1, started from the test's class path. Their JGroups
+ * ports are 7830-7849 (not the demo's 7800), so a demo running on this machine does not see them,
+ * and each cluster has a name of its own. Output goes to {@code target/peer-logs/<test>/<id>.log}.
+ * {@link #close()} kills every process it started.
+ */
+final class PeerCluster implements AutoCloseable {
+  static final int JGROUPS_PORT = 7830;
+  private static final AtomicInteger CLUSTERS = new AtomicInteger();
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  record TestPeer(String id, int httpPort, Process process, Path log) {
+    String url() {
+      return "http://127.0.0.1:" + httpPort;
+    }
+  }
+
+  private final String cluster;
+  private final int replicas;
+  private final Path logDir;
+  private final Map<String, TestPeer> peers = new LinkedHashMap<>();
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(2)).build();
+
+  PeerCluster(String test, int replicas) throws IOException {
+    this.cluster = "demo-test-" + test + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
+    this.replicas = replicas;
+    this.logDir = Files.createDirectories(Path.of("target", "peer-logs", test));
+  }
+
+  /** Starts the first peer alone and waits for it, then the others together. */
+  void startAll(String... ids) throws IOException {
+    awaitReady(start(ids[0]));
+    List<TestPeer> rest = new ArrayList<>();
+    for (int i = 1; i < ids.length; i++) {
+      rest.add(start(ids[i]));
+    }
+    rest.forEach(this::awaitReady);
+  }
+
+  TestPeer start(String id) throws IOException {
+    int port = freePort();
+    Path log = logDir.resolve(id + ".log");
+    List<String> command = List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx256m", "-XX:TieredStopAtLevel=1",
+        "-Dringmaster.bind_port=" + JGROUPS_PORT,
+        "-Dringmaster.initial_hosts=127.0.0.1[" + JGROUPS_PORT + "]",
+        "-cp", System.getProperty("java.class.path"),
+        Main.class.getName(), "peer", "--id", id, "--http-port", Integer.toString(port),
+        "--replicas", Integer.toString(replicas), "--cluster", cluster);
+    Process p = new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.to(log.toFile())).start();
+    TestPeer peer = new TestPeer(id, port, p, log);
+    synchronized (peers) {
+      peers.put(id, peer);
+    }
+    return peer;
+  }
+
+  void awaitReady(TestPeer peer) {
+    await("peer " + peer.id() + " serving HTTP (log " + peer.log() + ")").atMost(Duration.ofSeconds(60))
+        .pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+        .until(() -> {
+          if (!peer.process().isAlive()) {
+            throw new AssertionError(peer.id() + " exited with " + peer.process().exitValue() + "; see " + peer.log());
+          }
+          return send(peer.id(), HttpRequest.newBuilder(uri(peer.id(), "/stats")).GET()).statusCode() == 200;
+        });
+  }
+
+  void kill(String id) {
+    peer(id).process().destroyForcibly();
+  }
+
+  /** SIGTERM, then waits for the graceful leave to finish. */
+  int stop(String id) throws InterruptedException {
+    Process p = peer(id).process();
+    p.destroy();
+    if (!p.waitFor(60, TimeUnit.SECONDS)) {
+      throw new AssertionError(id + " did not stop within 60 s");
+    }
+    return p.exitValue();
+  }
+
+  TestPeer peer(String id) {
+    synchronized (peers) {
+      TestPeer p = peers.get(id);
+      if (p == null) {
+        throw new IllegalArgumentException("no peer " + id);
+      }
+      return p;
+    }
+  }
+
+  List<String> live() {
+    synchronized (peers) {
+      return peers.values().stream().filter(p -> p.process().isAlive()).map(TestPeer::id).toList();
+    }
+  }
+
+  URI uri(String id, String path) {
+    return URI.create(peer(id).url() + path);
+  }
+
+  static String keyPath(String key) {
+    return "/kv/" + URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
+  HttpResponse<String> send(String id, HttpRequest.Builder request) {
+    try {
+      return http.send(request.timeout(Duration.ofSeconds(20)).build(),
+          HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      throw new UncheckedIOException(id + ": " + e, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  HttpResponse<String> put(String id, String key, String value) {
+    return send(id, HttpRequest.newBuilder(uri(id, keyPath(key)))
+        .PUT(HttpRequest.BodyPublishers.ofString(value, StandardCharsets.UTF_8)));
+  }
+
+  HttpResponse<String> get(String id, String key) {
+    return send(id, HttpRequest.newBuilder(uri(id, keyPath(key))).GET());
+  }
+
+  JsonNode json(String id, String path) {
+    HttpResponse<String> r = send(id, HttpRequest.newBuilder(uri(id, path)).GET());
+    assertEquals(200, r.statusCode(), () -> id + " " + path + ": " + r.body());
+    return parse(r.body());
+  }
+
+  static JsonNode parse(String body) {
+    try {
+      return JSON.readTree(body);
+    } catch (IOException e) {
+      throw new AssertionError("not JSON: " + body, e);
+    }
+  }
+
+  /**
+   * Waits until the peers form one ring of exactly them, agree on its checksum, and have no
+   * migration running or queued and no stray key left.
+   */
+  void awaitSettled(List<String> ids, Duration atMost) {
+    await("peers " + ids + " settled").atMost(atMost).pollInterval(Duration.ofMillis(200)).ignoreExceptions()
+        .until(() -> settled(ids));
+  }
+
+  private boolean settled(List<String> ids) {
+    Set<String> checksums = new HashSet<>();
+    for (String id : ids) {
+      JsonNode s = json(id, "/stats");
+      if (s.path("members").asInt() != ids.size() || s.path("migrationsInProgress").asInt() != 0
+          || s.path("pendingCallbacks").asInt() != 0 || s.path("strayKeys").asLong() != 0) {
+        return false;
+      }
+      checksums.add(s.path("viewId").asLong() + "/" + s.path("checksum").asText());
+    }
+    return checksums.size() == 1;
+  }
+
+  /** Each key held as primary, by the peer holding it, from every peer's {@code /keys?role=primary}. */
+  Map<String, String> primaryHolders(List<String> ids) {
+    Map<String, String> holder = new LinkedHashMap<>();
+    for (String id : ids) {
+      for (JsonNode k : json(id, "/keys?role=primary").path("keys")) {
+        String previous = holder.put(k.asText(), id);
+        if (previous != null) {
+          throw new AssertionError("key " + k.asText() + " is primary on both " + previous + " and " + id);
+        }
+      }
+    }
+    return holder;
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Override
+  public void close() {
+    List<TestPeer> all;
+    synchronized (peers) {
+      all = new ArrayList<>(peers.values());
+    }
+    for (TestPeer p : all) {
+      p.process().destroyForcibly();
+    }
+    for (TestPeer p : all) {
+      try {
+        p.process().waitFor(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}

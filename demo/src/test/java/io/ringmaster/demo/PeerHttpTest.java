@@ -1,0 +1,172 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The HTTP surface of one peer: refusals, the event stream, the ring JSON, the static page. */
+class PeerHttpTest {
+  private PeerCluster cluster;
+
+  @BeforeEach
+  void startPeer() throws IOException {
+    cluster = new PeerCluster("http", 1);
+    cluster.startAll("solo");
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    cluster.close();
+  }
+
+  private HttpResponse<String> send(String method, String path, String body) {
+    HttpRequest.BodyPublisher publisher = body == null ? HttpRequest.BodyPublishers.noBody()
+        : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8);
+    return cluster.send("solo", HttpRequest.newBuilder(cluster.uri("solo", path)).method(method, publisher));
+  }
+
+  private HttpResponse<String> sendBytes(String path, byte[] body) {
+    return cluster.send("solo", HttpRequest.newBuilder(cluster.uri("solo", path))
+        .PUT(HttpRequest.BodyPublishers.ofByteArray(body)));
+  }
+
+  private static void assertRefused(int status, HttpResponse<String> r) {
+    assertEquals(status, r.statusCode(), r::body);
+    assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("application/json"));
+    JsonNode json = PeerCluster.parse(r.body());
+    assertFalse(json.path("error").asText().isEmpty(), r::body);
+    assertFalse(r.body().contains("\tat "), "no stack trace: " + r.body());
+  }
+
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void badRequests_eachRefusedWithJsonReason_peerKeepsServing() throws Exception {
+    assertRefused(400, send("PUT", "/kv/", "v"));
+    assertRefused(400, send("PUT", "/kv", "v"));
+    assertRefused(400, send("GET", "/kv/" + "k".repeat(257), null));
+    assertEquals(200, send("PUT", "/kv/" + "k".repeat(256), "v").statusCode(), "a 256-byte key is fine");
+    assertRefused(400, send("GET", "/kv/" + "%C3%A9".repeat(129), null)); // 258 UTF-8 bytes
+    assertRefused(413, sendBytes("/kv/big", new byte[64 * 1024 + 1]));
+    assertEquals(200, sendBytes("/kv/big", new byte[64 * 1024]).statusCode(), "exactly 64 KiB is fine");
+    assertRefused(400, sendBytes("/kv/bad-utf8", new byte[] {(byte) 0xC3, 0x28}));
+    assertRefused(404, send("GET", "/nope", null));
+    HttpResponse<String> post = send("POST", "/kv/a", "v");
+    assertRefused(405, post);
+    assertEquals("GET, PUT, DELETE", post.headers().firstValue("Allow").orElse(""));
+    HttpResponse<String> deleteRing = send("DELETE", "/ring", null);
+    assertRefused(405, deleteRing);
+    assertEquals("GET", deleteRing.headers().firstValue("Allow").orElse(""));
+    assertRefused(400, send("GET", "/kv/%C3%28", null)); // escapes that are not UTF-8
+    assertRefused(400, send("GET", "/keys?role=bogus", null));
+    // Escapes that are not hex never reach the API: the JDK server refuses the request line itself.
+    assertTrue(rawRequest("GET /kv/%zz HTTP/1.1").startsWith("HTTP/1.1 400"));
+    assertRefused(404, send("GET", "/kv/never-written", null));
+
+    assertEquals(200, send("PUT", "/kv/a%20b+c%2Fd", "héllo").statusCode());
+    HttpResponse<String> read = send("GET", "/kv/a%20b+c%2Fd", null);
+    assertEquals(200, read.statusCode(), read::body);
+    JsonNode json = PeerCluster.parse(read.body());
+    assertEquals("a b+c/d", json.path("key").asText());
+    assertEquals("héllo", json.path("value").asText());
+    assertEquals("solo", json.path("owner").asText());
+    assertEquals(200, send("DELETE", "/kv/a%20b+c%2Fd", null).statusCode());
+    HttpResponse<String> gone = send("GET", "/kv/a%20b+c%2Fd", null);
+    assertRefused(404, gone);
+    assertTrue(PeerCluster.parse(gone.body()).path("deleted").asBoolean(), gone::body);
+  }
+
+  private String rawRequest(String requestLine) throws IOException {
+    try (Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort())) {
+      s.setSoTimeout(5_000);
+      s.getOutputStream().write((requestLine + "\r\nHost: x\r\nConnection: close\r\n\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      InputStream in = s.getInputStream();
+      return new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+    }
+  }
+
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void events_newSubscriber_getsPastEventsThenLiveOnes() throws Exception {
+    BlockingQueue<String> data = new LinkedBlockingQueue<>();
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    HttpResponse<Stream<String>> stream = client.send(
+        HttpRequest.newBuilder(cluster.uri("solo", "/events")).GET().build(), HttpResponse.BodyHandlers.ofLines());
+    assertEquals(200, stream.statusCode());
+    assertEquals("text/event-stream; charset=utf-8", stream.headers().firstValue("Content-Type").orElse(""));
+    Thread reader = new Thread(() -> stream.body().filter(l -> l.startsWith("data: "))
+        .forEach(l -> data.add(l.substring("data: ".length()))));
+    reader.setDaemon(true);
+    reader.start();
+
+    assertEquals("started", type(data.poll(10, TimeUnit.SECONDS)), "replayed: the peer's start");
+    assertEquals("ownership", type(data.poll(10, TimeUnit.SECONDS)), "replayed: its initial ownership");
+    assertEquals("migration", type(data.poll(10, TimeUnit.SECONDS)), "replayed: its initial (empty) pull");
+
+    cluster.awaitReady(cluster.start("second"));
+    JsonNode membership = null;
+    for (String e = data.poll(20, TimeUnit.SECONDS); e != null; e = data.poll(20, TimeUnit.SECONDS)) {
+      JsonNode json = PeerCluster.parse(e);
+      assertTrue(json.path("time").asLong() > 0, e);
+      if (json.path("type").asText().equals("membership")) {
+        membership = json;
+        break;
+      }
+    }
+    assertTrue(membership != null, "a live membership event");
+    assertEquals(List.of("second"), List.of(membership.path("joined").get(0).asText()));
+    stream.body().close();
+  }
+
+  private static String type(String json) {
+    assertTrue(json != null, "an event within 10 s");
+    return PeerCluster.parse(json).path("type").asText();
+  }
+
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void ringAndPage_served_withDocumentedShape() {
+    JsonNode ring = cluster.json("solo", "/ring");
+    assertEquals("solo", ring.path("local").asText());
+    assertEquals(256, ring.path("virtualNodes").asInt());
+    assertEquals(1, ring.path("replicas").asInt());
+    JsonNode member = ring.path("members").get(0);
+    assertEquals("solo", member.path("id").asText());
+    assertEquals(1.0, member.path("share").asDouble(), 1e-9);
+    assertEquals(cluster.peer("solo").url(), member.path("endpoint").asText());
+    assertTrue(member.path("ranges").get(0).get(0).isTextual(), "positions as strings");
+    assertTrue(ring.path("checksum").asText().matches("[0-9a-f]+"));
+    cluster.awaitSettled(List.of("solo"), Duration.ofSeconds(10));
+    await().atMost(Duration.ofSeconds(10))
+        .until(() -> cluster.json("solo", "/ring").path("agreed").asBoolean());
+
+    HttpResponse<String> page = send("GET", "/", null);
+    assertEquals(200, page.statusCode());
+    assertEquals("text/html; charset=utf-8", page.headers().firstValue("Content-Type").orElse(""));
+    assertTrue(page.body().contains("/ring"));
+    assertEquals(200, send("GET", "/web/index.html", null).statusCode());
+    assertRefused(404, send("GET", "/web/missing.js", null));
+    assertRefused(404, send("GET", "/web/..%2Fweb%2Findex.html", null));
+    assertRefused(405, send("PUT", "/", "x"));
+  }
+}

@@ -1,0 +1,175 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+class StoreTest {
+  private static final int KEYS = 2_000;
+
+  private static Version v(long stamp) {
+    return new Version(stamp, "p1");
+  }
+
+  private static Store filled() {
+    Store store = new Store();
+    for (int i = 0; i < KEYS; i++) {
+      store.merge(Entry.of("k" + i, "v" + i, v(1)));
+    }
+    return store;
+  }
+
+  /** The keys a range holds, by the definition: (start, end], wrapping, start == end the whole circle. */
+  private static Set<String> expected(KeyRange r) {
+    Set<String> out = new TreeSet<>();
+    for (int i = 0; i < KEYS; i++) {
+      if (r.contains("k" + i)) {
+        out.add("k" + i);
+      }
+    }
+    return out;
+  }
+
+  private static Set<String> keys(List<Entry> entries) {
+    return entries.stream().map(Entry::key).collect(Collectors.toCollection(TreeSet::new));
+  }
+
+  @Test
+  void scan_plainWrappingAndFullRanges_returnExactlyTheKeysInside() {
+    Store store = filled();
+    Random random = new Random(42);
+    List<KeyRange> ranges = new ArrayList<>(List.of(KeyRange.full(), new KeyRange(0, 0),
+        new KeyRange(Long.MIN_VALUE, Long.MAX_VALUE), new KeyRange(Long.MAX_VALUE, Long.MIN_VALUE),
+        new KeyRange(Long.MAX_VALUE / 2, Long.MIN_VALUE / 2), new KeyRange(-10, 10)));
+    for (int i = 0; i < 200; i++) {
+      ranges.add(new KeyRange(random.nextLong(), random.nextLong()));
+    }
+    for (KeyRange r : ranges) {
+      List<Entry> scanned = store.scan(r);
+      assertEquals(expected(r), keys(scanned), "range " + r);
+      assertEquals(scanned.size(), keys(scanned).size(), "no key twice in " + r);
+    }
+  }
+
+  @Test
+  void scan_rangeEndsExactlyOnAKey_includesEndExcludesStart() {
+    Store store = filled();
+    long p = HashRing.position("k7");
+    assertTrue(keys(store.scan(new KeyRange(p - 1, p))).contains("k7"));
+    assertFalse(keys(store.scan(new KeyRange(p, p + 1))).contains("k7"));
+  }
+
+  @Test
+  void scan_wrappingRange_returnsRingOrderFromStart() {
+    Store store = filled();
+    KeyRange r = new KeyRange(Long.MAX_VALUE / 2, Long.MIN_VALUE / 2);
+    List<Long> positions = store.scan(r).stream().map(Entry::position).toList();
+    int wrapAt = 0;
+    while (wrapAt < positions.size() && positions.get(wrapAt) > 0) {
+      wrapAt++;
+    }
+    List<Long> high = positions.subList(0, wrapAt);
+    List<Long> low = positions.subList(wrapAt, positions.size());
+    assertEquals(high.stream().sorted().toList(), high);
+    assertEquals(low.stream().sorted().toList(), low);
+    assertTrue(low.stream().allMatch(x -> x < 0));
+  }
+
+  @Test
+  void pagedScan_smallPages_visitsEachKeyOnceAcrossRanges() {
+    Store store = filled();
+    List<KeyRange> ranges = List.of(new KeyRange(Long.MAX_VALUE / 2, Long.MIN_VALUE / 2), new KeyRange(-100, 1L << 60));
+    Set<String> want = new TreeSet<>(expected(ranges.get(0)));
+    want.addAll(expected(ranges.get(1)));
+    List<Entry> got = new ArrayList<>();
+    Store.Cursor cursor = Store.Cursor.START;
+    int pages = 0;
+    while (true) {
+      Store.Page page = store.scan(ranges, cursor, 1_000);
+      got.addAll(page.entries());
+      pages++;
+      if (page.next().isEmpty()) {
+        break;
+      }
+      cursor = page.next().get();
+    }
+    assertEquals(want, keys(got));
+    assertEquals(got.size(), want.size(), "no key twice");
+    assertTrue(pages > 10, "small pages: " + pages);
+  }
+
+  @Test
+  void merge_olderVersion_isIgnoredAndNewerWins() {
+    Store store = new Store();
+    assertTrue(store.merge(Entry.of("k", "new", v(10))));
+    assertFalse(store.merge(Entry.of("k", "old", v(9))));
+    assertFalse(store.merge(Entry.of("k", "same", v(10))), "an equal version is a duplicate");
+    assertEquals("new", store.get("k").orElseThrow().value());
+    assertTrue(store.merge(Entry.of("k", "newer", v(11))));
+    assertEquals("newer", store.get("k").orElseThrow().value());
+  }
+
+  @Test
+  void merge_sameStamp_higherWriterIdWins() {
+    Store store = new Store();
+    store.merge(Entry.of("k", "from-b", new Version(5, "b")));
+    assertFalse(store.merge(Entry.of("k", "from-a", new Version(5, "a"))));
+    assertTrue(store.merge(Entry.of("k", "from-c", new Version(5, "c"))));
+    assertEquals("from-c", store.get("k").orElseThrow().value());
+  }
+
+  @Test
+  void merge_tombstone_blocksOlderValueFromResurrecting() {
+    Store store = new Store();
+    store.merge(Entry.of("k", "v", v(1)));
+    assertTrue(store.merge(Entry.tombstone("k", v(2))));
+    assertFalse(store.merge(Entry.of("k", "v", v(1))), "a migration bringing the old value back");
+    assertTrue(store.get("k").orElseThrow().deleted());
+    assertTrue(store.merge(Entry.of("k", "again", v(3))), "a later write revives the key");
+    assertEquals("again", store.get("k").orElseThrow().value());
+  }
+
+  @Test
+  void removeIfUnchanged_rewrittenMeanwhile_keepsTheNewWrite() {
+    Store store = new Store();
+    store.merge(Entry.of("k", "v1", v(1)));
+    Entry seen = store.get("k").orElseThrow();
+    store.merge(Entry.of("k", "v2", v(2)));
+    assertFalse(store.removeIfUnchanged(seen));
+    assertEquals(Optional.of("v2"), store.get("k").map(Entry::value));
+    assertTrue(store.removeIfUnchanged(store.get("k").orElseThrow()));
+    assertTrue(store.get("k").isEmpty());
+  }
+
+  @Test
+  void all_iteratesInRingOrder() {
+    List<Long> positions = filled().all().stream().map(Entry::position).toList();
+    assertEquals(positions.stream().sorted(Comparator.naturalOrder()).toList(), positions);
+  }
+
+  @Test
+  void versionClock_stampsStrictlyIncreaseAndPassObservedOnes() {
+    long[] now = {1_000};
+    VersionClock clock = new VersionClock("p", () -> now[0]);
+    Version a = clock.next();
+    Version b = clock.next();
+    assertEquals(1_000, a.stamp());
+    assertTrue(b.isNewerThan(a), "two writes in one microsecond");
+    now[0] = 500; // the wall clock went back
+    assertTrue(clock.next().isNewerThan(b));
+    clock.observe(9_000);
+    assertTrue(clock.next().stamp() > 9_000);
+  }
+}
