@@ -39,6 +39,12 @@ final class Events {
 
   record Sweep(String type, long time, long keys, List<String> peers) {}
 
+  /**
+   * Entries another peer pushed here: {@code kind} "migration" (it lost their range), "sweep" or
+   * "repair"; {@code keys} of the {@code entries} were new or newer here.
+   */
+  record Received(String type, long time, String kind, String from, long keys, int entries) {}
+
   /** After a merge: every entry held here ({@code keys}) pushed to its owners in the merged ring. */
   record Repair(String type, long time, long viewId, long keys, List<String> peers, long millis, boolean ok) {}
 
@@ -84,6 +90,10 @@ final class Events {
 
   static Sweep sweep(long keys, List<String> peers) {
     return new Sweep("sweep", now(), keys, List.copyOf(peers));
+  }
+
+  static Received received(String kind, String from, long keys, int entries) {
+    return new Received("received", now(), kind, from, keys, entries);
   }
 
   static Repair repair(long viewId, long keys, List<String> peers, long millis, boolean ok) {

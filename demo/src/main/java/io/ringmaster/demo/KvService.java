@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -29,10 +30,11 @@ import java.util.function.Predicate;
  * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
  * retries and duplicate deliveries are harmless.
  *
- * <p>Versions come from the accepting peer's clock, so a write accepted in the same millisecond
- * as an earlier one, on a peer whose id sorts lower, would lose to it. Owners therefore answer
- * with the newest version they hold; a write that lost is stamped again, newer than that, and
- * sent again. An acknowledged write is the newest version on every owner when acknowledged.
+ * <p>Versions come from the accepting peer's clock ({@link VersionClock}). A write can still
+ * reach an owner that holds a newer version than its own: a concurrent write, or an earlier one
+ * stamped by a clock that runs ahead (another host's). Owners therefore answer with the newest
+ * version they hold; a write that lost is stamped again, past that, and sent again. So an
+ * acknowledged write is the newest version on every owner when it is acknowledged.
  */
 final class KvService {
   /** Forwarding stops after this many peers; a longer chain means rings still settling: retry. */
@@ -209,12 +211,16 @@ final class KvService {
 
   /**
    * Reads a key from its owners: this peer first if it is one, then the others in ring order,
-   * until one has it. A miss on every owner that answered is a miss.
+   * until one has it. A miss on every owner that answered is a miss. Reads do not wait for
+   * migrations: in the moments after a ring change a key can read as missing on a new owner that
+   * is still pulling it, unless another owner still has it.
    */
   Read get(String key) {
     counters.getsServed.increment();
     List<String> owners = routing.owners(key);
     List<String> order = new ArrayList<>(owners);
+    // Peers that just joined and do not serve yet go last; stable sort keeps ring order otherwise.
+    order.sort(Comparator.comparing(o -> !ready.test(o)));
     if (order.remove(routing.self())) {
       order.add(0, routing.self());
     }

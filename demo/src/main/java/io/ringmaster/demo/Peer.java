@@ -90,7 +90,8 @@ final class Peer implements AutoCloseable {
     VersionClock clock = VersionClock.system(self);
     PeerDirectory directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
-    Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, directory::hasReported);
+    Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, directory::hasReported,
+        events);
     Rebalancer rebalancer = new Rebalancer(routing, store, transfers, counters, events);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, () -> node.stats().pendingCallbacks());
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);

@@ -111,10 +111,13 @@ final class Rpc implements AutoCloseable {
   }
 
   private void dispatch(Message msg, Response response) {
-    byte[] body = Arrays.copyOfRange(msg.getArray(), msg.getOffset(), msg.getOffset() + msg.getLength());
-    if (body.length == 0) {
+    if (msg.getArray() == null || msg.getLength() == 0) {
+      if (response != null) {
+        response.send(Wire.error("empty request"), false);
+      }
       return;
     }
+    byte[] body = Arrays.copyOfRange(msg.getArray(), msg.getOffset(), msg.getOffset() + msg.getLength());
     byte op = body[0];
     if (response == null) { // one-way: only status reports, cheap enough for the JGroups thread
       if (op == Wire.OP_STATUS) {

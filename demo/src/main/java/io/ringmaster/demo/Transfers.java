@@ -34,12 +34,15 @@ final class Transfers {
   private final Counters counters;
   private final LongSupplier viewId;
   private final Predicate<String> ready;
+  private final EventLog events;
 
-  Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId, Predicate<String> ready) {
+  Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId, Predicate<String> ready,
+            EventLog events) {
     this.routing = routing;
     this.store = store;
     this.rpc = rpc;
     this.counters = counters;
+    this.events = events;
     this.viewId = viewId;
     this.ready = ready;
   }
@@ -54,7 +57,7 @@ final class Transfers {
       while (to < entries.size() && (to == from || bytes + entries.get(to).weight() <= PAGE_BYTES)) {
         bytes += entries.get(to++).weight();
       }
-      byte[] request = Wire.push(new Wire.PushRequest(kind, entries.subList(from, to)));
+      byte[] request = Wire.push(new Wire.PushRequest(kind, routing.self(), entries.subList(from, to)));
       for (int attempt = 1; ; attempt++) {
         try {
           rpc.call(destination, request, PUSH_TIMEOUT).get();
@@ -146,7 +149,7 @@ final class Transfers {
   }
 
   /**
-   * Handles {@link Wire#OP_PUSH}: merges, and counts what a migration brought in. A leaving peer
+   * Handles {@link Wire#OP_PUSH}: merges, and counts (and reports) what it brought in. A leaving peer
    * refuses, so the sender keeps its copy: otherwise a peer that has not yet seen the leave could
    * sweep keys that the leaver just handed it back to the leaver, drop them, and lose them.
    * Checked after the merge, like writes: a push merged after the leaver's hand-off scan is refused.
@@ -164,6 +167,9 @@ final class Transfers {
     }
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);
+    }
+    if (changed > 0) {
+      events.publish(Events.received(r.kind().name().toLowerCase(), r.from(), changed, r.entries().size()));
     }
     return Wire.pushReply(changed);
   }

@@ -51,7 +51,7 @@ final class Wire {
   /** Why entries are pushed: a lost range, a stray key found by the sweep, a repair after a merge. */
   enum PushKind { MIGRATION, SWEEP, REPAIR }
 
-  record PushRequest(PushKind kind, List<Entry> entries) {}
+  record PushRequest(PushKind kind, String from, List<Entry> entries) {}
 
   /** What a peer says about itself every second: its view, ring and key counts. */
   record PeerStatus(String id, long viewId, long checksum, long primaryKeys, long backupKeys, long strayKeys,
@@ -106,13 +106,15 @@ final class Wire {
   static byte[] push(PushRequest r) {
     return bytes(OP_PUSH, out -> {
       out.writeByte(r.kind().ordinal());
+      out.writeUTF(r.from());
       entries(out, r.entries());
     });
   }
 
   static PushRequest readPush(DataInputStream in) throws IOException {
     PushKind kind = PushKind.values()[in.readUnsignedByte()];
-    return new PushRequest(kind, entries(in));
+    String from = in.readUTF();
+    return new PushRequest(kind, from, entries(in));
   }
 
   static byte[] status(PeerStatus s) {

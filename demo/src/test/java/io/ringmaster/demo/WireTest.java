@@ -27,7 +27,7 @@ class WireTest {
         new Store.Cursor(1, Optional.of(Store.Slot.of("k9"))), 1000);
     assertEquals(p, Wire.readPull(body(Wire.pull(p), Wire.OP_PULL)));
 
-    Wire.PushRequest push = new Wire.PushRequest(Wire.PushKind.REPAIR, List.of(big, gone));
+    Wire.PushRequest push = new Wire.PushRequest(Wire.PushKind.REPAIR, "p3", List.of(big, gone));
     assertEquals(push, Wire.readPush(body(Wire.push(push), Wire.OP_PUSH)));
 
     Wire.WriteReply reply = new Wire.WriteReply(new LinkedHashSet<>(List.of("a", "c")), new Version(9, "c"));

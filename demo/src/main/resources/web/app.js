@@ -1,0 +1,318 @@
+// The live ring page of a Ringmaster demo peer. Plain JavaScript, no build step, no CDN.
+// Polls GET /ring every second (redraws the ring only when the view or checksum changed),
+// follows GET /events (Server-Sent Events) for the log, and puts/gets keys through /kv/{key}.
+'use strict';
+
+const TWO_63 = 1n << 63n;
+const TWO_64 = 2 ** 64;
+const state = { ring: null, drawnFor: '', colours: new Map(), highlight: null };
+
+// ---- positions on the circle -------------------------------------------------------------
+
+/** A signed 64-bit ring position (decimal string or BigInt) as a fraction of the circle in [0, 1). */
+function fraction(position) {
+  return Number(BigInt(position) + TWO_63) / TWO_64;
+}
+
+/** The point at a fraction of the circle: Long.MIN_VALUE at 12 o'clock, clockwise. */
+function point(f, r) {
+  const a = f * 2 * Math.PI;
+  return [r * Math.sin(a), -r * Math.cos(a)];
+}
+
+/** SVG path data for the range (start, end] on a circle of radius r; start == end is the whole circle. */
+function arcPath(start, end, r) {
+  const fs = fraction(start);
+  let span = fraction(end) - fs;
+  if (span <= 0) span += 1;
+  if (BigInt(start) === BigInt(end)) span = 1;
+  if (span >= 0.999999) {
+    return `M 0 ${-r} A ${r} ${r} 0 1 1 0 ${r} A ${r} ${r} 0 1 1 0 ${-r}`;
+  }
+  const [x0, y0] = point(fs, r);
+  const [x1, y1] = point(fs + span, r);
+  return `M ${x0.toFixed(3)} ${y0.toFixed(3)} A ${r} ${r} 0 ${span > 0.5 ? 1 : 0} 1 ${x1.toFixed(3)} ${y1.toFixed(3)}`;
+}
+
+// ---- MurmurHash3 x64-128, first 64 bits, as the ring spec says (docs/ring-spec.md) --------
+
+const MASK = (1n << 64n) - 1n;
+const C1 = 0x87c37b91114253d5n;
+const C2 = 0x4cf5ad432745937fn;
+const rotl = (x, r) => ((x << BigInt(r)) | (x >> BigInt(64 - r))) & MASK;
+const mul = (a, b) => (a * b) & MASK;
+function fmix(k) {
+  k ^= k >> 33n; k = mul(k, 0xff51afd7ed558ccdn);
+  k ^= k >> 33n; k = mul(k, 0xc4ceb9fe1a85ec53n);
+  return k ^ (k >> 33n);
+}
+function littleEndian(bytes, offset, length) {
+  let v = 0n;
+  for (let b = length - 1; b >= 0; b--) v = (v << 8n) | BigInt(bytes[offset + b]);
+  return v;
+}
+/** The ring position of a key: hash of its UTF-8 bytes, as a signed 64-bit BigInt. */
+function position(key) {
+  const bytes = new TextEncoder().encode(key);
+  const n = bytes.length;
+  let h1 = 0n, h2 = 0n, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    h1 ^= mul(rotl(mul(littleEndian(bytes, i, 8), C1), 31), C2);
+    h1 = (mul(rotl(h1, 27) + h2 & MASK, 5n) + 0x52dce729n) & MASK;
+    h2 ^= mul(rotl(mul(littleEndian(bytes, i + 8, 8), C2), 33), C1);
+    h2 = (mul(rotl(h2, 31) + h1 & MASK, 5n) + 0x38495ab5n) & MASK;
+  }
+  const tail = n - i;
+  const k2 = tail > 8 ? littleEndian(bytes, i + 8, tail - 8) : 0n;
+  const k1 = tail > 0 ? littleEndian(bytes, i, Math.min(tail, 8)) : 0n;
+  h2 ^= mul(rotl(mul(k2, C2), 33), C1);
+  h1 ^= mul(rotl(mul(k1, C1), 31), C2);
+  h1 ^= BigInt(n); h2 ^= BigInt(n);
+  h1 = (h1 + h2) & MASK; h2 = (h2 + h1) & MASK;
+  h1 = fmix(h1); h2 = fmix(h2);
+  return BigInt.asIntN(64, (h1 + h2) & MASK);
+}
+
+// ---- drawing -----------------------------------------------------------------------------
+
+function colour(id) {
+  if (!state.colours.has(id)) {
+    const hue = (state.colours.size * 137.508) % 360; // golden angle: neighbours stay distinct
+    state.colours.set(id, `hsl(${hue.toFixed(0)} 70% 55%)`);
+  }
+  return state.colours.get(id);
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function el(name, attrs, parent) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function drawRing(ring) {
+  const arcs = document.getElementById('arcs');
+  arcs.replaceChildren();
+  for (const m of ring.members) {
+    const ranges = m.ranges || [];
+    if (ranges.length === 0) continue;
+    // One path per member: its ranges, already merged where they touch.
+    const d = ranges.map(([s, e]) => arcPath(s, e, 100)).join(' ');
+    const path = el('path', { d, class: 'arc', stroke: colour(m.id), 'data-member': m.id }, arcs);
+    el('title', {}, path).textContent = `${m.id}: ${(m.share * 100).toFixed(1)}% of keys`;
+  }
+  applyHighlight();
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+function renderTable(ring) {
+  const body = document.querySelector('#members tbody');
+  body.replaceChildren();
+  const peers = new Map((ring.peers || []).map(p => [p.id, p]));
+  for (const m of ring.members) {
+    const tr = document.createElement('tr');
+    tr.dataset.member = m.id;
+    const sw = cell(tr, '');
+    const s = document.createElement('span');
+    s.className = 'swatch';
+    s.style.background = colour(m.id);
+    sw.appendChild(s);
+    cell(tr, m.id + (m.id === ring.local ? ' (this peer)' : ''));
+    cell(tr, String(m.weight), 'num');
+    cell(tr, m.zone || '\u2013');
+    cell(tr, (m.share * 100).toFixed(1) + '%', 'num');
+    cell(tr, m.primaryKeys ?? '\u2013', 'num');
+    cell(tr, m.backupKeys ?? '\u2013', 'num');
+    const p = peers.get(m.id);
+    if (p) {
+      const same = p.agrees ?? (p.checksum === ring.checksum && String(p.viewId) === String(ring.viewId));
+      cell(tr, `${p.viewId} / ${p.checksum}`, same ? 'agree-ok' : 'agree-bad').dataset.checksum = p.checksum;
+    } else {
+      cell(tr, 'no report yet', 'muted');
+    }
+    body.appendChild(tr);
+  }
+}
+
+function renderAgreement(ring) {
+  const badge = document.getElementById('agreement');
+  const peers = ring.peers || [];
+  const reported = ring.members.filter(m => peers.some(p => p.id === m.id));
+  const disagree = peers.filter(p => ring.members.some(m => m.id === p.id)
+      && (p.checksum !== ring.checksum || String(p.viewId) !== String(ring.viewId)));
+  // A member that reported the same ring long ago is not counted as agreeing (p.agrees is false).
+  const stale = peers.filter(p => p.agrees === false && !disagree.includes(p));
+  if (disagree.length > 0) {
+    badge.dataset.state = 'diverge';
+    badge.textContent = `divergence: ${disagree.map(p => p.id).join(', ')} see another ring`;
+  } else if (reported.length < ring.members.length || stale.length > 0) {
+    badge.dataset.state = 'unknown';
+    badge.textContent = `${reported.length} of ${ring.members.length} members reported`;
+  } else {
+    badge.dataset.state = 'agree';
+    badge.textContent = `all ${ring.members.length} members agree`;
+  }
+}
+
+async function refresh() {
+  try {
+    const response = await fetch('/ring', { cache: 'no-store' });
+    if (!response.ok) throw new Error(`GET /ring: ${response.status}`);
+    const ring = await response.json();
+    state.ring = ring;
+    document.getElementById('local').textContent = `\u2013 peer ${ring.local}`;
+    document.getElementById('view-id').textContent = ring.viewId;
+    document.getElementById('checksum').textContent = ring.checksum;
+    document.getElementById('vnodes').textContent = ring.virtualNodes;
+    document.getElementById('replicas').textContent = ring.replicas;
+    const key = `${ring.viewId}/${ring.checksum}`;
+    if (key !== state.drawnFor) {
+      drawRing(ring);
+      state.drawnFor = key;
+    }
+    renderTable(ring);
+    renderAgreement(ring);
+    applyHighlight();
+  } catch (e) {
+    const badge = document.getElementById('agreement');
+    badge.dataset.state = 'diverge';
+    badge.textContent = `this peer does not answer (${e.message})`;
+  } finally {
+    setTimeout(refresh, 1000);
+  }
+}
+
+// ---- put / get ---------------------------------------------------------------------------
+
+function applyHighlight() {
+  const marker = document.getElementById('key-marker');
+  marker.replaceChildren();
+  const h = state.highlight;
+  document.querySelectorAll('.arc').forEach(a => {
+    a.classList.toggle('owner', !!h && h.owners.includes(a.dataset.member));
+    a.classList.toggle('dim', !!h && !h.owners.includes(a.dataset.member));
+  });
+  document.querySelectorAll('#members tbody tr').forEach(tr =>
+    tr.classList.toggle('is-owner', !!h && h.owners.includes(tr.dataset.member)));
+  if (!h) return;
+  const [x, y] = point(fraction(h.position), 112);
+  el('line', { x1: 0, y1: 0, x2: x.toFixed(2), y2: y.toFixed(2), class: 'marker-line' }, marker);
+  el('circle', { cx: x.toFixed(2), cy: y.toFixed(2), r: 3, class: 'marker-dot' }, marker);
+}
+
+function ownerIds(body) {
+  const owners = body.owners || (body.owner ? [body.owner] : []);
+  return owners.map(o => (typeof o === 'string' ? o : o.id));
+}
+
+async function submitKv(event) {
+  event.preventDefault();
+  const action = event.submitter ? event.submitter.dataset.action : 'get';
+  const key = document.getElementById('key').value;
+  const value = document.getElementById('value').value;
+  const out = document.getElementById('kv-result');
+  const url = '/kv/' + encodeURIComponent(key);
+  try {
+    const response = action === 'put'
+      ? await fetch(url, { method: 'PUT', body: value, headers: { 'Content-Type': 'text/plain; charset=utf-8' } })
+      : await fetch(url);
+    const body = await response.json().catch(() => ({}));
+    const owners = ownerIds(body);
+    state.highlight = { position: position(key), owners };
+    if (!response.ok) {
+      out.textContent = `${action} ${key}: ${response.status} ${body.error || ''}`;
+    } else if (action === 'put') {
+      out.textContent = `stored ${key} on ${owners.join(', ')}`;
+    } else {
+      out.textContent = `${key} = ${body.value} (owners ${owners.join(', ')})`;
+    }
+    out.dataset.owners = owners.join(',');
+    applyHighlight();
+  } catch (e) {
+    out.textContent = `${action} ${key} failed: ${e.message}`;
+  }
+}
+
+// ---- the live log ------------------------------------------------------------------------
+
+const pct = (f) => `${((f || 0) * 100).toFixed(1)}%`;
+const names = (list) => (list || []).map(m => (typeof m === 'string' ? m : m.id)).join(', ');
+
+/** One event of GET /events as a line of HTML (every value escaped). */
+function describe(e) {
+  const x = (v) => escapeHtml(String(v));
+  switch (e.type) {
+    case 'started':
+      return `<b>${x(e.id)}</b> started in view ${x(e.viewId)} with ${x((e.members || []).length)} members`;
+    case 'membership': {
+      const parts = [];
+      if (e.merge) parts.push('<b>merge</b> after a partition');
+      if ((e.joined || []).length) parts.push(`<span class="gain">joined ${x(names(e.joined))}</span>`);
+      if ((e.left || []).length) parts.push(`<span class="loss">left ${x(names(e.left))}</span>`);
+      return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${x((e.members || []).length)} members)`;
+    }
+    case 'ownership': {
+      const from = [...new Set((e.gained || []).flatMap(g => g.sources || []))];
+      const to = [...new Set((e.lost || []).flatMap(l => l.destinations || []))];
+      const parts = [`${x(e.reason || 'view')} ${x(e.viewId)}:`];
+      if (e.gainedRanges) parts.push(`<span class="gain">gained ${x(e.gainedRanges)} ranges (${pct(e.gainedFraction)})${from.length ? ' from ' + x(from.join(', ')) : ''}</span>`);
+      if (e.lostRanges) parts.push(`<span class="loss">lost ${x(e.lostRanges)} ranges (${pct(e.lostFraction)}) to ${x(to.join(', '))}</span>`);
+      if (e.roleChanges) parts.push(`${x(e.roleChanges)} role changes`);
+      return parts.join(' ');
+    }
+    case 'migration':
+      return `<span class="${e.direction === 'in' ? 'gain' : 'loss'}">${x(e.keys)} keys moved ${x(e.direction)}</span>`
+        + ` (${x(e.ranges)} ranges, ${x(names(e.peers))}) in ${x(e.millis)} ms${e.ok === false ? ' <b>incomplete</b>' : ''}`;
+    case 'sweep':
+      return `swept ${x(e.keys)} stray keys to ${x(names(e.peers))}`;
+    case 'repair':
+      return `after the merge, re-sent ${x(e.keys)} keys to their owners in ${x(e.millis)} ms`;
+    case 'divergence':
+      return `<span class="loss"><b>divergence</b>: ${x(e.peer)} has checksum ${x(e.peerChecksum)}, this peer ${x(e.localChecksum)}</span>`;
+    case 'leaving':
+      return `<b>${x(e.id)}</b> is leaving: handing off its keys`;
+    default:
+      return x(e.type || 'event') + ' ' + x(JSON.stringify(e));
+  }
+}
+
+function escapeHtml(s) {
+  return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+function follow() {
+  const live = document.getElementById('live');
+  const source = new EventSource('/events');
+  source.onopen = () => { live.textContent = '(live)'; };
+  source.onerror = () => { live.textContent = '(reconnecting\u2026)'; };
+  source.onmessage = (message) => {
+    let e;
+    try { e = JSON.parse(message.data); } catch { return; }
+    const li = document.createElement('li');
+    const when = e.time || e.timestamp;
+    const t = document.createElement('time');
+    t.textContent = when ? new Date(when).toLocaleTimeString() : new Date().toLocaleTimeString();
+    li.appendChild(t);
+    const span = document.createElement('span');
+    span.innerHTML = describe(e);
+    li.appendChild(span);
+    const log = document.getElementById('log');
+    log.prepend(li);
+    while (log.children.length > 200) log.lastChild.remove();
+  };
+}
+
+if (typeof document !== 'undefined') {
+  document.getElementById('kv-form').addEventListener('submit', submitKv);
+  refresh();
+  follow();
+}
+if (typeof module !== 'undefined') module.exports = { position, fraction, arcPath };
