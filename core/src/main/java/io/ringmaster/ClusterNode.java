@@ -113,14 +113,18 @@ final class ClusterNode {
     }
     lastBuildNanos.set(System.nanoTime() - started);
 
-    RingDiff diff = RingDiff.compute(ownedRing(previous), ownedRing(next), local.id(), local.replicas());
+    // A node's first ring is compared with that ring without the node: the same gains as from
+    // nothing (it owned nothing before), but each names the members that hold the data now.
+    HashRing before = previous.viewId() < 0 ? ownedRing(next).without(local.id()) : ownedRing(previous);
+    RingDiff diff = RingDiff.compute(before, ownedRing(next), local.id(), local.replicas());
     MembershipChange membership = membershipChange(previous, next, view);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
     synchronized (publishLock) {
       state = next; // publish first, then notify
       if (!diff.isEmpty() && !left) {
-        OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId, previous.ring(), ring, diff);
+        OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId,
+            previous.viewId() < 0 ? before : previous.ring(), ring, diff);
         ownershipListeners.forEach(l -> l.submit(change));
       }
       if (membership != null) {

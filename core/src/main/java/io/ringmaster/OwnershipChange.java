@@ -12,7 +12,8 @@ import java.util.Objects;
  * @param reason         why the ring changed
  * @param previousViewId the JGroups view id of {@code previousRing}; -1 for an empty ring
  * @param viewId         the JGroups view id of {@code ring}
- * @param previousRing   the ring before
+ * @param previousRing   the ring before; for a node's first view, that ring without the node, so
+ *                       that its gains name the members that hold the data
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  */
@@ -25,7 +26,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
     INITIAL,
     /** A new view: members joined, left or crashed. */
     VIEW,
-    /** A merge view after a partition healed. */
+    /**
+     * A merge view after a partition healed. Gains name their sources as this node's side of the
+     * partition knew them; writes made on the other side may be on members of that side only, so
+     * an application that accepted writes on both sides reconciles with the merged owners too.
+     */
     MERGE,
     /** This node is leaving gracefully: everything it owns, and who takes it over. */
     LEAVING

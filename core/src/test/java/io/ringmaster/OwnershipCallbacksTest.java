@@ -45,6 +45,10 @@ class OwnershipCallbacksTest {
       alive.add(e);
       TestCluster.awaitAgreement(alive, 5, WAIT);
       awaitFolds(rec, alive);
+      // A joiner's first change names, for each gained range, the members that hold the data.
+      OwnershipChange first = rec.get(e).changes().get(0);
+      assertTrue(first.gained().stream().allMatch(g -> g.sources().size() == 2
+          && g.sources().stream().noneMatch(m -> m.id().equals("e"))), first.gained().toString());
 
       Ringmaster b = alive.remove(1);
       b.close(); // graceful
