@@ -31,6 +31,11 @@ function arcPath(start, end, r) {
   }
   const [x0, y0] = point(fs, r);
   const [x1, y1] = point(fs + span, r);
+  if (span < 0.002) {
+    // A sliver (under 0.7 degrees) is drawn as a straight segment: the same pixels, and renderers
+    // turn near-degenerate arcs into stray wedges.
+    return `M ${x0.toFixed(3)} ${y0.toFixed(3)} L ${x1.toFixed(3)} ${y1.toFixed(3)}`;
+  }
   return `M ${x0.toFixed(3)} ${y0.toFixed(3)} A ${r} ${r} 0 ${span > 0.5 ? 1 : 0} 1 ${x1.toFixed(3)} ${y1.toFixed(3)}`;
 }
 
@@ -134,7 +139,9 @@ function renderTable(ring) {
     const p = peers.get(m.id);
     if (p) {
       const same = p.agrees ?? (p.checksum === ring.checksum && String(p.viewId) === String(ring.viewId));
-      cell(tr, `${p.viewId} / ${p.checksum}`, same ? 'agree-ok' : 'agree-bad').dataset.checksum = p.checksum;
+      const td = cell(tr, `${p.viewId} / ${String(p.checksum).slice(0, 8)}`, same ? 'agree-ok' : 'agree-bad');
+      td.dataset.checksum = p.checksum;
+      td.title = `view ${p.viewId}, checksum ${p.checksum}`;
     } else {
       cell(tr, 'no report yet', 'muted');
     }
@@ -164,7 +171,8 @@ function renderAgreement(ring) {
 
 async function refresh() {
   try {
-    const response = await fetch('/ring', { cache: 'no-store' });
+    // Polled without ranges (megabytes for big rings); fetched with them when the ring changes.
+    const response = await fetch('/ring?ranges=false', { cache: 'no-store' });
     if (!response.ok) throw new Error(`GET /ring: ${response.status}`);
     const ring = await response.json();
     state.ring = ring;
@@ -175,9 +183,13 @@ async function refresh() {
     document.getElementById('replicas').textContent = ring.replicas;
     const key = `${ring.viewId}/${ring.checksum}`;
     if (key !== state.drawnFor) {
-      drawRing(ring);
-      state.drawnFor = key;
+      const full = await (await fetch('/ring', { cache: 'no-store' })).json();
+      drawRing(full);
+      state.drawnFor = `${full.viewId}/${full.checksum}`;
     }
+    const keys = ring.members.reduce((n, m) => n + (m.primaryKeys || 0), 0);
+    document.getElementById('centre-members').textContent = `${ring.members.length} members`;
+    document.getElementById('centre-keys').textContent = `${keys} keys`;
     renderTable(ring);
     renderAgreement(ring);
     applyHighlight();
@@ -229,10 +241,9 @@ async function submitKv(event) {
     state.highlight = { position: position(key), owners };
     if (!response.ok) {
       out.textContent = `${action} ${key}: ${response.status} ${body.error || ''}`;
-    } else if (action === 'put') {
-      out.textContent = `stored ${key} on ${owners.join(', ')}`;
     } else {
-      out.textContent = `${key} = ${body.value} (owners ${owners.join(', ')})`;
+      const roles = owners.map((o, i) => `${o} (${i === 0 ? 'primary' : 'backup'})`).join(', ');
+      out.textContent = action === 'put' ? `stored ${key} on ${roles}` : `${key} = ${body.value}, held by ${roles}`;
     }
     out.dataset.owners = owners.join(',');
     applyHighlight();
@@ -270,13 +281,16 @@ function describe(e) {
     }
     case 'migration':
       return `<span class="${e.direction === 'in' ? 'gain' : 'loss'}">${x(e.keys)} keys moved ${x(e.direction)}</span>`
-        + ` (${x(e.ranges)} ranges, ${x(names(e.peers))}) in ${x(e.millis)} ms${e.ok === false ? ' <b>incomplete</b>' : ''}`;
+        + ` (${x(e.ranges)} ranges${(e.peers || []).length ? ', ' + x(names(e.peers)) : ''}) in ${x(e.millis)} ms`
+        + (e.ok === false ? ' <b>incomplete</b>' : '');
     case 'sweep':
       return `swept ${x(e.keys)} stray keys to ${x(names(e.peers))}`;
     case 'repair':
       return `after the merge, re-sent ${x(e.keys)} keys to their owners in ${x(e.millis)} ms`;
     case 'divergence':
       return `<span class="loss"><b>divergence</b>: ${x(e.peer)} has checksum ${x(e.peerChecksum)}, this peer ${x(e.localChecksum)}</span>`;
+    case 'received':
+      return `received ${x(e.keys)} keys from ${x(e.from)} (${x(e.kind)})`;
     case 'leaving':
       return `<b>${x(e.id)}</b> is leaving: handing off its keys`;
     default:

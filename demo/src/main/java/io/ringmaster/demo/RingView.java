@@ -40,11 +40,11 @@ final class RingView {
     this.directory = directory;
   }
 
-  RingReply reply() {
+  RingReply reply(boolean withRanges) {
     long viewId = node.viewId();
     HashRing ring = node.ring();
     long now = System.currentTimeMillis();
-    Map<String, List<List<String>>> ranges = ranges(ring);
+    Map<String, List<List<String>>> ranges = withRanges ? ranges(ring) : Map.of();
     List<MemberInfo> members = new ArrayList<>();
     List<PeerInfo> peers = new ArrayList<>();
     boolean agreed = true;
@@ -53,7 +53,7 @@ final class RingView {
       Optional<Wire.PeerStatus> s = report.map(PeerDirectory.Report::status);
       members.add(new MemberInfo(m.id(), m.weight(), m.zone(), ring.share(m.id()), node.endpointOf(m.id()).orElse(""),
           s.map(Wire.PeerStatus::primaryKeys).orElse(null), s.map(Wire.PeerStatus::backupKeys).orElse(null),
-          ranges.get(m.id()), s.map(x -> Long.toHexString(x.checksum())).orElse(null),
+          ranges.getOrDefault(m.id(), List.of()), s.map(x -> Long.toHexString(x.checksum())).orElse(null),
           s.map(Wire.PeerStatus::viewId).orElse(null)));
       if (report.isEmpty()) {
         agreed = false;

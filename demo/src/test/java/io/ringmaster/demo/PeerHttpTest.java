@@ -163,8 +163,13 @@ class PeerHttpTest {
     HttpResponse<String> page = send("GET", "/", null);
     assertEquals(200, page.statusCode());
     assertEquals("text/html; charset=utf-8", page.headers().firstValue("Content-Type").orElse(""));
-    assertTrue(page.body().contains("/ring"));
+    assertTrue(page.body().contains("/web/app.js"), "the page loads its script");
+    HttpResponse<String> script = send("GET", "/web/app.js", null);
+    assertEquals(200, script.statusCode());
+    assertTrue(script.body().contains("/ring?ranges=false") && script.body().contains("/events"));
     assertEquals(200, send("GET", "/web/index.html", null).statusCode());
+    assertTrue(cluster.json("solo", "/ring?ranges=false").path("members").get(0).path("ranges").isEmpty(),
+        "ranges=false leaves the ranges out");
     assertRefused(404, send("GET", "/web/missing.js", null));
     assertRefused(404, send("GET", "/web/..%2Fweb%2Findex.html", null));
     assertRefused(405, send("PUT", "/", "x"));

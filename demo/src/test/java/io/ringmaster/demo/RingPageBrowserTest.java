@@ -1,0 +1,139 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.WebDriver;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.chrome.ChromeDriver;
+import org.openqa.selenium.chrome.ChromeDriverService;
+import org.openqa.selenium.chrome.ChromeOptions;
+
+/**
+ * The live ring page in headless Chromium against a real 3-peer cluster: three members' arcs and
+ * matching checksums; a peer killed with SIGKILL disappears without a reload; a key put from the
+ * page shows its owners. Screenshots go to {@code target/screenshots/} for people to look at.
+ *
+ * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
+ * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
+ */
+@Timeout(value = 4, unit = TimeUnit.MINUTES)
+class RingPageBrowserTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+  private PeerCluster cluster;
+  private WebDriver browser;
+  private Path screenshots;
+
+  @BeforeEach
+  void startBrowserAndPeers() throws IOException {
+    Path chrome = Path.of(System.getProperty("chrome.binary", "/usr/bin/chromium"));
+    Path driver = Path.of(System.getProperty("chromedriver", "/usr/bin/chromedriver"));
+    assertTrue(Files.isExecutable(chrome) && Files.isExecutable(driver), "the browser test needs " + chrome + " and "
+        + driver + ": apt-get install chromium chromium-driver (as .ci/run does)");
+    screenshots = Files.createDirectories(Path.of("target", "screenshots"));
+    Path profile = Files.createTempDirectory("ringmaster-chromium");
+    ChromeOptions options = new ChromeOptions();
+    options.setBinary(chrome.toFile());
+    options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--window-size=1440,900", "--user-data-dir=" + profile);
+    ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(driver.toFile())
+        .usingAnyFreePort().build();
+    browser = new ChromeDriver(service, options);
+    cluster = new PeerCluster("browser", 2);
+    cluster.startAll("peer-1", "peer-2", "peer-3");
+    cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), WAIT);
+  }
+
+  @AfterEach
+  void stop() {
+    if (browser != null) {
+      browser.quit();
+    }
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void ringPage_killAPeerAndPutAKey_updatesLiveWithoutReload() throws IOException {
+    browser.get(cluster.peer("peer-1").url() + "/");
+    JavascriptExecutor js = (JavascriptExecutor) browser;
+    js.executeScript("window.__loadedOnce = 'yes';"); // gone if the page reloads
+
+    await("three arcs and agreement").atMost(WAIT).ignoreExceptions().until(() ->
+        arcs().size() == 3 && "agree".equals(badge().getAttribute("data-state")));
+    String pageChecksum = browser.findElement(By.id("checksum")).getText();
+    assertEquals(cluster.json("peer-2", "/ring").path("checksum").asText(), pageChecksum);
+    await("every member's checksum shown and equal").atMost(WAIT).ignoreExceptions().until(() ->
+        memberChecksums().equals(Set.of(pageChecksum)) && rows().size() == 3);
+    shoot("ring-3-peers");
+
+    cluster.kill("peer-3");
+    await("the killed peer leaves the page").atMost(WAIT).ignoreExceptions().until(() ->
+        arcs().size() == 2 && rows().size() == 2 && "agree".equals(badge().getAttribute("data-state")));
+    assertEquals("yes", js.executeScript("return window.__loadedOnce;"), "the page was reloaded");
+    assertTrue(arcs().stream().noneMatch(a -> "peer-3".equals(a.getAttribute("data-member"))));
+    shoot("ring-after-kill");
+
+    browser.findElement(By.id("key")).sendKeys("user:42");
+    browser.findElement(By.id("value")).sendKeys("Ada");
+    browser.findElement(By.id("put")).click();
+    WebElement result = browser.findElement(By.id("kv-result"));
+    await("the put's owners shown").atMost(WAIT).until(() -> !result.getAttribute("data-owners").isEmpty());
+    JsonNode stored = PeerCluster.parse(cluster.get("peer-2", "user:42").body());
+    assertEquals("Ada", stored.path("value").asText());
+    String owners = result.getAttribute("data-owners"); // from the put's reply, primary first
+    Set<String> expected = new HashSet<>();
+    stored.path("owners").forEach(o -> expected.add(o.isTextual() ? o.asText() : o.path("id").asText()));
+    assertEquals(expected, Set.of(owners.split(",")));
+    List<WebElement> highlighted = browser.findElements(By.cssSelector("#arcs path.owner"));
+    assertEquals(expected, highlighted.stream().map(a -> a.getAttribute("data-member")).collect(Collectors.toSet()));
+    assertEquals(1, browser.findElements(By.cssSelector("#key-marker circle")).size(), "the key's position is marked");
+    shoot("ring-with-key");
+  }
+
+  private List<WebElement> arcs() {
+    return browser.findElements(By.cssSelector("#arcs path"));
+  }
+
+  private List<WebElement> rows() {
+    return browser.findElements(By.cssSelector("#members tbody tr"));
+  }
+
+  private WebElement badge() {
+    return browser.findElement(By.id("agreement"));
+  }
+
+  private Set<String> memberChecksums() {
+    Set<String> sums = new HashSet<>();
+    for (WebElement cell : browser.findElements(By.cssSelector("#members td[data-checksum]"))) {
+      sums.add(cell.getAttribute("data-checksum"));
+    }
+    return sums;
+  }
+
+  private void shoot(String name) throws IOException {
+    byte[] png = ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES);
+    Files.write(screenshots.resolve(name + ".png"), png);
+  }
+}
