@@ -485,15 +485,15 @@ public final class HashRing {
 
   private long computeChecksum() {
     byte[] tag = "ringmaster-ring".getBytes(StandardCharsets.US_ASCII);
-    int size = 4 + tag.length + 4 + 4 + 4;
+    int length = 4 + tag.length + 4 + 4 + 4;
     byte[][] ids = new byte[members.length][];
     byte[][] zones = new byte[members.length][];
     for (int m = 0; m < members.length; m++) {
       ids[m] = members[m].id().getBytes(StandardCharsets.UTF_8);
       zones[m] = members[m].zone().getBytes(StandardCharsets.UTF_8);
-      size += 4 + ids[m].length + 8 + 4 + zones[m].length;
+      length += 4 + ids[m].length + 8 + 4 + zones[m].length;
     }
-    ByteBuffer b = ByteBuffer.allocate(size); // big-endian
+    ByteBuffer b = ByteBuffer.allocate(length); // big-endian
     b.putInt(tag.length).put(tag).putInt(SPEC_VERSION).putInt(virtualNodes).putInt(members.length);
     for (int m = 0; m < members.length; m++) {
       b.putInt(ids[m].length).put(ids[m]);
