@@ -47,6 +47,8 @@ final class ClusterNode {
   private volatile Address localAddress;
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
+  /** Set when the node shuts down: no ring is published and no callback queued after it. */
+  private boolean closed;
 
   final AtomicLong viewsSeen = new AtomicLong();
   final AtomicLong ringBuilds = new AtomicLong();
@@ -85,7 +87,26 @@ final class ClusterNode {
     return HashRing.builder().virtualNodes(local.virtualNodes()).build();
   }
 
+  /** Stops publishing: a view being installed right now is dropped before it is published. */
+  void close() {
+    synchronized (publishLock) {
+      closed = true;
+    }
+  }
+
   private void install(View view) {
+    try {
+      installOrRefuse(view);
+    } catch (RuntimeException e) {
+      // Never let one bad view kill the view thread: log it, keep the last good ring, and let a
+      // start() that waits for its first ring fail with the reason.
+      LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id(), e);
+      firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
+          + " could not be installed: " + e.getMessage(), e));
+    }
+  }
+
+  private void installOrRefuse(View view) {
     viewsSeen.incrementAndGet();
     long started = System.nanoTime();
     Snapshot previous = state;
@@ -121,6 +142,9 @@ final class ClusterNode {
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
     synchronized (publishLock) {
+      if (closed) {
+        return;
+      }
       state = next; // publish first, then notify
       if (!diff.isEmpty() && !left) {
         OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId,
@@ -165,7 +189,11 @@ final class ClusterNode {
       }
       String reason = null;
       List<String> differences = m.parameterDifferences(reference);
-      if (!differences.isEmpty()) {
+      long tokens = Math.round(m.virtualNodes() * m.weight());
+      if (!(m.weight() >= 0) || tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
+        reason = describe(a) + " announces weight " + m.weight() + ", which gives " + tokens
+            + " tokens; at most " + HashRing.MAX_TOKENS_PER_MEMBER + " are allowed";
+      } else if (!differences.isEmpty()) {
         reason = "ring parameters of " + describe(a) + " differ from the coordinator's, "
             + describe(referenceAddress) + ": " + String.join("; ", differences);
       } else if (addresses.containsKey(m.id())) {

@@ -72,6 +72,9 @@ final class Gossip {
 
   /** Handles a message on a JGroups thread: decode, compare, queue. Never blocks. */
   void receive(Message msg) {
+    if (!msg.hasArray()) {
+      return; // not ours: our gossip is always a byte array
+    }
     byte[] payload = msg.getArray();
     if (payload == null || msg.getLength() < 1 || payload[msg.getOffset()] != TYPE_CHECKSUM) {
       return;

@@ -68,13 +68,13 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
   List<String> parameterDifferences(NodeMetadata other) {
     List<String> out = new ArrayList<>();
     if (virtualNodes != other.virtualNodes) {
-      out.add("virtualNodes: " + virtualNodes + " here, " + other.virtualNodes + " on " + other.id);
+      out.add("virtualNodes: " + virtualNodes + " on " + id + ", " + other.virtualNodes + " on " + other.id);
     }
     if (replicas != other.replicas) {
-      out.add("replicas: " + replicas + " here, " + other.replicas + " on " + other.id);
+      out.add("replicas: " + replicas + " on " + id + ", " + other.replicas + " on " + other.id);
     }
     if (specVersion != other.specVersion) {
-      out.add("ring spec version: " + specVersion + " here, " + other.specVersion + " on " + other.id);
+      out.add("ring spec version: " + specVersion + " on " + id + ", " + other.specVersion + " on " + other.id);
     }
     return out;
   }

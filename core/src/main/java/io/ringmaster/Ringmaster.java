@@ -168,7 +168,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Leaves gracefully: first tells this node's ownership listeners everything it loses and to whom
    * ({@link OwnershipChange.Reason#LEAVING}), waits up to {@code leaveTimeout} for them to finish
-   * (to hand data off), then leaves the cluster and stops the node's threads. Idempotent.
+   * (to hand data off), then leaves the cluster and stops the node's threads. Idempotent. Call it
+   * from your own thread, not from a listener: it waits for the listeners, the caller included.
    */
   @Override
   public synchronized void close() {
@@ -198,13 +199,17 @@ public final class Ringmaster implements AutoCloseable {
 
   private void shutdown() {
     lifecycle = Lifecycle.CLOSED;
+    node.close(); // no view installed or callback queued from here on
     gossipTimer.shutdownNow();
     if (channel != null) {
       channel.close();
     }
     viewThread.shutdownNow();
-    listenerPool.shutdown();
     try {
+      // A view being installed or a gossip round in flight finishes before close() returns.
+      viewThread.awaitTermination(1, TimeUnit.SECONDS);
+      gossipTimer.awaitTermination(1, TimeUnit.SECONDS);
+      listenerPool.shutdown();
       if (!listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
         listenerPool.shutdownNow();
       }
@@ -255,12 +260,14 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Whether this node is among the key's owners (primary or backup). */
   public boolean isLocal(String key) {
-    return owners(key).contains(localMember);
+    ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
+    return s.localInRing() && s.ring().owners(key, config.replicas()).contains(localMember);
   }
 
   /** Whether this node is the key's primary owner. */
   public boolean isPrimary(String key) {
-    return ownerOf(key).equals(localMember);
+    ClusterNode.Snapshot s = node.state();
+    return s.localInRing() && s.ring().ownerOf(key).equals(localMember);
   }
 
   /** This node as a ring member. */
@@ -470,6 +477,11 @@ public final class Ringmaster implements AutoCloseable {
 
     public Builder bindAddress(String bindAddress) {
       this.bindAddress = nonEmpty("bindAddress", bindAddress);
+      try {
+        java.net.InetAddress.getByName(bindAddress);
+      } catch (java.net.UnknownHostException e) {
+        throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
+      }
       return this;
     }
 
@@ -515,6 +527,11 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException("nodeId is required: a stable id for this member");
       }
       Stacks.checkExists(jgroupsConfig);
+      long tokens = Math.round(virtualNodes * weight);
+      if (tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
+        throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "
+            + tokens + " tokens, more than " + HashRing.MAX_TOKENS_PER_MEMBER + ": lower weight or virtualNodes");
+      }
       return new RingmasterConfig(clusterName, nodeId, weight, zone, virtualNodes, replicas, jgroupsConfig, endpoint,
           Optional.ofNullable(bindAddress), Optional.ofNullable(bindPort), Optional.ofNullable(initialHosts),
           Optional.ofNullable(secret), leaveTimeout, gossipInterval, startTimeout);

@@ -37,9 +37,14 @@ final class SerialDelivery<E> implements Registration {
       try {
         executor.execute(this::drain);
       } catch (RejectedExecutionException e) {
+        // Skipping this callback and delivering later ones would hand the listener a sequence
+        // with a gap (the fold would no longer give its ownership): remove it instead, loudly.
         running = false;
-        LOG.log(System.Logger.Level.WARNING, "{0}: executor rejected a callback, dropping it: {1}", name, e);
+        closed = true;
         queue.clear();
+        LOG.log(System.Logger.Level.ERROR, name + ": its executor rejected a callback; the listener is removed"
+            + " so that it never sees a sequence with a gap. Register it again to start over.", e);
+        onClose.run();
       }
     }
   }

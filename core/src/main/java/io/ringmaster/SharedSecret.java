@@ -25,10 +25,9 @@ final class SharedSecret {
 
   /** The secret, or a clear failure naming the three places it could have come from. */
   static String require(String who) {
-    Optional<String> secret = NEXT_STACK.get()
-        .or(() -> Optional.ofNullable(System.getProperty(PROPERTY)))
-        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)))
-        .filter(s -> !s.isEmpty());
+    Optional<String> secret = NEXT_STACK.get().filter(s -> !s.isEmpty())
+        .or(() -> Optional.ofNullable(System.getProperty(PROPERTY)).filter(s -> !s.isEmpty()))
+        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)).filter(s -> !s.isEmpty()));
     return secret.orElseThrow(() -> new IllegalStateException(who + " needs a shared secret: set the node's "
         + "\"secret\" setting, the system property " + PROPERTY + " or the environment variable " + ENVIRONMENT));
   }

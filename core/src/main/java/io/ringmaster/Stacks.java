@@ -44,6 +44,16 @@ final class Stacks {
         SharedSecret.forNextStack(java.util.Optional.empty());
       }
     }
+    try {
+      configure(channel, config);
+    } catch (Exception | Error e) {
+      channel.close();
+      throw e;
+    }
+    return channel;
+  }
+
+  private static void configure(JChannel channel, RingmasterConfig config) throws Exception {
     ProtocolStack stack = channel.getProtocolStack();
     TP transport = stack.getTransport();
     if (config.bindAddress().isPresent()) {
@@ -58,13 +68,11 @@ final class Stacks {
     if (config.initialHosts().isPresent()) {
       TCPPING ping = stack.findProtocol(TCPPING.class);
       if (ping == null) {
-        channel.close();
         throw new IllegalArgumentException("initialHosts is set but stack " + config.jgroupsConfig()
             + " has no TCPPING");
       }
       ping.setInitialHosts(parseHosts(config.initialHosts().get()));
     }
-    return channel;
   }
 
   /** Parses {@code host[port],host[port]}; fails naming the setting and the bad entry. */

@@ -27,8 +27,8 @@ class RefusalAndConfigTest {
 
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> cluster.start(cluster.builder("c").virtualNodes(64).replicas(3)));
-      assertTrue(e.getMessage().contains("virtualNodes: 64 here, 128 on a"), e.getMessage());
-      assertTrue(e.getMessage().contains("replicas: 3 here, 2 on a"), e.getMessage());
+      assertTrue(e.getMessage().contains("virtualNodes: 64 on c, 128 on a"), e.getMessage());
+      assertTrue(e.getMessage().contains("replicas: 3 on c, 2 on a"), e.getMessage());
       assertEquals(checksum, a.ring().checksum());
       assertEquals(List.of(), recorder.memberships(), "the refused node never entered a's ring");
       assertTrue(a.stats().refusedMembers() >= 1);
@@ -100,6 +100,32 @@ class RefusalAndConfigTest {
     Path missing = dir.resolve("absent.json");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(missing));
     assertTrue(e.getMessage().contains("config file not found") && e.getMessage().contains("absent.json"), e.getMessage());
+  }
+
+  @Test
+  void builder_weightGivingTooManyTokens_failsNamingWeightAndVirtualNodes() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).weight(20_000).buildConfig());
+    assertTrue(e.getMessage().contains("weight 20000.0 with virtualNodes 1024"), e.getMessage());
+  }
+
+  @Test
+  void listener_executorRejects_listenerIsRemovedRatherThanSkipped() {
+    java.util.List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+    boolean[] removed = {false};
+    java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.Executor flaky = task -> {
+      if (calls.incrementAndGet() == 2) {
+        throw new java.util.concurrent.RejectedExecutionException("full");
+      }
+      task.run();
+    };
+    SerialDelivery<String> delivery = new SerialDelivery<>("test listener", seen::add, flaky, () -> removed[0] = true);
+    delivery.submit("first");
+    delivery.submit("second"); // rejected
+    delivery.submit("third");
+    assertEquals(java.util.List.of("first"), seen, "no callback after a gap");
+    assertTrue(removed[0], "the listener was removed");
   }
 
   @Test
