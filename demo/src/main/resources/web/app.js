@@ -216,7 +216,8 @@ function applyHighlight() {
     tr.classList.toggle('is-owner', !!h && h.owners.includes(tr.dataset.member)));
   if (!h) return;
   const [x, y] = point(fraction(h.position), 112);
-  el('line', { x1: 0, y1: 0, x2: x.toFixed(2), y2: y.toFixed(2), class: 'marker-line' }, marker);
+  const [x0, y0] = point(fraction(h.position), 80); // a tick across the ring, clear of the centre label
+  el('line', { x1: x0.toFixed(2), y1: y0.toFixed(2), x2: x.toFixed(2), y2: y.toFixed(2), class: 'marker-line' }, marker);
   el('circle', { cx: x.toFixed(2), cy: y.toFixed(2), r: 3, class: 'marker-dot' }, marker);
 }
 
