@@ -96,7 +96,7 @@ final class ClusterNode {
 
   private void install(View view) {
     try {
-      installOrRefuse(view);
+      installView(view);
     } catch (RuntimeException e) {
       // Never let one bad view kill the view thread: log it, keep the last good ring, and let a
       // start() that waits for its first ring fail with the reason.
@@ -106,7 +106,7 @@ final class ClusterNode {
     }
   }
 
-  private void installOrRefuse(View view) {
+  private void installView(View view) {
     viewsSeen.incrementAndGet();
     long started = System.nanoTime();
     Snapshot previous = state;
