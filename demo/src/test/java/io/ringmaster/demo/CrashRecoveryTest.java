@@ -11,27 +11,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** A peer killed with SIGKILL while writes go on: its keys come back from the surviving replicas. */
-class CrashRecoveryTest {
+class CrashRecoveryTest extends WithPeerCluster {
   private static final System.Logger LOG = System.getLogger(CrashRecoveryTest.class.getName());
   static final int KEYS = 5_000;
-
-  private PeerCluster cluster;
-  private KeyWriter writer;
-
-  @AfterEach
-  void tearDown() throws Exception {
-    if (writer != null) {
-      writer.close();
-    }
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   @Test
   @Timeout(value = 150, unit = TimeUnit.SECONDS)

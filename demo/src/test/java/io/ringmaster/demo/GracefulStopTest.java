@@ -12,26 +12,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** SIGTERM is a graceful leave: with a single copy of each key, the leaver must hand every key off. */
-class GracefulStopTest {
+class GracefulStopTest extends WithPeerCluster {
   static final int KEYS = 3_000;
-
-  private PeerCluster cluster;
-  private KeyWriter writer;
-
-  @AfterEach
-  void tearDown() throws Exception {
-    if (writer != null) {
-      writer.close();
-    }
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   @Test
   @Timeout(value = 120, unit = TimeUnit.SECONDS)

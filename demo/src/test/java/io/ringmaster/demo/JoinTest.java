@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -19,21 +18,8 @@ import org.junit.jupiter.api.Timeout;
  * A peer joins: it takes about its share of the keys, and only from the others, never between them;
  * writes racing the join are not lost.
  */
-class JoinTest {
+class JoinTest extends WithPeerCluster {
   static final int KEYS = 5_000;
-
-  private PeerCluster cluster;
-  private KeyWriter writer;
-
-  @AfterEach
-  void tearDown() throws Exception {
-    if (writer != null) {
-      writer.close();
-    }
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   @Test
   @Timeout(value = 120, unit = TimeUnit.SECONDS)
