@@ -77,24 +77,43 @@ public final class HashRing {
   private final int tokenZones;
   private final int tokenMembers;
   /**
-   * The tokens, sorted as signed longs (ties ordered by owner index, which is id order), split in
-   * halves so that a lookup scans only {@code hi}: 4 bytes a token, the array most likely to sit
-   * in cache. {@code lo} is read only when a key's high half equals a token's.
+   * The tokens, sorted as signed longs (ties ordered by owner index, which is id order), in
+   * halves. A lookup reads them only when the key's fingerprint equals a token's (see
+   * {@link #entry}); walks, diffs and ranges read them through {@link #token(int)}.
    */
   private final int[] hi;
   private final int[] lo;
-  /** {@code owner[i]} is the index in {@link #members} of the member of token {@code i}. */
-  private final char[] owner;
+  /**
+   * The lookup array, 4 bytes a token: {@code entry[i]} packs token {@code i}'s fingerprint (the
+   * {@code 32 - ownerBits} bits of its position that follow the bucket bits) above the index in
+   * {@link #members} of its owner ({@code ownerBits} bits). Within a bucket, fingerprints ascend
+   * with the tokens, so a lookup finds its token and owner in one scan of a few adjacent ints,
+   * usually within one cache line. {@code entry[count]} holds the owner of token 0 (the wrap), and
+   * {@link #PAD} more entries follow so that the scan needs no bounds check of its own.
+   */
+  private final int[] entry;
+  private final int ownerBits;
+  private final int ownerMask;
   /**
    * {@code bucketStart[b]} is the first token whose top bits (of the position with its sign bit
-   * flipped, so unsigned order is signed order) are at least {@code b}: a lookup starts there and
-   * scans a few tokens forward.
+   * flipped, so unsigned order is signed order) are at least {@code b}; {@code bucketStart[buckets]}
+   * is the token count. A lookup scans {@code entry} from {@code bucketStart[b]} to
+   * {@code bucketStart[b + 1]}.
    */
   private final int[] bucketStart;
+  /** {@code 64 - bucketBits}: a position's bucket is its top {@code bucketBits} (unsigned) bits. */
   private final int shift;
+  private final int bucketBits;
+  /** {@code 64 - fingerprint bits}. */
+  private final int fingerprintShift;
   /** Each member's share, computed on first use: only {@link #share(String)} needs it. */
   private volatile double[] shares;
   private final long checksum;
+
+  /** Entries a lookup compares at once; a larger bucket (rare) is scanned in a loop. */
+  private static final int WINDOW = 8;
+  /** Entries after the wrap entry, so that a lookup may read a whole window past any bucket. */
+  private static final int PAD = WINDOW;
 
   private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
                    char[] owner) {
@@ -103,7 +122,6 @@ public final class HashRing {
     this.members = members;
     this.hi = hi;
     this.lo = lo;
-    this.owner = owner;
     int count = hi.length;
     this.indexOfId = new HashMap<>(members.length * 2);
     for (int m = 0; m < members.length; m++) {
@@ -114,9 +132,30 @@ public final class HashRing {
     for (int m = 0; m < members.length; m++) {
       zoneOf[m] = zoneIds.computeIfAbsent(members[m].zone(), z -> zoneIds.size());
     }
+    // One pass over the tokens: the bucket index, the lookup entries, and who holds tokens. Half
+    // to a quarter as many buckets as tokens: a lookup compares 2..4 entries on average, and the
+    // index costs 1..2 bytes a token.
+    int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, count)) >> 1);
+    this.bucketBits = Integer.numberOfTrailingZeros(buckets);
+    this.shift = 64 - bucketBits;
+    this.bucketStart = new int[buckets + 1];
+    this.ownerBits = Math.max(1, 32 - Integer.numberOfLeadingZeros(members.length - 1));
+    this.ownerMask = (1 << ownerBits) - 1;
+    this.fingerprintShift = 32 + ownerBits;
+    this.entry = new int[count + 1 + PAD];
     boolean[] memberHasTokens = new boolean[members.length];
-    for (int o : owner) {
-      memberHasTokens[o] = true;
+    int nextBucket = 0;
+    for (int t = 0; t < count; t++) {
+      long token = token(t);
+      for (int b = bucketOf(token); nextBucket <= b; nextBucket++) {
+        bucketStart[nextBucket] = t;
+      }
+      entry[t] = (fingerprint(token) << ownerBits) | owner[t];
+      memberHasTokens[owner[t]] = true;
+    }
+    Arrays.fill(bucketStart, nextBucket, buckets + 1, count);
+    if (count > 0) {
+      Arrays.fill(entry, count, entry.length, owner[0]);
     }
     boolean[] zoneHasTokens = new boolean[zoneIds.size()];
     int withTokens = 0;
@@ -132,19 +171,6 @@ public final class HashRing {
     }
     this.tokenMembers = withTokens;
     this.tokenZones = zonesWithTokens;
-
-    // Half to a quarter as many buckets as tokens: a scan of 2..4 entries of hi on average, and
-    // an index of 1..2 bytes a token.
-    int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, count)) >> 1);
-    this.shift = 64 - Integer.numberOfTrailingZeros(buckets);
-    this.bucketStart = new int[buckets];
-    int t = 0;
-    for (int b = 0; b < buckets; b++) {
-      while (t < count && bucketOf((long) hi[t] << 32) < b) {
-        t++;
-      }
-      bucketStart[b] = t;
-    }
     this.checksum = computeChecksum();
   }
 
@@ -175,17 +201,17 @@ public final class HashRing {
    * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
    */
   public Member ownerOf(String key) {
-    return members[owner[tokenIndex(Murmur3.hash(key))]];
+    return members[entry[slot(Murmur3.hash(key))] & ownerMask];
   }
 
   /** The primary owner of a key given as bytes. Lock-free and allocation-free. */
   public Member ownerOf(byte[] key) {
-    return members[owner[tokenIndex(Murmur3.hash(key))]];
+    return members[entry[slot(Murmur3.hash(key))] & ownerMask];
   }
 
   /** The primary owner of a ring position ({@link #position(String)}). */
   public Member ownerOfPosition(long position) {
-    return members[owner[tokenIndex(position)]];
+    return members[entry[slot(position)] & ownerMask];
   }
 
   /**
@@ -221,24 +247,77 @@ public final class HashRing {
 
   /** Index of the first token at or after {@code p}, wrapping to 0. */
   int tokenIndex(long p) {
-    int[] h = hi;
-    int n = h.length;
-    if (n == 0) {
+    int i = slot(p);
+    return i == hi.length ? 0 : i;
+  }
+
+  /**
+   * Index of the first token at or after {@code p}, or the token count if there is none (then
+   * {@code entry} holds token 0's owner there). Reads two adjacent bucket slots, then counts the
+   * bucket's fingerprints below the key's among {@link #WINDOW} adjacent entries without a branch
+   * (a mispredicted loop exit would cost more than the scan, and stall the next lookup too); the
+   * whole tokens are read only when the key's fingerprint equals a token's.
+   */
+  private int slot(long p) {
+    int[] e = entry;
+    if (e.length == 1 + PAD) {
       throw new IllegalStateException(
           "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
     }
-    int high = (int) (p >> 32);
-    int i = bucketStart[bucketOf(p)];
-    while (i < n && h[i] < high) {
+    int b = bucketOf(p);
+    int i = bucketStart[b];
+    int n = bucketStart[b + 1] - i;
+    int key = fingerprint(p);
+    int bits = ownerBits;
+    if (n > WINDOW) {
+      return scan(p, i, i + n, key);
+    }
+    // Fingerprints are below 2^31, so (f - key) is negative exactly when f < key; (j - n) is
+    // negative exactly when entry j is in the bucket.
+    int below = 0;
+    for (int j = 0; j < WINDOW; j++) {
+      below += (((e[i + j] >>> bits) - key) & (j - n)) >>> 31;
+    }
+    i += below;
+    if ((e[i] >>> bits) == key && below < n) { // rare: decide by the whole tokens
+      return scan(p, i, i + n - below, key);
+    }
+    return i;
+  }
+
+  /** {@link #slot(long)} for a bucket of more than {@link #WINDOW} tokens, or a fingerprint tie. */
+  private int scan(long p, int i, int end, int key) {
+    int bits = ownerBits;
+    while (i < end && (entry[i] >>> bits) < key) {
       i++;
     }
-    if (i < n && h[i] == high) { // rare: compare the low halves, unsigned
-      int low = (int) p;
-      while (i < n && h[i] == high && Integer.compareUnsigned(lo[i], low) < 0) {
-        i++;
-      }
+    while (i < end && token(i) < p) {
+      i++;
     }
-    return i == n ? 0 : i;
+    return i;
+  }
+
+  /** The bits of a position that follow its bucket bits, as many as {@code entry} keeps. */
+  private int fingerprint(long p) {
+    return (int) ((p << bucketBits) >>> fingerprintShift);
+  }
+
+  /**
+   * Index of the first token at or after {@code p} without wrapping: the token count if every
+   * token is before {@code p}. The ring must have tokens.
+   */
+  int insertionPoint(long p) {
+    return slot(p);
+  }
+
+  /** The high halves of the tokens, not copied: for {@link RingBuilder} only. */
+  int[] hiArray() {
+    return hi;
+  }
+
+  /** The low halves of the tokens, not copied: for {@link RingBuilder} only. */
+  int[] loArray() {
+    return lo;
   }
 
   /** Token {@code i}, as a signed 64-bit ring position. */
@@ -248,7 +327,7 @@ public final class HashRing {
 
   /** The member index of token {@code i}. */
   int ownerIndex(int i) {
-    return owner[i];
+    return entry[i] & ownerMask;
   }
 
   /** A copy of the tokens, for tests. */
@@ -277,7 +356,7 @@ public final class HashRing {
     // First turn: members whose zone is not taken yet. Stops once every zone is taken.
     int zonesGoal = Math.min(want, tokenZones);
     for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = owner[k];
+      int m = entry[k] & ownerMask;
       int z = zoneOf[m];
       boolean taken = false;
       for (int q = 0; q < count; q++) {
@@ -292,7 +371,7 @@ public final class HashRing {
     }
     // Second turn: any member not taken yet.
     for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = owner[k];
+      int m = entry[k] & ownerMask;
       boolean taken = false;
       for (int q = 0; q < count; q++) {
         if (out[q] == m) {
@@ -473,12 +552,12 @@ public final class HashRing {
       return s;
     }
     if (token(0) == token(n - 1)) {
-      s[owner[0]] = 1.0; // every token at one position: the first owns the whole circle
+      s[ownerIndex(0)] = 1.0; // every token at one position: the first owns the whole circle
       return s;
     }
     for (int i = 0; i < n; i++) {
       long prev = token(i == 0 ? n - 1 : i - 1);
-      s[owner[i]] += KeyRange.unsignedToDouble(token(i) - prev) / 0x1p64;
+      s[ownerIndex(i)] += KeyRange.unsignedToDouble(token(i) - prev) / 0x1p64;
     }
     return s;
   }

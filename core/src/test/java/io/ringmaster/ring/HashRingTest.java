@@ -246,9 +246,28 @@ class HashRingTest {
   }
 
   @Test
+  void with_joinsOntoCollidingTokens_equalsFromScratchTokenForToken() {
+    // Joins are built by copying the kept runs between the new tokens: with many equal tokens,
+    // each new one must land after the kept ones whose members sort before it, and before the rest.
+    HashRing.TokenFunction fn = (m, i) -> (i % 4) * 1000L - 1500L;
+    List<String> ids = List.of("m", "c", "x", "a", "p", "z", "b");
+    HashRing incremental = HashRing.builder().virtualNodes(9).tokenFunction(fn).add(Member.of(ids.get(0))).build();
+    HashRing.Builder all = HashRing.builder().virtualNodes(9).tokenFunction(fn).add(Member.of(ids.get(0)));
+    for (String id : ids.subList(1, ids.size())) {
+      incremental = incremental.with(Member.of(id));
+      HashRing scratch = all.add(Member.of(id)).build();
+      assertTrue(java.util.Arrays.equals(scratch.tokenArray(), incremental.tokenArray()), id);
+      for (int i = 0; i < scratch.tokenCount(); i++) {
+        assertEquals(scratch.ownerIndex(i), incremental.ownerIndex(i), id + " token " + i);
+      }
+    }
+  }
+
+  @Test
   void lookup_tokensSharingTheirHigh48Bits_orderedByTheLow16Unsigned() {
-    // The lookup compares the high 48 bits first and the low 16 only on a tie: tokens that tie,
-    // with low bits on both sides of 0x8000 and a negative high part, exercise that path.
+    // The lookup compares fingerprints (the bits after the bucket's, as many as fit beside the
+    // owner) and the whole tokens only on a tie: tokens that share their high 48 bits, with low
+    // bits on both sides of 0x8000 and a negative high part, exercise that path.
     long base = -(5L << 32) & ~0xffffL;
     long[] lows = {0x0010L, 0x7fffL, 0x8000L, 0xfff0L};
     HashRing.TokenFunction fn = (m, i) -> base | lows[Integer.parseInt(m.id().substring(1))];
@@ -267,6 +286,45 @@ class HashRingTest {
       assertEquals(expected, ring.ownerOfPosition(p).id(), () -> Long.toHexString(p));
       assertEquals(base | lows[k(ring, p)], ring.tokenArray()[k(ring, p)]);
     }
+  }
+
+  @Test
+  void tokenIndex_largeRing_isTheFirstTokenAtOrAfterEveryEdge() {
+    // Large enough for every lookup path: buckets of up to 8 tokens compared at once, larger ones
+    // scanned, fingerprint ties on and next to each token, and the wrap.
+    SplittableRandom random = new SplittableRandom(7);
+    HashRing ring = ring(64, randomMembers(random, 300, 5, false));
+    long[] tokens = ring.tokenArray();
+    long[] probes = new long[tokens.length * 3 + 50_000];
+    int n = 0;
+    for (long t : tokens) {
+      probes[n++] = t - 1;
+      probes[n++] = t;
+      probes[n++] = t + 1;
+    }
+    while (n < probes.length) {
+      probes[n++] = random.nextLong();
+    }
+    for (long p : probes) {
+      int expected = firstAtOrAfter(tokens, p);
+      assertEquals(expected, ring.tokenIndex(p), () -> Long.toHexString(p));
+      assertEquals(ring.memberArray()[ring.ownerIndex(expected)], ring.ownerOfPosition(p), () -> Long.toHexString(p));
+    }
+  }
+
+  /** Binary search for the first token at or after p in spec order, wrapping to 0. */
+  private static int firstAtOrAfter(long[] tokens, long p) {
+    int lo = 0;
+    int hi = tokens.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (tokens[mid] < p) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo == tokens.length ? 0 : lo;
   }
 
   private static int k(HashRing ring, long p) {
