@@ -28,7 +28,8 @@ final class Peer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Peer.class.getName());
 
   /** {@code GET /stats}. Totals since the peer started; key counts by this peer's current ring. */
-  record StatsReply(String id, long viewId, String checksum, int members, boolean leaving, long primaryKeys,
+  record StatsReply(String id, long viewId, long viewsSeen, String checksum, int members, boolean leaving,
+                    long primaryKeys,
                     long backupKeys, long strayKeys, long tombstones, long keysMigratedIn, long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, long putsServed, long getsServed, long deletesServed,
@@ -141,7 +142,8 @@ final class Peer implements AutoCloseable {
   StatsReply stats() {
     KeyCounts k = KeyCounts.of(store, routing);
     RingmasterStats s = node.stats();
-    return new StatsReply(routing.self(), s.viewId(), Long.toHexString(node.ring().checksum()), s.members(),
+    return new StatsReply(routing.self(), s.viewId(), s.viewsSeen(), Long.toHexString(node.ring().checksum()),
+        s.members(),
         routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.keysMigratedIn.sum(),
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -33,6 +34,7 @@ class JoinTest extends WithPeerCluster {
     cluster.awaitSettled(four, Duration.ofSeconds(30));
     Map<String, String> before = cluster.primaryHolders(four);
     assertEquals(KEYS, before.size(), "every key held once before the join");
+    Map<String, Long> viewsBefore = viewsSeen(four);
 
     cluster.awaitReady(cluster.start("peer-5"));
     List<String> five = List.of("peer-1", "peer-2", "peer-3", "peer-4", "peer-5");
@@ -61,17 +63,37 @@ class JoinTest extends WithPeerCluster {
     double sigma = Math.sqrt(KEYS * share * (1 - share));
     double ms = moved.size();
     assertTrue(Math.abs(ms - mean) <= 5 * sigma, () -> "moved " + ms + " keys, expected " + mean + " +- " + 5 * sigma);
-    assertEquals(moved.size(), cluster.json("peer-5", "/stats").path("keysMigratedIn").asLong(),
-        "peer-5 counted what it took in");
+    // The counters add up over every ownership change a peer went through. The join is one view
+    // change on each peer; on a starved machine JGroups may add a suspicion and a merge, and then a
+    // key may move in, out and in again: only then do the counts differ from what moved.
+    Map<String, Long> viewsAfter = viewsSeen(five);
+    boolean oneViewChange = viewsAfter.get("peer-5") == 1
+        && four.stream().allMatch(p -> viewsAfter.get(p) == viewsBefore.get(p) + 1);
+    long in = cluster.json("peer-5", "/stats").path("keysMigratedIn").asLong();
     long out = 0;
     for (String p : four) {
       out += cluster.json(p, "/stats").path("keysMigratedOut").asLong();
     }
-    assertEquals(moved.size(), out, "the others counted what they handed off");
+    if (oneViewChange) {
+      assertEquals(moved.size(), in, "peer-5 counted what it took in");
+      assertEquals(moved.size(), out, "the others counted what they handed off");
+    } else {
+      // After a merge the peers also repair by pushing copies, which are not counted as migrations.
+      System.out.printf("views seen before %s and after %s: more than the join, so the counts (in %d, out %d) "
+          + "are not compared with the %d keys that moved%n", viewsBefore, viewsAfter, in, out, moved.size());
+    }
     assertEquals(List.of(), writer.mismatches("peer-5", writer.acknowledged()).stream().limit(20).toList());
     System.out.printf("join of a 5th peer: %d of %d keys moved (%.2f%%), all to peer-5; its share of the ring %.4f "
             + "(expected %.0f +- %.0f keys); optimum 1/5 = %d keys%n", moved.size(), KEYS, 100.0 * moved.size() / KEYS,
         share, mean, sigma, KEYS / 5);
+  }
+
+  private Map<String, Long> viewsSeen(List<String> peers) {
+    Map<String, Long> views = new TreeMap<>();
+    for (String p : peers) {
+      views.put(p, cluster.json(p, "/stats").path("viewsSeen").asLong());
+    }
+    return views;
   }
 
   @Test
