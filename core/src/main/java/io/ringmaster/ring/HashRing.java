@@ -115,8 +115,12 @@ public final class HashRing {
   /** Entries after the wrap entry, so that a lookup may read a whole window past any bucket. */
   private static final int PAD = WINDOW;
 
+  /**
+   * @param entry from {@link #newEntries(int)}, holding each token's owner index; the ring adds
+   *     the fingerprints in place and keeps it
+   */
   private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
-                   char[] owner) {
+                   int[] entry) {
     this.virtualNodes = virtualNodes;
     this.tokenFunction = tokenFunction;
     this.members = members;
@@ -132,9 +136,9 @@ public final class HashRing {
     for (int m = 0; m < members.length; m++) {
       zoneOf[m] = zoneIds.computeIfAbsent(members[m].zone(), z -> zoneIds.size());
     }
-    // One pass over the tokens: the bucket index, the lookup entries, and who holds tokens. Half
-    // to a quarter as many buckets as tokens: a lookup compares 2..4 entries on average, and the
-    // index costs 1..2 bytes a token.
+    // One pass over the tokens for the bucket index and the lookup entries. Half to a quarter as
+    // many buckets as tokens: a lookup compares 2..4 entries on average, and the index costs 1..2
+    // bytes a token.
     int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, count)) >> 1);
     this.bucketBits = Integer.numberOfTrailingZeros(buckets);
     this.shift = 64 - bucketBits;
@@ -142,20 +146,21 @@ public final class HashRing {
     this.ownerBits = Math.max(1, 32 - Integer.numberOfLeadingZeros(members.length - 1));
     this.ownerMask = (1 << ownerBits) - 1;
     this.fingerprintShift = 32 + ownerBits;
-    this.entry = new int[count + 1 + PAD];
+    this.entry = entry;
     boolean[] memberHasTokens = new boolean[members.length];
-    int nextBucket = 0;
     for (int t = 0; t < count; t++) {
-      long token = token(t);
-      for (int b = bucketOf(token); nextBucket <= b; nextBucket++) {
-        bucketStart[nextBucket] = t;
-      }
-      entry[t] = (fingerprint(token) << ownerBits) | owner[t];
-      memberHasTokens[owner[t]] = true;
+      long token = ((long) hi[t] << 32) | (lo[t] & 0xffffffffL);
+      bucketStart[bucketOf(token) + 1]++; // a count for now: summed below
+      entry[t] |= fingerprint(token) << ownerBits;
     }
-    Arrays.fill(bucketStart, nextBucket, buckets + 1, count);
+    for (int m = 0; m < members.length; m++) {
+      memberHasTokens[m] = RingBuilder.tokenCount(members[m], virtualNodes) > 0;
+    }
+    for (int b = 1; b <= buckets; b++) {
+      bucketStart[b] += bucketStart[b - 1];
+    }
     if (count > 0) {
-      Arrays.fill(entry, count, entry.length, owner[0]);
+      Arrays.fill(entry, count, entry.length, entry[0] & ownerMask);
     }
     boolean[] zoneHasTokens = new boolean[zoneIds.size()];
     int withTokens = 0;
@@ -525,10 +530,18 @@ public final class HashRing {
     return RingBuilder.build(virtualNodes, tokenFunction, this, next);
   }
 
-  /** A ring over token arrays in spec order: high and low halves, and owner indices into {@code members}. */
+  /**
+   * A ring over token arrays in spec order: high and low halves, and owner indices into
+   * {@code members} in an array from {@link #newEntries(int)}, which the ring takes over.
+   */
   static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
-                           char[] owner) {
+                           int[] owner) {
     return new HashRing(virtualNodes, tokenFunction, members, hi, lo, owner);
+  }
+
+  /** An array for the owner indices of {@code tokens} tokens that {@link #assemble} can keep. */
+  static int[] newEntries(int tokens) {
+    return new int[tokens + 1 + PAD];
   }
 
   /** The index of the member with this id, or -1. */

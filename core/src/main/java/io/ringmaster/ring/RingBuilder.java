@@ -48,9 +48,9 @@ final class RingBuilder {
           m++;
         }
       }
-      for (int i = 0, n = base.tokenCount(); i < n; i++) {
-        if (remap[base.ownerIndex(i)] >= 0) {
-          kept++;
+      for (int o = 0; o < old.length; o++) {
+        if (remap[o] >= 0) {
+          kept += tokenCount(old[o], virtualNodes); // what base holds of it: its count is a function of weight
         }
       }
     }
@@ -91,7 +91,7 @@ final class RingBuilder {
     int total = (int) (kept + fresh);
     int[] hi = new int[total];
     int[] lo = new int[total];
-    char[] owner = new char[total];
+    int[] owner = HashRing.newEntries(total); // owner indices; the ring adds the fingerprints
     int baseSize = base == null ? 0 : base.tokenCount();
     if (baseSize > 0 && kept == baseSize) {
       insertInto(base, remap, newTokens, newOwners, hi, lo, owner);
@@ -122,7 +122,7 @@ final class RingBuilder {
       }
       hi[d] = (int) (token >> 32);
       lo[d] = (int) token;
-      owner[d] = (char) o;
+      owner[d] = o;
     }
     return HashRing.assemble(virtualNodes, fn, members, hi, lo, owner);
   }
@@ -134,7 +134,7 @@ final class RingBuilder {
    * about a thousand instead of comparing every token.
    */
   private static void insertInto(HashRing base, int[] remap, long[] newTokens, int[] newOwners, int[] hi, int[] lo,
-                                 char[] owner) {
+                                 int[] owner) {
     int[] baseHi = base.hiArray();
     int[] baseLo = base.loArray();
     int n = base.tokenCount();
@@ -154,14 +154,14 @@ final class RingBuilder {
       System.arraycopy(baseHi, i, hi, d, run);
       System.arraycopy(baseLo, i, lo, d, run);
       for (int k = 0; k < run; k++) {
-        owner[d + k] = (char) remap[base.ownerIndex(i + k)];
+        owner[d + k] = remap[base.ownerIndex(i + k)];
       }
       i = until;
       d += run;
       if (j < newTokens.length) {
         hi[d] = (int) (newTokens[j] >> 32);
         lo[d] = (int) newTokens[j];
-        owner[d++] = (char) newOwners[j];
+        owner[d++] = newOwners[j];
       }
     }
   }
