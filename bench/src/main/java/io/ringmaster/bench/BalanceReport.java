@@ -187,8 +187,8 @@ public final class BalanceReport {
     StringBuilder out = new StringBuilder();
     out.append("## Retained heap per token (virtual node)\n\n")
         .append("Used heap after System.gc() with `rings` rings alive, minus before, / (rings * tokens). ")
-        .append("Layout estimate for ours: 4 (int high half) + 4 (int low half) + 2 (char owner)"
-            + " + 4 * buckets / tokens (bucket index).\n\n")
+        .append("Layout estimate for ours: 4 (int high half) + 4 (int low half) + 4 (int lookup entry:"
+            + " fingerprint and owner) + 4 * buckets / tokens (bucket index).\n\n")
         .append("| N | V | tokens/ring | rings | ringmaster B/token | layout estimate | TreeMap B/token | TreeMap / ours |\n")
         .append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int[][] configs = {{100, 256}, {100, 1024}, {1000, 256}, {1000, 1024}};
@@ -202,7 +202,7 @@ public final class BalanceReport {
           () -> HashRing.builder().virtualNodes(v).addAll(list).build(), rings, tokens);
       double treeMap = bytesPerToken(() -> new TreeMapRing(list, v), rings, tokens);
       int buckets = Math.max(2, Integer.highestOneBit(tokens) >> 1);
-      double estimate = 10 + 4.0 * buckets / tokens;
+      double estimate = 12 + 4.0 * buckets / tokens;
       out.append(String.format(Locale.ROOT, "| %d | %d | %,d | %d | %.2f | %.2f | %.2f | %.2f |%n",
           n, v, tokens, rings, ours, estimate, treeMap, treeMap / ours));
     }

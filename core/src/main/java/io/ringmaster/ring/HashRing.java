@@ -34,11 +34,12 @@ import java.util.Set;
  * }</pre>
  *
  * <h2>Costs, and when to raise {@code virtualNodes}</h2>
- * A lookup hashes the key (MurmurHash3: 15-30 ns for keys like {@code user:123456}), reads one
- * slot of a bucket index, scans a few entries of an array of the tokens' high halves and reads the
- * owner: three reads that stay in cache for small rings and cost a few cache misses for a ring of
- * a quarter of a million tokens. It takes no lock and allocates nothing. The price of balance is
- * memory and build time: about 11-12 bytes and one hash per token, and
+ * A lookup hashes the key (MurmurHash3: 15-30 ns for keys like {@code user:123456}), reads two
+ * adjacent slots of a bucket index, and compares the key with up to eight 4-byte entries that
+ * hold each token's fingerprint and owner, without a branch: two dependent reads that stay in
+ * cache for small rings and cost up to two cache misses for a ring of a quarter of a million
+ * tokens. It takes no lock and allocates nothing. The price of balance is memory and build time:
+ * about 13-14 bytes and one hash per token, and
  * {@code members * virtualNodes} tokens. A member's share of the keys deviates from the mean by
  * about {@code 1/sqrt(virtualNodes)}; raise {@code virtualNodes} when the most loaded member
  * matters more than memory ({@code docs/performance.md} has the measured trade-off). It does not
