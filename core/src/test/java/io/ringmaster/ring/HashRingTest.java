@@ -312,6 +312,23 @@ class HashRingTest {
     }
   }
 
+  @Test
+  void tokenIndex_crowdedBucket_isTheFirstTokenAtOrAfterEveryEdge() {
+    // 900 tokens within 3,000 positions: one bucket holds them all, far more than a lookup
+    // compares at once, so every lookup takes the loop.
+    HashRing.TokenFunction fn = (m, i) -> 1_000_000L + 3L * i + m.id().length();
+    HashRing ring = HashRing.builder().virtualNodes(300).tokenFunction(fn)
+        .add(Member.of("a")).add(Member.of("bb")).add(Member.of("ccc")).build();
+    long[] tokens = ring.tokenArray();
+    for (long p = 999_990L; p <= 1_000_000L + 3L * 300 + 10; p++) {
+      int expected = firstAtOrAfter(tokens, p);
+      assertEquals(expected, ring.tokenIndex(p), Long.toString(p));
+      assertEquals(ring.memberArray()[ring.ownerIndex(expected)], ring.ownerOfPosition(p), Long.toString(p));
+    }
+    assertEquals(0, ring.tokenIndex(Long.MIN_VALUE));
+    assertEquals(0, ring.tokenIndex(Long.MAX_VALUE));
+  }
+
   /** Binary search for the first token at or after p in spec order, wrapping to 0. */
   private static int firstAtOrAfter(long[] tokens, long p) {
     int lo = 0;
