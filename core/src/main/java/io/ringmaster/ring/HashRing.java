@@ -144,7 +144,7 @@ public final class HashRing {
     this.bucketBits = Integer.numberOfTrailingZeros(buckets);
     this.shift = 64 - bucketBits;
     this.bucketStart = new int[buckets + 1];
-    this.ownerBits = Math.max(1, 32 - Integer.numberOfLeadingZeros(members.length - 1));
+    this.ownerBits = Math.max(1, 32 - Integer.numberOfLeadingZeros(Math.max(1, members.length) - 1));
     this.ownerMask = (1 << ownerBits) - 1;
     this.fingerprintShift = 32 + ownerBits;
     this.entry = entry;
@@ -155,6 +155,7 @@ public final class HashRing {
       entry[t] |= fingerprint(token) << ownerBits;
     }
     for (int m = 0; m < members.length; m++) {
+      // RingBuilder gives every member exactly tokenCount(member, virtualNodes) tokens.
       memberHasTokens[m] = RingBuilder.tokenCount(members[m], virtualNodes) > 0;
     }
     for (int b = 1; b <= buckets; b++) {
@@ -533,7 +534,9 @@ public final class HashRing {
 
   /**
    * A ring over token arrays in spec order: high and low halves, and owner indices into
-   * {@code members} in an array from {@link #newEntries(int)}, which the ring takes over.
+   * {@code members} in an array from {@link #newEntries(int)}, which the ring takes over and
+   * changes (the caller must not use it again). Each member must hold exactly
+   * {@code RingBuilder.tokenCount(member, virtualNodes)} tokens.
    */
   static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
                            int[] owner) {

@@ -19,6 +19,11 @@ final class RingBuilder {
 
   static HashRing build(int virtualNodes, HashRing.TokenFunction fn, HashRing base,
                         Collection<Member> next) {
+    if (base != null && base.virtualNodes() != virtualNodes) {
+      // Kept tokens are counted from the members' weights and this virtualNodes.
+      throw new IllegalArgumentException("a ring with virtualNodes " + base.virtualNodes()
+          + " cannot be the base of one with " + virtualNodes);
+    }
     Member[] members = sortedById(next);
     if (members.length > HashRing.MAX_MEMBERS) {
       throw new IllegalArgumentException("a ring holds at most " + HashRing.MAX_MEMBERS + " members: "
