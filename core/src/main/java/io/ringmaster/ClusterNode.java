@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
@@ -51,6 +52,7 @@ final class ClusterNode {
   private boolean closed;
 
   final AtomicLong viewsSeen = new AtomicLong();
+  private final AtomicInteger publishing = new AtomicInteger();
   final AtomicLong ringBuilds = new AtomicLong();
   final AtomicLong lastBuildNanos = new AtomicLong();
   final AtomicLong lastChangeMillis = new AtomicLong();
@@ -145,14 +147,21 @@ final class ClusterNode {
       if (closed) {
         return;
       }
-      state = next; // publish first, then notify
-      if (!diff.isEmpty() && !left) {
-        OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId,
-            previous.viewId() < 0 ? before : previous.ring(), ring, diff);
-        ownershipListeners.forEach(l -> l.submit(change));
-      }
-      if (membership != null) {
-        membershipListeners.forEach(l -> l.submit(membership));
+      // Counted as pending from before the ring is published until its callbacks are queued, so
+      // that whoever sees the new ring and then finds no pending callback knows they have run.
+      publishing.incrementAndGet();
+      try {
+        state = next; // publish first, then notify
+        if (!diff.isEmpty() && !left) {
+          OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId,
+              previous.viewId() < 0 ? before : previous.ring(), ring, diff);
+          ownershipListeners.forEach(l -> l.submit(change));
+        }
+        if (membership != null) {
+          membershipListeners.forEach(l -> l.submit(membership));
+        }
+      } finally {
+        publishing.decrementAndGet();
       }
     }
     if (!diff.isEmpty() || membership != null) {
@@ -319,8 +328,13 @@ final class ClusterNode {
     return idle;
   }
 
+  /**
+   * Callbacks queued or running, plus one while a view's ring is being published and its
+   * callbacks queued. Read after the ring: 0 then means every callback for that ring has run.
+   */
   int pendingCallbacks() {
-    int pending = 0;
+    int pending = publishing.get(); // read before the queues: see installView
+
     for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
       pending += l.pending();
     }

@@ -37,11 +37,12 @@ final class Sweeper {
    * ownership changes are pending or running: they move those entries themselves.
    */
   void sweep() {
+    // The ring first: if the callbacks are idle after it was read, they have handled that ring.
+    HashRing ring = routing.ring();
     if (routing.isLeaving() || counters.migrationsInProgress.get() > 0 || pendingCallbacks.getAsInt() > 0) {
       return;
     }
     Map<List<String>, List<Entry>> strays = new LinkedHashMap<>();
-    HashRing ring = routing.ring();
     for (Entry e : store.all()) {
       List<String> owners = routing.owners(ring, e.key());
       if (!owners.contains(routing.self())) {
