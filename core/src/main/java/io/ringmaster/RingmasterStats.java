@@ -12,7 +12,9 @@ import java.util.Optional;
  * @param viewsSeen        views handled since start
  * @param ringBuilds       views that changed the ring
  * @param lastRingBuild    time from a view's arrival on the view thread to its ring being built
- * @param pendingCallbacks listener callbacks queued or running (the listener lag)
+ * @param pendingCallbacks listener callbacks queued or running (the listener lag), plus one while
+ *                         a view's ring is being published and its callbacks queued: read after
+ *                         {@code ring()}, 0 means every callback for that ring has run
  * @param divergences      checksum mismatches found by gossip for the same view
  * @param gossipSent       checksum messages sent
  * @param gossipReceived   checksum messages received
