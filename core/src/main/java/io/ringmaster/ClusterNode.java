@@ -334,7 +334,6 @@ final class ClusterNode {
    */
   int pendingCallbacks() {
     int pending = publishing.get(); // read before the queues: see installView
-
     for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
       pending += l.pending();
     }
