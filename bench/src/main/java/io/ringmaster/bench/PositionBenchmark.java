@@ -43,7 +43,7 @@ public class PositionBenchmark {
 
   @Setup
   public void setup() {
-    String[] keys = Fixtures.stringKeys(LookupBenchmark.KEY_COUNT, Fixtures.KEY_SEED);
+    String[] keys = LookupBenchmark.Keys.STRINGS;
     positions = new long[keys.length];
     for (int i = 0; i < keys.length; i++) {
       positions[i] = HashRing.position(keys[i]);
