@@ -1,6 +1,9 @@
 package io.ringmaster.ring;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -35,15 +38,15 @@ import java.util.Set;
  *
  * <h2>Costs, and when to raise {@code virtualNodes}</h2>
  * A lookup hashes the key (MurmurHash3: 15-30 ns for keys like {@code user:123456}), reads two
- * adjacent slots of a bucket index, and compares the key with up to eight 4-byte entries that
- * hold each token's fingerprint and owner, without a branch: two dependent reads that stay in
- * cache for small rings and cost up to two cache misses for a ring of a quarter of a million
- * tokens. It takes no lock and allocates nothing. The price of balance is memory and build time:
- * about 13-14 bytes and one hash per token, and
- * {@code members * virtualNodes} tokens. A member's share of the keys deviates from the mean by
- * about {@code 1/sqrt(virtualNodes)}; raise {@code virtualNodes} when the most loaded member
- * matters more than memory ({@code docs/performance.md} has the measured trade-off). It does not
- * help with hot keys: one key always has one primary.
+ * adjacent slots of a bucket index, compares the key with the 16-bit fingerprints of up to eight
+ * tokens at once (two 8-byte reads, no branch), and reads the owner: three dependent reads that
+ * stay in cache for small rings and cost up to three cache misses for a ring of a quarter of a
+ * million tokens. It takes no lock and allocates nothing. The price of balance is memory and build
+ * time: about 13-14 bytes and one hash per token, and {@code members * virtualNodes} tokens. A
+ * member's share of the keys deviates from the mean by about {@code 1/sqrt(virtualNodes)}; raise
+ * {@code virtualNodes} when the most loaded member matters more than memory
+ * ({@code docs/performance.md} has the measured trade-off). It does not help with hot keys: one
+ * key always has one primary.
  *
  * <p>When to use something else: if buckets are numbered 0..n-1, only the last one ever leaves and
  * nothing needs names, weights or zones, a jump hash (Guava's {@code Hashing.consistentHash})
@@ -80,48 +83,75 @@ public final class HashRing {
   /**
    * The tokens, sorted as signed longs (ties ordered by owner index, which is id order), in
    * halves. A lookup reads them only when the key's fingerprint equals a token's (see
-   * {@link #entry}); walks, diffs and ranges read them through {@link #token(int)}.
+   * {@link #fingerprints}); walks, diffs and ranges read them through {@link #token(int)}.
    */
   private final int[] hi;
   private final int[] lo;
   /**
-   * The lookup array, 4 bytes a token: {@code entry[i]} packs token {@code i}'s fingerprint (the
-   * {@code 32 - ownerBits} bits of its position that follow the bucket bits) above the index in
-   * {@link #members} of its owner ({@code ownerBits} bits). Within a bucket, fingerprints ascend
-   * with the tokens, so a lookup finds its token and owner in one scan of a few adjacent ints,
-   * usually within one cache line. {@code entry[count]} holds the owner of token 0 (the wrap), and
-   * {@link #PAD} more entries follow so that the scan needs no bounds check of its own.
+   * Token {@code i}'s fingerprint in bytes {@code 2i} and {@code 2i + 1} (little-endian): the
+   * {@link #FINGERPRINT_BITS} bits of its position that follow the bucket bits. Within a bucket,
+   * fingerprints ascend with the tokens, so a lookup compares the key with a whole bucket in two
+   * 8-byte reads. {@link #WINDOW} zero lanes follow the last token, so those reads need no bounds
+   * check of their own.
    */
-  private final int[] entry;
-  private final int ownerBits;
-  private final int ownerMask;
+  private final byte[] fingerprints;
+  /**
+   * {@code owners[i]} is the index in {@link #members} of token {@code i}'s owner;
+   * {@code owners[count]} repeats token 0's, the owner of positions after the last token.
+   */
+  private final char[] owners;
   /**
    * {@code bucketStart[b]} is the first token whose top bits (of the position with its sign bit
    * flipped, so unsigned order is signed order) are at least {@code b}; {@code bucketStart[buckets]}
-   * is the token count. A lookup scans {@code entry} from {@code bucketStart[b]} to
+   * is the token count. A lookup compares the fingerprints from {@code bucketStart[b]} to
    * {@code bucketStart[b + 1]}.
    */
   private final int[] bucketStart;
   /** {@code 64 - bucketBits}: a position's bucket is its top {@code bucketBits} (unsigned) bits. */
   private final int shift;
   private final int bucketBits;
-  /** {@code 64 - fingerprint bits}. */
-  private final int fingerprintShift;
   /** Each member's share, computed on first use: only {@link #share(String)} needs it. */
   private volatile double[] shares;
   private final long checksum;
 
-  /** Entries a lookup compares at once; a larger bucket (rare) is scanned in a loop. */
+  /** Fingerprints a lookup compares at once; a larger bucket (rare) is scanned in a loop. */
   private static final int WINDOW = 8;
-  /** Entries after the wrap entry, so that a lookup may read a whole window past any bucket. */
-  private static final int PAD = WINDOW;
+  /**
+   * Bits of a fingerprint: one less than its 16-bit lane, so that a lane with its top bit set
+   * minus the key never borrows from the next lane.
+   */
+  private static final int FINGERPRINT_BITS = 15;
+  /** Reads four fingerprint lanes at any byte offset, as one little-endian long. */
+  private static final VarHandle LANES =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  /** Reads one fingerprint. */
+  private static final VarHandle LANE =
+      MethodHandles.byteArrayViewVarHandle(char[].class, ByteOrder.LITTLE_ENDIAN);
+  /** A 1 in each lane: multiplying a fingerprint by it repeats the fingerprint in all four lanes. */
+  private static final long LANE_ONES = 0x0001_0001_0001_0001L;
+  /** The top bit of each lane. */
+  private static final long LANE_TOPS = 0x8000_8000_8000_8000L;
+  /**
+   * {@code FIRST_LANES[n]} and {@code SECOND_LANES[n]}: the top bits of the lanes, among the
+   * first and the second four, that belong to a bucket of {@code n} tokens.
+   */
+  private static final long[] FIRST_LANES = new long[WINDOW + 1];
+  private static final long[] SECOND_LANES = new long[WINDOW + 1];
+
+  static {
+    for (int n = 1; n <= WINDOW; n++) {
+      int lane = n - 1;
+      FIRST_LANES[n] = FIRST_LANES[n - 1] | (lane < 4 ? 0x8000L << (16 * lane) : 0);
+      SECOND_LANES[n] = SECOND_LANES[n - 1] | (lane < 4 ? 0 : 0x8000L << (16 * (lane - 4)));
+    }
+  }
 
   /**
-   * @param entry from {@link #newEntries(int)}, holding each token's owner index; the ring adds
-   *     the fingerprints in place and keeps it
+   * @param owners from {@link #newOwners(int)}, holding each token's owner index; the ring fills
+   *     in the wrap slot and keeps it
    */
   private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
-                   int[] entry) {
+                   char[] owners) {
     this.virtualNodes = virtualNodes;
     this.tokenFunction = tokenFunction;
     this.members = members;
@@ -137,22 +167,20 @@ public final class HashRing {
     for (int m = 0; m < members.length; m++) {
       zoneOf[m] = zoneIds.computeIfAbsent(members[m].zone(), z -> zoneIds.size());
     }
-    // One pass over the tokens for the bucket index and the lookup entries. Half to a quarter as
-    // many buckets as tokens: a lookup compares 2..4 entries on average, and the index costs 1..2
-    // bytes a token.
+    // One pass over the tokens for the bucket index and the fingerprints. Half to a quarter as
+    // many buckets as tokens: a bucket holds 2..4 tokens on average (more than WINDOW for about 2%
+    // of keys at most), and the index costs 1..2 bytes a token.
     int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, count)) >> 1);
     this.bucketBits = Integer.numberOfTrailingZeros(buckets);
     this.shift = 64 - bucketBits;
     this.bucketStart = new int[buckets + 1];
-    this.ownerBits = Math.max(1, 32 - Integer.numberOfLeadingZeros(Math.max(1, members.length) - 1));
-    this.ownerMask = (1 << ownerBits) - 1;
-    this.fingerprintShift = 32 + ownerBits;
-    this.entry = entry;
+    this.owners = owners;
+    this.fingerprints = new byte[2 * (count + WINDOW)];
     boolean[] memberHasTokens = new boolean[members.length];
     for (int t = 0; t < count; t++) {
       long token = ((long) hi[t] << 32) | (lo[t] & 0xffffffffL);
       bucketStart[bucketOf(token) + 1]++; // a count for now: summed below
-      entry[t] |= fingerprint(token) << ownerBits;
+      LANE.set(fingerprints, 2 * t, (char) fingerprint(token));
     }
     for (int m = 0; m < members.length; m++) {
       // RingBuilder gives every member exactly tokenCount(member, virtualNodes) tokens.
@@ -162,7 +190,7 @@ public final class HashRing {
       bucketStart[b] += bucketStart[b - 1];
     }
     if (count > 0) {
-      Arrays.fill(entry, count, entry.length, entry[0] & ownerMask);
+      owners[count] = owners[0];
     }
     boolean[] zoneHasTokens = new boolean[zoneIds.size()];
     int withTokens = 0;
@@ -208,17 +236,17 @@ public final class HashRing {
    * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
    */
   public Member ownerOf(String key) {
-    return members[entry[slot(Murmur3.hash(key))] & ownerMask];
+    return members[owners[slot(Murmur3.hash(key))]];
   }
 
   /** The primary owner of a key given as bytes. Lock-free and allocation-free. */
   public Member ownerOf(byte[] key) {
-    return members[entry[slot(Murmur3.hash(key))] & ownerMask];
+    return members[owners[slot(Murmur3.hash(key))]];
   }
 
   /** The primary owner of a ring position ({@link #position(String)}). */
   public Member ownerOfPosition(long position) {
-    return members[entry[slot(position)] & ownerMask];
+    return members[owners[slot(position)]];
   }
 
   /**
@@ -260,14 +288,14 @@ public final class HashRing {
 
   /**
    * Index of the first token at or after {@code p}, or the token count if there is none (then
-   * {@code entry} holds token 0's owner there). Reads two adjacent bucket slots, then counts the
-   * bucket's fingerprints below the key's among {@link #WINDOW} adjacent entries without a branch
-   * (a mispredicted loop exit would cost more than the scan, and stall the next lookup too); the
-   * whole tokens are read only when the key's fingerprint equals a token's.
+   * {@code owners} holds token 0's owner there). Reads two adjacent bucket slots, then counts the
+   * bucket's fingerprints below the key's, all {@link #WINDOW} at once: the lanes of two 8-byte
+   * reads, compared in a register without a branch (a loop, or a branch per token, would cost
+   * more than the comparisons, and a mispredicted exit stalls the next lookup too). The whole
+   * tokens are read only when the key's fingerprint equals a token's.
    */
   private int slot(long p) {
-    int[] e = entry;
-    if (e.length == 1 + PAD) {
+    if (owners.length == 1) {
       throw new IllegalStateException(
           "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
     }
@@ -275,18 +303,19 @@ public final class HashRing {
     int i = bucketStart[b];
     int n = bucketStart[b + 1] - i;
     int key = fingerprint(p);
-    int bits = ownerBits;
     if (n > WINDOW) {
       return scan(p, i, i + n, key);
     }
-    // Fingerprints are below 2^31, so (f - key) is negative exactly when f < key; (j - n) is
-    // negative exactly when entry j is in the bucket.
-    int below = 0;
-    for (int j = 0; j < WINDOW; j++) {
-      below += (((e[i + j] >>> bits) - key) & (j - n)) >>> 31;
-    }
+    // A lane with its top bit set, minus the key, keeps that bit exactly when the lane's
+    // fingerprint is at least the key; the lanes that do not, among the bucket's, are below it.
+    byte[] f = fingerprints;
+    long keys = key * LANE_ONES;
+    int below = Long.bitCount(~(((long) LANES.get(f, 2 * i) | LANE_TOPS) - keys) & FIRST_LANES[n])
+        + Long.bitCount(~(((long) LANES.get(f, 2 * i + 8) | LANE_TOPS) - keys) & SECOND_LANES[n]);
     i += below;
-    if ((e[i] >>> bits) == key && below < n) { // rare: decide by the whole tokens
+    // Rarely true, so tested first: "below < n" alone would be false for about one key in four,
+    // and a branch on it mispredicted as often.
+    if (fingerprintOf(i) == key && below < n) { // decide by the whole tokens
       return scan(p, i, i + n - below, key);
     }
     return i;
@@ -294,8 +323,7 @@ public final class HashRing {
 
   /** {@link #slot(long)} for a bucket of more than {@link #WINDOW} tokens, or a fingerprint tie. */
   private int scan(long p, int i, int end, int key) {
-    int bits = ownerBits;
-    while (i < end && (entry[i] >>> bits) < key) {
+    while (i < end && fingerprintOf(i) < key) {
       i++;
     }
     while (i < end && token(i) < p) {
@@ -304,9 +332,14 @@ public final class HashRing {
     return i;
   }
 
-  /** The bits of a position that follow its bucket bits, as many as {@code entry} keeps. */
+  /** The {@link #FINGERPRINT_BITS} bits of a position that follow its bucket bits. */
   private int fingerprint(long p) {
-    return (int) ((p << bucketBits) >>> fingerprintShift);
+    return (int) ((p << bucketBits) >>> (64 - FINGERPRINT_BITS));
+  }
+
+  /** Token {@code i}'s fingerprint. */
+  private int fingerprintOf(int i) {
+    return (char) LANE.get(fingerprints, 2 * i);
   }
 
   /**
@@ -334,7 +367,7 @@ public final class HashRing {
 
   /** The member index of token {@code i}. */
   int ownerIndex(int i) {
-    return entry[i] & ownerMask;
+    return owners[i];
   }
 
   /** A copy of the tokens, for tests. */
@@ -363,7 +396,7 @@ public final class HashRing {
     // First turn: members whose zone is not taken yet. Stops once every zone is taken.
     int zonesGoal = Math.min(want, tokenZones);
     for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = entry[k] & ownerMask;
+      int m = owners[k];
       int z = zoneOf[m];
       boolean taken = false;
       for (int q = 0; q < count; q++) {
@@ -378,7 +411,7 @@ public final class HashRing {
     }
     // Second turn: any member not taken yet.
     for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = entry[k] & ownerMask;
+      int m = owners[k];
       boolean taken = false;
       for (int q = 0; q < count; q++) {
         if (out[q] == m) {
@@ -534,18 +567,18 @@ public final class HashRing {
 
   /**
    * A ring over token arrays in spec order: high and low halves, and owner indices into
-   * {@code members} in an array from {@link #newEntries(int)}, which the ring takes over and
+   * {@code members} in an array from {@link #newOwners(int)}, which the ring takes over and
    * changes (the caller must not use it again). Each member must hold exactly
    * {@code RingBuilder.tokenCount(member, virtualNodes)} tokens.
    */
   static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
-                           int[] owner) {
-    return new HashRing(virtualNodes, tokenFunction, members, hi, lo, owner);
+                           char[] owners) {
+    return new HashRing(virtualNodes, tokenFunction, members, hi, lo, owners);
   }
 
   /** An array for the owner indices of {@code tokens} tokens that {@link #assemble} can keep. */
-  static int[] newEntries(int tokens) {
-    return new int[tokens + 1 + PAD];
+  static char[] newOwners(int tokens) {
+    return new char[tokens + 1];
   }
 
   /** The index of the member with this id, or -1. */

@@ -96,7 +96,7 @@ final class RingBuilder {
     int total = (int) (kept + fresh);
     int[] hi = new int[total];
     int[] lo = new int[total];
-    int[] owner = HashRing.newEntries(total); // owner indices; the ring adds the fingerprints
+    char[] owner = HashRing.newOwners(total);
     int baseSize = base == null ? 0 : base.tokenCount();
     if (baseSize > 0 && kept == baseSize) {
       insertInto(base, remap, newTokens, newOwners, hi, lo, owner);
@@ -127,7 +127,7 @@ final class RingBuilder {
       }
       hi[d] = (int) (token >> 32);
       lo[d] = (int) token;
-      owner[d] = o;
+      owner[d] = (char) o;
     }
     return HashRing.assemble(virtualNodes, fn, members, hi, lo, owner);
   }
@@ -139,7 +139,7 @@ final class RingBuilder {
    * about a thousand instead of comparing every token.
    */
   private static void insertInto(HashRing base, int[] remap, long[] newTokens, int[] newOwners, int[] hi, int[] lo,
-                                 int[] owner) {
+                                 char[] owner) {
     int[] baseHi = base.hiArray();
     int[] baseLo = base.loArray();
     int n = base.tokenCount();
@@ -159,14 +159,14 @@ final class RingBuilder {
       System.arraycopy(baseHi, i, hi, d, run);
       System.arraycopy(baseLo, i, lo, d, run);
       for (int k = 0; k < run; k++) {
-        owner[d + k] = remap[base.ownerIndex(i + k)];
+        owner[d + k] = (char) remap[base.ownerIndex(i + k)];
       }
       i = until;
       d += run;
       if (j < newTokens.length) {
         hi[d] = (int) (newTokens[j] >> 32);
         lo[d] = (int) newTokens[j];
-        owner[d++] = newOwners[j];
+        owner[d++] = (char) newOwners[j];
       }
     }
   }

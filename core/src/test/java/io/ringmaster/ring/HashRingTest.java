@@ -265,8 +265,8 @@ class HashRingTest {
 
   @Test
   void lookup_tokensSharingTheirHigh48Bits_orderedByTheLow16Unsigned() {
-    // The lookup compares fingerprints (the bits after the bucket's, as many as fit beside the
-    // owner) and the whole tokens only on a tie: tokens that share their high 48 bits, with low
+    // The lookup compares fingerprints (the 15 bits after the bucket's) and the whole tokens only
+    // on a tie: tokens that share their high 48 bits, with low
     // bits on both sides of 0x8000 and a negative high part, exercise that path.
     long base = -(5L << 32) & ~0xffffL;
     long[] lows = {0x0010L, 0x7fffL, 0x8000L, 0xfff0L};
@@ -309,6 +309,42 @@ class HashRingTest {
       int expected = firstAtOrAfter(tokens, p);
       assertEquals(expected, ring.tokenIndex(p), () -> Long.toHexString(p));
       assertEquals(ring.memberArray()[ring.ownerIndex(expected)], ring.ownerOfPosition(p), () -> Long.toHexString(p));
+    }
+  }
+
+  @Test
+  void tokenIndex_bucketsOfOneToNineTokens_fingerprintsAtTheLaneExtremes() {
+    // 16 tokens make 8 buckets (3 bucket bits). k of them share bucket 3, with fingerprints 0 and
+    // 0x7fff (the lanes' extremes), neighbours, and a repeated one; the others sit in bucket 6.
+    // k = 1..8 fills one to eight lanes (both 8-byte reads), k = 9 takes the loop.
+    int[] fingerprints = {0x4000, 0, 0x7fff, 1, 0x3fff, 0x7ffe, 0x4000, 0, 0x2222};
+    for (int k = 1; k <= 9; k++) {
+      int crowded = k;
+      HashRing.TokenFunction fn = (m, i) -> {
+        int n = Integer.parseInt(m.id().substring(1));
+        long u = m.id().startsWith("c")
+            ? (3L << 61) | ((long) fingerprints[n] << 46) | (n * 0x1111L)
+            : (6L << 61) | ((long) n << 40);
+        return u ^ Long.MIN_VALUE;
+      };
+      HashRing.Builder builder = HashRing.builder().virtualNodes(1).tokenFunction(fn);
+      for (int n = 0; n < 16; n++) {
+        builder.add(Member.of((n < crowded ? "c" : "f") + n));
+      }
+      HashRing ring = builder.build();
+      long[] tokens = ring.tokenArray();
+      List<Long> probes = new ArrayList<>(List.of(Long.MIN_VALUE, Long.MAX_VALUE));
+      for (long t : tokens) {
+        long fingerprintStart = t & ~((1L << 46) - 1);
+        probes.addAll(List.of(t - 1, t, t + 1, fingerprintStart, fingerprintStart - 1,
+            fingerprintStart + (1L << 46) - 1, fingerprintStart + (1L << 46)));
+      }
+      for (long p : probes) {
+        int expected = firstAtOrAfter(tokens, p);
+        assertEquals(expected, ring.tokenIndex(p), () -> crowded + " tokens, " + Long.toHexString(p));
+        assertEquals(ring.memberArray()[ring.ownerIndex(expected)], ring.ownerOfPosition(p),
+            () -> crowded + " tokens, " + Long.toHexString(p));
+      }
     }
   }
 
