@@ -187,8 +187,8 @@ public final class BalanceReport {
     StringBuilder out = new StringBuilder();
     out.append("## Retained heap per token (virtual node)\n\n")
         .append("Used heap after System.gc() with `rings` rings alive, minus before, / (rings * tokens). ")
-        .append("Layout estimate for ours: 4 (int high half) + 4 (int low half) + 2 (fingerprint)"
-            + " + 2 (char owner index) + 4 * buckets / tokens (bucket index).\n\n")
+        .append("Layout estimate for ours: 4 (int high half) + 4 (int low half) + 4 (lookup entry:"
+            + " fingerprint and owner) + 4 * buckets / tokens (bucket index).\n\n")
         .append("| N | V | tokens/ring | rings | ringmaster B/token | layout estimate | TreeMap B/token | TreeMap / ours |\n")
         .append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int[][] configs = {{100, 256}, {100, 1024}, {1000, 256}, {1000, 1024}};

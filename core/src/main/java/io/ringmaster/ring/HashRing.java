@@ -38,15 +38,15 @@ import java.util.Set;
  *
  * <h2>Costs, and when to raise {@code virtualNodes}</h2>
  * A lookup hashes the key (MurmurHash3: 15-30 ns for keys like {@code user:123456}), reads two
- * adjacent slots of a bucket index, compares the key with the 16-bit fingerprints of up to eight
- * tokens at once (two 8-byte reads, no branch), and reads the owner: three dependent reads that
- * stay in cache for small rings and cost up to three cache misses for a ring of a quarter of a
- * million tokens. It takes no lock and allocates nothing. The price of balance is memory and build
- * time: about 13-14 bytes and one hash per token, and {@code members * virtualNodes} tokens. A
- * member's share of the keys deviates from the mean by about {@code 1/sqrt(virtualNodes)}; raise
- * {@code virtualNodes} when the most loaded member matters more than memory
- * ({@code docs/performance.md} has the measured trade-off). It does not help with hot keys: one
- * key always has one primary.
+ * adjacent slots of a bucket index, then compares the key with the fingerprints of up to eight
+ * tokens at once, in four 8-byte reads of the 4-byte entries that also hold each token's owner,
+ * without a branch: two dependent reads that stay in cache for small rings and cost up to two
+ * cache misses for a ring of a quarter of a million tokens. It takes no lock and allocates
+ * nothing. The price of balance is memory and build time: about 13-14 bytes and one hash per
+ * token, and {@code members * virtualNodes} tokens. A member's share of the keys deviates from
+ * the mean by about {@code 1/sqrt(virtualNodes)}; raise {@code virtualNodes} when the most loaded
+ * member matters more than memory ({@code docs/performance.md} has the measured trade-off). It
+ * does not help with hot keys: one key always has one primary.
  *
  * <p>When to use something else: if buckets are numbered 0..n-1, only the last one ever leaves and
  * nothing needs names, weights or zones, a jump hash (Guava's {@code Hashing.consistentHash})
@@ -83,27 +83,25 @@ public final class HashRing {
   /**
    * The tokens, sorted as signed longs (ties ordered by owner index, which is id order), in
    * halves. A lookup reads them only when the key's fingerprint equals a token's (see
-   * {@link #fingerprints}); walks, diffs and ranges read them through {@link #token(int)}.
+   * {@link #entries}); walks, diffs and ranges read them through {@link #token(int)}.
    */
   private final int[] hi;
   private final int[] lo;
   /**
-   * Token {@code i}'s fingerprint in bytes {@code 2i} and {@code 2i + 1} (little-endian): the
-   * {@link #FINGERPRINT_BITS} bits of its position that follow the bucket bits. Within a bucket,
-   * fingerprints ascend with the tokens, so a lookup compares the key with a whole bucket in two
-   * 8-byte reads. {@link #WINDOW} zero lanes follow the last token, so those reads need no bounds
-   * check of their own.
+   * The lookup entries, 4 bytes a token, little-endian: token {@code i}'s entry, at byte
+   * {@code 4i}, holds in its low 16 bits the index in {@link #members} of its owner and above
+   * them its fingerprint, the {@link #FINGERPRINT_BITS} bits of its position that follow the
+   * bucket bits (bit 31 stays 0). Within a bucket, fingerprints ascend with the tokens, so a
+   * lookup compares the key with a whole bucket in four 8-byte reads and finds the owner in the
+   * same cache line, or the next. Entry {@code count} holds token 0's owner (the owner of
+   * positions after the last token), and {@link #WINDOW} zero entries follow so that those reads
+   * need no bounds check of their own.
    */
-  private final byte[] fingerprints;
-  /**
-   * {@code owners[i]} is the index in {@link #members} of token {@code i}'s owner;
-   * {@code owners[count]} repeats token 0's, the owner of positions after the last token.
-   */
-  private final char[] owners;
+  private final byte[] entries;
   /**
    * {@code bucketStart[b]} is the first token whose top bits (of the position with its sign bit
    * flipped, so unsigned order is signed order) are at least {@code b}; {@code bucketStart[buckets]}
-   * is the token count. A lookup compares the fingerprints from {@code bucketStart[b]} to
+   * is the token count. A lookup compares the entries from {@code bucketStart[b]} to
    * {@code bucketStart[b + 1]}.
    */
   private final int[] bucketStart;
@@ -117,38 +115,36 @@ public final class HashRing {
   /** Fingerprints a lookup compares at once; a larger bucket (rare) is scanned in a loop. */
   private static final int WINDOW = 8;
   /**
-   * Bits of a fingerprint: one less than its 16-bit lane, so that a lane with its top bit set
-   * minus the key never borrows from the next lane.
+   * Bits of a fingerprint: with the owner's 16 below them, they leave the top bit of an entry
+   * free, so that an entry with that bit set minus the key never borrows from the next entry.
    */
   private static final int FINGERPRINT_BITS = 15;
-  /** Reads four fingerprint lanes at any byte offset, as one little-endian long. */
-  private static final VarHandle LANES =
+  /** Reads two entries at any byte offset, as one little-endian long. */
+  private static final VarHandle PAIR =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
-  /** Reads one fingerprint. */
-  private static final VarHandle LANE =
-      MethodHandles.byteArrayViewVarHandle(char[].class, ByteOrder.LITTLE_ENDIAN);
-  /** A 1 in each lane: multiplying a fingerprint by it repeats the fingerprint in all four lanes. */
-  private static final long LANE_ONES = 0x0001_0001_0001_0001L;
-  /** The top bit of each lane. */
-  private static final long LANE_TOPS = 0x8000_8000_8000_8000L;
+  /** Reads or writes one entry. */
+  private static final VarHandle ENTRY =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  /** The top bit of each entry of a pair. */
+  private static final long PAIR_TOPS = 0x8000_0000_8000_0000L;
   /**
-   * {@code FIRST_LANES[n]} and {@code SECOND_LANES[n]}: the top bits of the lanes, among the
-   * first and the second four, that belong to a bucket of {@code n} tokens.
+   * {@code BUCKET_TOPS[4 * n + k]}: the top bits of the entries of pair {@code k} (entries
+   * {@code 2k} and {@code 2k + 1} of a window) that belong to a bucket of {@code n} tokens.
    */
-  private static final long[] FIRST_LANES = new long[WINDOW + 1];
-  private static final long[] SECOND_LANES = new long[WINDOW + 1];
+  private static final long[] BUCKET_TOPS = new long[4 * (WINDOW + 1)];
 
   static {
-    for (int n = 1; n <= WINDOW; n++) {
-      int lane = n - 1;
-      FIRST_LANES[n] = FIRST_LANES[n - 1] | (lane < 4 ? 0x8000L << (16 * lane) : 0);
-      SECOND_LANES[n] = SECOND_LANES[n - 1] | (lane < 4 ? 0 : 0x8000L << (16 * (lane - 4)));
+    for (int n = 0; n <= WINDOW; n++) {
+      for (int k = 0; k < 4; k++) {
+        long first = 2 * k < n ? 0x8000_0000L : 0;
+        long second = 2 * k + 1 < n ? 0x8000_0000_0000_0000L : 0;
+        BUCKET_TOPS[4 * n + k] = first | second;
+      }
     }
   }
 
   /**
-   * @param owners from {@link #newOwners(int)}, holding each token's owner index; the ring fills
-   *     in the wrap slot and keeps it
+   * @param owners each token's owner index, copied into {@link #entries}
    */
   private HashRing(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
                    char[] owners) {
@@ -167,20 +163,19 @@ public final class HashRing {
     for (int m = 0; m < members.length; m++) {
       zoneOf[m] = zoneIds.computeIfAbsent(members[m].zone(), z -> zoneIds.size());
     }
-    // One pass over the tokens for the bucket index and the fingerprints. Half to a quarter as
+    // One pass over the tokens for the bucket index and the entries. Half to a quarter as
     // many buckets as tokens: a bucket holds 2..4 tokens on average (more than WINDOW for about 2%
     // of keys at most), and the index costs 1..2 bytes a token.
     int buckets = Math.max(2, Integer.highestOneBit(Math.max(1, count)) >> 1);
     this.bucketBits = Integer.numberOfTrailingZeros(buckets);
     this.shift = 64 - bucketBits;
     this.bucketStart = new int[buckets + 1];
-    this.owners = owners;
-    this.fingerprints = new byte[2 * (count + WINDOW)];
+    this.entries = new byte[4 * (count + WINDOW)];
     boolean[] memberHasTokens = new boolean[members.length];
     for (int t = 0; t < count; t++) {
       long token = ((long) hi[t] << 32) | (lo[t] & 0xffffffffL);
       bucketStart[bucketOf(token) + 1]++; // a count for now: summed below
-      LANE.set(fingerprints, 2 * t, (char) fingerprint(token));
+      ENTRY.set(entries, 4 * t, (fingerprint(token) << 16) | owners[t]);
     }
     for (int m = 0; m < members.length; m++) {
       // RingBuilder gives every member exactly tokenCount(member, virtualNodes) tokens.
@@ -190,7 +185,7 @@ public final class HashRing {
       bucketStart[b] += bucketStart[b - 1];
     }
     if (count > 0) {
-      owners[count] = owners[0];
+      ENTRY.set(entries, 4 * count, (int) owners[0]);
     }
     boolean[] zoneHasTokens = new boolean[zoneIds.size()];
     int withTokens = 0;
@@ -236,17 +231,17 @@ public final class HashRing {
    * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
    */
   public Member ownerOf(String key) {
-    return members[owners[slot(Murmur3.hash(key))]];
+    return members[ownerIndex(slot(Murmur3.hash(key)))];
   }
 
   /** The primary owner of a key given as bytes. Lock-free and allocation-free. */
   public Member ownerOf(byte[] key) {
-    return members[owners[slot(Murmur3.hash(key))]];
+    return members[ownerIndex(slot(Murmur3.hash(key)))];
   }
 
   /** The primary owner of a ring position ({@link #position(String)}). */
   public Member ownerOfPosition(long position) {
-    return members[owners[slot(position)]];
+    return members[ownerIndex(slot(position))];
   }
 
   /**
@@ -288,14 +283,14 @@ public final class HashRing {
 
   /**
    * Index of the first token at or after {@code p}, or the token count if there is none (then
-   * {@code owners} holds token 0's owner there). Reads two adjacent bucket slots, then counts the
-   * bucket's fingerprints below the key's, all {@link #WINDOW} at once: the lanes of two 8-byte
-   * reads, compared in a register without a branch (a loop, or a branch per token, would cost
-   * more than the comparisons, and a mispredicted exit stalls the next lookup too). The whole
-   * tokens are read only when the key's fingerprint equals a token's.
+   * the entry there holds token 0's owner). Reads two adjacent bucket slots, then counts the
+   * bucket's fingerprints below the key's, all {@link #WINDOW} at once: two entries to each of
+   * four 8-byte reads, compared in a register without a branch (a loop, or a branch per token,
+   * would cost more than the comparisons, and a mispredicted exit stalls the next lookup too).
+   * The whole tokens are read only when the key's fingerprint equals a token's.
    */
   private int slot(long p) {
-    if (owners.length == 1) {
+    if (hi.length == 0) {
       throw new IllegalStateException(
           "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
     }
@@ -306,12 +301,17 @@ public final class HashRing {
     if (n > WINDOW) {
       return scan(p, i, i + n, key);
     }
-    // A lane with its top bit set, minus the key, keeps that bit exactly when the lane's
-    // fingerprint is at least the key; the lanes that do not, among the bucket's, are below it.
-    byte[] f = fingerprints;
-    long keys = key * LANE_ONES;
-    int below = Long.bitCount(~(((long) LANES.get(f, 2 * i) | LANE_TOPS) - keys) & FIRST_LANES[n])
-        + Long.bitCount(~(((long) LANES.get(f, 2 * i + 8) | LANE_TOPS) - keys) & SECOND_LANES[n]);
+    // An entry with its top bit set, minus the key's fingerprint shifted above the owner bits,
+    // keeps that bit exactly when the entry's fingerprint is at least the key's; the entries that
+    // do not, among the bucket's, are below the key.
+    byte[] e = entries;
+    long keys = (long) key << 16 | (long) key << 48;
+    int o = 4 * i;
+    int m = 4 * n;
+    int below = Long.bitCount(~(((long) PAIR.get(e, o) | PAIR_TOPS) - keys) & BUCKET_TOPS[m])
+        + Long.bitCount(~(((long) PAIR.get(e, o + 8) | PAIR_TOPS) - keys) & BUCKET_TOPS[m + 1])
+        + Long.bitCount(~(((long) PAIR.get(e, o + 16) | PAIR_TOPS) - keys) & BUCKET_TOPS[m + 2])
+        + Long.bitCount(~(((long) PAIR.get(e, o + 24) | PAIR_TOPS) - keys) & BUCKET_TOPS[m + 3]);
     i += below;
     // Rarely true, so tested first: "below < n" alone would be false for about one key in four,
     // and a branch on it mispredicted as often.
@@ -339,7 +339,7 @@ public final class HashRing {
 
   /** Token {@code i}'s fingerprint. */
   private int fingerprintOf(int i) {
-    return (char) LANE.get(fingerprints, 2 * i);
+    return (int) ENTRY.get(entries, 4 * i) >>> 16;
   }
 
   /**
@@ -365,9 +365,9 @@ public final class HashRing {
     return ((long) hi[i] << 32) | (lo[i] & 0xffffffffL);
   }
 
-  /** The member index of token {@code i}. */
+  /** The member index of token {@code i}; for {@code i} = the token count, token 0's. */
   int ownerIndex(int i) {
-    return owners[i];
+    return (char) (int) ENTRY.get(entries, 4 * i);
   }
 
   /** A copy of the tokens, for tests. */
@@ -396,7 +396,7 @@ public final class HashRing {
     // First turn: members whose zone is not taken yet. Stops once every zone is taken.
     int zonesGoal = Math.min(want, tokenZones);
     for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = owners[k];
+      int m = ownerIndex(k);
       int z = zoneOf[m];
       boolean taken = false;
       for (int q = 0; q < count; q++) {
@@ -411,7 +411,7 @@ public final class HashRing {
     }
     // Second turn: any member not taken yet.
     for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = owners[k];
+      int m = ownerIndex(k);
       boolean taken = false;
       for (int q = 0; q < count; q++) {
         if (out[q] == m) {
@@ -566,19 +566,13 @@ public final class HashRing {
   }
 
   /**
-   * A ring over token arrays in spec order: high and low halves, and owner indices into
-   * {@code members} in an array from {@link #newOwners(int)}, which the ring takes over and
-   * changes (the caller must not use it again). Each member must hold exactly
-   * {@code RingBuilder.tokenCount(member, virtualNodes)} tokens.
+   * A ring over token arrays in spec order: high and low halves, which the ring keeps (the caller
+   * must not change them), and the owners' indices into {@code members}, which it copies. Each
+   * member must hold exactly {@code RingBuilder.tokenCount(member, virtualNodes)} tokens.
    */
   static HashRing assemble(int virtualNodes, TokenFunction tokenFunction, Member[] members, int[] hi, int[] lo,
                            char[] owners) {
     return new HashRing(virtualNodes, tokenFunction, members, hi, lo, owners);
-  }
-
-  /** An array for the owner indices of {@code tokens} tokens that {@link #assemble} can keep. */
-  static char[] newOwners(int tokens) {
-    return new char[tokens + 1];
   }
 
   /** The index of the member with this id, or -1. */

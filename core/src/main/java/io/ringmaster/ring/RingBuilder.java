@@ -96,7 +96,7 @@ final class RingBuilder {
     int total = (int) (kept + fresh);
     int[] hi = new int[total];
     int[] lo = new int[total];
-    char[] owner = HashRing.newOwners(total);
+    char[] owner = new char[total];
     int baseSize = base == null ? 0 : base.tokenCount();
     if (baseSize > 0 && kept == baseSize) {
       insertInto(base, remap, newTokens, newOwners, hi, lo, owner);
