@@ -1,0 +1,109 @@
+package io.ringmaster.bench;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * What any ring lookup must cost on this machine, beyond hashing the key: the hash followed by
+ * one random read, or by two dependent random reads, of tables as large as a ring's lookup data,
+ * next to the hash alone and {@link HashRing#ownerOf(byte[])}, over {@link LookupBenchmark}'s
+ * keys (their UTF-8 bytes).
+ *
+ * <ul>
+ *   <li>{@code hashOnly}: {@code HashRing.position(key)}, the floor of {@link LookupBenchmark};
+ *   <li>{@code hashThenOneRead}: the hash, then one read of a 4-byte cell of a table with one
+ *       cell per token: the cost of a lookup that would find every owner with one read;
+ *   <li>{@code hashThenTwoReads}: the hash, a read of an index with one 4-byte slot per four
+ *       tokens, then a read of a table with 4 bytes per token at the place the first read gave
+ *       (the shape of a bucket index in front of the tokens);
+ *   <li>{@code ringmaster}: the real lookup, which reads a bucket index, the fingerprints and the
+ *       owner: three dependent reads.
+ * </ul>
+ * The tables hold random member indices, so nothing can be predicted or folded; their answers
+ * are meaningless. The results bound what layout work can win: a lookup cannot beat the read
+ * chain it needs, and at a quarter of a million tokens the key stream (32 MB of keys) keeps
+ * those reads out of the core's caches.
+ *
+ * <p>Run: {@code java -jar bench/target/benchmarks.jar LookupFloorBenchmark -f 2}
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+@State(Scope.Benchmark)
+public class LookupFloorBenchmark {
+  @Param({"10", "100", "1000"})
+  public int members;
+
+  @Param({"256"})
+  public int virtualNodes;
+
+  byte[][] keys;
+  HashRing ring;
+  Member[] memberArray;
+  /** One cell per token, rounded up to a power of two. */
+  int[] cells;
+  int cellShift;
+  /** One slot per four tokens, each pointing into {@link #cells}. */
+  int[] index;
+  int indexShift;
+
+  @Setup
+  public void setup() {
+    keys = LookupBenchmark.Keys.BYTES;
+    ring = HashRing.builder().virtualNodes(virtualNodes).addAll(Fixtures.members(0, members)).build();
+    memberArray = ring.members().toArray(new Member[0]);
+    int tokens = ring.tokenCount();
+    int cellCount = Integer.highestOneBit(tokens - 1) << 1;
+    cellShift = 64 - Integer.numberOfTrailingZeros(cellCount);
+    cells = new int[cellCount + 4];
+    int indexCount = Math.max(1, cellCount >> 2);
+    indexShift = 64 - Integer.numberOfTrailingZeros(indexCount);
+    index = new int[indexCount];
+    SplittableRandom random = new SplittableRandom(Fixtures.KEY_SEED);
+    for (int c = 0; c < cells.length; c++) {
+      cells[c] = random.nextInt(members);
+    }
+    for (int s = 0; s < index.length; s++) {
+      index[s] = random.nextInt(cellCount);
+    }
+  }
+
+  @Benchmark
+  public void hashOnly(LookupBenchmark.Cursor c, Blackhole bh) {
+    bh.consume(HashRing.position(keys[c.next()]));
+  }
+
+  @Benchmark
+  public void hashThenOneRead(LookupBenchmark.Cursor c, Blackhole bh) {
+    long p = HashRing.position(keys[c.next()]);
+    bh.consume(memberArray[cells[(int) ((p ^ Long.MIN_VALUE) >>> cellShift)]]);
+  }
+
+  @Benchmark
+  public void hashThenTwoReads(LookupBenchmark.Cursor c, Blackhole bh) {
+    long p = HashRing.position(keys[c.next()]);
+    int start = index[(int) ((p ^ Long.MIN_VALUE) >>> indexShift)];
+    bh.consume(memberArray[cells[start + ((int) p & 3)]]);
+  }
+
+  @Benchmark
+  public void ringmaster(LookupBenchmark.Cursor c, Blackhole bh) {
+    bh.consume(ring.ownerOf(keys[c.next()]));
+  }
+}
