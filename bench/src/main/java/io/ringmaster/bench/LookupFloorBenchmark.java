@@ -30,8 +30,9 @@ import org.openjdk.jmh.infra.Blackhole;
  *   <li>{@code hashThenTwoReads}: the hash, a read of an index with one 4-byte slot per four
  *       tokens, then a read of a table with 4 bytes per token at the place the first read gave
  *       (the shape of a bucket index in front of the tokens);
- *   <li>{@code ringmaster}: the real lookup, which reads a bucket index, the fingerprints and the
- *       owner: three dependent reads.
+ *   <li>{@code ringmaster}: the real lookup, which reads the bucket index, then the entries that
+ *       hold the tokens' fingerprints and owners: two dependent reads, and a comparison between
+ *       them and the owner.
  * </ul>
  * The tables hold random member indices, so nothing can be predicted or folded; their answers
  * are meaningless. The results bound what layout work can win: a lookup cannot beat the read

@@ -63,6 +63,9 @@ public final class HashRing {
   /** Upper bound on one member's tokens, so a typo in a weight fails instead of filling the heap. */
   public static final int MAX_TOKENS_PER_MEMBER = 1 << 24;
 
+  /** Upper bound on a ring's tokens: their 4-byte lookup entries must fit in one Java array. */
+  public static final int MAX_TOKENS = (1 << 29) - 16;
+
   /** The spec's token function: {@code hash(id + "#" + i)}. Tests substitute it to force ties. */
   interface TokenFunction {
     long token(Member member, int index);
@@ -92,10 +95,10 @@ public final class HashRing {
    * {@code 4i}, holds in its low 16 bits the index in {@link #members} of its owner and above
    * them its fingerprint, the {@link #FINGERPRINT_BITS} bits of its position that follow the
    * bucket bits (bit 31 stays 0). Within a bucket, fingerprints ascend with the tokens, so a
-   * lookup compares the key with a whole bucket in four 8-byte reads and finds the owner in the
-   * same cache line, or the next. Entry {@code count} holds token 0's owner (the owner of
-   * positions after the last token), and {@link #WINDOW} zero entries follow so that those reads
-   * need no bounds check of their own.
+   * lookup compares the key with a bucket of up to {@link #WINDOW} tokens in four 8-byte reads and
+   * finds the owner in the same cache line, or the next. Entry {@code count} holds token 0's
+   * owner (the owner of positions after the last token), and zero entries follow it up to
+   * {@code count + WINDOW}, so that those reads need no bounds check of their own.
    */
   private final byte[] entries;
   /**

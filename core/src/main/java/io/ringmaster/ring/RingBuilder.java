@@ -69,9 +69,9 @@ final class RingBuilder {
         fresh += counts[m];
       }
     }
-    if (kept + fresh > Integer.MAX_VALUE - 16) {
-      throw new IllegalArgumentException("ring would have " + (kept + fresh) + " tokens: lower virtualNodes ("
-          + virtualNodes + ") or the weights");
+    if (kept + fresh > HashRing.MAX_TOKENS) {
+      throw new IllegalArgumentException("ring would have " + (kept + fresh) + " tokens, more than "
+          + HashRing.MAX_TOKENS + ": lower virtualNodes (" + virtualNodes + ") or the weights");
     }
     long[] newTokens = new long[(int) fresh];
     int[] newOwners = new int[(int) fresh];

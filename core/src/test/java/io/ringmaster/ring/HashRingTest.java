@@ -408,6 +408,13 @@ class HashRingTest {
     assertMessage("at least 1: 0", () -> ring.owners("k", 0));
     assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
     assertMessage("weight 1.0E20", () -> ring(8, List.of(Member.of("big", 1e20))));
+    // 33 members of 2^24 tokens each: refused before a token is hashed or an array allocated.
+    List<Member> many = new ArrayList<>();
+    for (int m = 0; m < 33; m++) {
+      many.add(Member.of("m" + m));
+    }
+    assertMessage("ring would have 553648128 tokens, more than " + HashRing.MAX_TOKENS,
+        () -> HashRing.builder().virtualNodes(1 << 24).addAll(many).build());
   }
 
   @Test
