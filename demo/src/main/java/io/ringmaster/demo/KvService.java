@@ -175,7 +175,9 @@ final class KvService {
    */
   CompletableFuture<Wire.WriteReply> storeAndForward(Wire.WriteRequest r) {
     Entry e = r.entry();
-    store.merge(e);
+    if (store.merge(e)) {
+      counters.writesStored.increment();
+    }
     clock.observe(e.version().stamp());
     Wire.WriteReply here = new Wire.WriteReply(Set.of(routing.self()),
         store.get(e.key()).map(Entry::version).orElse(e.version()));

@@ -33,7 +33,7 @@ final class Peer implements AutoCloseable {
                     long backupKeys, long strayKeys, long tombstones, long keysMigratedIn, long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, long putsServed, long getsServed, long deletesServed,
-                    long writesForwarded, long divergences, int eventSubscribers) {}
+                    long writesStored, long writesForwarded, long divergences, int eventSubscribers) {}
 
   private final PeerOptions options;
   private final Ringmaster node;
@@ -148,7 +148,7 @@ final class Peer implements AutoCloseable {
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
         counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
-        counters.writesForwarded.sum(), s.divergences(), events.subscribers());
+        counters.writesStored.sum(), counters.writesForwarded.sum(), s.divergences(), events.subscribers());
   }
 
   String describe() {

@@ -32,6 +32,8 @@ class JoinTest extends WithPeerCluster {
     writer = new KeyWriter(cluster, 16);
     writer.writeAll(KEYS).get(90, TimeUnit.SECONDS);
     cluster.awaitSettled(four, Duration.ofSeconds(30));
+    long writesBefore = total(four, "writesStored");
+    assertTrue(writesBefore >= KEYS + KEYS / 5, () -> "the owners stored every write: " + writesBefore);
     Map<String, String> before = cluster.primaryHolders(four);
     assertEquals(KEYS, before.size(), "every key held once before the join");
     Map<String, Long> viewsBefore = viewsSeen(four);
@@ -41,6 +43,7 @@ class JoinTest extends WithPeerCluster {
     cluster.awaitSettled(five, Duration.ofSeconds(60));
     Map<String, String> after = cluster.primaryHolders(five);
     assertEquals(KEYS, after.size(), "every key held once after the join");
+    long writesDuring = total(five, "writesStored") - writesBefore;
 
     List<String> moved = new ArrayList<>();
     for (Map.Entry<String, String> e : before.entrySet()) {
@@ -63,29 +66,51 @@ class JoinTest extends WithPeerCluster {
     double sigma = Math.sqrt(KEYS * share * (1 - share));
     double ms = moved.size();
     assertTrue(Math.abs(ms - mean) <= 5 * sigma, () -> "moved " + ms + " keys, expected " + mean + " +- " + 5 * sigma);
-    // The counters add up over every ownership change a peer went through. The join is one view
-    // change on each peer; on a starved machine JGroups may add a suspicion and a merge, and then a
-    // key may move in, out and in again: only then do the counts differ from what moved.
+    // The counters add up over every ownership change a peer went through, and count entries (a key
+    // that arrives in two versions counts twice). The join is one view change on each peer; on a
+    // starved machine JGroups may add a suspicion and a merge, and then a key may move in, out and in
+    // again; and a write stored during the join (an earlier attempt of a write that the writer saw
+    // fail and retried, still in flight) gives a key a second version. Only then do the counts
+    // differ from what moved.
     Map<String, Long> viewsAfter = viewsSeen(five);
     boolean oneViewChange = viewsAfter.get("peer-5") == 1
         && four.stream().allMatch(p -> viewsAfter.get(p) == viewsBefore.get(p) + 1);
     long in = cluster.json("peer-5", "/stats").path("keysMigratedIn").asLong();
-    long out = 0;
-    for (String p : four) {
-      out += cluster.json(p, "/stats").path("keysMigratedOut").asLong();
-    }
-    if (oneViewChange) {
-      assertEquals(moved.size(), in, "peer-5 counted what it took in");
-      assertEquals(moved.size(), out, "the others counted what they handed off");
+    long out = total(four, "keysMigratedOut");
+    if (oneViewChange && writesDuring == 0) {
+      assertEquals(moved.size(), in, () -> "peer-5 counted what it took in; its migration events: " + migrations());
+      assertEquals(moved.size(), out, () -> "the others counted what they handed off; peer-5's migration events: "
+          + migrations());
     } else {
       // After a merge the peers also repair by pushing copies, which are not counted as migrations.
-      System.out.printf("views seen before %s and after %s: more than the join, so the counts (in %d, out %d) "
-          + "are not compared with the %d keys that moved%n", viewsBefore, viewsAfter, in, out, moved.size());
+      System.out.printf("views seen before %s and after %s, %d writes stored during the join: more than the join, "
+              + "so the counts (in %d, out %d) are not compared with the %d keys that moved%n", viewsBefore, viewsAfter,
+          writesDuring, in, out, moved.size());
     }
     assertEquals(List.of(), writer.mismatches("peer-5", writer.acknowledged()).stream().limit(20).toList());
     System.out.printf("join of a 5th peer: %d of %d keys moved (%.2f%%), all to peer-5; its share of the ring %.4f "
             + "(expected %.0f +- %.0f keys); optimum 1/5 = %d keys%n", moved.size(), KEYS, 100.0 * moved.size() / KEYS,
         share, mean, sigma, KEYS / 5);
+  }
+
+  private long total(List<String> peers, String counter) {
+    long sum = 0;
+    for (String p : peers) {
+      sum += cluster.json(p, "/stats").path(counter).asLong();
+    }
+    return sum;
+  }
+
+  /** What peer-5 reported receiving, to explain a count that differs from what moved. */
+  private List<String> migrations() {
+    List<String> out = new ArrayList<>();
+    for (JsonNode e : cluster.json("peer-5", "/events/recent")) {
+      String type = e.path("type").asText();
+      if (type.equals("migration") || type.equals("received") || type.equals("sweep") || type.equals("repair")) {
+        out.add(e.toString());
+      }
+    }
+    return out;
   }
 
   private Map<String, Long> viewsSeen(List<String> peers) {
