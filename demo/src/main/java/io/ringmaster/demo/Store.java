@@ -58,36 +58,44 @@ final class Store {
   }
 
   /**
-   * Keeps the newer of the stored entry and {@code e}.
+   * Keeps the newer of the stored entry and {@code e}. Safe against concurrent merges of the same
+   * key (a push and a pull racing): exactly one of them reports the change.
    *
    * @return whether {@code e} changed the store (it was new, or newer than what was there)
    */
   boolean merge(Entry e) {
-    boolean[] changed = new boolean[1];
-    entries.compute(Slot.of(e.key()), (slot, current) -> {
-      if (current == null || e.version().isNewerThan(current.version())) {
-        changed[0] = true;
-        return e;
+    Slot slot = Slot.of(e.key());
+    while (true) {
+      // Not compute(): the skip list may run its function again after losing a race, and a flag
+      // set by the losing run would report a change that another merge made.
+      Entry current = entries.putIfAbsent(slot, e);
+      if (current == null) {
+        return true;
       }
-      return current;
-    });
-    return changed[0];
+      if (!e.version().isNewerThan(current.version())) {
+        return false;
+      }
+      if (entries.replace(slot, current, e)) {
+        return true;
+      }
+    }
   }
 
   /**
    * Removes the key if it still holds exactly {@code seen}'s version: a write that landed after
-   * {@code seen} was read is kept.
+   * {@code seen} was read is kept. Of two concurrent removals of the same entry, one reports it.
    */
   boolean removeIfUnchanged(Entry seen) {
-    boolean[] removed = new boolean[1];
-    entries.computeIfPresent(Slot.of(seen.key()), (slot, current) -> {
-      if (current.version().equals(seen.version())) {
-        removed[0] = true;
-        return null;
+    Slot slot = Slot.of(seen.key());
+    while (true) {
+      Entry current = entries.get(slot);
+      if (current == null || !current.version().equals(seen.version())) {
+        return false;
       }
-      return current;
-    });
-    return removed[0];
+      if (entries.remove(slot, current)) {
+        return true;
+      }
+    }
   }
 
   /** A snapshot of the entries in a range, in ring order (from just after {@code start}). */

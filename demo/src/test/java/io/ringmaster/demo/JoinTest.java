@@ -66,11 +66,11 @@ class JoinTest extends WithPeerCluster {
     double sigma = Math.sqrt(KEYS * share * (1 - share));
     double ms = moved.size();
     assertTrue(Math.abs(ms - mean) <= 5 * sigma, () -> "moved " + ms + " keys, expected " + mean + " +- " + 5 * sigma);
-    // The counters add up over every ownership change a peer went through, and count entries (a key
-    // that arrives in two versions counts twice). The join is one view change on each peer; on a
-    // starved machine JGroups may add a suspicion and a merge, and then a key may move in, out and in
-    // again; and a write stored during the join (an earlier attempt of a write that the writer saw
-    // fail and retried, still in flight) gives a key a second version. Only then do the counts
+    // The counters add up over every ownership change a peer went through, and count entries: the
+    // push and the pull of one entry count once, even when they merge at the same moment. The join
+    // is one view change on each peer; on a starved machine JGroups may add a suspicion and a merge,
+    // and then a key may move in, out and in again; a write stored during the join (none is sent,
+    // but the check costs nothing) would give a key a second version. Only then may the counts
     // differ from what moved.
     Map<String, Long> viewsAfter = viewsSeen(five);
     boolean oneViewChange = viewsAfter.get("peer-5") == 1

@@ -13,6 +13,13 @@ import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -151,6 +158,58 @@ class StoreTest {
     assertEquals(Optional.of("v2"), store.get("k").map(Entry::value));
     assertTrue(store.removeIfUnchanged(store.get("k").orElseThrow()));
     assertTrue(store.get("k").isEmpty());
+  }
+
+  /**
+   * A push and a pull can merge the same entry at the same moment, and the migration counters add
+   * up what each merge reports: exactly one of them may report the change. The same for two
+   * hand-offs dropping the same entry.
+   */
+  @Test
+  void mergeAndRemove_sameEntriesFromTwoThreads_eachChangeReportedOnce() throws Exception {
+    int rounds = 40;
+    long doubleMerges = 0;
+    long doubleRemoves = 0;
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try {
+      for (int round = 0; round < rounds; round++) {
+        Store store = new Store();
+        List<Entry> older = new ArrayList<>();
+        List<Entry> newer = new ArrayList<>();
+        for (int i = 0; i < KEYS; i++) {
+          older.add(Entry.of("k" + i, "old", v(1)));
+          newer.add(Entry.of("k" + i, "new", v(2)));
+        }
+        // Absent keys (the insert path), then present ones (the replace path), then removals.
+        doubleMerges += both(threads, older, store::merge) - KEYS;
+        doubleMerges += both(threads, newer, store::merge) - KEYS;
+        doubleRemoves += both(threads, newer, store::removeIfUnchanged) - KEYS;
+        assertEquals(0, store.size(), "every entry removed");
+      }
+    } finally {
+      threads.shutdownNow();
+      assertTrue(threads.awaitTermination(10, TimeUnit.SECONDS));
+    }
+    assertEquals(0, doubleMerges, "merges reported as changes by both threads");
+    assertEquals(0, doubleRemoves, "removals reported by both threads");
+  }
+
+  /** Runs {@code op} over the entries on two threads at once; how many calls reported a change. */
+  private static long both(ExecutorService threads, List<Entry> entries, Predicate<Entry> op) throws Exception {
+    CyclicBarrier start = new CyclicBarrier(2);
+    Callable<Long> task = () -> {
+      start.await();
+      long changed = 0;
+      for (Entry e : entries) {
+        if (op.test(e)) {
+          changed++;
+        }
+      }
+      return changed;
+    };
+    Future<Long> a = threads.submit(task);
+    Future<Long> b = threads.submit(task);
+    return a.get(30, TimeUnit.SECONDS) + b.get(30, TimeUnit.SECONDS);
   }
 
   @Test
