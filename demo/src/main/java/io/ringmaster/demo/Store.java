@@ -124,12 +124,15 @@ final class Store {
       if (s == from.segment() && from.last().isPresent()) {
         segment = segment.tailMap(from.last().get(), false);
       }
+      // The cursor names the last entry returned from this segment; none yet: its start.
+      Entry last = null;
       for (Entry e : segment.values()) {
         if (!out.isEmpty() && bytes + e.weight() > maxBytes) {
-          return new Page(out, Optional.of(new Cursor(s, Optional.of(Slot.of(out.get(out.size() - 1).key())))));
+          return new Page(out, Optional.of(new Cursor(s, Optional.ofNullable(last).map(l -> Slot.of(l.key())))));
         }
         out.add(e);
         bytes += e.weight();
+        last = e;
       }
     }
     return new Page(out, Optional.empty());

@@ -117,6 +117,40 @@ class StoreTest {
     assertTrue(pages > 10, "small pages: " + pages);
   }
 
+  /**
+   * Every page size from one entry up, over many small ranges (a migration of many virtual nodes)
+   * and a wrapping one: some page ends on the last entry of a range, so the next page starts at
+   * the first entry of another segment.
+   */
+  @Test
+  void pagedScan_pageBreaksOnSegmentBoundaries_visitsEachKeyOnce() {
+    Store store = filled();
+    Random random = new Random(7);
+    List<KeyRange> ranges = new ArrayList<>();
+    long[] cuts = random.longs(40).sorted().toArray();
+    for (int i = 0; i + 1 < cuts.length; i += 2) {
+      ranges.add(new KeyRange(cuts[i], cuts[i + 1]));
+    }
+    ranges.add(new KeyRange(cuts[cuts.length - 1], cuts[0])); // wraps: two segments
+    Set<String> want = new TreeSet<>();
+    ranges.forEach(r -> want.addAll(expected(r)));
+    int oneEntry = Entry.of("k1000", "v1000", v(1)).weight();
+    for (int entriesPerPage = 1; entriesPerPage <= 40; entriesPerPage++) {
+      List<Entry> got = new ArrayList<>();
+      Store.Cursor cursor = Store.Cursor.START;
+      while (true) {
+        Store.Page page = store.scan(ranges, cursor, entriesPerPage * oneEntry);
+        got.addAll(page.entries());
+        if (page.next().isEmpty()) {
+          break;
+        }
+        cursor = page.next().get();
+      }
+      assertEquals(want, keys(got), "pages of about " + entriesPerPage + " entries");
+      assertEquals(want.size(), got.size(), "no key twice, pages of about " + entriesPerPage + " entries");
+    }
+  }
+
   @Test
   void merge_olderVersion_isIgnoredAndNewerWins() {
     Store store = new Store();
