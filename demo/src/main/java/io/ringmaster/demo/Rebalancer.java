@@ -117,9 +117,9 @@ final class Rebalancer implements OwnershipListener {
     long in = 0;
     boolean ok = true;
     for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
-      long pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId());
-      ok &= pulled >= 0;
-      in += Math.max(0, pulled);
+      Transfers.Pulled pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId());
+      ok &= pulled.complete();
+      in += pulled.changed();
     }
     counters.keysMigratedIn.add(in);
     events.publish(Events.migration("in", change, in, gained.size(), List.copyOf(perSource.keySet()),

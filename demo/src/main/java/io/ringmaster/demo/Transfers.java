@@ -80,11 +80,16 @@ final class Transfers {
   }
 
   /**
-   * Pulls the ranges page by page into the store.
+   * What a pull brought in.
    *
-   * @return the entries that changed the store here, or -1 if the source stopped answering
+   * @param changed  entries that changed the store here, from every page merged (a pull that
+   *                 failed half way merged and counts its first pages)
+   * @param complete whether the source answered to the last page
    */
-  long pull(String source, List<KeyRange> ranges, long view) {
+  record Pulled(long changed, boolean complete) {}
+
+  /** Pulls the ranges page by page into the store. */
+  Pulled pull(String source, List<KeyRange> ranges, long view) {
     long changed = 0;
     Store.Cursor cursor = Store.Cursor.START;
     while (true) {
@@ -95,12 +100,12 @@ final class Transfers {
           page = Wire.readPage(rpc.call(source, request, PULL_TIMEOUT).get());
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          return -1;
+          return new Pulled(changed, false);
         } catch (Exception e) {
           if (attempt >= ATTEMPTS || !routing.isLive(source)) {
             LOG.log(Level.WARNING, "{0}: pull of {1} ranges from {2} failed: {3}", routing.self(), ranges.size(),
                 source, Rpc.unwrap(e));
-            return -1;
+            return new Pulled(changed, false);
           }
           Waits.pause(Duration.ofMillis(200L * attempt));
         }
@@ -111,7 +116,7 @@ final class Transfers {
         }
       }
       if (page.next().isEmpty()) {
-        return changed;
+        return new Pulled(changed, true);
       }
       cursor = page.next().get();
     }
