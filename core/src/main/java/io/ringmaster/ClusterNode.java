@@ -264,10 +264,13 @@ final class ClusterNode {
 
   /**
    * Registers an ownership listener. Under the publish lock, so the initial change (current
-   * ownership from nothing) comes before any later change: the fold invariant.
+   * ownership from nothing) comes before any later change: the fold invariant. Added before the
+   * initial change is queued: if its executor rejects that change, the removal that follows
+   * finds it.
    */
   Registration addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
     synchronized (publishLock) {
+      ownershipListeners.add(delivery);
       Snapshot s = state;
       if (s.localInRing() && !left) {
         RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
@@ -276,9 +279,13 @@ final class ClusterNode {
               s.ring(), initial));
         }
       }
-      ownershipListeners.add(delivery);
     }
     return delivery;
+  }
+
+  /** Ownership listeners registered now (for tests). */
+  int ownershipListenerCount() {
+    return ownershipListeners.size();
   }
 
   Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {

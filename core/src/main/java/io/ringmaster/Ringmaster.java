@@ -328,6 +328,11 @@ public final class Ringmaster implements AutoCloseable {
     return node.addOwnershipListener(self[0]);
   }
 
+  /** Ownership listeners registered now (for tests). */
+  int ownershipListenerCount() {
+    return node.ownershipListenerCount();
+  }
+
   /** Adds a membership listener run on the node's listener pool. */
   public Registration addMembershipListener(MembershipListener listener) {
     return addMembershipListener(listener, listenerPool);

@@ -129,6 +129,20 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void listener_executorRejectsTheInitialChange_listenerIsNotLeftRegistered() {
+    try (TestCluster cluster = new TestCluster("rejected-initial")) {
+      Ringmaster node = cluster.start("a");
+      int before = node.ownershipListenerCount();
+      List<OwnershipChange> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      node.addOwnershipListener(seen::add, task -> {
+        throw new java.util.concurrent.RejectedExecutionException("full");
+      });
+      assertEquals(before, node.ownershipListenerCount(), "the rejected listener was removed");
+      assertEquals(List.of(), seen);
+    }
+  }
+
+  @Test
   void builder_oversizeMetadata_failsNamingTheSetting() {
     String big = "x".repeat(300);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId(big));
