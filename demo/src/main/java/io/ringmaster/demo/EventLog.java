@@ -61,16 +61,21 @@ final class EventLog implements AutoCloseable {
 
   /** Starts streaming to {@code exchange}; returns at once, the exchange stays open. */
   void subscribe(HttpExchange exchange) throws IOException {
-    if (closed || subscribers.size() >= MAX_SUBSCRIBERS) {
-      throw new HttpError(503, "too many event subscribers (at most " + MAX_SUBSCRIBERS + ")");
-    }
-    exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
-    exchange.getResponseHeaders().set("Cache-Control", "no-cache");
-    exchange.sendResponseHeaders(200, 0);
     Subscriber s = new Subscriber(exchange);
-    synchronized (this) {
+    synchronized (this) { // the check and the place it grants, at once: concurrent requests cannot both pass
+      if (closed || subscribers.size() >= MAX_SUBSCRIBERS) {
+        throw new HttpError(503, "too many event subscribers (at most " + MAX_SUBSCRIBERS + ")");
+      }
       recent.forEach(s::offer);
       subscribers.add(s);
+    }
+    try {
+      exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
+      exchange.getResponseHeaders().set("Cache-Control", "no-cache");
+      exchange.sendResponseHeaders(200, 0);
+    } catch (IOException | RuntimeException e) {
+      s.close();
+      throw e;
     }
     s.thread.start();
   }

@@ -178,6 +178,7 @@ final class KvService {
     if (store.merge(e)) {
       counters.writesStored.increment();
     }
+    Routing.storedThenRoute();
     clock.observe(e.version().stamp());
     Wire.WriteReply here = new Wire.WriteReply(Set.of(routing.self()),
         store.get(e.key()).map(Entry::version).orElse(e.version()));
@@ -200,7 +201,7 @@ final class KvService {
     Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
     for (String owner : extra) {
-      calls.add(rpc.call(owner, forward, timeout).thenApply(KvService::reply));
+      calls.add(rpc.callFromWorker(owner, forward, timeout).thenApply(KvService::reply));
     }
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(done -> {
       Wire.WriteReply all = here;

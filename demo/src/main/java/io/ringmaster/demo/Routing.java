@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -36,9 +37,20 @@ final class Routing {
     return leaving != null ? leaving : node.ring();
   }
 
-  /** From now on route by {@code without}, the ring this peer leaves behind. */
+  /**
+   * From now on route by {@code without}, the ring this peer leaves behind. The caller scans the
+   * store next; a write stores and then reads the ring ({@link #storedThenRoute()}). The fences on
+   * both sides make sure at least one of them sees the other: the scan sees the write, or the
+   * write sees the leaving ring and is forwarded.
+   */
   void startLeaving(HashRing without) {
     this.leavingRing = without;
+    VarHandle.fullFence();
+  }
+
+  /** Called after storing an entry and before reading the ring to route it: see {@link #startLeaving}. */
+  static void storedThenRoute() {
+    VarHandle.fullFence();
   }
 
   boolean isLeaving() {

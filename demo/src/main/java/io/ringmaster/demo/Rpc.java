@@ -16,6 +16,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
@@ -33,7 +34,9 @@ import org.jgroups.stack.ProtocolStack;
  * correlates replies, fails a request at once when its target leaves the view, and our timer
  * bounds every request. A handler that may wait (a pull waiting for a view, a push merging a
  * page) runs on {@code workers}; a quick one runs on the JGroups thread and never blocks: it
- * returns a future, completed later if it must ask other peers (a forwarded write).
+ * returns a future, completed later if it must ask other peers (a forwarded write, sent with
+ * {@link #callFromWorker}). A reply that is not ready at once is sent from a worker too: sending
+ * may wait for flow-control credits, and JGroups threads must not.
  */
 final class Rpc implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Rpc.class.getName());
@@ -140,7 +143,7 @@ final class Rpc implements AutoCloseable {
     } catch (Exception | Error e) {
       reply = CompletableFuture.failedFuture(e);
     }
-    reply.whenComplete((bytes, error) -> {
+    BiConsumer<byte[], Throwable> send = (bytes, error) -> {
       if (error == null) {
         response.send(bytes, false);
       } else {
@@ -149,7 +152,26 @@ final class Rpc implements AutoCloseable {
         response.send(Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping" : cause.toString()),
             false);
       }
-    });
+    };
+    if (reply.isDone()) {
+      reply.whenComplete(send); // here and now
+    } else {
+      // Completed later by another peer's reply (on a JGroups thread) or by our timer: answer from
+      // a worker, so that neither of those threads waits for flow-control credits.
+      reply.whenCompleteAsync(send, workers);
+    }
+  }
+
+  /**
+   * {@link #call} from a worker thread: for a quick handler, which runs on a JGroups thread and
+   * must not wait there for flow-control credits to send.
+   */
+  CompletableFuture<DataInputStream> callFromWorker(String memberId, byte[] request, Duration timeout) {
+    try {
+      return CompletableFuture.supplyAsync(() -> call(memberId, request, timeout), workers).thenCompose(f -> f);
+    } catch (RejectedExecutionException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   /**

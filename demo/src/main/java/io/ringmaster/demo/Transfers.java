@@ -167,6 +167,7 @@ final class Transfers {
         changed++;
       }
     }
+    Routing.storedThenRoute();
     if (routing.isLeaving()) {
       return Wire.error(routing.self() + " is leaving");
     }
