@@ -157,8 +157,15 @@ final class Rpc implements AutoCloseable {
       reply.whenComplete(send); // here and now
     } else {
       // Completed later by another peer's reply (on a JGroups thread) or by our timer: answer from
-      // a worker, so that neither of those threads waits for flow-control credits.
-      reply.whenCompleteAsync(send, workers);
+      // a worker, so that neither of those threads waits for flow-control credits; with every
+      // worker busy, answer here rather than leave the requester waiting for its timeout.
+      reply.whenCompleteAsync(send, task -> {
+        try {
+          workers.execute(task);
+        } catch (RejectedExecutionException busy) {
+          task.run();
+        }
+      });
     }
   }
 
