@@ -18,6 +18,8 @@ final class Counters {
   final LongAdder keysMigratedOut = new LongAdder();
   /** Entries found here outside this peer's ranges by the sweep, handed to their owners and dropped. */
   final LongAdder strayKeysHandedOff = new LongAdder();
+  /** Tombstones older than the grace period, dropped here. */
+  final LongAdder tombstonesPurged = new LongAdder();
   final LongAdder migrationsCompleted = new LongAdder();
   final LongAdder migrationsFailed = new LongAdder();
   /** Ownership changes being handled now. */

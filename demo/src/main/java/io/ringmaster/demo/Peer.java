@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CountDownLatch;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -30,7 +31,8 @@ final class Peer implements AutoCloseable {
   /** {@code GET /stats}. Totals since the peer started; key counts by this peer's current ring. */
   record StatsReply(String id, long viewId, long viewsSeen, String checksum, int members, boolean leaving,
                     long primaryKeys,
-                    long backupKeys, long strayKeys, long tombstones, long keysMigratedIn, long keysMigratedOut,
+                    long backupKeys, long strayKeys, long tombstones, long tombstonesPurged, long keysMigratedIn,
+                    long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, long putsServed, long getsServed, long deletesServed,
                     long writesStored, long writesForwarded, long divergences, int eventSubscribers) {}
@@ -119,6 +121,11 @@ final class Peer implements AutoCloseable {
     statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains)),
         0, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
+    Duration grace = options.tombstoneGrace();
+    long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 2));
+    maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
+        store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000))), purgeEvery, purgeEvery,
+        TimeUnit.MILLISECONDS);
     http.createContext("/", new HttpApi(kv, store, routing, new RingView(node, directory), this::stats, events,
         node::viewId));
     http.setExecutor(httpThreads);
@@ -144,7 +151,8 @@ final class Peer implements AutoCloseable {
     RingmasterStats s = node.stats();
     return new StatsReply(routing.self(), s.viewId(), s.viewsSeen(), Long.toHexString(node.ring().checksum()),
         s.members(),
-        routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.keysMigratedIn.sum(),
+        routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.tombstonesPurged.sum(),
+        counters.keysMigratedIn.sum(),
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
         counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),

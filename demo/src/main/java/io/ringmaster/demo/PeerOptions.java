@@ -12,29 +12,40 @@ import java.util.Set;
  */
 record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas, Optional<String> zone,
                    Optional<Double> weight, Optional<Path> config, Optional<String> cluster,
-                   Optional<Long> parentPid) {
+                   Optional<Long> parentPid, Optional<Integer> tombstoneGraceSeconds) {
 
   static final String DEFAULT_CLUSTER = "ringmaster-demo";
   static final int DEFAULT_VIRTUAL_NODES = 256;
   static final int DEFAULT_REPLICAS = 2;
+  /**
+   * How long a delete's tombstone is kept: longer than any partition or unswept copy that could
+   * still hold the deleted value, which would otherwise come back once the tombstone is gone.
+   */
+  static final Duration DEFAULT_TOMBSTONE_GRACE = Duration.ofHours(1);
+  /** Ten years: {@code --tombstone-grace} is in seconds. */
+  static final int MAX_TOMBSTONE_GRACE_SECONDS = 10 * 365 * 86_400;
   /** Long enough to hand off a few hundred thousand small entries on localhost. */
   static final Duration LEAVE_TIMEOUT = Duration.ofSeconds(20);
 
   static final String USAGE = "peer --id <id> --http-port <port> [--replicas 2] [--zone z] [--weight w]"
-      + " [--config <node.json>] [--cluster ringmaster-demo]";
+      + " [--config <node.json>] [--cluster ringmaster-demo] [--tombstone-grace <seconds, 3600>]";
 
   private static final Set<String> FLAGS = Set.of("--id", "--http-port", "--replicas", "--zone", "--weight",
-      "--config", "--cluster", "--parent-pid");
+      "--config", "--cluster", "--parent-pid", "--tombstone-grace");
 
   static PeerOptions parse(String[] args, int from) {
     Flags f = Flags.parse(args, from, FLAGS);
     PeerOptions o = new PeerOptions(f.string("--id"), f.port("--http-port"), f.integer("--replicas", 1, 255),
         f.string("--zone"), f.nonNegative("--weight"), f.path("--config"), f.string("--cluster"),
-        f.longValue("--parent-pid", 1));
+        f.longValue("--parent-pid", 1), f.integer("--tombstone-grace", 1, MAX_TOMBSTONE_GRACE_SECONDS));
     if (o.id().isEmpty() && o.config().isEmpty()) {
       throw new UsageException("--id is required (or a --config that sets nodeId)");
     }
     return o;
+  }
+
+  Duration tombstoneGrace() {
+    return tombstoneGraceSeconds.map(s -> Duration.ofSeconds(s)).orElse(DEFAULT_TOMBSTONE_GRACE);
   }
 
   String endpoint() {

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -96,6 +97,23 @@ final class Store {
         return true;
       }
     }
+  }
+
+  /**
+   * Drops the tombstones stamped before {@code stampBefore} (microseconds, like {@link Version#stamp()}),
+   * unless rewritten meanwhile.
+   *
+   * @return how many were dropped
+   */
+  long purgeTombstones(long stampBefore) {
+    long purged = 0;
+    for (Map.Entry<Slot, Entry> e : entries.entrySet()) {
+      Entry t = e.getValue();
+      if (t.deleted() && t.version().stamp() < stampBefore && entries.remove(e.getKey(), t)) {
+        purged++;
+      }
+    }
+    return purged;
   }
 
   /** A snapshot of the entries in a range, in ring order (from just after {@code start}). */

@@ -29,10 +29,13 @@ final class VersionClock {
 
   /** A clock on the system's wall clock. */
   static VersionClock system(String writer) {
-    return new VersionClock(writer, () -> {
-      Instant now = Instant.now();
-      return now.getEpochSecond() * 1_000_000 + now.getNano() / 1_000;
-    });
+    return new VersionClock(writer, VersionClock::systemMicros);
+  }
+
+  /** Microseconds since the epoch on the wall clock: the unit of {@link Version#stamp()}. */
+  static long systemMicros() {
+    Instant now = Instant.now();
+    return now.getEpochSecond() * 1_000_000 + now.getNano() / 1_000;
   }
 
   Version next() {

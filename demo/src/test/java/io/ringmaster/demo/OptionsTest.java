@@ -22,9 +22,10 @@ class OptionsTest {
   @Test
   void parse_fullCommandLine_readsEveryFlag() {
     PeerOptions o = PeerOptions.parse(new String[] {"--id", "p1", "--http-port", "8081", "--replicas", "3",
-        "--zone", "z1", "--weight", "2.5", "--cluster", "c", "--parent-pid", "42"}, 0);
+        "--zone", "z1", "--weight", "2.5", "--cluster", "c", "--parent-pid", "42", "--tombstone-grace", "90"}, 0);
     assertEquals(new PeerOptions(Optional.of("p1"), 8081, Optional.of(3), Optional.of("z1"), Optional.of(2.5),
-        Optional.empty(), Optional.of("c"), Optional.of(42L)), o);
+        Optional.empty(), Optional.of("c"), Optional.of(42L), Optional.of(90)), o);
+    assertEquals(java.time.Duration.ofSeconds(90), o.tombstoneGrace());
     assertEquals("http://127.0.0.1:8081", o.endpoint());
   }
 
@@ -42,6 +43,8 @@ class OptionsTest {
     assertEquals("unexpected argument \"extra\": flags look like --name value", refusal("extra"));
     assertEquals("--id is required (or a --config that sets nodeId)", refusal("--http-port", "1"));
     assertEquals("--zone must not be empty: \" \"", refusal("--id", "p", "--http-port", "1", "--zone", " "));
+    assertEquals("--tombstone-grace must be a whole number in 1..315360000: 0",
+        refusal("--id", "p", "--http-port", "1", "--tombstone-grace", "0"));
   }
 
   @Test

@@ -67,17 +67,19 @@ final class PeerCluster implements AutoCloseable {
     rest.forEach(this::awaitReady);
   }
 
-  TestPeer start(String id) throws IOException {
+  /** Starts a peer process, with {@code peerFlags} added to its command line. */
+  TestPeer start(String id, String... peerFlags) throws IOException {
     int port = freePort();
     Path log = logDir.resolve(id + ".log");
-    List<String> command = List.of(
+    List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx256m", "-XX:TieredStopAtLevel=1",
         "-Dringmaster.bind_port=" + JGROUPS_PORT,
         "-Dringmaster.initial_hosts=127.0.0.1[" + JGROUPS_PORT + "]",
         "-cp", System.getProperty("java.class.path"),
         Main.class.getName(), "peer", "--id", id, "--http-port", Integer.toString(port),
-        "--replicas", Integer.toString(replicas), "--cluster", cluster);
+        "--replicas", Integer.toString(replicas), "--cluster", cluster));
+    command.addAll(List.of(peerFlags));
     Process p = new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.to(log.toFile())).start();
     TestPeer peer = new TestPeer(id, port, p, log);

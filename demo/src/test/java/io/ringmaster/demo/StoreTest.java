@@ -247,6 +247,19 @@ class StoreTest {
   }
 
   @Test
+  void purgeTombstones_olderThanTheBound_droppedValuesAndNewerTombstonesKept() {
+    Store store = new Store();
+    store.merge(Entry.of("live", "v", v(1)));
+    store.merge(Entry.tombstone("old", v(5)));
+    store.merge(Entry.tombstone("recent", v(20)));
+    assertEquals(1, store.purgeTombstones(10));
+    assertEquals(Optional.empty(), store.get("old"));
+    assertTrue(store.get("recent").orElseThrow().deleted());
+    assertEquals("v", store.get("live").orElseThrow().value(), "a value stays, however old");
+    assertEquals(0, store.purgeTombstones(10));
+  }
+
+  @Test
   void all_iteratesInRingOrder() {
     List<Long> positions = filled().all().stream().map(Entry::position).toList();
     assertEquals(positions.stream().sorted(Comparator.naturalOrder()).toList(), positions);

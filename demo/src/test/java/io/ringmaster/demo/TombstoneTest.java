@@ -1,0 +1,47 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** A delete leaves a tombstone for the grace period; after it, the peer drops the tombstone. */
+class TombstoneTest extends WithPeerCluster {
+
+  @Test
+  @Timeout(value = 90, unit = TimeUnit.SECONDS)
+  void delete_afterTheGracePeriod_tombstoneDroppedAndKeyWritableAgain() throws Exception {
+    cluster = new PeerCluster("tombstones", 1);
+    cluster.awaitReady(cluster.start("solo", "--tombstone-grace", "1"));
+    assertEquals(200, cluster.put("solo", "gone", "v1").statusCode());
+    assertEquals(200, cluster.put("solo", "kept", "v1").statusCode());
+    assertEquals(200, send("DELETE", "gone").statusCode());
+
+    // The purge runs every second and drops tombstones older than one second.
+    await("the tombstone dropped").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+        .until(() -> cluster.json("solo", "/stats").path("tombstones").asLong() == 0);
+    JsonNode stats = cluster.json("solo", "/stats");
+    assertEquals(1, stats.path("tombstonesPurged").asLong(), stats::toString);
+    assertEquals(1, stats.path("primaryKeys").asLong(), "the value is kept: " + stats);
+    HttpResponse<String> gone = cluster.get("solo", "gone");
+    assertEquals(404, gone.statusCode(), gone::body);
+    assertFalse(PeerCluster.parse(gone.body()).path("deleted").asBoolean(), "no tombstone left: " + gone.body());
+    assertEquals(200, cluster.get("solo", "kept").statusCode());
+    assertEquals(200, cluster.put("solo", "gone", "v2").statusCode());
+    HttpResponse<String> back = cluster.get("solo", "gone");
+    assertTrue(back.body().contains("\"v2\""), back::body);
+  }
+
+  private HttpResponse<String> send(String method, String key) {
+    return cluster.send("solo", HttpRequest.newBuilder(cluster.uri("solo", "/kv/" + key))
+        .method(method, HttpRequest.BodyPublishers.noBody()));
+  }
+}
