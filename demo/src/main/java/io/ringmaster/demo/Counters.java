@@ -8,7 +8,7 @@ final class Counters {
   final LongAdder putsServed = new LongAdder();
   final LongAdder deletesServed = new LongAdder();
   final LongAdder getsServed = new LongAdder();
-  /** Writes that changed this peer's store as an owner (new keys, or newer versions). */
+  /** Writes sent to this peer that changed its store (new keys, or newer versions). */
   final LongAdder writesStored = new LongAdder();
   /** Writes this peer sent on to owners it found missing from the sender's list. */
   final LongAdder writesForwarded = new LongAdder();

@@ -5,7 +5,8 @@ import java.util.Objects;
 
 /**
  * One stored key: its value and version, or a tombstone. Tombstones carry a version like values,
- * so a migration that brings an older value never resurrects a deleted key.
+ * so a migration that brings an older value does not resurrect a deleted key while the tombstone
+ * is kept (the peer's tombstone grace period).
  *
  * @param key     non-empty
  * @param value   the value; empty for a tombstone

@@ -66,6 +66,8 @@ final class Rpc implements AutoCloseable {
   private final ExecutorService workers;
   private final ScheduledExecutorService timer;
   private final QuickHandler[] handlers = new QuickHandler[256];
+  /** Whether an operation's handler runs on the workers, so its reply completes on one. */
+  private final boolean[] repliesOnWorker = new boolean[256];
   private volatile Consumer<Wire.PeerStatus> statusListener = s -> { };
   private ForkChannel fork;
   private MessageDispatcher dispatcher;
@@ -78,6 +80,7 @@ final class Rpc implements AutoCloseable {
 
   /** Registers a handler that may block, run on the workers; call before {@link #start()}. */
   void handle(byte op, Handler handler) {
+    repliesOnWorker[op & 0xff] = true;
     handlers[op & 0xff] = in -> CompletableFuture.supplyAsync(() -> {
       try {
         return handler.handle(in);
@@ -153,8 +156,8 @@ final class Rpc implements AutoCloseable {
             false);
       }
     };
-    if (reply.isDone()) {
-      reply.whenComplete(send); // here and now
+    if (reply.isDone() || repliesOnWorker[op & 0xff]) {
+      reply.whenComplete(send); // here and now, or on the worker that completes it
     } else {
       // Completed later by another peer's reply (on a JGroups thread) or by our timer: answer from
       // a worker, so that neither of those threads waits for flow-control credits; with every
@@ -176,8 +179,8 @@ final class Rpc implements AutoCloseable {
   CompletableFuture<DataInputStream> callFromWorker(String memberId, byte[] request, Duration timeout) {
     try {
       return CompletableFuture.supplyAsync(() -> call(memberId, request, timeout), workers).thenCompose(f -> f);
-    } catch (RejectedExecutionException e) {
-      return CompletableFuture.failedFuture(e);
+    } catch (RejectedExecutionException busy) {
+      return call(memberId, request, timeout); // every worker busy: send from here rather than fail the write
     }
   }
 

@@ -14,7 +14,8 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * The entries this peer holds, ordered by ring position so that a {@link KeyRange} is one scan
  * (two for a range that wraps past {@link Long#MAX_VALUE}). Merges are last-writer-wins by
  * {@link Version}, tombstones included, so applying a migration twice, or in any order with the
- * writes it races with, ends in the same state.
+ * writes it races with, ends in the same state (as long as the tombstones involved are kept: see
+ * {@link #purgeTombstones}).
  */
 final class Store {
 

@@ -26,8 +26,11 @@ class TombstoneTest extends WithPeerCluster {
     assertEquals(200, send("DELETE", "gone").statusCode());
 
     // The purge runs every second and drops tombstones older than one second.
-    await("the tombstone dropped").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
-        .until(() -> cluster.json("solo", "/stats").path("tombstones").asLong() == 0);
+    await("the tombstone dropped and counted").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+        .until(() -> {
+          JsonNode s = cluster.json("solo", "/stats");
+          return s.path("tombstones").asLong() == 0 && s.path("tombstonesPurged").asLong() >= 1;
+        });
     JsonNode stats = cluster.json("solo", "/stats");
     assertEquals(1, stats.path("tombstonesPurged").asLong(), stats::toString);
     assertEquals(1, stats.path("primaryKeys").asLong(), "the value is kept: " + stats);
