@@ -137,9 +137,12 @@ final class ClusterNode {
     lastBuildNanos.set(System.nanoTime() - started);
 
     // A node's first ring is compared with that ring without the node: the same gains as from
-    // nothing (it owned nothing before), but each names the members that hold the data now.
-    HashRing before = previous.viewId() < 0 ? ownedRing(next).without(local.id()) : ownedRing(previous);
-    RingDiff diff = RingDiff.compute(before, ownedRing(next), local.id(), local.replicas());
+    // nothing (it owned nothing before), but each names the members that hold the data now. A
+    // ring in which this node is not admitted counts as one where it holds nothing, even if
+    // another member holds its id: what it loses then goes to that member, by the id.
+    HashRing before = previous.viewId() < 0 ? ring.without(local.id()) : previous.ring();
+    RingDiff diff = RingDiff.compute(before, previous.viewId() < 0 || previous.localInRing(),
+        ring, localIn, local.id(), local.replicas());
     MembershipChange membership = membershipChange(previous, next, view);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
@@ -168,11 +171,6 @@ final class ClusterNode {
       lastChangeMillis.set(System.currentTimeMillis());
     }
     firstRing.complete(next);
-  }
-
-  /** The ring as far as this member's ownership goes: without it when it is not admitted. */
-  private HashRing ownedRing(Snapshot s) {
-    return s.localInRing() ? s.ring() : s.ring().without(local.id());
   }
 
   /**
@@ -272,7 +270,7 @@ final class ClusterNode {
     synchronized (publishLock) {
       ownershipListeners.add(delivery);
       Snapshot s = state;
-      if (s.localInRing() && !left) {
+      if (s.localInRing() && !left && !closed) {
         RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
         if (!initial.isEmpty()) {
           delivery.submit(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(),

@@ -137,6 +137,8 @@ public final class Ringmaster implements AutoCloseable {
       });
       channel.connect(config.clusterName());
       node.firstRing().get(config.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      long interval = config.gossipInterval().toMillis();
+      gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       shutdown();
       Throwable cause = e.getCause();
@@ -158,8 +160,6 @@ public final class Ringmaster implements AutoCloseable {
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
     }
-    long interval = config.gossipInterval().toMillis();
-    gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
     LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
         viewId(), members().size());
     return this;
@@ -177,8 +177,8 @@ public final class Ringmaster implements AutoCloseable {
       lifecycle = Lifecycle.CLOSED;
       return;
     }
-    long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
     try {
+      long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
       node.queueLeaving().get(config.leaveTimeout().toMillis(), TimeUnit.MILLISECONDS);
       if (!node.awaitListeners(deadline)) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
@@ -188,8 +188,9 @@ public final class Ringmaster implements AutoCloseable {
       Thread.currentThread().interrupt();
     } catch (ExecutionException | TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
+    } finally {
+      shutdown(); // whatever happened above, the node leaves and its threads stop
     }
-    shutdown();
   }
 
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
@@ -511,18 +512,21 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
+    /** How long {@link #close()} waits for listeners to hand data off: 0 to 24 hours. */
     public Builder leaveTimeout(Duration leaveTimeout) {
-      this.leaveTimeout = positive("leaveTimeout", leaveTimeout, true);
+      this.leaveTimeout = duration("leaveTimeout", leaveTimeout, Duration.ZERO);
       return this;
     }
 
+    /** How often the ring checksum is compared with a random peer: 1 ms to 24 hours. */
     public Builder gossipInterval(Duration gossipInterval) {
-      this.gossipInterval = positive("gossipInterval", gossipInterval, false);
+      this.gossipInterval = duration("gossipInterval", gossipInterval, Duration.ofMillis(1));
       return this;
     }
 
+    /** How long {@link #start()} waits for its first ring: 1 ms to 24 hours. */
     public Builder startTimeout(Duration startTimeout) {
-      this.startTimeout = positive("startTimeout", startTimeout, false);
+      this.startTimeout = duration("startTimeout", startTimeout, Duration.ofMillis(1));
       return this;
     }
 
@@ -554,10 +558,14 @@ public final class Ringmaster implements AutoCloseable {
       return value;
     }
 
-    private static Duration positive(String setting, Duration d, boolean zeroOk) {
+    /** Durations are whole milliseconds in config files; more than a day is taken for a typo. */
+    private static final Duration MAX_DURATION = Duration.ofHours(24);
+
+    private static Duration duration(String setting, Duration d, Duration min) {
       Objects.requireNonNull(d, setting);
-      if (d.isNegative() || (!zeroOk && d.isZero())) {
-        throw new IllegalArgumentException(setting + " must be " + (zeroOk ? ">= 0" : "> 0") + ": " + d);
+      if (d.compareTo(min) < 0 || d.compareTo(MAX_DURATION) > 0) {
+        throw new IllegalArgumentException(setting + " must be between " + min.toMillis() + " ms and "
+            + MAX_DURATION.toHours() + " hours: " + d.toMillis() + " ms (" + d + ")");
       }
       return d;
     }

@@ -2,7 +2,6 @@ package io.ringmaster;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
 
 /**
@@ -36,14 +35,16 @@ final class SerialDelivery<E> implements Registration {
       running = true;
       try {
         executor.execute(this::drain);
-      } catch (RejectedExecutionException e) {
-        // Skipping this callback and delivering later ones would hand the listener a sequence
-        // with a gap (the fold would no longer give its ownership): remove it instead, loudly.
+      } catch (RuntimeException e) {
+        // A RejectedExecutionException, or anything else the caller's executor throws. Skipping
+        // this callback and delivering later ones would hand the listener a sequence with a gap
+        // (the fold would no longer give its ownership): remove it instead, loudly. Nothing
+        // escapes to the thread that published the change, so other listeners still get it.
         running = false;
         closed = true;
         queue.clear();
-        LOG.log(System.Logger.Level.ERROR, name + ": its executor rejected a callback; the listener is removed"
-            + " so that it never sees a sequence with a gap. Register it again to start over.", e);
+        LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"
+            + " removed so that it never sees a sequence with a gap. Register it again to start over.", e);
         onClose.run();
       }
     }

@@ -578,6 +578,11 @@ public final class HashRing {
     return new HashRing(virtualNodes, tokenFunction, members, hi, lo, owners);
   }
 
+  /** Members that hold at least one token: the most owners any walk can find. */
+  int membersWithTokens() {
+    return tokenMembers;
+  }
+
   /** The index of the member with this id, or -1. */
   int indexOf(String id) {
     Integer m = indexOfId.get(id);

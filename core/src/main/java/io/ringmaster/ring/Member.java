@@ -30,6 +30,18 @@ public record Member(String id, double weight, String zone) {
       throw new IllegalArgumentException(
           "member zone must not be null, use \"\" for no zone (member " + quote(id) + ")");
     }
+    // The ring hashes, orders and checksums ids and zones as UTF-8. A lone surrogate has no
+    // UTF-8 form (Java writes '?'), so "x" + U+D800 and "x?" would be two ids with one set of tokens.
+    int bad = unpairedSurrogate(id);
+    if (bad >= 0) {
+      throw new IllegalArgumentException("member id has an unpaired surrogate at index " + bad + ", which has no"
+          + " UTF-8 form: " + escape(id));
+    }
+    bad = unpairedSurrogate(zone);
+    if (bad >= 0) {
+      throw new IllegalArgumentException("member zone has an unpaired surrogate at index " + bad + ", which has no"
+          + " UTF-8 form: " + escape(zone) + " (member " + escape(id) + ")");
+    }
     weight = weight == 0 ? 0.0 : weight; // one canonical zero for equals and the checksum
   }
 
@@ -41,6 +53,33 @@ public record Member(String id, double weight, String zone) {
   /** A member with the given weight and the empty zone. */
   public static Member of(String id, double weight) {
     return new Member(id, weight, "");
+  }
+
+  /** The index of the first char of {@code s} that is half of no surrogate pair, or -1. */
+  private static int unpairedSurrogate(String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /** The string quoted, with each surrogate char written as a Java escape, so a log shows it. */
+  private static String escape(String s) {
+    StringBuilder b = new StringBuilder(s.length() + 8).append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isSurrogate(c)) {
+        b.append(String.format("\\u%04X", (int) c));
+      } else {
+        b.append(c);
+      }
+    }
+    return b.append('"').toString();
   }
 
   static String quote(String s) {

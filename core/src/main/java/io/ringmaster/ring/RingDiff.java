@@ -64,13 +64,30 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
    * @throws IllegalArgumentException if {@code replicas < 1}
    */
   public static RingDiff compute(HashRing before, HashRing after, String memberId, int replicas) {
+    return compute(before, true, after, true, memberId, replicas);
+  }
+
+  /**
+   * As {@link #compute(HashRing, HashRing, String, int)}, for a member that may not be the holder
+   * of its id in one of the rings: when {@code heldBefore} is false, the tokens of
+   * {@code memberId} in {@code before} belong to another member announcing the same id, so this
+   * member owned nothing there, and the owners it gains from name that member by the id; likewise
+   * {@code heldAfter}. A cluster node whose id is refused because another member holds it (after
+   * a merge) loses everything, and the destinations name the id's holder where the ring gives it
+   * the keys.
+   *
+   * @throws IllegalArgumentException if {@code replicas < 1}
+   */
+  public static RingDiff compute(HashRing before, boolean heldBefore, HashRing after, boolean heldAfter,
+                                 String memberId, int replicas) {
     Objects.requireNonNull(before, "before");
     Objects.requireNonNull(after, "after");
     Objects.requireNonNull(memberId, "memberId");
     if (replicas < 1) {
       throw new IllegalArgumentException("replica count must be at least 1: " + replicas);
     }
-    return new Computation(before, after, memberId, replicas).run();
+    return new Computation(before, heldBefore ? before.indexOf(memberId) : -1,
+        after, heldAfter ? after.indexOf(memberId) : -1, memberId, replicas).run();
   }
 
   /** The state of one merge; package-private for nothing but readability. */
@@ -79,6 +96,8 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     private final HashRing after;
     private final String memberId;
     private final int replicas;
+    /** Owners a walk looks for: {@link #replicas}, at most the members with tokens. */
+    private final int walkLength;
     private final int mb;
     private final int ma;
     private final int[] ownersBefore;
@@ -87,20 +106,24 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     private final List<Pending> lost = new ArrayList<>();
     private final List<Pending> roles = new ArrayList<>();
 
-    Computation(HashRing before, HashRing after, String memberId, int replicas) {
+    /** {@code mb} and {@code ma}: the member's index in each ring, or -1 where it holds no tokens. */
+    Computation(HashRing before, int mb, HashRing after, int ma, String memberId, int replicas) {
       this.before = before;
       this.after = after;
       this.memberId = memberId;
       this.replicas = replicas;
-      this.mb = before.indexOf(memberId);
-      this.ma = after.indexOf(memberId);
-      this.ownersBefore = new int[replicas];
-      this.ownersAfter = new int[replicas];
+      this.mb = mb;
+      this.ma = ma;
+      // No walk finds more owners than a ring has members with tokens: more replicas change
+      // nothing but the work (a walk that goes all the way round for each segment).
+      this.walkLength = Math.min(replicas, Math.max(before.membersWithTokens(), after.membersWithTokens()));
+      this.ownersBefore = new int[walkLength];
+      this.ownersAfter = new int[walkLength];
     }
 
     RingDiff run() {
-      long[] candBefore = candidates(before, mb, replicas);
-      long[] candAfter = candidates(after, ma, replicas);
+      long[] candBefore = candidates(before, mb, walkLength);
+      long[] candAfter = candidates(after, ma, walkLength);
       int nb = before.tokenCount();
       int na = after.tokenCount();
       if ((candBefore == null && candAfter == null) || (nb == 0 && na == 0)) {
@@ -120,8 +143,8 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
         boolean candidate = (candBefore != null && isSet(candBefore, ib))
             || (candAfter != null && isSet(candAfter, ja));
         if (candidate) {
-          int cb = nb == 0 ? 0 : before.walk(ib, replicas, ownersBefore);
-          int ca = na == 0 ? 0 : after.walk(ja, replicas, ownersAfter);
+          int cb = nb == 0 ? 0 : before.walk(ib, walkLength, ownersBefore);
+          int ca = na == 0 ? 0 : after.walk(ja, walkLength, ownersAfter);
           classify(new KeyRange(prev, v), cb, ca);
         } else if (i < nb && j < na) {
           // Skip ahead to just before the next candidate segment of either ring (or its last

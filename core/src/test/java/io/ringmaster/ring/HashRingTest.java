@@ -400,6 +400,13 @@ class HashRingTest {
     assertMessage("-1.0", () -> Member.of("a", -1));
     assertMessage("NaN", () -> Member.of("a", Double.NaN));
     assertMessage("Infinity", () -> Member.of("a", Double.POSITIVE_INFINITY));
+    // A lone surrogate has no UTF-8 form: "x" + U+D800 would hash and order like "x?".
+    assertMessage("member id has an unpaired surrogate at index 1, which has no UTF-8 form: \"x\\uD800\"",
+        () -> Member.of("x" + (char) 0xD800));
+    assertMessage("member zone has an unpaired surrogate at index 0",
+        () -> new Member("a", 1, (char) 0xDC00 + "z"));
+    assertMessage("at index 2", () -> new Member("a", 1, "ok" + (char) 0xD83D));
+    assertEquals("x\uD83D\uDE00", Member.of("x\uD83D\uDE00").id()); // a pair is one code point, and fine
     assertMessage("virtualNodes must be at least 1: 0", () -> HashRing.builder().virtualNodes(0));
     assertMessage("duplicate member id: \"a\"", () -> HashRing.builder().add(Member.of("a")).add(Member.of("a", 2)));
     assertMessage("duplicate member id: \"a\"",

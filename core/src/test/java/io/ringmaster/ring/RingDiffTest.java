@@ -57,10 +57,16 @@ class RingDiffTest {
 
   /** Checks a diff at position p: applied to the old role it gives the new one, with true owners. */
   private static void check(HashRing before, HashRing after, RingDiff diff, long p) {
+    check(before, true, after, true, diff, p);
+  }
+
+  /** As above, for a member that holds its id's tokens in a ring only where {@code held...}. */
+  private static void check(HashRing before, boolean heldBefore, HashRing after, boolean heldAfter, RingDiff diff,
+                            long p) {
     String id = diff.memberId();
     int n = diff.replicas();
-    Role old = roleAt(before, p, id, n);
-    Role now = roleAt(after, p, id, n);
+    Role old = heldBefore ? roleAt(before, p, id, n) : null;
+    Role now = heldAfter ? roleAt(after, p, id, n) : null;
     assertEquals(now, apply(diff, p, old), () -> "position " + p + " member " + id);
     for (RingDiff.Gained g : diff.gained()) {
       if (g.range().contains(p)) {
@@ -129,6 +135,51 @@ class RingDiffTest {
         ring = next;
       }
     }
+  }
+
+  @Test
+  void diffs_memberNotHoldingItsIdOnOneSide_ownedNothingThere_andOwnersNameTheHolder() {
+    // A cluster node refused because another member holds its id: its id's tokens in that ring
+    // are the other member's. It gains or loses every range the id has, and the sources or
+    // destinations name the id where that ring gives it the keys.
+    SplittableRandom random = new SplittableRandom(33);
+    for (int round = 0; round < 60; round++) {
+      List<Member> pool = HashRingTest.randomMembers(random, 8, random.nextInt(0, 3), round % 2 == 0);
+      int v = random.nextInt(1, 24);
+      int n = random.nextInt(1, 4);
+      HashRing before = randomRing(pool, v, random);
+      HashRing after = randomRing(pool, v, random);
+      String id = pool.get(random.nextInt(pool.size())).id();
+      boolean heldBefore = round % 3 != 0;
+      boolean heldAfter = round % 3 != 1;
+      RingDiff diff = RingDiff.compute(before, heldBefore, after, heldAfter, id, n);
+      for (long p : probes(before, after, diff, random)) {
+        check(before, heldBefore, after, heldAfter, diff, p);
+      }
+    }
+  }
+
+  private static HashRing randomRing(List<Member> pool, int virtualNodes, SplittableRandom random) {
+    HashRing.Builder b = HashRing.builder().virtualNodes(virtualNodes);
+    for (Member m : pool) {
+      if (random.nextInt(3) > 0) {
+        b.add(m);
+      }
+    }
+    return b.build();
+  }
+
+  @Test
+  void diff_replicasBeyondTheMembers_sameAsEveryMember_withoutTheWork() {
+    HashRing one = HashRing.builder().virtualNodes(64).add(Member.of("a")).build();
+    HashRing two = one.with(Member.of("b", 3));
+    RingDiff all = RingDiff.compute(one, two, "a", 2);
+    RingDiff huge = RingDiff.compute(one, two, "a", Integer.MAX_VALUE); // ran out of memory before
+    assertEquals(Integer.MAX_VALUE, huge.replicas());
+    assertEquals(all.gained(), huge.gained());
+    assertEquals(all.lost(), huge.lost());
+    assertEquals(all.roleChanges(), huge.roleChanges());
+    assertFalse(huge.roleChanges().isEmpty(), "a went from sole owner to backup where b is primary");
   }
 
   @Test

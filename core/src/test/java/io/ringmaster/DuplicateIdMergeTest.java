@@ -1,0 +1,82 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.RingDiff;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.jgroups.Address;
+import org.jgroups.MergeView;
+import org.jgroups.View;
+import org.jgroups.ViewId;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Two live members announcing one id, one on each side of a partition, then a merge: the later
+ * one is refused and loses everything it owned on its side. The views are built by hand and fed
+ * to the node's view handling, so that both members can hold the id, which a real join refuses.
+ */
+class DuplicateIdMergeTest {
+
+  @Test
+  void merge_refusedDuplicateId_losesAllItOwned_toTheMergedRingsOwners_holderIncluded() throws Exception {
+    NodeMetadata a = meta("a");
+    NodeMetadata b = meta("b");
+    NodeMetadata c = meta("c");
+    Address addressA = a.newAddress();
+    Address holder = b.newAddress(); // the earlier "b", on the coordinator's side
+    Address refused = b.newAddress(); // this node: the later "b"
+    Address addressC = c.newAddress();
+    ExecutorService viewThread = Executors.newSingleThreadExecutor();
+    try {
+      ClusterNode node = new ClusterNode(b, viewThread);
+      node.setLocalAddress(refused);
+      List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
+      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
+      View side = View.create(addressC, 5, addressC, refused);
+      node.onView(side);
+      View other = View.create(addressA, 5, addressA, holder);
+      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, refused),
+          List.of(other, side)));
+      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS); // both views installed
+
+      assertFalse(node.state().localInRing(), "the later holder of the id is refused");
+      OwnershipChange merge = seen.get(seen.size() - 1);
+      assertEquals(OwnershipChange.Reason.MERGE, merge.reason());
+      HashRing before = merge.previousRing();
+      HashRing after = merge.ring();
+      assertTrue(after.contains("b"), "the id stays in the ring, held by the earlier member");
+      assertEquals(List.of(), merge.gained());
+      SplittableRandom random = new SplittableRandom(11);
+      int owned = 0;
+      for (int k = 0; k < 20_000; k++) {
+        long p = random.nextLong();
+        boolean ownedBefore = before.ownersOfPosition(p, 2).stream().anyMatch(m -> m.id().equals("b"));
+        List<RingDiff.Lost> covering = merge.lost().stream().filter(l -> l.range().contains(p)).toList();
+        if (!ownedBefore) {
+          assertEquals(List.of(), covering, () -> "not owned on its side, yet lost: " + Long.toHexString(p));
+          continue;
+        }
+        owned++;
+        assertEquals(1, covering.size(), () -> "owned on its side, lost once: " + Long.toHexString(p));
+        assertEquals(after.ownersOfPosition(p, 2), covering.get(0).destinations(),
+            () -> "the new owners of " + Long.toHexString(p) + " in the merged ring");
+      }
+      assertTrue(owned > 10_000, "with 2 of 2 replicas it owned every key on its side: " + owned);
+    } finally {
+      viewThread.shutdownNow();
+    }
+  }
+
+  private static NodeMetadata meta(String id) {
+    return NodeMetadata.of(Ringmaster.builder().nodeId(id).jgroupsConfig(TestCluster.STACK).virtualNodes(64)
+        .replicas(2).buildConfig());
+  }
+}
