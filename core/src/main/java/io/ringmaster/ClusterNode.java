@@ -184,6 +184,9 @@ final class ClusterNode {
     NodeMetadata reference = null;
     Address referenceAddress = null;
     String ownRefusal = null;
+    synchronized (reportedRefusals) {
+      reportedRefusals.retainAll(view.getMembers()); // forget members that left: no unbounded growth
+    }
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
       if (found.isEmpty()) {
@@ -307,7 +310,7 @@ final class ClusterNode {
     return CompletableFuture.runAsync(() -> {
       synchronized (publishLock) {
         Snapshot s = state;
-        if (s.localInRing() && !left) {
+        if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
           HashRing without = s.ring().without(local.id());
           RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
           if (!diff.isEmpty()) {

@@ -521,6 +521,9 @@ public final class HashRing {
 
   /** This ring plus one member (or with the member's metadata replaced), built incrementally. */
   public HashRing with(Member member) {
+    if (member == null) {
+      throw new IllegalArgumentException("member must not be null");
+    }
     Integer m = indexOfId.get(member.id());
     if (m != null && members[m].equals(member)) {
       return this;
@@ -537,6 +540,9 @@ public final class HashRing {
 
   /** This ring without the member with this id (the same ring if it is absent), built incrementally. */
   public HashRing without(String memberId) {
+    if (memberId == null) {
+      throw new IllegalArgumentException("member id must not be null");
+    }
     if (!indexOfId.containsKey(memberId)) {
       return this;
     }

@@ -412,6 +412,8 @@ class HashRingTest {
     assertMessage("duplicate member id: \"a\"",
         () -> HashRing.builder().build().withMembers(List.of(Member.of("a"), Member.of("a"))));
     HashRing ring = ring(8, List.of(Member.of("a")));
+    assertMessage("member must not be null", () -> ring.with(null));
+    assertMessage("member id must not be null", () -> ring.without(null));
     assertMessage("at least 1: 0", () -> ring.owners("k", 0));
     assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
     assertMessage("weight 1.0E20", () -> ring(8, List.of(Member.of("big", 1e20))));
