@@ -33,9 +33,12 @@ import org.jgroups.View;
 final class ClusterNode {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
 
-  /** Everything a lookup needs, published at once. */
-  record Snapshot(long viewId, HashRing ring, Map<String, Address> addresses, Map<String, NodeMetadata> metadata,
-                  boolean localInRing) {}
+  /**
+   * Everything a lookup needs, published at once. {@code viewCreator} with {@code viewId} names
+   * the view: two partitions can reach the same number under different coordinators.
+   */
+  record Snapshot(long viewId, Address viewCreator, HashRing ring, Map<String, Address> addresses,
+                  Map<String, NodeMetadata> metadata, boolean localInRing) {}
 
   private final NodeMetadata local;
   private final ExecutorService viewThread;
@@ -61,7 +64,7 @@ final class ClusterNode {
   ClusterNode(NodeMetadata local, ExecutorService viewThread) {
     this.local = local;
     this.viewThread = viewThread;
-    this.state = new Snapshot(-1, emptyRing(), Map.of(), Map.of(), false);
+    this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false);
   }
 
   void setLocalAddress(Address address) {
@@ -130,7 +133,8 @@ final class ClusterNode {
     }
     HashRing ring = previous.ring().withMembers(members);
     long viewId = view.getViewId().getId();
-    Snapshot next = new Snapshot(viewId, ring, Map.copyOf(addresses), Map.copyOf(metadata), localIn);
+    Snapshot next = new Snapshot(viewId, view.getViewId().getCreator(), ring, Map.copyOf(addresses),
+        Map.copyOf(metadata), localIn);
     if (ring != previous.ring()) {
       ringBuilds.incrementAndGet();
     }

@@ -14,16 +14,20 @@ import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
+import org.jgroups.util.UUID;
 
 /**
- * The agreement check: now and then, tell one random peer {@code (view id, ring checksum)}. A peer
- * that installed the same view but computed another ring reports a {@link RingDivergence}.
+ * The agreement check: now and then, tell one random peer {@code (view id, view creator, ring
+ * checksum)}. A peer that installed the same view but computed another ring reports a
+ * {@link RingDivergence}.
  * Messages are a few bytes; a receiver only compares two longs on the JGroups thread and queues
  * the event for the listeners' threads.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
   static final byte TYPE_CHECKSUM = 1;
+  /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
+  private static final UUID NO_CREATOR = new UUID(0, 0);
 
   private final String localId;
   private final JChannel channel;
@@ -50,18 +54,21 @@ final class Gossip {
     }
     Address peer = peers.get(ThreadLocalRandom.current().nextInt(peers.size()));
     try {
-      channel.send(new BytesMessage(peer, encode(s.viewId(), s.ring().checksum(), localId)));
+      channel.send(new BytesMessage(peer, encode(s.viewId(), s.viewCreator(), s.ring().checksum(), localId)));
       sent.incrementAndGet();
     } catch (Exception e) {
       LOG.log(Level.DEBUG, "gossip to {0} failed: {1}", peer, e);
     }
   }
 
-  static byte[] encode(long viewId, long checksum, String senderId) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32);
+  static byte[] encode(long viewId, Address viewCreator, long checksum, String senderId) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(48);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       out.writeByte(TYPE_CHECKSUM);
       out.writeLong(viewId);
+      UUID creator = viewCreator instanceof UUID u ? u : NO_CREATOR;
+      out.writeLong(creator.getMostSignificantBits());
+      out.writeLong(creator.getLeastSignificantBits());
       out.writeLong(checksum);
       out.writeUTF(senderId);
     } catch (IOException impossible) {
@@ -80,11 +87,13 @@ final class Gossip {
       return;
     }
     long viewId;
+    UUID creator;
     long checksum;
     String sender;
     try (DataInputStream in = new DataInputStream(
         new java.io.ByteArrayInputStream(payload, msg.getOffset() + 1, msg.getLength() - 1))) {
       viewId = in.readLong();
+      creator = new UUID(in.readLong(), in.readLong());
       checksum = in.readLong();
       sender = in.readUTF();
     } catch (IOException malformed) {
@@ -93,7 +102,12 @@ final class Gossip {
     }
     received.incrementAndGet();
     ClusterNode.Snapshot s = node.state();
-    if (s.viewId() == viewId && s.ring().checksum() != checksum) {
+    // The same view (number and coordinator) must give the same ring; a partition that reached
+    // the same number under another coordinator is another view, not a divergence.
+    UUID local = s.viewCreator() instanceof UUID u ? u : NO_CREATOR;
+    boolean sameView = s.viewId() == viewId && local.getMostSignificantBits() == creator.getMostSignificantBits()
+        && local.getLeastSignificantBits() == creator.getLeastSignificantBits();
+    if (sameView && s.ring().checksum() != checksum) {
       divergences.incrementAndGet();
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum);
       LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
