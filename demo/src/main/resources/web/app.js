@@ -269,6 +269,7 @@ function describe(e) {
       if (e.merge) parts.push('<b>merge</b> after a partition');
       if ((e.joined || []).length) parts.push(`<span class="gain">joined ${x(names(e.joined))}</span>`);
       if ((e.left || []).length) parts.push(`<span class="loss">left ${x(names(e.left))}</span>`);
+      for (const r of (e.refused || [])) parts.push(`<span class="loss">refused: ${x(r)}</span>`);
       return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${x((e.members || []).length)} members)`;
     }
     case 'ownership': {

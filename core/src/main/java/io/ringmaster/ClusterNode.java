@@ -118,7 +118,8 @@ final class ClusterNode {
 
     Map<String, Address> addresses = new LinkedHashMap<>();
     Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
-    String refusal = admit(view, addresses, metadata);
+    List<MembershipChange.Refusal> refused = new ArrayList<>();
+    String refusal = admit(view, addresses, metadata, refused);
     Address self = localAddress;
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
@@ -147,7 +148,7 @@ final class ClusterNode {
     HashRing before = previous.viewId() < 0 ? ring.without(local.id()) : previous.ring();
     RingDiff diff = RingDiff.compute(before, previous.viewId() < 0 || previous.localInRing(),
         ring, localIn, local.id(), local.replicas());
-    MembershipChange membership = membershipChange(previous, next, view);
+    MembershipChange membership = membershipChange(previous, next, view, refused);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
     synchronized (publishLock) {
@@ -182,9 +183,11 @@ final class ClusterNode {
    * those whose ring parameters match the coordinator's and whose id no earlier member holds.
    * Every member applies the same rule to the same view, so all agree on who is in the ring.
    *
+   * @param refused receives the members refused in this view that no earlier view refused
    * @return why this node itself was refused, or null
    */
-  private String admit(View view, Map<String, Address> addresses, Map<String, NodeMetadata> metadata) {
+  private String admit(View view, Map<String, Address> addresses, Map<String, NodeMetadata> metadata,
+                       List<MembershipChange.Refusal> refused) {
     NodeMetadata reference = null;
     Address referenceAddress = null;
     String ownRefusal = null;
@@ -225,6 +228,7 @@ final class ClusterNode {
       synchronized (reportedRefusals) {
         if (reportedRefusals.add(a)) {
           refusals.incrementAndGet();
+          refused.add(new MembershipChange.Refusal(m.id(), a.equals(localAddress), reason));
           LOG.log(Level.WARNING, "{0}: {1}", local.id(), reason);
         }
       }
@@ -238,7 +242,8 @@ final class ClusterNode {
         + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
   }
 
-  private static MembershipChange membershipChange(Snapshot previous, Snapshot next, View view) {
+  private static MembershipChange membershipChange(Snapshot previous, Snapshot next, View view,
+                                                   List<MembershipChange.Refusal> refused) {
     List<Member> joined = new ArrayList<>();
     List<Member> left = new ArrayList<>();
     for (Member m : next.ring().members()) {
@@ -261,10 +266,11 @@ final class ClusterNode {
         subgroups.add(group);
       }
     }
-    if (joined.isEmpty() && left.isEmpty() && subgroups.isEmpty()) {
+    if (joined.isEmpty() && left.isEmpty() && subgroups.isEmpty() && refused.isEmpty()) {
       return null;
     }
-    return new MembershipChange(previous.viewId(), next.viewId(), next.ring().members(), joined, left, subgroups);
+    return new MembershipChange(previous.viewId(), next.viewId(), next.ring().members(), joined, left, subgroups,
+        refused);
   }
 
   /**

@@ -14,16 +14,31 @@ import java.util.List;
  * @param left           members in the ring before that are not now (left or crashed)
  * @param subgroups      for a merge after a partition, the members of each merged side as this
  *                       node's view had them; empty for any other view
+ * @param refused        JGroups members of the view kept out of the ring, each reported in the
+ *                       first view that holds it; non-null, usually empty
  */
 public record MembershipChange(long previousViewId, long viewId, List<Member> members, List<Member> joined,
-                               List<Member> left, List<List<Member>> subgroups) {
+                               List<Member> left, List<List<Member>> subgroups, List<Refusal> refused) {
 
   public MembershipChange {
     members = List.copyOf(members);
     joined = List.copyOf(joined);
     left = List.copyOf(left);
     subgroups = subgroups.stream().map(List::copyOf).toList();
+    refused = List.copyOf(refused);
   }
+
+  /**
+   * A member every node keeps out of the ring, by the same rule: its ring parameters differ from
+   * the coordinator's, or an earlier member of the view holds its node id (two live members with
+   * one id, after a partition heals). It owns nothing while it stays.
+   *
+   * @param nodeId the id it announces
+   * @param local  whether it is this node: then this node owns nothing until it restarts (with
+   *               another id, or once the holder is gone)
+   * @param reason the reason, naming the parameters or the id and both members' JGroups addresses
+   */
+  public record Refusal(String nodeId, boolean local, String reason) {}
 
   /** Whether this change is a merge of partitions. */
   public boolean isMerge() {

@@ -40,6 +40,8 @@ class DuplicateIdMergeTest {
       node.setLocalAddress(refused);
       List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
       node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
+      List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
+      node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, () -> { }));
       View side = View.create(addressC, 5, addressC, refused);
       node.onView(side);
       View other = View.create(addressA, 5, addressA, holder);
@@ -48,6 +50,13 @@ class DuplicateIdMergeTest {
       viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS); // both views installed
 
       assertFalse(node.state().localInRing(), "the later holder of the id is refused");
+      MembershipChange merged = memberships.get(memberships.size() - 1);
+      assertTrue(merged.isMerge());
+      assertEquals(1, merged.refused().size(), merged.toString());
+      assertEquals("b", merged.refused().get(0).nodeId());
+      assertTrue(merged.refused().get(0).local(), "this node is the one refused");
+      assertTrue(merged.refused().get(0).reason().contains("node id \"b\" is already held by member"),
+          merged.refused().get(0).reason());
       OwnershipChange merge = seen.get(seen.size() - 1);
       assertEquals(OwnershipChange.Reason.MERGE, merge.reason());
       HashRing before = merge.previousRing();

@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -29,10 +30,18 @@ class RefusalAndConfigTest {
           () -> cluster.start(cluster.builder("c").virtualNodes(64).replicas(3)));
       assertTrue(e.getMessage().contains("virtualNodes: 64 on c, 128 on a"), e.getMessage());
       assertTrue(e.getMessage().contains("replicas: 3 on c, 2 on a"), e.getMessage());
-      // c fails on its own first view; a refuses c on its copy of that view, maybe a moment later.
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.stats().refusedMembers() >= 1);
+      // c fails on its own first view; a refuses c on its copy of that view, maybe a moment
+      // later, and tells its membership listeners: no member joined, c was refused, and why.
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> !recorder.memberships().isEmpty());
+      assertTrue(a.stats().refusedMembers() >= 1);
       assertEquals(checksum, a.ring().checksum());
-      assertEquals(List.of(), recorder.memberships(), "the refused node never entered a's ring");
+      MembershipChange change = recorder.memberships().get(0);
+      assertEquals(List.of(), change.joined(), "the refused node never entered a's ring");
+      assertEquals(1, change.refused().size(), change.toString());
+      MembershipChange.Refusal refusal = change.refused().get(0);
+      assertEquals("c", refusal.nodeId());
+      assertFalse(refusal.local());
+      assertTrue(refusal.reason().contains("virtualNodes: 64 on c, 128 on a"), refusal.reason());
     }
   }
 

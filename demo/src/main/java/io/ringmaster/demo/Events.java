@@ -22,8 +22,9 @@ final class Events {
 
   record Started(String type, long time, String id, String endpoint, long viewId, List<String> members) {}
 
+  /** {@code refused}: why each newly refused member is kept out of the ring (id and reason). */
   record Membership(String type, long time, long previousViewId, long viewId, List<String> members,
-                    List<String> joined, List<String> left, boolean merge) {}
+                    List<String> joined, List<String> left, boolean merge, List<String> refused) {}
 
   record Gain(List<String> range, List<String> sources, String role) {}
 
@@ -58,7 +59,7 @@ final class Events {
 
   static Membership membership(MembershipChange c) {
     return new Membership("membership", now(), c.previousViewId(), c.viewId(), ids(c.members()), ids(c.joined()),
-        ids(c.left()), c.isMerge());
+        ids(c.left()), c.isMerge(), c.refused().stream().map(r -> (r.local() ? "this peer: " : "") + r.reason()).toList());
   }
 
   static Ownership ownership(OwnershipChange c) {
