@@ -95,7 +95,10 @@ final class Peer implements AutoCloseable {
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, directory::hasReported,
         events);
-    Rebalancer rebalancer = new Rebalancer(routing, store, transfers, counters, events);
+    // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
+    Duration leaveTimeout = node.config().leaveTimeout();
+    Rebalancer rebalancer = new Rebalancer(routing, store, transfers, counters, events,
+        leaveTimeout.minus(leaveTimeout.dividedBy(10)));
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, () -> node.stats().pendingCallbacks());
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);

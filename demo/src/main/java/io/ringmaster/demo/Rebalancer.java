@@ -5,6 +5,8 @@ import io.ringmaster.OwnershipListener;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.RingDiff;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -27,18 +29,26 @@ import java.util.Set;
  * owners acknowledged it; what a failed push leaves behind, the {@link Sweeper} hands off later.
  */
 final class Rebalancer implements OwnershipListener {
+  private static final System.Logger LOG = System.getLogger(Rebalancer.class.getName());
   private final Routing routing;
   private final Store store;
   private final Transfers transfers;
   private final Counters counters;
   private final EventLog events;
+  private final Duration leaveBudget;
 
-  Rebalancer(Routing routing, Store store, Transfers transfers, Counters counters, EventLog events) {
+  /**
+   * @param leaveBudget how long a leaving peer may keep handing its data off: less than the
+   *                    node's {@code leaveTimeout}, after which the node leaves regardless
+   */
+  Rebalancer(Routing routing, Store store, Transfers transfers, Counters counters, EventLog events,
+             Duration leaveBudget) {
     this.routing = routing;
     this.store = store;
     this.transfers = transfers;
     this.counters = counters;
     this.events = events;
+    this.leaveBudget = leaveBudget;
   }
 
   @Override
@@ -46,12 +56,17 @@ final class Rebalancer implements OwnershipListener {
     counters.migrationsInProgress.incrementAndGet();
     try {
       events.publish(Events.ownership(change));
-      if (change.reason() == OwnershipChange.Reason.LEAVING) {
+      boolean leaving = change.reason() == OwnershipChange.Reason.LEAVING;
+      long deadline = System.nanoTime() + leaveBudget.toNanos();
+      if (leaving) {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
-        routing.startLeaving(change.ring());
+        routing.startLeaving();
         events.publish(Events.leaving(routing.self(), change.viewId()));
       }
       boolean handedOff = handOff(change);
+      if (leaving) {
+        handedOff = drain(deadline);
+      }
       boolean fetched = fetch(change);
       (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
     } finally {
@@ -94,6 +109,51 @@ final class Rebalancer implements OwnershipListener {
     events.publish(Events.migration("out", change, moved, change.lost().size(), List.copyOf(perDestination.keySet()),
         millisSince(started), failed.isEmpty()));
     return failed.isEmpty();
+  }
+
+  /**
+   * The rest of a leave. A leaving peer owns nothing, and its hand-off covered only the ranges it
+   * owned: what else its store holds (a push that failed or that a peer refused because it is
+   * leaving too, data pushed here before this peer started to leave) goes to its owners in the
+   * ring left behind, without this peer and without the peers found leaving. Passes repeat, each
+   * after the ring changed or half a second, until one hands off everything or the budget is spent;
+   * writes that arrive meanwhile are forwarded by the write path.
+   *
+   * @return whether everything was handed off
+   */
+  private boolean drain(long deadline) {
+    while (true) {
+      if (routing.ring().isEmpty()) {
+        return store.size() == 0; // the last peer: nobody to hand anything to
+      }
+      Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
+      for (Entry e : store.all()) { // tombstones included
+        byOwners.computeIfAbsent(routing.owners(e.key()), k -> new ArrayList<>()).add(e);
+      }
+      boolean complete = true;
+      long moved = 0;
+      for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
+        boolean acked = !group.getKey().isEmpty(); // no owner at all: every other peer is gone
+        for (String owner : group.getKey()) {
+          acked &= transfers.push(owner, group.getValue(), Wire.PushKind.MIGRATION);
+        }
+        if (acked) {
+          moved += transfers.dropUnowned(group.getValue());
+        }
+        complete &= acked;
+      }
+      counters.keysMigratedOut.add(moved);
+      if (complete) {
+        return true;
+      }
+      if (System.nanoTime() - deadline >= 0) {
+        LOG.log(Level.WARNING, "{0}: leave budget {1} spent; still holding {2} entries", routing.self(), leaveBudget,
+            store.size());
+        return false;
+      }
+      HashRing ring = routing.ring();
+      Waits.until(() -> routing.ring() != ring, Duration.ofMillis(500)); // a leaver went, or refused
+    }
   }
 
   private boolean fetch(OwnershipChange change) {

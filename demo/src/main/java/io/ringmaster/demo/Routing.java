@@ -6,17 +6,26 @@ import io.ringmaster.ring.Member;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Which ring this peer routes by: the node's current ring, or, once it has started to leave, the
- * ring without it, so that writes reaching a leaving peer after it handed its data off go on to
- * the new owners instead of staying behind.
+ * ring it leaves behind: the current ring without it and without the peers it learnt are leaving
+ * too, so that writes reaching a leaving peer after it handed its data off, and the data itself,
+ * go on to peers that stay.
  */
 final class Routing {
   private final Ringmaster node;
   private final String self;
   private final int replicas;
-  private volatile HashRing leavingRing;
+  private volatile boolean leaving;
+  /** Other peers that refused a push because they are leaving; only used while this one leaves. */
+  private final Set<String> leavers = ConcurrentHashMap.newKeySet();
+  /** The leaving ring last derived, and from what: a ring costs a rebuild, routing asks often. */
+  private volatile Derived derived;
+
+  private record Derived(HashRing base, int leavers, HashRing ring) {}
 
   Routing(Ringmaster node) {
     this.node = node;
@@ -33,19 +42,43 @@ final class Routing {
   }
 
   HashRing ring() {
-    HashRing leaving = leavingRing;
-    return leaving != null ? leaving : node.ring();
+    return leaving ? leavingRing() : node.ring();
+  }
+
+  private HashRing leavingRing() {
+    HashRing base = node.ring();
+    int known = leavers.size();
+    Derived d = derived;
+    if (d != null && d.base() == base && d.leavers() == known) {
+      return d.ring();
+    }
+    HashRing ring = base.without(self);
+    for (String id : leavers) {
+      HashRing without = ring.without(id);
+      if (!without.isEmpty()) { // if every other peer is leaving too, they are still better than none
+        ring = without;
+      }
+    }
+    derived = new Derived(base, known, ring);
+    return ring;
   }
 
   /**
-   * From now on route by {@code without}, the ring this peer leaves behind. The caller scans the
-   * store next; a write stores and then reads the ring ({@link #storedThenRoute()}). The fences on
-   * both sides make sure at least one of them sees the other: the scan sees the write, or the
-   * write sees the leaving ring and is forwarded.
+   * From now on route by the ring this peer leaves behind. The caller scans the store next; a
+   * write stores and then reads the ring ({@link #storedThenRoute()}). The fences on both sides
+   * make sure at least one of them sees the other: the scan sees the write, or the write sees the
+   * leaving ring and is forwarded.
    */
-  void startLeaving(HashRing without) {
-    this.leavingRing = without;
+  void startLeaving() {
+    this.leaving = true;
     VarHandle.fullFence();
+  }
+
+  /** A peer refused data because it is leaving: while this peer leaves, it routes around it. */
+  void markLeaving(String memberId) {
+    if (!memberId.equals(self)) {
+      leavers.add(memberId);
+    }
   }
 
   /** Called after storing an entry and before reading the ring to route it: see {@link #startLeaving}. */
@@ -54,7 +87,7 @@ final class Routing {
   }
 
   boolean isLeaving() {
-    return leavingRing != null;
+    return leaving;
   }
 
   /** The key's owners' ids, primary first; empty if the ring has no tokens. */

@@ -27,6 +27,8 @@ final class Transfers {
   /** How long to wait for a peer that just joined to serve its fork channel before trying anyway. */
   static final Duration READY_WAIT = Duration.ofSeconds(3);
   static final int ATTEMPTS = 5;
+  /** How a push refused by a leaving peer ends its error. */
+  static final String LEAVING = " is leaving";
 
   private final Routing routing;
   private final Store store;
@@ -66,9 +68,14 @@ final class Transfers {
           Thread.currentThread().interrupt();
           return false;
         } catch (ExecutionException e) {
-          if (attempt >= ATTEMPTS || !routing.isLive(destination)) {
+          Throwable cause = Rpc.unwrap(e);
+          boolean leaving = cause instanceof Rpc.RemoteError && String.valueOf(cause.getMessage()).endsWith(LEAVING);
+          if (leaving) {
+            routing.markLeaving(destination); // it will not take data again: no point retrying
+          }
+          if (leaving || attempt >= ATTEMPTS || !routing.isLive(destination)) {
             LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: {3}", routing.self(), to - from,
-                destination, Rpc.unwrap(e));
+                destination, cause);
             return false;
           }
           Waits.pause(Duration.ofMillis(200L * attempt));
@@ -169,7 +176,7 @@ final class Transfers {
     }
     Routing.storedThenRoute();
     if (routing.isLeaving()) {
-      return Wire.error(routing.self() + " is leaving");
+      return Wire.error(routing.self() + LEAVING); // what it merged, its own leave hands on
     }
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);

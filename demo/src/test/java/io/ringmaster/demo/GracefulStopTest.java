@@ -59,4 +59,33 @@ class GracefulStopTest extends WithPeerCluster {
     System.out.printf("graceful stop of peer-2 holding %d keys took %d ms; survivors took in %d keys%n", held,
         stopMillis, migratedIn);
   }
+
+  @Test
+  @Timeout(value = 150, unit = TimeUnit.SECONDS)
+  void sigterm_toTwoPeersAtOnceWithOneReplica_losesNoKey() throws Exception {
+    // Each leaver hands off by the ring without itself, which still holds the other leaver: part
+    // of each hand-off goes to a peer that refuses it (it is leaving), and must then go to peer-1.
+    cluster = new PeerCluster("two-leave", 1);
+    List<String> all = List.of("peer-1", "peer-2", "peer-3");
+    cluster.startAll(all.toArray(String[]::new));
+    cluster.awaitSettled(all, Duration.ofSeconds(30));
+    writer = new KeyWriter(cluster, 8);
+    writer.writeAll(600).get(90, TimeUnit.SECONDS);
+    cluster.awaitSettled(all, Duration.ofSeconds(30));
+    Map<String, String> acked = writer.acknowledged();
+
+    Process second = cluster.peer("peer-2").process();
+    Process third = cluster.peer("peer-3").process();
+    second.destroy();
+    third.destroy();
+    assertTrue(second.waitFor(60, TimeUnit.SECONDS) && third.waitFor(60, TimeUnit.SECONDS), "both stopped");
+    assertEquals(143, second.exitValue(), "exit code of peer-2's graceful stop");
+    assertEquals(143, third.exitValue(), "exit code of peer-3's graceful stop");
+
+    cluster.awaitSettled(List.of("peer-1"), Duration.ofSeconds(30));
+    List<String> lost = writer.mismatches("peer-1", acked);
+    assertEquals(List.of(), lost.subList(0, Math.min(20, lost.size())), lost.size() + " of " + acked.size()
+        + " keys lost");
+    assertEquals(acked.size(), cluster.json("peer-1", "/stats").path("primaryKeys").asLong(), "each key held once");
+  }
 }
