@@ -211,6 +211,10 @@ final class HttpApi implements HttpHandler {
         throw new HttpError(413, "value too large: over " + max + " bytes");
       }
       return KeyCodec.utf8(body, "the value");
+    } catch (IOException e) {
+      // A body that cannot be read (a malformed chunk, a connection cut mid-body) is the
+      // request's fault, not the server's.
+      throw new HttpError(400, "cannot read the request body: " + e.getMessage());
     }
   }
 

@@ -107,8 +107,13 @@ final class Launcher {
       case "" -> { }
       case "help" -> out.println(HELP);
       case "add" -> {
-        add(1);
-        awaitAgreement();
+        if (live().size() >= ClusterOptions.MAX_PEERS) {
+          // The localhost stack discovers peers on TCP ports 7800-7819: a 21st would be alone.
+          out.println("at most " + ClusterOptions.MAX_PEERS + " peers run at once; stop one first");
+        } else {
+          add(1);
+          awaitAgreement();
+        }
       }
       case "stop" -> peer(arg).ifPresent(p -> stop(p, false));
       case "kill" -> peer(arg).ifPresent(p -> stop(p, true));

@@ -72,7 +72,14 @@ final class Peer implements AutoCloseable {
       System.setProperty("sun.net.httpserver.nodelay", "true");
     }
     Ringmaster node = options.builder().build();
-    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", options.httpPort()), 128);
+    HttpServer http;
+    try {
+      http = HttpServer.create(new InetSocketAddress("127.0.0.1", options.httpPort()), 128);
+    } catch (IOException e) { // in use, or a port this user may not open
+      node.close();
+      throw new IOException("--http-port " + options.httpPort() + ": cannot listen on 127.0.0.1:"
+          + options.httpPort() + ": " + e.getMessage(), e);
+    }
     Peer peer = new Peer(options, node, http);
     try {
       peer.startNode();

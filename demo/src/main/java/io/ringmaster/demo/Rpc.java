@@ -42,6 +42,8 @@ final class Rpc implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Rpc.class.getName());
   static final String FORK_STACK = "ringmaster-demo";
   static final String FORK_CHANNEL = "kv";
+  /** Replies up to this size may go out on the JGroups thread that made them: a few packets at most. */
+  static final int INLINE_REPLY_BYTES = 16 * 1024;
 
   /** Handles one request; returns the reply, which starts with {@link Wire#OK} or {@link Wire#ERROR}. */
   @FunctionalInterface
@@ -66,7 +68,7 @@ final class Rpc implements AutoCloseable {
   private final ExecutorService workers;
   private final ScheduledExecutorService timer;
   private final QuickHandler[] handlers = new QuickHandler[256];
-  /** Whether an operation's handler runs on the workers, so its reply completes on one. */
+  /** Whether an operation's handler runs on the workers; its reply is sent from one too. */
   private final boolean[] repliesOnWorker = new boolean[256];
   private volatile Consumer<Wire.PeerStatus> statusListener = s -> { };
   private ForkChannel fork;
@@ -116,7 +118,8 @@ final class Rpc implements AutoCloseable {
     fork.connect(FORK_CHANNEL);
   }
 
-  private void dispatch(Message msg, Response response) {
+  /** Serves one request; package-private for tests. */
+  void dispatch(Message msg, Response response) {
     if (msg.getArray() == null || msg.getLength() == 0) {
       if (response != null) {
         response.send(Wire.error("empty request"), false);
@@ -156,12 +159,13 @@ final class Rpc implements AutoCloseable {
             false);
       }
     };
-    if (reply.isDone() || repliesOnWorker[op & 0xff]) {
-      reply.whenComplete(send); // here and now, or on the worker that completes it
+    if (!repliesOnWorker[op & 0xff] && reply.isDone() && small(reply)) {
+      reply.whenComplete(send); // a quick handler's small answer: here and now
     } else {
-      // Completed later by another peer's reply (on a JGroups thread) or by our timer: answer from
-      // a worker, so that neither of those threads waits for flow-control credits; with every
-      // worker busy, answer here rather than leave the requester waiting for its timeout.
+      // A large answer, a worker handler's (which may be done already, and whenComplete would
+      // then run here), or one completed later by another peer's reply (on a JGroups thread) or
+      // by our timer: sent from a worker, so that no JGroups thread waits for flow-control
+      // credits; with every worker busy, sent from here rather than never.
       reply.whenCompleteAsync(send, task -> {
         try {
           workers.execute(task);
@@ -170,6 +174,15 @@ final class Rpc implements AutoCloseable {
         }
       });
     }
+  }
+
+  /** Whether a completed reply is an error or at most {@link #INLINE_REPLY_BYTES}. */
+  private static boolean small(CompletableFuture<byte[]> done) {
+    if (done.isCompletedExceptionally()) {
+      return true;
+    }
+    byte[] bytes = done.join();
+    return bytes == null || bytes.length <= INLINE_REPLY_BYTES;
   }
 
   /**

@@ -68,6 +68,19 @@ class OptionsTest {
   }
 
   @Test
+  void main_httpPortInUse_exits1NamingTheFlagAndThePort() throws Exception {
+    try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+      int port = busy.getLocalPort();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      int code = Main.run(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(port)}, System.out,
+          new PrintStream(err, true, StandardCharsets.UTF_8));
+      assertEquals(1, code);
+      assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: cannot start peer: --http-port " + port
+          + ": cannot listen on 127.0.0.1:" + port + ": "), err::toString);
+    }
+  }
+
+  @Test
   void main_configFileWithUnknownKey_exits2NamingTheKey(@TempDir Path dir) throws Exception {
     Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"colour\": \"red\"}");
     ByteArrayOutputStream err = new ByteArrayOutputStream();

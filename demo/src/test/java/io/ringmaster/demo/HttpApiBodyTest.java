@@ -1,0 +1,33 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/** Request bodies the server cannot read are the request's fault: a 4xx with a reason. */
+class HttpApiBodyTest {
+
+  @Test
+  void put_malformedChunkedBody_is400WithAReason() throws Exception {
+    // The value is read before any service is used, so none is needed here.
+    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
+    http.start();
+    try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(("PUT /kv/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+          + "Connection: close\r\n\r\nzz\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+      InputStream in = s.getInputStream();
+      String reply = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+      assertTrue(reply.startsWith("HTTP/1.1 400 "), reply);
+      assertTrue(reply.contains("cannot read the request body"), reply);
+    } finally {
+      http.stop(0);
+    }
+  }
+}
