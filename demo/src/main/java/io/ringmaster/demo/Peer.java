@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -40,7 +41,13 @@ final class Peer implements AutoCloseable {
   private final PeerOptions options;
   private final Ringmaster node;
   private final HttpServer http;
-  private final ExecutorService httpThreads = Executors.newFixedThreadPool(64, daemons("http"));
+  /**
+   * 64 requests served at once (a write may wait seconds for an unreachable owner) and at most
+   * 4,096 waiting: beyond that the JDK server closes the new connection instead of queueing it
+   * without limit.
+   */
+  private final ExecutorService httpThreads = new ThreadPoolExecutor(64, 64, 0, TimeUnit.MILLISECONDS,
+      new ArrayBlockingQueue<>(4_096), daemons("http"));
   private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,
       new SynchronousQueue<>(), daemons("rpc"));
   private final ScheduledExecutorService rpcTimer = Executors.newSingleThreadScheduledExecutor(daemons("rpc-timer"));
