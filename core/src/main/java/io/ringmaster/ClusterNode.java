@@ -220,6 +220,9 @@ final class ClusterNode {
       if (reason == null) {
         addresses.put(m.id(), a);
         metadata.put(m.id(), m);
+        synchronized (reportedRefusals) {
+          reportedRefusals.remove(a); // admitted (the holder of its id left): a new refusal is news again
+        }
         continue;
       }
       if (a.equals(localAddress)) {

@@ -20,12 +20,13 @@ import org.jgroups.util.UUID;
  * The agreement check: now and then, tell one random peer {@code (view id, view creator, ring
  * checksum)}. A peer that installed the same view but computed another ring reports a
  * {@link RingDivergence}.
- * Messages are a few bytes; a receiver only compares two longs on the JGroups thread and queues
+ * Messages are a few bytes; a receiver only compares a few longs on the JGroups thread and queues
  * the event for the listeners' threads.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
-  static final byte TYPE_CHECKSUM = 1;
+  /** 2: view id, view creator, checksum, sender (1 was the format without the creator, now ignored). */
+  static final byte TYPE_CHECKSUM = 2;
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 

@@ -34,8 +34,9 @@ public record MembershipChange(long previousViewId, long viewId, List<Member> me
    * one id, after a partition heals). It owns nothing while it stays.
    *
    * @param nodeId the id it announces
-   * @param local  whether it is this node: then this node owns nothing until it restarts (with
-   *               another id, or once the holder is gone)
+   * @param local  whether it is this node: then this node owns nothing while it is refused
+   *               (until the holder of its id leaves, or it restarts with matching parameters or
+   *               another id)
    * @param reason the reason, naming the parameters or the id and both members' JGroups addresses
    */
   public record Refusal(String nodeId, boolean local, String reason) {}

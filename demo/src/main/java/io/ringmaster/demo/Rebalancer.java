@@ -5,7 +5,6 @@ import io.ringmaster.OwnershipListener;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.RingDiff;
-import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -29,7 +28,6 @@ import java.util.Set;
  * owners acknowledged it; what a failed push leaves behind, the {@link Sweeper} hands off later.
  */
 final class Rebalancer implements OwnershipListener {
-  private static final System.Logger LOG = System.getLogger(Rebalancer.class.getName());
   private final Routing routing;
   private final Store store;
   private final Transfers transfers;
@@ -123,8 +121,9 @@ final class Rebalancer implements OwnershipListener {
    */
   private boolean drain(long deadline) {
     while (true) {
-      if (routing.ring().isEmpty()) {
-        return store.size() == 0; // the last peer: nobody to hand anything to
+      HashRing ring = routing.ring();
+      if (ring.isEmpty()) {
+        return true; // the last peer: nobody to hand anything to, and nothing failed
       }
       Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
       for (Entry e : store.all()) { // tombstones included
@@ -146,14 +145,25 @@ final class Rebalancer implements OwnershipListener {
       if (complete) {
         return true;
       }
-      if (System.nanoTime() - deadline >= 0) {
-        LOG.log(Level.WARNING, "{0}: leave budget {1} spent; still holding {2} entries", routing.self(), leaveBudget,
-            store.size());
+      if (routing.onlyLeaversLeft()) {
+        // Every peer left is stopping too (the last ones, stopped together): nobody will take
+        // the data, and waiting would only resend it until the budget is spent.
+        // System.out, not a logger: this runs in the shutdown hook, after java.util.logging reset.
+        leaveNote("every other peer is leaving too; leaving with %d entries", store.size());
         return false;
       }
-      HashRing ring = routing.ring();
-      Waits.until(() -> routing.ring() != ring, Duration.ofMillis(500)); // a leaver went, or refused
+      if (System.nanoTime() - deadline >= 0 || Thread.currentThread().isInterrupted()) { // interrupted: stopping
+        leaveNote("leave budget %s spent; still holding %d entries", leaveBudget, store.size());
+        return false;
+      }
+      // Again once a leaver went or refused (maybe during this pass), or after half a second.
+      Waits.until(() -> routing.ring() != ring, Duration.ofMillis(500));
     }
+  }
+
+  private void leaveNote(String format, Object... args) {
+    System.out.printf("%s: %s%n", routing.self(), String.format(format, args));
+    System.out.flush();
   }
 
   private boolean fetch(OwnershipChange change) {

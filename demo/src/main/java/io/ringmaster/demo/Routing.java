@@ -20,7 +20,7 @@ final class Routing {
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
-  /** Other peers that refused a push because they are leaving; only used while this one leaves. */
+  /** Other peers that refused a push because they are leaving, while this one leaves. */
   private final Set<String> leavers = ConcurrentHashMap.newKeySet();
   /** The leaving ring last derived, and from what: a ring costs a rebuild, routing asks often. */
   private volatile Derived derived;
@@ -74,11 +74,23 @@ final class Routing {
     VarHandle.fullFence();
   }
 
-  /** A peer refused data because it is leaving: while this peer leaves, it routes around it. */
+  /**
+   * A peer refused data because it is leaving: while this peer leaves, it routes around it.
+   * Ignored while this peer stays (it learns again once it leaves, from the next refusal), so a
+   * peer that left and came back under its id is not routed around later.
+   */
   void markLeaving(String memberId) {
-    if (!memberId.equals(self)) {
+    if (leaving && !memberId.equals(self)) {
       leavers.add(memberId);
     }
+  }
+
+  /**
+   * Whether, while leaving, every peer left in the ring is known to be leaving too: nobody will
+   * take this peer's data.
+   */
+  boolean onlyLeaversLeft() {
+    return leaving && leavers.containsAll(ring().members().stream().map(Member::id).toList());
   }
 
   /** Called after storing an entry and before reading the ring to route it: see {@link #startLeaving}. */

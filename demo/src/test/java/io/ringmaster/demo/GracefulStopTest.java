@@ -88,4 +88,27 @@ class GracefulStopTest extends WithPeerCluster {
         + " keys lost");
     assertEquals(acked.size(), cluster.json("peer-1", "/stats").path("primaryKeys").asLong(), "each key held once");
   }
+
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void sigterm_toTheLastTwoPeersAtOnce_bothLeaveWithoutSpendingTheirBudget() throws Exception {
+    // Nobody stays to take the data: each leaver's pushes to the other are refused. They must
+    // see that and go, not resend everything until 90% of the leave timeout is spent.
+    cluster = new PeerCluster("last-two", 1);
+    List<String> both = List.of("peer-1", "peer-2");
+    cluster.startAll(both.toArray(String[]::new));
+    cluster.awaitSettled(both, Duration.ofSeconds(30));
+    writer = new KeyWriter(cluster, 8);
+    writer.writeAll(300).get(60, TimeUnit.SECONDS);
+    Process first = cluster.peer("peer-1").process();
+    Process second = cluster.peer("peer-2").process();
+    first.destroy();
+    second.destroy();
+    assertTrue(first.waitFor(60, TimeUnit.SECONDS) && second.waitFor(60, TimeUnit.SECONDS), "both stopped");
+    String logs = Files.readString(cluster.peer("peer-1").log()) + Files.readString(cluster.peer("peer-2").log());
+    assertTrue(logs.contains("every other peer is leaving too"), logs);
+    assertTrue(!logs.contains("leave budget"), logs);
+    assertEquals(143, first.exitValue());
+    assertEquals(143, second.exitValue());
+  }
 }
