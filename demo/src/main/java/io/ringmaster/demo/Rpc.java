@@ -166,13 +166,7 @@ final class Rpc implements AutoCloseable {
       // then run here), or one completed later by another peer's reply (on a JGroups thread) or
       // by our timer: sent from a worker, so that no JGroups thread waits for flow-control
       // credits; with every worker busy, sent from here rather than never.
-      reply.whenCompleteAsync(send, task -> {
-        try {
-          workers.execute(task);
-        } catch (RejectedExecutionException busy) {
-          task.run();
-        }
-      });
+      reply.whenCompleteAsync(send, this::onWorkerOrHere);
     }
   }
 
@@ -190,10 +184,19 @@ final class Rpc implements AutoCloseable {
    * must not wait there for flow-control credits to send.
    */
   CompletableFuture<DataInputStream> callFromWorker(String memberId, byte[] request, Duration timeout) {
+    return CompletableFuture.supplyAsync(() -> call(memberId, request, timeout), this::onWorkerOrHere)
+        .thenCompose(f -> f);
+  }
+
+  /**
+   * Runs the task on a worker, or with every worker busy on this thread: a send from here beats a
+   * request left to time out (a reply never sent, a forwarded write failed).
+   */
+  private void onWorkerOrHere(Runnable task) {
     try {
-      return CompletableFuture.supplyAsync(() -> call(memberId, request, timeout), workers).thenCompose(f -> f);
+      workers.execute(task);
     } catch (RejectedExecutionException busy) {
-      return call(memberId, request, timeout); // every worker busy: send from here rather than fail the write
+      task.run();
     }
   }
 
