@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -51,9 +52,15 @@ class RefusalAndConfigTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
-      RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start("a"));
+      List<Ringmaster> twin = new ArrayList<>();
+      RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start(cluster.builder("a"), n -> {
+        assertFalse(n.isInRing(), "not started");
+        twin.add(n);
+      }));
       assertTrue(e.getMessage().contains("node id \"a\" is already held by member"), e.getMessage());
       assertEquals(a.channel().getAddress(), b.addressOf("a").orElseThrow());
+      assertTrue(a.isInRing() && b.isInRing());
+      assertFalse(twin.get(0).isInRing(), "refused");
       assertEquals(2, b.members().size());
     }
   }
