@@ -145,7 +145,7 @@ final class HttpApi implements HttpHandler {
     if (e.isEmpty()) {
       throw new HttpError(404, "not held by " + routing.self());
     }
-    int role = routing.owners(key).indexOf(routing.self());
+    int role = routing.indexOfSelf(routing.owners(key));
     Entry entry = e.get();
     send(ex, 200, new LocalCopy(key, entry.value(), entry.deleted(), entry.version().stamp(),
         entry.version().writer(), routing.self(), role == 0 ? "primary" : role > 0 ? "backup" : "stray"));

@@ -21,7 +21,7 @@ record KeyCounts(long primary, long backup, long stray, long tombstones) {
         continue;
       }
       List<String> owners = routing.owners(ring, e.key());
-      int role = owners.indexOf(routing.self());
+      int role = routing.indexOfSelf(owners);
       if (role == 0) {
         primary++;
       } else if (role > 0) {

@@ -110,13 +110,13 @@ final class KvService {
       byte[] message = Wire.write(request);
       Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
       for (String owner : missing) {
-        if (!owner.equals(routing.self())) {
+        if (!routing.isSelf(owner)) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
           Waits.until(() -> ready.test(owner), READY_WAIT);
           calls.put(owner, rpc.call(owner, message, CALL_TIMEOUT).thenApply(KvService::reply));
         }
       }
-      if (missing.contains(routing.self())) {
+      if (routing.indexOfSelf(missing) >= 0) {
         calls.put(routing.self(), storeAndForward(request));
       }
       Version newest = e.version();
@@ -185,7 +185,7 @@ final class KvService {
     List<String> owners = routing.owners(e.key());
     List<String> extra = new ArrayList<>(owners);
     extra.removeAll(r.targets());
-    extra.remove(routing.self());
+    extra.removeIf(routing::isSelf);
     if (extra.isEmpty()) {
       return CompletableFuture.completedFuture(here);
     }
@@ -224,14 +224,15 @@ final class KvService {
     List<String> order = new ArrayList<>(owners);
     // Peers that just joined and do not serve yet go last; stable sort keeps ring order otherwise.
     order.sort(Comparator.comparing(o -> !ready.test(o)));
-    if (order.remove(routing.self())) {
+    if (routing.indexOfSelf(order) >= 0) {
+      order.remove(routing.self());
       order.add(0, routing.self());
     }
     String lastError = "";
     boolean answered = false;
     for (String owner : order) {
       Optional<Entry> found;
-      if (owner.equals(routing.self())) {
+      if (routing.isSelf(owner)) {
         found = store.get(key);
       } else {
         try {

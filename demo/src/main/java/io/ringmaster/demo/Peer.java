@@ -30,7 +30,8 @@ final class Peer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Peer.class.getName());
 
   /** {@code GET /stats}. Totals since the peer started; key counts by this peer's current ring. */
-  record StatsReply(String id, long viewId, long viewsSeen, String checksum, int members, boolean leaving,
+  record StatsReply(String id, long viewId, long viewsSeen, String checksum, int members, boolean inRing,
+                    boolean leaving,
                     long primaryKeys,
                     long backupKeys, long strayKeys, long tombstones, long tombstonesPurged, long keysMigratedIn,
                     long keysMigratedOut,
@@ -167,7 +168,7 @@ final class Peer implements AutoCloseable {
     KeyCounts k = KeyCounts.of(store, routing);
     RingmasterStats s = node.stats();
     return new StatsReply(routing.self(), s.viewId(), s.viewsSeen(), Long.toHexString(node.ring().checksum()),
-        s.members(),
+        s.members(), node.isInRing(),
         routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.tombstonesPurged.sum(),
         counters.keysMigratedIn.sum(),
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),

@@ -14,12 +14,18 @@ import java.util.concurrent.ConcurrentHashMap;
  * ring it leaves behind: the current ring without it and without the peers it learnt are leaving
  * too, so that writes reaching a leaving peer after it handed its data off, and the data itself,
  * go on to peers that stay.
+ *
+ * <p>And whether an owner's id is this peer: not while the cluster refuses it. After a partition
+ * heals, a peer that took the same id first keeps it, and this peer owns nothing: an owner named by
+ * its id is the other peer, reached by that id like any other ({@link #isSelf}).
  */
 final class Routing {
   private final Ringmaster node;
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
+  /** Whether this peer was in the ring when it started to leave (not refused). */
+  private volatile boolean inRingWhenLeaving;
   /** Other peers that refused a push because they are leaving, while this one leaves. */
   private final Set<String> leavers = ConcurrentHashMap.newKeySet();
   /** The leaving ring last derived, and from what: a ring costs a rebuild, routing asks often. */
@@ -52,7 +58,8 @@ final class Routing {
     if (d != null && d.base() == base && d.leavers() == known) {
       return d.ring();
     }
-    HashRing ring = base.without(self);
+    // A refused peer is not in the ring: the member with its id is the peer that holds the id.
+    HashRing ring = inRingWhenLeaving ? base.without(self) : base;
     for (String id : leavers) {
       HashRing without = ring.without(id);
       if (!without.isEmpty()) { // if every other peer is leaving too, they are still better than none
@@ -70,6 +77,7 @@ final class Routing {
    * leaving ring and is forwarded.
    */
   void startLeaving() {
+    this.inRingWhenLeaving = node.isInRing();
     this.leaving = true;
     VarHandle.fullFence();
   }
@@ -80,7 +88,7 @@ final class Routing {
    * peer that left and came back under its id is not routed around later.
    */
   void markLeaving(String memberId) {
-    if (leaving && !memberId.equals(self)) {
+    if (leaving && !isSelf(memberId)) {
       leavers.add(memberId);
     }
   }
@@ -120,7 +128,21 @@ final class Routing {
   }
 
   boolean isOwner(String key) {
-    return owners(key).contains(self);
+    return indexOfSelf(owners(key)) >= 0;
+  }
+
+  /**
+   * Whether {@code memberId} is this peer: its id, while the cluster does not refuse it. A refused
+   * peer's id in a ring names the peer that holds the id, to be sent to like any other.
+   */
+  boolean isSelf(String memberId) {
+    return memberId.equals(self) && (leaving ? inRingWhenLeaving : node.isInRing());
+  }
+
+  /** This peer's place among a key's owners (0: primary), or -1 if it is not one of them. */
+  int indexOfSelf(List<String> owners) {
+    int i = owners.indexOf(self);
+    return i >= 0 && isSelf(self) ? i : -1;
   }
 
   /** Whether a member is in the ring this peer routes by, hence worth sending to. */

@@ -45,7 +45,7 @@ final class Sweeper {
     Map<List<String>, List<Entry>> strays = new LinkedHashMap<>();
     for (Entry e : store.all()) {
       List<String> owners = routing.owners(ring, e.key());
-      if (!owners.contains(routing.self())) {
+      if (routing.indexOfSelf(owners) < 0) {
         strays.computeIfAbsent(owners, k -> new ArrayList<>()).add(e);
       }
     }
@@ -90,7 +90,7 @@ final class Sweeper {
       for (Entry e : store.all()) {
         entries++;
         for (String owner : routing.owners(ring, e.key())) {
-          if (!owner.equals(routing.self()) && routing.isLive(owner)) {
+          if (!routing.isSelf(owner) && routing.isLive(owner)) {
             perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).add(e);
           }
         }

@@ -144,7 +144,7 @@ final class Transfers {
   List<String> liveOthers(List<Member> members) {
     List<String> out = new ArrayList<>();
     for (Member m : members) {
-      if (!m.id().equals(routing.self()) && routing.isLive(m.id())) {
+      if (!routing.isSelf(m.id()) && routing.isLive(m.id())) {
         out.add(m.id());
       }
     }

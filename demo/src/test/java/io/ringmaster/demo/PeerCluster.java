@@ -38,7 +38,7 @@ final class PeerCluster implements AutoCloseable {
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  record TestPeer(String id, int httpPort, Process process, Path log) {
+  record TestPeer(String name, int httpPort, Process process, Path log) {
     String url() {
       return "http://127.0.0.1:" + httpPort;
     }
@@ -69,34 +69,46 @@ final class PeerCluster implements AutoCloseable {
 
   /** Starts a peer process, with {@code peerFlags} added to its command line. */
   TestPeer start(String id, String... peerFlags) throws IOException {
+    return start(id, id, Map.of(), peerFlags);
+  }
+
+  /**
+   * Starts a peer process known to this class as {@code name} (its log, {@link #peer}) with the node
+   * id {@code id}, so that two peers can share an id; {@code properties} override the system
+   * properties of its JGroups stack ({@code ringmaster.bind_port}, {@code ringmaster.initial_hosts}).
+   */
+  TestPeer start(String name, String id, Map<String, String> properties, String... peerFlags) throws IOException {
     int port = freePort();
-    Path log = logDir.resolve(id + ".log");
+    Path log = logDir.resolve(name + ".log");
+    Map<String, String> props = new LinkedHashMap<>();
+    props.put("ringmaster.bind_port", Integer.toString(JGROUPS_PORT));
+    props.put("ringmaster.initial_hosts", "127.0.0.1[" + JGROUPS_PORT + "]");
+    props.putAll(properties);
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx256m", "-XX:TieredStopAtLevel=1",
-        "-Dringmaster.bind_port=" + JGROUPS_PORT,
-        "-Dringmaster.initial_hosts=127.0.0.1[" + JGROUPS_PORT + "]",
-        "-cp", System.getProperty("java.class.path"),
+        "-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx256m", "-XX:TieredStopAtLevel=1"));
+    props.forEach((k, v) -> command.add("-D" + k + "=" + v));
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"),
         Main.class.getName(), "peer", "--id", id, "--http-port", Integer.toString(port),
         "--replicas", Integer.toString(replicas), "--cluster", cluster));
     command.addAll(List.of(peerFlags));
     Process p = new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.to(log.toFile())).start();
-    TestPeer peer = new TestPeer(id, port, p, log);
+    TestPeer peer = new TestPeer(name, port, p, log);
     synchronized (peers) {
-      peers.put(id, peer);
+      peers.put(name, peer);
     }
     return peer;
   }
 
   void awaitReady(TestPeer peer) {
-    await("peer " + peer.id() + " serving HTTP (log " + peer.log() + ")").atMost(Duration.ofSeconds(60))
+    await("peer " + peer.name() + " serving HTTP (log " + peer.log() + ")").atMost(Duration.ofSeconds(60))
         .pollInterval(Duration.ofMillis(100)).ignoreExceptions()
         .until(() -> {
           if (!peer.process().isAlive()) {
-            throw new AssertionError(peer.id() + " exited with " + peer.process().exitValue() + "; see " + peer.log());
+            throw new AssertionError(peer.name() + " exited with " + peer.process().exitValue() + "; see " + peer.log());
           }
-          return send(peer.id(), HttpRequest.newBuilder(uri(peer.id(), "/stats")).GET()).statusCode() == 200;
+          return send(peer.name(), HttpRequest.newBuilder(uri(peer.name(), "/stats")).GET()).statusCode() == 200;
         });
   }
 
@@ -126,7 +138,7 @@ final class PeerCluster implements AutoCloseable {
 
   List<String> live() {
     synchronized (peers) {
-      return peers.values().stream().filter(p -> p.process().isAlive()).map(TestPeer::id).toList();
+      return peers.values().stream().filter(p -> p.process().isAlive()).map(TestPeer::name).toList();
     }
   }
 
