@@ -175,7 +175,7 @@ final class HttpApi implements HttpHandler {
       if (e.deleted()) {
         continue;
       }
-      int index = routing.owners(e.key()).indexOf(routing.self());
+      int index = routing.indexOfSelf(routing.owners(e.key()));
       String r = index == 0 ? "primary" : index > 0 ? "backup" : "stray";
       if (role.equals("all") || role.equals(r)) {
         if (keys.size() == limit) {

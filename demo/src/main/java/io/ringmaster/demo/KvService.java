@@ -93,10 +93,17 @@ final class KvService {
   Written replicate(Entry write) {
     Entry e = write;
     Set<String> stored = new LinkedHashSet<>();
+    boolean storedHere = false; // this peer's own copy is among "stored", under its id
     long deadline = System.nanoTime() + WRITE_DEADLINE.toNanos();
     String lastError = "";
     while (true) {
       long view = viewId.getAsLong();
+      if (storedHere && !routing.inRing()) {
+        // A copy stored here while this peer held its id does not count once the cluster refuses
+        // it: the id now names the peer that holds it.
+        stored.remove(routing.self());
+        storedHere = false;
+      }
       List<String> owners = routing.owners(e.key());
       if (owners.isEmpty()) {
         throw new Unavailable("the ring has no owners");
@@ -109,14 +116,15 @@ final class KvService {
       Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0);
       byte[] message = Wire.write(request);
       Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
+      boolean here = routing.indexOfSelf(missing) >= 0; // decided once: this peer's id is this peer
       for (String owner : missing) {
-        if (!routing.isSelf(owner)) {
+        if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
           Waits.until(() -> ready.test(owner), READY_WAIT);
           calls.put(owner, rpc.call(owner, message, CALL_TIMEOUT).thenApply(KvService::reply));
         }
       }
-      if (routing.indexOfSelf(missing) >= 0) {
+      if (here) {
         calls.put(routing.self(), storeAndForward(request));
       }
       Version newest = e.version();
@@ -124,6 +132,7 @@ final class KvService {
         try {
           Wire.WriteReply reply = call.getValue().get();
           stored.addAll(reply.stored());
+          storedHere |= here && call.getKey().equals(routing.self()) && reply.stored().contains(routing.self());
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
         } catch (ExecutionException failed) {
           lastError = call.getKey() + ": " + Rpc.unwrap(failed);
@@ -138,6 +147,7 @@ final class KvService {
         clock.observe(newest.stamp());
         e = new Entry(e.key(), e.value(), clock.next(), e.deleted());
         stored.clear();
+        storedHere = false;
         lastError = "superseded by " + newest;
       } else if (stored.containsAll(missing)) {
         continue; // check the owners again: the ring may have changed meanwhile
@@ -180,11 +190,18 @@ final class KvService {
     }
     Routing.storedThenRoute();
     clock.observe(e.version().stamp());
-    Wire.WriteReply here = new Wire.WriteReply(Set.of(routing.self()),
-        store.get(e.key()).map(Entry::version).orElse(e.version()));
     List<String> owners = routing.owners(e.key());
+    // This peer's copy counts only while it is in the ring. The sender named it by its id: if the
+    // cluster refuses this peer now, that id is another peer's, which has not seen the write.
+    boolean counted = routing.inRing();
+    Wire.WriteReply here = new Wire.WriteReply(counted ? Set.of(routing.self()) : Set.of(),
+        store.get(e.key()).map(Entry::version).orElse(e.version()));
     List<String> extra = new ArrayList<>(owners);
-    extra.removeAll(r.targets());
+    for (String target : r.targets()) {
+      if (counted || !target.equals(routing.self())) {
+        extra.remove(target);
+      }
+    }
     extra.removeIf(routing::isSelf);
     if (extra.isEmpty()) {
       return CompletableFuture.completedFuture(here);

@@ -61,6 +61,7 @@ final class Peer implements AutoCloseable {
   private final EventLog events = new EventLog();
   private Rpc rpc;
   private Routing routing;
+  private Rebalancer rebalancer;
   private boolean closed;
 
   private Peer(PeerOptions options, Ringmaster node, HttpServer http) {
@@ -112,7 +113,7 @@ final class Peer implements AutoCloseable {
         events);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
-    Rebalancer rebalancer = new Rebalancer(routing, store, transfers, counters, events,
+    rebalancer = new Rebalancer(routing, store, transfers, counters, events,
         leaveTimeout.minus(leaveTimeout.dividedBy(10)));
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, () -> node.stats().pendingCallbacks());
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
@@ -136,7 +137,8 @@ final class Peer implements AutoCloseable {
     events.publish(Events.started(self, options.endpoint(), node.viewId(), node.members()));
     // Registered last: its first call, this peer's ownership from nothing, pulls from the current owners.
     node.addOwnershipListener(rebalancer);
-    statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains)),
+    statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains,
+            node.isInRing())),
         0, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
     Duration grace = options.tombstoneGrace();
@@ -201,6 +203,11 @@ final class Peer implements AutoCloseable {
       maintenance.shutdownNow();
       statusTimer.shutdownNow();
       long started = System.nanoTime();
+      if (!node.isInRing() && node.viewId() >= 0) {
+        // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
+        // change, but this peer may still hold what it took before it was refused.
+        rebalancer.leaveRefused(node.viewId());
+      }
       node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
       // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
       System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d, still held: %d%n",

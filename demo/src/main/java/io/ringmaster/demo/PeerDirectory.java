@@ -34,12 +34,17 @@ final class PeerDirectory {
     reports.put(status.id(), new Report(status, System.currentTimeMillis()));
   }
 
-  /** Reports on ourselves to every member, and forgets peers that are no longer members. */
-  void publish(Predicate<String> isMember) {
-    Wire.PeerStatus mine = self.get();
-    accept(mine);
+  /**
+   * Reports on ourselves to every member, and forgets peers that are no longer members. A peer the
+   * cluster refuses (another peer holds its id) stays silent: its report would stand for the holder.
+   */
+  void publish(Predicate<String> isMember, boolean inRing) {
     reports.keySet().removeIf(id -> !isMember.test(id));
-    rpc.broadcast(Wire.status(mine));
+    if (inRing) {
+      Wire.PeerStatus mine = self.get();
+      accept(mine);
+      rpc.broadcast(Wire.status(mine));
+    }
   }
 
   Optional<Report> report(String id) {

@@ -72,6 +72,24 @@ final class Rebalancer implements OwnershipListener {
     }
   }
 
+  /**
+   * The leave of a peer the cluster refuses (after a partition healed, another peer kept its id).
+   * The node delivers it no LEAVING change, as it owns nothing, but it may still hold what it took
+   * on its side of the partition, or what a failed hand-off left: drained to the owners, within
+   * the leave budget.
+   */
+  void leaveRefused(long viewId) {
+    counters.migrationsInProgress.incrementAndGet();
+    try {
+      routing.startLeaving();
+      events.publish(Events.leaving(routing.self(), viewId));
+      (drain(System.nanoTime() + leaveBudget.toNanos()) ? counters.migrationsCompleted : counters.migrationsFailed)
+          .increment();
+    } finally {
+      counters.migrationsInProgress.decrementAndGet();
+    }
+  }
+
   /** A lost range's entries as scanned, and the live new owners they go to. */
   private record Handoff(List<String> destinations, List<Entry> entries) {}
 

@@ -15,23 +15,22 @@ import java.util.concurrent.ConcurrentHashMap;
  * too, so that writes reaching a leaving peer after it handed its data off, and the data itself,
  * go on to peers that stay.
  *
- * <p>And whether an owner's id is this peer: not while the cluster refuses it. After a partition
- * heals, a peer that took the same id first keeps it, and this peer owns nothing: an owner named by
- * its id is the other peer, reached by that id like any other ({@link #isSelf}).
+ * <p>And whether an owner's id is this peer: not while the cluster refuses it. When a partition
+ * heals with this peer's id on both sides, the cluster may keep the id for the other peer; then
+ * this peer owns nothing, and an owner named by its id is the other peer, reached by that id like
+ * any other ({@link #isSelf}).
  */
 final class Routing {
   private final Ringmaster node;
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
-  /** Whether this peer was in the ring when it started to leave (not refused). */
-  private volatile boolean inRingWhenLeaving;
   /** Other peers that refused a push because they are leaving, while this one leaves. */
   private final Set<String> leavers = ConcurrentHashMap.newKeySet();
   /** The leaving ring last derived, and from what: a ring costs a rebuild, routing asks often. */
   private volatile Derived derived;
 
-  private record Derived(HashRing base, int leavers, HashRing ring) {}
+  private record Derived(HashRing base, boolean inRing, int leavers, HashRing ring) {}
 
   Routing(Ringmaster node) {
     this.node = node;
@@ -53,20 +52,21 @@ final class Routing {
 
   private HashRing leavingRing() {
     HashRing base = node.ring();
+    boolean inRing = node.isInRing(); // read after the ring: as new as it, or newer
     int known = leavers.size();
     Derived d = derived;
-    if (d != null && d.base() == base && d.leavers() == known) {
+    if (d != null && d.base() == base && d.inRing() == inRing && d.leavers() == known) {
       return d.ring();
     }
-    // A refused peer is not in the ring: the member with its id is the peer that holds the id.
-    HashRing ring = inRingWhenLeaving ? base.without(self) : base;
+    // While the cluster refuses this peer, the member with its id is the peer that holds the id.
+    HashRing ring = inRing ? base.without(self) : base;
     for (String id : leavers) {
       HashRing without = ring.without(id);
       if (!without.isEmpty()) { // if every other peer is leaving too, they are still better than none
         ring = without;
       }
     }
-    derived = new Derived(base, known, ring);
+    derived = new Derived(base, inRing, known, ring);
     return ring;
   }
 
@@ -77,7 +77,6 @@ final class Routing {
    * leaving ring and is forwarded.
    */
   void startLeaving() {
-    this.inRingWhenLeaving = node.isInRing();
     this.leaving = true;
     VarHandle.fullFence();
   }
@@ -133,16 +132,22 @@ final class Routing {
 
   /**
    * Whether {@code memberId} is this peer: its id, while the cluster does not refuse it. A refused
-   * peer's id in a ring names the peer that holds the id, to be sent to like any other.
+   * peer's id in a ring names the peer that holds the id, to be sent to like any other. Read after
+   * the ring the id came from, so never older than it.
    */
   boolean isSelf(String memberId) {
-    return memberId.equals(self) && (leaving ? inRingWhenLeaving : node.isInRing());
+    return memberId.equals(self) && node.isInRing();
+  }
+
+  /** Whether this peer is in the ring: the cluster does not refuse it. */
+  boolean inRing() {
+    return node.isInRing();
   }
 
   /** This peer's place among a key's owners (0: primary), or -1 if it is not one of them. */
   int indexOfSelf(List<String> owners) {
     int i = owners.indexOf(self);
-    return i >= 0 && isSelf(self) ? i : -1;
+    return i >= 0 && inRing() ? i : -1;
   }
 
   /** Whether a member is in the ring this peer routes by, hence worth sending to. */

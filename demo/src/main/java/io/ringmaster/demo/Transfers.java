@@ -27,6 +27,8 @@ final class Transfers {
   /** How long to wait for a peer that just joined to serve its fork channel before trying anyway. */
   static final Duration READY_WAIT = Duration.ofSeconds(3);
   static final int ATTEMPTS = 5;
+  /** How a push refused by a peer the cluster refuses ends its error. */
+  static final String NOT_IN_RING = " is not in the ring: another peer holds its id";
   /** How a push refused by a leaving peer ends its error. */
   static final String LEAVING = " is leaving";
 
@@ -177,6 +179,11 @@ final class Transfers {
     Routing.storedThenRoute();
     if (routing.isLeaving()) {
       return Wire.error(routing.self() + LEAVING); // what it merged, its own leave hands on
+    }
+    if (!routing.inRing()) {
+      // The sender meant the peer holding this id; it keeps its copy, and this peer's sweep
+      // hands on what it merged.
+      return Wire.error(routing.self() + NOT_IN_RING);
     }
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);
