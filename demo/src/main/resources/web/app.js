@@ -130,7 +130,7 @@ function renderTable(ring) {
     s.className = 'swatch';
     s.style.background = colour(m.id);
     sw.appendChild(s);
-    cell(tr, m.id + (m.id === ring.local ? ' (this peer)' : ''));
+    cell(tr, m.id + (m.id === ring.local && ring.inRing !== false ? ' (this peer)' : ''));
     cell(tr, String(m.weight), 'num');
     cell(tr, m.zone || '\u2013');
     cell(tr, (m.share * 100).toFixed(1) + '%', 'num');
@@ -176,7 +176,9 @@ async function refresh() {
     if (!response.ok) throw new Error(`GET /ring: ${response.status}`);
     const ring = await response.json();
     state.ring = ring;
-    document.getElementById('local').textContent = `\u2013 peer ${ring.local}`;
+    document.getElementById('local').textContent = ring.inRing === false
+      ? `\u2013 peer ${ring.local}, refused: another peer holds its id, this one owns nothing`
+      : `\u2013 peer ${ring.local}`;
     document.getElementById('view-id').textContent = ring.viewId;
     document.getElementById('checksum').textContent = ring.checksum;
     document.getElementById('vnodes').textContent = ring.virtualNodes;

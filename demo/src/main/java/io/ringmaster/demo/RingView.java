@@ -25,9 +25,11 @@ final class RingView {
   record PeerInfo(String id, long viewId, String checksum, boolean agrees, long ageMillis, int migrationsInProgress) {}
 
   /**
+   * @param inRing whether this peer is in the ring; if not (the cluster refuses it: another peer
+   *               holds its id), the member named {@code local} is that other peer
    * @param agreed whether every member reported, recently, this peer's view id and checksum
    */
-  record RingReply(String local, long viewId, String checksum, int virtualNodes, int replicas, int tokens,
+  record RingReply(String local, boolean inRing, long viewId, String checksum, int virtualNodes, int replicas, int tokens,
                    boolean agreed, List<MemberInfo> members, List<PeerInfo> peers) {}
 
   private final Ringmaster node;
@@ -66,7 +68,7 @@ final class RingView {
       peers.add(new PeerInfo(m.id(), st.viewId(), Long.toHexString(st.checksum()), agrees, age,
           st.migrationsInProgress()));
     }
-    return new RingReply(node.localMember().id(), viewId, Long.toHexString(ring.checksum()), ring.virtualNodes(),
+    return new RingReply(node.localMember().id(), node.isInRing(), viewId, Long.toHexString(ring.checksum()), ring.virtualNodes(),
         node.config().replicas(), ring.tokenCount(), agreed, members, peers);
   }
 

@@ -68,6 +68,8 @@ class DuplicateIdHealTest extends WithPeerCluster {
           return false;
         });
     String holder = refused[0].equals("a") ? "a-twin" : "a";
+    // Its ring page says so, and does not call the holder's "a" this peer.
+    assertEquals(false, cluster.json(refused[0], "/ring?ranges=false").path("inRing").asBoolean(true));
 
     // Writes through the refused peer go to the owners, not to its own store; then it stops
     // at once, maybe before its merge hand-off is done: what it holds must still reach them.
