@@ -76,14 +76,15 @@ final class Rebalancer implements OwnershipListener {
    * The leave of a peer the cluster refuses (after a partition healed, another peer kept its id).
    * The node delivers it no LEAVING change, as it owns nothing, but it may still hold what it took
    * on its side of the partition, or what a failed hand-off left: drained to the owners, within
-   * the leave budget.
+   * half the leave budget, so that a LEAVING hand-off after it (the peer was let back into the
+   * ring meanwhile) still fits before the process is killed.
    */
   void leaveRefused(long viewId) {
     counters.migrationsInProgress.incrementAndGet();
     try {
       routing.startLeaving();
       events.publish(Events.leaving(routing.self(), viewId));
-      (drain(System.nanoTime() + leaveBudget.toNanos()) ? counters.migrationsCompleted : counters.migrationsFailed)
+      (drain(System.nanoTime() + leaveBudget.toNanos() / 2) ? counters.migrationsCompleted : counters.migrationsFailed)
           .increment();
     } finally {
       counters.migrationsInProgress.decrementAndGet();

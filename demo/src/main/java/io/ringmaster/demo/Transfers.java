@@ -177,13 +177,14 @@ final class Transfers {
       }
     }
     Routing.storedThenRoute();
+    if (!routing.inRing()) {
+      // The sender meant the peer holding this id; it keeps its copy, and this peer's sweep (or
+      // its leave) hands on what it merged. Checked first: a sender told "leaving" would route
+      // around the id, the holder's included.
+      return Wire.error(routing.self() + NOT_IN_RING);
+    }
     if (routing.isLeaving()) {
       return Wire.error(routing.self() + LEAVING); // what it merged, its own leave hands on
-    }
-    if (!routing.inRing()) {
-      // The sender meant the peer holding this id; it keeps its copy, and this peer's sweep
-      // hands on what it merged.
-      return Wire.error(routing.self() + NOT_IN_RING);
     }
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);
