@@ -141,11 +141,14 @@ final class ClusterNode {
     }
     lastBuildNanos.set(System.nanoTime() - started);
 
-    // A node's first ring is compared with that ring without the node: the same gains as from
-    // nothing (it owned nothing before), but each names the members that hold the data now. A
-    // ring in which this node is not admitted counts as one where it holds nothing, even if
-    // another member holds its id: what it loses then goes to that member, by the id.
-    HashRing before = previous.viewId() < 0 ? ring.without(local.id()) : previous.ring();
+    // A node new to the ring (its first ring, or its first since the cluster refused it) is
+    // compared with that ring without the node: the same gains as from nothing (it owned nothing
+    // before), but each names the members that hold the data now, not the member that held this
+    // node's id until it left (which handed its data to them). A ring in which this node is not
+    // admitted counts as one where it holds nothing, even if another member holds its id: what it
+    // loses then goes to that member, by the id.
+    boolean newToRing = localIn && (previous.viewId() < 0 || !previous.localInRing());
+    HashRing before = newToRing ? ring.without(local.id()) : previous.ring();
     RingDiff diff = RingDiff.compute(before, previous.viewId() < 0 || previous.localInRing(),
         ring, localIn, local.id(), local.replicas());
     MembershipChange membership = membershipChange(previous, next, view, refused);
@@ -162,7 +165,7 @@ final class ClusterNode {
         state = next; // publish first, then notify
         if (!diff.isEmpty() && !left) {
           OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId,
-              previous.viewId() < 0 ? before : previous.ring(), ring, diff);
+              newToRing ? before : previous.ring(), ring, diff);
           ownershipListeners.forEach(l -> l.submit(change));
         }
         if (membership != null) {

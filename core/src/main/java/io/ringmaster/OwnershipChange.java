@@ -12,8 +12,10 @@ import java.util.Objects;
  * @param reason         why the ring changed
  * @param previousViewId the JGroups view id of {@code previousRing}; -1 for an empty ring
  * @param viewId         the JGroups view id of {@code ring}
- * @param previousRing   the ring before; for a node's first view, that ring without the node, so
- *                       that its gains name the members that hold the data
+ * @param previousRing   the ring before; for a node's first view, and its first view in the ring
+ *                       after the cluster refused it (another member held its id, and has left),
+ *                       the ring after without the node, so that its gains name the members that
+ *                       hold the data now
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  */

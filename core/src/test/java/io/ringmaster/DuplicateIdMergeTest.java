@@ -84,6 +84,56 @@ class DuplicateIdMergeTest {
     }
   }
 
+  @Test
+  void holderOfTheIdLeaves_refusedNodeIsAdmitted_andGainsFromTheMembersThatHoldTheDataNow() throws Exception {
+    NodeMetadata a = meta("a");
+    NodeMetadata b = meta("b");
+    NodeMetadata c = meta("c");
+    Address addressA = a.newAddress();
+    Address holder = b.newAddress();
+    Address local = b.newAddress();
+    Address addressC = c.newAddress();
+    ExecutorService viewThread = Executors.newSingleThreadExecutor();
+    try {
+      ClusterNode node = new ClusterNode(b, viewThread);
+      node.setLocalAddress(local);
+      List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
+      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
+      View side = View.create(addressC, 5, addressC, local);
+      node.onView(side);
+      View other = View.create(addressA, 5, addressA, holder);
+      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, local),
+          List.of(other, side)));
+      node.onView(View.create(addressA, 7, addressA, addressC, local)); // the holder left
+      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS); // all three views installed
+
+      assertTrue(node.state().localInRing(), "admitted once the id is free");
+      OwnershipChange admitted = seen.get(seen.size() - 1);
+      assertEquals(7, admitted.viewId());
+      HashRing ring = admitted.ring();
+      HashRing elsewhere = ring.without("b");
+      assertEquals(elsewhere.checksum(), admitted.previousRing().checksum());
+      assertEquals(List.of(), admitted.lost(), "it held nothing while refused");
+      SplittableRandom random = new SplittableRandom(13);
+      int owned = 0;
+      for (int k = 0; k < 20_000; k++) {
+        long p = random.nextLong();
+        if (ring.ownersOfPosition(p, 2).stream().noneMatch(m -> m.id().equals("b"))) {
+          continue;
+        }
+        owned++;
+        List<RingDiff.Gained> covering = admitted.gained().stream().filter(g -> g.range().contains(p)).toList();
+        assertEquals(1, covering.size(), () -> "owned now, gained once: " + Long.toHexString(p));
+        // Not "b" itself (the member that held the id is gone): where the data went when it left.
+        assertEquals(elsewhere.ownersOfPosition(p, 2), covering.get(0).sources(),
+            () -> "the sources of " + Long.toHexString(p));
+      }
+      assertTrue(owned > 10_000, "with 2 of 3 replicas it owns most keys: " + owned);
+    } finally {
+      viewThread.shutdownNow();
+    }
+  }
+
   private static NodeMetadata meta(String id) {
     return NodeMetadata.of(Ringmaster.builder().nodeId(id).jgroupsConfig(TestCluster.STACK).virtualNodes(64)
         .replicas(2).buildConfig());
