@@ -27,37 +27,17 @@ class DuplicateIdMergeTest {
 
   @Test
   void merge_refusedDuplicateId_losesAllItOwned_toTheMergedRingsOwners_holderIncluded() throws Exception {
-    NodeMetadata a = meta("a");
-    NodeMetadata b = meta("b");
-    NodeMetadata c = meta("c");
-    Address addressA = a.newAddress();
-    Address holder = b.newAddress(); // the earlier "b", on the coordinator's side
-    Address refused = b.newAddress(); // this node: the later "b"
-    Address addressC = c.newAddress();
-    ExecutorService viewThread = Executors.newSingleThreadExecutor();
-    try {
-      ClusterNode node = new ClusterNode(b, viewThread);
-      node.setLocalAddress(refused);
-      List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
-      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
-      List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
-      node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, () -> { }));
-      View side = View.create(addressC, 5, addressC, refused);
-      node.onView(side);
-      View other = View.create(addressA, 5, addressA, holder);
-      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, refused),
-          List.of(other, side)));
-      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS); // both views installed
-
-      assertFalse(node.state().localInRing(), "the later holder of the id is refused");
-      MembershipChange merged = memberships.get(memberships.size() - 1);
+    try (Merged f = new Merged()) {
+      f.installed();
+      assertFalse(f.node.state().localInRing(), "the later holder of the id is refused");
+      MembershipChange merged = f.memberships.get(f.memberships.size() - 1);
       assertTrue(merged.isMerge());
       assertEquals(1, merged.refused().size(), merged.toString());
       assertEquals("b", merged.refused().get(0).nodeId());
       assertTrue(merged.refused().get(0).local(), "this node is the one refused");
       assertTrue(merged.refused().get(0).reason().contains("node id \"b\" is already held by member"),
           merged.refused().get(0).reason());
-      OwnershipChange merge = seen.get(seen.size() - 1);
+      OwnershipChange merge = f.seen.get(f.seen.size() - 1);
       assertEquals(OwnershipChange.Reason.MERGE, merge.reason());
       HashRing before = merge.previousRing();
       HashRing after = merge.ring();
@@ -79,36 +59,16 @@ class DuplicateIdMergeTest {
             () -> "the new owners of " + Long.toHexString(p) + " in the merged ring");
       }
       assertTrue(owned > 10_000, "with 2 of 2 replicas it owned every key on its side: " + owned);
-    } finally {
-      viewThread.shutdownNow();
     }
   }
 
   @Test
   void holderOfTheIdLeaves_refusedNodeIsAdmitted_andGainsFromTheMembersThatHoldTheDataNow() throws Exception {
-    NodeMetadata a = meta("a");
-    NodeMetadata b = meta("b");
-    NodeMetadata c = meta("c");
-    Address addressA = a.newAddress();
-    Address holder = b.newAddress();
-    Address local = b.newAddress();
-    Address addressC = c.newAddress();
-    ExecutorService viewThread = Executors.newSingleThreadExecutor();
-    try {
-      ClusterNode node = new ClusterNode(b, viewThread);
-      node.setLocalAddress(local);
-      List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
-      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
-      View side = View.create(addressC, 5, addressC, local);
-      node.onView(side);
-      View other = View.create(addressA, 5, addressA, holder);
-      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, local),
-          List.of(other, side)));
-      node.onView(View.create(addressA, 7, addressA, addressC, local)); // the holder left
-      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS); // all three views installed
-
-      assertTrue(node.state().localInRing(), "admitted once the id is free");
-      OwnershipChange admitted = seen.get(seen.size() - 1);
+    try (Merged f = new Merged()) {
+      f.node.onView(View.create(f.addressA, 7, f.addressA, f.addressC, f.local)); // the holder left
+      f.installed();
+      assertTrue(f.node.state().localInRing(), "admitted once the id is free");
+      OwnershipChange admitted = f.seen.get(f.seen.size() - 1);
       assertEquals(7, admitted.viewId());
       HashRing ring = admitted.ring();
       HashRing elsewhere = ring.without("b");
@@ -129,7 +89,44 @@ class DuplicateIdMergeTest {
             () -> "the sources of " + Long.toHexString(p));
       }
       assertTrue(owned > 10_000, "with 2 of 3 replicas it owns most keys: " + owned);
-    } finally {
+    }
+  }
+
+  /**
+   * A node "b" on one side of a partition with "c", merged with the side of "a" and the earlier
+   * "b" (the holder): views 5 (this side) and 6 (the merge) are fed to its view handling.
+   */
+  private static final class Merged implements AutoCloseable {
+    final NodeMetadata a = meta("a");
+    final NodeMetadata b = meta("b");
+    final NodeMetadata c = meta("c");
+    final Address addressA = a.newAddress();
+    final Address holder = b.newAddress(); // the earlier "b", on the coordinator's side
+    final Address local = b.newAddress(); // this node: the later "b"
+    final Address addressC = c.newAddress();
+    final ExecutorService viewThread = Executors.newSingleThreadExecutor();
+    final ClusterNode node = new ClusterNode(b, viewThread);
+    final List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
+    final List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
+
+    Merged() {
+      node.setLocalAddress(local);
+      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
+      node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, () -> { }));
+      View side = View.create(addressC, 5, addressC, local);
+      node.onView(side);
+      View other = View.create(addressA, 5, addressA, holder);
+      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, local),
+          List.of(other, side)));
+    }
+
+    /** Waits until every view fed so far is installed. */
+    void installed() throws Exception {
+      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() {
       viewThread.shutdownNow();
     }
   }
