@@ -149,8 +149,7 @@ final class ClusterNode {
     // loses then goes to that member, by the id.
     boolean newToRing = localIn && (previous.viewId() < 0 || !previous.localInRing());
     HashRing before = newToRing ? ring.without(local.id()) : previous.ring();
-    RingDiff diff = RingDiff.compute(before, previous.viewId() < 0 || previous.localInRing(),
-        ring, localIn, local.id(), local.replicas());
+    RingDiff diff = RingDiff.compute(before, previous.localInRing(), ring, localIn, local.id(), local.replicas());
     MembershipChange membership = membershipChange(previous, next, view, refused);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
@@ -164,8 +163,7 @@ final class ClusterNode {
       try {
         state = next; // publish first, then notify
         if (!diff.isEmpty() && !left) {
-          OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId,
-              newToRing ? before : previous.ring(), ring, diff);
+          OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff);
           ownershipListeners.forEach(l -> l.submit(change));
         }
         if (membership != null) {

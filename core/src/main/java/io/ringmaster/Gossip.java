@@ -106,8 +106,7 @@ final class Gossip {
     // The same view (number and coordinator) must give the same ring; a partition that reached
     // the same number under another coordinator is another view, not a divergence.
     UUID local = s.viewCreator() instanceof UUID u ? u : NO_CREATOR;
-    boolean sameView = s.viewId() == viewId && local.getMostSignificantBits() == creator.getMostSignificantBits()
-        && local.getLeastSignificantBits() == creator.getLeastSignificantBits();
+    boolean sameView = s.viewId() == viewId && local.equals(creator); // UUIDs: equal bits, whatever the subclass
     if (sameView && s.ring().checksum() != checksum) {
       divergences.incrementAndGet();
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum);

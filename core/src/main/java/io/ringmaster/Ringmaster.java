@@ -242,10 +242,10 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Whether this node is in the current ring. False before {@link #start()}, and while the cluster
    * refuses this node: when a partition heals with this node's id on both sides, the member earlier
-   * in the merged view keeps the id. Then the ring's member with this node's id is that other node, so {@code ownerOf(key)}
-   * naming {@link #localMember()} does not mean this node owns the key: ask {@link #isLocal} and
-   * {@link #isPrimary}, which answer for this node. After {@link #close()}, answers for the last
-   * ring, as {@link #ring()} does.
+   * in the merged view keeps the id. Then the ring's member with this node's id is that other
+   * node, so {@code ownerOf(key)} naming {@link #localMember()} does not mean this node owns the
+   * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. After
+   * {@link #close()}, answers for the last ring, as {@link #ring()} does.
    */
   public boolean isInRing() {
     return node.state().localInRing();

@@ -45,7 +45,7 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
   }
 
   Duration tombstoneGrace() {
-    return tombstoneGraceSeconds.map(s -> Duration.ofSeconds(s)).orElse(DEFAULT_TOMBSTONE_GRACE);
+    return tombstoneGraceSeconds.map(Duration::ofSeconds).orElse(DEFAULT_TOMBSTONE_GRACE);
   }
 
   String endpoint() {

@@ -136,7 +136,7 @@ final class Routing {
    * the ring the id came from, so never older than it.
    */
   boolean isSelf(String memberId) {
-    return memberId.equals(self) && node.isInRing();
+    return memberId.equals(self) && inRing();
   }
 
   /** Whether this peer is in the ring: the cluster does not refuse it. */
