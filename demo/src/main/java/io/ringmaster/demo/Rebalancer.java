@@ -58,8 +58,7 @@ final class Rebalancer implements OwnershipListener {
       long deadline = System.nanoTime() + leaveBudget.toNanos();
       if (leaving) {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
-        routing.startLeaving();
-        events.publish(Events.leaving(routing.self(), change.viewId()));
+        startLeaving(change.viewId());
       }
       boolean handedOff = handOff(change);
       if (leaving) {
@@ -82,13 +81,17 @@ final class Rebalancer implements OwnershipListener {
   void leaveRefused(long viewId) {
     counters.migrationsInProgress.incrementAndGet();
     try {
-      routing.startLeaving();
-      events.publish(Events.leaving(routing.self(), viewId));
+      startLeaving(viewId);
       (drain(System.nanoTime() + leaveBudget.toNanos() / 2) ? counters.migrationsCompleted : counters.migrationsFailed)
           .increment();
     } finally {
       counters.migrationsInProgress.decrementAndGet();
     }
+  }
+
+  private void startLeaving(long viewId) {
+    routing.startLeaving();
+    events.publish(Events.leaving(routing.self(), viewId));
   }
 
   /** A lost range's entries as scanned, and the live new owners they go to. */
