@@ -1,6 +1,8 @@
 package io.ringmaster;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -21,6 +23,11 @@ import java.util.Set;
 final class Json {
   static final ObjectMapper MAPPER = new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
 
+  /** Config files: a key given twice, or anything after the object, is a mistake to report. */
+  private static final ObjectMapper STRICT = new ObjectMapper()
+      .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
   private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
       "replicas", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts", "secret",
       "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
@@ -31,7 +38,7 @@ final class Json {
   static Ringmaster.Builder readConfig(Path file, Ringmaster.Builder builder) {
     JsonNode root;
     try {
-      root = MAPPER.readTree(Files.readString(file));
+      root = STRICT.readTree(Files.readString(file));
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("config file not found: " + file.toAbsolutePath());
     } catch (JsonProcessingException e) {
@@ -78,9 +85,9 @@ final class Json {
       case "bindPort" -> b.bindPort(integer(v));
       case "initialHosts" -> b.initialHosts(text(v));
       case "secret" -> b.secret(text(v));
-      case "leaveTimeoutMillis" -> b.leaveTimeout(Duration.ofMillis(integer(v)));
-      case "gossipIntervalMillis" -> b.gossipInterval(Duration.ofMillis(integer(v)));
-      case "startTimeoutMillis" -> b.startTimeout(Duration.ofMillis(integer(v)));
+      case "leaveTimeoutMillis" -> b.leaveTimeout(Duration.ofMillis(wholeNumber(v)));
+      case "gossipIntervalMillis" -> b.gossipInterval(Duration.ofMillis(wholeNumber(v)));
+      case "startTimeoutMillis" -> b.startTimeout(Duration.ofMillis(wholeNumber(v)));
       default -> throw new IllegalStateException(key);
     }
   }
@@ -100,10 +107,21 @@ final class Json {
   }
 
   private static int integer(JsonNode v) {
-    if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+    long n = wholeNumber(v);
+    if (n != (int) n) {
+      throw new IllegalArgumentException("is out of range: " + v);
+    }
+    return (int) n;
+  }
+
+  private static long wholeNumber(JsonNode v) {
+    if (!v.isIntegralNumber()) {
       throw new IllegalArgumentException("must be a whole number, not " + v);
     }
-    return v.asInt();
+    if (!v.canConvertToLong()) {
+      throw new IllegalArgumentException("is out of range: " + v);
+    }
+    return v.asLong();
   }
 
   /** The ring as members with shares, checksum and view id. */

@@ -6,5 +6,9 @@ package io.ringmaster;
  */
 @FunctionalInterface
 public interface MembershipListener {
+  /**
+   * Called for each installed view that changes the ring's members, merges partitions or refuses
+   * a member, in view order.
+   */
   void onMembershipChange(MembershipChange change);
 }

@@ -10,7 +10,9 @@ import java.util.Objects;
  * so an application can route with either while it moves data.
  *
  * @param reason         why the ring changed
- * @param previousViewId the JGroups view id of {@code previousRing}; -1 for an empty ring
+ * @param previousViewId the JGroups view id of {@code previousRing}; -1 for an empty ring; for
+ *                       {@link Reason#LEAVING}, equal to {@code viewId} (both rings are of the
+ *                       last view this node installed)
  * @param viewId         the JGroups view id of {@code ring}
  * @param previousRing   the ring before; for a node's first view, and its first view in the ring
  *                       after the cluster refused it (another member held its id, and has left),

@@ -14,5 +14,6 @@ package io.ringmaster;
  */
 @FunctionalInterface
 public interface OwnershipListener {
+  /** Called once per ring change that changes what this member owns, in view order. */
   void onOwnershipChange(OwnershipChange change);
 }

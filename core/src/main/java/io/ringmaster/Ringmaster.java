@@ -111,6 +111,10 @@ public final class Ringmaster implements AutoCloseable {
    *                             stack cannot start
    */
   public synchronized Ringmaster start() {
+    if (lifecycle == Lifecycle.CLOSED) {
+      throw new IllegalStateException("node " + config.nodeId() + " is closed; a closed node cannot start again:"
+          + " build a new one with the same settings to rejoin");
+    }
     if (lifecycle != Lifecycle.NEW) {
       throw new IllegalStateException("start() was already called on node " + config.nodeId());
     }
@@ -273,14 +277,32 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Whether this node is among the key's owners (primary or backup). */
   public boolean isLocal(String key) {
-    ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
-    return s.localInRing() && s.ring().owners(key, config.replicas()).contains(localMember);
+    return isLocalAt(HashRing.position(key));
   }
 
-  /** Whether this node is the key's primary owner. */
+  /** Whether this node is among the owners (primary or backup) of a key given as bytes. */
+  public boolean isLocal(byte[] key) {
+    return isLocalAt(HashRing.position(key));
+  }
+
+  /** Whether this node is the key's primary owner. Allocation-free. */
   public boolean isPrimary(String key) {
+    return isPrimaryAt(HashRing.position(key));
+  }
+
+  /** Whether this node is the primary owner of a key given as bytes. Allocation-free. */
+  public boolean isPrimary(byte[] key) {
+    return isPrimaryAt(HashRing.position(key));
+  }
+
+  private boolean isLocalAt(long position) {
+    ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
+    return s.localInRing() && s.ring().ownersOfPosition(position, config.replicas()).contains(localMember);
+  }
+
+  private boolean isPrimaryAt(long position) {
     ClusterNode.Snapshot s = node.state();
-    return s.localInRing() && s.ring().ownerOf(key).equals(localMember);
+    return s.localInRing() && s.ring().ownerOfPosition(position).equals(localMember);
   }
 
   /** This node as a ring member. */
@@ -320,6 +342,7 @@ public final class Ringmaster implements AutoCloseable {
     return channel;
   }
 
+  /** The validated settings this node was built with. */
   public RingmasterConfig config() {
     return config;
   }
@@ -378,6 +401,11 @@ public final class Ringmaster implements AutoCloseable {
 
   // ---------------------------------------------------------------- observability
 
+  /**
+   * Counters and timings of this node, read without locks: view id, ring size, views seen, ring
+   * builds and the last build's duration, listener callbacks not yet run, gossip rounds and
+   * divergences, refusals, and when ownership last changed.
+   */
   public RingmasterStats stats() {
     ClusterNode.Snapshot s = node.state();
     long last = node.lastChangeMillis.get();
@@ -430,25 +458,51 @@ public final class Ringmaster implements AutoCloseable {
     private Duration gossipInterval = Duration.ofSeconds(2);
     private Duration startTimeout = Duration.ofSeconds(30);
 
+    private Path configFile; // the last config file applied, for messages
+
+    /** The longest cluster name accepted. */
+    public static final int MAX_CLUSTER_NAME = 200;
+
     private Builder() {}
 
     /** Applies a JSON config file (see {@link Ringmaster#fromConfig(Path)}); later setters override it. */
     public Builder config(Path file) {
-      return Json.readConfig(file, this);
+      Json.readConfig(file, this);
+      configFile = file;
+      return this;
     }
 
+    /**
+     * The JGroups cluster to join (default {@code ringmaster}): nodes with the same name and stack
+     * find each other. 1 to {@value #MAX_CLUSTER_NAME} printable ASCII characters, without a space
+     * at either end: JGroups sends the name as one byte per character, so two names differing
+     * only beyond ASCII could meet in one cluster.
+     */
     public Builder clusterName(String clusterName) {
-      this.clusterName = nonEmpty("clusterName", clusterName);
+      nonEmpty("clusterName", clusterName);
+      boolean printable = clusterName.length() <= MAX_CLUSTER_NAME
+          && clusterName.chars().allMatch(c -> c >= 0x20 && c < 0x7f)
+          && clusterName.charAt(0) != ' ' && clusterName.charAt(clusterName.length() - 1) != ' ';
+      if (!printable) {
+        throw new IllegalArgumentException("clusterName must be 1 to " + MAX_CLUSTER_NAME + " printable ASCII"
+            + " characters without a space at either end: " + shown(clusterName));
+      }
+      this.clusterName = clusterName;
       return this;
     }
 
     /** This member's stable id: a host or pod name, never a random per-process value. */
     public Builder nodeId(String nodeId) {
-      this.nodeId = nonEmpty("nodeId", nodeId);
+      this.nodeId = wellFormed("nodeId", nonEmpty("nodeId", nodeId));
       NodeMetadata.checkFits("nodeId", nodeId);
       return this;
     }
 
+    /**
+     * This member's weight (default 1): it gets {@code round(virtualNodes * weight)} tokens, so a
+     * share of the keys proportional to its weight; 0 joins the cluster but owns nothing. Finite
+     * and at least 0.
+     */
     public Builder weight(double weight) {
       if (!(weight >= 0) || Double.isInfinite(weight)) {
         throw new IllegalArgumentException("weight must be finite and >= 0: " + weight);
@@ -457,12 +511,22 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * This member's zone (default {@code ""}, none), such as a rack or an availability zone: a key's
+     * replicas go to distinct zones first. At most 255 UTF-8 bytes.
+     */
     public Builder zone(String zone) {
-      this.zone = Objects.requireNonNull(zone, "zone must not be null; use \"\" for no zone");
+      this.zone = wellFormed("zone", Objects.requireNonNull(zone, "zone must not be null; use \"\" for no zone"));
       NodeMetadata.checkFits("zone", zone);
       return this;
     }
 
+    /**
+     * Tokens per member of weight 1 (default {@value HashRing.Builder#DEFAULT_VIRTUAL_NODES}, which
+     * keeps the most loaded of 100 members under 1.10 times the mean share). Every member of a
+     * cluster must use the same value, or the coordinator refuses the newcomer. 1 to
+     * {@link HashRing#MAX_TOKENS_PER_MEMBER}.
+     */
     public Builder virtualNodes(int virtualNodes) {
       if (virtualNodes < 1 || virtualNodes > HashRing.MAX_TOKENS_PER_MEMBER) {
         throw new IllegalArgumentException("virtualNodes must be in 1.." + HashRing.MAX_TOKENS_PER_MEMBER + ": "
@@ -472,6 +536,11 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * How many owners each key has, primary first (default 1); {@link #owners(String)} and the
+     * ownership changes use it. The same on every member, or the coordinator refuses the
+     * newcomer. 1 to 255.
+     */
     public Builder replicas(int replicas) {
       if (replicas < 1 || replicas > 255) {
         throw new IllegalArgumentException("replicas must be in 1..255: " + replicas);
@@ -493,6 +562,10 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The address the stack binds to, overriding the stack file's {@code bind_addr} (for example
+     * {@code 127.0.0.1}); it must resolve.
+     */
     public Builder bindAddress(String bindAddress) {
       this.bindAddress = nonEmpty("bindAddress", bindAddress);
       try {
@@ -503,6 +576,7 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
+    /** The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for any. */
     public Builder bindPort(int bindPort) {
       if (bindPort < 0 || bindPort > 65535) {
         throw new IllegalArgumentException("bindPort must be in 0..65535: " + bindPort);
@@ -518,7 +592,10 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** The shared secret of {@code secure-tcp.xml}; without it the node reads {@code RINGMASTER_SECRET}. */
+    /**
+     * The shared secret of {@code secure-tcp.xml}; without it the node reads the system property
+     * {@code ringmaster.secret}, then the environment variable {@code RINGMASTER_SECRET}.
+     */
     public Builder secret(String secret) {
       this.secret = nonEmpty("secret", secret);
       return this;
@@ -545,7 +622,8 @@ public final class Ringmaster implements AutoCloseable {
     /** The validated settings. */
     public RingmasterConfig buildConfig() {
       if (nodeId == null) {
-        throw new IllegalArgumentException("nodeId is required: a stable id for this member");
+        throw new IllegalArgumentException("nodeId is required: a stable id for this member"
+            + (configFile == null ? "" : " (config file " + configFile + " does not set \"nodeId\")"));
       }
       Stacks.checkExists(jgroupsConfig);
       long tokens = Math.round(virtualNodes * weight);
@@ -568,6 +646,23 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException(setting + " must be non-empty: " + (value == null ? "null" : "\"\""));
       }
       return value;
+    }
+
+    /** A string with no unpaired surrogate: ids and zones are hashed and sent as UTF-8, which has none. */
+    private static String wellFormed(String setting, String value) {
+      if (value.codePoints().anyMatch(c -> c >= Character.MIN_SURROGATE && c <= Character.MAX_SURROGATE)) {
+        throw new IllegalArgumentException(setting + " has an unpaired surrogate, which has no UTF-8 form: "
+            + shown(value));
+      }
+      return value;
+    }
+
+    /** A value quoted for a message, with characters outside printable ASCII as Java escapes. */
+    private static String shown(String value) {
+      StringBuilder b = new StringBuilder("\"");
+      value.chars().limit(120).forEach(c -> b.append(c >= 0x20 && c < 0x7f ? Character.toString(c)
+          : String.format("\\u%04x", c)));
+      return b.append(value.length() > 120 ? "\"... (" + value.length() + " chars)" : "\"").toString();
     }
 
     /** Durations are whole milliseconds in config files; more than a day is taken for a typo. */

@@ -4,10 +4,12 @@ package io.ringmaster;
 public class RingmasterException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /** A failure with its reason. */
   public RingmasterException(String message) {
     super(message);
   }
 
+  /** A failure with its reason and the exception that caused it. */
   public RingmasterException(String message, Throwable cause) {
     super(message, cause);
   }

@@ -111,7 +111,16 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"\"}", "setting \"nodeId\"", "non-empty");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"nowhere/stack.xml\"}", "jgroupsConfig",
         "nowhere/stack.xml");
-    assertConfigError(dir, "{\"weight\": 1}", "nodeId is required");
+    assertConfigError(dir, "{\"weight\": 1}", "nodeId is required", ".json does not set \"nodeId\"");
+    assertConfigError(dir, "{\"nodeId\": \"a\"} {\"nodeId\": \"b\"}", "not valid JSON", "Trailing token");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"nodeId\": \"b\"}", "not valid JSON", "Duplicate field 'nodeId'");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 99999999999}", "leaveTimeout", "24 hours",
+        "99999999999 ms");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"bindPort\": 99999999999}", "setting \"bindPort\"",
+        "out of range: 99999999999");
+    assertConfigError(dir, "{\"nodeId\": \"x\\ud800\"}", "setting \"nodeId\"", "unpaired surrogate", "\"x\\ud800\"");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"clusterName\": \" orders\"}", "setting \"clusterName\"",
+        "printable ASCII", "\" orders\"");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"initialHosts\": \"127.0.0.1:7800\"}", "initialHosts", "127.0.0.1:7800");
     assertConfigError(dir, "{\"nodeId\": ", "not valid JSON");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"gossipIntervalMillis\": 0}", "gossipInterval", "between 1 ms", ": 0 ms");
@@ -120,6 +129,38 @@ class RefusalAndConfigTest {
     Path missing = dir.resolve("absent.json");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(missing));
     assertTrue(e.getMessage().contains("config file not found") && e.getMessage().contains("absent.json"), e.getMessage());
+  }
+
+  @Test
+  void builder_clusterNameJGroupsWouldMangle_failsNamingTheSettingAndValue() {
+    // JGroups sends the name one byte per char: "\u0141\u00f3d\u017a" and "A\u00f3dz" would be one cluster.
+    for (String bad : List.of("\u0141\u00f3d\u017a", "  ", "orders ", "a\tb", "x".repeat(201))) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().clusterName(bad));
+      assertTrue(e.getMessage().startsWith("clusterName must be 1 to 200 printable ASCII"), e.getMessage());
+    }
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().clusterName("\u0141\u00f3d\u017a"));
+    assertTrue(e.getMessage().endsWith(": \"\\u0141\\u00f3d\\u017a\""), e.getMessage());
+    assertEquals("x".repeat(200), Ringmaster.builder().clusterName("x".repeat(200)).nodeId("a")
+        .jgroupsConfig(TestCluster.STACK).buildConfig().clusterName());
+  }
+
+  @Test
+  void builder_zoneWithUnpairedSurrogate_failsInTheSetterNamingIt() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().zone("rack\udc00"));
+    assertEquals("zone has an unpaired surrogate, which has no UTF-8 form: \"rack\\udc00\"", e.getMessage());
+    assertEquals("rack-\ud83d\ude00", Ringmaster.builder().zone("rack-\ud83d\ude00").nodeId("a")
+        .jgroupsConfig(TestCluster.STACK).buildConfig().zone(), "a surrogate pair is fine");
+  }
+
+  @Test
+  void start_afterClose_failsSayingTheNodeIsClosed() {
+    Ringmaster node = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
+    node.close();
+    IllegalStateException e = assertThrows(IllegalStateException.class, node::start);
+    assertTrue(e.getMessage().startsWith("node a is closed"), e.getMessage());
   }
 
   @Test

@@ -715,6 +715,7 @@ public final class HashRing {
       return this;
     }
 
+    /** The ring of the members added so far (a ring with no member has no tokens). */
     public HashRing build() {
       return RingBuilder.build(virtualNodes, tokenFunction, null, members.values());
     }
