@@ -189,10 +189,12 @@ final class HttpApi implements HttpHandler {
   }
 
   /** The request body as a value: at most {@link KeyCodec#MAX_VALUE_BYTES} of UTF-8. */
-  private static String readValue(HttpExchange ex) throws IOException {
+  private static String readValue(HttpExchange ex) {
     int max = KeyCodec.MAX_VALUE_BYTES;
     String declared = ex.getRequestHeaders().getFirst("Content-Length");
-    try (InputStream in = ex.getRequestBody()) {
+    InputStream in = ex.getRequestBody();
+    byte[] body;
+    try {
       if (declared != null) {
         long length;
         try {
@@ -205,17 +207,20 @@ final class HttpApi implements HttpHandler {
           throw new HttpError(413, "value too large: " + length + " bytes, at most " + max);
         }
       }
-      byte[] body = in.readNBytes(max + 1);
+      body = in.readNBytes(max + 1);
       if (body.length > max) {
         discard(in, DRAIN_BYTES);
         throw new HttpError(413, "value too large: over " + max + " bytes");
       }
-      return KeyCodec.utf8(body, "the value");
+      in.close();
     } catch (IOException e) {
-      // A body that cannot be read (a malformed chunk, a connection cut mid-body) is the
-      // request's fault, not the server's.
-      throw new HttpError(400, "cannot read the request body: " + e.getMessage());
+      // A body that cannot be read (a malformed chunk, a connection cut mid-body) is the request's
+      // fault, not the server's. The stream stays open: closing it would read on past the error
+      // for the rest of the body, which a malformed one may never send, before the reply went
+      // out. The server cuts the connection after the reply (Connection: close).
+      throw new HttpError(400, "cannot read the request body: " + e.getMessage(), Map.of("Connection", "close"));
     }
+    return KeyCodec.utf8(body, "the value");
   }
 
   /**

@@ -47,6 +47,8 @@ final class Peer implements AutoCloseable {
    * 4,096 waiting: beyond that the JDK server closes the new connection instead of queueing it
    * without limit.
    */
+  /** How long a client may take to send a whole request before its connection is closed. */
+  static final int MAX_REQUEST_SECONDS = 10;
   private final ExecutorService httpThreads = new ThreadPoolExecutor(64, 64, 0, TimeUnit.MILLISECONDS,
       new ArrayBlockingQueue<>(4_096), daemons("http"));
   private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,
@@ -79,6 +81,12 @@ final class Peer implements AutoCloseable {
     // delayed ACK: ~40 ms per request. Read once, when the server classes load.
     if (System.getProperty("sun.net.httpserver.nodelay") == null) {
       System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+    // A request (line, headers and body) not received in full within this many seconds has its
+    // connection closed: otherwise a client that sends part of a request and stalls holds one of
+    // the 64 HTTP threads for as long as it likes, and 64 such clients stop the API.
+    if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
+      System.setProperty("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
     }
     Ringmaster node = options.builder().build();
     HttpServer http;

@@ -14,6 +14,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -93,6 +94,53 @@ class PeerHttpTest {
     HttpResponse<String> gone = send("GET", "/kv/a%20b+c%2Fd", null);
     assertRefused(404, gone);
     assertTrue(PeerCluster.parse(gone.body()).path("deleted").asBoolean(), gone::body);
+  }
+
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void stalledRequests_moreThanTheHttpThreads_areCut_andNothingIsStored() throws Exception {
+    // Each sends 3 of the 10 body bytes it declares, then nothing: 70 of them would hold all 64
+    // HTTP threads for as long as they stay connected if the peer waited for them.
+    List<Socket> stalled = new ArrayList<>();
+    try {
+      for (int i = 0; i < 70; i++) {
+        Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort());
+        stalled.add(s);
+        s.getOutputStream().write(("PUT /kv/stalled-" + i + " HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+            .getBytes(StandardCharsets.ISO_8859_1));
+      }
+      for (Socket s : stalled) {
+        s.setSoTimeout(60_000); // a SocketTimeoutException here: the peer never cut the connection
+        String reply;
+        try {
+          reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+        } catch (java.net.SocketException reset) { // cut with the unread bytes still queued: also cut
+          reply = "";
+        }
+        assertTrue(reply.isEmpty() || reply.startsWith("HTTP/1.1 400"), reply);
+      }
+    } finally {
+      for (Socket s : stalled) {
+        s.close();
+      }
+    }
+    assertEquals(200, send("GET", "/stats", null).statusCode());
+    assertRefused(404, send("GET", "/kv/stalled-0", null));
+    assertEquals(0, PeerCluster.parse(send("GET", "/stats", null).body()).path("primaryKeys").asLong());
+  }
+
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void malformedChunkedBody_refusedWithJsonReason_andTheConnectionClosed() throws Exception {
+    try (Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort())) {
+      s.setSoTimeout(30_000);
+      s.getOutputStream().write(("PUT /kv/chunky HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      String reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+      assertTrue(reply.startsWith("HTTP/1.1 400"), reply);
+      assertTrue(reply.endsWith("{\"error\":\"cannot read the request body: invalid chunk length\"}"), reply);
+    }
+    assertRefused(404, send("GET", "/kv/chunky", null));
   }
 
   private String rawRequest(String requestLine) throws IOException {
