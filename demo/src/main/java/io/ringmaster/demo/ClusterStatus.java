@@ -33,6 +33,7 @@ final class ClusterStatus {
     long primary = 0;
     long backup = 0;
     int answered = 0;
+    int members = 0;
     for (PeerProcess p : peers) {
       Optional<JsonNode> s = get(p.url() + "/stats");
       if (s.isEmpty()) {
@@ -41,6 +42,7 @@ final class ClusterStatus {
       }
       JsonNode j = s.get();
       answered++;
+      members = j.path("members").asInt();
       rings.add(j.path("viewId").asLong() + "/" + j.path("checksum").asText());
       primary += j.path("primaryKeys").asLong();
       backup += j.path("backupKeys").asLong();
@@ -51,19 +53,24 @@ final class ClusterStatus {
           j.path("keysMigratedIn").asLong(), j.path("keysMigratedOut").asLong());
     }
     if (rings.size() == 1 && answered == peers.size()) {
-      out.println("ring: all " + answered + " peers agree (view/checksum " + rings.first() + ")");
+      out.println("ring: all " + answered + " peers agree (view/checksum " + rings.first() + ")"
+          + (members > answered ? "; its " + members + " members include " + (members - answered)
+              + " not started by this launcher, not listed above" : ""));
     } else {
       out.println("ring: peers DISAGREE or did not answer: " + rings + " (rings settle within a second or two)");
     }
     out.println("keys: " + primary + " primary copies, " + backup + " backup copies");
   }
 
-  /** Whether every peer answers with a ring of exactly these peers and the same view and checksum. */
+  /**
+   * Whether every peer answers with one ring (the same view and checksum) of at least these peers:
+   * more when peers started by hand joined the cluster too.
+   */
   boolean agree(List<PeerProcess> peers) {
     TreeSet<String> rings = new TreeSet<>();
     for (PeerProcess p : peers) {
       Optional<JsonNode> s = get(p.url() + "/stats");
-      if (s.isEmpty() || s.get().path("members").asInt() != peers.size()) {
+      if (s.isEmpty() || s.get().path("members").asInt() < peers.size()) {
         return false;
       }
       rings.add(s.get().path("viewId").asLong() + "/" + s.get().path("checksum").asText());
