@@ -1,0 +1,38 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import org.junit.jupiter.api.Test;
+
+/** Which of JGroups' TCP records the default logging drops: only the shutdown race, nothing else. */
+class JGroupsLoggingTest {
+
+  private static LogRecord record(Level level, String message, Throwable thrown) {
+    LogRecord r = new LogRecord(level, message);
+    r.setThrown(thrown);
+    return r;
+  }
+
+  @Test
+  void closeRace_dropsOnlyTheTwoShutdownRecords() {
+    assertTrue(JGroupsLogging.closeRace(record(Level.SEVERE,
+        "127.0.0.1:7802: failed sending graceful close to 127.0.0.1:7800: Socket closed", null)));
+    assertTrue(JGroupsLogging.closeRace(record(Level.WARNING, "127.0.0.1:7802: failed handling message",
+        new IOException("Stream closed"))));
+    assertTrue(JGroupsLogging.closeRace(record(Level.WARNING, "127.0.0.1:7802: failed handling message",
+        new IOException("Socket closed"))));
+
+    assertFalse(JGroupsLogging.closeRace(record(Level.WARNING, "127.0.0.1:7802: failed handling message",
+        new IOException("Connection reset"))), "a reset mid-run is worth seeing");
+    assertFalse(JGroupsLogging.closeRace(record(Level.WARNING, "127.0.0.1:7802: failed handling message",
+        new IllegalStateException("Stream closed"))), "only I/O failures");
+    assertFalse(JGroupsLogging.closeRace(record(Level.WARNING, "127.0.0.1:7802: failed handling message", null)));
+    assertFalse(JGroupsLogging.closeRace(record(Level.WARNING,
+        "JGRP000012: discarded message from different cluster other (our cluster is orders)", null)));
+    assertFalse(JGroupsLogging.closeRace(record(Level.SEVERE, null, null)));
+  }
+}
