@@ -73,8 +73,8 @@ final class Json {
       case "nodeId" -> b.nodeId(text(v));
       case "weight" -> b.weight(number(v));
       case "zone" -> b.zone(text(v));
-      case "virtualNodes" -> b.virtualNodes(integer(v));
-      case "replicas" -> b.replicas(integer(v));
+      case "virtualNodes" -> b.virtualNodes(integer(v, "1.." + HashRing.MAX_TOKENS_PER_MEMBER));
+      case "replicas" -> b.replicas(integer(v, "1..255"));
       case "jgroupsConfig" -> {
         String stack = text(v);
         Path beside = file.toAbsolutePath().getParent().resolve(stack);
@@ -82,7 +82,7 @@ final class Json {
       }
       case "endpoint" -> b.endpoint(text(v));
       case "bindAddress" -> b.bindAddress(text(v));
-      case "bindPort" -> b.bindPort(integer(v));
+      case "bindPort" -> b.bindPort(integer(v, "0..65535"));
       case "initialHosts" -> b.initialHosts(text(v));
       case "secret" -> b.secret(text(v));
       case "leaveTimeoutMillis" -> b.leaveTimeout(Duration.ofMillis(wholeNumber(v)));
@@ -106,10 +106,11 @@ final class Json {
     return v.asDouble();
   }
 
-  private static int integer(JsonNode v) {
+  /** A whole number for a setting whose builder checks {@code range}, which an int may overflow. */
+  private static int integer(JsonNode v, String range) {
     long n = wholeNumber(v);
     if (n != (int) n) {
-      throw new IllegalArgumentException("is out of range: " + v);
+      throw new IllegalArgumentException("must be in " + range + ": " + v);
     }
     return (int) n;
   }
@@ -119,7 +120,7 @@ final class Json {
       throw new IllegalArgumentException("must be a whole number, not " + v);
     }
     if (!v.canConvertToLong()) {
-      throw new IllegalArgumentException("is out of range: " + v);
+      throw new IllegalArgumentException("is too large: " + v);
     }
     return v.asLong();
   }

@@ -557,7 +557,7 @@ public final class Ringmaster implements AutoCloseable {
 
     /** How applications reach this node, announced to all members; at most 255 UTF-8 bytes. */
     public Builder endpoint(String endpoint) {
-      this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+      this.endpoint = wellFormed("endpoint", Objects.requireNonNull(endpoint, "endpoint"));
       NodeMetadata.checkFits("endpoint", endpoint);
       return this;
     }

@@ -7,7 +7,7 @@ import java.util.Optional;
  * The settings of one node, validated. Built by {@link Ringmaster#builder()} or read from a JSON
  * file with the same keys by {@link Ringmaster#fromConfig(java.nio.file.Path)}.
  *
- * @param clusterName    the JGroups cluster to join
+ * @param clusterName    the JGroups cluster to join: 1 to 200 printable ASCII characters, no space at either end
  * @param nodeId         stable id of this member (at most 255 UTF-8 bytes)
  * @param weight         share of the keys relative to other members; 0 = member that owns nothing
  * @param zone           failure zone (rack, availability zone); replicas go to distinct zones first
@@ -18,7 +18,8 @@ import java.util.Optional;
  * @param bindAddress    overrides the transport's bind address, if present
  * @param bindPort       overrides the transport's bind port, if present
  * @param initialHosts   overrides TCPPING's initial hosts ({@code 127.0.0.1[7800],127.0.0.1[7801]}), if present
- * @param secret         shared secret for {@code secure-tcp.xml}; else from {@code RINGMASTER_SECRET}
+ * @param secret         shared secret for {@code secure-tcp.xml}; else from the system property
+ *                       {@code ringmaster.secret}, then the environment variable {@code RINGMASTER_SECRET}
  * @param leaveTimeout   how long {@link Ringmaster#close()} waits for listeners to hand off data
  * @param gossipInterval how often the ring checksum is compared with a random peer
  * @param startTimeout   how long {@link Ringmaster#start()} waits for the first ring

@@ -1,11 +1,13 @@
 package io.ringmaster;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /** Which of JGroups' TCP records the default logging drops: only the shutdown race, nothing else. */
@@ -34,5 +36,16 @@ class JGroupsLoggingTest {
     assertFalse(JGroupsLogging.closeRace(record(Level.WARNING,
         "JGRP000012: discarded message from different cluster other (our cluster is orders)", null)));
     assertFalse(JGroupsLogging.closeRace(record(Level.SEVERE, null, null)));
+  }
+
+  @Test
+  void quietByDefault_filtersTheLoggerTcpConnectionsLogThrough() {
+    JGroupsLogging.quietByDefault();
+    // Nothing in the test run configures org.jgroups, so the default applies.
+    Logger tcp = Logger.getLogger("org.jgroups.protocols.TCP");
+    assertFalse(tcp.getFilter().isLoggable(record(Level.SEVERE,
+        "127.0.0.1:7802: failed sending graceful close to 127.0.0.1:7800: Socket closed", null)));
+    assertTrue(tcp.getFilter().isLoggable(record(Level.WARNING, "JGRP000029: failed sending message", null)));
+    assertEquals(Level.WARNING, Logger.getLogger("org.jgroups").getLevel());
   }
 }

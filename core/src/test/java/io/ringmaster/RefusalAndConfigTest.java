@@ -117,7 +117,7 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 99999999999}", "leaveTimeout", "24 hours",
         "99999999999 ms");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"bindPort\": 99999999999}", "setting \"bindPort\"",
-        "out of range: 99999999999");
+        "must be in 0..65535: 99999999999");
     assertConfigError(dir, "{\"nodeId\": \"x\\ud800\"}", "setting \"nodeId\"", "unpaired surrogate", "\"x\\ud800\"");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"clusterName\": \" orders\"}", "setting \"clusterName\"",
         "printable ASCII", "\" orders\"");

@@ -18,6 +18,6 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     return new ClusterOptions(f.integer("--peers", 1, MAX_PEERS).orElse(3),
         f.integer("--replicas", 1, 255).orElse(PeerOptions.DEFAULT_REPLICAS),
         f.integer("--base-port", 1, 65535 - MAX_PEERS).orElse(8081),
-        f.string("--cluster").orElse(PeerOptions.DEFAULT_CLUSTER), f.path("--log-dir"));
+        f.clusterName("--cluster").orElse(PeerOptions.DEFAULT_CLUSTER), f.path("--log-dir"));
   }
 }

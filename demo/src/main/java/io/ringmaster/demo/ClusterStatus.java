@@ -8,9 +8,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 
 /** The launcher's {@code status}: one line per live peer from its {@code /stats}, and ring agreement. */
 final class ClusterStatus {
@@ -22,7 +25,13 @@ final class ClusterStatus {
     this.out = out;
   }
 
-  void print(List<PeerProcess> peers) {
+  /**
+   * Prints the table and whether the peers agree.
+   *
+   * @param peers the live peers this launcher started
+   * @param gone  the ids of peers it started that have exited
+   */
+  void print(List<PeerProcess> peers, Set<String> gone) {
     if (peers.isEmpty()) {
       out.println("no live peers");
       return;
@@ -33,7 +42,6 @@ final class ClusterStatus {
     long primary = 0;
     long backup = 0;
     int answered = 0;
-    int members = 0;
     for (PeerProcess p : peers) {
       Optional<JsonNode> s = get(p.url() + "/stats");
       if (s.isEmpty()) {
@@ -42,7 +50,6 @@ final class ClusterStatus {
       }
       JsonNode j = s.get();
       answered++;
-      members = j.path("members").asInt();
       rings.add(j.path("viewId").asLong() + "/" + j.path("checksum").asText());
       primary += j.path("primaryKeys").asLong();
       backup += j.path("backupKeys").asLong();
@@ -53,9 +60,12 @@ final class ClusterStatus {
           j.path("keysMigratedIn").asLong(), j.path("keysMigratedOut").asLong());
     }
     if (rings.size() == 1 && answered == peers.size()) {
+      Set<String> others = new TreeSet<>(ringIds(peers.get(0)).orElse(Set.of()));
+      peers.forEach(p -> others.remove(p.id()));
       out.println("ring: all " + answered + " peers agree (view/checksum " + rings.first() + ")"
-          + (members > answered ? "; its " + members + " members include " + (members - answered)
-              + " not started by this launcher, not listed above" : ""));
+          + (others.isEmpty() ? "" : "; also in it: " + others.stream()
+              .map(id -> id + (gone.contains(id) ? " (exited, not yet out of the ring)" : " (not started here)"))
+              .collect(Collectors.joining(", "))));
     } else {
       out.println("ring: peers DISAGREE or did not answer: " + rings + " (rings settle within a second or two)");
     }
@@ -63,19 +73,33 @@ final class ClusterStatus {
   }
 
   /**
-   * Whether every peer answers with one ring (the same view and checksum) of at least these peers:
-   * more when peers started by hand joined the cluster too.
+   * Whether every live peer answers from one ring (the same view and checksum) that holds all of
+   * them and none of the peers that exited; it may hold peers started by hand.
    */
-  boolean agree(List<PeerProcess> peers) {
+  boolean agree(List<PeerProcess> peers, Set<String> gone) {
     TreeSet<String> rings = new TreeSet<>();
     for (PeerProcess p : peers) {
       Optional<JsonNode> s = get(p.url() + "/stats");
-      if (s.isEmpty() || s.get().path("members").asInt() < peers.size()) {
+      if (s.isEmpty() || !s.get().path("inRing").asBoolean()) {
         return false;
       }
       rings.add(s.get().path("viewId").asLong() + "/" + s.get().path("checksum").asText());
     }
-    return rings.size() == 1;
+    if (rings.size() != 1) {
+      return false;
+    }
+    Optional<Set<String>> ids = ringIds(peers.get(0));
+    return ids.isPresent() && ids.get().containsAll(peers.stream().map(PeerProcess::id).toList())
+        && Collections.disjoint(ids.get(), gone);
+  }
+
+  /** The ids of the members of a peer's ring. */
+  private Optional<Set<String>> ringIds(PeerProcess p) {
+    return get(p.url() + "/ring?ranges=false").map(ring -> {
+      Set<String> ids = new TreeSet<>();
+      ring.path("members").forEach(m -> ids.add(m.path("id").asText()));
+      return ids;
+    });
   }
 
   private Optional<JsonNode> get(String url) {

@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import io.ringmaster.Ringmaster;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -43,6 +44,18 @@ final class Flags {
       throw new UsageException(flag + " must not be empty: \"" + v.get() + "\"");
     }
     return v;
+  }
+
+  /** A JGroups cluster name, checked by the library's rule so that the error names the flag. */
+  Optional<String> clusterName(String flag) {
+    return string(flag).map(v -> {
+      try {
+        Ringmaster.builder().clusterName(v);
+        return v;
+      } catch (IllegalArgumentException e) {
+        throw new UsageException(flag + ": " + e.getMessage());
+      }
+    });
   }
 
   Optional<Integer> integer(String flag, int min, int max) {

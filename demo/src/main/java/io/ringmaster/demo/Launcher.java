@@ -21,8 +21,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 /**
  * {@code cluster}: starts peers as child processes of this one (the same jar, {@code peer}
@@ -132,7 +134,7 @@ final class Launcher {
         }
       }
       case "load" -> load(arg);
-      case "status" -> new ClusterStatus(http, out).print(live());
+      case "status" -> new ClusterStatus(http, out).print(live(), gone());
       case "quit", "exit" -> {
         return false;
       }
@@ -197,7 +199,7 @@ final class Launcher {
   private void awaitAgreement() {
     List<PeerProcess> live = live();
     ClusterStatus status = new ClusterStatus(http, out);
-    if (Waits.until(() -> status.agree(live), Duration.ofSeconds(30))) {
+    if (Waits.until(() -> status.agree(live, gone()), Duration.ofSeconds(30))) {
       out.println("ring: all " + live.size() + " peers agree");
     } else {
       out.println("ring: the peers are not in one ring yet; type status to check");
@@ -278,6 +280,13 @@ final class Launcher {
   private List<PeerProcess> live() {
     synchronized (peers) {
       return peers.values().stream().filter(PeerProcess::isAlive).toList();
+    }
+  }
+
+  /** The ids of the peers this launcher started that have exited. */
+  private Set<String> gone() {
+    synchronized (peers) {
+      return peers.values().stream().filter(p -> !p.isAlive()).map(PeerProcess::id).collect(Collectors.toSet());
     }
   }
 

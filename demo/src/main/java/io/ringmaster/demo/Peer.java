@@ -43,12 +43,16 @@ final class Peer implements AutoCloseable {
   private final Ringmaster node;
   private final HttpServer http;
   /**
+   * How long a client may take to send a whole request before its connection is closed, counted
+   * from when the server accepts the connection (or starts reading its next request), time spent
+   * waiting for an HTTP thread included; the JDK server checks once a second.
+   */
+  static final int MAX_REQUEST_SECONDS = 10;
+  /**
    * 64 requests served at once (a write may wait seconds for an unreachable owner) and at most
    * 4,096 waiting: beyond that the JDK server closes the new connection instead of queueing it
    * without limit.
    */
-  /** How long a client may take to send a whole request before its connection is closed. */
-  static final int MAX_REQUEST_SECONDS = 10;
   private final ExecutorService httpThreads = new ThreadPoolExecutor(64, 64, 0, TimeUnit.MILLISECONDS,
       new ArrayBlockingQueue<>(4_096), daemons("http"));
   private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,

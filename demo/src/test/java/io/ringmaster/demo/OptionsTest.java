@@ -52,6 +52,11 @@ class OptionsTest {
     assertEquals("--peers must be a whole number in 1..20: 50",
         assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[] {"--peers", "50"}, 0)).getMessage());
     assertEquals(3, ClusterOptions.parse(new String[0], 0).peers());
+    assertEquals("--cluster: clusterName must be 1 to 200 printable ASCII characters without a space at either end:"
+        + " \"caf\\u00e9\"",
+        assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[] {"--cluster", "caf\u00e9"}, 0))
+            .getMessage());
+    assertTrue(refusal("--id", "p", "--http-port", "1", "--cluster", "a b ").startsWith("--cluster: clusterName must"));
   }
 
   @Test
