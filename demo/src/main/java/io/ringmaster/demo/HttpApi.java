@@ -277,6 +277,10 @@ final class HttpApi implements HttpHandler {
     try {
       ex.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
       ex.getResponseHeaders().set("Cache-Control", "no-cache");
+      if ("HEAD".equals(ex.getRequestMethod())) { // a reply without a body (every route refuses HEAD)
+        ex.sendResponseHeaders(status, -1);
+        return;
+      }
       ex.sendResponseHeaders(status, body.length);
       try (OutputStream out = ex.getResponseBody()) {
         out.write(body);

@@ -82,6 +82,12 @@ class PeerHttpTest {
     // Escapes that are not hex never reach the API: the JDK server refuses the request line itself.
     assertTrue(rawRequest("GET /kv/%zz HTTP/1.1").startsWith("HTTP/1.1 400"));
     assertRefused(404, send("GET", "/kv/never-written", null));
+    HttpResponse<String> head = send("HEAD", "/", null);
+    assertEquals(405, head.statusCode());
+    assertEquals("GET", head.headers().firstValue("Allow").orElse(""));
+    assertEquals("", head.body());
+    // The JDK server warns when a reply to HEAD declares a body; this one declares none.
+    assertFalse(java.nio.file.Files.readString(cluster.peer("solo").log()).contains("HEAD request"));
 
     assertEquals(200, send("PUT", "/kv/a%20b+c%2Fd", "héllo").statusCode());
     HttpResponse<String> read = send("GET", "/kv/a%20b+c%2Fd", null);
