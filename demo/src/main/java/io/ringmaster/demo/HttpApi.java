@@ -76,7 +76,11 @@ final class HttpApi implements HttpHandler {
 
   private void route(HttpExchange ex) throws IOException {
     String method = ex.getRequestMethod();
-    String path = ex.getRequestURI().getRawPath();
+    java.net.URI uri = ex.getRequestURI();
+    // A request path starting "//" parses as an authority and a path ("//kv/a": "kv" and "/a"):
+    // put it back together, so a reply names the path the client sent.
+    String path = uri.getScheme() == null && uri.getRawAuthority() != null
+        ? "//" + uri.getRawAuthority() + uri.getRawPath() : uri.getRawPath();
     if (path.equals("/kv") || path.startsWith("/kv/")) {
       kv(ex, method, path.length() <= 4 ? "" : path.substring(4));
     } else if (path.equals("/") || path.equals("/index.html")) {

@@ -81,6 +81,8 @@ class PeerHttpTest {
     assertRefused(400, send("GET", "/keys?role=bogus", null));
     // Escapes that are not hex never reach the API: the JDK server refuses the request line itself.
     assertTrue(rawRequest("GET /kv/%zz HTTP/1.1").startsWith("HTTP/1.1 400"));
+    String doubleSlash = rawRequest("GET //kv/a HTTP/1.1");
+    assertTrue(doubleSlash.startsWith("HTTP/1.1 404") && doubleSlash.contains("no route GET //kv/a"), doubleSlash);
     assertRefused(404, send("GET", "/kv/never-written", null));
     HttpResponse<String> head = send("HEAD", "/", null);
     assertEquals(405, head.statusCode());
