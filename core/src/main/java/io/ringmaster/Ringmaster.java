@@ -62,6 +62,9 @@ public final class Ringmaster implements AutoCloseable {
 
   private enum Lifecycle { NEW, RUNNING, CLOSED }
 
+  /** How long {@link #close()} waits for the view thread to queue the LEAVING change. */
+  private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
+
   private final RingmasterConfig config;
   private final NodeMetadata metadata;
   private final ExecutorService viewThread;
@@ -171,9 +174,12 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Leaves gracefully: first tells this node's ownership listeners everything it loses and to whom
-   * ({@link OwnershipChange.Reason#LEAVING}), waits up to {@code leaveTimeout} for them to finish
-   * (to hand data off), then leaves the cluster and stops the node's threads. Idempotent. Call it
-   * from your own thread, not from a listener: it waits for the listeners, the caller included.
+   * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
+   * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
+   * the cluster and stops the node's threads, which takes up to one more second. From then on
+   * {@link #isInRing}, {@link #isLocal} and {@link #isPrimary} answer false; {@link #ring} stays the
+   * last ring. Idempotent. Call it from your own thread, not from a listener: it waits for the
+   * listeners, the caller included.
    */
   @Override
   public synchronized void close() {
@@ -183,8 +189,10 @@ public final class Ringmaster implements AutoCloseable {
     }
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
-      node.queueLeaving().get(config.leaveTimeout().toMillis(), TimeUnit.MILLISECONDS);
-      if (!node.awaitListeners(deadline)) {
+      // Queued whatever the leaveTimeout, even 0: the view thread runs no user code, so this
+      // takes milliseconds, and without it a listener's fold would never see the node leave.
+      node.queueLeaving().get(QUEUE_LEAVING_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      if (!node.awaitListeners(deadline) && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
       }
@@ -248,31 +256,56 @@ public final class Ringmaster implements AutoCloseable {
    * refuses this node: when a partition heals with this node's id on both sides, the member earlier
    * in the merged view keeps the id. Then the ring's member with this node's id is that other
    * node, so {@code ownerOf(key)} naming {@link #localMember()} does not mean this node owns the
-   * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. After
-   * {@link #close()}, answers for the last ring, as {@link #ring()} does.
+   * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. False after
+   * {@link #close()}.
    */
   public boolean isInRing() {
     return node.state().localInRing();
   }
 
-  /** The primary owner of a key. Allocation-free. */
+  /**
+   * The primary owner of a key. Allocation-free.
+   *
+   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   */
   public Member ownerOf(String key) {
-    return ring().ownerOf(key);
+    return startedRing().ownerOf(key);
   }
 
-  /** The primary owner of a key given as bytes. Allocation-free. */
+  /**
+   * The primary owner of a key given as bytes. Allocation-free.
+   *
+   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   */
   public Member ownerOf(byte[] key) {
-    return ring().ownerOf(key);
+    return startedRing().ownerOf(key);
   }
 
-  /** The key's owners, primary first, for the configured replica count. */
+  /**
+   * The key's owners, primary first, for the configured replica count.
+   *
+   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   */
   public List<Member> owners(String key) {
-    return ring().owners(key, config.replicas());
+    return startedRing().owners(key, config.replicas());
   }
 
-  /** The owners of a key given as bytes. */
+  /**
+   * The owners of a key given as bytes.
+   *
+   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   */
   public List<Member> owners(byte[] key) {
-    return ring().owners(key, config.replicas());
+    return startedRing().owners(key, config.replicas());
+  }
+
+  /** The current ring, which a node has once started (and keeps after close). */
+  private HashRing startedRing() {
+    ClusterNode.Snapshot s = node.state();
+    if (s.viewId() < 0) {
+      throw new IllegalStateException("node " + config.nodeId() + " has no ring yet: start() it first");
+    }
+    return s.ring();
   }
 
   /** Whether this node is among the key's owners (primary or backup). */
@@ -613,7 +646,11 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** How long {@link #start()} waits for its first ring: 1 ms to 24 hours. */
+    /**
+     * How long {@link #start()} waits for its first ring once JGroups has connected: 1 ms to 24
+     * hours. The connect itself (discovery and the join, bounded by the stack's own timeouts)
+     * comes first and is not counted.
+     */
     public Builder startTimeout(Duration startTimeout) {
       this.startTimeout = duration("startTimeout", startTimeout, Duration.ofMillis(1));
       return this;

@@ -158,6 +158,9 @@ class RefusalAndConfigTest {
   @Test
   void start_afterClose_failsSayingTheNodeIsClosed() {
     Ringmaster node = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
+    IllegalStateException early = assertThrows(IllegalStateException.class, () -> node.ownerOf("k"));
+    assertEquals("node a has no ring yet: start() it first", early.getMessage());
+    assertFalse(node.isLocal("k"));
     node.close();
     IllegalStateException e = assertThrows(IllegalStateException.class, node::start);
     assertTrue(e.getMessage().startsWith("node a is closed"), e.getMessage());

@@ -613,9 +613,18 @@ public final class HashRing {
       s[ownerIndex(0)] = 1.0; // every token at one position: the first owns the whole circle
       return s;
     }
+    // Each member's arcs summed exactly, as an unsigned 64-bit sum plus a carry, then divided
+    // once: adding the arcs as doubles could exceed 1 for a member owning the whole circle.
+    long[] sums = new long[members.length];
+    boolean[] whole = new boolean[members.length];
     for (int i = 0; i < n; i++) {
-      long prev = token(i == 0 ? n - 1 : i - 1);
-      s[ownerIndex(i)] += KeyRange.unsignedToDouble(token(i) - prev) / 0x1p64;
+      int m = ownerIndex(i);
+      long before = sums[m];
+      sums[m] += token(i) - token(i == 0 ? n - 1 : i - 1);
+      whole[m] |= Long.compareUnsigned(sums[m], before) < 0; // carried: the arcs add up to 2^64
+    }
+    for (int m = 0; m < s.length; m++) {
+      s[m] = whole[m] ? 1.0 : KeyRange.unsignedToDouble(sums[m]) / 0x1p64;
     }
     return s;
   }

@@ -159,6 +159,15 @@ class HashRingTest {
   }
 
   @Test
+  void share_ofALoneMember_isExactlyOne_whateverItsTokens() {
+    for (int v : new int[] {1, 2, 3, 100, 1024, 4096}) {
+      HashRing ring = ring(v, List.of(Member.of("solo"), new Member("router", 0.0, "")));
+      assertEquals(1.0, ring.share("solo"), "virtualNodes " + v); // summed as doubles: 1.0000000000000002
+      assertEquals(0.0, ring.share("router"));
+    }
+  }
+
+  @Test
   void shares_proportionalToWeight_andWeightZeroOwnsNothing() {
     List<Member> members = List.of(new Member("light", 0.5, ""), Member.of("one"), new Member("heavy", 2.0, ""),
         new Member("router", 0.0, ""));
