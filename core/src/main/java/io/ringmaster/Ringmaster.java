@@ -419,9 +419,15 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Adds a listener for ring divergences found by the checksum gossip. */
   public Registration addDivergenceListener(Consumer<RingDivergence> listener) {
+    return addDivergenceListener(listener, listenerPool);
+  }
+
+  /** Adds a divergence listener run on the given executor, one call at a time. */
+  public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(executor, "executor");
     SerialDelivery<RingDivergence>[] self = holder();
-    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, listenerPool,
+    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor,
         () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
     return self[0];

@@ -62,23 +62,33 @@ class ClusterAgreementTest {
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(10));
       List<RingDivergence> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
       a.addDivergenceListener(seen::add);
-      // First a checksum for a view with a's number but another coordinator (a partition that
-      // reached the same number): another view, so no divergence. Then b claims, for the view
-      // both have, a ring checksum that differs from a's. b's messages to a arrive in order.
-      long forged = a.ring().checksum() ^ 1;
-      org.jgroups.Address creator = a.channel().getView().getCreator();
-      org.jgroups.Address otherCreator = org.jgroups.util.UUID.randomUUID();
-      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
-          Gossip.encode(a.viewId(), otherCreator, forged ^ 2, "b")));
-      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
-          Gossip.encode(a.viewId(), creator, forged, "b")));
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !seen.isEmpty());
-      assertEquals(1, seen.size(), "only the same view (number and coordinator) is compared: " + seen);
-      RingDivergence d = seen.get(0);
-      assertEquals("b", d.peerId());
-      assertEquals(forged, d.peerChecksum());
-      assertEquals(a.ring().checksum(), d.localChecksum());
-      assertTrue(a.stats().divergences() >= 1);
+      List<String> threads = new java.util.concurrent.CopyOnWriteArrayList<>();
+      java.util.concurrent.ExecutorService mine =
+          java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "app-divergence"));
+      try {
+        a.addDivergenceListener(x -> threads.add(Thread.currentThread().getName()), mine);
+        // First a checksum for a view with a's number but another coordinator (a partition that
+        // reached the same number): another view, so no divergence. Then b claims, for the view
+        // both have, a ring checksum that differs from a's. b's messages to a arrive in order.
+        long forged = a.ring().checksum() ^ 1;
+        org.jgroups.Address creator = a.channel().getView().getCreator();
+        org.jgroups.Address otherCreator = org.jgroups.util.UUID.randomUUID();
+        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+            Gossip.encode(a.viewId(), otherCreator, forged ^ 2, "b")));
+        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+            Gossip.encode(a.viewId(), creator, forged, "b")));
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !seen.isEmpty());
+        assertEquals(1, seen.size(), "only the same view (number and coordinator) is compared: " + seen);
+        RingDivergence d = seen.get(0);
+        assertEquals("b", d.peerId());
+        assertEquals(forged, d.peerChecksum());
+        assertEquals(a.ring().checksum(), d.localChecksum());
+        assertTrue(a.stats().divergences() >= 1);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !threads.isEmpty());
+        assertEquals(List.of("app-divergence"), threads, "the listener given an executor runs on it");
+      } finally {
+        mine.shutdownNow();
+      }
     }
   }
 
