@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -218,12 +219,20 @@ public final class HashRing {
    * {@link KeyRange} with one scan.
    */
   public static long position(String key) {
-    return Murmur3.hash(key);
+    return Murmur3.hash(requireKey(key));
+  }
+
+  private static String requireKey(String key) {
+    return Objects.requireNonNull(key, "key must not be null");
+  }
+
+  private static byte[] requireKey(byte[] key) {
+    return Objects.requireNonNull(key, "key must not be null");
   }
 
   /** The position of a key given as bytes. Allocates nothing. */
   public static long position(byte[] key) {
-    return Murmur3.hash(key);
+    return Murmur3.hash(requireKey(key));
   }
 
   // ---------------------------------------------------------------- lookups (hot path)
@@ -234,12 +243,12 @@ public final class HashRing {
    * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
    */
   public Member ownerOf(String key) {
-    return members[ownerIndex(slot(Murmur3.hash(key)))];
+    return members[ownerIndex(slot(Murmur3.hash(requireKey(key))))];
   }
 
   /** The primary owner of a key given as bytes. Lock-free and allocation-free. */
   public Member ownerOf(byte[] key) {
-    return members[ownerIndex(slot(Murmur3.hash(key)))];
+    return members[ownerIndex(slot(Murmur3.hash(requireKey(key))))];
   }
 
   /** The primary owner of a ring position ({@link #position(String)}). */
@@ -256,12 +265,12 @@ public final class HashRing {
    * @throws IllegalStateException if the ring has no tokens
    */
   public List<Member> owners(String key, int n) {
-    return ownersOfPosition(Murmur3.hash(key), n);
+    return ownersOfPosition(Murmur3.hash(requireKey(key)), n);
   }
 
   /** As {@link #owners(String, int)}, for a key given as bytes. */
   public List<Member> owners(byte[] key, int n) {
-    return ownersOfPosition(Murmur3.hash(key), n);
+    return ownersOfPosition(Murmur3.hash(requireKey(key)), n);
   }
 
   /** As {@link #owners(String, int)}, for a ring position. */

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.ToLongFunction;
 
 /**
  * A range of ring positions {@code (start, end]} on the signed 64-bit circle.
@@ -74,6 +75,21 @@ public record KeyRange(long start, long end) {
    */
   public static <T> Map<T, List<String>> partition(List<T> items, Function<? super T, KeyRange> rangeOf,
                                                    Iterable<String> keys) {
+    return partition(items, rangeOf, keys, HashRing::position);
+  }
+
+  /**
+   * As {@link #partition(List, Function, Iterable)}, for keys of any type, placed on the ring by
+   * {@code positionOf}: for {@code byte[]} keys, {@code HashRing::position}; for keys of your own
+   * type, the position of the bytes or string you look them up by.
+   *
+   * <pre>{@code
+   * Map<RingDiff.Lost, List<byte[]>> handOff =
+   *     KeyRange.partition(diff.lost(), RingDiff.Lost::range, store.rawKeys(), HashRing::position);
+   * }</pre>
+   */
+  public static <T, K> Map<T, List<K>> partition(List<T> items, Function<? super T, KeyRange> rangeOf,
+                                                 Iterable<K> keys, ToLongFunction<? super K> positionOf) {
     List<T> plain = new ArrayList<>();
     List<T> wrapping = new ArrayList<>();
     for (T item : items) {
@@ -84,12 +100,12 @@ public record KeyRange(long start, long end) {
     for (int k = 0; k < ends.length; k++) {
       ends[k] = rangeOf.apply(plain.get(k)).end();
     }
-    Map<T, List<String>> grouped = new LinkedHashMap<>();
+    Map<T, List<K>> grouped = new LinkedHashMap<>();
     for (T item : items) {
       grouped.put(item, new ArrayList<>());
     }
-    for (String key : keys) {
-      long p = HashRing.position(key);
+    for (K key : keys) {
+      long p = positionOf.applyAsLong(key);
       T found = null;
       int k = Arrays.binarySearch(ends, p);
       k = k >= 0 ? k : -k - 1; // first range ending at or after p

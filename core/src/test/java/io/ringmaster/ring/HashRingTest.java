@@ -424,6 +424,11 @@ class HashRingTest {
     assertMessage("member must not be null", () -> ring.with(null));
     assertMessage("member id must not be null", () -> ring.without(null));
     assertMessage("at least 1: 0", () -> ring.owners("k", 0));
+    for (org.junit.jupiter.api.function.Executable nullKey : List.<org.junit.jupiter.api.function.Executable>of(
+        () -> ring.ownerOf((String) null), () -> ring.ownerOf((byte[]) null), () -> ring.owners((String) null, 1),
+        () -> ring.owners((byte[]) null, 1), () -> HashRing.position((String) null))) {
+      assertEquals("key must not be null", assertThrows(NullPointerException.class, nullKey).getMessage());
+    }
     assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
     assertMessage("weight 1.0E20", () -> ring(8, List.of(Member.of("big", 1e20))));
     // 33 members of 2^24 tokens each: refused before a token is hashed or an array allocated.

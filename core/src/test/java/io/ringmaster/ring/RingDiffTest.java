@@ -271,5 +271,13 @@ class RingDiffTest {
     long expected = keys.stream().filter(k -> before.ownerOf(k).id().equals(me) && after.ownerOf(k).id().equals("newcomer")).count();
     assertEquals(expected, grouped);
     assertTrue(grouped > 0);
+
+    // The same keys as UTF-8 bytes, placed by HashRing::position: the same groups, key for key.
+    List<byte[]> raw = keys.stream().map(k -> k.getBytes(java.nio.charset.StandardCharsets.UTF_8)).toList();
+    Map<RingDiff.Lost, List<byte[]>> rawHandOff =
+        KeyRange.partition(diff.lost(), RingDiff.Lost::range, raw, HashRing::position);
+    assertEquals(handOff.keySet(), rawHandOff.keySet());
+    handOff.forEach((lost, strings) -> assertEquals(strings, rawHandOff.get(lost).stream()
+        .map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8)).toList()));
   }
 }
