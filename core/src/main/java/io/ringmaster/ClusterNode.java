@@ -93,14 +93,9 @@ final class ClusterNode {
   }
 
   /** Stops publishing: a view being installed right now is dropped before it is published. */
-  /** No view installed or callback queued from here on; the node is no longer in its ring. */
   void close() {
     synchronized (publishLock) {
       closed = true;
-      Snapshot s = state;
-      if (s.localInRing()) {
-        state = new Snapshot(s.viewId(), s.viewCreator(), s.ring(), s.addresses(), s.metadata(), false);
-      }
     }
   }
 

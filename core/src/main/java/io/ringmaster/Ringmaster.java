@@ -62,7 +62,7 @@ public final class Ringmaster implements AutoCloseable {
 
   private enum Lifecycle { NEW, RUNNING, CLOSED }
 
-  /** How long {@link #close()} waits for the view thread to queue the LEAVING change. */
+  /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
 
   private final RingmasterConfig config;
@@ -176,10 +176,10 @@ public final class Ringmaster implements AutoCloseable {
    * Leaves gracefully: first tells this node's ownership listeners everything it loses and to whom
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
-   * the cluster and stops the node's threads, which takes up to one more second. From then on
-   * {@link #isInRing}, {@link #isLocal} and {@link #isPrimary} answer false; {@link #ring} stays the
-   * last ring. Idempotent. Call it from your own thread, not from a listener: it waits for the
-   * listeners, the caller included.
+   * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
+   * second for each of its three pools). Afterwards the lookups answer for the last ring, as
+   * {@link #ring()} does. Idempotent. Call it from your own thread, not from a listener: it waits
+   * for the listeners, the caller included.
    */
   @Override
   public synchronized void close() {
@@ -189,9 +189,11 @@ public final class Ringmaster implements AutoCloseable {
     }
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
-      // Queued whatever the leaveTimeout, even 0: the view thread runs no user code, so this
-      // takes milliseconds, and without it a listener's fold would never see the node leave.
-      node.queueLeaving().get(QUEUE_LEAVING_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
+      // leave. The view thread only builds rings and queues callbacks (unless a listener was
+      // registered with a same-thread executor), so this takes milliseconds.
+      node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
+          TimeUnit.MILLISECONDS);
       if (!node.awaitListeners(deadline) && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -256,8 +258,8 @@ public final class Ringmaster implements AutoCloseable {
    * refuses this node: when a partition heals with this node's id on both sides, the member earlier
    * in the merged view keeps the id. Then the ring's member with this node's id is that other
    * node, so {@code ownerOf(key)} naming {@link #localMember()} does not mean this node owns the
-   * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. False after
-   * {@link #close()}.
+   * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. After
+   * {@link #close()}, answers for the last ring, as {@link #ring()} does.
    */
   public boolean isInRing() {
     return node.state().localInRing();
@@ -303,12 +305,16 @@ public final class Ringmaster implements AutoCloseable {
   private HashRing startedRing() {
     ClusterNode.Snapshot s = node.state();
     if (s.viewId() < 0) {
-      throw new IllegalStateException("node " + config.nodeId() + " has no ring yet: start() it first");
+      throw new IllegalStateException("node " + config.nodeId() + " has no ring: it was not started, or its"
+          + " start failed");
     }
     return s.ring();
   }
 
-  /** Whether this node is among the key's owners (primary or backup). */
+  /**
+   * Whether this node is among the key's owners (primary or backup). False while the node is not
+   * in the ring ({@link #isInRing}); after {@link #close()}, answers for the last ring.
+   */
   public boolean isLocal(String key) {
     return isLocalAt(HashRing.position(key));
   }
@@ -318,7 +324,10 @@ public final class Ringmaster implements AutoCloseable {
     return isLocalAt(HashRing.position(key));
   }
 
-  /** Whether this node is the key's primary owner. Allocation-free. */
+  /**
+   * Whether this node is the key's primary owner. Allocation-free. False while the node is not in
+   * the ring ({@link #isInRing}); after {@link #close()}, answers for the last ring.
+   */
   public boolean isPrimary(String key) {
     return isPrimaryAt(HashRing.position(key));
   }

