@@ -28,7 +28,15 @@ import org.jgroups.View;
 public final class InJvmClusterBench {
   private InJvmClusterBench() {}
 
+  /** Held so the levels set in {@link #main} stay set: java.util.logging drops unreferenced loggers. */
+  private static final java.util.logging.Logger JGROUPS = java.util.logging.Logger.getLogger("org.jgroups");
+  private static final java.util.logging.Logger RINGMASTER = java.util.logging.Logger.getLogger("io.ringmaster");
+
   public static void main(String[] args) throws Exception {
+    // A hundred nodes joining and leaving at once make JGroups and the nodes log one line each
+    // (thread pools growing, "joined" lines, coordinators leaving): keep the report readable.
+    JGROUPS.setLevel(java.util.logging.Level.SEVERE);
+    RINGMASTER.setLevel(java.util.logging.Level.WARNING);
     convergence(100);
     viewLatency(16, 5);
     viewLatency(100, 5);
