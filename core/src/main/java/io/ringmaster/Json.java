@@ -74,7 +74,7 @@ final class Json {
       case "weight" -> b.weight(number(v));
       case "zone" -> b.zone(text(v));
       case "virtualNodes" -> b.virtualNodes(integer(v, "1.." + HashRing.MAX_TOKENS_PER_MEMBER));
-      case "replicas" -> b.replicas(integer(v, "1..255"));
+      case "replicas" -> b.replicas(integer(v, "1.." + Ringmaster.Builder.MAX_REPLICAS));
       case "jgroupsConfig" -> {
         String stack = text(v);
         Path beside = file.toAbsolutePath().getParent().resolve(stack);
@@ -82,7 +82,7 @@ final class Json {
       }
       case "endpoint" -> b.endpoint(text(v));
       case "bindAddress" -> b.bindAddress(text(v));
-      case "bindPort" -> b.bindPort(integer(v, "0..65535"));
+      case "bindPort" -> b.bindPort(integer(v, "0.." + Ringmaster.Builder.MAX_PORT));
       case "initialHosts" -> b.initialHosts(text(v));
       case "secret" -> b.secret(text(v));
       case "leaveTimeoutMillis" -> b.leaveTimeout(Duration.ofMillis(wholeNumber(v)));

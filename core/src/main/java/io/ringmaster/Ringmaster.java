@@ -508,6 +508,9 @@ public final class Ringmaster implements AutoCloseable {
 
     private Path configFile; // the last config file applied, for messages
 
+    static final int MAX_REPLICAS = 255;
+    static final int MAX_PORT = 65535;
+
     /** The longest cluster name accepted. */
     public static final int MAX_CLUSTER_NAME = 200;
 
@@ -590,8 +593,8 @@ public final class Ringmaster implements AutoCloseable {
      * newcomer. 1 to 255.
      */
     public Builder replicas(int replicas) {
-      if (replicas < 1 || replicas > 255) {
-        throw new IllegalArgumentException("replicas must be in 1..255: " + replicas);
+      if (replicas < 1 || replicas > MAX_REPLICAS) {
+        throw new IllegalArgumentException("replicas must be in 1.." + MAX_REPLICAS + ": " + replicas);
       }
       this.replicas = replicas;
       return this;
@@ -626,8 +629,8 @@ public final class Ringmaster implements AutoCloseable {
 
     /** The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for any. */
     public Builder bindPort(int bindPort) {
-      if (bindPort < 0 || bindPort > 65535) {
-        throw new IllegalArgumentException("bindPort must be in 0..65535: " + bindPort);
+      if (bindPort < 0 || bindPort > MAX_PORT) {
+        throw new IllegalArgumentException("bindPort must be in 0.." + MAX_PORT + ": " + bindPort);
       }
       this.bindPort = bindPort;
       return this;

@@ -83,15 +83,11 @@ final class Peer implements AutoCloseable {
   static Peer start(PeerOptions options) throws IOException {
     // Without TCP_NODELAY the JDK server's separate header and body writes meet the client's
     // delayed ACK: ~40 ms per request. Read once, when the server classes load.
-    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
-      System.setProperty("sun.net.httpserver.nodelay", "true");
-    }
+    System.getProperties().putIfAbsent("sun.net.httpserver.nodelay", "true");
     // A request (line, headers and body) not received in full within this many seconds has its
     // connection closed: otherwise a client that sends part of a request and stalls holds one of
     // the 64 HTTP threads for as long as it likes, and 64 such clients stop the API.
-    if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
-      System.setProperty("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
-    }
+    System.getProperties().putIfAbsent("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
     Ringmaster node = options.builder().build();
     HttpServer http;
     try {
