@@ -153,6 +153,7 @@ final class ClusterNode {
     MembershipChange membership = membershipChange(previous, next, view, refused);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
+    List<SerialDelivery<?>> idle = new ArrayList<>();
     synchronized (publishLock) {
       if (closed) {
         return;
@@ -162,21 +163,33 @@ final class ClusterNode {
       publishing.incrementAndGet();
       try {
         state = next; // publish first, then notify
+        // Before any callback runs: a listener on a same-thread executor that calls close()
+        // would otherwise wait for a start() that waits for this.
+        firstRing.complete(next);
         if (!diff.isEmpty() && !left) {
-          OwnershipChange change = new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff);
-          ownershipListeners.forEach(l -> l.submit(change));
+          enqueue(ownershipListeners, new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff),
+              idle);
         }
         if (membership != null) {
-          membershipListeners.forEach(l -> l.submit(membership));
+          enqueue(membershipListeners, membership, idle);
         }
       } finally {
         publishing.decrementAndGet();
       }
     }
+    idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
     }
-    firstRing.complete(next);
+  }
+
+  /** Queues an event for each listener, collecting in {@code idle} those to launch. */
+  private static <E> void enqueue(List<SerialDelivery<E>> listeners, E event, List<SerialDelivery<?>> idle) {
+    for (SerialDelivery<E> l : listeners) {
+      if (l.enqueue(event)) {
+        idle.add(l);
+      }
+    }
   }
 
   /**
@@ -284,16 +297,20 @@ final class ClusterNode {
    * finds it.
    */
   Registration addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
+    boolean launch = false;
     synchronized (publishLock) {
       ownershipListeners.add(delivery);
       Snapshot s = state;
       if (s.localInRing() && !left && !closed) {
         RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
         if (!initial.isEmpty()) {
-          delivery.submit(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(),
+          launch = delivery.enqueue(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(),
               s.ring(), initial));
         }
       }
+    }
+    if (launch) {
+      delivery.launch();
     }
     return delivery;
   }
@@ -321,24 +338,34 @@ final class ClusterNode {
    * ring to the ring without this member, and stops ownership callbacks after it.
    */
   CompletableFuture<Void> queueLeaving() {
-    return CompletableFuture.runAsync(() -> {
-      synchronized (publishLock) {
-        Snapshot s = state;
-        if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
-          HashRing without = s.ring().without(local.id());
-          RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
-          if (!diff.isEmpty()) {
-            OwnershipChange change = new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(), s.viewId(),
-                s.ring(), without, diff);
-            ownershipListeners.forEach(l -> l.submit(change));
-          }
-        }
-        left = true;
-      }
-    }, viewThread);
+    return CompletableFuture.runAsync(this::announceLeaving, viewThread);
   }
 
-  /** Waits for every listener to finish what is queued; false if the deadline passed first. */
+  /**
+   * On the view thread: queues, for every ownership listener, the change from the current ring to
+   * the ring without this member, and stops ownership callbacks after it.
+   */
+  void announceLeaving() {
+    List<SerialDelivery<?>> idle = new ArrayList<>();
+    synchronized (publishLock) {
+      Snapshot s = state;
+      if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
+        HashRing without = s.ring().without(local.id());
+        RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
+        if (!diff.isEmpty()) {
+          enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(), s.viewId(),
+              s.ring(), without, diff), idle);
+        }
+      }
+      left = true;
+    }
+    idle.forEach(SerialDelivery::launch);
+  }
+
+  /**
+   * Waits for every listener to finish what is queued, except the one the calling thread is
+   * delivering to (if any: it cannot be waited for); false if the deadline passed first.
+   */
   boolean awaitListeners(long deadlineNanos) throws InterruptedException {
     boolean idle = true;
     for (SerialDelivery<OwnershipChange> l : ownershipListeners) {

@@ -62,6 +62,9 @@ public final class Ringmaster implements AutoCloseable {
 
   private enum Lifecycle { NEW, RUNNING, CLOSED }
 
+  /** This node's thread pools, as {@link #close()} tells them apart from its caller's thread. */
+  private enum Pool { VIEW, LISTENERS, GOSSIP }
+
   /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
 
@@ -76,15 +79,19 @@ public final class Ringmaster implements AutoCloseable {
   private JChannel channel;
   private Gossip gossip;
   private Lifecycle lifecycle = Lifecycle.NEW;
+  /** Set when close() starts leaving: read without the lock by the node's own threads. */
+  private volatile boolean closing;
+  /** Which of this node's pools runs the current thread; empty on every other thread. */
+  private final ThreadLocal<Pool> ownPool = new ThreadLocal<>();
 
   private Ringmaster(RingmasterConfig config) {
     this.config = config;
     this.metadata = NodeMetadata.of(config);
     this.localMember = metadata.member();
     String id = config.nodeId();
-    this.viewThread = Executors.newSingleThreadExecutor(threads("ringmaster-view-" + id));
-    this.listenerPool = Executors.newCachedThreadPool(threads("ringmaster-listener-" + id));
-    this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id));
+    this.viewThread = Executors.newSingleThreadExecutor(threads("ringmaster-view-" + id, Pool.VIEW));
+    this.listenerPool = Executors.newCachedThreadPool(threads("ringmaster-listener-" + id, Pool.LISTENERS));
+    this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id, Pool.GOSSIP));
     this.node = new ClusterNode(metadata, viewThread);
   }
 
@@ -147,23 +154,23 @@ public final class Ringmaster implements AutoCloseable {
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
-      shutdown();
+      shutdown(null);
       Throwable cause = e.getCause();
       throw new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
           + "\": " + cause.getMessage(), cause);
     } catch (TimeoutException e) {
-      shutdown();
+      shutdown(null);
       throw new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
           + config.startTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      shutdown();
+      shutdown(null);
       throw new RingmasterException("interrupted while starting node " + config.nodeId(), e);
     } catch (RingmasterException | IllegalArgumentException e) {
-      shutdown();
+      shutdown(null);
       throw e;
     } catch (Exception e) {
-      shutdown();
+      shutdown(null);
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
     }
@@ -178,22 +185,44 @@ public final class Ringmaster implements AutoCloseable {
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
    * second for each of its three pools). Afterwards the lookups answer for the last ring, as
-   * {@link #ring()} does. Idempotent. Call it from your own thread, not from a listener: it waits
-   * for the listeners, the caller included.
+   * {@link #ring()} does. Idempotent.
+   *
+   * <p>It may be called from one of this node's listeners, on any executor. It then cannot wait
+   * for that listener: the calling listener's LEAVING change, and anything else queued for it, runs
+   * after its callback returns. It still waits for the other listeners, and does not interrupt the
+   * caller's thread. Called on one of the node's own threads while another close() is under way,
+   * it returns at once, since that close() is waiting for this thread; on any other thread it
+   * returns once the node is closed.
    */
   @Override
-  public synchronized void close() {
-    if (lifecycle != Lifecycle.RUNNING) {
-      lifecycle = Lifecycle.CLOSED;
-      return;
+  public void close() {
+    Pool caller = ownPool.get();
+    if (closing && caller != null) {
+      return; // the close() in progress waits for this node's threads, this caller's included
     }
+    synchronized (this) {
+      if (lifecycle != Lifecycle.RUNNING) {
+        lifecycle = Lifecycle.CLOSED;
+        return;
+      }
+      closing = true;
+      leave(caller);
+    }
+  }
+
+  private void leave(Pool caller) {
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks (unless a listener was
-      // registered with a same-thread executor), so this takes milliseconds.
-      node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
-          TimeUnit.MILLISECONDS);
+      // registered with a same-thread executor: then it may be this very thread), so this takes
+      // milliseconds.
+      if (caller == Pool.VIEW) {
+        node.announceLeaving();
+      } else {
+        node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
+            TimeUnit.MILLISECONDS);
+      }
       if (!node.awaitListeners(deadline) && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -203,34 +232,53 @@ public final class Ringmaster implements AutoCloseable {
     } catch (ExecutionException | TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
-      shutdown(); // whatever happened above, the node leaves and its threads stop
+      shutdown(caller); // whatever happened above, the node leaves and its threads stop
     }
   }
 
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
   synchronized void closeAbruptly() {
-    shutdown();
+    shutdown(ownPool.get());
   }
 
-  private void shutdown() {
+  /**
+   * Leaves the cluster and stops the node's pools. A pool that runs the caller (a listener, or a
+   * same-thread listener on the view or gossip thread, closing the node) is neither interrupted
+   * nor waited for: its threads end once the caller's callback returns.
+   */
+  private void shutdown(Pool caller) {
     lifecycle = Lifecycle.CLOSED;
     node.close(); // no view installed or callback queued from here on
-    gossipTimer.shutdownNow();
+    stop(gossipTimer, caller == Pool.GOSSIP);
     if (channel != null) {
       channel.close();
     }
-    viewThread.shutdownNow();
+    stop(viewThread, caller == Pool.VIEW);
     try {
       // A view being installed or a gossip round in flight finishes before close() returns.
-      viewThread.awaitTermination(1, TimeUnit.SECONDS);
-      gossipTimer.awaitTermination(1, TimeUnit.SECONDS);
+      await(viewThread, caller == Pool.VIEW);
+      await(gossipTimer, caller == Pool.GOSSIP);
       listenerPool.shutdown();
-      if (!listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
+      if (caller != Pool.LISTENERS && !listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
         listenerPool.shutdownNow();
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       listenerPool.shutdownNow();
+    }
+  }
+
+  private static void stop(ExecutorService pool, boolean runsCaller) {
+    if (runsCaller) {
+      pool.shutdown(); // queued tasks still run, and find the node closed
+    } else {
+      pool.shutdownNow();
+    }
+  }
+
+  private static void await(ExecutorService pool, boolean runsCaller) throws InterruptedException {
+    if (!runsCaller) {
+      pool.awaitTermination(1, TimeUnit.SECONDS);
     }
   }
 
@@ -476,10 +524,13 @@ public final class Ringmaster implements AutoCloseable {
         + ring() + "]";
   }
 
-  private static java.util.concurrent.ThreadFactory threads(String prefix) {
+  private java.util.concurrent.ThreadFactory threads(String prefix, Pool pool) {
     AtomicInteger n = new AtomicInteger();
     return r -> {
-      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
+      Thread t = new Thread(() -> {
+        ownPool.set(pool);
+        r.run();
+      }, prefix + "-" + n.incrementAndGet());
       t.setDaemon(true);
       return t;
     };

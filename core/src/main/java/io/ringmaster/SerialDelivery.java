@@ -17,6 +17,8 @@ final class SerialDelivery<E> implements Registration {
   private final Runnable onClose;
   private final ArrayDeque<E> queue = new ArrayDeque<>();
   private boolean running;
+  /** The thread running {@link #drain()}, while {@link #running}. */
+  private Thread drainer;
   private boolean closed;
 
   SerialDelivery(String name, Consumer<E> listener, Executor executor, Runnable onClose) {
@@ -26,37 +28,62 @@ final class SerialDelivery<E> implements Registration {
     this.onClose = onClose;
   }
 
-  synchronized void submit(E event) {
+  /** Queues an event and starts delivering it if the listener is idle. */
+  void submit(E event) {
+    if (enqueue(event)) {
+      launch();
+    }
+  }
+
+  /**
+   * Queues an event. True if the listener was idle: the caller must then {@link #launch()} the
+   * delivery, after releasing any lock it holds, since a same-thread executor runs the listener
+   * right there.
+   */
+  synchronized boolean enqueue(E event) {
     if (closed) {
-      return;
+      return false;
     }
     queue.add(event);
-    if (!running) {
-      running = true;
-      try {
-        executor.execute(this::drain);
-      } catch (RuntimeException e) {
-        // A RejectedExecutionException, or anything else the caller's executor throws. Skipping
-        // this callback and delivering later ones would hand the listener a sequence with a gap
-        // (the fold would no longer give its ownership): remove it instead, loudly. Nothing
-        // escapes to the thread that published the change, so other listeners still get it.
+    if (running) {
+      return false;
+    }
+    running = true;
+    return true;
+  }
+
+  /** Hands the queued events to the executor; after {@link #enqueue} returned true. */
+  void launch() {
+    try {
+      executor.execute(this::drain);
+    } catch (RuntimeException e) {
+      // A RejectedExecutionException, or anything else the caller's executor throws. Skipping
+      // this callback and delivering later ones would hand the listener a sequence with a gap
+      // (the fold would no longer give its ownership): remove it instead, loudly. Nothing
+      // escapes to the thread that published the change, so other listeners still get it.
+      synchronized (this) {
         running = false;
         closed = true;
         queue.clear();
-        LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"
-            + " removed so that it never sees a sequence with a gap. Register it again to start over.", e);
-        onClose.run();
+        notifyAll();
       }
+      LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"
+          + " removed so that it never sees a sequence with a gap. Register it again to start over.", e);
+      onClose.run();
     }
   }
 
   private void drain() {
+    synchronized (this) {
+      drainer = Thread.currentThread();
+    }
     while (true) {
       E event;
       synchronized (this) {
         event = queue.poll();
         if (event == null || closed) {
           running = false;
+          drainer = null;
           notifyAll();
           return;
         }
@@ -74,9 +101,15 @@ final class SerialDelivery<E> implements Registration {
     return queue.size() + (running ? 1 : 0);
   }
 
-  /** Waits until every queued callback has run, or the deadline passes. */
+  /**
+   * Waits until every queued callback has run, or the deadline passes. Called from the listener's
+   * own callback, returns at once: what is queued behind that callback runs when it returns.
+   */
   synchronized boolean awaitIdle(long deadlineNanos) throws InterruptedException {
     while (running || !queue.isEmpty()) {
+      if (drainer == Thread.currentThread()) {
+        return true;
+      }
       long left = deadlineNanos - System.nanoTime();
       if (left <= 0) {
         return false;

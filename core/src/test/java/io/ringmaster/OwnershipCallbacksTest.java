@@ -11,13 +11,20 @@ import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class OwnershipCallbacksTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
@@ -50,6 +57,80 @@ class OwnershipCallbacksTest {
         assertEquals(n.localMember(), n.ownerOf(key), "the last ring stays readable");
         await().atMost(Duration.ofSeconds(5)).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
       }
+    }
+  }
+
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a deadlock fails, not hangs
+  void close_fromTheNodesOwnListener_doesNotWaitForIt_andItStillGetsLeaving() {
+    try (TestCluster cluster = new TestCluster("close-inside")) {
+      cluster.start("keeper");
+      // Far longer than the await below: a close() that waited for its caller would fail it.
+      Duration leaveTimeout = Duration.ofMinutes(5);
+      // The node's listener pool; a same-thread executor (the callback then runs on the view
+      // thread, which close() needs to queue the LEAVING change); an application's own thread.
+      ExecutorService own = Executors.newSingleThreadExecutor();
+      try {
+        Map<String, Executor> executors = new LinkedHashMap<>();
+        executors.put("pool", null);
+        executors.put("same-thread", Runnable::run);
+        executors.put("own-thread", own);
+        for (Map.Entry<String, Executor> e : executors.entrySet()) {
+          Executor executor = e.getValue();
+          List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+          List<Boolean> interrupted = new CopyOnWriteArrayList<>();
+          AtomicReference<Ringmaster> self = new AtomicReference<>();
+          OwnershipListener closeOnJoin = change -> {
+            reasons.add(change.reason());
+            if (reasons.size() == 1) { // the node's join
+              self.get().close(); // waits for start() to return: both hold the node's lock
+              interrupted.add(Thread.currentThread().isInterrupted());
+            }
+          };
+          String id = "inside-" + e.getKey();
+          Ringmaster n = cluster.start(cluster.builder(id).leaveTimeout(leaveTimeout), node -> {
+            self.set(node);
+            if (executor == null) {
+              node.addOwnershipListener(closeOnJoin);
+            } else {
+              node.addOwnershipListener(closeOnJoin, executor);
+            }
+          });
+          await().atMost(WAIT).until(() -> !interrupted.isEmpty());
+          assertEquals(List.of(false), interrupted, id + ": close() left the listener's thread uninterrupted");
+          await().atMost(WAIT).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
+          assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons, id);
+          assertTrue(n.channel().isClosed(), id + " left the cluster");
+        }
+      } finally {
+        own.shutdown();
+      }
+    }
+  }
+
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a deadlock fails, not hangs
+  void close_whileItsListenerClosesTheNodeToo_bothReturn() {
+    try (TestCluster cluster = new TestCluster("close-twice")) {
+      cluster.start("keeper");
+      List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> self = new AtomicReference<>();
+      // On the view thread, which the first close() needs: the second must not wait for the first.
+      Ringmaster n = cluster.start(cluster.builder("twice").leaveTimeout(Duration.ofMinutes(5)), node -> {
+        self.set(node);
+        node.addOwnershipListener(change -> {
+          reasons.add(change.reason());
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            self.get().close();
+          }
+        }, Runnable::run);
+      });
+      await().atMost(WAIT).until(() -> reasons.size() == 1);
+
+      CompletableFuture<Void> closed = CompletableFuture.runAsync(n::close);
+      await().atMost(WAIT).until(closed::isDone);
+      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons);
+      assertTrue(n.channel().isClosed());
     }
   }
 
