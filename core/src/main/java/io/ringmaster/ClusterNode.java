@@ -320,8 +320,26 @@ final class ClusterNode {
     return ownershipListeners.size();
   }
 
+  /**
+   * Registers a membership listener. On a running node it first gets the current members as joined
+   * from nothing (previous view -1), as a listener registered before start() gets the first view:
+   * folding its changes in order gives the current members. Under the publish lock, so that this
+   * comes before any later change.
+   */
   Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {
-    membershipListeners.add(delivery);
+    boolean launch = false;
+    synchronized (publishLock) {
+      membershipListeners.add(delivery);
+      Snapshot s = state;
+      if (s.viewId() >= 0 && !closed) {
+        List<Member> members = s.ring().members();
+        launch = delivery.enqueue(new MembershipChange(-1, s.viewId(), members, members, List.of(), List.of(),
+            List.of()));
+      }
+    }
+    if (launch) {
+      delivery.launch();
+    }
     return delivery;
   }
 

@@ -320,6 +320,43 @@ class OwnershipCallbacksTest {
     }
   }
 
+  @Test
+  void membershipListener_addedToRunningNode_firstGetsCurrentMembers_andTheFoldFollows() {
+    try (TestCluster cluster = new TestCluster("late-membership")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      List<MembershipChange> changes = new CopyOnWriteArrayList<>();
+      b.addMembershipListener(changes::add);
+      await().atMost(WAIT).until(() -> changes.size() == 1);
+      MembershipChange first = changes.get(0);
+      assertEquals(-1, first.previousViewId());
+      assertEquals(b.viewId(), first.viewId());
+      assertEquals(b.members(), first.joined());
+      assertEquals(List.of(), first.left());
+
+      Ringmaster c = cluster.start("c");
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
+      a.close();
+      TestCluster.awaitAgreement(List.of(b, c), 2, WAIT);
+      await().atMost(WAIT).until(() -> foldMembers(changes).equals(ids(b.members())));
+      assertEquals(first.viewId(), changes.get(1).previousViewId(), "the next change follows the snapshot's view");
+    }
+  }
+
+  private static List<String> foldMembers(List<MembershipChange> changes) {
+    java.util.TreeSet<String> members = new java.util.TreeSet<>();
+    for (MembershipChange c : changes) {
+      c.joined().forEach(m -> members.add(m.id()));
+      c.left().forEach(m -> members.remove(m.id()));
+    }
+    return List.copyOf(members);
+  }
+
+  private static List<String> ids(List<Member> members) {
+    return members.stream().map(Member::id).sorted().toList();
+  }
+
   private static <T> T last(List<T> list) {
     return list.get(list.size() - 1);
   }

@@ -136,6 +136,9 @@ final class Peer implements AutoCloseable {
       throw new IOException("cannot open the fork channel on " + self + ": " + e, e);
     }
     node.addMembershipListener(c -> {
+      if (c.previousViewId() < 0) {
+        return; // the members when the listener was added: the "started" event lists them
+      }
       events.publish(Events.membership(c));
       if (c.isMerge()) {
         maintenance.execute(() -> guard("repair after merge", () -> sweeper.repairAfterMerge(c.viewId())));
