@@ -20,6 +20,7 @@ import java.util.List;
 public record MembershipChange(long previousViewId, long viewId, List<Member> members, List<Member> joined,
                                List<Member> left, List<List<Member>> subgroups, List<Refusal> refused) {
 
+  /** Copies every list, so a change is immutable. */
   public MembershipChange {
     members = List.copyOf(members);
     joined = List.copyOf(joined);

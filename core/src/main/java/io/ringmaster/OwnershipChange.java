@@ -40,6 +40,7 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
     LEAVING
   }
 
+  /** Checks that every field but the view ids is non-null. */
   public OwnershipChange {
     Objects.requireNonNull(reason, "reason");
     Objects.requireNonNull(previousRing, "previousRing");

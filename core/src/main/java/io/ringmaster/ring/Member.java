@@ -18,6 +18,13 @@ package io.ringmaster.ring;
  */
 public record Member(String id, double weight, String zone) {
 
+  /**
+   * Checks the id, weight and zone.
+   *
+   * @throws IllegalArgumentException naming the bad value: a null or empty id; a negative, NaN or
+   *                                  infinite weight; a null zone; an id or zone with an unpaired
+   *                                  surrogate (it has no UTF-8 form)
+   */
   public Member {
     if (id == null || id.isEmpty()) {
       throw new IllegalArgumentException("member id must be non-empty: " + quote(id));

@@ -34,7 +34,12 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
                        List<RoleChange> roleChanges) {
 
   /** A member's role for a range: the first owner, or one of the others. */
-  public enum Role { PRIMARY, BACKUP }
+  public enum Role {
+    /** The first of a key's owners. */
+    PRIMARY,
+    /** One of the other {@code replicas - 1} owners. */
+    BACKUP
+  }
 
   /** A range the member now owns, the owners it had before ({@code sources}), and its new role. */
   public record Gained(KeyRange range, List<Member> sources, Role role) {}
@@ -45,6 +50,7 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
   /** A range the member keeps, with its role before and after. */
   public record RoleChange(KeyRange range, Role before, Role after) {}
 
+  /** Copies the three lists, so a diff is immutable. */
   public RingDiff {
     Objects.requireNonNull(memberId, "memberId");
     gained = List.copyOf(gained);
