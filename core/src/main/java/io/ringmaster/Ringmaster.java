@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -290,8 +291,13 @@ public final class Ringmaster implements AutoCloseable {
     }
   }
 
+  /** Called on the JGroups thread that received the checksum: hands the report to the gossip thread. */
   private void divergence(RingDivergence d) {
-    divergenceListeners.forEach(l -> l.submit(d));
+    try {
+      gossipTimer.execute(() -> divergenceListeners.forEach(l -> l.submit(d)));
+    } catch (RejectedExecutionException closing) {
+      LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d);
+    }
   }
 
   // ---------------------------------------------------------------- lookups: lock-free reads
@@ -479,7 +485,10 @@ public final class Ringmaster implements AutoCloseable {
     return addDivergenceListener(listener, listenerPool);
   }
 
-  /** Adds a divergence listener run on the given executor, one call at a time. */
+  /**
+   * Adds a divergence listener run on the given executor, one call at a time. Reports are handed
+   * to the executor from the node's gossip thread, never from a JGroups thread.
+   */
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(executor, "executor");

@@ -67,6 +67,9 @@ class ClusterAgreementTest {
           java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "app-divergence"));
       try {
         Registration onMine = a.addDivergenceListener(x -> threads.add(Thread.currentThread().getName()), mine);
+        // A same-thread executor: the report still must not run on the JGroups thread that got it.
+        List<String> direct = new java.util.concurrent.CopyOnWriteArrayList<>();
+        a.addDivergenceListener(x -> direct.add(Thread.currentThread().getName()), Runnable::run);
         // First a checksum for a view with a's number but another coordinator (a partition that
         // reached the same number): another view, so no divergence. Then b claims, for the view
         // both have, a ring checksum that differs from a's. b's messages to a arrive in order.
@@ -86,6 +89,8 @@ class ClusterAgreementTest {
         assertTrue(a.stats().divergences() >= 1);
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !threads.isEmpty());
         assertEquals(List.of("app-divergence"), threads, "the listener given an executor runs on it");
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !direct.isEmpty());
+        assertTrue(direct.get(0).startsWith("ringmaster-gossip-a"), "run on the node's gossip thread: " + direct);
         onMine.close();
       } finally {
         mine.shutdownNow();
