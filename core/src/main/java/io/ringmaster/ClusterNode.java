@@ -320,6 +320,11 @@ final class ClusterNode {
     return ownershipListeners.size();
   }
 
+  /** Membership listeners registered now (for tests). */
+  int membershipListenerCount() {
+    return membershipListeners.size();
+  }
+
   /**
    * Registers a membership listener. On a running node it first gets the current members as joined
    * from nothing (previous view -1), as a listener registered before start() gets the first view:
@@ -385,6 +390,10 @@ final class ClusterNode {
    * delivering to (if any: it cannot be waited for); false if the deadline passed first.
    */
   boolean awaitListeners(long deadlineNanos) throws InterruptedException {
+    // A listener on a same-thread executor calling close() holds up the launch of the deliveries
+    // queued after its own: launch them here, or they could not finish before it returns.
+    ownershipListeners.forEach(SerialDelivery::launch);
+    membershipListeners.forEach(SerialDelivery::launch);
     boolean idle = true;
     for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
       idle &= l.awaitIdle(deadlineNanos);

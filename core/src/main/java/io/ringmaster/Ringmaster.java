@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -18,6 +19,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jgroups.Address;
@@ -80,8 +82,9 @@ public final class Ringmaster implements AutoCloseable {
   private JChannel channel;
   private Gossip gossip;
   private Lifecycle lifecycle = Lifecycle.NEW;
-  /** Set when close() starts leaving: read without the lock by the node's own threads. */
-  private volatile boolean closing;
+  /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
+  private final AtomicBoolean closeCalled = new AtomicBoolean();
+  private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
   /** Which of this node's pools runs the current thread; empty on every other thread. */
   private final ThreadLocal<Pool> ownPool = new ThreadLocal<>();
 
@@ -155,23 +158,23 @@ public final class Ringmaster implements AutoCloseable {
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
-      shutdown(null);
+      shutdown(null, false);
       Throwable cause = e.getCause();
       throw new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
           + "\": " + cause.getMessage(), cause);
     } catch (TimeoutException e) {
-      shutdown(null);
+      shutdown(null, false);
       throw new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
           + config.startTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      shutdown(null);
+      shutdown(null, false);
       throw new RingmasterException("interrupted while starting node " + config.nodeId(), e);
     } catch (RingmasterException | IllegalArgumentException e) {
-      shutdown(null);
+      shutdown(null, false);
       throw e;
     } catch (Exception e) {
-      shutdown(null);
+      shutdown(null, false);
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
     }
@@ -185,46 +188,55 @@ public final class Ringmaster implements AutoCloseable {
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
-   * second for each of its three pools). Afterwards the lookups answer for the last ring, as
-   * {@link #ring()} does. Idempotent.
+   * second for each of its three pools; a listener still busy then is interrupted). Afterwards the
+   * lookups answer for the last ring, as {@link #ring()} does. Idempotent: a second call waits for
+   * the first to finish, unless it comes from one of this node's listeners (see below).
    *
-   * <p>It may be called from one of this node's listeners, on any executor. It then cannot wait
-   * for that listener: the calling listener's LEAVING change, and anything else queued for it, runs
-   * after its callback returns. It still waits for the other listeners, and does not interrupt the
-   * caller's thread. Called on one of the node's own threads while another close() is under way,
-   * it returns at once, since that close() is waiting for this thread; on any other thread it
-   * returns once the node is closed.
+   * <p>A listener may call it, on any executor. That close() cannot wait for the listener calling
+   * it: that listener's own LEAVING change, and anything else queued for it, comes after its
+   * callback returns, when the node has left the cluster. It still names the new owners, but the
+   * node's channel is closed by then; a listener that hands data off on its LEAVING change should
+   * call close() from another thread. The other listeners are waited for as usual, and the calling
+   * thread is not interrupted. A listener that calls close() while another close() is under way
+   * returns at once, since that close() may be waiting for it.
    */
   @Override
   public void close() {
-    Pool caller = ownPool.get();
-    if (closing && caller != null) {
-      return; // the close() in progress waits for this node's threads, this caller's included
-    }
-    synchronized (this) {
-      if (lifecycle != Lifecycle.RUNNING) {
-        lifecycle = Lifecycle.CLOSED;
-        return;
+    if (!closeCalled.compareAndSet(false, true)) {
+      if (ownPool.get() == null && !SerialDelivery.isDeliveringFor(this)) {
+        closeDone.join(); // the first close(), on another thread, is not waiting for this one
       }
-      closing = true;
-      leave(caller);
+      return;
+    }
+    try {
+      synchronized (this) { // start() may still hold it, until its first ring
+        if (lifecycle != Lifecycle.RUNNING) {
+          lifecycle = Lifecycle.CLOSED;
+          return;
+        }
+        leave(ownPool.get());
+      }
+    } finally {
+      closeDone.complete(null);
     }
   }
 
   private void leave(Pool caller) {
+    boolean idle = true;
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
-      // leave. The view thread only builds rings and queues callbacks (unless a listener was
-      // registered with a same-thread executor: then it may be this very thread), so this takes
-      // milliseconds.
+      // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds,
+      // unless a listener on a same-thread executor runs on it: then it may be this very thread,
+      // which queues the change itself (views queued behind it are dropped: the node is leaving).
       if (caller == Pool.VIEW) {
         node.announceLeaving();
       } else {
         node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
             TimeUnit.MILLISECONDS);
       }
-      if (!node.awaitListeners(deadline) && !config.leaveTimeout().isZero()) {
+      idle = node.awaitListeners(deadline);
+      if (!idle && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
       }
@@ -233,21 +245,26 @@ public final class Ringmaster implements AutoCloseable {
     } catch (ExecutionException | TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
-      shutdown(caller); // whatever happened above, the node leaves and its threads stop
+      shutdown(caller, idle); // whatever happened above, the node leaves and its threads stop
     }
   }
 
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
   synchronized void closeAbruptly() {
-    shutdown(ownPool.get());
+    closeCalled.set(true);
+    shutdown(ownPool.get(), false);
+    closeDone.complete(null);
   }
 
   /**
    * Leaves the cluster and stops the node's pools. A pool that runs the caller (a listener, or a
-   * same-thread listener on the view or gossip thread, closing the node) is neither interrupted
-   * nor waited for: its threads end once the caller's callback returns.
+   * same-thread listener on the view or gossip thread, closing the node) is not waited for, and
+   * the caller is not interrupted: its thread ends once the callback returns.
+   *
+   * @param listenersIdle whether the listeners were found idle; if not, and the caller is one of
+   *                      them, the others are interrupted at once (they had leaveTimeout)
    */
-  private void shutdown(Pool caller) {
+  private void shutdown(Pool caller, boolean listenersIdle) {
     lifecycle = Lifecycle.CLOSED;
     node.close(); // no view installed or callback queued from here on
     stop(gossipTimer, caller == Pool.GOSSIP);
@@ -260,7 +277,15 @@ public final class Ringmaster implements AutoCloseable {
       await(viewThread, caller == Pool.VIEW);
       await(gossipTimer, caller == Pool.GOSSIP);
       listenerPool.shutdown();
-      if (caller != Pool.LISTENERS && !listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
+      if (caller == Pool.LISTENERS) {
+        if (!listenersIdle) {
+          boolean wasInterrupted = Thread.currentThread().isInterrupted();
+          listenerPool.shutdownNow(); // interrupts this thread too: undone below
+          if (!wasInterrupted) {
+            Thread.interrupted();
+          }
+        }
+      } else if (!listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
         listenerPool.shutdownNow();
       }
     } catch (InterruptedException e) {
@@ -456,13 +481,18 @@ public final class Ringmaster implements AutoCloseable {
     Objects.requireNonNull(executor, "executor");
     SerialDelivery<OwnershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
-        listener::onOwnershipChange, executor, () -> node.removeOwnershipListener(self[0]));
+        listener::onOwnershipChange, executor, this, () -> node.removeOwnershipListener(self[0]));
     return node.addOwnershipListener(self[0]);
   }
 
   /** Ownership listeners registered now (for tests). */
   int ownershipListenerCount() {
     return node.ownershipListenerCount();
+  }
+
+  /** Membership listeners registered now (for tests). */
+  int membershipListenerCount() {
+    return node.membershipListenerCount();
   }
 
   /** Adds a membership listener run on the node's listener pool. */
@@ -476,7 +506,7 @@ public final class Ringmaster implements AutoCloseable {
     Objects.requireNonNull(executor, "executor");
     SerialDelivery<MembershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
-        listener::onMembershipChange, executor, () -> node.removeMembershipListener(self[0]));
+        listener::onMembershipChange, executor, this, () -> node.removeMembershipListener(self[0]));
     return node.addMembershipListener(self[0]);
   }
 
@@ -493,7 +523,7 @@ public final class Ringmaster implements AutoCloseable {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(executor, "executor");
     SerialDelivery<RingDivergence>[] self = holder();
-    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor,
+    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor, this,
         () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
     return self[0];

@@ -7,25 +7,46 @@ import java.util.function.Consumer;
 /**
  * Delivers events to one listener, one at a time and in order, on an executor. A listener that
  * throws is logged and keeps receiving; a listener that blocks holds up only itself.
+ *
+ * <p>Publishing is two steps, so that no listener runs under the publisher's lock: {@link
+ * #enqueue} under the lock (which fixes the order), then {@link #launch()} after it (where a
+ * same-thread executor runs the listener).
  */
 final class SerialDelivery<E> implements Registration {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
 
+  /** The node whose listener the current thread is running, if any. */
+  private static final ThreadLocal<Object> DELIVERING = new ThreadLocal<>();
+
   private final String name;
   private final Consumer<E> listener;
   private final Executor executor;
+  private final Object owner;
   private final Runnable onClose;
   private final ArrayDeque<E> queue = new ArrayDeque<>();
+  /** Events queued or being delivered: a drain is launched or about to be. */
   private boolean running;
-  /** The thread running {@link #drain()}, while {@link #running}. */
+  /** Set by the {@link #enqueue} that found the listener idle, until its {@link #launch()}. */
+  private boolean launchPending;
+  /** The thread running {@link #drain()}, while it runs. */
   private Thread drainer;
   private boolean closed;
 
-  SerialDelivery(String name, Consumer<E> listener, Executor executor, Runnable onClose) {
+  /**
+   * @param owner   the node, for {@link #isDeliveringFor}
+   * @param onClose removes the listener from its node, when closed or when its executor refuses
+   */
+  SerialDelivery(String name, Consumer<E> listener, Executor executor, Object owner, Runnable onClose) {
     this.name = name;
     this.listener = listener;
     this.executor = executor;
+    this.owner = owner;
     this.onClose = onClose;
+  }
+
+  /** Whether the current thread is running, right now, a callback of one of this node's listeners. */
+  static boolean isDeliveringFor(Object owner) {
+    return DELIVERING.get() == owner;
   }
 
   /** Queues an event and starts delivering it if the listener is idle. */
@@ -37,8 +58,7 @@ final class SerialDelivery<E> implements Registration {
 
   /**
    * Queues an event. True if the listener was idle: the caller must then {@link #launch()} the
-   * delivery, after releasing any lock it holds, since a same-thread executor runs the listener
-   * right there.
+   * delivery, after releasing any lock it holds.
    */
   synchronized boolean enqueue(E event) {
     if (closed) {
@@ -49,18 +69,30 @@ final class SerialDelivery<E> implements Registration {
       return false;
     }
     running = true;
+    launchPending = true;
     return true;
   }
 
-  /** Hands the queued events to the executor; after {@link #enqueue} returned true. */
+  /**
+   * Hands the queued events to the executor, if an {@link #enqueue} asked for it and no one has
+   * done it yet: anyone may call it, once or more (close() does, for deliveries a same-thread
+   * listener's callback holds up).
+   */
   void launch() {
+    synchronized (this) {
+      if (!launchPending) {
+        return;
+      }
+      launchPending = false;
+    }
     try {
       executor.execute(this::drain);
-    } catch (RuntimeException e) {
-      // A RejectedExecutionException, or anything else the caller's executor throws. Skipping
-      // this callback and delivering later ones would hand the listener a sequence with a gap
-      // (the fold would no longer give its ownership): remove it instead, loudly. Nothing
-      // escapes to the thread that published the change, so other listeners still get it.
+    } catch (RuntimeException | Error e) {
+      // A RejectedExecutionException, or anything else the executor throws (an Error too, such
+      // as no memory for a new thread: rethrown, it would strand the deliveries launched after
+      // this one). Skipping this callback and delivering later ones would hand the listener a
+      // sequence with a gap (the fold would no longer give its ownership): remove it instead,
+      // loudly. Nothing escapes to the publisher, so other listeners still get the change.
       synchronized (this) {
         running = false;
         closed = true;
@@ -77,21 +109,31 @@ final class SerialDelivery<E> implements Registration {
     synchronized (this) {
       drainer = Thread.currentThread();
     }
-    while (true) {
-      E event;
-      synchronized (this) {
-        event = queue.poll();
-        if (event == null || closed) {
-          running = false;
-          drainer = null;
-          notifyAll();
-          return;
+    Object outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
+    try {
+      while (true) {
+        E event;
+        synchronized (this) {
+          event = queue.poll();
+          if (event == null || closed) {
+            running = false;
+            drainer = null;
+            notifyAll();
+            return;
+          }
+        }
+        DELIVERING.set(owner);
+        try {
+          listener.accept(event);
+        } catch (Throwable t) {
+          LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", t);
         }
       }
-      try {
-        listener.accept(event);
-      } catch (Throwable t) {
-        LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", t);
+    } finally {
+      if (outer == null) {
+        DELIVERING.remove(); // no trace left on an application's thread
+      } else {
+        DELIVERING.set(outer);
       }
     }
   }

@@ -111,8 +111,8 @@ class DuplicateIdMergeTest {
 
     Merged() {
       node.setLocalAddress(local);
-      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, () -> { }));
-      node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, () -> { }));
+      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, this, () -> { }));
+      node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, this, () -> { }));
       View side = View.create(addressC, 5, addressC, local);
       node.onView(side);
       View other = View.create(addressA, 5, addressA, holder);

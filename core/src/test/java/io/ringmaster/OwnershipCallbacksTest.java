@@ -101,6 +101,7 @@ class OwnershipCallbacksTest {
           await().atMost(WAIT).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
           assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons, id);
           assertTrue(n.channel().isClosed(), id + " left the cluster");
+          await().atMost(WAIT).until(() -> nodeThreads(id).isEmpty()); // none leaked
         }
       } finally {
         own.shutdown();
@@ -113,25 +114,78 @@ class OwnershipCallbacksTest {
   void close_whileItsListenerClosesTheNodeToo_bothReturn() {
     try (TestCluster cluster = new TestCluster("close-twice")) {
       cluster.start("keeper");
-      List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+      ExecutorService own = Executors.newSingleThreadExecutor();
+      try {
+        // The listener's close() comes while the application's close() waits for it: the listener's
+        // must not wait for the application's, nor the application's for the listener's.
+        Map<String, Executor> executors = new LinkedHashMap<>();
+        executors.put("pool", null);
+        executors.put("same-thread", Runnable::run);
+        executors.put("own-thread", own);
+        for (Map.Entry<String, Executor> e : executors.entrySet()) {
+          List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+          AtomicReference<Ringmaster> self = new AtomicReference<>();
+          OwnershipListener closeOnLeaving = change -> {
+            reasons.add(change.reason());
+            if (change.reason() == OwnershipChange.Reason.LEAVING) {
+              self.get().close();
+            }
+          };
+          String id = "twice-" + e.getKey();
+          Ringmaster n = cluster.start(cluster.builder(id).leaveTimeout(Duration.ofMinutes(5)), node -> {
+            self.set(node);
+            if (e.getValue() == null) {
+              node.addOwnershipListener(closeOnLeaving);
+            } else {
+              node.addOwnershipListener(closeOnLeaving, e.getValue());
+            }
+          });
+          await().atMost(WAIT).until(() -> reasons.size() == 1);
+
+          CompletableFuture<Void> closed = CompletableFuture.runAsync(n::close);
+          await().atMost(WAIT).until(closed::isDone);
+          assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons, id);
+          assertTrue(n.channel().isClosed(), id);
+        }
+      } finally {
+        own.shutdown();
+      }
+    }
+  }
+
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_fromASameThreadListener_otherListenersStillGetEveryChange() {
+    try (TestCluster cluster = new TestCluster("close-others")) {
+      cluster.start("keeper");
+      List<OwnershipChange.Reason> others = new CopyOnWriteArrayList<>();
+      List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
+      List<Boolean> closed = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> self = new AtomicReference<>();
-      // On the view thread, which the first close() needs: the second must not wait for the first.
-      Ringmaster n = cluster.start(cluster.builder("twice").leaveTimeout(Duration.ofMinutes(5)), node -> {
+      // Registered first, so its callback on the view thread comes before the others are launched.
+      Ringmaster n = cluster.start(cluster.builder("closer").leaveTimeout(Duration.ofMinutes(5)), node -> {
         self.set(node);
         node.addOwnershipListener(change -> {
-          reasons.add(change.reason());
-          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          if (change.reason() == OwnershipChange.Reason.VIEW) {
             self.get().close();
+            closed.add(true);
           }
         }, Runnable::run);
+        node.addOwnershipListener(change -> others.add(change.reason()));
+        node.addMembershipListener(memberships::add);
       });
-      await().atMost(WAIT).until(() -> reasons.size() == 1);
-
-      CompletableFuture<Void> closed = CompletableFuture.runAsync(n::close);
-      await().atMost(WAIT).until(closed::isDone);
-      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons);
-      assertTrue(n.channel().isClosed());
+      await().atMost(WAIT).until(() -> !closed.isEmpty());
+      await().atMost(WAIT).until(() -> others.size() == 2 && memberships.size() == 1);
+      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), others);
+      assertEquals(List.of("closer", "keeper"), memberships.get(0).members().stream().map(Member::id).toList());
+      assertEquals(3, n.ownershipListenerCount() + n.membershipListenerCount(), "no listener was dropped");
     }
+  }
+
+  /** The live threads of the node with this id. */
+  private static List<String> nodeThreads(String id) {
+    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+        .filter(name -> name.startsWith("ringmaster-") && name.contains("-" + id + "-")).toList();
   }
 
   @Test

@@ -33,10 +33,12 @@ class RefusalAndConfigTest {
       assertTrue(e.getMessage().contains("replicas: 3 on c, 2 on a"), e.getMessage());
       // c fails on its own first view; a refuses c on its copy of that view, maybe a moment
       // later, and tells its membership listeners: no member joined, c was refused, and why.
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> !recorder.memberships().isEmpty());
+      // (Its first call, on registering, was the members then: a and b, joined from nothing.)
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> recorder.memberships().size() == 2);
+      assertEquals(-1, recorder.memberships().get(0).previousViewId());
       assertTrue(a.stats().refusedMembers() >= 1);
       assertEquals(checksum, a.ring().checksum());
-      MembershipChange change = recorder.memberships().get(0);
+      MembershipChange change = recorder.memberships().get(1);
       assertEquals(List.of(), change.joined(), "the refused node never entered a's ring");
       assertEquals(1, change.refused().size(), change.toString());
       MembershipChange.Refusal refusal = change.refused().get(0);
@@ -184,7 +186,8 @@ class RefusalAndConfigTest {
       }
       task.run();
     };
-    SerialDelivery<String> delivery = new SerialDelivery<>("test listener", seen::add, flaky, () -> removed[0] = true);
+    SerialDelivery<String> delivery = new SerialDelivery<>("test listener", seen::add, flaky, this,
+        () -> removed[0] = true);
     delivery.submit("first");
     delivery.submit("second"); // rejected
     delivery.submit("third");
