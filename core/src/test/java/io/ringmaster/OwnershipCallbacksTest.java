@@ -67,16 +67,9 @@ class OwnershipCallbacksTest {
       cluster.start("keeper");
       // Far longer than the await below: a close() that waited for its caller would fail it.
       Duration leaveTimeout = Duration.ofMinutes(5);
-      // The node's listener pool; a same-thread executor (the callback then runs on the view
-      // thread, which close() needs to queue the LEAVING change); an application's own thread.
       ExecutorService own = Executors.newSingleThreadExecutor();
       try {
-        Map<String, Executor> executors = new LinkedHashMap<>();
-        executors.put("pool", null);
-        executors.put("same-thread", Runnable::run);
-        executors.put("own-thread", own);
-        for (Map.Entry<String, Executor> e : executors.entrySet()) {
-          Executor executor = e.getValue();
+        for (Map.Entry<String, Executor> e : listenerExecutors(own).entrySet()) {
           List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
           List<Boolean> interrupted = new CopyOnWriteArrayList<>();
           AtomicReference<Ringmaster> self = new AtomicReference<>();
@@ -88,14 +81,8 @@ class OwnershipCallbacksTest {
             }
           };
           String id = "inside-" + e.getKey();
-          Ringmaster n = cluster.start(cluster.builder(id).leaveTimeout(leaveTimeout), node -> {
-            self.set(node);
-            if (executor == null) {
-              node.addOwnershipListener(closeOnJoin);
-            } else {
-              node.addOwnershipListener(closeOnJoin, executor);
-            }
-          });
+          Ringmaster n = startListening(cluster, cluster.builder(id).leaveTimeout(leaveTimeout), e.getValue(),
+              closeOnJoin, self);
           await().atMost(WAIT).until(() -> !interrupted.isEmpty());
           assertEquals(List.of(false), interrupted, id + ": close() left the listener's thread uninterrupted");
           await().atMost(WAIT).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
@@ -118,11 +105,7 @@ class OwnershipCallbacksTest {
       try {
         // The listener's close() comes while the application's close() waits for it: the listener's
         // must not wait for the application's, nor the application's for the listener's.
-        Map<String, Executor> executors = new LinkedHashMap<>();
-        executors.put("pool", null);
-        executors.put("same-thread", Runnable::run);
-        executors.put("own-thread", own);
-        for (Map.Entry<String, Executor> e : executors.entrySet()) {
+        for (Map.Entry<String, Executor> e : listenerExecutors(own).entrySet()) {
           List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
           AtomicReference<Ringmaster> self = new AtomicReference<>();
           OwnershipListener closeOnLeaving = change -> {
@@ -132,14 +115,8 @@ class OwnershipCallbacksTest {
             }
           };
           String id = "twice-" + e.getKey();
-          Ringmaster n = cluster.start(cluster.builder(id).leaveTimeout(Duration.ofMinutes(5)), node -> {
-            self.set(node);
-            if (e.getValue() == null) {
-              node.addOwnershipListener(closeOnLeaving);
-            } else {
-              node.addOwnershipListener(closeOnLeaving, e.getValue());
-            }
-          });
+          Ringmaster n = startListening(cluster, cluster.builder(id).leaveTimeout(Duration.ofMinutes(5)),
+              e.getValue(), closeOnLeaving, self);
           await().atMost(WAIT).until(() -> reasons.size() == 1);
 
           CompletableFuture<Void> closed = CompletableFuture.runAsync(n::close);
@@ -180,6 +157,31 @@ class OwnershipCallbacksTest {
       assertEquals(List.of("closer", "keeper"), memberships.get(0).members().stream().map(Member::id).toList());
       assertEquals(3, n.ownershipListenerCount() + n.membershipListenerCount(), "no listener was dropped");
     }
+  }
+
+  /**
+   * Where a listener can run: the node's listener pool (null: the default), a same-thread executor
+   * (the view thread, which close() needs to queue the LEAVING change), an application's thread.
+   */
+  private static Map<String, Executor> listenerExecutors(Executor own) {
+    Map<String, Executor> executors = new LinkedHashMap<>();
+    executors.put("pool", null);
+    executors.put("same-thread", Runnable::run);
+    executors.put("own-thread", own);
+    return executors;
+  }
+
+  /** Starts a node with an ownership listener added before it joins, which finds it in {@code self}. */
+  private static Ringmaster startListening(TestCluster cluster, Ringmaster.Builder builder, Executor executor,
+                                           OwnershipListener listener, AtomicReference<Ringmaster> self) {
+    return cluster.start(builder, node -> {
+      self.set(node);
+      if (executor == null) {
+        node.addOwnershipListener(listener);
+      } else {
+        node.addOwnershipListener(listener, executor);
+      }
+    });
   }
 
   /** The live threads of the node with this id. */
