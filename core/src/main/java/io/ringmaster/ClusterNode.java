@@ -387,19 +387,20 @@ final class ClusterNode {
 
   /**
    * Waits for every listener to finish what is queued, except the one the calling thread is
-   * delivering to (if any: it cannot be waited for); false if the deadline passed first.
+   * delivering to (if any: it cannot be waited for) and those on {@code unwaited} (null for none);
+   * false if the deadline passed first.
    */
-  boolean awaitListeners(long deadlineNanos) throws InterruptedException {
+  boolean awaitListeners(long deadlineNanos, java.util.concurrent.Executor unwaited) throws InterruptedException {
     // A listener on a same-thread executor calling close() holds up the launch of the deliveries
     // queued after its own: launch them here, or they could not finish before it returns.
     ownershipListeners.forEach(SerialDelivery::launch);
     membershipListeners.forEach(SerialDelivery::launch);
     boolean idle = true;
     for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
-      idle &= l.awaitIdle(deadlineNanos);
+      idle &= l.executor() == unwaited || l.awaitIdle(deadlineNanos);
     }
     for (SerialDelivery<MembershipChange> l : membershipListeners) {
-      idle &= l.awaitIdle(deadlineNanos);
+      idle &= l.executor() == unwaited || l.awaitIdle(deadlineNanos);
     }
     return idle;
   }

@@ -158,23 +158,23 @@ public final class Ringmaster implements AutoCloseable {
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
-      shutdown(null, false);
+      shutdown(null, false, null);
       Throwable cause = e.getCause();
       throw new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
           + "\": " + cause.getMessage(), cause);
     } catch (TimeoutException e) {
-      shutdown(null, false);
+      shutdown(null, false, null);
       throw new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
           + config.startTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      shutdown(null, false);
+      shutdown(null, false, null);
       throw new RingmasterException("interrupted while starting node " + config.nodeId(), e);
     } catch (RingmasterException | IllegalArgumentException e) {
-      shutdown(null, false);
+      shutdown(null, false, null);
       throw e;
     } catch (Exception e) {
-      shutdown(null, false);
+      shutdown(null, false, null);
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
     }
@@ -188,17 +188,20 @@ public final class Ringmaster implements AutoCloseable {
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
-   * second for each of its three pools; a listener still busy then is interrupted). Afterwards the
-   * lookups answer for the last ring, as {@link #ring()} does. Idempotent: a second call waits for
-   * the first to finish, unless it comes from one of this node's listeners (see below).
+   * second for each of its three pools; a listener on the node's pool still busy then is
+   * interrupted). Afterwards the lookups answer for the last ring, as {@link #ring()} does.
+   * Idempotent: a second call waits for the first to finish, unless it comes from one of this
+   * node's listeners (see below).
    *
    * <p>A listener may call it, on any executor. That close() cannot wait for the listener calling
    * it: that listener's own LEAVING change, and anything else queued for it, comes after its
    * callback returns, when the node has left the cluster. It still names the new owners, but the
    * node's channel is closed by then; a listener that hands data off on its LEAVING change should
-   * call close() from another thread. The other listeners are waited for as usual, and the calling
-   * thread is not interrupted. A listener that calls close() while another close() is under way
-   * returns at once, since that close() may be waiting for it.
+   * call close() from another thread. The other listeners are waited for as usual, except those
+   * on the caller's own executor when that is not the node's pool (a serial executor would run
+   * them only after the caller returns). The calling thread is not interrupted. A listener that
+   * calls close() while another close() is under way returns at once, since that close() may be
+   * waiting for it.
    */
   @Override
   public void close() {
@@ -214,15 +217,21 @@ public final class Ringmaster implements AutoCloseable {
           lifecycle = Lifecycle.CLOSED;
           return;
         }
-        leave(ownPool.get());
       }
+      // Outside the lock: a listener on a same-thread executor may run here (closeCalled keeps
+      // start() and a second close() out).
+      leave(ownPool.get());
     } finally {
       closeDone.complete(null);
     }
   }
 
   private void leave(Pool caller) {
-    boolean idle = true;
+    boolean idle = false;
+    Executor unwaited = SerialDelivery.callingExecutor(this);
+    if (unwaited == listenerPool) {
+      unwaited = null; // many threads: the caller does not hold up the others
+    }
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
@@ -235,7 +244,7 @@ public final class Ringmaster implements AutoCloseable {
         node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
             TimeUnit.MILLISECONDS);
       }
-      idle = node.awaitListeners(deadline);
+      idle = node.awaitListeners(deadline, unwaited);
       if (!idle && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -245,14 +254,14 @@ public final class Ringmaster implements AutoCloseable {
     } catch (ExecutionException | TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
-      shutdown(caller, idle); // whatever happened above, the node leaves and its threads stop
+      shutdown(caller, idle, unwaited); // whatever happened above, the node leaves and its threads stop
     }
   }
 
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
   synchronized void closeAbruptly() {
     closeCalled.set(true);
-    shutdown(ownPool.get(), false);
+    shutdown(ownPool.get(), false, null);
     closeDone.complete(null);
   }
 
@@ -262,9 +271,10 @@ public final class Ringmaster implements AutoCloseable {
    * the caller is not interrupted: its thread ends once the callback returns.
    *
    * @param listenersIdle whether the listeners were found idle; if not, and the caller is one of
-   *                      them, the others are interrupted at once (they had leaveTimeout)
+   *                      them on the node's pool, the others get a second more, then an interrupt
+   * @param unwaited      the caller's executor, whose listeners are not waited for, or null
    */
-  private void shutdown(Pool caller, boolean listenersIdle) {
+  private synchronized void shutdown(Pool caller, boolean listenersIdle, Executor unwaited) {
     lifecycle = Lifecycle.CLOSED;
     node.close(); // no view installed or callback queued from here on
     stop(gossipTimer, caller == Pool.GOSSIP);
@@ -278,7 +288,7 @@ public final class Ringmaster implements AutoCloseable {
       await(gossipTimer, caller == Pool.GOSSIP);
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
-        if (!listenersIdle) {
+        if (!listenersIdle && !node.awaitListeners(System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited)) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
           listenerPool.shutdownNow(); // interrupts this thread too: undone below
           if (!wasInterrupted) {

@@ -15,8 +15,8 @@ import java.util.function.Consumer;
 final class SerialDelivery<E> implements Registration {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
 
-  /** The node whose listener the current thread is running, if any. */
-  private static final ThreadLocal<Object> DELIVERING = new ThreadLocal<>();
+  /** The delivery whose listener the current thread is running, if any (the innermost). */
+  private static final ThreadLocal<SerialDelivery<?>> DELIVERING = new ThreadLocal<>();
 
   private final String name;
   private final Consumer<E> listener;
@@ -46,7 +46,21 @@ final class SerialDelivery<E> implements Registration {
 
   /** Whether the current thread is running, right now, a callback of one of this node's listeners. */
   static boolean isDeliveringFor(Object owner) {
-    return DELIVERING.get() == owner;
+    SerialDelivery<?> current = DELIVERING.get();
+    return current != null && current.owner == owner;
+  }
+
+  /**
+   * The executor of the node's listener the current thread is running, or null: close() does not
+   * wait for the node's other listeners on it, since a serial executor runs them only afterwards.
+   */
+  static Executor callingExecutor(Object owner) {
+    SerialDelivery<?> current = DELIVERING.get();
+    return current != null && current.owner == owner ? current.executor : null;
+  }
+
+  Executor executor() {
+    return executor;
   }
 
   /** Queues an event and starts delivering it if the listener is idle. */
@@ -109,7 +123,7 @@ final class SerialDelivery<E> implements Registration {
     synchronized (this) {
       drainer = Thread.currentThread();
     }
-    Object outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
+    SerialDelivery<?> outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
     try {
       while (true) {
         E event;
@@ -122,7 +136,7 @@ final class SerialDelivery<E> implements Registration {
             return;
           }
         }
-        DELIVERING.set(owner);
+        DELIVERING.set(this);
         try {
           listener.accept(event);
         } catch (Throwable t) {

@@ -159,6 +159,77 @@ class OwnershipCallbacksTest {
     }
   }
 
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_fromAListener_doesNotWaitForListenersQueuedBehindItOnItsExecutor() {
+    try (TestCluster cluster = new TestCluster("close-shared")) {
+      cluster.start("keeper");
+      ExecutorService serial = Executors.newSingleThreadExecutor();
+      try {
+        List<String> calls = new CopyOnWriteArrayList<>();
+        CountDownLatch added = new CountDownLatch(1);
+        AtomicReference<Ringmaster> self = new AtomicReference<>();
+        OwnershipListener closer = change -> {
+          calls.add("closer " + change.reason());
+          if (change.reason() == OwnershipChange.Reason.VIEW) {
+            awaitQuietly(added);
+            self.get().close(); // the membership listener below waits on this very thread
+            calls.add("closed");
+          }
+        };
+        startListening(cluster, cluster.builder("shared").leaveTimeout(Duration.ofMinutes(5)), serial, closer, self);
+        // (added after start: its first call, the members then, queues behind the closer's join)
+        self.get().addMembershipListener(m -> calls.add("members"), serial);
+        added.countDown();
+        await().atMost(WAIT).until(() -> calls.contains("members") && calls.contains("closer LEAVING"));
+        assertEquals(List.of("closer VIEW", "closed", "closer LEAVING", "members"), calls);
+      } finally {
+        serial.shutdown();
+      }
+    }
+  }
+
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_fromAPoolListener_interruptsAnotherStillBusyAfterLeaveTimeout_butNotItself() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-stuck")) {
+      cluster.start("keeper");
+      CountDownLatch never = new CountDownLatch(1);
+      CountDownLatch added = new CountDownLatch(1);
+      List<Boolean> stuckInterrupted = new CopyOnWriteArrayList<>();
+      List<Boolean> closerInterrupted = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> self = new AtomicReference<>();
+      OwnershipListener closer = change -> {
+        if (change.reason() == OwnershipChange.Reason.VIEW) {
+          awaitQuietly(added);
+          self.get().close();
+          closerInterrupted.add(Thread.currentThread().isInterrupted());
+        }
+      };
+      startListening(cluster, cluster.builder("stuck").leaveTimeout(Duration.ofMillis(300)), null, closer, self);
+      self.get().addOwnershipListener(change -> {
+        try {
+          never.await(); // a hand-off that never ends
+        } catch (InterruptedException e) {
+          stuckInterrupted.add(true);
+        }
+      });
+      added.countDown();
+      await().atMost(WAIT).until(() -> !closerInterrupted.isEmpty() && !stuckInterrupted.isEmpty());
+      assertEquals(List.of(false), closerInterrupted, "the closing listener's own thread");
+      assertTrue(self.get().channel().isClosed());
+    }
+  }
+
+  /** For listeners: waits for the test to add the other listeners (never for long). */
+  private static void awaitQuietly(CountDownLatch latch) {
+    try {
+      latch.await(20, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /**
    * Where a listener can run: the node's listener pool (null: the default), a same-thread executor
    * (the view thread, which close() needs to queue the LEAVING change), an application's thread.
