@@ -218,8 +218,8 @@ public final class Ringmaster implements AutoCloseable {
           return;
         }
       }
-      // Outside the lock: a listener on a same-thread executor may run here (closeCalled keeps
-      // start() and a second close() out).
+      // Outside the lock: a listener on a same-thread executor may run here. start() has returned
+      // (a second call fails: the node is started), and closeCalled keeps a second close() out.
       leave(ownPool.get());
     } finally {
       closeDone.complete(null);
