@@ -206,7 +206,7 @@ public final class Ringmaster implements AutoCloseable {
   @Override
   public void close() {
     if (!closeCalled.compareAndSet(false, true)) {
-      if (ownPool.get() == null && !SerialDelivery.isDeliveringFor(this)) {
+      if (ownPool.get() == null && SerialDelivery.callingExecutor(this) == null) {
         closeDone.join(); // the first close(), on another thread, is not waiting for this one
       }
       return;

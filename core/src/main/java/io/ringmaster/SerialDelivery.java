@@ -28,12 +28,10 @@ final class SerialDelivery<E> implements Registration {
   private boolean running;
   /** Set by the {@link #enqueue} that found the listener idle, until its {@link #launch()}. */
   private boolean launchPending;
-  /** The thread running {@link #drain()}, while it runs. */
-  private Thread drainer;
   private boolean closed;
 
   /**
-   * @param owner   the node, for {@link #isDeliveringFor}
+   * @param owner   the node, for {@link #callingExecutor}
    * @param onClose removes the listener from its node, when closed or when its executor refuses
    */
   SerialDelivery(String name, Consumer<E> listener, Executor executor, Object owner, Runnable onClose) {
@@ -44,15 +42,10 @@ final class SerialDelivery<E> implements Registration {
     this.onClose = onClose;
   }
 
-  /** Whether the current thread is running, right now, a callback of one of this node's listeners. */
-  static boolean isDeliveringFor(Object owner) {
-    SerialDelivery<?> current = DELIVERING.get();
-    return current != null && current.owner == owner;
-  }
-
   /**
-   * The executor of the node's listener the current thread is running, or null: close() does not
-   * wait for the node's other listeners on it, since a serial executor runs them only afterwards.
+   * The executor of the node's listener whose callback the current thread is running, or null if
+   * it runs none. close() does not wait for the node's other listeners on it, since a serial
+   * executor runs them only afterwards.
    */
   static Executor callingExecutor(Object owner) {
     SerialDelivery<?> current = DELIVERING.get();
@@ -120,9 +113,6 @@ final class SerialDelivery<E> implements Registration {
   }
 
   private void drain() {
-    synchronized (this) {
-      drainer = Thread.currentThread();
-    }
     SerialDelivery<?> outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
     try {
       while (true) {
@@ -131,7 +121,6 @@ final class SerialDelivery<E> implements Registration {
           event = queue.poll();
           if (event == null || closed) {
             running = false;
-            drainer = null;
             notifyAll();
             return;
           }
@@ -163,7 +152,7 @@ final class SerialDelivery<E> implements Registration {
    */
   synchronized boolean awaitIdle(long deadlineNanos) throws InterruptedException {
     while (running || !queue.isEmpty()) {
-      if (drainer == Thread.currentThread()) {
+      if (DELIVERING.get() == this) {
         return true;
       }
       long left = deadlineNanos - System.nanoTime();
