@@ -480,15 +480,22 @@ public final class Ringmaster implements AutoCloseable {
 
   // ---------------------------------------------------------------- listeners
 
-  /** Adds an ownership listener run on the node's listener pool. */
+  /**
+   * Adds an ownership listener run on the node's listener pool.
+   *
+   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   */
   public Registration addOwnershipListener(OwnershipListener listener) {
     return addOwnershipListener(listener, listenerPool);
   }
 
-  /** Adds an ownership listener run on {@code executor}, one call at a time. */
+  /**
+   * Adds an ownership listener run on {@code executor}, one call at a time.
+   *
+   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   */
   public Registration addOwnershipListener(OwnershipListener listener, Executor executor) {
-    Objects.requireNonNull(listener, "listener");
-    Objects.requireNonNull(executor, "executor");
+    requireOpen(listener, executor);
     SerialDelivery<OwnershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
         listener::onOwnershipChange, executor, this, () -> node.removeOwnershipListener(self[0]));
@@ -505,22 +512,38 @@ public final class Ringmaster implements AutoCloseable {
     return node.membershipListenerCount();
   }
 
-  /** Adds a membership listener run on the node's listener pool. */
+  /** Divergence listeners registered now (for tests). */
+  int divergenceListenerCount() {
+    return divergenceListeners.size();
+  }
+
+  /**
+   * Adds a membership listener run on the node's listener pool.
+   *
+   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   */
   public Registration addMembershipListener(MembershipListener listener) {
     return addMembershipListener(listener, listenerPool);
   }
 
-  /** Adds a membership listener run on {@code executor}, one call at a time. */
+  /**
+   * Adds a membership listener run on {@code executor}, one call at a time.
+   *
+   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   */
   public Registration addMembershipListener(MembershipListener listener, Executor executor) {
-    Objects.requireNonNull(listener, "listener");
-    Objects.requireNonNull(executor, "executor");
+    requireOpen(listener, executor);
     SerialDelivery<MembershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
         listener::onMembershipChange, executor, this, () -> node.removeMembershipListener(self[0]));
     return node.addMembershipListener(self[0]);
   }
 
-  /** Adds a listener for ring divergences found by the checksum gossip. */
+  /**
+   * Adds a listener for ring divergences found by the checksum gossip, run on the node's listener pool.
+   *
+   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   */
   public Registration addDivergenceListener(Consumer<RingDivergence> listener) {
     return addDivergenceListener(listener, listenerPool);
   }
@@ -528,15 +551,30 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Adds a divergence listener run on the given executor, one call at a time. Reports are handed
    * to the executor from the node's gossip thread, never from a JGroups thread.
+   *
+   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
    */
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
-    Objects.requireNonNull(listener, "listener");
-    Objects.requireNonNull(executor, "executor");
+    requireOpen(listener, executor);
     SerialDelivery<RingDivergence>[] self = holder();
     self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor, this,
         () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
     return self[0];
+  }
+
+  /**
+   * Refuses a listener once close() was called. A listener added then would hear nothing (the
+   * LEAVING change may already be queued, and the node's pool is stopping), and failing here tells
+   * the application so rather than leaving it waiting for calls that never come.
+   */
+  private void requireOpen(Object listener, Executor executor) {
+    Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(executor, "executor");
+    if (closeCalled.get()) {
+      throw new IllegalStateException("node " + config.nodeId() + " is closed: a listener added now would never"
+          + " be called; add listeners before close(), or to a new node");
+    }
   }
 
   @SuppressWarnings("unchecked")

@@ -169,6 +169,34 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void addListener_afterClose_failsSayingTheNodeIsClosed_andRegistersNothing() {
+    try (TestCluster cluster = new TestCluster("listener-after-close")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      a.close();
+      b.closeAbruptly(); // what a crash looks like to b's listeners
+      List<Runnable> adds = List.of(
+          () -> a.addOwnershipListener(change -> { }),
+          () -> a.addOwnershipListener(change -> { }, Runnable::run),
+          () -> a.addMembershipListener(change -> { }),
+          () -> a.addMembershipListener(change -> { }, Runnable::run),
+          () -> a.addDivergenceListener(report -> { }),
+          () -> a.addDivergenceListener(report -> { }, Runnable::run));
+      for (Runnable add : adds) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, add::run);
+        assertTrue(e.getMessage().startsWith("node a is closed: a listener added now would never be called"),
+            e.getMessage());
+      }
+      assertEquals(0, a.ownershipListenerCount());
+      assertEquals(0, a.membershipListenerCount());
+      assertEquals(0, a.divergenceListenerCount());
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> b.addOwnershipListener(c -> { }));
+      assertTrue(e.getMessage().startsWith("node b is closed"), e.getMessage());
+      assertEquals(0, b.ownershipListenerCount());
+    }
+  }
+
+  @Test
   void builder_weightGivingTooManyTokens_failsNamingWeightAndVirtualNodes() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).weight(20_000).buildConfig());
@@ -235,17 +263,6 @@ class RefusalAndConfigTest {
       org.awaitility.Awaitility.await().atMost(WAIT).until(() -> good.foldMatches(a.ring(), "a", 1));
       assertTrue(calls.get() > 1, "the executor was asked for the join's change");
       assertEquals(listenersBefore[0] + 1, a.ownershipListenerCount(), "the throwing listener was removed");
-    }
-  }
-
-  @Test
-  void listener_addedAfterTheNodeStopped_getsNoInitialChange() {
-    try (TestCluster cluster = new TestCluster("added-after-close")) {
-      Ringmaster a = cluster.start("a");
-      a.closeAbruptly();
-      List<OwnershipChange> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
-      a.addOwnershipListener(seen::add, Runnable::run);
-      assertEquals(List.of(), seen, "a stopped node owns nothing to tell");
     }
   }
 
