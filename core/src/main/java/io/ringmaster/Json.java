@@ -38,7 +38,9 @@ final class Json {
   static Ringmaster.Builder readConfig(Path file, Ringmaster.Builder builder) {
     JsonNode root;
     try {
-      root = STRICT.readTree(Files.readString(file));
+      String text = Files.readString(file);
+      // Some editors start UTF-8 files with a byte order mark; it is not JSON, but not a mistake either.
+      root = STRICT.readTree(text.startsWith("\uFEFF") ? text.substring(1) : text);
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("config file not found: " + file.toAbsolutePath());
     } catch (JsonProcessingException e) {
@@ -78,7 +80,9 @@ final class Json {
       case "jgroupsConfig" -> {
         String stack = text(v);
         Path beside = file.toAbsolutePath().getParent().resolve(stack);
-        b.jgroupsConfig(Files.isRegularFile(beside) ? beside.toString() : stack);
+        String resolved = Files.isRegularFile(beside) ? beside.toString() : stack;
+        Stacks.checkExists(resolved); // fails here, where the message can name this file
+        b.jgroupsConfig(resolved);
       }
       case "endpoint" -> b.endpoint(text(v));
       case "bindAddress" -> b.bindAddress(text(v));

@@ -402,7 +402,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Whether this node is among the key's owners (primary or backup). False while the node is not
-   * in the ring ({@link #isInRing}); after {@link #close()}, answers for the last ring.
+   * in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
+   * {@link #ownerOf(String)} fails); after {@link #close()}, answers for the last ring.
    */
   public boolean isLocal(String key) {
     return isLocalAt(HashRing.position(key));
@@ -415,7 +416,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Whether this node is the key's primary owner. Allocation-free. False while the node is not in
-   * the ring ({@link #isInRing}); after {@link #close()}, answers for the last ring.
+   * the ring ({@link #isInRing}), and when no member has a weight above 0; after {@link #close()},
+   * answers for the last ring.
    */
   public boolean isPrimary(String key) {
     return isPrimaryAt(HashRing.position(key));
@@ -426,14 +428,17 @@ public final class Ringmaster implements AutoCloseable {
     return isPrimaryAt(HashRing.position(key));
   }
 
+  // A ring without tokens (every member at weight 0: routers, or members warming up) owns no key:
+  // ownerOf() fails there, but "is it mine?" has an answer, no.
   private boolean isLocalAt(long position) {
     ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
-    return s.localInRing() && s.ring().ownersOfPosition(position, config.replicas()).contains(localMember);
+    return s.localInRing() && !s.ring().isEmpty()
+        && s.ring().ownersOfPosition(position, config.replicas()).contains(localMember);
   }
 
   private boolean isPrimaryAt(long position) {
     ClusterNode.Snapshot s = node.state();
-    return s.localInRing() && s.ring().ownerOfPosition(position).equals(localMember);
+    return s.localInRing() && !s.ring().isEmpty() && s.ring().ownerOfPosition(position).equals(localMember);
   }
 
   /** This node as a ring member. */
@@ -690,7 +695,8 @@ public final class Ringmaster implements AutoCloseable {
     /**
      * This member's weight (default 1): it gets {@code round(virtualNodes * weight)} tokens, so a
      * share of the keys proportional to its weight; 0 joins the cluster but owns nothing. Finite
-     * and at least 0.
+     * and at least 0; {@link #buildConfig()} also refuses a weight above 0 that gives no token
+     * (below {@code 0.5 / virtualNodes}), which would own nothing without saying so.
      */
     public Builder weight(double weight) {
       if (!(weight >= 0) || Double.isInfinite(weight)) {
@@ -820,6 +826,11 @@ public final class Ringmaster implements AutoCloseable {
       }
       Stacks.checkExists(jgroupsConfig);
       long tokens = Math.round(virtualNodes * weight);
+      if (tokens == 0 && weight > 0) {
+        throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives 0 tokens,"
+            + " so this member would own nothing: use weight 0 for a member that owns nothing, or at least "
+            + 0.5 / virtualNodes + " (half a token)");
+      }
       if (tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "
             + tokens + " tokens, more than " + HashRing.MAX_TOKENS_PER_MEMBER + ": lower weight or virtualNodes");

@@ -1,6 +1,8 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.Member;
@@ -39,6 +41,30 @@ class ClusterAgreementTest {
         }
         assertEquals(1, nodes.stream().filter(n -> n.isPrimary(key)).count(), "exactly one primary for " + key);
         assertEquals(2, nodes.stream().filter(n -> n.isLocal(key)).count(), "exactly two owners for " + key);
+      }
+    }
+  }
+
+  @Test
+  void weightZeroMembersOnly_isLocalAndIsPrimaryAnswerFalse_ownerOfFailsSayingSo() {
+    try (TestCluster cluster = new TestCluster("routers-only")) {
+      Ringmaster router = cluster.start(cluster.builder("router").weight(0));
+      assertTrue(router.isInRing());
+      byte[] bytes = "user:1".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      assertFalse(router.isLocal("user:1"));
+      assertFalse(router.isPrimary("user:1"));
+      assertFalse(router.isLocal(bytes));
+      assertFalse(router.isPrimary(bytes));
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> router.ownerOf("user:1"));
+      assertTrue(e.getMessage().contains("no tokens"), e.getMessage());
+
+      Ringmaster store = cluster.start("store"); // now the keys have an owner, and it is not the router
+      TestCluster.awaitAgreement(List.of(router, store), 2, Duration.ofSeconds(10));
+      for (int k = 0; k < 1_000; k++) {
+        String key = "user:" + k;
+        assertEquals("store", router.ownerOf(key).id());
+        assertTrue(store.isPrimary(key) && store.isLocal(key), key);
+        assertFalse(router.isPrimary(key) || router.isLocal(key), key);
       }
     }
   }

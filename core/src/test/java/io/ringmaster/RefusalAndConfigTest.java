@@ -111,8 +111,8 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"virtualNodes\": 0}", "setting \"virtualNodes\"", ": 0");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"replicas\": 1.5}", "setting \"replicas\"", "whole number");
     assertConfigError(dir, "{\"nodeId\": \"\"}", "setting \"nodeId\"", "non-empty");
-    assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"nowhere/stack.xml\"}", "jgroupsConfig",
-        "nowhere/stack.xml");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"nowhere/stack.xml\"}",
+        "setting \"jgroupsConfig\" in " + dir.resolve("node"), "nowhere/stack.xml");
     assertConfigError(dir, "{\"weight\": 1}", "nodeId is required", ".json does not set \"nodeId\"");
     assertConfigError(dir, "{\"nodeId\": \"a\"} {\"nodeId\": \"b\"}", "not valid JSON", "Trailing token");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"nodeId\": \"b\"}", "not valid JSON", "Duplicate field 'nodeId'");
@@ -128,6 +128,9 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"gossipIntervalMillis\": 0}", "gossipInterval", "between 1 ms", ": 0 ms");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 86400001}", "leaveTimeout",
         "24 hours", "86400001 ms");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 0.0001}", "weight 1.0E-4 with virtualNodes 1024 gives 0 tokens");
+    Path bom = Files.writeString(dir.resolve("bom.json"), "\uFEFF{\"nodeId\": \"a\", \"weight\": 2}");
+    assertEquals(2.0, Ringmaster.builder().config(bom).buildConfig().weight(), "a UTF-8 byte order mark is skipped");
     Path missing = dir.resolve("absent.json");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(missing));
     assertTrue(e.getMessage().contains("config file not found") && e.getMessage().contains("absent.json"), e.getMessage());
@@ -194,6 +197,21 @@ class RefusalAndConfigTest {
       assertTrue(e.getMessage().startsWith("node b is closed"), e.getMessage());
       assertEquals(0, b.ownershipListenerCount());
     }
+  }
+
+  @Test
+  void builder_weightGivingNoToken_failsNamingWeightVirtualNodesAndTheSmallestWeight() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(100).weight(0.004)
+            .buildConfig());
+    assertTrue(e.getMessage().startsWith("weight 0.004 with virtualNodes 100 gives 0 tokens"), e.getMessage());
+    assertTrue(e.getMessage().contains("use weight 0 for a member that owns nothing, or at least 0.005"),
+        e.getMessage());
+    // Half a token rounds up to one (round half up), and weight 0 stays a member that owns nothing.
+    assertEquals(0.005, Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(100)
+        .weight(0.005).buildConfig().weight());
+    assertEquals(0.0, Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).weight(0).buildConfig()
+        .weight());
   }
 
   @Test
