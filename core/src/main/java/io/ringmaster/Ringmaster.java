@@ -827,9 +827,9 @@ public final class Ringmaster implements AutoCloseable {
       Stacks.checkExists(jgroupsConfig);
       long tokens = Math.round(virtualNodes * weight);
       if (tokens == 0 && weight > 0) {
-        throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives 0 tokens,"
-            + " so this member would own nothing: use weight 0 for a member that owns nothing, or at least "
-            + 0.5 / virtualNodes + " (half a token)");
+        throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes
+            + " gives 0 tokens, so this member would own nothing: use weight 0 for a member that owns nothing,"
+            + " or at least " + 0.5 / virtualNodes + " (half a token)");
       }
       if (tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "

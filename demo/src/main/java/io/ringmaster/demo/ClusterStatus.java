@@ -8,12 +8,13 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.Collections;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 /** The launcher's {@code status}: one line per live peer from its {@code /stats}, and ring agreement. */
 final class ClusterStatus {
@@ -26,7 +27,9 @@ final class ClusterStatus {
   }
 
   /**
-   * Prints the table and whether the peers agree.
+   * Prints the table and whether the peers agree. Other ring members that answer at the endpoint
+   * they announced (peers started by hand, or one restarted by hand under the id of a peer this
+   * launcher started) get a row too, and their keys count in the totals.
    *
    * @param peers the live peers this launcher started
    * @param gone  the ids of peers it started that have exited
@@ -39,8 +42,7 @@ final class ClusterStatus {
     out.printf("%-10s %-24s %5s %-17s %7s %8s %8s %6s %9s %8s %8s%n", "id", "url", "view", "checksum", "members",
         "primary", "backup", "stray", "migrating", "movedIn", "movedOut");
     TreeSet<String> rings = new TreeSet<>();
-    long primary = 0;
-    long backup = 0;
+    long[] keys = new long[2];
     int answered = 0;
     for (PeerProcess p : peers) {
       Optional<JsonNode> s = get(p.url() + "/stats");
@@ -48,33 +50,47 @@ final class ClusterStatus {
         out.printf("%-10s %-24s (no answer)%n", p.id(), p.url());
         continue;
       }
-      JsonNode j = s.get();
       answered++;
-      rings.add(j.path("viewId").asLong() + "/" + j.path("checksum").asText());
-      primary += j.path("primaryKeys").asLong();
-      backup += j.path("backupKeys").asLong();
-      out.printf("%-10s %-24s %5d %-17s %7d %8d %8d %6d %9d %8d %8d%n", p.id(), p.url(), j.path("viewId").asLong(),
-          j.path("checksum").asText(), j.path("members").asInt(), j.path("primaryKeys").asLong(),
-          j.path("backupKeys").asLong(), j.path("strayKeys").asLong(),
-          j.path("migrationsInProgress").asInt() + j.path("pendingCallbacks").asInt(),
-          j.path("keysMigratedIn").asLong(), j.path("keysMigratedOut").asLong());
+      rings.add(row(p.id(), p.url(), s.get(), keys));
     }
     if (rings.size() == 1 && answered == peers.size()) {
-      Set<String> others = new TreeSet<>(ringIds(peers.get(0)).orElse(Set.of()));
+      Map<String, String> others = new TreeMap<>(ringEndpoints(peers.get(0)).orElse(Map.of()));
       peers.forEach(p -> others.remove(p.id()));
+      List<String> notes = new ArrayList<>();
+      others.forEach((id, endpoint) -> {
+        Optional<JsonNode> s = answering(id, endpoint);
+        if (s.isPresent()) {
+          row(id, endpoint, s.get(), keys);
+          notes.add(id + " (started by hand)");
+        } else {
+          notes.add(id + (gone.contains(id) ? " (exited, not yet out of the ring)" : " (not started here, no answer"
+              + (endpoint.isEmpty() ? "" : " at " + endpoint) + ")"));
+        }
+      });
       out.println("ring: all " + answered + " peers agree (view/checksum " + rings.first() + ")"
-          + (others.isEmpty() ? "" : "; also in it: " + others.stream()
-              .map(id -> id + (gone.contains(id) ? " (exited, not yet out of the ring)" : " (not started here)"))
-              .collect(Collectors.joining(", "))));
+          + (notes.isEmpty() ? "" : "; also in it: " + String.join(", ", notes)));
     } else {
       out.println("ring: peers DISAGREE or did not answer: " + rings + " (rings settle within a second or two)");
     }
-    out.println("keys: " + primary + " primary copies, " + backup + " backup copies");
+    out.println("keys: " + keys[0] + " primary copies, " + keys[1] + " backup copies");
+  }
+
+  /** Prints one peer's row and adds its keys to {@code keys}; returns its view id and checksum. */
+  private String row(String id, String url, JsonNode j, long[] keys) {
+    keys[0] += j.path("primaryKeys").asLong();
+    keys[1] += j.path("backupKeys").asLong();
+    out.printf("%-10s %-24s %5d %-17s %7d %8d %8d %6d %9d %8d %8d%n", id, url, j.path("viewId").asLong(),
+        j.path("checksum").asText(), j.path("members").asInt(), j.path("primaryKeys").asLong(),
+        j.path("backupKeys").asLong(), j.path("strayKeys").asLong(),
+        j.path("migrationsInProgress").asInt() + j.path("pendingCallbacks").asInt(),
+        j.path("keysMigratedIn").asLong(), j.path("keysMigratedOut").asLong());
+    return j.path("viewId").asLong() + "/" + j.path("checksum").asText();
   }
 
   /**
    * Whether every live peer answers from one ring (the same view and checksum) that holds all of
-   * them and none of the peers that exited; it may hold peers started by hand.
+   * them and none of the peers that exited, unless a peer restarted by hand under that id answers
+   * for it; the ring may hold peers started by hand.
    */
   boolean agree(List<PeerProcess> peers, Set<String> gone) {
     TreeSet<String> rings = new TreeSet<>();
@@ -88,18 +104,29 @@ final class ClusterStatus {
     if (rings.size() != 1) {
       return false;
     }
-    Optional<Set<String>> ids = ringIds(peers.get(0));
-    return ids.isPresent() && ids.get().containsAll(peers.stream().map(PeerProcess::id).toList())
-        && Collections.disjoint(ids.get(), gone);
+    Optional<Map<String, String>> members = ringEndpoints(peers.get(0));
+    if (members.isEmpty() || !members.get().keySet().containsAll(peers.stream().map(PeerProcess::id).toList())) {
+      return false;
+    }
+    return gone.stream().filter(members.get()::containsKey)
+        .allMatch(id -> answering(id, members.get().get(id)).isPresent());
   }
 
-  /** The ids of the members of a peer's ring. */
-  private Optional<Set<String>> ringIds(PeerProcess p) {
+  /** The members of a peer's ring, each with the endpoint it announced ("" for none). */
+  private Optional<Map<String, String>> ringEndpoints(PeerProcess p) {
     return get(p.url() + "/ring?ranges=false").map(ring -> {
-      Set<String> ids = new TreeSet<>();
-      ring.path("members").forEach(m -> ids.add(m.path("id").asText()));
-      return ids;
+      Map<String, String> members = new TreeMap<>();
+      ring.path("members").forEach(m -> members.put(m.path("id").asText(), m.path("endpoint").asText()));
+      return members;
     });
+  }
+
+  /** The {@code /stats} of ring member {@code id}, if a peer with that id, in the ring, answers at {@code endpoint}. */
+  private Optional<JsonNode> answering(String id, String endpoint) {
+    if (!endpoint.startsWith("http://") && !endpoint.startsWith("https://")) {
+      return Optional.empty();
+    }
+    return get(endpoint + "/stats").filter(s -> s.path("id").asText().equals(id) && s.path("inRing").asBoolean());
   }
 
   private Optional<JsonNode> get(String url) {

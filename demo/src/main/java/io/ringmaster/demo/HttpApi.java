@@ -93,15 +93,18 @@ final class HttpApi implements HttpHandler {
       allow(ex, "GET");
       // ?ranges=false leaves out the ranges (megabytes for 50 members of 1024 virtual nodes):
       // the page polls without them and fetches them only when the ring changes.
-      send(ex, 200, ring.reply(!"false".equals(query(ex).get("ranges"))));
+      send(ex, 200, ring.reply(flag(query(ex, "/ring", "ranges"), "ranges", true)));
     } else if (path.equals("/stats")) {
       allow(ex, "GET");
+      query(ex, "/stats");
       send(ex, 200, stats.get());
     } else if (path.equals("/events")) {
       allow(ex, "GET");
+      query(ex, "/events");
       events.subscribe(ex);
     } else if (path.equals("/events/recent")) {
       allow(ex, "GET");
+      query(ex, "/events/recent");
       sendRaw(ex, 200, "[" + String.join(",", events.recent()) + "]");
     } else if (path.equals("/keys")) {
       allow(ex, "GET");
@@ -117,6 +120,8 @@ final class HttpApi implements HttpHandler {
       throw HttpError.methodNotAllowed(method, "/kv/{key}", "GET, PUT, DELETE");
     }
     String key = KeyCodec.validate(KeyCodec.decode(rawKey));
+    Map<String, String> q = method.equals("GET")
+        ? query(ex, "GET /kv/{key}", "local") : query(ex, method + " /kv/{key}");
     switch (method) {
       case "PUT" -> {
         KvService.Written w = kv.put(key, readValue(ex));
@@ -127,7 +132,7 @@ final class HttpApi implements HttpHandler {
         send(ex, 200, new Written(key, w.owners(), w.version().stamp(), w.version().writer(), true));
       }
       default -> {
-        if ("true".equals(query(ex).get("local"))) {
+        if (flag(q, "local", false)) {
           local(ex, key);
           return;
         }
@@ -156,7 +161,7 @@ final class HttpApi implements HttpHandler {
   }
 
   private void keys(HttpExchange ex) {
-    Map<String, String> q = query(ex);
+    Map<String, String> q = query(ex, "/keys", "role", "limit");
     String role = q.getOrDefault("role", "all");
     if (!List.of("all", "primary", "backup", "stray").contains(role)) {
       throw new HttpError(400, "role must be all, primary, backup or stray: " + role);
@@ -239,22 +244,51 @@ final class HttpApi implements HttpHandler {
   }
 
   /** The query's parameters; the last of a repeated name wins. */
-  private static Map<String, String> query(HttpExchange ex) {
+  /**
+   * The request's query parameters, refused with a 400 unless each is one of {@code allowed} and
+   * given once: a misspelt or repeated parameter would otherwise be ignored, and the client would
+   * get an answer to another question than the one it asked.
+   */
+  private static Map<String, String> query(HttpExchange ex, String route, String... allowed) {
     String raw = ex.getRequestURI().getRawQuery();
     Map<String, String> out = new HashMap<>();
     if (raw == null || raw.isEmpty()) {
       return out;
     }
     for (String pair : raw.split("&")) {
+      if (pair.isEmpty()) {
+        continue; // "?a=1&" or "?&": nothing asked
+      }
       int eq = pair.indexOf('=');
+      String name;
+      String value;
       try {
-        String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
-        out.put(name, eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
+        name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+        value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
       } catch (IllegalArgumentException e) {
         throw new HttpError(400, "malformed query parameter: " + pair);
       }
+      if (!List.of(allowed).contains(name)) {
+        throw new HttpError(400, "unknown query parameter \"" + name + "\" for " + route + "; "
+            + (allowed.length == 0 ? "it takes none" : "it takes " + String.join(", ", allowed)));
+      }
+      if (out.put(name, value) != null) {
+        throw new HttpError(400, "query parameter " + name + " given more than once");
+      }
     }
     return out;
+  }
+
+  /** A boolean query parameter: {@code true}, {@code false}, or absent for the default. */
+  private static boolean flag(Map<String, String> query, String name, boolean absent) {
+    String v = query.get(name);
+    if (v == null) {
+      return absent;
+    }
+    if (!v.equals("true") && !v.equals("false")) {
+      throw new HttpError(400, name + " must be true or false: " + v);
+    }
+    return v.equals("true");
   }
 
   private static void allow(HttpExchange ex, String allowed) {

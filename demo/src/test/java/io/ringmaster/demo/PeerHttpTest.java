@@ -59,6 +59,12 @@ class PeerHttpTest {
     assertFalse(r.body().contains("\tat "), "no stack trace: " + r.body());
   }
 
+  /** A refusal whose reason is exactly {@code reason}. */
+  private static void assertReason(int status, HttpResponse<String> r, String reason) {
+    assertRefused(status, r);
+    assertEquals(reason, PeerCluster.parse(r.body()).path("error").asText());
+  }
+
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void badRequests_eachRefusedWithJsonReason_peerKeepsServing() throws Exception {
@@ -79,6 +85,19 @@ class PeerHttpTest {
     assertEquals("GET", deleteRing.headers().firstValue("Allow").orElse(""));
     assertRefused(400, send("GET", "/kv/%C3%28", null)); // escapes that are not UTF-8
     assertRefused(400, send("GET", "/keys?role=bogus", null));
+    // Query parameters: a misspelt, repeated or unreadable one is refused, not ignored.
+    assertReason(400, send("GET", "/kv/q?local=1", null), "local must be true or false: 1");
+    assertReason(400, send("GET", "/kv/q?lcoal=true", null),
+        "unknown query parameter \"lcoal\" for GET /kv/{key}; it takes local");
+    assertReason(400, send("GET", "/ring?ranges=0", null), "ranges must be true or false: 0");
+    assertReason(400, send("GET", "/keys?role=primary&role=backup", null),
+        "query parameter role given more than once");
+    assertReason(400, send("GET", "/stats?verbose=true", null),
+        "unknown query parameter \"verbose\" for /stats; it takes none");
+    assertReason(400, send("PUT", "/kv/q?local=true", "v"),
+        "unknown query parameter \"local\" for PUT /kv/{key}; it takes none");
+    assertRefused(404, send("GET", "/kv/q", null)); // the refused PUT stored nothing
+    assertEquals(200, send("GET", "/keys?role=primary&limit=5&", null).statusCode(), "a trailing & asks nothing");
     // Escapes that are not hex never reach the API: the JDK server refuses the request line itself.
     assertTrue(rawRequest("GET /kv/%zz HTTP/1.1").startsWith("HTTP/1.1 400"));
     String doubleSlash = rawRequest("GET //kv/a HTTP/1.1");
