@@ -26,7 +26,12 @@ final class EventLog implements AutoCloseable {
   static final int CAPACITY = 200;
   static final int MAX_SUBSCRIBERS = 32;
   static final int QUEUE = 1_000;
-  static final Duration HEARTBEAT = Duration.ofSeconds(15);
+  /**
+   * How often an idle stream gets a comment line. A browser that went away is noticed only when a
+   * write fails (the first write after it left usually still succeeds), so this also bounds how
+   * long its place among the {@value #MAX_SUBSCRIBERS} stays taken: about two heartbeats.
+   */
+  static final Duration HEARTBEAT = Duration.ofSeconds(2);
 
   /** One event as sent: its sequence number and JSON. */
   private record Sse(long id, String json) {}

@@ -220,6 +220,54 @@ class PeerHttpTest {
 
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void events_subscribersOverTheLimitRefused_andPlacesFreedSoonAfterClientsLeave() throws Exception {
+    List<Socket> streams = new ArrayList<>();
+    try {
+      for (int i = 0; i < EventLog.MAX_SUBSCRIBERS; i++) {
+        Socket s = openEvents();
+        streams.add(s);
+        String head = readUntil(s, ": connected");
+        assertTrue(head.startsWith("HTTP/1.1 200"), head);
+      }
+      assertEquals(EventLog.MAX_SUBSCRIBERS, cluster.json("solo", "/stats").path("eventSubscribers").asInt());
+      assertRefused(503, send("GET", "/events", null));
+    } finally {
+      for (Socket s : streams) {
+        s.close(); // the browser tab goes away, without a word to the peer
+      }
+    }
+    // A departed client is noticed when a heartbeat fails to reach it: about two heartbeats (4 s),
+    // with room here for a loaded machine; a reloading page would otherwise get 503s meanwhile.
+    await("every place freed").atMost(Duration.ofSeconds(12)).pollInterval(Duration.ofMillis(200))
+        .until(() -> cluster.json("solo", "/stats").path("eventSubscribers").asInt() == 0);
+    try (Socket again = openEvents()) {
+      assertTrue(readUntil(again, ": connected").startsWith("HTTP/1.1 200"));
+    }
+  }
+
+  private Socket openEvents() throws IOException {
+    Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort());
+    s.setSoTimeout(10_000);
+    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+    return s;
+  }
+
+  /** Reads from {@code s} until {@code marker} has arrived; returns what was read. */
+  private static String readUntil(Socket s, String marker) throws IOException {
+    StringBuilder read = new StringBuilder();
+    InputStream in = s.getInputStream();
+    while (read.indexOf(marker) < 0) {
+      int b = in.read();
+      if (b < 0) {
+        throw new AssertionError("stream ended before \"" + marker + "\": " + read);
+      }
+      read.append((char) b);
+    }
+    return read.toString();
+  }
+
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void ringAndPage_served_withDocumentedShape() {
     JsonNode ring = cluster.json("solo", "/ring");
     assertEquals("solo", ring.path("local").asText());
