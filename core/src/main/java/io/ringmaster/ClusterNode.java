@@ -12,15 +12,21 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
+import org.jgroups.util.UUID;
 
 /**
  * Turns views into rings and rings into callbacks, on the node's own view thread.
@@ -40,8 +46,30 @@ final class ClusterNode {
   record Snapshot(long viewId, Address viewCreator, HashRing ring, Map<String, Address> addresses,
                   Map<String, NodeMetadata> metadata, boolean localInRing) {}
 
+  /** Tells the members new to the ring in a view which members the ring had before it. */
+  interface RingBeforeSender {
+    void send(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers);
+  }
+
+  /** A view, by number and creator, as another member names it in a message. */
+  private record ViewKey(long id, long creatorHigh, long creatorLow) {
+    static ViewKey of(long id, Address creator) {
+      UUID u = creator instanceof UUID uuid ? uuid : new UUID(0, 0);
+      return new ViewKey(id, u.getMostSignificantBits(), u.getLeastSignificantBits());
+    }
+  }
+
+  /** How many old members tell the newcomers of a view what the ring was before it. */
+  static final int RING_BEFORE_SENDERS = 3;
+
+  /** At most this many announced rings are kept for views not installed yet. */
+  private static final int MAX_RINGS_BEFORE = 16;
+
   private final NodeMetadata local;
   private final ExecutorService viewThread;
+  private final Duration ringBeforeTimeout;
+  private final Map<ViewKey, CompletableFuture<List<Member>>> ringsBefore = new ConcurrentHashMap<>();
+  private volatile RingBeforeSender ringBeforeSender = (viewId, creator, before, newcomers) -> { };
   private final List<SerialDelivery<OwnershipChange>> ownershipListeners = new CopyOnWriteArrayList<>();
   private final List<SerialDelivery<MembershipChange>> membershipListeners = new CopyOnWriteArrayList<>();
   private final Object publishLock = new Object();
@@ -61,14 +89,34 @@ final class ClusterNode {
   final AtomicLong lastChangeMillis = new AtomicLong();
   final AtomicLong refusals = new AtomicLong();
 
-  ClusterNode(NodeMetadata local, ExecutorService viewThread) {
+  /**
+   * @param ringBeforeTimeout how long this node's first view waits for an old member to say which
+   *                          members the ring had before it (see {@link #ringBeforeJoining})
+   */
+  ClusterNode(NodeMetadata local, ExecutorService viewThread, Duration ringBeforeTimeout) {
     this.local = local;
     this.viewThread = viewThread;
+    this.ringBeforeTimeout = ringBeforeTimeout;
     this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false);
   }
 
   void setLocalAddress(Address address) {
     this.localAddress = address;
+  }
+
+  void setRingBeforeSender(RingBeforeSender sender) {
+    this.ringBeforeSender = sender;
+  }
+
+  /**
+   * Called on a JGroups thread with an old member's account of the ring before a view, for this
+   * node's first view: hands it to the view thread, which may be waiting for it or not there yet.
+   */
+  void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before) {
+    if (viewId <= state.viewId() || ringsBefore.size() >= MAX_RINGS_BEFORE) {
+      return; // too late to matter, or not asked for
+    }
+    ringsBefore.computeIfAbsent(ViewKey.of(viewId, viewCreator), k -> new CompletableFuture<>()).complete(before);
   }
 
   Snapshot state() {
@@ -142,13 +190,16 @@ final class ClusterNode {
     lastBuildNanos.set(System.nanoTime() - started);
 
     // A node new to the ring (its first ring, or its first since the cluster refused it) is
-    // compared with that ring without the node: the same gains as from nothing (it owned nothing
-    // before), but each names the members that hold the data now, not the member that held this
-    // node's id until it left (which handed its data to them). A ring in which this node is not
-    // admitted counts as one where it holds nothing, even if another member holds its id: what it
-    // loses then goes to that member, by the id.
+    // compared with the ring before this view without the node: the same gains as from nothing
+    // (it owned nothing before), but each names the members that hold the data now, not the
+    // member that held this node's id until it left (which handed its data to them), nor a member
+    // that joined in this same view. A ring in which this node is not admitted counts as one where
+    // it holds nothing, even if another member holds its id: what it loses then goes to that
+    // member, by the id.
     boolean newToRing = localIn && (previous.viewId() < 0 || !previous.localInRing());
-    HashRing before = newToRing ? ring.without(local.id()) : previous.ring();
+    HashRing before = !newToRing ? previous.ring()
+        : previous.viewId() >= 0 ? previous.ring().without(local.id()) // refused until now: it saw that ring
+        : ringBeforeJoining(view, ring, addresses.size());
     RingDiff diff = RingDiff.compute(before, previous.localInRing(), ring, localIn, local.id(), local.replicas());
     MembershipChange membership = membershipChange(previous, next, view, refused);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
@@ -180,6 +231,72 @@ final class ClusterNode {
     idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
+    }
+    ringsBefore.keySet().removeIf(k -> k.id() <= viewId);
+    if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
+      tellNewcomers(view, previous, next);
+    }
+  }
+
+  /**
+   * The ring before the view that brought this node into the cluster. Only the old members know
+   * it: in the view, a member that joined with this node looks like any other. So this waits for
+   * one of them to say which members it had ({@link #tellNewcomers}); the wait ends as soon as the
+   * first answer is here, usually within milliseconds. Without an answer (the senders crashed, or
+   * none is a Ringmaster node), the ring of this view without this node stands in: then the
+   * sources of a range may name a member that joined with it and holds none of the data.
+   */
+  private HashRing ringBeforeJoining(View view, HashRing ring, int admitted) {
+    if (admitted <= 1 || view instanceof MergeView) {
+      return ring.without(local.id()); // alone: nothing before; a merge: no old member to ask
+    }
+    ViewKey key = ViewKey.of(view.getViewId().getId(), view.getViewId().getCreator());
+    CompletableFuture<List<Member>> told = ringsBefore.computeIfAbsent(key, k -> new CompletableFuture<>());
+    try {
+      return ring.withMembers(told.get(ringBeforeTimeout.toMillis(), TimeUnit.MILLISECONDS)).without(local.id());
+    } catch (TimeoutException | ExecutionException | IllegalArgumentException e) {
+      LOG.log(Level.WARNING, "{0}: no member said within {1} ms which members the ring had before view {2};"
+          + " the sources of this node''s first ranges may name members that joined with it",
+          local.id(), ringBeforeTimeout.toMillis(), view.getViewId());
+      return ring.without(local.id());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt(); // the node is closing
+      return ring.without(local.id());
+    } finally {
+      ringsBefore.remove(key);
+    }
+  }
+
+  /**
+   * Tells the members new to the ring in this view which members it had before, if this node is
+   * one of the first {@value #RING_BEFORE_SENDERS} members of the view (in view order) that were in
+   * the ring before and still are. Every old member installed the same previous view, so they agree
+   * on who they are; more than one, so that a sender that has just crashed (it leaves the view only
+   * later) does not leave the newcomers waiting. A newcomer takes the first answer.
+   */
+  private void tellNewcomers(View view, Snapshot previous, Snapshot next) {
+    Set<Address> before = new HashSet<>(previous.addresses().values());
+    List<Address> newcomers = new ArrayList<>();
+    for (Address a : next.addresses().values()) {
+      if (!before.contains(a)) {
+        newcomers.add(a);
+      }
+    }
+    if (newcomers.isEmpty()) {
+      return;
+    }
+    Set<Address> now = new HashSet<>(next.addresses().values());
+    int senders = 0;
+    for (Address a : view.getMembers()) {
+      if (now.contains(a) && before.contains(a)) {
+        if (a.equals(localAddress)) {
+          ringBeforeSender.send(next.viewId(), next.viewCreator(), previous.ring().members(), newcomers);
+          return;
+        }
+        if (++senders == RING_BEFORE_SENDERS) {
+          return;
+        }
+      }
     }
   }
 

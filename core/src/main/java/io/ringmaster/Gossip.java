@@ -1,5 +1,6 @@
 package io.ringmaster;
 
+import io.ringmaster.ring.Member;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -17,16 +18,21 @@ import org.jgroups.Message;
 import org.jgroups.util.UUID;
 
 /**
- * The agreement check: now and then, tell one random peer {@code (view id, view creator, ring
- * checksum)}. A peer that installed the same view but computed another ring reports a
- * {@link RingDivergence}.
- * Messages are a few bytes; a receiver only compares a few longs on the JGroups thread and queues
- * the event for the listeners' threads.
+ * The node's own messages. The agreement check: now and then, tell one random peer {@code (view
+ * id, view creator, ring checksum)}. A peer that installed the same view but computed another ring
+ * reports a {@link RingDivergence}. Those messages are a few bytes; a receiver only compares a few
+ * longs on the JGroups thread and queues the event for the listeners' threads.
+ *
+ * <p>And the ring before a join: members new to the ring cannot know which members the ring had
+ * before the view that admitted them (another newcomer of the same view looks like an old member),
+ * so one old member tells them ({@link #sendRingBefore}).
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
   /** 2: view id, view creator, checksum, sender (1 was the format without the creator, now ignored). */
   static final byte TYPE_CHECKSUM = 2;
+  /** View id, view creator, then the ring's members before that view: a count, then id, weight, zone. */
+  static final byte TYPE_RING_BEFORE = 3;
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -78,29 +84,77 @@ final class Gossip {
     return bytes.toByteArray();
   }
 
-  /** Handles a message on a JGroups thread: decode, compare, queue. Never blocks. */
+  /**
+   * Tells the members new to the ring in a view which members the ring had before it. On the
+   * gossip thread: a send may wait for flow control.
+   */
+  void sendRingBefore(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers) {
+    byte[] payload = encodeRingBefore(viewId, viewCreator, before);
+    for (Address newcomer : newcomers) {
+      try {
+        channel.send(new BytesMessage(newcomer, payload));
+      } catch (Exception e) {
+        LOG.log(Level.DEBUG, "telling {0} the ring before view {1} failed: {2}", newcomer, viewId, e);
+      }
+    }
+  }
+
+  static byte[] encodeRingBefore(long viewId, Address viewCreator, List<Member> before) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32 + 24 * before.size());
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeByte(TYPE_RING_BEFORE);
+      out.writeLong(viewId);
+      UUID creator = viewCreator instanceof UUID u ? u : NO_CREATOR;
+      out.writeLong(creator.getMostSignificantBits());
+      out.writeLong(creator.getLeastSignificantBits());
+      out.writeInt(before.size());
+      for (Member m : before) {
+        out.writeUTF(m.id());
+        out.writeDouble(m.weight());
+        out.writeUTF(m.zone());
+      }
+    } catch (IOException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+    return bytes.toByteArray();
+  }
+
+  /** Handles a message on a JGroups thread: decode, then compare and queue, or hand over. Never blocks. */
   void receive(Message msg) {
     if (!msg.hasArray()) {
-      return; // not ours: our gossip is always a byte array
+      return; // not ours: our messages are always a byte array
     }
     byte[] payload = msg.getArray();
-    if (payload == null || msg.getLength() < 1 || payload[msg.getOffset()] != TYPE_CHECKSUM) {
+    if (payload == null || msg.getLength() < 1) {
       return;
     }
-    long viewId;
-    UUID creator;
-    long checksum;
-    String sender;
+    byte type = payload[msg.getOffset()];
+    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE) {
+      return;
+    }
     try (DataInputStream in = new DataInputStream(
         new java.io.ByteArrayInputStream(payload, msg.getOffset() + 1, msg.getLength() - 1))) {
-      viewId = in.readLong();
-      creator = new UUID(in.readLong(), in.readLong());
-      checksum = in.readLong();
-      sender = in.readUTF();
-    } catch (IOException malformed) {
-      LOG.log(Level.DEBUG, "malformed gossip from {0}", msg.getSrc());
-      return;
+      long viewId = in.readLong();
+      UUID creator = new UUID(in.readLong(), in.readLong());
+      if (type == TYPE_CHECKSUM) {
+        checksum(viewId, creator, in.readLong(), in.readUTF());
+      } else {
+        int count = in.readInt();
+        if (count < 0 || count > in.available()) {
+          throw new IOException("member count " + count);
+        }
+        List<Member> before = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          before.add(new Member(in.readUTF(), in.readDouble(), in.readUTF()));
+        }
+        node.ringBeforeArrived(viewId, creator, before);
+      }
+    } catch (IOException | IllegalArgumentException malformed) {
+      LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed);
     }
+  }
+
+  private void checksum(long viewId, UUID creator, long checksum, String sender) {
     received.incrementAndGet();
     ClusterNode.Snapshot s = node.state();
     // The same view (number and coordinator) must give the same ring; a partition that reached

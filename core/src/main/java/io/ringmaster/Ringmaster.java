@@ -70,6 +70,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
+  /** At most how long a node's first view waits for an old member to say what the ring was before it. */
+  private static final Duration RING_BEFORE_TIMEOUT = Duration.ofSeconds(5);
 
   private final RingmasterConfig config;
   private final NodeMetadata metadata;
@@ -96,7 +98,9 @@ public final class Ringmaster implements AutoCloseable {
     this.viewThread = Executors.newSingleThreadExecutor(threads("ringmaster-view-" + id, Pool.VIEW));
     this.listenerPool = Executors.newCachedThreadPool(threads("ringmaster-listener-" + id, Pool.LISTENERS));
     this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id, Pool.GOSSIP));
-    this.node = new ClusterNode(metadata, viewThread);
+    // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
+    this.node = new ClusterNode(metadata, viewThread, RING_BEFORE_TIMEOUT.compareTo(config.startTimeout()) < 0
+        ? RING_BEFORE_TIMEOUT : config.startTimeout().dividedBy(2));
   }
 
   /** A builder with the defaults of {@link Builder}. */
@@ -136,6 +140,13 @@ public final class Ringmaster implements AutoCloseable {
     try {
       channel = Stacks.create(config);
       gossip = new Gossip(config.nodeId(), channel, node, this::divergence);
+      node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
+        try {
+          gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, newcomers));
+        } catch (RejectedExecutionException closing) {
+          LOG.log(Level.DEBUG, "view {0}: closing, newcomers not told the ring before it", viewId);
+        }
+      });
       channel.addAddressGenerator(() -> {
         Address address = metadata.newAddress();
         node.setLocalAddress(address);

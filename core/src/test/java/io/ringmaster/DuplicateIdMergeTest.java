@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
+import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -105,7 +106,7 @@ class DuplicateIdMergeTest {
     final Address local = b.newAddress(); // this node: the later "b"
     final Address addressC = c.newAddress();
     final ExecutorService viewThread = Executors.newSingleThreadExecutor();
-    final ClusterNode node = new ClusterNode(b, viewThread);
+    final ClusterNode node = new ClusterNode(b, viewThread, Duration.ofSeconds(10));
     final List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
     final List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
 
@@ -114,6 +115,8 @@ class DuplicateIdMergeTest {
       node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, this, () -> { }));
       node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, this, () -> { }));
       View side = View.create(addressC, 5, addressC, local);
+      // What c, the old member of that side, tells this node, new to it: before view 5 it had c alone.
+      node.ringBeforeArrived(5, (org.jgroups.util.UUID) addressC, List.of(c.member()));
       node.onView(side);
       View other = View.create(addressA, 5, addressA, holder);
       node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, local),

@@ -38,6 +38,58 @@ class OwnershipCallbacksTest {
   }
 
   @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void joinersInOneView_eachGainsFromTheMembersBeforeIt_neverFromAnotherJoiner() throws Exception {
+    try (TestCluster cluster = new TestCluster("co-joiners")) {
+      Ringmaster a = cluster.start(cluster.builder("a").replicas(2));
+      Ringmaster b = cluster.start(cluster.builder("b").replicas(2));
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(20));
+      HashRing before = a.ring();
+
+      // Hold the coordinator's join requests, so that c and d, then e, join in one view.
+      org.jgroups.protocols.pbcast.GMS gms = a.channel().getProtocolStack()
+          .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
+      org.jgroups.protocols.pbcast.ViewHandler<?> joins = gms.getViewHandler();
+      joins.processing(true);
+      Map<String, List<OwnershipChange>> seen = new java.util.concurrent.ConcurrentHashMap<>();
+      List<CompletableFuture<Ringmaster>> joining = new ArrayList<>();
+      for (String id : List.of("c", "d")) {
+        seen.put(id, new CopyOnWriteArrayList<>());
+        joining.add(CompletableFuture.supplyAsync(() -> cluster.start(cluster.builder(id).replicas(2),
+            n -> n.addOwnershipListener(seen.get(id)::add))));
+      }
+      await("both join requests queued").atMost(Duration.ofSeconds(20)).until(() -> joins.size() >= 2);
+      joins.processing(false); // e's request starts the processing of all three
+      seen.put("e", new CopyOnWriteArrayList<>());
+      Ringmaster e = cluster.start(cluster.builder("e").replicas(2), n -> n.addOwnershipListener(seen.get("e")::add));
+      List<Ringmaster> all = new ArrayList<>(List.of(a, b, e));
+      joining.forEach(f -> all.add(f.join()));
+      TestCluster.awaitAgreement(all, 5, Duration.ofSeconds(20));
+
+      java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+      for (String id : List.of("c", "d", "e")) {
+        await(id + "'s first change").atMost(Duration.ofSeconds(20)).until(() -> !seen.get(id).isEmpty());
+        OwnershipChange first = seen.get(id).get(0);
+        assertEquals(-1, first.previousViewId());
+        assertEquals(a.viewId(), first.viewId(), "c, d and e joined in one view, the last");
+        assertEquals(before.checksum(), first.previousRing().checksum(),
+            id + " compares with the ring of a and b, not with one holding the other joiners");
+        assertFalse(first.gained().isEmpty());
+        for (RingDiff.Gained g : first.gained()) {
+          for (int k = 0; k < 200; k++) {
+            long span = g.range().end() - g.range().start(); // modulo 2^64: the range is (start, end]
+            long p = span == 0 ? random.nextLong()
+                : g.range().start() + 1 + Long.remainderUnsigned(random.nextLong(), span);
+            assertTrue(g.range().contains(p));
+            assertEquals(before.ownersOfPosition(p, 2), g.sources(), () -> id + " gains " + g.range()
+                + " from the members that hold it, a or b");
+          }
+        }
+      }
+    }
+  }
+
+  @Test
   void close_withLeaveTimeoutZero_stillDeliversLeaving() {
     try (TestCluster cluster = new TestCluster("zero-leave")) {
       // The default 1024 tokens: the larger the ring, the longer the LEAVING change takes to compute.

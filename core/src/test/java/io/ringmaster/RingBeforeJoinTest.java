@@ -1,0 +1,147 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.jgroups.Address;
+import org.jgroups.View;
+import org.jgroups.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A node's first view, fed straight to its view handling: the ring before that view comes from an
+ * old member's message, so a member that joined in the same view is never named as a source; old
+ * members send that message to the newcomers.
+ */
+class RingBeforeJoinTest {
+  private static final NodeMetadata A = meta("a");
+  private static final NodeMetadata B = meta("b");
+  private static final NodeMetadata C = meta("c");
+  private static final NodeMetadata D = meta("d");
+  private static final NodeMetadata E = meta("e");
+
+  @Test
+  void newcomer_toldTheRingBefore_gainsOnlyFromItsMembers() throws Exception {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    try (Node node = new Node(B, b, Duration.ofSeconds(10))) {
+      node.cluster.ringBeforeArrived(5, (UUID) a, List.of(A.member())); // before view 5: a alone
+      node.install(View.create(a, 5, a, c, b)); // c joins with b
+      OwnershipChange first = node.seen.get(0);
+      HashRing before = ring(A);
+      assertEquals(before.checksum(), first.previousRing().checksum());
+      assertSourcesFrom(before, first);
+    }
+  }
+
+  @Test
+  void newcomer_answerForAnotherView_isIgnored_andTheRingWithoutItStandsInAfterTheWait() throws Exception {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    try (Node node = new Node(B, b, Duration.ofMillis(300))) {
+      node.cluster.ringBeforeArrived(5, (UUID) c, List.of(A.member())); // view 5 of another creator
+      node.cluster.ringBeforeArrived(4, (UUID) a, List.of(A.member())); // an earlier view
+      long started = System.nanoTime();
+      node.install(View.create(a, 5, a, c, b));
+      assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(300), "waited for an answer");
+      assertEquals(ring(A, C).checksum(), node.seen.get(0).previousRing().checksum());
+    }
+  }
+
+  @Test
+  void newcomer_alone_doesNotWait() throws Exception {
+    Address b = B.newAddress();
+    try (Node node = new Node(B, b, Duration.ofMinutes(5))) {
+      node.install(View.create(b, 1, b));
+      assertEquals(0, node.seen.get(0).previousRing().tokenCount());
+    }
+  }
+
+  @Test
+  void oldMembers_firstThreeInViewOrder_tellEachNewcomerTheRingBefore() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    Address c = C.newAddress();
+    Address d = D.newAddress();
+    Address e = E.newAddress();
+    View before = View.create(a, 7, a, b, c, d);
+    View after = View.create(a, 8, a, b, c, d, e);
+    for (Address self : List.of(a, b, c, d)) {
+      NodeMetadata meta = NodeMetadata.from(self).orElseThrow();
+      try (Node node = new Node(meta, self, Duration.ofSeconds(10))) {
+        List<String> sent = new CopyOnWriteArrayList<>();
+        node.cluster.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " " + creator
+            + " " + members.stream().map(Member::id).toList() + " " + newcomers));
+        node.cluster.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
+        node.install(before);
+        node.install(after);
+        List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
+        assertEquals(expected, sent, "sent by " + meta.id());
+      }
+    }
+  }
+
+  private static void assertSourcesFrom(HashRing before, OwnershipChange change) {
+    SplittableRandom random = new SplittableRandom(3);
+    List<RingDiff.Gained> gained = change.gained();
+    assertTrue(!gained.isEmpty());
+    for (RingDiff.Gained g : gained) {
+      for (int k = 0; k < 100; k++) {
+        long span = g.range().end() - g.range().start(); // modulo 2^64: the range is (start, end]
+        long p = span == 0 ? random.nextLong()
+            : g.range().start() + 1 + Long.remainderUnsigned(random.nextLong(), span);
+        assertEquals(before.ownersOfPosition(p, 2), g.sources(), () -> "the sources of " + g.range());
+      }
+    }
+  }
+
+  private static HashRing ring(NodeMetadata... members) {
+    List<Member> list = new ArrayList<>();
+    for (NodeMetadata m : members) {
+      list.add(m.member());
+    }
+    return HashRing.builder().virtualNodes(64).addAll(list).build();
+  }
+
+  private static NodeMetadata meta(String id) {
+    return NodeMetadata.of(Ringmaster.builder().nodeId(id).jgroupsConfig(TestCluster.STACK).virtualNodes(64)
+        .replicas(2).buildConfig());
+  }
+
+  /** A node's view handling, with a listener recording its ownership changes on the view thread. */
+  private static final class Node implements AutoCloseable {
+    final ExecutorService viewThread = Executors.newSingleThreadExecutor();
+    final ClusterNode cluster;
+    final List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
+
+    Node(NodeMetadata meta, Address self, Duration ringBeforeTimeout) {
+      cluster = new ClusterNode(meta, viewThread, ringBeforeTimeout);
+      cluster.setLocalAddress(self);
+      cluster.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, this, () -> { }));
+    }
+
+    /** Feeds a view and waits until it is installed. */
+    void install(View view) throws Exception {
+      cluster.onView(view);
+      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() {
+      viewThread.shutdownNow();
+    }
+  }
+}
