@@ -16,8 +16,10 @@ import java.util.Objects;
  * @param viewId         the JGroups view id of {@code ring}
  * @param previousRing   the ring before; for a node's first view, and its first view in the ring
  *                       after the cluster refused it (another member held its id, and has left),
- *                       the ring after without the node, so that its gains name the members that
- *                       hold the data now
+ *                       the ring before that view without the node, so that its gains name the
+ *                       members that hold the data now, never a member that joined in the same
+ *                       view (a new node learns that ring from the old members; if none answers
+ *                       within 5 s, the ring after without the node stands in)
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  */
