@@ -71,17 +71,23 @@ final class Gossip {
   static byte[] encode(long viewId, Address viewCreator, long checksum, String senderId) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(48);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      out.writeByte(TYPE_CHECKSUM);
-      out.writeLong(viewId);
-      UUID creator = viewCreator instanceof UUID u ? u : NO_CREATOR;
-      out.writeLong(creator.getMostSignificantBits());
-      out.writeLong(creator.getLeastSignificantBits());
+      writeHeader(out, TYPE_CHECKSUM, viewId, viewCreator);
       out.writeLong(checksum);
       out.writeUTF(senderId);
     } catch (IOException impossible) {
       throw new IllegalStateException(impossible);
     }
     return bytes.toByteArray();
+  }
+
+  /** What every message starts with: its type, then the view it is about (number and creator). */
+  private static void writeHeader(DataOutputStream out, byte type, long viewId, Address viewCreator)
+      throws IOException {
+    out.writeByte(type);
+    out.writeLong(viewId);
+    UUID creator = viewCreator instanceof UUID u ? u : NO_CREATOR;
+    out.writeLong(creator.getMostSignificantBits());
+    out.writeLong(creator.getLeastSignificantBits());
   }
 
   /**
@@ -102,11 +108,7 @@ final class Gossip {
   static byte[] encodeRingBefore(long viewId, Address viewCreator, List<Member> before) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(32 + 24 * before.size());
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      out.writeByte(TYPE_RING_BEFORE);
-      out.writeLong(viewId);
-      UUID creator = viewCreator instanceof UUID u ? u : NO_CREATOR;
-      out.writeLong(creator.getMostSignificantBits());
-      out.writeLong(creator.getLeastSignificantBits());
+      writeHeader(out, TYPE_RING_BEFORE, viewId, viewCreator);
       out.writeInt(before.size());
       for (Member m : before) {
         out.writeUTF(m.id());
