@@ -25,7 +25,7 @@ import org.jgroups.util.UUID;
  *
  * <p>And the ring before a join: members new to the ring cannot know which members the ring had
  * before the view that admitted them (another newcomer of the same view looks like an old member),
- * so one old member tells them ({@link #sendRingBefore}).
+ * so the first few old members of the view tell them ({@link #sendRingBefore}).
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());

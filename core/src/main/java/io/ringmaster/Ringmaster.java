@@ -70,7 +70,10 @@ public final class Ringmaster implements AutoCloseable {
 
   /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
-  /** At most how long a node's first view waits for an old member to say what the ring was before it. */
+  /**
+   * At most how long a node's first view waits for an old member to say what the ring was before
+   * it; at most half of {@code startTimeout} too.
+   */
   private static final Duration RING_BEFORE_TIMEOUT = Duration.ofSeconds(5);
 
   private final RingmasterConfig config;
@@ -99,8 +102,9 @@ public final class Ringmaster implements AutoCloseable {
     this.listenerPool = Executors.newCachedThreadPool(threads("ringmaster-listener-" + id, Pool.LISTENERS));
     this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id, Pool.GOSSIP));
     // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
-    this.node = new ClusterNode(metadata, viewThread, RING_BEFORE_TIMEOUT.compareTo(config.startTimeout()) < 0
-        ? RING_BEFORE_TIMEOUT : config.startTimeout().dividedBy(2));
+    Duration halfStart = config.startTimeout().dividedBy(2); // leaves start() time for the rest
+    this.node = new ClusterNode(metadata, viewThread,
+        halfStart.compareTo(RING_BEFORE_TIMEOUT) < 0 ? halfStart : RING_BEFORE_TIMEOUT);
   }
 
   /** A builder with the defaults of {@link Builder}. */

@@ -1,13 +1,18 @@
 package io.ringmaster;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -121,6 +126,25 @@ final class TestCluster implements AutoCloseable {
       checksums.add(ring.checksum());
     }
     return views.size() == 1 && checksums.size() == 1;
+  }
+
+  /**
+   * Asserts that {@code change} gains something, and that at 200 random positions of each gained
+   * range its sources are the owners there in {@code before}: where the data is.
+   */
+  static void assertGainsFrom(HashRing before, int replicas, OwnershipChange change) {
+    SplittableRandom random = new SplittableRandom(7);
+    assertFalse(change.gained().isEmpty(), "gains something");
+    for (RingDiff.Gained g : change.gained()) {
+      long span = g.range().end() - g.range().start(); // modulo 2^64: the range is (start, end]
+      for (int k = 0; k < 200; k++) {
+        long p = span == 0 ? random.nextLong()
+            : g.range().start() + 1 + Long.remainderUnsigned(random.nextLong(), span);
+        assertTrue(g.range().contains(p));
+        assertEquals(before.ownersOfPosition(p, replicas), g.sources(),
+            () -> "the sources of " + g.range() + " at " + Long.toHexString(p));
+      }
+    }
   }
 
   @Override
