@@ -167,7 +167,8 @@ final class ClusterNode {
     Map<String, Address> addresses = new LinkedHashMap<>();
     Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
     List<MembershipChange.Refusal> refused = new ArrayList<>();
-    String refusal = admit(view, addresses, metadata, refused);
+    NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
+    String refusal = admit(view, reference, addresses, metadata, refused);
     Address self = localAddress;
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
@@ -180,7 +181,11 @@ final class ClusterNode {
     for (NodeMetadata m : metadata.values()) {
       members.add(m.member());
     }
-    HashRing ring = previous.ring().withMembers(members);
+    // With the reference's virtualNodes, even on a node refused for other ones: its ring is then
+    // everyone else's, so its lookups agree with theirs and its gossip finds no divergence.
+    HashRing base = previous.ring().virtualNodes() == reference.virtualNodes() ? previous.ring()
+        : HashRing.builder().virtualNodes(reference.virtualNodes()).build();
+    HashRing ring = base.withMembers(members);
     long viewId = view.getViewId().getId();
     Snapshot next = new Snapshot(viewId, view.getViewId().getCreator(), ring, Map.copyOf(addresses),
         Map.copyOf(metadata), localIn);
@@ -311,15 +316,17 @@ final class ClusterNode {
 
   /**
    * Reads the view's members into {@code addresses} and {@code metadata}, in view order, admitting
-   * those whose ring parameters match the coordinator's and whose id no earlier member holds.
-   * Every member applies the same rule to the same view, so all agree on who is in the ring.
+   * those whose ring parameters match the reference's and whose id no earlier member holds. Every
+   * member applies the same rule to the same view, so all agree on who is in the ring.
    *
-   * @param refused receives the members refused in this view that no earlier view refused
+   * @param reference the first Ringmaster member of the view, whose parameters the ring has:
+   *                  {@link RingmasterMembershipPolicy} keeps a member with the cluster's
+   *                  parameters there
+   * @param refused   receives the members refused in this view that no earlier view refused
    * @return why this node itself was refused, or null
    */
-  private String admit(View view, Map<String, Address> addresses, Map<String, NodeMetadata> metadata,
-                       List<MembershipChange.Refusal> refused) {
-    NodeMetadata reference = null;
+  private String admit(View view, NodeMetadata reference, Map<String, Address> addresses,
+                       Map<String, NodeMetadata> metadata, List<MembershipChange.Refusal> refused) {
     Address referenceAddress = null;
     String ownRefusal = null;
     synchronized (reportedRefusals) {
@@ -331,9 +338,8 @@ final class ClusterNode {
         continue; // a JGroups member that is not a Ringmaster node
       }
       NodeMetadata m = found.get();
-      if (reference == null) {
-        reference = m;
-        referenceAddress = a;
+      if (referenceAddress == null) {
+        referenceAddress = a; // the first Ringmaster member: the reference
       }
       String reason = null;
       List<String> differences = m.parameterDifferences(reference);
@@ -342,7 +348,7 @@ final class ClusterNode {
         reason = describe(a) + " announces weight " + m.weight() + ", which gives " + tokens
             + " tokens; at most " + HashRing.MAX_TOKENS_PER_MEMBER + " are allowed";
       } else if (!differences.isEmpty()) {
-        reason = "ring parameters of " + describe(a) + " differ from the coordinator's, "
+        reason = "ring parameters of " + describe(a) + " differ from the cluster's, those of its first member "
             + describe(referenceAddress) + ": " + String.join("; ", differences);
       } else if (addresses.containsKey(m.id())) {
         reason = "node id \"" + m.id() + "\" is already held by member " + describe(addresses.get(m.id()))

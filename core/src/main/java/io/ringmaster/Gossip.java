@@ -54,6 +54,9 @@ final class Gossip {
   /** One round: send our view id and checksum to a random peer. */
   void round() {
     ClusterNode.Snapshot s = node.state();
+    if (!s.localInRing()) {
+      return; // refused: its ring is the members', but it is not one of them
+    }
     List<Address> peers = new ArrayList<>(s.addresses().values());
     peers.remove(channel.getAddress());
     if (peers.isEmpty() || !channel.isConnected()) {
@@ -139,7 +142,7 @@ final class Gossip {
       long viewId = in.readLong();
       UUID creator = new UUID(in.readLong(), in.readLong());
       if (type == TYPE_CHECKSUM) {
-        checksum(viewId, creator, in.readLong(), in.readUTF());
+        checksum(viewId, creator, in.readLong(), in.readUTF(), msg.getSrc());
       } else {
         int count = in.readInt();
         if (count < 0 || count > in.available()) {
@@ -156,9 +159,12 @@ final class Gossip {
     }
   }
 
-  private void checksum(long viewId, UUID creator, long checksum, String sender) {
-    received.incrementAndGet();
+  private void checksum(long viewId, UUID creator, long checksum, String sender, Address source) {
     ClusterNode.Snapshot s = node.state();
+    if (source == null || !source.equals(s.addresses().get(sender))) {
+      return; // not the member of this node's ring with that id (refused, or gone): nothing to compare
+    }
+    received.incrementAndGet();
     // The same view (number and coordinator) must give the same ring; a partition that reached
     // the same number under another coordinator is another view, not a divergence.
     UUID local = s.viewCreator() instanceof UUID u ? u : NO_CREATOR;

@@ -64,6 +64,11 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     }
   }
 
+  /** Whether the ring parameters (virtualNodes, replicas, spec version) are {@code other}'s. */
+  boolean sameParameters(NodeMetadata other) {
+    return virtualNodes == other.virtualNodes && replicas == other.replicas && specVersion == other.specVersion;
+  }
+
   /** Each ring parameter that differs from {@code other}'s, with both values. Empty if they agree. */
   List<String> parameterDifferences(NodeMetadata other) {
     List<String> out = new ArrayList<>();

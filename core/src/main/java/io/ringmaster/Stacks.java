@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import java.io.InputStream;
+import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -12,10 +13,13 @@ import org.jgroups.JChannel;
 import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
+import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.ProtocolStack;
 
 /** Loads a JGroups stack and applies the node's network settings to it. */
 final class Stacks {
+  private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
+
   private Stacks() {}
 
   /** Fails naming the setting when the stack is neither a file nor a classpath resource. */
@@ -55,6 +59,15 @@ final class Stacks {
 
   private static void configure(JChannel channel, RingmasterConfig config) throws Exception {
     ProtocolStack stack = channel.getProtocolStack();
+    GMS gms = stack.findProtocol(GMS.class);
+    if (gms != null && gms.getMembershipChangePolicy() instanceof GMS.DefaultMembershipPolicy) {
+      gms.setMembershipChangePolicy(new RingmasterMembershipPolicy());
+    } else if (gms != null && !(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy)) {
+      LOG.log(Level.WARNING, "stack {0} sets GMS.membership_change_policy {1}; it is kept, but then a member"
+          + " with other ring parameters may come first in a view and make the cluster refuse the others:"
+          + " see RingmasterMembershipPolicy", config.jgroupsConfig(),
+          gms.getMembershipChangePolicy().getClass().getName());
+    }
     TP transport = stack.getTransport();
     if (config.bindAddress().isPresent()) {
       InetAddress address = InetAddress.getByName(config.bindAddress().get());

@@ -1,0 +1,93 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.ringmaster.ring.HashRing;
+import java.util.List;
+import org.jgroups.Address;
+import org.jgroups.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The order the policy gives views: the first Ringmaster member keeps the cluster's ring
+ * parameters through leaves and merges, whatever the addresses. Members are real JGroups
+ * addresses carrying a node's metadata, as the stack makes them.
+ */
+class RingmasterMembershipPolicyTest {
+  private final RingmasterMembershipPolicy policy = new RingmasterMembershipPolicy();
+
+  @Test
+  void joinAndLeave_withTheReferenceStaying_keepJGroupsOrder() {
+    Address a = node("a", 64);
+    Address b = node("b", 64);
+    Address c = node("c", 64);
+    Address bad = node("bad", 128);
+    assertEquals(List.of(a, b, c), policy.getNewMembership(List.of(a, b), List.of(c), List.of(), List.of()));
+    assertEquals(List.of(a, bad, c), policy.getNewMembership(List.of(a, b, bad, c), List.of(), List.of(b), List.of()));
+  }
+
+  @Test
+  void referenceLeaves_nextMemberWithItsParametersComesFirst_notTheRefusedOne() {
+    Address a = node("a", 64);
+    Address bad = node("bad", 128);
+    Address b = node("b", 64);
+    Address c = node("c", 64);
+    assertEquals(List.of(b, bad, c), policy.getNewMembership(List.of(a, bad, b, c), List.of(), List.of(a), List.of()));
+    assertEquals(List.of(b, bad, c), policy.getNewMembership(List.of(a, bad, b, c), List.of(), List.of(), List.of(a)),
+        "a crash (suspect) as a leave");
+  }
+
+  @Test
+  void referenceLeaves_withOnlyOtherParametersLeft_orOnlyAJoinerWithThem_keepsJGroupsOrder() {
+    Address a = node("a", 64);
+    Address bad = node("bad", 128);
+    Address c = node("c", 64);
+    assertEquals(List.of(bad), policy.getNewMembership(List.of(a, bad), List.of(), List.of(a), List.of()),
+        "the members left form a cluster of their own");
+    assertEquals(List.of(bad, c), policy.getNewMembership(List.of(a, bad), List.of(c), List.of(a), List.of()),
+        "a joiner is never made coordinator of the view that admits it");
+  }
+
+  @Test
+  void plainJGroupsMembers_stayWhereJGroupsPutsThem() {
+    Address plain = UUID.randomUUID();
+    Address a = node("a", 64);
+    Address bad = node("bad", 128);
+    Address b = node("b", 64);
+    assertEquals(List.of(plain, b, bad), policy.getNewMembership(List.of(plain, a, bad, b), List.of(), List.of(a),
+        List.of()));
+  }
+
+  @Test
+  void merge_largerRingFirst_whateverTheAddresses() {
+    for (int trial = 0; trial < 20; trial++) { // random addresses: the lone node sorts first about half the time
+      Address bad = node("bad", 128);
+      Address a = node("a", 64);
+      Address b = node("b", 64);
+      Address c = node("c", 64);
+      assertEquals(List.of(a, b, c, bad), policy.getNewMembership(List.of(List.of(bad), List.of(a, b, c))));
+      assertEquals(List.of(a, b, c, bad), policy.getNewMembership(List.of(List.of(a, b, c), List.of(bad))));
+    }
+  }
+
+  @Test
+  void merge_equalRings_lowestCoordinatorFirst_asJGroups() {
+    Address x = node("x", 64);
+    Address y = node("y", 128);
+    List<Address> expected = x.compareTo(y) < 0 ? List.of(x, y) : List.of(y, x);
+    assertEquals(expected, policy.getNewMembership(List.of(List.of(x), List.of(y))));
+    assertEquals(expected, policy.getNewMembership(List.of(List.of(y), List.of(x))));
+  }
+
+  @Test
+  void ringSize_countsDistinctIdsWithTheFirstMembersParameters() {
+    Address plain = UUID.randomUUID();
+    assertEquals(2, RingmasterMembershipPolicy.ringSize(
+        List.of(plain, node("a", 64), node("bad", 128), node("b", 64), node("a", 64))));
+    assertEquals(0, RingmasterMembershipPolicy.ringSize(List.of(plain)));
+  }
+
+  private static Address node(String id, int virtualNodes) {
+    return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "").newAddress();
+  }
+}
