@@ -38,15 +38,19 @@ import org.jgroups.View;
  *         .nodeId("orders-1")               // stable across restarts
  *         .replicas(2)
  *         .jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
- *         .build()
- *         .start()) {
- *   node.addOwnershipListener(change -> {
+ *         .build()) {
+ *   node.addOwnershipListener(change -> {   // before start(): the first change names the sources
  *     change.gained().forEach(g -> fetch(g.range(), g.sources()));   // where the data is now
  *     change.lost().forEach(l -> handOff(l.range(), l.destinations()));
  *   });
+ *   node.start();                           // returns once the first ring is installed
  *   boolean mine = node.isLocal("order:42");
  * }   // close(): listeners hear what this node loses, and to whom, before it leaves
  * }</pre>
+ *
+ * <p>Register ownership listeners before {@link #start()}: the node's first change then gains its
+ * ranges from the members that hold the data. A listener added to a running node gets the current
+ * ownership as a change from nothing instead ({@link OwnershipChange.Reason#INITIAL}, no sources).
  *
  * <p>Every member builds the same ring from the same JGroups view, so all agree on owners without a
  * coordinator; a background gossip compares ring checksums and reports any
@@ -128,9 +132,10 @@ public final class Ringmaster implements AutoCloseable {
    * Joins the cluster and returns once the first ring is installed.
    *
    * @return this node
-   * @throws RingmasterException if the cluster refuses this node (ring parameters differ from the
-   *                             coordinator's, or a live member holds the same node id), or the
-   *                             stack cannot start
+   * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
+   *                             the cluster's, or a live member holds the same node id: the message
+   *                             says which; listeners hear nothing, since no ring was installed), or
+   *                             the stack cannot start
    */
   public synchronized Ringmaster start() {
     if (lifecycle == Lifecycle.CLOSED) {
@@ -359,8 +364,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Whether this node is in the current ring. False before {@link #start()}, and while the cluster
-   * refuses this node: when a partition heals with this node's id on both sides, the member earlier
-   * in the merged view keeps the id. Then the ring's member with this node's id is that other
+   * refuses this node: when a partition heals with this node's id on both sides, the member on the
+   * side with more members in its ring keeps the id ({@link RingmasterMembershipPolicy}). Then the ring's member with this node's id is that other
    * node, so {@code ownerOf(key)} naming {@link #localMember()} does not mean this node owns the
    * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. After
    * {@link #close()}, answers for the last ring, as {@link #ring()} does.
@@ -734,7 +739,7 @@ public final class Ringmaster implements AutoCloseable {
     /**
      * Tokens per member of weight 1 (default {@value HashRing.Builder#DEFAULT_VIRTUAL_NODES}, which
      * keeps the most loaded of 100 members under 1.10 times the mean share). Every member of a
-     * cluster must use the same value, or the coordinator refuses the newcomer. 1 to
+     * cluster must use the same value, or the cluster refuses the newcomer. 1 to
      * {@link HashRing#MAX_TOKENS_PER_MEMBER}.
      */
     public Builder virtualNodes(int virtualNodes) {
@@ -748,7 +753,7 @@ public final class Ringmaster implements AutoCloseable {
 
     /**
      * How many owners each key has, primary first (default 1); {@link #owners(String)} and the
-     * ownership changes use it. The same on every member, or the coordinator refuses the
+     * ownership changes use it. The same on every member, or the cluster refuses the
      * newcomer. 1 to 255.
      */
     public Builder replicas(int replicas) {
