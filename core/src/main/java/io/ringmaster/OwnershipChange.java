@@ -19,7 +19,8 @@ import java.util.Objects;
  *                       the ring before that view without the node, so that its gains name the
  *                       members that hold the data now, never a member that joined in the same
  *                       view (a new node learns that ring from the old members; if none answers
- *                       within 5 s, the ring after without the node stands in)
+ *                       within 5 s or half of {@code startTimeout}, whichever is shorter, the
+ *                       ring after without the node stands in)
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  */

@@ -731,7 +731,7 @@ public final class Ringmaster implements AutoCloseable {
      * replicas go to distinct zones first. At most 255 UTF-8 bytes.
      */
     public Builder zone(String zone) {
-      this.zone = wellFormed("zone", Objects.requireNonNull(zone, "zone must not be null; use \"\" for no zone"));
+      this.zone = wellFormed("zone", notNull("zone", zone, "; use \"\" for no zone"));
       NodeMetadata.checkFits("zone", zone);
       return this;
     }
@@ -772,7 +772,7 @@ public final class Ringmaster implements AutoCloseable {
 
     /** How applications reach this node, announced to all members; at most 255 UTF-8 bytes. */
     public Builder endpoint(String endpoint) {
-      this.endpoint = wellFormed("endpoint", Objects.requireNonNull(endpoint, "endpoint"));
+      this.endpoint = wellFormed("endpoint", notNull("endpoint", endpoint, "; use \"\" for none"));
       NodeMetadata.checkFits("endpoint", endpoint);
       return this;
     }
@@ -800,7 +800,10 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** TCPPING's initial hosts, as {@code 127.0.0.1[7800],127.0.0.1[7801]}. */
+    /**
+     * TCPPING's initial hosts, as {@code 127.0.0.1[7800],127.0.0.1[7801]}. The stack must have
+     * TCPPING ({@code localhost-tcp.xml} and {@code secure-tcp.xml} do): building fails otherwise.
+     */
     public Builder initialHosts(String initialHosts) {
       this.initialHosts = nonEmpty("initialHosts", initialHosts);
       Stacks.parseHosts(initialHosts);
@@ -845,6 +848,9 @@ public final class Ringmaster implements AutoCloseable {
             + (configFile == null ? "" : " (config file " + configFile + " does not set \"nodeId\")"));
       }
       Stacks.checkExists(jgroupsConfig);
+      if (initialHosts != null) {
+        Stacks.checkInitialHostsApply(jgroupsConfig, initialHosts);
+      }
       long tokens = Math.round(virtualNodes * weight);
       if (tokens == 0 && weight > 0) {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes
@@ -863,6 +869,13 @@ public final class Ringmaster implements AutoCloseable {
     /** A node with these settings, not started yet. */
     public Ringmaster build() {
       return new Ringmaster(buildConfig());
+    }
+
+    private static <T> T notNull(String setting, T value, String hint) {
+      if (value == null) {
+        throw new IllegalArgumentException(setting + " must not be null" + hint);
+      }
+      return value;
     }
 
     private static String nonEmpty(String setting, String value) {
@@ -893,7 +906,7 @@ public final class Ringmaster implements AutoCloseable {
     private static final Duration MAX_DURATION = Duration.ofHours(24);
 
     private static Duration duration(String setting, Duration d, Duration min) {
-      Objects.requireNonNull(d, setting);
+      notNull(setting, d, "");
       if (d.compareTo(min) < 0 || d.compareTo(MAX_DURATION) > 0) {
         throw new IllegalArgumentException(setting + " must be between " + min.toMillis() + " ms and "
             + MAX_DURATION.toHours() + " hours: " + d.toMillis() + " ms (" + d + ")");

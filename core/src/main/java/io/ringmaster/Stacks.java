@@ -10,6 +10,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.jgroups.JChannel;
+import org.jgroups.conf.ConfiguratorFactory;
+import org.jgroups.conf.ProtocolConfiguration;
 import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
@@ -33,11 +35,34 @@ final class Stacks {
     }
   }
 
+  /**
+   * Fails naming both settings when {@code initialHosts} is set for a stack without TCPPING, which
+   * would ignore it. A stack that cannot be read is left for {@code start()} to report.
+   */
+  static void checkInitialHostsApply(String jgroupsConfig, String initialHosts) {
+    List<String> protocols;
+    try (InputStream in = open(jgroupsConfig)) {
+      protocols = ConfiguratorFactory.getStackConfigurator(in).getProtocolStack().stream()
+          .map(ProtocolConfiguration::getProtocolName).toList();
+    } catch (Exception unreadable) {
+      return;
+    }
+    if (protocols.stream().noneMatch(p -> p.equals("TCPPING") || p.endsWith(".TCPPING"))) {
+      throw new IllegalArgumentException("initialHosts is set (\"" + initialHosts + "\"), but jgroupsConfig "
+          + jgroupsConfig + " has no TCPPING to give them to; its protocols: " + String.join(", ", protocols));
+    }
+  }
+
+  /** The stack's XML: the file if there is one, else the classpath resource, else null. */
+  private static InputStream open(String jgroupsConfig) throws java.io.IOException {
+    Path file = Path.of(jgroupsConfig);
+    return Files.isRegularFile(file) ? Files.newInputStream(file)
+        : Stacks.class.getClassLoader().getResourceAsStream(jgroupsConfig);
+  }
+
   static JChannel create(RingmasterConfig config) throws Exception {
     JChannel channel;
-    Path file = Path.of(config.jgroupsConfig());
-    try (InputStream in = Files.isRegularFile(file) ? Files.newInputStream(file)
-        : Stacks.class.getClassLoader().getResourceAsStream(config.jgroupsConfig())) {
+    try (InputStream in = open(config.jgroupsConfig())) {
       if (in == null) {
         checkExists(config.jgroupsConfig());
       }

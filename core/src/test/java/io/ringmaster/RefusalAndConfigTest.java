@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -200,6 +201,18 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void builder_initialHostsForAStackWithoutTcpping_failsAtBuildNamingBoth() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").initialHosts("127.0.0.1[7800]").jgroupsConfig(TestCluster.STACK)
+            .build());
+    assertTrue(e.getMessage().startsWith("initialHosts is set (\"127.0.0.1[7800]\"), but jgroupsConfig "
+        + TestCluster.STACK + " has no TCPPING"), e.getMessage());
+    assertTrue(e.getMessage().contains("SHARED_LOOPBACK_PING"), e.getMessage());
+    assertEquals(Optional.of("127.0.0.1[7800]"), Ringmaster.builder().nodeId("a").initialHosts("127.0.0.1[7800]")
+        .jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml").buildConfig().initialHosts());
+  }
+
+  @Test
   void builder_weightGivingNoToken_failsNamingWeightVirtualNodesAndTheSmallestWeight() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(100).weight(0.004)
@@ -252,6 +265,20 @@ class RefusalAndConfigTest {
     assertDuration("leaveTimeout", "9223372036854775807 ms", () -> b.leaveTimeout(Duration.ofMillis(Long.MAX_VALUE)));
     assertDuration("gossipInterval", "86400001 ms", () -> b.gossipInterval(Duration.ofMillis(86_400_001)));
     b.leaveTimeout(Duration.ZERO).gossipInterval(Duration.ofMillis(1)).startTimeout(Duration.ofHours(24)); // the bounds
+  }
+
+  @Test
+  void builder_nullValues_failAsBadSettingsNamingThem() {
+    Ringmaster.Builder b = Ringmaster.builder();
+    for (var setter : List.<java.util.Map.Entry<String, org.junit.jupiter.api.function.Executable>>of(
+        java.util.Map.entry("zone must not be null; use \"\" for no zone", () -> b.zone(null)),
+        java.util.Map.entry("endpoint must not be null; use \"\" for none", () -> b.endpoint(null)),
+        java.util.Map.entry("leaveTimeout must not be null", () -> b.leaveTimeout(null)),
+        java.util.Map.entry("gossipInterval must not be null", () -> b.gossipInterval(null)),
+        java.util.Map.entry("startTimeout must not be null", () -> b.startTimeout(null)),
+        java.util.Map.entry("nodeId must be non-empty: null", () -> b.nodeId(null)))) {
+      assertEquals(setter.getKey(), assertThrows(IllegalArgumentException.class, setter.getValue()).getMessage());
+    }
   }
 
   private static void assertDuration(String setting, String value, org.junit.jupiter.api.function.Executable set) {

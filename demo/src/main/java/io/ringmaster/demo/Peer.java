@@ -146,7 +146,9 @@ final class Peer implements AutoCloseable {
     });
     node.addDivergenceListener(d -> events.publish(Events.divergence(d)));
     events.publish(Events.started(self, options.endpoint(), node.viewId(), node.members()));
-    // Registered last: its first call, this peer's ownership from nothing, pulls from the current owners.
+    // Registered last, after start(), since it pulls through the RPC channel that only a started
+    // node has: its first call is this peer's ownership from nothing (INITIAL, no sources), which
+    // the rebalancer pulls from the owners in the ring without this peer.
     node.addOwnershipListener(rebalancer);
     statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains,
             node.isInRing())),
