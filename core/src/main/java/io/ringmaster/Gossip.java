@@ -160,20 +160,29 @@ final class Gossip {
   }
 
   private void checksum(long viewId, UUID creator, long checksum, String sender, Address source) {
-    ClusterNode.Snapshot s = node.state();
-    if (source == null || !source.equals(s.addresses().get(sender))) {
-      return; // not the member of this node's ring with that id (refused, or gone): nothing to compare
-    }
     received.incrementAndGet();
+    ClusterNode.Snapshot s = node.state();
     // The same view (number and coordinator) must give the same ring; a partition that reached
     // the same number under another coordinator is another view, not a divergence.
     UUID local = s.viewCreator() instanceof UUID u ? u : NO_CREATOR;
     boolean sameView = s.viewId() == viewId && local.equals(creator); // UUIDs: equal bits, whatever the subclass
-    if (sameView && s.ring().checksum() != checksum) {
+    if (!sameView) {
+      return;
+    }
+    // A node gossips only while it is in its own ring, so in the same view its sender must be this
+    // node's member with that id: if not, the two disagree on who was admitted, whatever the checksums.
+    boolean holder = source != null && source.equals(s.addresses().get(sender));
+    if (s.ring().checksum() != checksum || !holder) {
       divergences.incrementAndGet();
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum);
-      LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
-          localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
+      if (holder) {
+        LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
+            localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
+      } else {
+        LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} says it is in the ring as {3}, where this"
+            + " node has {4}", localId, viewId, source, sender,
+            s.addresses().containsKey(sender) ? s.addresses().get(sender) : "no member with that id");
+      }
       onDivergence.accept(d);
     }
   }

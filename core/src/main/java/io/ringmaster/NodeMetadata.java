@@ -64,9 +64,16 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     }
   }
 
+  /** The parameters every member of a ring must share. */
+  record RingParameters(int specVersion, int virtualNodes, int replicas) {}
+
+  RingParameters parameters() {
+    return new RingParameters(specVersion, virtualNodes, replicas);
+  }
+
   /** Whether the ring parameters (virtualNodes, replicas, spec version) are {@code other}'s. */
   boolean sameParameters(NodeMetadata other) {
-    return virtualNodes == other.virtualNodes && replicas == other.replicas && specVersion == other.specVersion;
+    return parameters().equals(other.parameters());
   }
 
   /** Each ring parameter that differs from {@code other}'s, with both values. Empty if they agree. */

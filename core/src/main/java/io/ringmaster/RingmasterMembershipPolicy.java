@@ -2,9 +2,12 @@ package io.ringmaster;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.jgroups.Address;
@@ -25,15 +28,21 @@ import org.jgroups.stack.MembershipChangePolicy;
  *   <li>On a join or leave, members stay in JGroups' order, except when the first Ringmaster
  *       member would then have other parameters than the first one had before: the first member
  *       that was already in the view and has those parameters is moved to its place.</li>
- *   <li>On a merge, the subgroup whose ring holds the most members comes first (ties: the one
+ *   <li>On a merge, the winning parameters are those the most node ids hold across all
+ *       subgroups (ties: those of the member whose address sorts lowest). Of the subgroups led by
+ *       a member with them, the one whose ring holds the most members comes first (ties: the one
  *       whose coordinator's address sorts lowest, as in JGroups), then the others in JGroups'
  *       order. So the larger side keeps its parameters and, for two members with one id, its
- *       member keeps the id.</li>
+ *       member keeps the id; a lone misconfigured node never wins against two correct members,
+ *       however they are split.</li>
  * </ul>
  *
- * <p>JGroups members rebuild views from deltas with their own policy, so every member of the
- * cluster must use the same one: a plain JGroups member sharing a cluster with Ringmaster nodes
- * needs {@code <pbcast.GMS membership_change_policy="io.ringmaster.RingmasterMembershipPolicy"/>}.
+ * <p>Each JGroups member picks the next coordinator, and rebuilds views from deltas, with its own
+ * policy, so every member of the cluster must use this one: with mixed policies, a crashed
+ * coordinator can stay in the view for good, each candidate waiting for the other. Ringmaster
+ * installs it on every node it starts, replacing any other (with a warning). A plain JGroups
+ * member sharing a cluster with Ringmaster nodes needs
+ * {@code <pbcast.GMS membership_change_policy="io.ringmaster.RingmasterMembershipPolicy"/>}.
  */
 public final class RingmasterMembershipPolicy implements MembershipChangePolicy {
   private final GMS.DefaultMembershipPolicy jgroups = new GMS.DefaultMembershipPolicy();
@@ -65,25 +74,57 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
 
   @Override
   public List<Address> getNewMembership(Collection<Collection<Address>> subviews) {
-    Collection<Address> largest = null;
-    int largestRing = -1;
-    for (Collection<Address> subview : subviews) {
-      if (subview.isEmpty()) {
-        continue;
-      }
-      int ring = ringSize(subview);
-      if (ring > largestRing
-          || ring == largestRing && subview.iterator().next().compareTo(largest.iterator().next()) < 0) {
-        largest = subview;
-        largestRing = ring;
+    List<Collection<Address>> groups = subviews.stream().filter(s -> !s.isEmpty()).toList();
+    if (groups.isEmpty()) {
+      return new ArrayList<>();
+    }
+    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups);
+    Comparator<Collection<Address>> order = Comparator
+        .comparing((Collection<Address> g) -> !ledBy(g, winning)) // led by the winning parameters first
+        .thenComparing(RingmasterMembershipPolicy::ringSize, Comparator.reverseOrder())
+        .thenComparing(g -> g.iterator().next()); // then JGroups' choice: the lowest coordinator
+    Collection<Address> first = groups.stream().min(order).orElseThrow();
+    Set<Address> merged = new LinkedHashSet<>(first);
+    groups.forEach(merged::addAll);
+    List<Address> out = new ArrayList<>(merged);
+    if (!ledBy(first, winning)) {
+      // Every member with the winning parameters was refused on its side: put one first.
+      Address holder = out.stream().filter(a -> holds(a, winning.get())).min(Comparator.naturalOrder())
+          .orElseThrow();
+      out.remove(holder);
+      out.add(0, holder);
+    }
+    return out;
+  }
+
+  /**
+   * The ring parameters held by the most node ids across all subgroups, refused members included;
+   * on a tie, those held by the member whose address sorts lowest. Empty with no Ringmaster member.
+   */
+  static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups) {
+    Map<NodeMetadata.RingParameters, Set<String>> ids = new HashMap<>();
+    Map<NodeMetadata.RingParameters, Address> lowest = new HashMap<>();
+    for (Collection<Address> group : groups) {
+      for (Address a : group) {
+        NodeMetadata.from(a).ifPresent(m -> {
+          ids.computeIfAbsent(m.parameters(), k -> new HashSet<>()).add(m.id());
+          lowest.merge(m.parameters(), a, (x, y) -> x.compareTo(y) <= 0 ? x : y);
+        });
       }
     }
-    if (largest == null) {
-      return jgroups.getNewMembership(subviews);
-    }
-    Set<Address> merged = new LinkedHashSet<>(largest);
-    subviews.forEach(merged::addAll);
-    return new ArrayList<>(merged);
+    return ids.keySet().stream().min(Comparator
+        .comparing((NodeMetadata.RingParameters p) -> ids.get(p).size(), Comparator.reverseOrder())
+        .thenComparing(lowest::get));
+  }
+
+  /** Whether the group's first Ringmaster member has these parameters (true if there are none to have). */
+  private static boolean ledBy(Collection<Address> group, Optional<NodeMetadata.RingParameters> parameters) {
+    return parameters.isEmpty()
+        || firstRingmasterMember(group).map(m -> m.parameters().equals(parameters.get())).orElse(false);
+  }
+
+  private static boolean holds(Address a, NodeMetadata.RingParameters parameters) {
+    return NodeMetadata.from(a).map(m -> m.parameters().equals(parameters)).orElse(false);
   }
 
   /**

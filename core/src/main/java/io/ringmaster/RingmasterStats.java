@@ -17,8 +17,7 @@ import java.util.Optional;
  *                         {@code ring()}, 0 means every callback for that ring has run
  * @param divergences      checksum mismatches found by gossip for the same view
  * @param gossipSent       checksum messages sent (a node the cluster refuses sends none)
- * @param gossipReceived   checksum messages received from members of this node's ring (those of
- *                         a refused node are dropped)
+ * @param gossipReceived   checksum messages received
  * @param refusedMembers   members kept out of the ring (parameter mismatch or duplicate id)
  * @param lastChange       when ownership or membership last changed, if ever
  */

@@ -85,13 +85,15 @@ final class Stacks {
   private static void configure(JChannel channel, RingmasterConfig config) throws Exception {
     ProtocolStack stack = channel.getProtocolStack();
     GMS gms = stack.findProtocol(GMS.class);
-    if (gms != null && gms.getMembershipChangePolicy() instanceof GMS.DefaultMembershipPolicy) {
+    if (gms != null && !(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy)) {
+      // Every member must choose coordinators alike, so the stack's own choice cannot be kept.
+      Class<?> configured = gms.getMembershipChangePolicy().getClass();
+      if (configured != GMS.DefaultMembershipPolicy.class) {
+        LOG.log(Level.WARNING, "stack {0} sets GMS.membership_change_policy {1}; Ringmaster replaces it with"
+            + " RingmasterMembershipPolicy, which every member of the cluster must use", config.jgroupsConfig(),
+            configured.getName());
+      }
       gms.setMembershipChangePolicy(new RingmasterMembershipPolicy());
-    } else if (gms != null && !(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy)) {
-      LOG.log(Level.WARNING, "stack {0} sets GMS.membership_change_policy {1}; it is kept, but then a member"
-          + " with other ring parameters may come first in a view and make the cluster refuse the others:"
-          + " see RingmasterMembershipPolicy", config.jgroupsConfig(),
-          gms.getMembershipChangePolicy().getClass().getName());
     }
     TP transport = stack.getTransport();
     if (config.bindAddress().isPresent()) {

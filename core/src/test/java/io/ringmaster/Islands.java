@@ -10,7 +10,8 @@ import org.jgroups.util.MessageBatch;
 /**
  * A partition that can exist before a member joins, which DISCARD cannot arrange: each member
  * lives on an island and hears only the members on its own. A member starts on the island set
- * for the thread that connects it ({@link #startOn}); moving every member to one island heals.
+ * for the thread that connects it ({@link #startOn}: {@code Ringmaster.start()} connects on the
+ * calling thread, where JGroups sets the address); moving every member to one island heals.
  * Used by {@code islands.xml}, whose discovery (PING) goes through this protocol, so that a
  * member started on an empty island forms a cluster of its own.
  */

@@ -50,6 +50,20 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void start_stackWithItsOwnMembershipPolicy_getsRingmastersPolicy() {
+    try (TestCluster cluster = new TestCluster("own-policy")) {
+      for (String stack : List.of(TestCluster.STACK, "own-policy.xml")) {
+        Ringmaster node = cluster.start(cluster.builder("node-" + stack).clusterName(cluster.name + stack)
+            .jgroupsConfig(stack));
+        org.jgroups.protocols.pbcast.GMS gms = node.channel().getProtocolStack()
+            .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
+        assertTrue(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy,
+            stack + ": " + gms.getMembershipChangePolicy());
+      }
+    }
+  }
+
+  @Test
   void start_nodeIdAlreadyHeld_failsNamingTheIdAndHolder_andOneOwnerPerRange() {
     try (TestCluster cluster = new TestCluster("duplicate")) {
       Ringmaster a = cluster.start("a");

@@ -71,6 +71,35 @@ class RingmasterMembershipPolicyTest {
   }
 
   @Test
+  void merge_correctMembersSplitAcrossSubgroups_stillWin() {
+    for (int trial = 0; trial < 20; trial++) {
+      Address bad = node("bad", 128);
+      Address a = node("a", 64);
+      Address b = node("b", 64);
+      List<Address> merged = policy.getNewMembership(List.of(List.of(bad), List.of(a), List.of(b)));
+      assertEquals(a.compareTo(b) < 0 ? a : b, merged.get(0), "two singletons with one set beat one with another");
+      assertEquals(3, merged.size());
+      // a refused on bad's side earlier (a 1-to-1 tie that bad's address won), b alone on the other
+      assertEquals(List.of(b, bad, a), policy.getNewMembership(List.of(List.of(bad, a), List.of(b))));
+    }
+  }
+
+  @Test
+  void merge_winningParametersLeadNoSubgroup_theirLowestHolderComesFirst() {
+    Address bad = node("bad", 128);
+    Address a = node("a", 64);
+    Address b = node("b", 64);
+    Address c = node("c", 64);
+    Address bad2 = node("bad2", 128);
+    List<Address> merged = policy.getNewMembership(List.of(List.of(bad, a, b, c), List.of(bad2)));
+    Address lowest = java.util.stream.Stream.of(a, b, c).min(Address::compareTo).orElseThrow();
+    assertEquals(lowest, merged.get(0));
+    assertEquals(java.util.Set.of(bad, a, b, c, bad2), java.util.Set.copyOf(merged));
+    assertEquals(5, merged.size());
+    assertEquals(List.of(), policy.getNewMembership(List.of(List.of(), List.of())));
+  }
+
+  @Test
   void merge_equalRings_lowestCoordinatorFirst_asJGroups() {
     Address x = node("x", 64);
     Address y = node("y", 128);
