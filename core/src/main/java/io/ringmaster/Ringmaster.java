@@ -365,9 +365,10 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Whether this node is in the current ring. False before {@link #start()}, and while the cluster
    * refuses this node: when a partition heals with this node's id on both sides, the member on the
-   * side with more members in its ring keeps the id ({@link RingmasterMembershipPolicy}). Then the ring's member with this node's id is that other
-   * node, so {@code ownerOf(key)} naming {@link #localMember()} does not mean this node owns the
-   * key: ask {@link #isLocal} and {@link #isPrimary}, which answer for this node. After
+   * side with more members in its ring keeps the id ({@link RingmasterMembershipPolicy}). Then the
+   * ring's member with this node's id is that other node, so {@code ownerOf(key)} naming
+   * {@link #localMember()} does not mean this node owns the key: ask {@link #isLocal} and
+   * {@link #isPrimary}, which answer for this node. After
    * {@link #close()}, answers for the last ring, as {@link #ring()} does.
    */
   public boolean isInRing() {
