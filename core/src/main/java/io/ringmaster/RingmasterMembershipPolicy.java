@@ -25,9 +25,14 @@ import org.jgroups.stack.MembershipChangePolicy;
  * heals and JGroups puts first the coordinator whose address sorts lowest, which may be a
  * misconfigured node that was alone on its side. This policy keeps the reference where it was:
  * <ul>
- *   <li>On a join or leave, members stay in JGroups' order, except when the first Ringmaster
- *       member would then have other parameters than the first one had before: the first member
- *       that was already in the view and has those parameters is moved to its place.</li>
+ *   <li>On a join or leave, the winning parameters are those the most node ids of the new view
+ *       hold (ties: those of the previous view's first member, so a tie changes nothing). Members
+ *       stay in JGroups' order, except when the first Ringmaster member would then have other
+ *       parameters: the first member that was already in the view and has the winning ones is
+ *       moved to its place. A joiner is never moved (it must not coordinate the view that admits
+ *       it), so joiners alone never make their parameters the cluster's, though they count: a
+ *       correct node joining a view where a misconfigured node leads one correct member turns it
+ *       round.</li>
  *   <li>On a merge, the winning parameters are those the most node ids hold across all
  *       subgroups (ties: those of the member whose address sorts lowest). Of the subgroups led by
  *       a member with them, the one whose ring holds the most members comes first (ties: the one
@@ -55,15 +60,16 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
   public List<Address> getNewMembership(Collection<Address> current, Collection<Address> joiners,
                                         Collection<Address> leavers, Collection<Address> suspects) {
     List<Address> next = new ArrayList<>(jgroups.getNewMembership(current, joiners, leavers, suspects));
-    Optional<NodeMetadata> reference = firstRingmasterMember(current);
+    Optional<NodeMetadata.RingParameters> previous = firstRingmasterMember(current).map(NodeMetadata::parameters);
+    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(List.of(next), previous);
     int first = indexOfFirstRingmasterMember(next);
-    if (reference.isEmpty() || first < 0 || sameParameters(next.get(first), reference.get())) {
+    if (winning.isEmpty() || first < 0 || holds(next.get(first), winning.get())) {
       return next;
     }
     Set<Address> before = new HashSet<>(current);
     for (int i = first + 1; i < next.size(); i++) {
       Address a = next.get(i);
-      if (before.contains(a) && sameParameters(a, reference.get())) { // never a joiner: it is not in the cluster yet
+      if (before.contains(a) && holds(a, winning.get())) { // never a joiner: it is not in the cluster yet
         next.remove(i);
         next.add(first, a);
         break;
@@ -78,7 +84,7 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
     if (groups.isEmpty()) {
       return new ArrayList<>();
     }
-    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups);
+    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups, Optional.empty());
     Comparator<Collection<Address>> order = Comparator
         .comparing((Collection<Address> g) -> !ledBy(g, winning)) // led by the winning parameters first
         .thenComparing(RingmasterMembershipPolicy::ringSize, Comparator.reverseOrder())
@@ -98,10 +104,12 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
   }
 
   /**
-   * The ring parameters held by the most node ids across all subgroups, refused members included;
-   * on a tie, those held by the member whose address sorts lowest. Empty with no Ringmaster member.
+   * The ring parameters held by the most node ids across all groups, refused members included; on
+   * a tie, {@code preferred} if it is among the tied, else those held by the member whose address
+   * sorts lowest. Empty with no Ringmaster member.
    */
-  static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups) {
+  static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups,
+                                                                  Optional<NodeMetadata.RingParameters> preferred) {
     Map<NodeMetadata.RingParameters, Set<String>> ids = new HashMap<>();
     Map<NodeMetadata.RingParameters, Address> lowest = new HashMap<>();
     for (Collection<Address> group : groups) {
@@ -114,6 +122,7 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
     }
     return ids.keySet().stream().min(Comparator
         .comparing((NodeMetadata.RingParameters p) -> ids.get(p).size(), Comparator.reverseOrder())
+        .thenComparing(p -> !preferred.equals(Optional.of(p)))
         .thenComparing(lowest::get));
   }
 
@@ -157,9 +166,5 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
       }
     }
     return -1;
-  }
-
-  private static boolean sameParameters(Address a, NodeMetadata reference) {
-    return NodeMetadata.from(a).map(m -> m.sameParameters(reference)).orElse(false);
   }
 }

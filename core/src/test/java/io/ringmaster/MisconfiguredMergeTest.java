@@ -30,7 +30,7 @@ class MisconfiguredMergeTest {
   @ParameterizedTest(name = "its address sorts {0}")
   @ValueSource(strings = {"first", "last"})
   void misconfiguredNodeAloneOnItsSide_afterTheHeal_isRefused_andSharesTheClustersRing(String sorts) {
-    try (Healed f = new Healed("misconfigured-" + sorts,
+    try (Healed f = new Healed("misconfigured-" + sorts, List.of("a", "b", "c"),
         (bad, coordinator) -> bad.compareTo(coordinator) < 0 == sorts.equals("first"))) {
       for (Ringmaster n : f.good) {
         assertTrue(n.isInRing(), () -> n.localMember().id() + " keeps its place: " + n.members());
@@ -63,7 +63,7 @@ class MisconfiguredMergeTest {
    */
   @Test
   void membersBeforeTheRefusedNodeLeave_theNextMemberWithTheClustersParametersComesFirst() {
-    try (Healed f = new Healed("misconfigured-leave", (bad, coordinator) -> true)) {
+    try (Healed f = new Healed("misconfigured-leave", List.of("a", "b", "c"), (bad, coordinator) -> true)) {
       Ringmaster d = f.cluster.start(builder(f.cluster, "d", 64));
       await().atMost(WAIT).until(() -> d.members().size() == 4 && f.bad.viewId() == d.viewId());
       assertEquals(f.bad.channel().getAddress(), d.channel().getView().getMembers().get(3), "bad before d");
@@ -79,7 +79,29 @@ class MisconfiguredMergeTest {
     }
   }
 
-  /** a, b, c with virtualNodes 64, and "bad" with 128 started alone on another island, then healed. */
+  /**
+   * One correct member against one misconfigured one is a tie, which goes to the lower address:
+   * here bad's, so a is refused. A correct node that joins then makes two against one, and the
+   * cluster turns round: a and the joiner in the ring, bad refused.
+   */
+  @Test
+  void tieWonByTheMisconfiguredNode_aCorrectJoinerTurnsItRound() {
+    try (Healed f = new Healed("misconfigured-tie", List.of("a"), (bad, coordinator) -> bad.compareTo(coordinator) < 0)) {
+      Ringmaster a = f.good.get(0);
+      assertFalse(a.isInRing(), "1 to 1: the lower address, bad's, wins the tie");
+      Ringmaster b = f.cluster.start(builder(f.cluster, "b", 64));
+      await().atMost(WAIT).until(() -> a.viewId() == b.viewId() && f.bad.viewId() == b.viewId());
+      for (Ringmaster n : List.of(a, b)) {
+        assertTrue(n.isInRing(), () -> n.localMember().id() + ": " + n.members());
+        assertEquals(List.of("a", "b"), n.members().stream().map(Member::id).toList());
+        assertEquals(64, n.ring().virtualNodes());
+      }
+      assertFalse(f.bad.isInRing());
+      assertEquals(b.ring().checksum(), f.bad.ring().checksum());
+    }
+  }
+
+  /** {@code goodIds} with virtualNodes 64, and "bad" with 128 started alone on another island, then healed. */
   private static final class Healed implements AutoCloseable {
     final TestCluster cluster;
     final List<Ringmaster> good = new ArrayList<>();
@@ -90,24 +112,24 @@ class MisconfiguredMergeTest {
     private final List<Address> addresses = new ArrayList<>();
 
     /** @param wanted whether an address for "bad" will do, given the other side's coordinator */
-    Healed(String name, java.util.function.BiPredicate<Address, Address> wanted) {
+    Healed(String name, List<String> goodIds, java.util.function.BiPredicate<Address, Address> wanted) {
       cluster = new TestCluster(name);
       try {
-        for (String id : List.of("a", "b", "c")) {
+        for (String id : goodIds) {
           good.add(cluster.start(builder(cluster, id, 64), n -> {
             n.addMembershipListener(change -> goodHeard.addAll(change.refused()));
             n.addDivergenceListener(divergences::add);
           }));
         }
         good.forEach(n -> addresses.add(n.channel().getAddress()));
-        TestCluster.awaitAgreement(good, 3, WAIT);
+        TestCluster.awaitAgreement(good, good.size(), WAIT);
         Address coordinator = good.get(0).channel().getView().getCoord();
         bad = startAlone(a -> wanted.test(a, coordinator));
         addresses.add(bad.channel().getAddress());
         addresses.forEach(a -> Islands.move(a, 0));
         List<Ringmaster> all = new ArrayList<>(good);
         all.add(bad);
-        await().atMost(WAIT).until(() -> all.stream().allMatch(n -> n.channel().getView().size() == 4
+        await().atMost(WAIT).until(() -> all.stream().allMatch(n -> n.channel().getView().size() == all.size()
             && n.viewId() == n.channel().getView().getViewId().getId()));
       } catch (RuntimeException | Error e) {
         close();

@@ -49,6 +49,21 @@ class RingmasterMembershipPolicyTest {
   }
 
   @Test
+  void misconfiguredLeaderAfterATie_correctMembersTurnItRoundOnceTheyOutnumberIt() {
+    Address bad = node("bad", 128);
+    Address bad2 = node("bad2", 128);
+    Address a = node("a", 64);
+    Address b = node("b", 64);
+    Address c = node("c", 64);
+    assertEquals(List.of(a, bad, b), policy.getNewMembership(List.of(bad, bad2, a, b), List.of(), List.of(bad2),
+        List.of()), "a misconfigured member leaves: 2 to 1");
+    assertEquals(List.of(a, bad, b), policy.getNewMembership(List.of(bad, a), List.of(b), List.of(), List.of()),
+        "a correct joiner counts, though it is not moved itself");
+    assertEquals(List.of(bad, a, bad2, b), policy.getNewMembership(List.of(bad, a, bad2, b, c), List.of(),
+        List.of(c), List.of()), "2 to 2: a tie changes nothing");
+  }
+
+  @Test
   void plainJGroupsMembers_stayWhereJGroupsPutsThem() {
     Address plain = UUID.randomUUID();
     Address a = node("a", 64);
