@@ -71,11 +71,6 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     return new RingParameters(specVersion, virtualNodes, replicas);
   }
 
-  /** Whether the ring parameters (virtualNodes, replicas, spec version) are {@code other}'s. */
-  boolean sameParameters(NodeMetadata other) {
-    return parameters().equals(other.parameters());
-  }
-
   /** Each ring parameter that differs from {@code other}'s, with both values. Empty if they agree. */
   List<String> parameterDifferences(NodeMetadata other) {
     List<String> out = new ArrayList<>();

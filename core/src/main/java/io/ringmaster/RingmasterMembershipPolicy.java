@@ -23,7 +23,8 @@ import org.jgroups.stack.MembershipChangePolicy;
  * that differ; that rule needs nothing but the view, so all members agree. JGroups' own order
  * would let a refused member come first: when the members before it leave, or when a partition
  * heals and JGroups puts first the coordinator whose address sorts lowest, which may be a
- * misconfigured node that was alone on its side. This policy keeps the reference where it was:
+ * misconfigured node that was alone on its side. This policy puts first a member with the
+ * parameters most members hold:
  * <ul>
  *   <li>On a join or leave, the winning parameters are those the most node ids of the new view
  *       hold (ties: those of the previous view's first member, so a tie changes nothing). Members
@@ -141,10 +142,10 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
    * members its ring can hold.
    */
   static int ringSize(Collection<Address> subview) {
-    NodeMetadata reference = firstRingmasterMember(subview).orElse(null);
+    Optional<NodeMetadata.RingParameters> reference = firstRingmasterMember(subview).map(NodeMetadata::parameters);
     Set<String> ids = new HashSet<>();
     for (Address a : subview) {
-      NodeMetadata.from(a).filter(m -> m.sameParameters(reference)).ifPresent(m -> ids.add(m.id()));
+      NodeMetadata.from(a).filter(m -> reference.get().equals(m.parameters())).ifPresent(m -> ids.add(m.id()));
     }
     return ids.size();
   }
