@@ -111,7 +111,27 @@ final class TestCluster implements AutoCloseable {
 
   /** Waits until every node has the same view of {@code size} members and the same ring. */
   static void awaitAgreement(List<Ringmaster> nodes, int size, Duration timeout) {
-    await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> agree(nodes, size));
+    try {
+      await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> agree(nodes, size));
+    } catch (org.awaitility.core.ConditionTimeoutException e) {
+      throw new AssertionError("no agreement on a ring of " + size + " within " + timeout + ":\n"
+          + describe(nodes), e);
+    }
+  }
+
+  /** Each node's view (JGroups' and the ring's), ring members and checksum: what a timeout shows. */
+  static String describe(List<Ringmaster> nodes) {
+    StringBuilder out = new StringBuilder();
+    for (Ringmaster n : nodes) {
+      HashRing ring = n.ring();
+      JChannel ch = n.channel();
+      out.append("  ").append(n.localMember().id()).append(": ring view ").append(n.viewId())
+          .append(", checksum ").append(Long.toHexString(ring.checksum()))
+          .append(", in ring ").append(n.isInRing())
+          .append(", members ").append(ring.members().stream().map(io.ringmaster.ring.Member::id).toList())
+          .append("; channel view ").append(ch == null ? "none" : ch.getView()).append('\n');
+    }
+    return out.toString();
   }
 
   static boolean agree(List<Ringmaster> nodes, int size) {
