@@ -365,7 +365,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Whether this node is in the current ring. False before {@link #start()}, and while the cluster
    * refuses this node: when a partition heals with this node's id on both sides, the member on the
-   * side with more members in its ring keeps the id ({@link RingmasterMembershipPolicy}). Then the
+   * side that comes first in the merged view keeps the id (with one configuration on both sides,
+   * the side whose coordinator's address sorts lowest; see {@link RingmasterMembershipPolicy}). Then the
    * ring's member with this node's id is that other node, so {@code ownerOf(key)} naming
    * {@link #localMember()} does not mean this node owns the key: ask {@link #isLocal} and
    * {@link #isPrimary}, which answer for this node. After

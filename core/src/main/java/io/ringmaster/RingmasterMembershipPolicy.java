@@ -35,12 +35,14 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       correct node joining a view where a misconfigured node leads one correct member turns it
  *       round.</li>
  *   <li>On a merge, the winning parameters are those the most node ids hold across all
- *       subgroups (ties: those of the member whose address sorts lowest). Of the subgroups led by
- *       a member with them, the one whose ring holds the most members comes first (ties: the one
- *       whose coordinator's address sorts lowest, as in JGroups), then the others in JGroups'
- *       order. So the larger side keeps its parameters and, for two members with one id, its
- *       member keeps the id; a lone misconfigured node never wins against two correct members,
- *       however they are split.</li>
+ *       subgroups (ties: those of the member whose address sorts lowest). If every subgroup is
+ *       led by a member with them (one configuration everywhere, the usual case), JGroups' order
+ *       stands: the coordinator whose address sorts lowest comes first, and for two members with
+ *       one id, the one on its side keeps the id. Otherwise, of the subgroups led by a member with
+ *       them, the one whose ring holds the most members comes first (ties: the one whose
+ *       coordinator's address sorts lowest), then the others in JGroups' order; if none is, the
+ *       holder of the winning parameters whose address sorts lowest is put first. So a lone
+ *       misconfigured node never wins against two correct members, however they are split.</li>
  * </ul>
  *
  * <p>Each JGroups member picks the next coordinator, and rebuilds views from deltas, with its own
@@ -86,6 +88,15 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
       return new ArrayList<>();
     }
     Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups, Optional.empty());
+    if (groups.stream().allMatch(g -> ledBy(g, winning))) {
+      // One configuration on every side (the usual case): JGroups' order. If the merge view's
+      // creator installs one view of its own while the merge runs (JGroups 5.5 keeps handling joins
+      // and leaves then), both can carry the same id and creator: its side drops the merge view,
+      // the other side installs it, and MERGE3, comparing view ids, never sees that they differ.
+      // The largest side's coordinator, busy with that side's joins and leaves, would be that
+      // creator in almost every merge; with JGroups' order, only when its address sorts lowest.
+      return new ArrayList<>(jgroups.getNewMembership(subviews));
+    }
     Comparator<Collection<Address>> order = Comparator
         .comparing((Collection<Address> g) -> !ledBy(g, winning)) // led by the winning parameters first
         .thenComparing(RingmasterMembershipPolicy::ringSize, Comparator.reverseOrder())

@@ -1,8 +1,10 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
+import java.util.Collection;
 import java.util.List;
 import org.jgroups.Address;
 import org.jgroups.util.UUID;
@@ -121,6 +123,25 @@ class RingmasterMembershipPolicyTest {
     List<Address> expected = x.compareTo(y) < 0 ? List.of(x, y) : List.of(y, x);
     assertEquals(expected, policy.getNewMembership(List.of(List.of(x), List.of(y))));
     assertEquals(expected, policy.getNewMembership(List.of(List.of(y), List.of(x))));
+  }
+
+  @Test
+  void merge_oneConfigurationOnEverySide_keepsJGroupsOrder_notTheLargestSideFirst() {
+    org.jgroups.stack.MembershipChangePolicy jgroups = new org.jgroups.protocols.pbcast.GMS.DefaultMembershipPolicy();
+    int lowestAlone = 0;
+    for (int trial = 0; trial < 40; trial++) { // random addresses: the lone node sorts first about half the time
+      Address s = node("s", 64);
+      Address a = node("a", 64);
+      Address b = node("b", 64);
+      Address bad = node("bad", 128); // refused inside a's side: that side is still led by a
+      List<Collection<Address>> sides = List.of(List.of(a, bad, b), List.of(s));
+      List<Address> merged = policy.getNewMembership(sides);
+      assertEquals(jgroups.getNewMembership(sides), merged);
+      assertEquals(s.compareTo(a) < 0 ? s : a, merged.get(0), "the lowest coordinator, whatever the sizes");
+      lowestAlone += merged.get(0) == s ? 1 : 0;
+      merged.add(node("x", 64)); // JGroups trims the list it gets: it must be its own
+    }
+    assertTrue(lowestAlone > 0 && lowestAlone < 40, "both orders were tried: " + lowestAlone);
   }
 
   @Test
