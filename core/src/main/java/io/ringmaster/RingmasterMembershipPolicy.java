@@ -154,9 +154,14 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
    */
   static int ringSize(Collection<Address> subview) {
     Optional<NodeMetadata.RingParameters> reference = firstRingmasterMember(subview).map(NodeMetadata::parameters);
+    if (reference.isEmpty()) {
+      return 0;
+    }
     Set<String> ids = new HashSet<>();
     for (Address a : subview) {
-      NodeMetadata.from(a).filter(m -> reference.get().equals(m.parameters())).ifPresent(m -> ids.add(m.id()));
+      if (holds(a, reference.get())) {
+        ids.add(NodeMetadata.from(a).orElseThrow().id());
+      }
     }
     return ids.size();
   }
