@@ -160,6 +160,13 @@ final class ClusterNode {
   }
 
   private void installView(View view) {
+    Address self = localAddress;
+    if (self != null && !view.containsMember(self)) {
+      // JGroups installs only views that list this member, so this one was queued by the channel
+      // before a rejoin (a new member, with a new address): the rejoin's first view replaces it.
+      LOG.log(Level.DEBUG, "{0}: view {1} is from before this node rejoined; skipped", local.id(), view.getViewId());
+      return;
+    }
     viewsSeen.incrementAndGet();
     long started = System.nanoTime();
     Snapshot previous = state;
@@ -169,7 +176,6 @@ final class ClusterNode {
     List<MembershipChange.Refusal> refused = new ArrayList<>();
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
     String refusal = admit(view, reference, addresses, metadata, refused);
-    Address self = localAddress;
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal

@@ -8,6 +8,8 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -15,6 +17,8 @@ import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
+import org.jgroups.View;
+import org.jgroups.ViewId;
 import org.jgroups.util.UUID;
 
 /**
@@ -26,6 +30,12 @@ import org.jgroups.util.UUID;
  * <p>And the ring before a join: members new to the ring cannot know which members the ring had
  * before the view that admitted them (another newcomer of the same view looks like an old member),
  * so the first few old members of the view tell them ({@link #sendRingBefore}).
+ *
+ * <p>And one view id with two member lists, which a race in JGroups 5.5's merge handling can leave
+ * behind (docs/operations.md): a member whose view does not list the sender of a checksum for that
+ * very view tells it so ({@link #TYPE_NOT_LISTED}). The sender, whose view lists that member, then
+ * knows its own view is the one no one else installed, and rejoins; JGroups alone would never end
+ * the split, since its merge detection compares view ids only.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -33,6 +43,11 @@ final class Gossip {
   static final byte TYPE_CHECKSUM = 2;
   /** View id, view creator, then the ring's members before that view: a count, then id, weight, zone. */
   static final byte TYPE_RING_BEFORE = 3;
+  /**
+   * View id, view creator: "my view with this id and creator does not list you", to a member that
+   * gossiped a checksum for that view.
+   */
+  static final byte TYPE_NOT_LISTED = 4;
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -40,15 +55,29 @@ final class Gossip {
   private final JChannel channel;
   private final ClusterNode node;
   private final Consumer<RingDivergence> onDivergence;
+  /** Runs sends a JGroups thread must not wait for (they may block on flow control). */
+  private final Executor background;
+  /** Told the id of this node's view when a member of that view does not list this node in it. */
+  private final Consumer<ViewId> onNotListed;
   final AtomicLong sent = new AtomicLong();
   final AtomicLong received = new AtomicLong();
   final AtomicLong divergences = new AtomicLong();
+  /** "Not in view" messages not believed: for another view, or from a member outside it. */
+  final AtomicLong notListedIgnored = new AtomicLong();
 
-  Gossip(String localId, JChannel channel, ClusterNode node, Consumer<RingDivergence> onDivergence) {
+  /**
+   * @param background  runs the replies to checksums from members this node's view does not list
+   * @param onNotListed called on a JGroups thread, without waiting, when a member of this node's
+   *                    view says that view does not list this node
+   */
+  Gossip(String localId, JChannel channel, ClusterNode node, Consumer<RingDivergence> onDivergence,
+         Executor background, Consumer<ViewId> onNotListed) {
     this.localId = localId;
     this.channel = channel;
     this.node = node;
     this.onDivergence = onDivergence;
+    this.background = background;
+    this.onNotListed = onNotListed;
   }
 
   /** One round: send our view id and checksum to a random peer. */
@@ -77,6 +106,16 @@ final class Gossip {
       writeHeader(out, TYPE_CHECKSUM, viewId, viewCreator);
       out.writeLong(checksum);
       out.writeUTF(senderId);
+    } catch (IOException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+    return bytes.toByteArray();
+  }
+
+  static byte[] encodeNotListed(long viewId, Address viewCreator) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(25);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      writeHeader(out, TYPE_NOT_LISTED, viewId, viewCreator);
     } catch (IOException impossible) {
       throw new IllegalStateException(impossible);
     }
@@ -134,7 +173,7 @@ final class Gossip {
       return;
     }
     byte type = payload[msg.getOffset()];
-    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE) {
+    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED) {
       return;
     }
     try (DataInputStream in = new DataInputStream(
@@ -143,6 +182,8 @@ final class Gossip {
       UUID creator = new UUID(in.readLong(), in.readLong());
       if (type == TYPE_CHECKSUM) {
         checksum(viewId, creator, in.readLong(), in.readUTF(), msg.getSrc());
+      } else if (type == TYPE_NOT_LISTED) {
+        notListed(viewId, creator, msg.getSrc());
       } else {
         int count = in.readInt();
         if (count < 0 || count > in.available()) {
@@ -172,10 +213,20 @@ final class Gossip {
     // A node gossips only while it is in its own ring, so in the same view its sender must be this
     // node's member with that id: if not, the two disagree on who was admitted, whatever the checksums.
     boolean holder = source != null && source.equals(s.addresses().get(sender));
+    boolean notListed = false;
+    if (!holder && source != null) {
+      View v = channelView(viewId, creator);
+      notListed = v != null && !v.containsMember(source);
+      if (notListed) {
+        tellNotListed(source, v);
+      }
+    }
     if (s.ring().checksum() != checksum || !holder) {
       divergences.incrementAndGet();
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum);
-      if (holder) {
+      if (notListed) {
+        LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
+      } else if (holder) {
         LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
             localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
       } else {
@@ -185,5 +236,56 @@ final class Gossip {
       }
       onDivergence.accept(d);
     }
+  }
+
+  /**
+   * The channel's view, if it is the view with this number and creator. The ring's view can lag
+   * behind it, so what the channel lists is what decides who is a member.
+   */
+  private View channelView(long viewId, UUID creator) {
+    View v = channel.getView();
+    if (v == null || v.getViewId().getId() != viewId) {
+      return null;
+    }
+    UUID local = v.getViewId().getCreator() instanceof UUID u ? u : NO_CREATOR;
+    return local.equals(creator) ? v : null;
+  }
+
+  /**
+   * A member gossiped a checksum for this node's view, which does not list it: JGroups installed
+   * one view id with two member lists. Tell it, from the gossip thread (a send may block).
+   */
+  private void tellNotListed(Address member, View view) {
+    LOG.log(Level.WARNING, "{0}: {1} says it is in view {2}, which does not list it: one view id with two member"
+        + " lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
+        view.getViewId());
+    byte[] payload = encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator());
+    try {
+      background.execute(() -> {
+        try {
+          channel.send(new BytesMessage(member, payload));
+        } catch (Exception e) {
+          LOG.log(Level.DEBUG, "telling {0} it is not in view {1} failed: {2}", member, view.getViewId(), e);
+        }
+      });
+    } catch (RejectedExecutionException closing) {
+      LOG.log(Level.DEBUG, "closing: {0} not told it is not in view {1}", member, view.getViewId());
+    }
+  }
+
+  /**
+   * A member says its view with this id does not list this node. Believed only when this node's
+   * channel is in that very view and the view lists the sender: then the two views have one id and
+   * different members, and this node's is the one its peers did not install.
+   */
+  private void notListed(long viewId, UUID creator, Address source) {
+    View v = channelView(viewId, creator);
+    if (v == null || source == null || !v.containsMember(source) || source.equals(channel.getAddress())) {
+      notListedIgnored.incrementAndGet();
+      LOG.log(Level.DEBUG, "{0}: ignored \"not in view {1}\" from {2}: this node''s view is {3}", localId, viewId,
+          source, channel.getView() == null ? "none" : channel.getView().getViewId());
+      return;
+    }
+    onNotListed.accept(v.getViewId());
   }
 }

@@ -21,12 +21,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.jgroups.Address;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.Receiver;
 import org.jgroups.View;
+import org.jgroups.ViewId;
 
 /**
  * A cluster member that keeps a consistent-hash ring of the cluster's members and tells listeners
@@ -94,6 +96,11 @@ public final class Ringmaster implements AutoCloseable {
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
+  /** Set once start() has its first ring: from then on the node may rejoin (see {@link #rejoin}). */
+  private volatile boolean joined;
+  /** Set while a rejoin is queued or under way, so that reports of one split start one rejoin. */
+  private final AtomicBoolean rejoining = new AtomicBoolean();
+  private final AtomicLong rejoins = new AtomicLong();
   /** Which of this node's pools runs the current thread; empty on every other thread. */
   private final ThreadLocal<Pool> ownPool = new ThreadLocal<>();
 
@@ -148,7 +155,7 @@ public final class Ringmaster implements AutoCloseable {
     lifecycle = Lifecycle.RUNNING;
     try {
       channel = Stacks.create(config);
-      gossip = new Gossip(config.nodeId(), channel, node, this::divergence);
+      gossip = new Gossip(config.nodeId(), channel, node, this::divergence, gossipTimer, this::rejoinLater);
       node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
         try {
           gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, newcomers));
@@ -177,6 +184,7 @@ public final class Ringmaster implements AutoCloseable {
       node.firstRing().get(config.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
+      joined = true;
     } catch (ExecutionException e) {
       shutdown(null, false, null);
       Throwable cause = e.getCause();
@@ -343,6 +351,66 @@ public final class Ringmaster implements AutoCloseable {
       gossip.round();
     } catch (RuntimeException e) {
       LOG.log(Level.DEBUG, "gossip round failed", e);
+    }
+  }
+
+  /**
+   * Called on a JGroups thread when a member of this node's view says that view does not list
+   * this node: queues one rejoin on the gossip thread.
+   */
+  private void rejoinLater(ViewId stale) {
+    if (!joined || closeCalled.get() || !rejoining.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      gossipTimer.execute(() -> rejoin(stale));
+    } catch (RejectedExecutionException closing) {
+      rejoining.set(false);
+    }
+  }
+
+  /**
+   * Leaves the cluster and joins it again, on the gossip thread, if the channel is still in the view
+   * {@code stale} that its peers did not install: JGroups installed one view id with two member
+   * lists (a race in its merge handling, see docs/operations.md), and this node's view is the one
+   * no one else has. Its merge detection compares view ids only, so without this the split would
+   * last until the next membership change. The node comes back as a new JGroups member (a new
+   * address) with the same id; its ring is built from the new view like any other, so its
+   * listeners hear only what the new view changes. A failed attempt is retried every
+   * {@code gossipInterval} until the node is connected again or closed.
+   */
+  private void rejoin(ViewId stale) {
+    boolean retry = false;
+    try {
+      if (closeCalled.get()) {
+        return;
+      }
+      if (channel.isConnected()) {
+        View v = channel.getView();
+        if (v == null || !stale.equals(v.getViewId())) {
+          return; // a newer view came meanwhile: JGroups ended the split itself
+        }
+        LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in it: one view id with two"
+            + " member lists (a JGroups merge race); rejoining the cluster to end the split", config.nodeId(), stale);
+        channel.disconnect();
+      }
+      channel.connect(config.clusterName());
+      rejoins.incrementAndGet();
+      LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
+          channel.getView() == null ? "none" : channel.getView().getViewId());
+    } catch (Exception e) {
+      retry = !closeCalled.get();
+      LOG.log(retry ? Level.ERROR : Level.DEBUG, "{0}: rejoining the cluster failed: {1}; next attempt in {2}",
+          config.nodeId(), e, config.gossipInterval());
+    } finally {
+      rejoining.set(false);
+    }
+    if (retry) {
+      try {
+        gossipTimer.schedule(() -> rejoinLater(stale), config.gossipInterval().toMillis(), TimeUnit.MILLISECONDS);
+      } catch (RejectedExecutionException closing) {
+        LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId());
+      }
     }
   }
 
@@ -539,6 +607,11 @@ public final class Ringmaster implements AutoCloseable {
     return node.membershipListenerCount();
   }
 
+  /** "Not in view" messages this node did not believe (for tests). */
+  long notListedIgnored() {
+    return gossip == null ? 0 : gossip.notListedIgnored.get();
+  }
+
   /** Divergence listeners registered now (for tests). */
   int divergenceListenerCount() {
     return divergenceListeners.size();
@@ -621,7 +694,7 @@ public final class Ringmaster implements AutoCloseable {
     long last = node.lastChangeMillis.get();
     return new RingmasterStats(s.viewId(), s.ring().members().size(), node.viewsSeen.get(), node.ringBuilds.get(),
         Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
-        gossip == null ? 0 : gossip.divergences.get(), gossip == null ? 0 : gossip.sent.get(),
+        gossip == null ? 0 : gossip.divergences.get(), rejoins.get(), gossip == null ? 0 : gossip.sent.get(),
         gossip == null ? 0 : gossip.received.get(), node.refusals.get(),
         last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)));
   }

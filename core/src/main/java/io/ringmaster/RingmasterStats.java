@@ -16,11 +16,13 @@ import java.util.Optional;
  *                         a view's ring is being published and its callbacks queued: read after
  *                         {@code ring()}, 0 means every callback for that ring has run
  * @param divergences      checksum mismatches found by gossip for the same view
+ * @param rejoins          times this node left and joined the cluster again because its view had
+ *                         an id its peers' view also had, with other members (a JGroups merge race)
  * @param gossipSent       checksum messages sent (a node the cluster refuses sends none)
  * @param gossipReceived   checksum messages received
  * @param refusedMembers   members kept out of the ring (parameter mismatch or duplicate id)
  * @param lastChange       when ownership or membership last changed, if ever
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
-                              int pendingCallbacks, long divergences, long gossipSent, long gossipReceived,
-                              long refusedMembers, Optional<Instant> lastChange) {}
+                              int pendingCallbacks, long divergences, long rejoins, long gossipSent,
+                              long gossipReceived, long refusedMembers, Optional<Instant> lastChange) {}

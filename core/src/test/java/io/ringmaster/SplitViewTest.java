@@ -1,0 +1,102 @@
+package io.ringmaster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.jgroups.Address;
+import org.jgroups.BytesMessage;
+import org.jgroups.View;
+import org.jgroups.ViewId;
+import org.jgroups.protocols.pbcast.GMS;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One view id with two member lists: what JGroups 5.5 leaves behind when a merge view's creator
+ * installs a view of its own while the merge runs (docs/operations.md). The nodes are real
+ * in-memory stacks; the split is put in place through each node's own {@link GMS#installView},
+ * exactly as the race leaves it: the main side's members install view {@code k} without
+ * {@code x}, and {@code x} installs a view {@code k} with the same creator that lists them all.
+ * MERGE3 compares view ids only, so JGroups never sees the split.
+ */
+class SplitViewTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+
+  @Test
+  void memberItsPeersDoNotList_rejoins_thenAllAgree_andItsListenersHearNothing() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view")) {
+      Map<Ringmaster, OwnershipRecorder> recorders = new HashMap<>();
+      List<Ringmaster> nodes = new ArrayList<>();
+      for (String id : List.of("a", "b", "c", "x")) {
+        nodes.add(cluster.startRecorded(cluster.builder(id), recorders));
+      }
+      TestCluster.awaitAgreement(nodes, 4, WAIT);
+      Ringmaster x = nodes.get(3);
+      List<Ringmaster> main = nodes.subList(0, 3);
+      View agreed = x.channel().getView();
+      assertEquals(x.channel().getAddress(), agreed.getMembers().get(3), "x joined last: last in the view");
+      Address before = x.channel().getAddress();
+      int xChanges = recorders.get(x).changes().size();
+
+      ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
+      gms(x).installView(new View(split, agreed.getMembers()));
+      List<Address> withoutX = agreed.getMembers().subList(0, 3);
+      for (Ringmaster n : main) {
+        gms(n).installView(new View(split, withoutX));
+      }
+
+      // x gossips its view to a member that does not list it; that member says so; x rejoins.
+      await().atMost(WAIT).until(() -> x.stats().rejoins() == 1);
+      TestCluster.awaitAgreement(nodes, 4, WAIT);
+      assertNotEquals(before, x.channel().getAddress(), "a rejoin is a new JGroups member");
+      assertTrue(x.isInRing());
+      for (Ringmaster n : nodes) {
+        assertEquals(x.channel().getView(), n.channel().getView(), n.localMember().id());
+        assertTrue(recorders.get(n).foldMatches(n.ring(), n.localMember().id(), n.config().replicas()),
+            n.localMember().id());
+        assertEquals(List.of(), recorders.get(n).violations(), n.localMember().id());
+      }
+      assertTrue(main.stream().mapToLong(n -> n.stats().divergences()).sum() >= 1,
+          "the main side reported the divergence it found");
+      main.forEach(n -> assertEquals(0, n.stats().rejoins(), n.localMember().id()));
+      // x's ring had the same four members before, during and after: nothing to tell its listeners.
+      assertEquals(xChanges, recorders.get(x).changes().size(), () -> recorders.get(x).changes().toString());
+    }
+  }
+
+  @Test
+  void notListedMessage_forAViewTheNodeIsNotIn_isIgnored() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-stale")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      List<Ringmaster> nodes = List.of(a, b);
+      TestCluster.awaitAgreement(nodes, 2, WAIT);
+      View view = b.channel().getView();
+      Address address = b.channel().getAddress();
+      long received = b.stats().gossipReceived();
+      // An older view, and one of the same number under another creator: neither is b's view.
+      a.channel().send(new BytesMessage(address,
+          Gossip.encodeNotListed(view.getViewId().getId() - 1, view.getCreator())));
+      a.channel().send(new BytesMessage(address,
+          Gossip.encodeNotListed(view.getViewId().getId(), address.equals(view.getCreator())
+              ? a.channel().getAddress() : address)));
+      // Messages from one sender arrive in order: once a later checksum from a is counted, the
+      // two above were handled.
+      await().atMost(WAIT).until(() -> b.stats().gossipReceived() > received);
+      assertEquals(2, b.notListedIgnored());
+      assertEquals(0, b.stats().rejoins());
+      assertEquals(address, b.channel().getAddress());
+      assertEquals(view, b.channel().getView());
+    }
+  }
+
+  private static GMS gms(Ringmaster node) {
+    return node.channel().getProtocolStack().findProtocol(GMS.class);
+  }
+}
