@@ -559,7 +559,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * The node's JGroups channel, for applications that add their own traffic on a
-   * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it.
+   * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it. Its address
+   * changes if the node rejoins the cluster to end a split view ({@link RingmasterStats#rejoins()}).
    */
   public JChannel channel() {
     if (channel == null) {
