@@ -37,7 +37,8 @@ final class Peer implements AutoCloseable {
                     long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, long putsServed, long getsServed, long deletesServed,
-                    long writesStored, long writesForwarded, long divergences, int eventSubscribers) {}
+                    long writesStored, long writesForwarded, long divergences, long rejoins,
+                    int eventSubscribers) {}
 
   private final PeerOptions options;
   private final Ringmaster node;
@@ -189,7 +190,8 @@ final class Peer implements AutoCloseable {
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
         counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
-        counters.writesStored.sum(), counters.writesForwarded.sum(), s.divergences(), events.subscribers());
+        counters.writesStored.sum(), counters.writesForwarded.sum(), s.divergences(), s.rejoins(),
+        events.subscribers());
   }
 
   String describe() {
