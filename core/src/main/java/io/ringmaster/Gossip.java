@@ -18,7 +18,6 @@ import org.jgroups.BytesMessage;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.View;
-import org.jgroups.ViewId;
 import org.jgroups.util.UUID;
 
 /**
@@ -57,8 +56,8 @@ final class Gossip {
   private final Consumer<RingDivergence> onDivergence;
   /** Runs sends a JGroups thread must not wait for (they may block on flow control). */
   private final Executor background;
-  /** Told the id of this node's view when a member of that view does not list this node in it. */
-  private final Consumer<ViewId> onNotListed;
+  /** Told this node's view when a member of that view does not list this node in it. */
+  private final Consumer<View> onNotListed;
   final AtomicLong sent = new AtomicLong();
   final AtomicLong received = new AtomicLong();
   final AtomicLong divergences = new AtomicLong();
@@ -71,7 +70,7 @@ final class Gossip {
    *                    view says that view does not list this node
    */
   Gossip(String localId, JChannel channel, ClusterNode node, Consumer<RingDivergence> onDivergence,
-         Executor background, Consumer<ViewId> onNotListed) {
+         Executor background, Consumer<View> onNotListed) {
     this.localId = localId;
     this.channel = channel;
     this.node = node;
@@ -286,6 +285,6 @@ final class Gossip {
           source, channel.getView() == null ? "none" : channel.getView().getViewId());
       return;
     }
-    onNotListed.accept(v.getViewId());
+    onNotListed.accept(v);
   }
 }

@@ -28,7 +28,6 @@ import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.Receiver;
 import org.jgroups.View;
-import org.jgroups.ViewId;
 
 /**
  * A cluster member that keeps a consistent-hash ring of the cluster's members and tells listeners
@@ -72,7 +71,7 @@ public final class Ringmaster implements AutoCloseable {
   private enum Lifecycle { NEW, RUNNING, CLOSED }
 
   /** This node's thread pools, as {@link #close()} tells them apart from its caller's thread. */
-  private enum Pool { VIEW, LISTENERS, GOSSIP }
+  private enum Pool { VIEW, LISTENERS, GOSSIP, REJOIN }
 
   /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
@@ -87,6 +86,8 @@ public final class Ringmaster implements AutoCloseable {
   private final ExecutorService viewThread;
   private final ExecutorService listenerPool;
   private final ScheduledExecutorService gossipTimer;
+  /** Runs {@link #rejoin}; its thread starts only if the node ever rejoins. */
+  private final ScheduledExecutorService rejoinThread;
   private final ClusterNode node;
   private final List<SerialDelivery<RingDivergence>> divergenceListeners = new CopyOnWriteArrayList<>();
   private final Member localMember;
@@ -112,6 +113,8 @@ public final class Ringmaster implements AutoCloseable {
     this.viewThread = Executors.newSingleThreadExecutor(threads("ringmaster-view-" + id, Pool.VIEW));
     this.listenerPool = Executors.newCachedThreadPool(threads("ringmaster-listener-" + id, Pool.LISTENERS));
     this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id, Pool.GOSSIP));
+    // Its own thread: a rejoin takes seconds, and the gossip thread's sends must not wait for it.
+    this.rejoinThread = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-rejoin-" + id, Pool.REJOIN));
     // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
     Duration halfStart = config.startTimeout().dividedBy(2); // leaves start() time for the rest
     this.node = new ClusterNode(metadata, viewThread,
@@ -306,14 +309,16 @@ public final class Ringmaster implements AutoCloseable {
     lifecycle = Lifecycle.CLOSED;
     node.close(); // no view installed or callback queued from here on
     stop(gossipTimer, caller == Pool.GOSSIP);
+    stop(rejoinThread, false); // never the caller: it runs no listener
     if (channel != null) {
-      channel.close();
+      channel.close(); // after a rejoin under way has connected or given up: JChannel orders the two
     }
     stop(viewThread, caller == Pool.VIEW);
     try {
       // A view being installed or a gossip round in flight finishes before close() returns.
       await(viewThread, caller == Pool.VIEW);
       await(gossipTimer, caller == Pool.GOSSIP);
+      await(rejoinThread, false);
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
         if (!listenersIdle && !node.awaitListeners(System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited)) {
@@ -356,30 +361,32 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Called on a JGroups thread when a member of this node's view says that view does not list
-   * this node: queues one rejoin on the gossip thread.
+   * this node: queues one rejoin on the rejoin thread.
    */
-  private void rejoinLater(ViewId stale) {
+  private void rejoinLater(View stale) {
     if (!joined || closeCalled.get() || !rejoining.compareAndSet(false, true)) {
       return;
     }
     try {
-      gossipTimer.execute(() -> rejoin(stale));
+      rejoinThread.execute(() -> rejoin(stale));
     } catch (RejectedExecutionException closing) {
       rejoining.set(false);
     }
   }
 
   /**
-   * Leaves the cluster and joins it again, on the gossip thread, if the channel is still in the view
+   * Leaves the cluster and joins it again, on the rejoin thread, if the channel is still in the view
    * {@code stale} that its peers did not install: JGroups installed one view id with two member
    * lists (a race in its merge handling, see docs/operations.md), and this node's view is the one
    * no one else has. Its merge detection compares view ids only, so without this the split would
    * last until the next membership change. The node comes back as a new JGroups member (a new
    * address) with the same id; its ring is built from the new view like any other, so its
-   * listeners hear only what the new view changes. A failed attempt is retried every
-   * {@code gossipInterval} until the node is connected again or closed.
+   * listeners hear only what the new view changes. An attempt that fails is retried every
+   * {@code gossipInterval} until the node is connected again or closed. A join that no member
+   * answers leaves JGroups' connect() with the node alone, as after a partition, for MERGE3 to
+   * merge back: that is logged, and not retried.
    */
-  private void rejoin(ViewId stale) {
+  private void rejoin(View stale) {
     boolean retry = false;
     try {
       if (closeCalled.get()) {
@@ -387,17 +394,27 @@ public final class Ringmaster implements AutoCloseable {
       }
       if (channel.isConnected()) {
         View v = channel.getView();
-        if (v == null || !stale.equals(v.getViewId())) {
+        if (v == null || !stale.getViewId().equals(v.getViewId())) {
           return; // a newer view came meanwhile: JGroups ended the split itself
         }
         LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in it: one view id with two"
-            + " member lists (a JGroups merge race); rejoining the cluster to end the split", config.nodeId(), stale);
+            + " member lists (a JGroups merge race); rejoining the cluster to end the split", config.nodeId(),
+            stale.getViewId());
         channel.disconnect();
+      }
+      if (closeCalled.get()) {
+        return; // closed while leaving: the LEAVING change is out, so the node must not come back
       }
       channel.connect(config.clusterName());
       rejoins.incrementAndGet();
-      LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
-          channel.getView() == null ? "none" : channel.getView().getViewId());
+      View now = channel.getView();
+      if (now != null && now.size() == 1 && stale.size() > 1) {
+        LOG.log(Level.WARNING, "{0} rejoined {1} alone (view {2}): no member answered its join; it merges back"
+            + " when MERGE3 finds the others", config.nodeId(), config.clusterName(), now.getViewId());
+      } else {
+        LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
+            now == null ? "none" : now.getViewId());
+      }
     } catch (Exception e) {
       retry = !closeCalled.get();
       LOG.log(retry ? Level.ERROR : Level.DEBUG, "{0}: rejoining the cluster failed: {1}; next attempt in {2}",
@@ -407,7 +424,7 @@ public final class Ringmaster implements AutoCloseable {
     }
     if (retry) {
       try {
-        gossipTimer.schedule(() -> rejoinLater(stale), config.gossipInterval().toMillis(), TimeUnit.MILLISECONDS);
+        rejoinThread.schedule(() -> rejoinLater(stale), config.gossipInterval().toMillis(), TimeUnit.MILLISECONDS);
       } catch (RejectedExecutionException closing) {
         LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId());
       }
