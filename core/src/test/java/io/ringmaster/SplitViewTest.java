@@ -16,25 +16,41 @@ import org.jgroups.View;
 import org.jgroups.ViewId;
 import org.jgroups.protocols.pbcast.GMS;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * One view id with two member lists: what JGroups 5.5 leaves behind when a merge view's creator
  * installs a view of its own while the merge runs (docs/operations.md). The nodes are real
- * in-memory stacks; the split is put in place through each node's own {@link GMS#installView},
- * exactly as the race leaves it: the main side's members install view {@code k} without
- * {@code x}, and {@code x} installs a view {@code k} with the same creator that lists them all.
+ * stacks (in memory, or TCP on 127.0.0.1); the split is put in place through each node's own
+ * {@link GMS#installView}, exactly as the race leaves it: the main side's members install view
+ * {@code k} without {@code x}, and {@code x} installs a view {@code k} with the same creator that
+ * lists them all.
  * MERGE3 compares view ids only, so JGroups never sees the split.
  */
 class SplitViewTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
+  private static final int TCP_PORT = 7900;
 
-  @Test
-  void memberItsPeersDoNotList_rejoins_thenAllAgree_andItsListenersHearNothing() throws Exception {
-    try (TestCluster cluster = new TestCluster("split-view")) {
+  /**
+   * On the in-memory stack, where every member hears every multicast, and on the shipped TCP
+   * stack on 127.0.0.1, where x hears no multicast from the side that does not list it (its
+   * failure detector then suspects that side, and VERIFY_SUSPECT2 finds it alive). Without the
+   * rejoin, both stay split (checked by disabling it: no agreement within 30 s on either).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"in-jvm", "tcp"})
+  void memberItsPeersDoNotList_rejoins_thenAllAgree_andItsListenersHearNothing(String stack) throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-" + stack)) {
       Map<Ringmaster, OwnershipRecorder> recorders = new HashMap<>();
       List<Ringmaster> nodes = new ArrayList<>();
       for (String id : List.of("a", "b", "c", "x")) {
-        nodes.add(cluster.startRecorded(cluster.builder(id), recorders));
+        Ringmaster.Builder builder = cluster.builder(id);
+        if (stack.equals("tcp")) { // ports 7900-7919, which no other test uses
+          builder.jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml").bindPort(TCP_PORT)
+              .initialHosts("127.0.0.1[" + TCP_PORT + "]");
+        }
+        nodes.add(cluster.startRecorded(builder, recorders));
       }
       TestCluster.awaitAgreement(nodes, 4, WAIT);
       Ringmaster x = nodes.get(3);
