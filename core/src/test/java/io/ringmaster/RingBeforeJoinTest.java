@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 /**
  * A node's first view, fed straight to its view handling: the ring before that view comes from an
  * old member's message, so a member that joined in the same view is never named as a source; old
- * members send that message to the newcomers.
+ * members send that message to the newcomers. And the views around a rejoin (a new address).
  */
 class RingBeforeJoinTest {
   private static final NodeMetadata A = meta("a");
@@ -89,6 +89,30 @@ class RingBeforeJoinTest {
         List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
         assertEquals(expected, sent, "sent by " + meta.id());
       }
+    }
+  }
+
+  @Test
+  void rejoin_viewQueuedUnderTheOldAddress_isSkipped_andTheNewFirstViewComparesWithTheLastRing() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    Address c = C.newAddress();
+    try (Node node = new Node(B, b, Duration.ofSeconds(10))) {
+      node.cluster.ringBeforeArrived(5, (UUID) a, List.of(A.member()));
+      node.install(View.create(a, 5, a, b));
+      int changes = node.seen.size();
+      Address rejoined = B.newAddress(); // what the address generator does when the channel connects again
+      node.cluster.setLocalAddress(rejoined);
+      node.install(View.create(a, 6, a, b, c)); // queued before the rejoin: lists the old address only
+      assertEquals(5, node.cluster.state().viewId(), "the stale view is not installed");
+      assertEquals(changes, node.seen.size(), "and tells the listeners nothing (it would say b lost all)");
+      node.install(View.create(a, 7, a, c, rejoined));
+      assertTrue(node.cluster.state().localInRing());
+      OwnershipChange change = node.seen.get(node.seen.size() - 1);
+      assertEquals(5, change.previousViewId());
+      assertEquals(ring(A, B).checksum(), change.previousRing().checksum(), "from the ring it had, not from nothing");
+      assertEquals(List.of(), change.gained(), "c joined: b only loses");
+      assertTrue(!change.lost().isEmpty());
     }
   }
 
