@@ -55,7 +55,9 @@ import org.jgroups.View;
  *
  * <p>Every member builds the same ring from the same JGroups view, so all agree on owners without a
  * coordinator; a background gossip compares ring checksums and reports any
- * {@link RingDivergence}. Lookups are lock-free reads of the last published ring.
+ * {@link RingDivergence}, and a member whose view its peers did not install (one view id with two
+ * member lists, which a JGroups merge race can leave) rejoins the cluster
+ * ({@link RingmasterStats#rejoins()}). Lookups are lock-free reads of the last published ring.
  *
  * <p>Threads: JGroups threads only queue views. The node's view thread builds and publishes each
  * ring, then queues callbacks; each listener runs on the node's listener pool (or the executor
