@@ -23,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
@@ -76,6 +77,12 @@ final class ClusterNode {
   private final CompletableFuture<Snapshot> firstRing = new CompletableFuture<>();
   private final Set<Address> reportedRefusals = new HashSet<>();
   private volatile Snapshot state;
+  /**
+   * Completed, and replaced, each time a ring is published and when the node closes: what a
+   * thread waiting for a ring ({@link #nextPublish}) waits on.
+   */
+  private final AtomicReference<CompletableFuture<Void>> published =
+      new AtomicReference<>(new CompletableFuture<>());
   private volatile Address localAddress;
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
@@ -145,6 +152,19 @@ final class ClusterNode {
     synchronized (publishLock) {
       closed = true;
     }
+    wakeWaiters();
+  }
+
+  /**
+   * Completes when the next ring is published, or the node closes. Read it before {@link #state()}:
+   * a ring published after that read completes it.
+   */
+  CompletableFuture<Void> nextPublish() {
+    return published.get();
+  }
+
+  private void wakeWaiters() {
+    published.getAndSet(new CompletableFuture<>()).complete(null);
   }
 
   private void install(View view) {
@@ -240,6 +260,7 @@ final class ClusterNode {
       }
     }
     idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
+    wakeWaiters();
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
     }

@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
@@ -450,6 +451,62 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
+   * Waits until this node's ring satisfies {@code condition}, and returns that ring. For example,
+   * to wait for three members: {@code node.awaitRing(r -> r.members().size() >= 3,
+   * Duration.ofSeconds(30))}; for a given member: {@code r -> r.contains("orders-2")}. The
+   * condition runs on the calling thread, on the current ring and then each time this node
+   * installs a ring; it should be quick and must not block. A ring replaced before the thread looks
+   * again is not seen, so the condition should describe a state that lasts. May be called before
+   * {@link #start()} returns.
+   *
+   * @throws RingmasterException   if {@code timeout} passes first; the message names the timeout
+   *                               and the ring's members then
+   * @throws IllegalStateException if the node is closed, or closes while waiting, before the
+   *                               condition holds
+   * @throws InterruptedException  if the calling thread is interrupted while waiting
+   * @throws IllegalArgumentException if {@code timeout} is negative
+   */
+  public HashRing awaitRing(Predicate<? super HashRing> condition, Duration timeout) throws InterruptedException {
+    Objects.requireNonNull(condition, "condition");
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative()) {
+      throw new IllegalArgumentException("timeout must not be negative: " + timeout);
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      CompletableFuture<Void> next = node.nextPublish(); // before the ring: a later ring completes it
+      HashRing ring = node.state().ring();
+      if (condition.test(ring)) {
+        return ring;
+      }
+      if (closeCalled.get()) {
+        throw new IllegalStateException("node " + config.nodeId() + " is closed; its last ring (view " + viewId()
+            + ", members " + memberIds(ring) + ") does not satisfy the condition");
+      }
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        throw notWithin(timeout);
+      }
+      try {
+        next.get(left, TimeUnit.NANOSECONDS);
+      } catch (TimeoutException e) {
+        throw notWithin(timeout);
+      } catch (ExecutionException impossible) {
+        throw new IllegalStateException(impossible); // never completed exceptionally
+      }
+    }
+  }
+
+  private RingmasterException notWithin(Duration timeout) {
+    return new RingmasterException("node " + config.nodeId() + ": no ring satisfied the condition within "
+        + timeout + "; the ring has view " + viewId() + " and members " + memberIds(node.state().ring()));
+  }
+
+  private static List<String> memberIds(HashRing ring) {
+    return ring.members().stream().map(Member::id).toList();
+  }
+
+  /**
    * Whether this node is in the current ring. False before {@link #start()}, and while the cluster
    * refuses this node: when a partition heals with this node's id on both sides, the member on the
    * side that comes first in the merged view keeps the id (with one configuration on both sides,
@@ -625,6 +682,11 @@ public final class Ringmaster implements AutoCloseable {
   /** Membership listeners registered now (for tests). */
   int membershipListenerCount() {
     return node.membershipListenerCount();
+  }
+
+  /** Threads waiting in {@link #awaitRing} for the next ring (for tests). */
+  int ringWaiters() {
+    return node.nextPublish().getNumberOfDependents();
   }
 
   /** "Not in view" messages this node did not believe (for tests). */

@@ -1,0 +1,82 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** {@link Ringmaster#awaitRing}: waiting for a ring, on real in-memory stacks. */
+class AwaitRingTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+
+  @Test
+  void waiter_returnsTheFirstRingThatHolds_onceTheMembersJoin() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-ring")) {
+      Ringmaster a = cluster.start("a");
+      CompletableFuture<HashRing> three = CompletableFuture.supplyAsync(() -> await(a, 3, WAIT));
+      assertEquals(1, a.awaitRing(r -> r.contains("a"), Duration.ZERO).members().size(),
+          "a condition that holds now returns at once, even with no time to wait");
+      cluster.start("b");
+      cluster.start("c");
+      HashRing ring = three.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+      assertEquals(List.of("a", "b", "c"), ring.members().stream().map(Member::id).toList());
+    }
+  }
+
+  @Test
+  void timeout_failsNamingTheTimeoutAndTheMembers() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-ring-timeout")) {
+      Ringmaster a = cluster.start("a");
+      RingmasterException e = assertThrows(RingmasterException.class,
+          () -> a.awaitRing(r -> r.contains("nobody"), Duration.ofMillis(200)));
+      assertTrue(e.getMessage().contains("within PT0.2S"), e.getMessage());
+      assertTrue(e.getMessage().endsWith("members [a]"), e.getMessage());
+    }
+  }
+
+  @Test
+  void closingTheNode_wakesAWaiter_withIllegalState_andLaterCallsFailAtOnce() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-ring-closed")) {
+      Ringmaster a = cluster.start("a");
+      CompletableFuture<HashRing> waiter = CompletableFuture.supplyAsync(() -> await(a, 2, Duration.ofMinutes(10)));
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
+      a.close();
+      ExecutionException e = assertThrows(ExecutionException.class, () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+      assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+      assertTrue(e.getCause().getMessage().contains("is closed"), e.getCause().getMessage());
+      assertThrows(IllegalStateException.class, () -> a.awaitRing(r -> r.contains("b"), Duration.ofMinutes(10)));
+      assertFalse(a.awaitRing(r -> true, Duration.ZERO).contains("b"), "a condition that holds still returns");
+    }
+  }
+
+  @Test
+  void badArguments_failNamingThem() {
+    Ringmaster a = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
+    IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
+        () -> a.awaitRing(r -> true, Duration.ofSeconds(-1)));
+    assertEquals("timeout must not be negative: PT-1S", negative.getMessage());
+    NullPointerException nul = assertThrows(NullPointerException.class, () -> a.awaitRing(null, WAIT));
+    assertEquals("condition", nul.getMessage());
+    a.close();
+  }
+
+  private static HashRing await(Ringmaster node, int members, Duration timeout) {
+    try {
+      return node.awaitRing(r -> r.members().size() >= members, timeout);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new CompletionException(e);
+    }
+  }
+}
