@@ -468,11 +468,7 @@ public final class Ringmaster implements AutoCloseable {
    */
   public HashRing awaitRing(Predicate<? super HashRing> condition, Duration timeout) throws InterruptedException {
     Objects.requireNonNull(condition, "condition");
-    Objects.requireNonNull(timeout, "timeout");
-    if (timeout.isNegative()) {
-      throw new IllegalArgumentException("timeout must not be negative: " + timeout);
-    }
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = deadline(timeout);
     while (true) {
       CompletableFuture<Void> next = node.nextPublish(); // before the ring: a later ring completes it
       HashRing ring = node.state().ring();
@@ -495,6 +491,36 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalStateException(impossible); // never completed exceptionally
       }
     }
+  }
+
+  /**
+   * Waits until this node's ownership and membership listeners have run every callback queued so
+   * far: read {@link #ring()}, then call this, and the listeners have handled that ring (its
+   * hand-offs done, say). Called from a listener, it does not wait for that listener (its later
+   * callbacks run only after it returns), nor for the others on the same single-threaded executor.
+   *
+   * @return true once they are idle, false if {@code timeout} passed first
+   * @throws InterruptedException     if the calling thread is interrupted while waiting
+   * @throws IllegalArgumentException if {@code timeout} is negative
+   */
+  public boolean awaitListeners(Duration timeout) throws InterruptedException {
+    long deadline = deadline(timeout);
+    Executor unwaited = SerialDelivery.callingExecutor(this);
+    if (unwaited == listenerPool) {
+      unwaited = null; // many threads: the caller does not hold up the others
+    }
+    return node.awaitListeners(deadline, unwaited);
+  }
+
+  /** The {@link System#nanoTime()} at which a wait of {@code timeout} from now ends. */
+  private static long deadline(Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative()) {
+      throw new IllegalArgumentException("timeout must not be negative: " + timeout);
+    }
+    // Capped at about 100 years, so that the deadline cannot overflow.
+    return System.nanoTime() + Math.min(timeout.toSeconds(), 3_000_000_000L) * 1_000_000_000L
+        + timeout.toNanosPart();
   }
 
   private RingmasterException notWithin(Duration timeout) {

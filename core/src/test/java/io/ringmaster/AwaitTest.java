@@ -12,12 +12,17 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** {@link Ringmaster#awaitRing}: waiting for a ring, on real in-memory stacks. */
-class AwaitRingTest {
+/**
+ * {@link Ringmaster#awaitRing} and {@link Ringmaster#awaitListeners}: waiting for a ring and for
+ * the listeners, on real in-memory stacks.
+ */
+class AwaitTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
 
   @Test
@@ -61,13 +66,42 @@ class AwaitRingTest {
   }
 
   @Test
-  void badArguments_failNamingThem() {
+  void awaitListeners_waitsForASlowListener_saysFalseOnTimeout_andDoesNotWaitForItsCaller() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners")) {
+      CountDownLatch release = new CountDownLatch(1);
+      List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
+      List<Boolean> fromInside = new CopyOnWriteArrayList<>();
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> {
+        try {
+          release.await();
+          fromInside.add(n.awaitListeners(WAIT)); // waits for no one: the only listener is this one
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        seen.add(change);
+      }));
+      assertFalse(a.awaitListeners(Duration.ofMillis(200)), "the first change is held by the latch");
+      assertEquals(List.of(), seen);
+      release.countDown();
+      assertTrue(a.awaitListeners(WAIT));
+      assertEquals(1, seen.size(), "idle means the queued change has run");
+      assertEquals(List.of(true), fromInside);
+      assertEquals(0, a.stats().pendingCallbacks());
+    }
+  }
+
+  @Test
+  void badArguments_failNamingThem() throws Exception {
     Ringmaster a = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
     IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
         () -> a.awaitRing(r -> true, Duration.ofSeconds(-1)));
     assertEquals("timeout must not be negative: PT-1S", negative.getMessage());
     NullPointerException nul = assertThrows(NullPointerException.class, () -> a.awaitRing(null, WAIT));
     assertEquals("condition", nul.getMessage());
+    assertEquals("timeout must not be negative: PT-0.001S", assertThrows(IllegalArgumentException.class,
+        () -> a.awaitListeners(Duration.ofMillis(-1))).getMessage());
+    // The longest timeout is accepted (Duration.toNanos() would overflow).
+    assertEquals(0, a.awaitRing(r -> true, Duration.ofSeconds(Long.MAX_VALUE)).tokenCount());
     a.close();
   }
 
