@@ -87,7 +87,7 @@ final class ClusterNode {
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
   /** Set when the node shuts down: no ring is published and no callback queued after it. */
-  private boolean closed;
+  private volatile boolean closed;
 
   final AtomicLong viewsSeen = new AtomicLong();
   private final AtomicInteger publishing = new AtomicInteger();
@@ -163,7 +163,13 @@ final class ClusterNode {
     return published.get();
   }
 
-  private void wakeWaiters() {
+  /** Whether the node has shut down: no ring comes after the current one. */
+  boolean isClosed() {
+    return closed;
+  }
+
+  /** Wakes every thread waiting for the next ring; each looks at the node again. */
+  void wakeWaiters() {
     published.getAndSet(new CompletableFuture<>()).complete(null);
   }
 
@@ -259,8 +265,8 @@ final class ClusterNode {
         publishing.decrementAndGet();
       }
     }
+    wakeWaiters(); // before the launches: a listener on a same-thread executor may take long
     idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
-    wakeWaiters();
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
     }
@@ -541,6 +547,11 @@ final class ClusterNode {
    * false if the deadline passed first.
    */
   boolean awaitListeners(long deadlineNanos, java.util.concurrent.Executor unwaited) throws InterruptedException {
+    // A ring is published and its callbacks queued under this lock: taking it once makes sure the
+    // callbacks of the ring the caller may have just read are queued, so they are waited for.
+    synchronized (publishLock) {
+      // nothing to do inside: acquiring the lock is the point
+    }
     // A listener on a same-thread executor calling close() holds up the launch of the deliveries
     // queued after its own: launch them here, or they could not finish before it returns.
     ownershipListeners.forEach(SerialDelivery::launch);

@@ -245,6 +245,7 @@ public final class Ringmaster implements AutoCloseable {
       }
       return;
     }
+    node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
     try {
       synchronized (this) { // start() may still hold it, until its first ring
         if (lifecycle != Lifecycle.RUNNING) {
@@ -295,6 +296,7 @@ public final class Ringmaster implements AutoCloseable {
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
   synchronized void closeAbruptly() {
     closeCalled.set(true);
+    node.wakeWaiters();
     shutdown(ownPool.get(), false, null);
     closeDone.complete(null);
   }
@@ -457,25 +459,31 @@ public final class Ringmaster implements AutoCloseable {
    * condition runs on the calling thread, on the current ring and then each time this node
    * installs a ring; it should be quick and must not block. A ring replaced before the thread looks
    * again is not seen, so the condition should describe a state that lasts. May be called before
-   * {@link #start()} returns.
+   * {@link #start()} returns; not from a listener on a same-thread executor that runs on the
+   * node's view thread (it would hold up the rings it waits for).
    *
    * @throws RingmasterException   if {@code timeout} passes first; the message names the timeout
    *                               and the ring's members then
-   * @throws IllegalStateException if the node is closed, or closes while waiting, before the
-   *                               condition holds
+   * @throws IllegalStateException if the node is closed, closes while waiting, or fails to start,
+   *                               before the condition holds; or if called on the node's view
+   *                               thread
    * @throws InterruptedException  if the calling thread is interrupted while waiting
    * @throws IllegalArgumentException if {@code timeout} is negative
    */
   public HashRing awaitRing(Predicate<? super HashRing> condition, Duration timeout) throws InterruptedException {
     Objects.requireNonNull(condition, "condition");
     long deadline = deadline(timeout);
+    if (ownPool.get() == Pool.VIEW) {
+      throw new IllegalStateException("awaitRing called on node " + config.nodeId() + "'s view thread (a listener"
+          + " on a same-thread executor): it would hold up the very rings it waits for");
+    }
     while (true) {
       CompletableFuture<Void> next = node.nextPublish(); // before the ring: a later ring completes it
       HashRing ring = node.state().ring();
       if (condition.test(ring)) {
         return ring;
       }
-      if (closeCalled.get()) {
+      if (closeCalled.get() || node.isClosed()) {
         throw new IllegalStateException("node " + config.nodeId() + " is closed; its last ring (view " + viewId()
             + ", members " + memberIds(ring) + ") does not satisfy the condition");
       }
@@ -497,7 +505,9 @@ public final class Ringmaster implements AutoCloseable {
    * Waits until this node's ownership and membership listeners have run every callback queued so
    * far: read {@link #ring()}, then call this, and the listeners have handled that ring (its
    * hand-offs done, say). Called from a listener, it does not wait for that listener (its later
-   * callbacks run only after it returns), nor for the others on the same single-threaded executor.
+   * callbacks run only after it returns), nor, unless it runs on the node's own listener pool, for
+   * the other listeners on its executor. Two listeners that call it wait for each other until the
+   * timeout.
    *
    * @return true once they are idle, false if {@code timeout} passed first
    * @throws InterruptedException     if the calling thread is interrupted while waiting

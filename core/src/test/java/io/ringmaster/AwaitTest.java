@@ -30,6 +30,7 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-ring")) {
       Ringmaster a = cluster.start("a");
       CompletableFuture<HashRing> three = CompletableFuture.supplyAsync(() -> await(a, 3, WAIT));
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
       assertEquals(1, a.awaitRing(r -> r.contains("a"), Duration.ZERO).members().size(),
           "a condition that holds now returns at once, even with no time to wait");
       cluster.start("b");
@@ -57,7 +58,8 @@ class AwaitTest {
       CompletableFuture<HashRing> waiter = CompletableFuture.supplyAsync(() -> await(a, 2, Duration.ofMinutes(10)));
       org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
       a.close();
-      ExecutionException e = assertThrows(ExecutionException.class, () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+      ExecutionException e = assertThrows(ExecutionException.class,
+          () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
       assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
       assertTrue(e.getCause().getMessage().contains("is closed"), e.getCause().getMessage());
       assertThrows(IllegalStateException.class, () -> a.awaitRing(r -> r.contains("b"), Duration.ofMinutes(10)));
@@ -91,18 +93,41 @@ class AwaitTest {
   }
 
   @Test
+  void aNodeThatFailsToStart_orClosesUnstarted_wakesItsWaiters_withIllegalState() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-ring-failed")) {
+      cluster.start("a");
+      Ringmaster twin = cluster.builder("a").build(); // the same id: refused when it joins
+      CompletableFuture<HashRing> waiter =
+          CompletableFuture.supplyAsync(() -> await(twin, 1, Duration.ofMinutes(10)));
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> twin.ringWaiters() == 1);
+      assertThrows(RingmasterException.class, twin::start);
+      ExecutionException e = assertThrows(ExecutionException.class,
+          () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+      assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+
+      Ringmaster unstarted = cluster.builder("b").build();
+      CompletableFuture<HashRing> other =
+          CompletableFuture.supplyAsync(() -> await(unstarted, 1, Duration.ofMinutes(10)));
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> unstarted.ringWaiters() == 1);
+      unstarted.close();
+      e = assertThrows(ExecutionException.class, () -> other.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+      assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+    }
+  }
+
+  @Test
   void badArguments_failNamingThem() throws Exception {
-    Ringmaster a = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
-    IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
-        () -> a.awaitRing(r -> true, Duration.ofSeconds(-1)));
-    assertEquals("timeout must not be negative: PT-1S", negative.getMessage());
-    NullPointerException nul = assertThrows(NullPointerException.class, () -> a.awaitRing(null, WAIT));
-    assertEquals("condition", nul.getMessage());
-    assertEquals("timeout must not be negative: PT-0.001S", assertThrows(IllegalArgumentException.class,
-        () -> a.awaitListeners(Duration.ofMillis(-1))).getMessage());
-    // The longest timeout is accepted (Duration.toNanos() would overflow).
-    assertEquals(0, a.awaitRing(r -> true, Duration.ofSeconds(Long.MAX_VALUE)).tokenCount());
-    a.close();
+    try (Ringmaster a = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build()) {
+      IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
+          () -> a.awaitRing(r -> true, Duration.ofSeconds(-1)));
+      assertEquals("timeout must not be negative: PT-1S", negative.getMessage());
+      NullPointerException nul = assertThrows(NullPointerException.class, () -> a.awaitRing(null, WAIT));
+      assertEquals("condition", nul.getMessage());
+      assertEquals("timeout must not be negative: PT-0.001S", assertThrows(IllegalArgumentException.class,
+          () -> a.awaitListeners(Duration.ofMillis(-1))).getMessage());
+      // The longest timeout is accepted (Duration.toNanos() would overflow).
+      assertEquals(0, a.awaitRing(r -> true, Duration.ofSeconds(Long.MAX_VALUE)).tokenCount());
+    }
   }
 
   private static HashRing await(Ringmaster node, int members, Duration timeout) {
