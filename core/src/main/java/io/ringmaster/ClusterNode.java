@@ -55,7 +55,7 @@ final class ClusterNode {
   /** A view, by number and creator, as another member names it in a message. */
   private record ViewKey(long id, long creatorHigh, long creatorLow) {
     static ViewKey of(long id, Address creator) {
-      UUID u = creator instanceof UUID uuid ? uuid : new UUID(0, 0);
+      UUID u = Gossip.creatorBits(creator);
       return new ViewKey(id, u.getMostSignificantBits(), u.getLeastSignificantBits());
     }
   }

@@ -121,12 +121,17 @@ final class Gossip {
     return bytes.toByteArray();
   }
 
+  /** A view creator as the UUID messages carry; {@link #NO_CREATOR} for one that is not a UUID. */
+  static UUID creatorBits(Address creator) {
+    return creator instanceof UUID u ? u : NO_CREATOR;
+  }
+
   /** What every message starts with: its type, then the view it is about (number and creator). */
   private static void writeHeader(DataOutputStream out, byte type, long viewId, Address viewCreator)
       throws IOException {
     out.writeByte(type);
     out.writeLong(viewId);
-    UUID creator = viewCreator instanceof UUID u ? u : NO_CREATOR;
+    UUID creator = creatorBits(viewCreator);
     out.writeLong(creator.getMostSignificantBits());
     out.writeLong(creator.getLeastSignificantBits());
   }
@@ -204,7 +209,7 @@ final class Gossip {
     ClusterNode.Snapshot s = node.state();
     // The same view (number and coordinator) must give the same ring; a partition that reached
     // the same number under another coordinator is another view, not a divergence.
-    UUID local = s.viewCreator() instanceof UUID u ? u : NO_CREATOR;
+    UUID local = creatorBits(s.viewCreator());
     boolean sameView = s.viewId() == viewId && local.equals(creator); // UUIDs: equal bits, whatever the subclass
     if (!sameView) {
       return;
@@ -246,8 +251,7 @@ final class Gossip {
     if (v == null || v.getViewId().getId() != viewId) {
       return null;
     }
-    UUID local = v.getViewId().getCreator() instanceof UUID u ? u : NO_CREATOR;
-    return local.equals(creator) ? v : null;
+    return creatorBits(v.getViewId().getCreator()).equals(creator) ? v : null;
   }
 
   /**

@@ -263,10 +263,7 @@ public final class Ringmaster implements AutoCloseable {
 
   private void leave(Pool caller) {
     boolean idle = false;
-    Executor unwaited = SerialDelivery.callingExecutor(this);
-    if (unwaited == listenerPool) {
-      unwaited = null; // many threads: the caller does not hold up the others
-    }
+    Executor unwaited = unwaitedExecutor();
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
@@ -515,11 +512,17 @@ public final class Ringmaster implements AutoCloseable {
    */
   public boolean awaitListeners(Duration timeout) throws InterruptedException {
     long deadline = deadline(timeout);
-    Executor unwaited = SerialDelivery.callingExecutor(this);
-    if (unwaited == listenerPool) {
-      unwaited = null; // many threads: the caller does not hold up the others
-    }
-    return node.awaitListeners(deadline, unwaited);
+    return node.awaitListeners(deadline, unwaitedExecutor());
+  }
+
+  /**
+   * The executor of the listener calling, whose other listeners cannot run until it returns and so
+   * are not waited for; null when the caller is no listener, or runs on the node's pool (many
+   * threads: the caller does not hold up the others).
+   */
+  private Executor unwaitedExecutor() {
+    Executor calling = SerialDelivery.callingExecutor(this);
+    return calling == listenerPool ? null : calling;
   }
 
   /** The {@link System#nanoTime()} at which a wait of {@code timeout} from now ends. */
