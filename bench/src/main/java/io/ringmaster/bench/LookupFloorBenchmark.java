@@ -2,6 +2,9 @@ package io.ringmaster.bench;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -30,6 +33,11 @@ import org.openjdk.jmh.infra.Blackhole;
  *   <li>{@code hashThenTwoReads}: the hash, a read of an index with one 4-byte slot per four
  *       tokens, then a read of a table with 4 bytes per token at the place the first read gave
  *       (the shape of a bucket index in front of the tokens);
+ *   <li>{@code hashThenTwoReadsComparingTwoPairs}, {@code hashThenTwoReadsComparingFourPairs}: the
+ *       same two reads, the second of 4-byte entries like the ring's (a 15-bit fingerprint above a
+ *       16-bit owner), and the key compared with the two or four 8-byte pairs that follow the
+ *       place the index gave, as the ring compares a bucket, without masks, ties or large buckets:
+ *       what the comparison itself costs, pair by pair;
  *   <li>{@code ringmaster}: the real lookup, which reads the bucket index, then the entries that
  *       hold the tokens' fingerprints and owners: two dependent reads, and a comparison between
  *       them and the owner.
@@ -64,6 +72,15 @@ public class LookupFloorBenchmark {
   int[] index;
   int indexShift;
 
+  /** One 4-byte entry per cell of {@link #cells}, as the ring's: fingerprint above owner. */
+  byte[] entries;
+
+  private static final VarHandle PAIR =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle ENTRY =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final long TOPS = 0x8000_0000_8000_0000L;
+
   @Setup
   public void setup() {
     keys = LookupBenchmark.Keys.BYTES;
@@ -83,6 +100,10 @@ public class LookupFloorBenchmark {
     for (int s = 0; s < index.length; s++) {
       index[s] = random.nextInt(cellCount);
     }
+    entries = new byte[4 * (cellCount + 8)];
+    for (int e = 0; e < cellCount + 8; e++) {
+      ENTRY.set(entries, 4 * e, random.nextInt(1 << 15) << 16 | random.nextInt(members));
+    }
   }
 
   @Benchmark
@@ -101,6 +122,32 @@ public class LookupFloorBenchmark {
     long p = HashRing.position(keys[c.next()]);
     int start = index[(int) ((p ^ Long.MIN_VALUE) >>> indexShift)];
     bh.consume(memberArray[cells[start + ((int) p & 3)]]);
+  }
+
+  @Benchmark
+  public void hashThenTwoReadsComparingTwoPairs(LookupBenchmark.Cursor c, Blackhole bh) {
+    bh.consume(compareAfterTwoReads(keys[c.next()], false));
+  }
+
+  @Benchmark
+  public void hashThenTwoReadsComparingFourPairs(LookupBenchmark.Cursor c, Blackhole bh) {
+    bh.consume(compareAfterTwoReads(keys[c.next()], true));
+  }
+
+  /** {@code fourPairs} is a constant at each call site, so each benchmark compiles one shape. */
+  private Member compareAfterTwoReads(byte[] k, boolean fourPairs) {
+    long p = HashRing.position(k);
+    int start = index[(int) ((p ^ Long.MIN_VALUE) >>> indexShift)];
+    long key = (p >>> 49) * 0x0001_0000_0001_0000L; // a 15-bit fingerprint, above each owner
+    int below = below(start, key) + (fourPairs ? below(start + 4, key) : 0);
+    return memberArray[(char) (int) ENTRY.get(entries, 4 * (start + below))];
+  }
+
+  /** Entries {@code i..i+3} whose fingerprint is below the key's, as the ring counts them. */
+  private int below(int i, long key) {
+    byte[] e = entries;
+    return Long.bitCount(~(((long) PAIR.get(e, 4 * i) | TOPS) - key) & TOPS)
+        + Long.bitCount(~(((long) PAIR.get(e, 4 * i + 8) | TOPS) - key) & TOPS);
   }
 
   @Benchmark
