@@ -95,11 +95,11 @@ public final class HashRing {
    * The lookup entries, 4 bytes a token, little-endian: token {@code i}'s entry, at byte
    * {@code 4i}, holds in its low 16 bits the index in {@link #members} of its owner and above
    * them its fingerprint, the {@link #FINGERPRINT_BITS} bits of its position that follow the
-   * bucket bits (bit 31 stays 0). Within a bucket, fingerprints ascend with the tokens, so a
-   * lookup compares the key with a bucket of up to {@link #WINDOW} tokens in four 8-byte reads and
-   * finds the owner in the same cache line, or the next. Entry {@code count} holds token 0's
-   * owner (the owner of positions after the last token), and zero entries follow it up to
-   * {@code count + WINDOW}, so that those reads need no bounds check of their own.
+   * bucket bits, and bit 31 set ({@link #ENTRY_TOP}). Within a bucket, fingerprints ascend with
+   * the tokens, so a lookup compares the key with a bucket's first {@link #WINDOW} tokens in four
+   * 8-byte reads and finds the owner in the same cache line, or the next. Entry {@code count}
+   * holds token 0's owner (the owner of positions after the last token), and zero entries follow
+   * it up to {@code count + WINDOW}, so that those reads need no bounds check of their own.
    */
   private final byte[] entries;
   /**
@@ -116,11 +116,14 @@ public final class HashRing {
   private volatile double[] shares;
   private final long checksum;
 
-  /** Fingerprints a lookup compares at once; a larger bucket (rare) is scanned in a loop. */
+  /**
+   * Fingerprints a lookup compares at once; a key past the first WINDOW tokens of a larger bucket
+   * (rare) is found by comparing whole tokens.
+   */
   private static final int WINDOW = 8;
   /**
-   * Bits of a fingerprint: with the owner's 16 below them, they leave the top bit of an entry
-   * free, so that an entry with that bit set minus the key never borrows from the next entry.
+   * Bits of a fingerprint: with the owner's 16 below them, they leave the top bit of an entry for
+   * {@link #ENTRY_TOP}.
    */
   private static final int FINGERPRINT_BITS = 15;
   /** Reads two entries at any byte offset, as one little-endian long. */
@@ -129,8 +132,9 @@ public final class HashRing {
   /** Reads or writes one entry. */
   private static final VarHandle ENTRY =
       MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
-  /** The top bit of each entry of a pair. */
-  private static final long PAIR_TOPS = 0x8000_0000_8000_0000L;
+  /** Set in every entry, so that a pair minus the key never borrows from one entry into the next. */
+  private static final int ENTRY_TOP = 0x8000_0000;
+  private static final int FINGERPRINT_MASK = (1 << FINGERPRINT_BITS) - 1;
   /**
    * {@code BUCKET_TOPS[4 * n + k]}: the top bits of the entries of pair {@code k} (entries
    * {@code 2k} and {@code 2k + 1} of a window) that belong to a bucket of {@code n} tokens.
@@ -179,7 +183,7 @@ public final class HashRing {
     for (int t = 0; t < count; t++) {
       long token = ((long) hi[t] << 32) | (lo[t] & 0xffffffffL);
       bucketStart[bucketOf(token) + 1]++; // a count for now: summed below
-      ENTRY.set(entries, 4 * t, (fingerprint(token) << 16) | owners[t]);
+      ENTRY.set(entries, 4 * t, ENTRY_TOP | (fingerprint(token) << 16) | owners[t]);
     }
     for (int m = 0; m < members.length; m++) {
       // RingBuilder gives every member exactly tokenCount(member, virtualNodes) tokens.
@@ -189,7 +193,7 @@ public final class HashRing {
       bucketStart[b] += bucketStart[b - 1];
     }
     if (count > 0) {
-      ENTRY.set(entries, 4 * count, (int) owners[0]);
+      ENTRY.set(entries, 4 * count, ENTRY_TOP | owners[0]);
     }
     boolean[] zoneHasTokens = new boolean[zoneIds.size()];
     int withTokens = 0;
@@ -296,52 +300,50 @@ public final class HashRing {
   /**
    * Index of the first token at or after {@code p}, or the token count if there is none (then
    * the entry there holds token 0's owner). Reads two adjacent bucket slots, then counts the
-   * bucket's fingerprints below the key's, all {@link #WINDOW} at once: two entries to each of
-   * four 8-byte reads, compared in a register without a branch (a loop, or a branch per token,
+   * bucket's fingerprints below the key's, the first {@link #WINDOW} at once: two entries to each
+   * of four 8-byte reads, compared in a register without a branch (a loop, or a branch per token,
    * would cost more than the comparisons, and a mispredicted exit stalls the next lookup too).
-   * The whole tokens are read only when the key's fingerprint equals a token's.
+   * The whole tokens are read only when the key's fingerprint equals a token's, or when the key
+   * is past the first WINDOW tokens of a larger bucket. Kept small (its compiled code under
+   * C2's {@code InlineSmallCode}), so that the JIT inlines a lookup into its caller.
    */
   private int slot(long p) {
     if (hi.length == 0) {
-      throw new IllegalStateException(
-          "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
+      throw noTokens();
     }
     int b = bucketOf(p);
     int i = bucketStart[b];
     int n = bucketStart[b + 1] - i;
     int key = fingerprint(p);
-    if (n > WINDOW) {
-      return scan(p, i, i + n, key);
-    }
-    // An entry with its top bit set, minus the key's fingerprint shifted above the owner bits,
-    // keeps that bit exactly when the entry's fingerprint is at least the key's; the entries that
-    // do not, among the bucket's, are below the key.
+    // An entry (its top bit set) minus the key's fingerprint shifted above the owner bits keeps
+    // that bit exactly when the entry's fingerprint is at least the key's; the entries that do
+    // not, among the bucket's first WINDOW, are below the key.
     byte[] e = entries;
     long keys = (long) key << 16 | (long) key << 48;
     int o = 4 * i;
-    int m = 4 * n;
-    int below = Long.bitCount(~(((long) PAIR.get(e, o) | PAIR_TOPS) - keys) & BUCKET_TOPS[m])
-        + Long.bitCount(~(((long) PAIR.get(e, o + 8) | PAIR_TOPS) - keys) & BUCKET_TOPS[m + 1])
-        + Long.bitCount(~(((long) PAIR.get(e, o + 16) | PAIR_TOPS) - keys) & BUCKET_TOPS[m + 2])
-        + Long.bitCount(~(((long) PAIR.get(e, o + 24) | PAIR_TOPS) - keys) & BUCKET_TOPS[m + 3]);
+    int m = 4 * Math.min(n, WINDOW);
+    int below = Long.bitCount(~((long) PAIR.get(e, o) - keys) & BUCKET_TOPS[m])
+        + Long.bitCount(~((long) PAIR.get(e, o + 8) - keys) & BUCKET_TOPS[m + 1])
+        + Long.bitCount(~((long) PAIR.get(e, o + 16) - keys) & BUCKET_TOPS[m + 2])
+        + Long.bitCount(~((long) PAIR.get(e, o + 24) - keys) & BUCKET_TOPS[m + 3]);
     i += below;
-    // Rarely true, so tested first: "below < n" alone would be false for about one key in four,
-    // and a branch on it mispredicted as often.
-    if (fingerprintOf(i) == key && below < n) { // decide by the whole tokens
-      return scan(p, i, i + n - below, key);
+    // One rarely taken branch for both rare cases: a fingerprint tie, and a key past the first
+    // WINDOW tokens of a larger bucket. Tested first because "below < n" alone would be false for
+    // about one key in four, and a branch on it mispredicted as often.
+    if ((fingerprintOf(i) == key | below == WINDOW) && below < n) {
+      // Compare whole tokens up to the bucket's end. A short loop, so that the lookup stays small
+      // enough for the JIT to inline it where it is called.
+      int end = i + n - below;
+      while (i < end && token(i) < p) {
+        i++;
+      }
     }
     return i;
   }
 
-  /** {@link #slot(long)} for a bucket of more than {@link #WINDOW} tokens, or a fingerprint tie. */
-  private int scan(long p, int i, int end, int key) {
-    while (i < end && fingerprintOf(i) < key) {
-      i++;
-    }
-    while (i < end && token(i) < p) {
-      i++;
-    }
-    return i;
+  private IllegalStateException noTokens() {
+    return new IllegalStateException(
+        "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
   }
 
   /** The {@link #FINGERPRINT_BITS} bits of a position that follow its bucket bits. */
@@ -351,7 +353,7 @@ public final class HashRing {
 
   /** Token {@code i}'s fingerprint. */
   private int fingerprintOf(int i) {
-    return (int) ENTRY.get(entries, 4 * i) >>> 16;
+    return (int) ENTRY.get(entries, 4 * i) >>> 16 & FINGERPRINT_MASK;
   }
 
   /**
