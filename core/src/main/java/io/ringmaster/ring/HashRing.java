@@ -86,8 +86,9 @@ public final class HashRing {
   private final int tokenMembers;
   /**
    * The tokens, sorted as signed longs (ties ordered by owner index, which is id order), in
-   * halves. A lookup reads them only when the key's fingerprint equals a token's (see
-   * {@link #entries}); walks, diffs and ranges read them through {@link #token(int)}.
+   * halves. A lookup reads them only when the key's fingerprint equals a token's, or when the key
+   * is past the first {@link #WINDOW} tokens of a larger bucket (see {@link #slot(long)}); walks,
+   * diffs and ranges read them through {@link #token(int)}.
    */
   private final int[] hi;
   private final int[] lo;
@@ -132,12 +133,16 @@ public final class HashRing {
   /** Reads or writes one entry. */
   private static final VarHandle ENTRY =
       MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
-  /** Set in every entry, so that a pair minus the key never borrows from one entry into the next. */
+  /**
+   * Set in every token's entry, so that a pair minus the key never borrows from one entry into
+   * the next (the zero padding after entry {@code count} is masked off wherever it is read).
+   */
   private static final int ENTRY_TOP = 0x8000_0000;
   private static final int FINGERPRINT_MASK = (1 << FINGERPRINT_BITS) - 1;
   /**
    * {@code BUCKET_TOPS[4 * n + k]}: the top bits of the entries of pair {@code k} (entries
-   * {@code 2k} and {@code 2k + 1} of a window) that belong to a bucket of {@code n} tokens.
+   * {@code 2k} and {@code 2k + 1} of a window) that are among a bucket's first {@code n} tokens;
+   * a lookup uses {@code n = min(bucket size, WINDOW)}.
    */
   private static final long[] BUCKET_TOPS = new long[4 * (WINDOW + 1)];
 
@@ -328,8 +333,9 @@ public final class HashRing {
         + Long.bitCount(~((long) PAIR.get(e, o + 24) - keys) & BUCKET_TOPS[m + 3]);
     i += below;
     // One rarely taken branch for both rare cases: a fingerprint tie, and a key past the first
-    // WINDOW tokens of a larger bucket. Tested first because "below < n" alone would be false for
-    // about one key in four, and a branch on it mispredicted as often.
+    // WINDOW tokens of a larger bucket. "below < n" only spares the loop a visit when the match
+    // is the entry just after the bucket (the loop would not move then); it comes second because
+    // alone it is false for about one key in four, and a branch on it mispredicted as often.
     if ((fingerprintOf(i) == key | below == WINDOW) && below < n) {
       // Compare whole tokens up to the bucket's end. A short loop, so that the lookup stays small
       // enough for the JIT to inline it where it is called.

@@ -274,9 +274,9 @@ class HashRingTest {
 
   @Test
   void lookup_tokensSharingTheirHigh48Bits_orderedByTheLow16Unsigned() {
-    // The lookup compares fingerprints (the 15 bits after the bucket's) and the whole tokens only
-    // on a tie: tokens that share their high 48 bits, with low
-    // bits on both sides of 0x8000 and a negative high part, exercise that path.
+    // The lookup compares fingerprints (the 15 bits after the bucket's), and the whole tokens on a
+    // tie (or past a large bucket's first eight): tokens that share their high 48 bits, with low
+    // bits on both sides of 0x8000 and a negative high part, exercise the tie.
     long base = -(5L << 32) & ~0xffffL;
     long[] lows = {0x0010L, 0x7fffL, 0x8000L, 0xfff0L};
     HashRing.TokenFunction fn = (m, i) -> base | lows[Integer.parseInt(m.id().substring(1))];
