@@ -358,6 +358,56 @@ class HashRingTest {
   }
 
   @Test
+  void tokenIndex_randomShapesOfRing_isTheFirstTokenAtOrAfterEveryEdge() {
+    // 2,000 small rings whose tokens are placed to reach every lookup path: spread out, clustered
+    // in an arc (which may wrap), drawn from a few repeated values, crowded into the first or the
+    // last bucket, or sharing the bits of one fingerprint. Probed on, next to and between tokens,
+    // and at the edges of fingerprints and of buckets of several sizes.
+    SplittableRandom random = new SplittableRandom(11);
+    for (int round = 0; round < 2_000; round++) {
+      int shape = random.nextInt(6);
+      long base = random.nextLong();
+      long[] repeated = random.longs(1 + random.nextInt(20)).toArray();
+      long arc = (1L << (40 + random.nextInt(23))) - 1;
+      HashRing.TokenFunction fn = (m, i) -> {
+        long h = HashRing.position(m.id() + "#" + i);
+        switch (shape) {
+          case 0: return h;
+          case 1: return base + (h & arc);
+          case 2: return repeated[(int) Long.remainderUnsigned(h, repeated.length)];
+          case 3: return Long.MIN_VALUE + (h & 0xff_ffff);
+          case 4: return Long.MAX_VALUE - (h & 0xff_ffff);
+          default: return (base & ~((1L << 46) - 1)) | (h & 0x3fff);
+        }
+      };
+      HashRing.Builder builder = HashRing.builder()
+          .virtualNodes(1 + random.nextInt(random.nextBoolean() ? 4 : 40)).tokenFunction(fn);
+      int members = 1 + random.nextInt(6);
+      for (int m = 0; m < members; m++) {
+        builder.add(Member.of("m" + m));
+      }
+      HashRing ring = builder.build();
+      long[] tokens = ring.tokenArray();
+      List<Long> probes = new ArrayList<>(List.of(Long.MIN_VALUE, Long.MAX_VALUE, -1L, 0L, 1L));
+      for (long t : tokens) {
+        probes.addAll(List.of(t - 1, t, t + 1));
+        for (int bits : new int[] {46, 50, 56, 60}) { // the edges of aligned blocks around t
+          long start = t & -(1L << bits);
+          probes.addAll(List.of(start - 1, start, start + (1L << bits) - 1, start + (1L << bits)));
+        }
+      }
+      random.longs(100).forEach(probes::add);
+      for (long p : probes) {
+        int expected = firstAtOrAfter(tokens, p);
+        int current = round;
+        assertEquals(expected, ring.tokenIndex(p), () -> "round " + current + ", shape " + shape
+            + ", " + Long.toHexString(p));
+        assertEquals(ring.memberArray()[ring.ownerIndex(expected)], ring.ownerOfPosition(p));
+      }
+    }
+  }
+
+  @Test
   void tokenIndex_crowdedBucket_isTheFirstTokenAtOrAfterEveryEdge() {
     // 900 tokens within 3,000 positions: one bucket holds them all, far more than a lookup
     // compares at once, so every lookup takes the loop.
