@@ -7,6 +7,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -34,7 +35,9 @@ import org.jgroups.util.UUID;
  * behind (docs/operations.md): a member whose view does not list the sender of a checksum for that
  * very view tells it so ({@link #TYPE_NOT_LISTED}). The sender, whose view lists that member, then
  * knows its own view is the one no one else installed, and rejoins; JGroups alone would never end
- * the split, since its merge detection compares view ids only.
+ * the split, since its merge detection compares view ids only. A member the cluster refuses (not in
+ * its own ring, so it sends no checksum: its ring's member with its id is another node) asks
+ * instead ({@link #TYPE_LISTED_QUERY}), and is told the same way.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -47,6 +50,12 @@ final class Gossip {
    * gossiped a checksum for that view.
    */
   static final byte TYPE_NOT_LISTED = 4;
+  /**
+   * View id, view creator: "does your view with this id and creator list me?", from a member the
+   * cluster refuses, to a member of its view. Answered only when it does not, with
+   * {@link #TYPE_NOT_LISTED}; releases without this type ignore it.
+   */
+  static final byte TYPE_LISTED_QUERY = 5;
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -63,6 +72,11 @@ final class Gossip {
   final AtomicLong divergences = new AtomicLong();
   /** "Not in view" messages not believed: for another view, or from a member outside it. */
   final AtomicLong notListedIgnored = new AtomicLong();
+  /** {@link #TYPE_NOT_LISTED} messages this node sent (queued to be sent). */
+  final AtomicLong notListedSent = new AtomicLong();
+  /** {@link #TYPE_LISTED_QUERY} messages sent (by this node, while refused) and received. */
+  final AtomicLong queriesSent = new AtomicLong();
+  final AtomicLong queriesReceived = new AtomicLong();
 
   /**
    * @param background  runs the replies to checksums from members this node's view does not list
@@ -79,24 +93,55 @@ final class Gossip {
     this.onNotListed = onNotListed;
   }
 
-  /** One round: send our view id and checksum to a random peer. */
+  /**
+   * One round: send our view id and checksum to a random peer; or, while the cluster refuses this
+   * node, ask a random member of its view whether that member's view lists it.
+   */
   void round() {
     ClusterNode.Snapshot s = node.state();
     if (!s.localInRing()) {
-      return; // refused: its ring is the members', but it is not one of them
-    }
-    List<Address> peers = new ArrayList<>(s.addresses().values());
-    peers.remove(channel.getAddress());
-    if (peers.isEmpty() || !channel.isConnected()) {
+      queryListed(); // refused: its ring is the members', but it is not one of them
       return;
     }
-    Address peer = peers.get(ThreadLocalRandom.current().nextInt(peers.size()));
+    Address peer = randomPeer(s.addresses().values());
+    if (peer == null) {
+      return;
+    }
     try {
       channel.send(new BytesMessage(peer, encode(s.viewId(), s.viewCreator(), s.ring().checksum(), localId)));
       sent.incrementAndGet();
     } catch (Exception e) {
       LOG.log(Level.DEBUG, "gossip to {0} failed: {1}", peer, e);
     }
+  }
+
+  /**
+   * A refused node sends no checksum, yet it may be the one member of a split view its peers do not
+   * list (one view id with two member lists, see the class comment), with nothing else to tell it.
+   * So it asks one member of its channel's view a round whether that member's view lists it.
+   */
+  private void queryListed() {
+    View v = channel.getView();
+    Address peer = v == null ? null : randomPeer(v.getMembers());
+    if (peer == null) {
+      return;
+    }
+    try {
+      channel.send(new BytesMessage(peer, encodeListedQuery(v.getViewId().getId(), v.getViewId().getCreator())));
+      queriesSent.incrementAndGet();
+    } catch (Exception e) {
+      LOG.log(Level.DEBUG, "asking {0} whether view {1} lists this node failed: {2}", peer, v.getViewId(), e);
+    }
+  }
+
+  /** A random one of {@code members} other than this node, or null if none (or not connected). */
+  private Address randomPeer(Collection<Address> members) {
+    List<Address> peers = new ArrayList<>(members);
+    peers.remove(channel.getAddress());
+    if (peers.isEmpty() || !channel.isConnected()) {
+      return null;
+    }
+    return peers.get(ThreadLocalRandom.current().nextInt(peers.size()));
   }
 
   static byte[] encode(long viewId, Address viewCreator, long checksum, String senderId) {
@@ -112,9 +157,18 @@ final class Gossip {
   }
 
   static byte[] encodeNotListed(long viewId, Address viewCreator) {
+    return encodeHeader(TYPE_NOT_LISTED, viewId, viewCreator);
+  }
+
+  static byte[] encodeListedQuery(long viewId, Address viewCreator) {
+    return encodeHeader(TYPE_LISTED_QUERY, viewId, viewCreator);
+  }
+
+  /** A message that is its header alone. */
+  private static byte[] encodeHeader(byte type, long viewId, Address viewCreator) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(25);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      writeHeader(out, TYPE_NOT_LISTED, viewId, viewCreator);
+      writeHeader(out, type, viewId, viewCreator);
     } catch (IOException impossible) {
       throw new IllegalStateException(impossible);
     }
@@ -177,7 +231,7 @@ final class Gossip {
       return;
     }
     byte type = payload[msg.getOffset()];
-    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED) {
+    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY) {
       return;
     }
     try (DataInputStream in = new DataInputStream(
@@ -188,6 +242,8 @@ final class Gossip {
         checksum(viewId, creator, in.readLong(), in.readUTF(), msg.getSrc());
       } else if (type == TYPE_NOT_LISTED) {
         notListed(viewId, creator, msg.getSrc());
+      } else if (type == TYPE_LISTED_QUERY) {
+        listedQuery(viewId, creator, msg.getSrc());
       } else {
         int count = in.readInt();
         if (count < 0 || count > in.available()) {
@@ -243,6 +299,19 @@ final class Gossip {
   }
 
   /**
+   * A member the cluster refuses asks whether this node's view lists it: told only when this
+   * node's view has that very id and creator and does not list it. A query about any other view
+   * says nothing about a split (the asker, or this node, is in a view the other has not got yet).
+   */
+  private void listedQuery(long viewId, UUID creator, Address source) {
+    View v = channelView(viewId, creator);
+    if (v != null && source != null && !v.containsMember(source)) {
+      tellNotListed(source, v);
+    }
+    queriesReceived.incrementAndGet(); // after the answer is counted: tests read the two in this order
+  }
+
+  /**
    * The channel's view, if it is the view with this number and creator. The ring's view can lag
    * behind it, so what the channel lists is what decides who is a member.
    */
@@ -263,6 +332,7 @@ final class Gossip {
         + " lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
         view.getViewId());
     byte[] payload = encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator());
+    notListedSent.incrementAndGet();
     try {
       background.execute(() -> {
         try {

@@ -733,6 +733,21 @@ public final class Ringmaster implements AutoCloseable {
     return gossip == null ? 0 : gossip.notListedIgnored.get();
   }
 
+  /** "Does your view list me?" messages sent while refused (for tests). */
+  long listedQueriesSent() {
+    return gossip == null ? 0 : gossip.queriesSent.get();
+  }
+
+  /** "Your view is not mine" messages this node sent (for tests). */
+  long notListedSent() {
+    return gossip == null ? 0 : gossip.notListedSent.get();
+  }
+
+  /** "Does your view list me?" messages received from refused members (for tests). */
+  long listedQueriesReceived() {
+    return gossip == null ? 0 : gossip.queriesReceived.get();
+  }
+
   /** Divergence listeners registered now (for tests). */
   int divergenceListenerCount() {
     return divergenceListeners.size();

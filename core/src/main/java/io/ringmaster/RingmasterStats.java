@@ -18,7 +18,8 @@ import java.util.Optional;
  * @param divergences      checksum mismatches found by gossip for the same view
  * @param rejoins          times this node left and joined the cluster again because its view had
  *                         an id its peers' view also had, with other members (a JGroups merge race)
- * @param gossipSent       checksum messages sent (a node the cluster refuses sends none)
+ * @param gossipSent       checksum messages sent (a node the cluster refuses sends none; it asks a
+ *                         member of its view, each gossip interval, whether that view lists it)
  * @param gossipReceived   checksum messages received
  * @param refusedMembers   members kept out of the ring (parameter mismatch or duplicate id)
  * @param lastChange       when ownership or membership last changed, if ever

@@ -20,6 +20,7 @@ import org.jgroups.Address;
 import org.jgroups.JChannel;
 import org.jgroups.protocols.DISCARD;
 import org.jgroups.protocols.TP;
+import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.ProtocolStack;
 
 /**
@@ -95,6 +96,11 @@ final class TestCluster implements AutoCloseable {
       }
     }
     return d;
+  }
+
+  /** The node's group membership protocol: tests install views through it, as JGroups does. */
+  static GMS gms(Ringmaster node) {
+    return node.channel().getProtocolStack().findProtocol(GMS.class);
   }
 
   /** Splits the nodes into two sides that cannot hear each other. */
