@@ -35,9 +35,9 @@ import org.jgroups.util.UUID;
  * behind (docs/operations.md): a member whose view does not list the sender of a checksum for that
  * very view tells it so ({@link #TYPE_NOT_LISTED}). The sender, whose view lists that member, then
  * knows its own view is the one no one else installed, and rejoins; JGroups alone would never end
- * the split, since its merge detection compares view ids only. A member the cluster refuses (not in
- * its own ring, so it sends no checksum: its ring's member with its id is another node) asks
- * instead ({@link #TYPE_LISTED_QUERY}), and is told the same way.
+ * the split, since its merge detection compares view ids only. A member the cluster refuses sends
+ * no checksum (it is not in the ring it would vouch for); it asks instead
+ * ({@link #TYPE_LISTED_QUERY}), and is told the same way, with no divergence reported.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -47,7 +47,7 @@ final class Gossip {
   static final byte TYPE_RING_BEFORE = 3;
   /**
    * View id, view creator: "my view with this id and creator does not list you", to a member that
-   * gossiped a checksum for that view.
+   * gossiped a checksum for that view, or asked ({@link #TYPE_LISTED_QUERY}) about it.
    */
   static final byte TYPE_NOT_LISTED = 4;
   /**
@@ -72,7 +72,7 @@ final class Gossip {
   final AtomicLong divergences = new AtomicLong();
   /** "Not in view" messages not believed: for another view, or from a member outside it. */
   final AtomicLong notListedIgnored = new AtomicLong();
-  /** {@link #TYPE_NOT_LISTED} messages this node sent (queued to be sent). */
+  /** {@link #TYPE_NOT_LISTED} messages this node queued to send. */
   final AtomicLong notListedSent = new AtomicLong();
   /** {@link #TYPE_LISTED_QUERY} messages sent (by this node, while refused) and received. */
   final AtomicLong queriesSent = new AtomicLong();
@@ -118,11 +118,13 @@ final class Gossip {
   /**
    * A refused node sends no checksum, yet it may be the one member of a split view its peers do not
    * list (one view id with two member lists, see the class comment), with nothing else to tell it.
-   * So it asks one member of its channel's view a round whether that member's view lists it.
+   * So it asks one Ringmaster member of its channel's view a round (a plain JGroups member would
+   * not answer) whether that member's view lists it.
    */
   private void queryListed() {
     View v = channel.getView();
-    Address peer = v == null ? null : randomPeer(v.getMembers());
+    Address peer = v == null ? null
+        : randomPeer(v.getMembers().stream().filter(a -> NodeMetadata.from(a).isPresent()).toList());
     if (peer == null) {
       return;
     }
@@ -324,15 +326,15 @@ final class Gossip {
   }
 
   /**
-   * A member gossiped a checksum for this node's view, which does not list it: JGroups installed
-   * one view id with two member lists. Tell it, from the gossip thread (a send may block).
+   * A member gossiped a checksum for this node's view, or asked about it, and that view does not
+   * list it: JGroups installed one view id with two member lists. Tell it, from the gossip thread
+   * (a send may block).
    */
   private void tellNotListed(Address member, View view) {
     LOG.log(Level.WARNING, "{0}: {1} says it is in view {2}, which does not list it: one view id with two member"
         + " lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
         view.getViewId());
     byte[] payload = encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator());
-    notListedSent.incrementAndGet();
     try {
       background.execute(() -> {
         try {
@@ -341,6 +343,7 @@ final class Gossip {
           LOG.log(Level.DEBUG, "telling {0} it is not in view {1} failed: {2}", member, view.getViewId(), e);
         }
       });
+      notListedSent.incrementAndGet();
     } catch (RejectedExecutionException closing) {
       LOG.log(Level.DEBUG, "closing: {0} not told it is not in view {1}", member, view.getViewId());
     }
