@@ -124,7 +124,7 @@ final class Gossip {
   private void queryListed() {
     View v = channel.getView();
     Address peer = v == null ? null
-        : randomPeer(v.getMembers().stream().filter(a -> NodeMetadata.from(a).isPresent()).toList());
+        : randomPeer(v.getMembers().stream().filter(NodeMetadata::isRingmasterNode).toList());
     if (peer == null) {
       return;
     }

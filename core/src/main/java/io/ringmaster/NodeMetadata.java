@@ -45,11 +45,17 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     return address;
   }
 
+  /** Whether a member's address carries Ringmaster metadata: checked without decoding it. */
+  static boolean isRingmasterNode(Address address) {
+    return address instanceof ExtendedUUID u && u.keyExists(ID) && u.keyExists(PARAMS);
+  }
+
   /** The metadata of a member, or empty for a JGroups member that is not a Ringmaster node. */
   static Optional<NodeMetadata> from(Address address) {
-    if (!(address instanceof ExtendedUUID u) || !u.keyExists(ID) || !u.keyExists(PARAMS)) {
+    if (!isRingmasterNode(address)) {
       return Optional.empty();
     }
+    ExtendedUUID u = (ExtendedUUID) address;
     try {
       ByteBuffer p = ByteBuffer.wrap(u.get(PARAMS));
       byte[] zone = u.get(ZONE);
