@@ -3,6 +3,7 @@ package io.ringmaster;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.lang.System.Logger.Level;
+import java.net.BindException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -78,6 +79,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
+  /** Stacks {@link #start()} builds at most when binding fails (see {@link #connect()}). */
+  static final int BIND_ATTEMPTS = 3;
   /**
    * At most how long a node's first view waits for an old member to say what the ring was before
    * it; at most half of {@code startTimeout} too.
@@ -142,7 +145,9 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Joins the cluster and returns once the first ring is installed.
+   * Joins the cluster and returns once the first ring is installed. A stack that cannot bind its
+   * ports, as happens when it loses a race for one with another process starting on this host, is
+   * built again, up to three stacks in all (see docs/operations.md).
    *
    * @return this node
    * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
@@ -160,8 +165,6 @@ public final class Ringmaster implements AutoCloseable {
     }
     lifecycle = Lifecycle.RUNNING;
     try {
-      channel = Stacks.create(config);
-      gossip = new Gossip(config.nodeId(), channel, node, this::divergence, gossipTimer, this::rejoinLater);
       node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
         try {
           gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, newcomers));
@@ -169,24 +172,7 @@ public final class Ringmaster implements AutoCloseable {
           LOG.log(Level.DEBUG, "view {0}: closing, newcomers not told the ring before it", viewId);
         }
       });
-      channel.addAddressGenerator(() -> {
-        Address address = metadata.newAddress();
-        node.setLocalAddress(address);
-        return address;
-      });
-      channel.name(config.nodeId());
-      channel.setReceiver(new Receiver() {
-        @Override
-        public void viewAccepted(View view) {
-          node.onView(view);
-        }
-
-        @Override
-        public void receive(Message msg) {
-          gossip.receive(msg);
-        }
-      });
-      channel.connect(config.clusterName());
+      connect();
       node.firstRing().get(config.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
@@ -215,6 +201,62 @@ public final class Ringmaster implements AutoCloseable {
     LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
         viewId(), members().size());
     return this;
+  }
+
+  /**
+   * Builds the stack, wires it to this node and joins the cluster. JGroups' TCP transport can lose
+   * a race for a port when several processes on one host start at once: two of them bind the same
+   * free port (SO_REUSEADDR lets both while neither listens), one listens, and the other's listen
+   * fails. Its server socket stays bound to that port, so binding it to each later port of the
+   * range fails too, and the stack reports "No available port to bind to in range" while most of
+   * the range is free. A new stack binds the next free port, so a start that fails to bind is
+   * tried again with a new stack, {@link #BIND_ATTEMPTS} stacks in all; a range that really is
+   * full fails each time, with the same message.
+   */
+  private void connect() throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      channel = Stacks.create(config);
+      gossip = new Gossip(config.nodeId(), channel, node, this::divergence, gossipTimer, this::rejoinLater);
+      channel.addAddressGenerator(() -> {
+        Address address = metadata.newAddress();
+        node.setLocalAddress(address);
+        return address;
+      });
+      channel.name(config.nodeId());
+      channel.setReceiver(new Receiver() {
+        @Override
+        public void viewAccepted(View view) {
+          node.onView(view);
+        }
+
+        @Override
+        public void receive(Message msg) {
+          gossip.receive(msg);
+        }
+      });
+      try {
+        channel.connect(config.clusterName());
+        return;
+      } catch (Exception e) {
+        if (attempt == BIND_ATTEMPTS || !failedToBind(e)) {
+          throw e;
+        }
+        LOG.log(Level.WARNING, "{0}: its JGroups stack could not bind ({1}), most likely a race for a port with"
+            + " another process starting on this host; starting a new stack (attempt {2} of {3})",
+            config.nodeId(), e.getMessage(), attempt + 1, BIND_ATTEMPTS);
+        channel.close();
+      }
+    }
+  }
+
+  /** Whether a connect failed because a socket could not bind (a {@link BindException} in its causes). */
+  private static boolean failedToBind(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof BindException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
