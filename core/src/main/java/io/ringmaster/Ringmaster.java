@@ -79,7 +79,7 @@ public final class Ringmaster implements AutoCloseable {
 
   /** At least how long {@link #close()} waits for the view thread to queue the LEAVING change. */
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
-  /** Stacks {@link #start()} builds at most when binding fails (see {@link #connect()}). */
+  /** Stacks {@link #start()} builds at most when the transport finds no port (see {@link #connect()}). */
   static final int BIND_ATTEMPTS = 3;
   /**
    * At most how long a node's first view waits for an old member to say what the ring was before
@@ -145,9 +145,9 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Joins the cluster and returns once the first ring is installed. A stack that cannot bind its
-   * ports, as happens when it loses a race for one with another process starting on this host, is
-   * built again, up to three stacks in all (see docs/operations.md).
+   * Joins the cluster and returns once the first ring is installed. A stack that finds no port of
+   * its range to bind, as happens when it loses a race for one with another process starting on
+   * this host, is built again, up to three stacks in all (see docs/operations.md).
    *
    * @return this node
    * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
@@ -209,9 +209,10 @@ public final class Ringmaster implements AutoCloseable {
    * free port (SO_REUSEADDR lets both while neither listens), one listens, and the other's listen
    * fails. Its server socket stays bound to that port, so binding it to each later port of the
    * range fails too, and the stack reports "No available port to bind to in range" while most of
-   * the range is free. A new stack binds the next free port, so a start that fails to bind is
-   * tried again with a new stack, {@link #BIND_ATTEMPTS} stacks in all; a range that really is
-   * full fails each time, with the same message.
+   * the range is free (JGroups closes that socket before it says so). A new stack binds the next
+   * free port, so a start that fails so is tried again with a new stack, {@link #BIND_ATTEMPTS}
+   * stacks in all; a range that really is full fails each time, with the same message. A failed
+   * connect has delivered no view: the transport binds when the stack starts, before the join.
    */
   private void connect() throws Exception {
     for (int attempt = 1; ; attempt++) {
@@ -238,21 +239,30 @@ public final class Ringmaster implements AutoCloseable {
         channel.connect(config.clusterName());
         return;
       } catch (Exception e) {
-        if (attempt == BIND_ATTEMPTS || !failedToBind(e)) {
+        if (attempt == BIND_ATTEMPTS || !foundNoPort(e)) {
           throw e;
         }
-        LOG.log(Level.WARNING, "{0}: its JGroups stack could not bind ({1}), most likely a race for a port with"
-            + " another process starting on this host; starting a new stack (attempt {2} of {3})",
+        LOG.log(Level.WARNING, "{0}: its JGroups stack found no port to bind ({1}), most likely after a race for a"
+            + " port with another process starting on this host; starting a new stack (attempt {2} of {3})",
             config.nodeId(), e.getMessage(), attempt + 1, BIND_ATTEMPTS);
-        channel.close();
+        try {
+          channel.close();
+        } catch (RuntimeException closing) {
+          e.addSuppressed(closing);
+          throw e;
+        }
       }
     }
   }
 
-  /** Whether a connect failed because a socket could not bind (a {@link BindException} in its causes). */
-  private static boolean failedToBind(Throwable e) {
+  /**
+   * Whether a connect failed because the transport found no port of its range to bind: JGroups'
+   * {@link BindException} "No available port to bind to in range", which a lost race for a port
+   * causes. Other bind failures (an address of no interface, a privileged port) are not retried.
+   */
+  private static boolean foundNoPort(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof BindException) {
+      if (t instanceof BindException && String.valueOf(t.getMessage()).startsWith("No available port")) {
         return true;
       }
     }
