@@ -258,7 +258,7 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Whether a connect failed because the transport found no port of its range to bind: JGroups'
    * {@link BindException} "No available port to bind to in range", which a lost race for a port
-   * causes. Other bind failures (an address of no interface, a privileged port) are not retried.
+   * causes. Other bind failures, such as a bind address of no interface, are not retried.
    */
   private static boolean foundNoPort(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
