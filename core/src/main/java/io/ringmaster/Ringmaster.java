@@ -979,7 +979,8 @@ public final class Ringmaster implements AutoCloseable {
      * This member's weight (default 1): it gets {@code round(virtualNodes * weight)} tokens, so a
      * share of the keys proportional to its weight; 0 joins the cluster but owns nothing. Finite
      * and at least 0; {@link #buildConfig()} also refuses a weight above 0 that gives no token
-     * (below {@code 0.5 / virtualNodes}), which would own nothing without saying so.
+     * (below about {@code 0.5 / virtualNodes}; the error names the smallest weight that works), which
+     * would own nothing without saying so.
      */
     public Builder weight(double weight) {
       if (!(weight >= 0) || Double.isInfinite(weight)) {
@@ -1104,6 +1105,22 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The smallest weight that gives one token: about half a token, {@code 0.5 / virtualNodes},
+     * moved to the nearest double that works, as that quotient, rounded to a double, can multiply
+     * back to just under a half (for 49 virtual nodes, say) and so round to no token.
+     */
+    static double smallestWeight(int virtualNodes) {
+      double w = 0.5 / virtualNodes;
+      while (Math.round(virtualNodes * w) == 0) {
+        w = Math.nextUp(w);
+      }
+      while (Math.round(virtualNodes * Math.nextDown(w)) > 0) {
+        w = Math.nextDown(w);
+      }
+      return w;
+    }
+
     /** The validated settings. */
     public RingmasterConfig buildConfig() {
       if (nodeId == null) {
@@ -1118,7 +1135,7 @@ public final class Ringmaster implements AutoCloseable {
       if (tokens == 0 && weight > 0) {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes
             + " gives 0 tokens, so this member would own nothing: use weight 0 for a member that owns nothing,"
-            + " or at least " + 0.5 / virtualNodes + " (half a token)");
+            + " or at least " + smallestWeight(virtualNodes) + " (half a token)");
       }
       if (tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -239,6 +241,33 @@ class RefusalAndConfigTest {
         .weight(0.005).buildConfig().weight());
     assertEquals(0.0, Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).weight(0).buildConfig()
         .weight());
+  }
+
+  @Test
+  void builder_theSmallestWeightItSuggests_isAccepted_forEveryVirtualNodesCount() {
+    // 0.5 / 49, rounded to a double, times 49 is just under 0.5, which rounds to no token.
+    assertEquals(0, Math.round(49 * (0.5 / 49)), "the case the suggestion must get right");
+    int checked = 0;
+    for (int virtualNodes = 1; virtualNodes <= 5_000; virtualNodes++) {
+      double suggested = Ringmaster.Builder.smallestWeight(virtualNodes);
+      assertEquals(1, tokens(virtualNodes, suggested), "virtualNodes " + virtualNodes);
+      assertEquals(0, tokens(virtualNodes, Math.nextDown(suggested)), "the smallest: virtualNodes " + virtualNodes);
+      checked++;
+    }
+    assertEquals(5_000, checked);
+    int virtualNodes = 49;
+    double suggested = Ringmaster.Builder.smallestWeight(virtualNodes);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(virtualNodes)
+            .weight(Math.nextDown(suggested)).buildConfig());
+    assertTrue(e.getMessage().endsWith("or at least " + suggested + " (half a token)"), e.getMessage());
+    assertEquals(suggested, Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK)
+        .virtualNodes(virtualNodes).weight(suggested).buildConfig().weight());
+  }
+
+  /** The tokens the ring gives a member of this weight. */
+  private static int tokens(int virtualNodes, double weight) {
+    return HashRing.builder().virtualNodes(virtualNodes).add(new Member("a", weight, "")).build().tokenCount();
   }
 
   @Test
