@@ -11,6 +11,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -415,17 +416,30 @@ final class ClusterNode {
         + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
   }
 
+  /**
+   * Whether a node id names the same member in both rings: the same JGroups member (so not a
+   * process restarted, or rejoined, under that id; nor a member refused until now that took the id
+   * over) with the same weight and zone. A member replaced in one view is in both lists of the
+   * change: left as it was, joined as it is.
+   */
+  private static boolean sameMember(String id, Snapshot previous, Snapshot next) {
+    NodeMetadata before = previous.metadata().get(id);
+    NodeMetadata after = next.metadata().get(id);
+    return before != null && after != null && before.member().equals(after.member())
+        && Objects.equals(previous.addresses().get(id), next.addresses().get(id));
+  }
+
   private static MembershipChange membershipChange(Snapshot previous, Snapshot next, View view,
                                                    List<MembershipChange.Refusal> refused) {
     List<Member> joined = new ArrayList<>();
     List<Member> left = new ArrayList<>();
     for (Member m : next.ring().members()) {
-      if (!previous.ring().contains(m.id())) {
+      if (!sameMember(m.id(), previous, next)) {
         joined.add(m);
       }
     }
     for (Member m : previous.ring().members()) {
-      if (!next.ring().contains(m.id())) {
+      if (!sameMember(m.id(), previous, next)) {
         left.add(m);
       }
     }

@@ -5,13 +5,18 @@ import java.util.List;
 
 /**
  * A change of the ring's members between two views. A single view can both add and remove members
- * (a crash noticed while another node joins), so both lists may be non-empty.
+ * (a crash noticed while another node joins), so both lists may be non-empty. A member replaced
+ * under its node id within one view (a process restarted or rejoined before its old self was
+ * removed, a refused member taking over an id whose holder left, or a new weight or zone) is in
+ * both: left as it was and joined as it is. To follow the members, remove those that left, then
+ * add those that joined.
  *
  * @param previousViewId the view before; -1 if none
  * @param viewId         the new view
  * @param members        the ring's members now, in id order
- * @param joined         members in the ring now that were not before; non-null, may be empty
- * @param left           members in the ring before that are not now (left or crashed)
+ * @param joined         members in the ring now that were not before (by id, or as this JGroups
+ *                       member with this weight and zone); non-null, may be empty
+ * @param left           members in the ring before that are not now (left, crashed, or replaced)
  * @param subgroups      for a merge after a partition, the members of each merged side as this
  *                       node's view had them; empty for any other view
  * @param refused        JGroups members of the view kept out of the ring, each reported in the

@@ -69,6 +69,11 @@ class DuplicateIdMergeTest {
       f.node.onView(View.create(f.addressA, 7, f.addressA, f.addressC, f.local)); // the holder left
       f.installed();
       assertTrue(f.node.state().localInRing(), "admitted once the id is free");
+      // Its membership listeners hear that the refusal is over: the holder of "b" left, this "b" joined.
+      MembershipChange takeover = f.memberships.get(f.memberships.size() - 1);
+      assertEquals(7, takeover.viewId());
+      assertEquals(List.of(f.b.member()), takeover.left(), takeover.toString());
+      assertEquals(List.of(f.b.member()), takeover.joined(), takeover.toString());
       OwnershipChange admitted = f.seen.get(f.seen.size() - 1);
       assertEquals(7, admitted.viewId());
       HashRing ring = admitted.ring();
