@@ -309,8 +309,24 @@ function escapeHtml(s) {
 function follow() {
   const live = document.getElementById('live');
   const source = new EventSource('/events');
-  source.onopen = () => { live.textContent = '(live)'; };
-  source.onerror = () => { live.textContent = '(reconnecting\u2026)'; };
+  let fresh = true;
+  source.onopen = () => {
+    live.textContent = '(live)';
+    // A new stream starts with the peer's buffered events, which the log may show already: start
+    // the log over. (The browser's own reconnects name the last event seen and get only newer ones.)
+    if (fresh) {
+      document.getElementById('log').replaceChildren();
+      fresh = false;
+    }
+  };
+  source.onerror = () => {
+    live.textContent = '(reconnecting\u2026)';
+    // The browser retries a dropped stream by itself, but gives up for good on a refusal (a 503
+    // when the peer has too many subscribers): try again later, as the peer frees places.
+    if (source.readyState === EventSource.CLOSED) {
+      setTimeout(follow, 5000);
+    }
+  };
   source.onmessage = (message) => {
     let e;
     try { e = JSON.parse(message.data); } catch { return; }

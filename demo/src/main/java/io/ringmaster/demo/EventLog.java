@@ -17,7 +17,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The last {@value #CAPACITY} events and the Server-Sent Events subscribers of {@code /events}.
- * A new subscriber first gets the buffered events, then live ones. Each subscriber has its own
+ * A new subscriber first gets the buffered events, then live ones; a browser reconnecting with
+ * the {@code Last-Event-ID} header gets only the buffered events after that one, so it shows none
+ * twice. Each subscriber has its own
  * bounded queue and writer thread, so a slow browser never holds up a publisher; one that falls
  * {@value #QUEUE} events behind, or whose connection fails, is dropped.
  */
@@ -66,12 +68,20 @@ final class EventLog implements AutoCloseable {
 
   /** Starts streaming to {@code exchange}; returns at once, the exchange stays open. */
   void subscribe(HttpExchange exchange) throws IOException {
+    long seen = lastEventId(exchange.getRequestHeaders().getFirst("Last-Event-ID"));
     Subscriber s = new Subscriber(exchange);
     synchronized (this) { // the check and the place it grants, at once: concurrent requests cannot both pass
       if (closed || subscribers.size() >= MAX_SUBSCRIBERS) {
         throw new HttpError(503, "too many event subscribers (at most " + MAX_SUBSCRIBERS + ")");
       }
-      recent.forEach(s::offer);
+      // An id from this peer's sequence: the events after it. Any other (a restarted peer's
+      // sequence starts over, so a larger id than any sent here): all of them.
+      boolean known = seen >= 0 && seen <= sequence;
+      for (Sse e : recent) {
+        if (!known || e.id() > seen) {
+          s.offer(e);
+        }
+      }
       subscribers.add(s);
     }
     try {
@@ -83,6 +93,18 @@ final class EventLog implements AutoCloseable {
       throw e;
     }
     s.thread.start();
+  }
+
+  /** The id a reconnecting browser names, or -1 if none or not a number. */
+  private static long lastEventId(String header) {
+    if (header == null) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(header.strip());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 
   int subscribers() {

@@ -213,6 +213,33 @@ class PeerHttpTest {
     stream.body().close();
   }
 
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void events_reconnectNamingTheLastEventSeen_getsOnlyLaterOnes_anUnknownIdGetsAll() throws Exception {
+    List<Long> all = eventIds(null, 3);
+    assertEquals(3, all.size(), "the buffered events: " + all);
+    assertTrue(all.get(0) < all.get(1) && all.get(1) < all.get(2), "ids ascend: " + all);
+    assertEquals(all.subList(1, 3), eventIds(String.valueOf(all.get(0)), 2), "after the first one seen");
+    assertEquals(all.get(2), eventIds(String.valueOf(all.get(1)), 1).get(0), "after the second one seen");
+    // A restarted peer numbers its events from 1 again: an id it never sent means "send them all".
+    assertEquals(all, eventIds(String.valueOf(Long.MAX_VALUE), 3));
+    assertEquals(all, eventIds("not a number", 3));
+  }
+
+  /** The ids of the first {@code count} events a new /events stream sends. */
+  private List<Long> eventIds(String lastEventId, int count) throws Exception {
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    HttpRequest.Builder request = HttpRequest.newBuilder(cluster.uri("solo", "/events")).GET();
+    if (lastEventId != null) {
+      request.header("Last-Event-ID", lastEventId);
+    }
+    HttpResponse<Stream<String>> stream = client.send(request.build(), HttpResponse.BodyHandlers.ofLines());
+    try (Stream<String> lines = stream.body()) {
+      assertEquals(200, stream.statusCode());
+      return lines.filter(l -> l.startsWith("id: ")).limit(count).map(l -> Long.parseLong(l.substring(4))).toList();
+    }
+  }
+
   private static String type(String json) {
     assertTrue(json != null, "an event within 10 s");
     return PeerCluster.parse(json).path("type").asText();
