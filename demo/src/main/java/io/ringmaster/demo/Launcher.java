@@ -245,18 +245,24 @@ final class Launcher {
     }
   }
 
-  /** Stops every live peer: SIGTERM to all, then SIGKILL to any still running after a while. */
+  /**
+   * Stops every live peer: SIGTERM to all, then SIGKILL to any still running after
+   * {@link #STOP_TIMEOUT}, the time {@code stop} gives one peer: peers stopped together have nobody
+   * to hand their keys to and leave at once, but with a peer started by hand still in the ring they
+   * hand their keys off to it first, which must not be cut short.
+   */
   private void stopAll() {
     List<PeerProcess> all;
     synchronized (peers) {
       all = new ArrayList<>(peers.values());
     }
     all.stream().filter(PeerProcess::isAlive).forEach(p -> p.process().destroy());
-    long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+    long deadline = System.nanoTime() + STOP_TIMEOUT.toNanos();
     for (PeerProcess p : all) {
       try {
         long left = Math.max(1, deadline - System.nanoTime());
         if (!p.process().waitFor(left, TimeUnit.NANOSECONDS)) {
+          out.println(p.id() + " did not stop within " + STOP_TIMEOUT.toSeconds() + " s; killing it");
           p.process().destroyForcibly();
         }
       } catch (InterruptedException e) {
