@@ -10,8 +10,10 @@ import java.util.Objects;
  * so an application can route with either while it moves data.
  *
  * @param reason         why the ring changed
- * @param previousViewId the JGroups view id of {@code previousRing}; -1 for an empty ring; for
- *                       {@link Reason#LEAVING}, equal to {@code viewId} (both rings are of the
+ * @param previousViewId the JGroups view id this node had installed before {@code viewId}; -1
+ *                       for {@link Reason#INITIAL} and for the node's first view (whose
+ *                       {@code previousRing} is still the cluster's ring before it: see below);
+ *                       for {@link Reason#LEAVING}, equal to {@code viewId} (both rings are of the
  *                       last view this node installed)
  * @param viewId         the JGroups view id of {@code ring}
  * @param previousRing   the ring before; for a node's first view, and its first view in the ring

@@ -274,8 +274,8 @@ public final class Ringmaster implements AutoCloseable {
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
-   * second for each of its three pools; a listener on the node's pool still busy then is
-   * interrupted). Afterwards the lookups answer for the last ring, as {@link #ring()} does.
+   * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
+   * pool still busy then is interrupted). Afterwards the lookups answer for the last ring, as {@link #ring()} does.
    * Idempotent: a second call waits for the first to finish, unless it comes from one of this
    * node's listeners (see below).
    *
