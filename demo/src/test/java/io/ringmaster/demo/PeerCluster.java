@@ -36,6 +36,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class PeerCluster implements AutoCloseable {
   static final int JGROUPS_PORT = 7830;
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
+  /** The peers' HTTP ports: 25000-25999, which no other test uses. */
+  private static final int HTTP_PORTS = 25_000;
+  private static final int HTTP_PORTS_COUNT = 1_000;
+  private static final AtomicInteger NEXT_HTTP_PORT = new AtomicInteger();
   private static final ObjectMapper JSON = new ObjectMapper();
 
   record TestPeer(String name, int httpPort, Process process, Path log) {
@@ -221,10 +225,22 @@ final class PeerCluster implements AutoCloseable {
     return holder;
   }
 
+  /**
+   * A free port for a peer's HTTP API, from {@link #HTTP_PORTS}: below the kernel's ephemeral range
+   * (32768 and up here), so that no outgoing connection (the peers' own JGroups connections open
+   * many) takes it between this check and the peer's bind, as one did to a port the kernel handed
+   * out. Each call moves on, so that peers started together get different ports.
+   */
   private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
+    for (int tries = 0; tries < HTTP_PORTS_COUNT; tries++) {
+      int port = HTTP_PORTS + Math.floorMod(NEXT_HTTP_PORT.getAndIncrement(), HTTP_PORTS_COUNT);
+      try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+        return s.getLocalPort();
+      } catch (IOException taken) {
+        // in use: the next one
+      }
     }
+    throw new IOException("no free port in " + HTTP_PORTS + ".." + (HTTP_PORTS + HTTP_PORTS_COUNT - 1));
   }
 
   @Override
