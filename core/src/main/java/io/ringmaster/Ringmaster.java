@@ -275,9 +275,9 @@ public final class Ringmaster implements AutoCloseable {
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
    * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
-   * pool still busy then is interrupted). Afterwards the lookups answer for the last ring, as {@link #ring()} does.
-   * Idempotent: a second call waits for the first to finish, unless it comes from one of this
-   * node's listeners (see below).
+   * pool still busy then is interrupted). Afterwards the lookups answer for the last ring, as
+   * {@link #ring()} does. Idempotent: a second call waits for the first to finish, unless it comes
+   * from one of this node's listeners (see below).
    *
    * <p>A listener may call it, on any executor. That close() cannot wait for the listener calling
    * it: that listener's own LEAVING change, and anything else queued for it, comes after its
@@ -979,8 +979,8 @@ public final class Ringmaster implements AutoCloseable {
      * This member's weight (default 1): it gets {@code round(virtualNodes * weight)} tokens, so a
      * share of the keys proportional to its weight; 0 joins the cluster but owns nothing. Finite
      * and at least 0; {@link #buildConfig()} also refuses a weight above 0 that gives no token
-     * (below about {@code 0.5 / virtualNodes}; the error names the smallest weight that works), which
-     * would own nothing without saying so.
+     * (below about {@code 0.5 / virtualNodes}; the error names the smallest weight that works),
+     * which would own nothing without saying so.
      */
     public Builder weight(double weight) {
       if (!(weight >= 0) || Double.isInfinite(weight)) {
