@@ -226,12 +226,13 @@ final class PeerCluster implements AutoCloseable {
   }
 
   /**
-   * A free port for a peer's HTTP API, from {@link #HTTP_PORTS}: below the kernel's ephemeral range
-   * (32768 and up here), so that no outgoing connection (the peers' own JGroups connections open
-   * many) takes it between this check and the peer's bind, as one did to a port the kernel handed
-   * out. Each call moves on, so that peers started together get different ports.
+   * A free port for a peer's HTTP API (or the browser test's driver), from {@link #HTTP_PORTS}:
+   * below the kernel's ephemeral range (32768 and up here), so that no outgoing connection (the
+   * peers' own JGroups connections open many) takes it between this check and the bind, as one
+   * did to a port the kernel handed out. Each call moves on, so that peers started together get
+   * different ports.
    */
-  private static int freePort() throws IOException {
+  static int freePort() throws IOException {
     for (int tries = 0; tries < HTTP_PORTS_COUNT; tries++) {
       int port = HTTP_PORTS + Math.floorMod(NEXT_HTTP_PORT.getAndIncrement(), HTTP_PORTS_COUNT);
       try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {

@@ -6,9 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -31,7 +34,7 @@ import org.openqa.selenium.chrome.ChromeOptions;
 /**
  * The live ring page in headless Chromium against a real 3-peer cluster: three members' arcs and
  * matching checksums; a peer killed with SIGKILL disappears without a reload; a key put from the
- * page shows its owners. Screenshots go to {@code target/screenshots/} for people to look at.
+ * page shows its owners; a page whose event stream is refused comes live once places are free. Screenshots go to {@code target/screenshots/} for people to look at.
  *
  * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
  * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
@@ -56,8 +59,9 @@ class RingPageBrowserTest {
     options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
         "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--window-size=1440,900", "--user-data-dir=" + profile);
+    // Not any free port the kernel hands out: an outgoing connection can take it before the driver binds it.
     ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(driver.toFile())
-        .usingAnyFreePort().build();
+        .usingPort(PeerCluster.freePort()).build();
     browser = new ChromeDriver(service, options);
     cluster = new PeerCluster("browser", 2);
     cluster.startAll("peer-1", "peer-2", "peer-3");
@@ -110,6 +114,34 @@ class RingPageBrowserTest {
     assertEquals(expected, highlighted.stream().map(a -> a.getAttribute("data-member")).collect(Collectors.toSet()));
     assertEquals(1, browser.findElements(By.cssSelector("#key-marker circle")).size(), "the key's position is marked");
     shoot("ring-with-key");
+
+    // A page whose event stream is refused (every place taken: 503, which ends an EventSource for
+    // good) comes live by itself once places are free again.
+    List<Socket> streams = new ArrayList<>();
+    try {
+      for (int i = 0; i < EventLog.MAX_SUBSCRIBERS; i++) {
+        streams.add(openEvents("peer-2"));
+      }
+      await("every place on peer-2 taken").atMost(WAIT).ignoreExceptions().until(() ->
+          cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == EventLog.MAX_SUBSCRIBERS);
+      browser.get(cluster.peer("peer-2").url() + "/");
+      await("the page's stream refused").atMost(WAIT).ignoreExceptions().until(() ->
+          browser.findElement(By.id("live")).getText().startsWith("(reconnecting"));
+    } finally {
+      for (Socket stream : streams) {
+        stream.close();
+      }
+    }
+    await("the page live again, with its log").atMost(WAIT).ignoreExceptions().until(() ->
+        browser.findElement(By.id("live")).getText().equals("(live)")
+            && !browser.findElements(By.cssSelector("#log li")).isEmpty());
+  }
+
+  /** An /events stream held open, as a browser tab would. */
+  private Socket openEvents(String peer) throws IOException {
+    Socket s = new Socket("127.0.0.1", cluster.peer(peer).httpPort());
+    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+    return s;
   }
 
   private List<WebElement> arcs() {
