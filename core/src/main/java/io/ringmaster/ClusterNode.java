@@ -420,17 +420,22 @@ final class ClusterNode {
    * Whether a node id names the same member in both rings: the same JGroups member (so not a
    * process restarted, or rejoined, under that id; nor a member refused until now that took the id
    * over) with the same weight and zone. A member replaced in one view is in both lists of the
-   * change: left as it was, joined as it is.
+   * change, left as it was and joined as it is: what its peers would have seen had JGroups dropped
+   * it in one view and admitted it in the next. This node's own rejoin (in the ring before and
+   * after, under a new address) is no change to itself: it is the same process, with its data.
    */
-  private static boolean sameMember(String id, Snapshot previous, Snapshot next) {
+  private boolean sameMember(String id, Snapshot previous, Snapshot next) {
     NodeMetadata before = previous.metadata().get(id);
     NodeMetadata after = next.metadata().get(id);
-    return before != null && after != null && before.member().equals(after.member())
-        && Objects.equals(previous.addresses().get(id), next.addresses().get(id));
+    if (before == null || after == null || !before.member().equals(after.member())) {
+      return false;
+    }
+    boolean ownRejoin = id.equals(local.id()) && previous.localInRing() && next.localInRing();
+    return ownRejoin || Objects.equals(previous.addresses().get(id), next.addresses().get(id));
   }
 
-  private static MembershipChange membershipChange(Snapshot previous, Snapshot next, View view,
-                                                   List<MembershipChange.Refusal> refused) {
+  private MembershipChange membershipChange(Snapshot previous, Snapshot next, View view,
+                                            List<MembershipChange.Refusal> refused) {
     List<Member> joined = new ArrayList<>();
     List<Member> left = new ArrayList<>();
     for (Member m : next.ring().members()) {

@@ -6,10 +6,11 @@ import java.util.List;
 /**
  * A change of the ring's members between two views. A single view can both add and remove members
  * (a crash noticed while another node joins), so both lists may be non-empty. A member replaced
- * under its node id within one view (a process restarted or rejoined before its old self was
- * removed, a refused member taking over an id whose holder left, or a new weight or zone) is in
- * both: left as it was and joined as it is. To follow the members, remove those that left, then
- * add those that joined.
+ * under its node id within one view (a process restarted, with the same settings or a new weight
+ * or zone, or rejoined, before its old self was removed; a refused member taking over an id whose
+ * holder left) is in both, left as it was and joined as it is, as if JGroups had removed it in one
+ * view and admitted it in the next; this node's own rejoin is not reported to itself. To follow
+ * the members, remove those that left, then add those that joined.
  *
  * @param previousViewId the view before; -1 if none
  * @param viewId         the new view

@@ -7,11 +7,12 @@ package io.ringmaster;
 @FunctionalInterface
 public interface MembershipListener {
   /**
-   * Called for each installed view that changes the ring's members, merges partitions or refuses
-   * a member, in view order. The first call is always the ring's members at that time as joined
-   * from nothing ({@code previousViewId} -1): for a listener added before {@code start()}, the first
-   * view; for one added to a running node, the current members. So applying {@code joined} and
-   * {@code left} of every call in order gives the current members.
+   * Called for each installed view that changes the ring's members (a member replaced under its
+   * id, by a restart or a rejoin, included), merges partitions or refuses a member, in view order.
+   * The first call is always the ring's members at that time as joined from nothing
+   * ({@code previousViewId} -1): for a listener added before {@code start()}, the first view; for
+   * one added to a running node, the current members. So removing {@code left}, then adding
+   * {@code joined}, call after call, gives the current members.
    */
   void onMembershipChange(MembershipChange change);
 }

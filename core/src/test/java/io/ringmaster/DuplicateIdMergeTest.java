@@ -38,6 +38,9 @@ class DuplicateIdMergeTest {
       assertTrue(merged.refused().get(0).local(), "this node is the one refused");
       assertTrue(merged.refused().get(0).reason().contains("node id \"b\" is already held by member"),
           merged.refused().get(0).reason());
+      // In its ring, "b" was itself; now it is the holder: that "b" joins, with a, and this one leaves.
+      assertEquals(List.of("a", "b"), merged.joined().stream().map(m -> m.id()).toList(), merged.toString());
+      assertEquals(List.of("b"), merged.left().stream().map(m -> m.id()).toList(), merged.toString());
       OwnershipChange merge = f.seen.get(f.seen.size() - 1);
       assertEquals(OwnershipChange.Reason.MERGE, merge.reason());
       HashRing before = merge.previousRing();

@@ -60,6 +60,15 @@ class ReplacedMemberTest {
       n.view(6, n.self, c1, b3); // the same members in another order
       assertEquals(membershipsBefore, n.memberships.size(), "nothing changed, so nothing is reported");
 
+      // This node rejoins (a new address, the same process and data): no change to itself.
+      membershipsBefore = n.memberships.size();
+      ownershipBefore = n.ownership.size();
+      Address rejoined = n.local.newAddress();
+      n.node.setLocalAddress(rejoined);
+      n.view(7, rejoined, c1, b3);
+      assertEquals(membershipsBefore, n.memberships.size(), "its own rejoin is not reported to itself");
+      assertEquals(ownershipBefore, n.ownership.size());
+
       // Folding every change, left before joined, gives the members at each step.
       TreeSet<String> folded = new TreeSet<>();
       for (MembershipChange change : n.memberships) {
@@ -99,9 +108,9 @@ class ReplacedMemberTest {
       node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, this, () -> { }));
     }
 
-    /** Feeds a view created by this node and waits until it is installed. */
+    /** Feeds a view created by its first member and waits until it is installed. */
     void view(long id, Address... members) throws Exception {
-      node.onView(View.create(self, id, members));
+      node.onView(View.create(members[0], id, members));
       viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS);
       assertEquals(id, node.state().viewId());
     }
