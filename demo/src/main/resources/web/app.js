@@ -269,8 +269,9 @@ function describe(e) {
     case 'membership': {
       const parts = [];
       if (e.merge) parts.push('<b>merge</b> after a partition');
-      if ((e.joined || []).length) parts.push(`<span class="gain">joined ${x(names(e.joined))}</span>`);
+      // Left first: a member replaced under its id (restarted) is in both, and left before it joined.
       if ((e.left || []).length) parts.push(`<span class="loss">left ${x(names(e.left))}</span>`);
+      if ((e.joined || []).length) parts.push(`<span class="gain">joined ${x(names(e.joined))}</span>`);
       for (const r of (e.refused || [])) parts.push(`<span class="loss">refused: ${x(r)}</span>`);
       return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${x((e.members || []).length)} members)`;
     }

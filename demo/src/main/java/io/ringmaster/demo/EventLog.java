@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -37,6 +38,12 @@ final class EventLog implements AutoCloseable {
 
   /** One event as sent: its sequence number and JSON. */
   private record Sse(long id, String json) {}
+
+  /**
+   * Starts every event id this process sends ({@code <epoch>-<sequence>}), so that a browser
+   * reconnecting to a peer restarted on the same port names an id this one does not know.
+   */
+  private final String epoch = String.format("%08x", ThreadLocalRandom.current().nextInt());
 
   private final ArrayDeque<Sse> recent = new ArrayDeque<>();
   private final List<Subscriber> subscribers = new CopyOnWriteArrayList<>();
@@ -74,8 +81,8 @@ final class EventLog implements AutoCloseable {
       if (closed || subscribers.size() >= MAX_SUBSCRIBERS) {
         throw new HttpError(503, "too many event subscribers (at most " + MAX_SUBSCRIBERS + ")");
       }
-      // An id from this peer's sequence: the events after it. Any other (a restarted peer's
-      // sequence starts over, so a larger id than any sent here): all of them.
+      // An id this process sent: the events after it. Any other (sent by the process before a
+      // restart, say): all of them.
       boolean known = seen >= 0 && seen <= sequence;
       for (Sse e : recent) {
         if (!known || e.id() > seen) {
@@ -95,13 +102,14 @@ final class EventLog implements AutoCloseable {
     s.thread.start();
   }
 
-  /** The id a reconnecting browser names, or -1 if none or not a number. */
-  private static long lastEventId(String header) {
-    if (header == null) {
+  /** The sequence number in the id a reconnecting browser names, or -1 if none or not this process's. */
+  private long lastEventId(String header) {
+    String prefix = epoch + "-";
+    if (header == null || !header.strip().startsWith(prefix)) {
       return -1;
     }
     try {
-      return Long.parseLong(header.strip());
+      return Long.parseLong(header.strip().substring(prefix.length()));
     } catch (NumberFormatException e) {
       return -1;
     }
@@ -145,7 +153,7 @@ final class EventLog implements AutoCloseable {
         while (!done && !closed) {
           Sse e = queue.poll(Math.max(1, nextHeartbeat - System.nanoTime()), TimeUnit.NANOSECONDS);
           if (e != null) {
-            out.write(("id: " + e.id() + "\ndata: " + e.json() + "\n\n").getBytes(StandardCharsets.UTF_8));
+            out.write(("id: " + epoch + "-" + e.id() + "\ndata: " + e.json() + "\n\n").getBytes(StandardCharsets.UTF_8));
           } else {
             out.write(": heartbeat\n\n".getBytes(StandardCharsets.UTF_8));
             nextHeartbeat = System.nanoTime() + HEARTBEAT.toNanos();
