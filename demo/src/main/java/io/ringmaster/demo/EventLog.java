@@ -105,11 +105,12 @@ final class EventLog implements AutoCloseable {
   /** The sequence number in the id a reconnecting browser names, or -1 if none or not this process's. */
   private long lastEventId(String header) {
     String prefix = epoch + "-";
-    if (header == null || !header.strip().startsWith(prefix)) {
+    String id = header == null ? "" : header.strip();
+    if (!id.startsWith(prefix)) {
       return -1;
     }
     try {
-      return Long.parseLong(header.strip().substring(prefix.length()));
+      return Long.parseLong(id.substring(prefix.length()));
     } catch (NumberFormatException e) {
       return -1;
     }
