@@ -36,9 +36,10 @@ import org.openjdk.jmh.infra.Blackhole;
  * <p>Keys are 2<sup>20</sup> strings {@code user:NNNNNN} (fixed seed) and their UTF-8 bytes,
  * taken in order with a masked index, so choosing the key costs one increment.
  *
- * <p>Run: {@code java -jar bench/target/benchmarks.jar LookupBenchmark -prof gc}; the run
- * measured in {@code docs/performance.md}:
- * {@code java -jar bench/target/benchmarks.jar LookupBenchmark -f 1 -wi 2 -w 1s -i 3 -r 1s -prof gc}
+ * <p>Run: {@code java -jar bench/target/benchmarks.jar 'bench.LookupBenchmark' -prof gc} (JMH takes
+ * a regular expression, and {@code LookupBenchmark} alone also matches
+ * {@link RecordLookupBenchmark}); the matrix measured in {@code docs/performance.md}:
+ * {@code java -jar bench/target/benchmarks.jar 'bench.LookupBenchmark' -f 1 -wi 2 -w 1s -i 3 -r 1s -prof gc}
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
