@@ -7,13 +7,19 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Request bodies the server cannot read are the request's fault: a 4xx with a reason. */
 class HttpApiBodyTest {
 
-  @Test
-  void put_malformedChunkedBody_is400WithAReason() throws Exception {
+  /**
+   * Chunk sizes that are not hex, and hex sizes past {@code Integer.MAX_VALUE}, which the JDK's
+   * chunk reader sums into a negative int and then fails on with an unchecked exception.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"zz", "ffffffff", "80000000"})
+  void put_malformedChunkedBody_is400WithAReason(String chunkSize) throws Exception {
     // The value is read before any service is used, so none is needed here.
     HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
@@ -21,7 +27,7 @@ class HttpApiBodyTest {
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);
       s.getOutputStream().write(("PUT /kv/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-          + "Connection: close\r\n\r\nzz\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+          + "Connection: close\r\n\r\n" + chunkSize + "\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
       InputStream in = s.getInputStream();
       String reply = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
       assertTrue(reply.startsWith("HTTP/1.1 400 "), reply);
