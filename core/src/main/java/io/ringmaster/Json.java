@@ -44,8 +44,9 @@ final class Json {
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("config file not found: " + file.toAbsolutePath());
     } catch (JsonProcessingException e) {
-      throw new IllegalArgumentException("config file " + file + " is not valid JSON: " + e.getOriginalMessage()
-          + " (line " + e.getLocation().getLineNr() + ")");
+      // Jackson's stream limits (a number's length, nesting depth) fail without a location.
+      String line = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ")";
+      throw new IllegalArgumentException("config file " + file + " is not valid JSON: " + e.getOriginalMessage() + line);
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot read config file " + file + ": " + e);
     }

@@ -142,6 +142,10 @@ class RefusalAndConfigTest {
         "printable ASCII", "\" orders\"");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"initialHosts\": \"127.0.0.1:7800\"}", "initialHosts", "127.0.0.1:7800");
     assertConfigError(dir, "{\"nodeId\": ", "not valid JSON");
+    // Jackson's stream limits fail without a location: the message has no line then, and no NullPointerException.
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": " + "1".repeat(1001) + "}", "not valid JSON",
+        "Number value length");
+    assertConfigError(dir, "[".repeat(1001) + "]".repeat(1001), "not valid JSON", "nesting depth");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"gossipIntervalMillis\": 0}", "gossipInterval", "between 1 ms", ": 0 ms");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 86400001}", "leaveTimeout",
         "24 hours", "86400001 ms");
