@@ -1076,7 +1076,8 @@ public final class Ringmaster implements AutoCloseable {
 
     /**
      * The shared secret of {@code secure-tcp.xml}; without it the node reads the system property
-     * {@code ringmaster.secret}, then the environment variable {@code RINGMASTER_SECRET}.
+     * {@code ringmaster.secret}, then the environment variable {@code RINGMASTER_SECRET}. Set for a
+     * stack that does not use it, {@link #buildConfig()} fails rather than run the cluster open.
      */
     public Builder secret(String secret) {
       this.secret = nonEmpty("secret", secret);
@@ -1130,6 +1131,9 @@ public final class Ringmaster implements AutoCloseable {
       Stacks.checkExists(jgroupsConfig);
       if (initialHosts != null) {
         Stacks.checkInitialHostsApply(jgroupsConfig, initialHosts);
+      }
+      if (secret != null) {
+        Stacks.checkSecretApplies(jgroupsConfig);
       }
       long tokens = Math.round(virtualNodes * weight);
       if (tokens == 0 && weight > 0) {

@@ -40,17 +40,48 @@ final class Stacks {
    * would ignore it. A stack that cannot be read is left for {@code start()} to report.
    */
   static void checkInitialHostsApply(String jgroupsConfig, String initialHosts) {
-    List<String> protocols;
-    try (InputStream in = open(jgroupsConfig)) {
-      protocols = ConfiguratorFactory.getStackConfigurator(in).getProtocolStack().stream()
-          .map(ProtocolConfiguration::getProtocolName).toList();
-    } catch (Exception unreadable) {
-      return;
-    }
-    if (protocols.stream().noneMatch(p -> p.equals("TCPPING") || p.endsWith(".TCPPING"))) {
+    List<ProtocolConfiguration> protocols = protocolsOf(jgroupsConfig);
+    if (protocols != null && protocols.stream().map(ProtocolConfiguration::getProtocolName)
+        .noneMatch(p -> p.equals("TCPPING") || p.endsWith(".TCPPING"))) {
       throw new IllegalArgumentException("initialHosts is set (\"" + initialHosts + "\"), but jgroupsConfig "
-          + jgroupsConfig + " has no TCPPING to give them to; its protocols: " + String.join(", ", protocols));
+          + jgroupsConfig + " has no TCPPING to give them to; its protocols: " + names(protocols));
     }
+  }
+
+  /**
+   * Fails naming both settings when {@code secret} is set for a stack with no protocol that uses
+   * it (neither {@link SharedSecretEncrypt} nor AUTH with {@link SharedSecretAuthToken}): the node
+   * would join unauthenticated and send in the clear while its operator believes otherwise. A
+   * stack that cannot be read is left for {@code start()} to report.
+   */
+  static void checkSecretApplies(String jgroupsConfig) {
+    List<ProtocolConfiguration> protocols = protocolsOf(jgroupsConfig);
+    if (protocols != null && protocols.stream().noneMatch(Stacks::usesSecret)) {
+      throw new IllegalArgumentException("secret is set, but jgroupsConfig " + jgroupsConfig + " has no protocol"
+          + " that uses it (" + SharedSecretEncrypt.class.getName() + ", or AUTH with auth_class="
+          + SharedSecretAuthToken.class.getName() + "), so the cluster would be neither authenticated nor"
+          + " encrypted: use secure-tcp.xml, or remove the secret; its protocols: " + names(protocols));
+    }
+  }
+
+  private static boolean usesSecret(ProtocolConfiguration p) {
+    String name = p.getProtocolName();
+    return name.equals(SharedSecretEncrypt.class.getName())
+        || (name.equals("AUTH") || name.endsWith(".AUTH"))
+            && SharedSecretAuthToken.class.getName().equals(p.getProperties().get("auth_class"));
+  }
+
+  /** The stack's protocols, top of the XML first, or null if it cannot be read. */
+  private static List<ProtocolConfiguration> protocolsOf(String jgroupsConfig) {
+    try (InputStream in = open(jgroupsConfig)) {
+      return ConfiguratorFactory.getStackConfigurator(in).getProtocolStack();
+    } catch (Exception unreadable) {
+      return null;
+    }
+  }
+
+  private static String names(List<ProtocolConfiguration> protocols) {
+    return String.join(", ", protocols.stream().map(ProtocolConfiguration::getProtocolName).toList());
   }
 
   /** The stack's XML: the file if there is one, else the classpath resource, else null. */

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -218,6 +219,31 @@ class RefusalAndConfigTest {
       assertTrue(e.getMessage().startsWith("node b is closed"), e.getMessage());
       assertEquals(0, b.ownershipListenerCount());
     }
+  }
+
+  @Test
+  void builder_secretForAStackThatIgnoresIt_failsAtBuildNamingBoth(@TempDir Path dir) throws IOException {
+    for (String stack : List.of(TestCluster.STACK, "ringmaster/jgroups/localhost-tcp.xml")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).secret("s3cret").build());
+      assertTrue(e.getMessage().startsWith("secret is set, but jgroupsConfig " + stack + " has no protocol that"
+          + " uses it (io.ringmaster.SharedSecretEncrypt, or AUTH with auth_class=io.ringmaster.SharedSecretAuthToken)"),
+          e.getMessage());
+      assertTrue(e.getMessage().contains("pbcast.GMS"), "lists the stack's protocols: " + e.getMessage());
+    }
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"secret\": \"s3cret\"}", "secret is set", "localhost-tcp.xml");
+    assertEquals(Optional.of("s3cret"), Ringmaster.builder().nodeId("a").secret("s3cret")
+        .jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").buildConfig().secret());
+    // AUTH with the secret's token and no encryption is a stack that uses the secret too.
+    String inJvm;
+    try (var in = getClass().getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      inJvm = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertTrue(inJvm.contains("<pbcast.GMS"), inJvm);
+    Path authOnly = Files.writeString(dir.resolve("auth-only.xml"),
+        inJvm.replace("<pbcast.GMS", "<AUTH auth_class=\"io.ringmaster.SharedSecretAuthToken\"/>\n    <pbcast.GMS"));
+    assertEquals(Optional.of("s3cret"), Ringmaster.builder().nodeId("a").secret("s3cret")
+        .jgroupsConfig(authOnly.toString()).buildConfig().secret());
   }
 
   @Test
