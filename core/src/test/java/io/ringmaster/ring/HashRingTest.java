@@ -168,6 +168,22 @@ class HashRingTest {
   }
 
   @Test
+  void tokenCount_roundsTheExactProductHalfUp_evenJustBelowOneHalf() {
+    double justBelowHalf = Math.nextDown(0.5);
+    assertEquals(1.0, Math.floor(justBelowHalf + 0.5), "the trap docs/ring-spec.md warns of");
+    // {virtualNodes, weight, tokens}
+    double[][] cases = {{1, justBelowHalf, 0}, {1, 0.5, 1}, {3, 0.5, 2}, {1, Math.nextDown(2.5), 2}, {1, 2.5, 3},
+        {10, 0.05, 1}, {1000, 0.0005, 1}, {1024, 0.333, 341}, {7, 1.0, 7}};
+    for (double[] c : cases) {
+      int v = (int) c[0];
+      Member m = new Member("m", c[1], "");
+      String what = "virtualNodes " + v + ", weight " + c[1];
+      assertEquals((int) c[2], ring(v, List.of(m, Member.of("other"))).tokenArray().length - v, what);
+      assertEquals((int) c[2], new ReferenceRing(v, List.of(m)).tokenCount(), what);
+    }
+  }
+
+  @Test
   void shares_proportionalToWeight_andWeightZeroOwnsNothing() {
     List<Member> members = List.of(new Member("light", 0.5, ""), Member.of("one"), new Member("heavy", 2.0, ""),
         new Member("router", 0.0, ""));

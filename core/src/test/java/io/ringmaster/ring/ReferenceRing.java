@@ -26,7 +26,8 @@ final class ReferenceRing {
 
   ReferenceRing(int virtualNodes, List<Member> members) {
     for (Member m : members) {
-      long count = (long) Math.floor(virtualNodes * m.weight() + 0.5);
+      double x = virtualNodes * m.weight();
+      long count = (long) Math.floor(x) + (x - Math.floor(x) >= 0.5 ? 1 : 0); // the spec's words, not Math.round
       byte[] id = m.id().getBytes(StandardCharsets.UTF_8);
       for (int i = 0; i < count; i++) {
         tokens.add(new Token(hash(m.id() + "#" + i), m, id, i));
@@ -66,6 +67,10 @@ final class ReferenceRing {
       }
     }
     return taken;
+  }
+
+  int tokenCount() {
+    return tokens.size();
   }
 
   List<Long> positions() {
