@@ -1,5 +1,6 @@
 package io.ringmaster.ring;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -107,13 +108,29 @@ class RingDiffTest {
 
   @Test
   void diffs_randomJoinsAndLeaves_applyToOldOwnershipGivingNewOwnership() {
-    SplittableRandom random = new SplittableRandom(21);
+    randomJoinsAndLeaves(new SplittableRandom(21), HashRing.SPEC_TOKENS);
+  }
+
+  /**
+   * The same with most tokens on one of six positions, the circle's two ends among them, so that
+   * runs of equal tokens of several members, ordered by the spec's tie-break, start and end ranges.
+   */
+  @Test
+  void diffs_randomJoinsAndLeaves_withManyEqualTokens_applyToOldOwnershipGivingNewOwnership() {
+    long[] crowded = {Long.MIN_VALUE, -1, 0, 1, 0x1234_5678_9abc_def0L, Long.MAX_VALUE};
+    randomJoinsAndLeaves(new SplittableRandom(22), (m, i) -> {
+      long h = HashRing.SPEC_TOKENS.token(m, i);
+      return (h & 7) < crowded.length ? crowded[(int) (h & 7)] : h;
+    });
+  }
+
+  private static void randomJoinsAndLeaves(SplittableRandom random, HashRing.TokenFunction tokens) {
     for (int sequence = 0; sequence < 12; sequence++) {
       int n = random.nextInt(1, 4);
       int zones = random.nextInt(0, 4);
       int v = random.nextInt(1, 24);
       List<Member> pool = HashRingTest.randomMembers(random, 14, zones, sequence % 2 == 0);
-      HashRing ring = HashRing.builder().virtualNodes(v).build();
+      HashRing ring = HashRing.builder().virtualNodes(v).tokenFunction(tokens).build();
       List<Member> present = new ArrayList<>();
       for (int step = 0; step < 25; step++) {
         HashRing next;
@@ -125,6 +142,13 @@ class RingDiffTest {
         } else {
           Member leaver = present.remove(random.nextInt(present.size()));
           next = ring.without(leaver.id());
+        }
+        // The incremental ring is the ring built from scratch, token for token and owner for owner.
+        HashRing scratch = HashRing.builder().virtualNodes(v).tokenFunction(tokens).addAll(present).build();
+        long[] expected = scratch.tokenArray();
+        assertArrayEquals(expected, next.tokenArray());
+        for (int i = 0; i < expected.length; i++) {
+          assertEquals(scratch.ownerIndex(i), next.ownerIndex(i));
         }
         for (Member m : pool) {
           RingDiff diff = RingDiff.compute(ring, next, m.id(), n);
