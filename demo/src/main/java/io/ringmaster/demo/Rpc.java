@@ -36,7 +36,9 @@ import org.jgroups.stack.ProtocolStack;
  * page) runs on {@code workers}; a quick one runs on the JGroups thread and never blocks: it
  * returns a future, completed later if it must ask other peers (a forwarded write, sent with
  * {@link #callFromWorker}). A reply that is not ready at once is sent from a worker too: sending
- * may wait for flow-control credits, and JGroups threads must not.
+ * may wait for flow-control credits, and JGroups threads must not. With every worker busy, what
+ * would need one is answered "busy or stopping" (a small reply): writes and transfers retry, a
+ * read asks the next owner.
  */
 final class Rpc implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Rpc.class.getName());
@@ -143,12 +145,7 @@ final class Rpc implements AutoCloseable {
       response.send(Wire.error("unknown operation " + op), false);
       return;
     }
-    CompletableFuture<byte[]> reply;
-    try {
-      reply = handler.handle(Wire.open(body, 0, body.length));
-    } catch (Exception | Error e) {
-      reply = CompletableFuture.failedFuture(e);
-    }
+    CompletableFuture<byte[]> reply = handle(handler, body);
     BiConsumer<byte[], Throwable> send = (bytes, error) -> {
       if (error == null) {
         response.send(bytes, false);
@@ -165,8 +162,27 @@ final class Rpc implements AutoCloseable {
       // A large answer, a worker handler's (which may be done already, and whenComplete would
       // then run here), or one completed later by another peer's reply (on a JGroups thread) or
       // by our timer: sent from a worker, so that no JGroups thread waits for flow-control
-      // credits; with every worker busy, sent from here rather than never.
-      reply.whenCompleteAsync(send, this::onWorkerOrHere);
+      // credits. With every worker busy, a small answer goes from here, as a quick handler's
+      // does, and a large one is answered "busy" instead: this may be a JGroups thread.
+      reply.whenCompleteAsync(send, task -> {
+        try {
+          workers.execute(task);
+        } catch (RejectedExecutionException busy) {
+          if (small(reply)) {
+            task.run();
+          } else {
+            send.accept(null, busy);
+          }
+        }
+      });
+    }
+  }
+
+  private static CompletableFuture<byte[]> handle(QuickHandler handler, byte[] body) {
+    try {
+      return handler.handle(Wire.open(body, 0, body.length));
+    } catch (Exception | Error e) {
+      return CompletableFuture.failedFuture(e);
     }
   }
 
@@ -181,22 +197,15 @@ final class Rpc implements AutoCloseable {
 
   /**
    * {@link #call} from a worker thread: for a quick handler, which runs on a JGroups thread and
-   * must not wait there for flow-control credits to send.
+   * must not wait there for flow-control credits to send. With every worker busy it fails at once
+   * with {@link RejectedExecutionException} (answered "busy or stopping"), rather than send from
+   * the JGroups thread.
    */
   CompletableFuture<DataInputStream> callFromWorker(String memberId, byte[] request, Duration timeout) {
-    return CompletableFuture.supplyAsync(() -> call(memberId, request, timeout), this::onWorkerOrHere)
-        .thenCompose(f -> f);
-  }
-
-  /**
-   * Runs the task on a worker, or with every worker busy on this thread: a send from here beats a
-   * request left to time out (a reply never sent, a forwarded write failed).
-   */
-  private void onWorkerOrHere(Runnable task) {
     try {
-      workers.execute(task);
+      return CompletableFuture.supplyAsync(() -> call(memberId, request, timeout), workers).thenCompose(f -> f);
     } catch (RejectedExecutionException busy) {
-      task.run();
+      return CompletableFuture.failedFuture(busy);
     }
   }
 

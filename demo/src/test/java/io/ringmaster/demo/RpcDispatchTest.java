@@ -1,12 +1,20 @@
 package io.ringmaster.demo;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.BytesMessage;
@@ -21,7 +29,7 @@ import org.junit.jupiter.api.Test;
 class RpcDispatchTest {
 
   /** Runs each task on a new "rpc-worker" thread and returns when it is done. */
-  static final class FinishFirstWorkers extends AbstractExecutorService {
+  static class FinishFirstWorkers extends AbstractExecutorService {
     @Override
     public void execute(Runnable r) {
       Thread t = new Thread(r, "rpc-worker");
@@ -71,6 +79,74 @@ class RpcDispatchTest {
     rpc.handleQuickly(Wire.OP_WRITE, in -> CompletableFuture.completedFuture(new byte[16]));
     assertEquals("rpc-worker", sentOn(rpc, Wire.OP_GET));
     assertEquals("jgroups-oob-1", sentOn(rpc, Wire.OP_WRITE));
+  }
+
+  /** Every worker busy: the executor refuses each task. */
+  static final class BusyWorkers extends FinishFirstWorkers {
+    @Override
+    public void execute(Runnable r) {
+      throw new RejectedExecutionException("every worker is busy");
+    }
+  }
+
+  @Test
+  void everyWorkerBusy_smallReplyGoesAtOnce_largeOneIsRefusedAsBusy_nothingLargeFromTheJGroupsThread()
+      throws Exception {
+    Rpc rpc = new Rpc(null, new BusyWorkers(), null);
+    byte[] small = Wire.pushReply(1);
+    CompletableFuture<byte[]> smallLater = new CompletableFuture<>();
+    CompletableFuture<byte[]> largeLater = new CompletableFuture<>();
+    rpc.handleQuickly(Wire.OP_WRITE, in -> smallLater);
+    rpc.handleQuickly(Wire.OP_GET, in -> largeLater);
+    rpc.handle(Wire.OP_PUSH, in -> small);
+
+    // Completed later on a JGroups thread (another peer's reply), with no worker to send from.
+    Sent sentSmall = dispatchThen(rpc, Wire.OP_WRITE, () -> smallLater.complete(small));
+    assertEquals("jgroups-oob-1", sentSmall.thread());
+    assertArrayEquals(small, sentSmall.reply());
+    Sent sentLarge = dispatchThen(rpc, Wire.OP_GET, () -> largeLater.complete(new byte[Rpc.INLINE_REPLY_BYTES + 1]));
+    assertEquals(Wire.ERROR, sentLarge.reply()[0]);
+    assertTrue(new String(sentLarge.reply(), StandardCharsets.UTF_8).contains("busy or stopping"));
+    // A handler that may block cannot run at all: refused as busy.
+    Sent refused = dispatchThen(rpc, Wire.OP_PUSH, () -> { });
+    assertEquals(Wire.ERROR, refused.reply()[0]);
+  }
+
+  @Test
+  void callFromWorker_everyWorkerBusy_failsAtOnceAsBusy_withoutSending() {
+    Rpc rpc = new Rpc(null, new BusyWorkers(), null); // no node: a send would fail otherwise
+    CompletableFuture<?> call = rpc.callFromWorker("b", new byte[] {Wire.OP_WRITE}, Duration.ofSeconds(1));
+    ExecutionException e = assertThrows(ExecutionException.class, () -> call.get(0, TimeUnit.SECONDS));
+    assertInstanceOf(RejectedExecutionException.class, e.getCause());
+  }
+
+  private record Sent(String thread, byte[] reply) {}
+
+  /**
+   * Dispatches a request for {@code op} on a thread named like JGroups', then runs {@code then}
+   * on it; the reply sent, and the sending thread's name.
+   */
+  private static Sent dispatchThen(Rpc rpc, byte op, Runnable then) throws InterruptedException {
+    AtomicReference<Sent> sent = new AtomicReference<>();
+    Response response = new Response() {
+      @Override
+      public void send(Object reply, boolean exception) {
+        sent.set(new Sent(Thread.currentThread().getName(), (byte[]) reply));
+      }
+
+      @Override
+      public void send(Message reply, boolean exception) {
+        sent.set(new Sent(Thread.currentThread().getName(), reply.getArray()));
+      }
+    };
+    Thread jgroups = new Thread(() -> {
+      rpc.dispatch(new BytesMessage(null, new byte[] {op}), response);
+      then.run();
+    }, "jgroups-oob-1");
+    jgroups.start();
+    jgroups.join();
+    assertNotNull(sent.get(), "a reply was sent");
+    return sent.get();
   }
 
   /** Dispatches a request for {@code op} on a thread named like JGroups'; the sending thread's name. */
