@@ -135,6 +135,19 @@ final class ClusterNode {
     return firstRing;
   }
 
+  /**
+   * Fails the first ring if none was published yet: start() gives up, and from here on no view
+   * publishes anything, so no listener hears of a node whose start() failed. Under the publish
+   * lock, so that a view cannot publish in between.
+   *
+   * @return false if a ring was published first: the start succeeded after all
+   */
+  boolean failFirstRing(Throwable reason) {
+    synchronized (publishLock) {
+      return firstRing.completeExceptionally(reason);
+    }
+  }
+
   /** Called on a JGroups thread: hand over and return at once. */
   void onView(View view) {
     try {
@@ -244,7 +257,9 @@ final class ClusterNode {
         : OwnershipChange.Reason.VIEW;
     List<SerialDelivery<?>> idle = new ArrayList<>();
     synchronized (publishLock) {
-      if (closed) {
+      if (closed || firstRing.isCompletedExceptionally()) {
+        // Closed, or start() failed (its first view refused this node, or no ring came within
+        // startTimeout): start() shuts the node down, and its listeners must hear nothing.
         return;
       }
       // Counted as pending from before the ring is published until its callbacks are queued, so

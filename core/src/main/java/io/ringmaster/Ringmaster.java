@@ -173,7 +173,7 @@ public final class Ringmaster implements AutoCloseable {
         }
       });
       connect();
-      node.firstRing().get(config.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      awaitFirstRing();
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
       joined = true;
@@ -410,6 +410,24 @@ public final class Ringmaster implements AutoCloseable {
       gossip.round();
     } catch (RuntimeException e) {
       LOG.log(Level.DEBUG, "gossip round failed", e);
+    }
+  }
+
+  /**
+   * Waits up to startTimeout for the first ring. On a timeout or an interrupt, fails the first
+   * ring so that no view publishes one from then on; unless a ring got in first, which makes the
+   * start a success after all (the interrupt is then kept for the caller).
+   */
+  private void awaitFirstRing() throws ExecutionException, InterruptedException, TimeoutException {
+    try {
+      node.firstRing().get(config.startTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException | InterruptedException e) {
+      if (node.failFirstRing(e)) {
+        throw e;
+      }
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
