@@ -489,6 +489,9 @@ final class ClusterNode {
   Registration addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
     boolean launch = false;
     synchronized (publishLock) {
+      if (left || closed) { // close() got here first: no change would ever come
+        throw closedToListeners(local.id());
+      }
       ownershipListeners.add(delivery);
       Snapshot s = state;
       if (s.localInRing() && !left && !closed) {
@@ -503,6 +506,12 @@ final class ClusterNode {
       delivery.launch();
     }
     return delivery;
+  }
+
+  /** What adding a listener to a closed node throws: it would never be called. */
+  static IllegalStateException closedToListeners(String nodeId) {
+    return new IllegalStateException("node " + nodeId + " is closed: a listener added now would never"
+        + " be called; add listeners before close(), or to a new node");
   }
 
   /** Ownership listeners registered now (for tests). */
@@ -524,6 +533,9 @@ final class ClusterNode {
   Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {
     boolean launch = false;
     synchronized (publishLock) {
+      if (closed) { // close() got here first: no change would ever come
+        throw closedToListeners(local.id());
+      }
       membershipListeners.add(delivery);
       Snapshot s = state;
       if (s.viewId() >= 0 && !closed) {

@@ -866,20 +866,24 @@ public final class Ringmaster implements AutoCloseable {
     self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor, this,
         () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
+    if (closeCalled.get()) { // close() was called since requireOpen: its gossip is stopping
+      divergenceListeners.remove(self[0]);
+      throw ClusterNode.closedToListeners(config.nodeId());
+    }
     return self[0];
   }
 
   /**
    * Refuses a listener once close() was called. A listener added then would hear nothing (the
    * LEAVING change may already be queued, and the node's pool is stopping), and failing here tells
-   * the application so rather than leaving it waiting for calls that never come.
+   * the application so rather than leaving it waiting for calls that never come. The node checks
+   * again under its publish lock, for a close() that gets there first.
    */
   private void requireOpen(Object listener, Executor executor) {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(executor, "executor");
     if (closeCalled.get()) {
-      throw new IllegalStateException("node " + config.nodeId() + " is closed: a listener added now would never"
-          + " be called; add listeners before close(), or to a new node");
+      throw ClusterNode.closedToListeners(config.nodeId());
     }
   }
 

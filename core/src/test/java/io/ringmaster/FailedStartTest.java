@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -18,8 +19,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Once start() has given up (its first view refused the node, or no ring came within
  * startTimeout), no later view publishes a ring: the listeners of a node whose start() failed hear
- * nothing, and its lookups see no ring. Views are fed to the node's view handling directly, in
- * the order a race between the failure and the next view would produce.
+ * nothing, and its lookups see no ring. Once close() has gone past a point, no listener is taken
+ * that would never be called. Views and calls are fed to the node's view handling directly, in
+ * the order a race would produce.
  */
 class FailedStartTest {
 
@@ -60,6 +62,25 @@ class FailedStartTest {
       assertEquals(2, a.node.state().viewId(), "later views publish as usual");
       assertEquals(2, a.ownership.size(), "the first ring's gains, then the losses to b: " + a.ownership);
       assertEquals(2, a.memberships.size(), a.memberships.toString());
+    }
+  }
+
+  @Test
+  void listenerAdded_afterClosePassedTheFirstCheck_isRefusedByTheNode() throws Exception {
+    try (Node a = new Node()) {
+      a.view(1, a.self);
+      a.node.announceLeaving(); // close() has queued LEAVING: no ownership change will come again
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.node.addOwnershipListener(
+          new SerialDelivery<>("late", c -> { }, Runnable::run, this, () -> { })));
+      assertTrue(e.getMessage().startsWith("node a is closed: a listener added now would never be called"),
+          e.getMessage());
+      // Membership changes still come until the node closes.
+      a.node.addMembershipListener(new SerialDelivery<>("members", c -> { }, Runnable::run, this, () -> { }));
+      a.node.close();
+      assertThrows(IllegalStateException.class, () -> a.node.addMembershipListener(
+          new SerialDelivery<>("late", c -> { }, Runnable::run, this, () -> { })));
+      assertEquals(1, a.node.ownershipListenerCount());
+      assertEquals(2, a.node.membershipListenerCount());
     }
   }
 
