@@ -140,7 +140,8 @@ final class ClusterNode {
    * publishes anything, so no listener hears of a node whose start() failed. Under the publish
    * lock, so that a view cannot publish in between.
    *
-   * @return false if a ring was published first: the start succeeded after all
+   * @return false if the view thread settled the first ring first, with a ring (the start
+   *         succeeded after all) or a refusal
    */
   boolean failFirstRing(Throwable reason) {
     synchronized (publishLock) {
@@ -510,8 +511,8 @@ final class ClusterNode {
 
   /** What adding a listener to a closed node throws: it would never be called. */
   static IllegalStateException closedToListeners(String nodeId) {
-    return new IllegalStateException("node " + nodeId + " is closed: a listener added now would never"
-        + " be called; add listeners before close(), or to a new node");
+    return new IllegalStateException("node " + nodeId + " is closed (close() was called, or start() failed):"
+        + " a listener added now would never be called; add listeners before close(), or to a new node");
   }
 
   /** Ownership listeners registered now (for tests). */

@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -43,8 +44,11 @@ final class Json {
       root = STRICT.readTree(text.startsWith("\uFEFF") ? text.substring(1) : text);
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("config file not found: " + file.toAbsolutePath());
+    } catch (StreamConstraintsException e) {
+      // Valid JSON past a limit of the parser (a number's length, nesting depth); no location.
+      throw new IllegalArgumentException("config file " + file + " exceeds a limit of the JSON parser: "
+          + e.getOriginalMessage());
     } catch (JsonProcessingException e) {
-      // Jackson's stream limits (a number's length, nesting depth) fail without a location.
       String line = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ")";
       throw new IllegalArgumentException("config file " + file + " is not valid JSON: " + e.getOriginalMessage() + line);
     } catch (IOException e) {

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -99,7 +100,7 @@ public final class Ringmaster implements AutoCloseable {
   private final Member localMember;
   private JChannel channel;
   private Gossip gossip;
-  private Lifecycle lifecycle = Lifecycle.NEW;
+  private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
@@ -415,8 +416,9 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Waits up to startTimeout for the first ring. On a timeout or an interrupt, fails the first
-   * ring so that no view publishes one from then on; unless a ring got in first, which makes the
-   * start a success after all (the interrupt is then kept for the caller).
+   * ring so that no view publishes one from then on; unless the view thread settled it first,
+   * with a ring (the start succeeded after all, and the interrupt is kept for the caller) or a
+   * refusal (thrown as if it had come in time).
    */
   private void awaitFirstRing() throws ExecutionException, InterruptedException, TimeoutException {
     try {
@@ -425,8 +427,15 @@ public final class Ringmaster implements AutoCloseable {
       if (node.failFirstRing(e)) {
         throw e;
       }
-      if (e instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
+      boolean interrupted = e instanceof InterruptedException;
+      try {
+        node.firstRing().join(); // settled already: returns at once, or throws its failure
+      } catch (CompletionException refused) {
+        throw new ExecutionException(refused.getCause());
+      } finally {
+        if (interrupted) {
+          Thread.currentThread().interrupt();
+        }
       }
     }
   }
@@ -764,7 +773,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Adds an ownership listener run on the node's listener pool.
    *
-   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
+   *                               would never be called
    */
   public Registration addOwnershipListener(OwnershipListener listener) {
     return addOwnershipListener(listener, listenerPool);
@@ -773,7 +783,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Adds an ownership listener run on {@code executor}, one call at a time.
    *
-   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
+   *                               would never be called
    */
   public Registration addOwnershipListener(OwnershipListener listener, Executor executor) {
     requireOpen(listener, executor);
@@ -826,7 +837,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Adds a membership listener run on the node's listener pool.
    *
-   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
+   *                               would never be called
    */
   public Registration addMembershipListener(MembershipListener listener) {
     return addMembershipListener(listener, listenerPool);
@@ -835,7 +847,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Adds a membership listener run on {@code executor}, one call at a time.
    *
-   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
+   *                               would never be called
    */
   public Registration addMembershipListener(MembershipListener listener, Executor executor) {
     requireOpen(listener, executor);
@@ -848,7 +861,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Adds a listener for ring divergences found by the checksum gossip, run on the node's listener pool.
    *
-   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
+   *                               would never be called
    */
   public Registration addDivergenceListener(Consumer<RingDivergence> listener) {
     return addDivergenceListener(listener, listenerPool);
@@ -858,7 +872,8 @@ public final class Ringmaster implements AutoCloseable {
    * Adds a divergence listener run on the given executor, one call at a time. Reports are handed
    * to the executor from the node's gossip thread, never from a JGroups thread.
    *
-   * @throws IllegalStateException if {@link #close()} was called: the listener would never be called
+   * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
+   *                               would never be called
    */
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     requireOpen(listener, executor);
@@ -866,7 +881,7 @@ public final class Ringmaster implements AutoCloseable {
     self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor, this,
         () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
-    if (closeCalled.get()) { // close() was called since requireOpen: its gossip is stopping
+    if (closeCalled.get() || lifecycle == Lifecycle.CLOSED) { // closed since requireOpen: gossip is stopping
       divergenceListeners.remove(self[0]);
       throw ClusterNode.closedToListeners(config.nodeId());
     }
@@ -882,7 +897,7 @@ public final class Ringmaster implements AutoCloseable {
   private void requireOpen(Object listener, Executor executor) {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(executor, "executor");
-    if (closeCalled.get()) {
+    if (closeCalled.get() || lifecycle == Lifecycle.CLOSED) {
       throw ClusterNode.closedToListeners(config.nodeId());
     }
   }

@@ -17,6 +17,7 @@ import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.ProtocolStack;
+import org.jgroups.util.Util;
 
 /** Loads a JGroups stack and applies the node's network settings to it. */
 final class Stacks {
@@ -66,9 +67,20 @@ final class Stacks {
 
   private static boolean usesSecret(ProtocolConfiguration p) {
     String name = p.getProtocolName();
-    return name.equals(SharedSecretEncrypt.class.getName())
-        || (name.equals("AUTH") || name.endsWith(".AUTH"))
-            && SharedSecretAuthToken.class.getName().equals(p.getProperties().get("auth_class"));
+    if (name.equals("AUTH") || name.endsWith(".AUTH")) {
+      String token = p.getProperties().get("auth_class");
+      return token != null && isA(Util.substituteVariable(token), SharedSecretAuthToken.class);
+    }
+    return isA(name, SharedSecretEncrypt.class);
+  }
+
+  /** Whether the class named (a subclass included) is {@code type}; false for JGroups' short names. */
+  private static boolean isA(String className, Class<?> type) {
+    try {
+      return type.isAssignableFrom(Class.forName(className.trim(), false, Stacks.class.getClassLoader()));
+    } catch (ClassNotFoundException | LinkageError notAClass) {
+      return false;
+    }
   }
 
   /** The stack's protocols, top of the XML first, or null if it cannot be read. */

@@ -72,7 +72,8 @@ class FailedStartTest {
       a.node.announceLeaving(); // close() has queued LEAVING: no ownership change will come again
       IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.node.addOwnershipListener(
           new SerialDelivery<>("late", c -> { }, Runnable::run, this, () -> { })));
-      assertTrue(e.getMessage().startsWith("node a is closed: a listener added now would never be called"),
+      assertTrue(e.getMessage().startsWith("node a is closed (close() was called, or start() failed): a listener added now"
+          + " would never be called"),
           e.getMessage());
       // Membership changes still come until the node closes.
       a.node.addMembershipListener(new SerialDelivery<>("members", c -> { }, Runnable::run, this, () -> { }));

@@ -223,17 +223,18 @@ final class HttpApi implements HttpHandler {
       }
       in.close();
     } catch (IndexOutOfBoundsException e) {
-      // The JDK's chunk reader sums a chunk size in an int: from hex 80000000 on it turns negative,
-      // and every read fails at once, unchecked. The server's own close of the stream would fail
-      // so too, after the reply, and leave the connection open; closed here, the stream counts as
-      // closed without its end reached, and the server cuts the connection after the reply.
+      // The JDK's chunk reader sums a chunk size's hex digits in an int, which wraps: one that
+      // lands negative (80000000 to ffffffff) makes every read fail at once, unchecked. The
+      // server's own close of the stream would fail so too, after the reply, and leave the
+      // connection open; closed here, the stream counts as closed without its end reached, and
+      // the server cuts the connection after the reply. (Sizes of nine digits or more wrap to any
+      // int, and are read as that size: a limit of the JDK that no handler can see.)
       try {
         in.close();
       } catch (IOException | RuntimeException alsoUnreadable) {
         // expected: the same failure
       }
-      throw new HttpError(400, "cannot read the request body: a chunk size over " + Integer.MAX_VALUE + " bytes",
-          Map.of("Connection", "close"));
+      throw new HttpError(400, "cannot read the request body: malformed chunk size", Map.of("Connection", "close"));
     } catch (IOException e) {
       // A body that cannot be read (a malformed chunk, a connection cut mid-body) is the request's
       // fault, not the server's. The stream stays open: closing it would read on past the error

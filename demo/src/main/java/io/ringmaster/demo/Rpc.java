@@ -163,12 +163,15 @@ final class Rpc implements AutoCloseable {
       // then run here), or one completed later by another peer's reply (on a JGroups thread) or
       // by our timer: sent from a worker, so that no JGroups thread waits for flow-control
       // credits. With every worker busy, a small answer goes from here, as a quick handler's
-      // does, and a large one is answered "busy" instead: this may be a JGroups thread.
+      // does, and so does a worker handler's answer completed on the worker that made it; any
+      // other large one is answered "busy" instead, since this may be a JGroups thread.
+      Thread dispatcher = Thread.currentThread();
+      boolean madeOnWorker = repliesOnWorker[op & 0xff];
       reply.whenCompleteAsync(send, task -> {
         try {
           workers.execute(task);
         } catch (RejectedExecutionException busy) {
-          if (small(reply)) {
+          if (small(reply) || madeOnWorker && Thread.currentThread() != dispatcher) {
             task.run();
           } else {
             send.accept(null, busy);

@@ -15,7 +15,9 @@ class HttpApiBodyTest {
 
   /**
    * Chunk sizes that are not hex, and hex sizes past {@code Integer.MAX_VALUE}, which the JDK's
-   * chunk reader sums into a negative int and then fails on with an unchecked exception.
+   * chunk reader sums into a negative int and then fails on with an unchecked exception. The
+   * request asks to keep the connection; the server cuts it after the reply (the rest of a
+   * malformed body cannot be told from the next request), so reading to the end returns.
    */
   @ParameterizedTest
   @ValueSource(strings = {"zz", "ffffffff", "80000000"})
@@ -26,12 +28,13 @@ class HttpApiBodyTest {
     http.start();
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);
-      s.getOutputStream().write(("PUT /kv/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-          + "Connection: close\r\n\r\n" + chunkSize + "\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+      s.getOutputStream().write(("PUT /kv/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+          + chunkSize + "\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
       InputStream in = s.getInputStream();
       String reply = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
       assertTrue(reply.startsWith("HTTP/1.1 400 "), reply);
       assertTrue(reply.contains("cannot read the request body"), reply);
+      assertTrue(reply.contains("\r\nConnection: close\r\n"), reply);
     } finally {
       http.stop(0);
     }

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -112,6 +113,36 @@ class RpcDispatchTest {
     assertEquals(Wire.ERROR, refused.reply()[0]);
   }
 
+  /** Runs the first task on a new "rpc-worker" thread, without waiting for it; refuses every later one. */
+  static final class OneWorkerThenBusy extends FinishFirstWorkers {
+    final CompletableFuture<Thread> worker = new CompletableFuture<>();
+
+    @Override
+    public void execute(Runnable r) {
+      if (worker.isDone()) {
+        throw new RejectedExecutionException("every worker is busy");
+      }
+      Thread t = new Thread(r, "rpc-worker");
+      worker.complete(t);
+      t.start();
+    }
+  }
+
+  @Test
+  void everyWorkerBusy_largeReplyOfAWorkerHandler_isSentFromTheWorkerThatMadeIt() throws Exception {
+    OneWorkerThenBusy workers = new OneWorkerThenBusy();
+    Rpc rpc = new Rpc(null, workers, null);
+    CountDownLatch dispatched = new CountDownLatch(1);
+    byte[] page = new byte[Rpc.INLINE_REPLY_BYTES + 1];
+    rpc.handle(Wire.OP_PUSH, in -> {
+      dispatched.await(); // done after the dispatcher has returned: completed on this worker
+      return page;
+    });
+    Sent sent = dispatchThen(rpc, Wire.OP_PUSH, dispatched::countDown, () -> workers.worker.join().join());
+    assertEquals("rpc-worker", sent.thread());
+    assertArrayEquals(page, sent.reply());
+  }
+
   @Test
   void callFromWorker_everyWorkerBusy_failsAtOnceAsBusy_withoutSending() {
     Rpc rpc = new Rpc(null, new BusyWorkers(), null); // no node: a send would fail otherwise
@@ -127,6 +158,11 @@ class RpcDispatchTest {
    * on it; the reply sent, and the sending thread's name.
    */
   private static Sent dispatchThen(Rpc rpc, byte op, Runnable then) throws InterruptedException {
+    return dispatchThen(rpc, op, then, () -> { });
+  }
+
+  /** As above, then waits with {@code await} (on the test's thread) before looking at the reply. */
+  private static Sent dispatchThen(Rpc rpc, byte op, Runnable then, Interruptible await) throws InterruptedException {
     AtomicReference<Sent> sent = new AtomicReference<>();
     Response response = new Response() {
       @Override
@@ -145,8 +181,14 @@ class RpcDispatchTest {
     }, "jgroups-oob-1");
     jgroups.start();
     jgroups.join();
+    await.run();
     assertNotNull(sent.get(), "a reply was sent");
     return sent.get();
+  }
+
+  @FunctionalInterface
+  private interface Interruptible {
+    void run() throws InterruptedException;
   }
 
   /** Dispatches a request for {@code op} on a thread named like JGroups'; the sending thread's name. */
