@@ -1,18 +1,14 @@
 package io.ringmaster;
 
+import static io.ringmaster.FedNode.meta;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
-import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
@@ -31,7 +27,7 @@ class DuplicateIdMergeTest {
     try (Merged f = new Merged()) {
       f.installed();
       assertFalse(f.node.state().localInRing(), "the later holder of the id is refused");
-      MembershipChange merged = f.memberships.get(f.memberships.size() - 1);
+      MembershipChange merged = f.lastMembership();
       assertTrue(merged.isMerge());
       assertEquals(1, merged.refused().size(), merged.toString());
       assertEquals("b", merged.refused().get(0).nodeId());
@@ -41,7 +37,7 @@ class DuplicateIdMergeTest {
       // In its ring, "b" was itself; now it is the holder: that "b" joins, with a, and this one leaves.
       assertEquals(List.of("a", "b"), merged.joined().stream().map(m -> m.id()).toList(), merged.toString());
       assertEquals(List.of("b"), merged.left().stream().map(m -> m.id()).toList(), merged.toString());
-      OwnershipChange merge = f.seen.get(f.seen.size() - 1);
+      OwnershipChange merge = f.lastOwnership();
       assertEquals(OwnershipChange.Reason.MERGE, merge.reason());
       HashRing before = merge.previousRing();
       HashRing after = merge.ring();
@@ -69,15 +65,15 @@ class DuplicateIdMergeTest {
   @Test
   void holderOfTheIdLeaves_refusedNodeIsAdmitted_andGainsFromTheMembersThatHoldTheDataNow() throws Exception {
     try (Merged f = new Merged()) {
-      f.node.onView(View.create(f.addressA, 7, f.addressA, f.addressC, f.local)); // the holder left
+      f.node.onView(View.create(f.addressA, 7, f.addressA, f.addressC, f.self)); // the holder left
       f.installed();
       assertTrue(f.node.state().localInRing(), "admitted once the id is free");
       // Its membership listeners hear that the refusal is over: the holder of "b" left, this "b" joined.
-      MembershipChange takeover = f.memberships.get(f.memberships.size() - 1);
+      MembershipChange takeover = f.lastMembership();
       assertEquals(7, takeover.viewId());
       assertEquals(List.of(f.b.member()), takeover.left(), takeover.toString());
       assertEquals(List.of(f.b.member()), takeover.joined(), takeover.toString());
-      OwnershipChange admitted = f.seen.get(f.seen.size() - 1);
+      OwnershipChange admitted = f.lastOwnership();
       assertEquals(7, admitted.viewId());
       HashRing ring = admitted.ring();
       HashRing elsewhere = ring.without("b");
@@ -105,45 +101,23 @@ class DuplicateIdMergeTest {
    * A node "b" on one side of a partition with "c", merged with the side of "a" and the earlier
    * "b" (the holder): views 5 (this side) and 6 (the merge) are fed to its view handling.
    */
-  private static final class Merged implements AutoCloseable {
+  private static final class Merged extends FedNode {
     final NodeMetadata a = meta("a");
-    final NodeMetadata b = meta("b");
+    final NodeMetadata b = metadata; // this node: the later "b"
     final NodeMetadata c = meta("c");
     final Address addressA = a.newAddress();
     final Address holder = b.newAddress(); // the earlier "b", on the coordinator's side
-    final Address local = b.newAddress(); // this node: the later "b"
     final Address addressC = c.newAddress();
-    final ExecutorService viewThread = Executors.newSingleThreadExecutor();
-    final ClusterNode node = new ClusterNode(b, viewThread, Duration.ofSeconds(10));
-    final List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
-    final List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
 
     Merged() {
-      node.setLocalAddress(local);
-      node.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, this, () -> { }));
-      node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, this, () -> { }));
-      View side = View.create(addressC, 5, addressC, local);
+      super(meta("b"));
+      View side = View.create(addressC, 5, addressC, self);
       // What c, the old member of that side, tells this node, new to it: before view 5 it had c alone.
       node.ringBeforeArrived(5, (org.jgroups.util.UUID) addressC, List.of(c.member()));
       node.onView(side);
       View other = View.create(addressA, 5, addressA, holder);
-      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, local),
+      node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, self),
           List.of(other, side)));
     }
-
-    /** Waits until every view fed so far is installed. */
-    void installed() throws Exception {
-      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS);
-    }
-
-    @Override
-    public void close() {
-      viewThread.shutdownNow();
-    }
-  }
-
-  private static NodeMetadata meta(String id) {
-    return NodeMetadata.of(Ringmaster.builder().nodeId(id).jgroupsConfig(TestCluster.STACK).virtualNodes(64)
-        .replicas(2).buildConfig());
   }
 }
