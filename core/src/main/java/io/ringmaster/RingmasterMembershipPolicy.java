@@ -36,9 +36,10 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       round.</li>
  *   <li>On a merge, the winning parameters are those the most node ids hold across all
  *       subgroups (ties: those of the member whose address sorts lowest). If every subgroup is
- *       led by a member with them (one configuration everywhere, the usual case), JGroups' order
- *       stands: the coordinator whose address sorts lowest comes first, and for two members with
- *       one id, the one on its side keeps the id. Otherwise, of the subgroups led by a member with
+ *       led by a member with them (one configuration everywhere, the usual case), JGroups'
+ *       coordinator stands: the one whose address sorts lowest comes first, then the rest of its
+ *       side, then the other sides by their coordinators' addresses, so that of two members with
+ *       one id, the one on the side of the lower coordinator keeps the id. Otherwise, of the subgroups led by a member with
  *       them, the one whose ring holds the most members comes first (ties: the one whose
  *       coordinator's address sorts lowest), then the others in JGroups' order; if none is, the
  *       holder of the winning parameters whose address sorts lowest is put first. So a lone
@@ -89,13 +90,21 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
     }
     Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups, Optional.empty());
     if (groups.stream().allMatch(g -> ledBy(g, winning))) {
-      // One configuration on every side (the usual case): JGroups' order. If the merge view's
-      // creator installs one view of its own while the merge runs (JGroups 5.5 keeps handling joins
-      // and leaves then), both can carry the same id and creator: its side drops the merge view,
-      // the other side installs it, and MERGE3, comparing view ids, never sees that they differ.
-      // The largest side's coordinator, busy with that side's joins and leaves, would be that
-      // creator in almost every merge; with JGroups' order, only when its address sorts lowest.
-      return new ArrayList<>(jgroups.getNewMembership(subviews));
+      // One configuration on every side (the usual case): JGroups' coordinator, the one whose
+      // address sorts lowest. If the merge view's creator installs one view of its own while the
+      // merge runs (JGroups 5.5 keeps handling joins and leaves then), both can carry the same id
+      // and creator: its side drops the merge view, the other side installs it, and MERGE3,
+      // comparing view ids, never sees that they differ. The largest side's coordinator, busy
+      // with that side's joins and leaves, would be that creator in almost every merge; with the
+      // lowest address, only when that is its own. After it, the rest of its side, then the other
+      // sides by their coordinators' addresses: JGroups takes the sides in the order their merge
+      // answers sit in a hash map, so of two members with one id off the coordinators, either
+      // could come first and keep the id.
+      List<Collection<Address>> byCoordinator = new ArrayList<>(groups);
+      byCoordinator.sort(Comparator.comparing(g -> g.iterator().next()));
+      Set<Address> merged = new LinkedHashSet<>();
+      byCoordinator.forEach(merged::addAll);
+      return new ArrayList<>(merged);
     }
     Comparator<Collection<Address>> order = Comparator
         .comparing((Collection<Address> g) -> !ledBy(g, winning)) // led by the winning parameters first
