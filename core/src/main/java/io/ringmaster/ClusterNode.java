@@ -282,15 +282,17 @@ final class ClusterNode {
         publishing.decrementAndGet();
       }
     }
-    wakeWaiters(); // before the launches: a listener on a same-thread executor may take long
+    // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
+    // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
+    wakeWaiters();
+    if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
+      tellNewcomers(view, previous, next);
+    }
     idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
     }
     ringsBefore.keySet().removeIf(k -> k.id() <= viewId);
-    if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
-      tellNewcomers(view, previous, next);
-    }
   }
 
   /**

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -89,6 +90,37 @@ class RingBeforeJoinTest {
         List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
         assertEquals(expected, sent, "sent by " + meta.id());
       }
+    }
+  }
+
+  @Test
+  void oldMember_tellsTheNewcomers_beforeItsListenersRun_evenOneThatHoldsTheViewThread() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    Address e = E.newAddress();
+    try (Node node = new Node(A, a, Duration.ofSeconds(10))) {
+      CountDownLatch told = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      node.cluster.setRingBeforeSender((viewId, creator, members, newcomers) -> told.countDown());
+      // A listener on a same-thread executor, handing data off for as long as it takes.
+      node.cluster.addOwnershipListener(new SerialDelivery<OwnershipChange>("slow", change -> {
+        if (change.viewId() == 8) {
+          try {
+            release.await(30, TimeUnit.SECONDS);
+          } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run, this, () -> { }));
+      node.cluster.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
+      node.install(View.create(a, 7, a, b));
+      node.cluster.onView(View.create(a, 8, a, b, e)); // e waits for the ring before view 8
+      try {
+        assertTrue(told.await(10, TimeUnit.SECONDS), "told while the listener still holds the view thread");
+      } finally {
+        release.countDown();
+      }
+      node.install(View.create(a, 9, a, b, e));
     }
   }
 
