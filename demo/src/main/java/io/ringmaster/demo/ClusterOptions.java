@@ -13,11 +13,24 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
 
   private static final Set<String> FLAGS = Set.of("--peers", "--replicas", "--base-port", "--cluster", "--log-dir");
 
+  /**
+   * The peers' cluster ports on the localhost stack: TCP from 7800 (one of 20), failure detection
+   * from 7900 (one of the 3 after a peer's TCP port plus 100). The peers' HTTP ports stay clear of them.
+   */
+  static final int CLUSTER_PORTS_FIRST = 7800;
+  static final int CLUSTER_PORTS_LAST = 7900 + MAX_PEERS - 1 + 3;
+
   static ClusterOptions parse(String[] args, int from) {
     Flags f = Flags.parse(args, from, FLAGS);
+    int basePort = f.integer("--base-port", 1, 65535 - MAX_PEERS).orElse(8081);
+    if (basePort <= CLUSTER_PORTS_LAST && basePort + MAX_PEERS - 1 >= CLUSTER_PORTS_FIRST) {
+      throw new UsageException("--base-port " + basePort + ": the peers' HTTP ports (" + basePort + "-"
+          + (basePort + MAX_PEERS - 1) + ") would overlap their cluster ports (" + CLUSTER_PORTS_FIRST + "-"
+          + CLUSTER_PORTS_LAST + "); choose one below " + (CLUSTER_PORTS_FIRST - MAX_PEERS + 1) + " or above "
+          + CLUSTER_PORTS_LAST);
+    }
     return new ClusterOptions(f.integer("--peers", 1, MAX_PEERS).orElse(3),
-        f.integer("--replicas", 1, 255).orElse(PeerOptions.DEFAULT_REPLICAS),
-        f.integer("--base-port", 1, 65535 - MAX_PEERS).orElse(8081),
+        f.integer("--replicas", 1, 255).orElse(PeerOptions.DEFAULT_REPLICAS), basePort,
         f.clusterName("--cluster").orElse(PeerOptions.DEFAULT_CLUSTER), f.path("--log-dir"));
   }
 }

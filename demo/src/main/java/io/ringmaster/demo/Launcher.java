@@ -69,7 +69,12 @@ final class Launcher {
       logDir = options.logDir().isPresent() ? Files.createDirectories(options.logDir().get())
           : Files.createTempDirectory("ringmaster-demo-logs-");
     } catch (IOException e) {
-      err.println("error: cannot create the log directory: " + e);
+      if (options.logDir().isPresent()) { // the command line's fault: exit 2, as for any bad flag
+        err.println("error: --log-dir " + options.logDir().get() + ": cannot create the directory: " + e);
+        err.println("usage: " + ClusterOptions.USAGE);
+        return 2;
+      }
+      err.println("error: cannot create a temporary log directory: " + e);
       return 1;
     }
     Runtime.getRuntime().addShutdownHook(new Thread(this::stopAll, "stop-peers"));
@@ -102,9 +107,20 @@ final class Launcher {
   }
 
   /** Runs one command; false to quit. */
-  private boolean command(String line) {
+  boolean command(String line) {
     String[] words = line.split("\\s+", 3);
     String arg = words.length > 1 ? words[1] : "";
+    int takes = switch (words[0]) {
+      case "add", "status", "help", "quit", "exit" -> 0;
+      case "stop", "kill", "get", "load" -> 1;
+      default -> 2; // put: a key, then the rest of the line as the value
+    };
+    if (words.length > takes + 1) {
+      String extra = line.split("\\s+", takes + 2)[takes + 1];
+      out.println("\"" + words[0] + "\" takes " + (takes == 0 ? "no argument" : "one argument") + "; not understood: \""
+          + extra + "\"; type help");
+      return true;
+    }
     switch (words[0]) {
       case "" -> { }
       case "help" -> out.println(HELP);

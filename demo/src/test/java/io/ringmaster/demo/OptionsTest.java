@@ -1,14 +1,18 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -57,6 +61,48 @@ class OptionsTest {
         assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[] {"--cluster", "caf\u00e9"}, 0))
             .getMessage());
     assertTrue(refusal("--id", "p", "--http-port", "1", "--cluster", "a b ").startsWith("--cluster: clusterName must"));
+  }
+
+  @Test
+  void clusterParse_basePortOverlappingTheClusterPorts_namesTheFlagAndBothRanges() {
+    for (String bad : List.of("7781", "7800", "7900", "7922")) {
+      String message = assertThrows(UsageException.class,
+          () -> ClusterOptions.parse(new String[] {"--base-port", bad}, 0)).getMessage();
+      assertTrue(message.startsWith("--base-port " + bad + ": the peers' HTTP ports (" + bad + "-"), message);
+      assertTrue(message.endsWith("would overlap their cluster ports (7800-7922); choose one below 7781 or above 7922"),
+          message);
+    }
+    assertEquals(7780, ClusterOptions.parse(new String[] {"--base-port", "7780"}, 0).basePort());
+    assertEquals(7923, ClusterOptions.parse(new String[] {"--base-port", "7923"}, 0).basePort());
+  }
+
+  @Test
+  void launcher_commandWithWordsItDoesNotTake_saysSo_andDoesNothing() {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    Launcher launcher = new Launcher(ClusterOptions.parse(new String[0], 0),
+        new PrintStream(bytes, true, StandardCharsets.UTF_8), System.err);
+    assertTrue(launcher.command("add 5"));
+    assertTrue(launcher.command("stop peer-1 peer-2"));
+    assertTrue(launcher.command("quit now"), "not taken as quit");
+    assertTrue(launcher.command("get my key"));
+    assertEquals(List.of("\"add\" takes no argument; not understood: \"5\"; type help",
+        "\"stop\" takes one argument; not understood: \"peer-2\"; type help",
+        "\"quit\" takes no argument; not understood: \"now\"; type help",
+        "\"get\" takes one argument; not understood: \"key\"; type help"),
+        List.of(bytes.toString(StandardCharsets.UTF_8).split("\n")));
+    assertFalse(launcher.command("quit"));
+  }
+
+  @Test
+  void launcher_logDirThatIsAFile_exits2NamingTheFlag(@TempDir Path dir) throws IOException {
+    Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = new Launcher(ClusterOptions.parse(new String[] {"--log-dir", file.toString()}, 0), System.out,
+        new PrintStream(err, true, StandardCharsets.UTF_8)).run(InputStream.nullInputStream());
+    assertEquals(2, code);
+    String[] lines = err.toString(StandardCharsets.UTF_8).split("\n");
+    assertTrue(lines[0].startsWith("error: --log-dir " + file + ": cannot create the directory: "), lines[0]);
+    assertTrue(lines[1].startsWith("usage: cluster"), lines[1]);
   }
 
   @Test
