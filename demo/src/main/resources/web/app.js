@@ -234,6 +234,12 @@ async function submitKv(event) {
   const key = document.getElementById('key').value;
   const value = document.getElementById('value').value;
   const out = document.getElementById('kv-result');
+  if (key === '.' || key === '..') {
+    // Browsers resolve /kv/. and /kv/.. away (%2E too) before the request leaves: this page cannot
+    // send them, where curl --path-as-is can.
+    out.textContent = `${action} ${key}: the keys . and .. cannot be sent from a browser; use curl --path-as-is`;
+    return;
+  }
   const url = '/kv/' + encodeURIComponent(key);
   try {
     const response = action === 'put'

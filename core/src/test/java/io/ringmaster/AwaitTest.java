@@ -96,22 +96,26 @@ class AwaitTest {
   void aNodeThatFailsToStart_orClosesUnstarted_wakesItsWaiters_withIllegalState() throws Exception {
     try (TestCluster cluster = new TestCluster("await-ring-failed")) {
       cluster.start("a");
-      Ringmaster twin = cluster.builder("a").build(); // the same id: refused when it joins
-      CompletableFuture<HashRing> waiter =
-          CompletableFuture.supplyAsync(() -> await(twin, 1, Duration.ofMinutes(10)));
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> twin.ringWaiters() == 1);
-      assertThrows(RingmasterException.class, twin::start);
-      ExecutionException e = assertThrows(ExecutionException.class,
-          () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-      assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+      // Closed on the way out whatever happens, so that a failing test leaves no waiter behind.
+      try (Ringmaster twin = cluster.builder("a").build()) { // the same id: refused when it joins
+        CompletableFuture<HashRing> waiter =
+            CompletableFuture.supplyAsync(() -> await(twin, 1, Duration.ofMinutes(10)));
+        org.awaitility.Awaitility.await().atMost(WAIT).until(() -> twin.ringWaiters() == 1);
+        assertThrows(RingmasterException.class, twin::start);
+        ExecutionException e = assertThrows(ExecutionException.class,
+            () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+      }
 
-      Ringmaster unstarted = cluster.builder("b").build();
-      CompletableFuture<HashRing> other =
-          CompletableFuture.supplyAsync(() -> await(unstarted, 1, Duration.ofMinutes(10)));
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> unstarted.ringWaiters() == 1);
-      unstarted.close();
-      e = assertThrows(ExecutionException.class, () -> other.get(WAIT.toSeconds(), TimeUnit.SECONDS));
-      assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+      try (Ringmaster unstarted = cluster.builder("b").build()) {
+        CompletableFuture<HashRing> other =
+            CompletableFuture.supplyAsync(() -> await(unstarted, 1, Duration.ofMinutes(10)));
+        org.awaitility.Awaitility.await().atMost(WAIT).until(() -> unstarted.ringWaiters() == 1);
+        unstarted.close();
+        ExecutionException e = assertThrows(ExecutionException.class,
+            () -> other.get(WAIT.toSeconds(), TimeUnit.SECONDS));
+        assertInstanceOf(IllegalStateException.class, e.getCause(), String.valueOf(e.getCause()));
+      }
     }
   }
 

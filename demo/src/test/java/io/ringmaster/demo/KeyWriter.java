@@ -7,6 +7,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -98,6 +99,9 @@ final class KeyWriter implements AutoCloseable {
   private void write(String key, String value) {
     long deadline = System.nanoTime() + PER_KEY_DEADLINE.toNanos();
     while (System.nanoTime() < deadline) {
+      if (Thread.currentThread().isInterrupted()) { // close(): the test is over, whatever its outcome
+        throw new CancellationException("writer closed before " + key + " was acknowledged");
+      }
       List<String> live = cluster.live();
       String via = live.get(ThreadLocalRandom.current().nextInt(live.size()));
       try {

@@ -70,11 +70,14 @@ class RingPageBrowserTest {
 
   @AfterEach
   void stop() {
-    if (browser != null) {
-      browser.quit();
-    }
-    if (cluster != null) {
-      cluster.close();
+    try {
+      if (browser != null) {
+        browser.quit();
+      }
+    } finally {
+      if (cluster != null) {
+        cluster.close(); // the peers' processes, even if the browser would not quit
+      }
     }
   }
 
@@ -114,6 +117,14 @@ class RingPageBrowserTest {
     assertEquals(expected, highlighted.stream().map(a -> a.getAttribute("data-member")).collect(Collectors.toSet()));
     assertEquals(1, browser.findElements(By.cssSelector("#key-marker circle")).size(), "the key's position is marked");
     shoot("ring-with-key");
+
+    // The key ".." cannot leave a browser as it is (it resolves /kv/.. to /): said so, not sent.
+    WebElement key = browser.findElement(By.id("key"));
+    key.clear();
+    key.sendKeys("..");
+    browser.findElement(By.id("get")).click();
+    await("the key .. refused on the page").atMost(WAIT).until(() ->
+        result.getText().equals("get ..: the keys . and .. cannot be sent from a browser; use curl --path-as-is"));
 
     // A page whose event stream is refused (every place taken: 503, which ends an EventSource for
     // good) comes live by itself once places are free again.

@@ -22,11 +22,13 @@ import org.jgroups.BytesMessage;
 import org.jgroups.Message;
 import org.jgroups.blocks.Response;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Which thread sends a reply: never the JGroups thread that delivered the request, unless the
  * reply is small and ready at once (sending can wait for flow-control credits).
  */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
 class RpcDispatchTest {
 
   /** Runs each task on a new "rpc-worker" thread and returns when it is done. */
@@ -135,7 +137,7 @@ class RpcDispatchTest {
     CountDownLatch dispatched = new CountDownLatch(1);
     byte[] page = new byte[Rpc.INLINE_REPLY_BYTES + 1];
     rpc.handle(Wire.OP_PUSH, in -> {
-      dispatched.await(); // done after the dispatcher has returned: completed on this worker
+      dispatched.await(10, TimeUnit.SECONDS); // done after the dispatcher has returned: completed on this worker
       return page;
     });
     Sent sent = dispatchThen(rpc, Wire.OP_PUSH, dispatched::countDown, () -> workers.worker.join().join());
