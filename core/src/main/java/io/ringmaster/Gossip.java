@@ -9,6 +9,7 @@ import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -101,6 +102,12 @@ final class Gossip {
     ClusterNode.Snapshot s = node.state();
     if (!s.localInRing()) {
       queryListed(); // refused: its ring is the members', but it is not one of them
+      return;
+    }
+    if (!Objects.equals(channel.getAddress(), s.addresses().get(localId))) {
+      // Rejoined: the channel has its new address before the first view under it is installed. A
+      // checksum now would carry the old view from an address that view does not hold, and a
+      // peer still in that view would report a divergence that is none.
       return;
     }
     Address peer = randomPeer(s.addresses().values());
