@@ -285,10 +285,13 @@ final class ClusterNode {
     // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
     // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
     wakeWaiters();
-    if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
-      tellNewcomers(view, previous, next);
+    try {
+      if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
+        tellNewcomers(view, previous, next);
+      }
+    } finally {
+      idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
     }
-    idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
     }

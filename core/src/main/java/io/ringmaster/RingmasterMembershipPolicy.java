@@ -39,9 +39,10 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       led by a member with them (one configuration everywhere, the usual case), JGroups'
  *       coordinator stands: the one whose address sorts lowest comes first, then the rest of its
  *       side, then the other sides by their coordinators' addresses, so that of two members with
- *       one id, the one on the side of the lower coordinator keeps the id. Otherwise, of the subgroups led by a member with
- *       them, the one whose ring holds the most members comes first (ties: the one whose
- *       coordinator's address sorts lowest), then the others in JGroups' order; if none is, the
+ *       one id, the one on the side of the lower coordinator keeps the id. Otherwise, of the
+ *       subgroups led by a member with them, the one whose ring holds the most members comes first
+ *       (ties: the one whose coordinator's address sorts lowest), then the others by their
+ *       coordinators' addresses (JGroups hands them over in hash-map order); if none is, the
  *       holder of the winning parameters whose address sorts lowest is put first. So a lone
  *       misconfigured node never wins against two correct members, however they are split.</li>
  * </ul>
@@ -112,7 +113,7 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
         .thenComparing(g -> g.iterator().next()); // then JGroups' choice: the lowest coordinator
     Collection<Address> first = groups.stream().min(order).orElseThrow();
     Set<Address> merged = new LinkedHashSet<>(first);
-    groups.forEach(merged::addAll);
+    groups.stream().sorted(Comparator.comparing(g -> g.iterator().next())).forEach(merged::addAll);
     List<Address> out = new ArrayList<>(merged);
     if (!ledBy(first, winning)) {
       // Every member with the winning parameters was refused on its side: put one first.

@@ -126,7 +126,7 @@ class RingmasterMembershipPolicyTest {
   }
 
   @Test
-  void merge_oneConfigurationOnEverySide_keepsJGroupsOrder_notTheLargestSideFirst() {
+  void merge_oneConfigurationOnEverySide_lowestCoordinatorFirst_notTheLargestSide() {
     org.jgroups.stack.MembershipChangePolicy jgroups = new org.jgroups.protocols.pbcast.GMS.DefaultMembershipPolicy();
     int lowestAlone = 0;
     for (int trial = 0; trial < 40; trial++) { // random addresses: the lone node sorts first about half the time
@@ -157,6 +157,27 @@ class RingmasterMembershipPolicyTest {
       assertEquals(merged, policy.getNewMembership(List.of(List.of(b, x2), List.of(a, x1, c))));
       boolean aLower = a.compareTo(b) < 0;
       assertEquals(aLower ? List.of(a, x1, c, b, x2) : List.of(b, x2, a, x1, c), merged);
+    }
+  }
+
+  @Test
+  void merge_mixedConfigurations_sidesAfterTheFirst_byCoordinatorAddress_whateverTheSidesOrder() {
+    for (int trial = 0; trial < 20; trial++) {
+      Address b = node("b", 64);
+      Address y = node("y", 64);
+      Address z = node("z", 64);
+      Address a = node("a", 64);
+      Address x1 = node("x", 64); // one id on two of the later sides
+      Address c = node("c", 64);
+      Address x2 = node("x", 64);
+      Address bad = node("bad", 128); // alone on its side, with other parameters
+      List<Address> merged = policy.getNewMembership(List.of(List.of(bad), List.of(a, x1), List.of(b, y, z),
+          List.of(c, x2)));
+      assertEquals(merged, policy.getNewMembership(List.of(List.of(c, x2), List.of(b, y, z), List.of(bad),
+          List.of(a, x1))));
+      assertEquals(List.of(b, y, z), merged.subList(0, 3), "the largest side led by the most held parameters");
+      assertEquals(a.compareTo(c) < 0, merged.indexOf(x1) < merged.indexOf(x2),
+          "then the other sides by coordinator address: " + merged);
     }
   }
 

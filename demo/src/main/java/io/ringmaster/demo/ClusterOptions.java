@@ -15,7 +15,8 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
 
   /**
    * The peers' cluster ports on the localhost stack: TCP from 7800 (one of 20), failure detection
-   * from 7900 (one of the 3 after a peer's TCP port plus 100). The peers' HTTP ports stay clear of them.
+   * from 7900 (a peer's TCP port plus 100, or one of the 3 after it). The base port must leave
+   * them clear, and the launcher skips them when it looks for a free HTTP port.
    */
   static final int CLUSTER_PORTS_FIRST = 7800;
   static final int CLUSTER_PORTS_LAST = 7900 + MAX_PEERS - 1 + 3;

@@ -222,9 +222,15 @@ final class Launcher {
     }
   }
 
-  /** The next port from the last one used that nothing on 127.0.0.1 listens on. */
+  /**
+   * The next port from the last one used that nothing on 127.0.0.1 listens on, past the peers'
+   * cluster ports (a peer started later would find its own taken).
+   */
   private int freePort() throws IOException {
     for (int port = nextPort; port < 65536; port++) {
+      if (port >= ClusterOptions.CLUSTER_PORTS_FIRST && port <= ClusterOptions.CLUSTER_PORTS_LAST) {
+        continue;
+      }
       try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
         nextPort = probe.getLocalPort() + 1;
         return port;

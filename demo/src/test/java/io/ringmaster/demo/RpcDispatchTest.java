@@ -137,7 +137,10 @@ class RpcDispatchTest {
     CountDownLatch dispatched = new CountDownLatch(1);
     byte[] page = new byte[Rpc.INLINE_REPLY_BYTES + 1];
     rpc.handle(Wire.OP_PUSH, in -> {
-      dispatched.await(10, TimeUnit.SECONDS); // done after the dispatcher has returned: completed on this worker
+      // Done after the dispatcher has returned: completed on this worker.
+      if (!dispatched.await(10, TimeUnit.SECONDS)) {
+        throw new AssertionError("the dispatcher never returned");
+      }
       return page;
     });
     Sent sent = dispatchThen(rpc, Wire.OP_PUSH, dispatched::countDown, () -> workers.worker.join().join());
