@@ -581,9 +581,10 @@ public final class Ringmaster implements AutoCloseable {
    * Waits until this node's ownership and membership listeners have run every callback queued so
    * far: read {@link #ring()}, then call this, and the listeners have handled that ring (its
    * hand-offs done, say). Called from a listener, it does not wait for that listener (its later
-   * callbacks run only after it returns), nor, unless it runs on the node's own listener pool, for
-   * the other listeners on its executor. Two listeners that call it wait for each other until the
-   * timeout.
+   * callbacks run only after it returns), nor for a listener whose callback runs it inline on the
+   * same thread (same-thread executors), nor, unless it runs on the node's own listener pool, for
+   * the other listeners on its executor. Two listeners on different threads that call it wait for
+   * each other until the timeout.
    *
    * @return true once they are idle, false if {@code timeout} passed first
    * @throws InterruptedException     if the calling thread is interrupted while waiting

@@ -15,8 +15,14 @@ import java.util.function.Consumer;
 final class SerialDelivery<E> implements Registration {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
 
-  /** The delivery whose listener the current thread is running, if any (the innermost). */
-  private static final ThreadLocal<SerialDelivery<?>> DELIVERING = new ThreadLocal<>();
+  /**
+   * The deliveries whose listeners the current thread is running, innermost first: a same-thread
+   * listener's callback (its close(), say) can run another's, inline.
+   */
+  private static final ThreadLocal<Frame> DELIVERING = new ThreadLocal<>();
+
+  /** One delivery running on a thread, inside {@code outer} (null for the outermost). */
+  private record Frame(SerialDelivery<?> delivery, Frame outer) {}
 
   private final String name;
   private final Consumer<E> listener;
@@ -48,8 +54,18 @@ final class SerialDelivery<E> implements Registration {
    * executor runs them only afterwards.
    */
   static Executor callingExecutor(Object owner) {
-    SerialDelivery<?> current = DELIVERING.get();
-    return current != null && current.owner == owner ? current.executor : null;
+    Frame innermost = DELIVERING.get();
+    return innermost != null && innermost.delivery.owner == owner ? innermost.delivery.executor : null;
+  }
+
+  /** Whether the current thread is running this delivery's listener, inside another's or not. */
+  private boolean runningOnThisThread() {
+    for (Frame f = DELIVERING.get(); f != null; f = f.outer) {
+      if (f.delivery == this) {
+        return true;
+      }
+    }
+    return false;
   }
 
   Executor executor() {
@@ -113,7 +129,8 @@ final class SerialDelivery<E> implements Registration {
   }
 
   private void drain() {
-    SerialDelivery<?> outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
+    Frame outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
+    Frame frame = new Frame(this, outer);
     try {
       while (true) {
         E event;
@@ -125,7 +142,7 @@ final class SerialDelivery<E> implements Registration {
             return;
           }
         }
-        DELIVERING.set(this);
+        DELIVERING.set(frame);
         try {
           listener.accept(event);
         } catch (Throwable t) {
@@ -148,11 +165,12 @@ final class SerialDelivery<E> implements Registration {
 
   /**
    * Waits until every queued callback has run, or the deadline passes. Called from the listener's
-   * own callback, returns at once: what is queued behind that callback runs when it returns.
+   * own callback, or from a callback that one runs inline on the same thread, returns at once:
+   * what is queued behind that callback runs when it returns.
    */
   synchronized boolean awaitIdle(long deadlineNanos) throws InterruptedException {
     while (running || !queue.isEmpty()) {
-      if (DELIVERING.get() == this) {
+      if (runningOnThisThread()) {
         return true;
       }
       long left = deadlineNanos - System.nanoTime();

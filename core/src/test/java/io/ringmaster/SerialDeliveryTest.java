@@ -1,0 +1,57 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/** One listener's deliveries on a same-thread executor, and waiting for them from inside a callback. */
+class SerialDeliveryTest {
+  private static final long ONE_MINUTE = TimeUnit.MINUTES.toNanos(1);
+
+  @Test
+  void awaitIdle_fromACallbackRunInsideThatListenersCallback_returnsAtOnce_notAtTheDeadline() {
+    Object node = new Object();
+    AtomicReference<Boolean> outerIdle = new AtomicReference<>();
+    AtomicReference<SerialDelivery<String>> outer = new AtomicReference<>();
+    // The inner listener, on a same-thread executor, waits for the outer one, whose callback runs it.
+    SerialDelivery<String> inner = new SerialDelivery<>("inner", event -> {
+      try {
+        outerIdle.set(outer.get().awaitIdle(System.nanoTime() + ONE_MINUTE));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, Runnable::run, node, () -> { });
+    outer.set(new SerialDelivery<>("outer", inner::submit, Runnable::run, node, () -> { }));
+
+    long started = System.nanoTime();
+    outer.get().submit("go");
+    assertEquals(Boolean.TRUE, outerIdle.get(), "the outer callback is up this thread's stack: nothing to wait for");
+    assertTrue(System.nanoTime() - started < ONE_MINUTE, "returned before the deadline");
+    assertEquals(0, outer.get().pending());
+  }
+
+  @Test
+  void callingExecutor_isTheInnermostListeners_andNoneOutsideACallback() {
+    Object node = new Object();
+    Executor innerExecutor = Runnable::run; // two same-thread executors, told apart by identity
+    Executor outerExecutor = Runnable::run;
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> inner = new SerialDelivery<>("inner",
+        event -> seen.add(SerialDelivery.callingExecutor(node)), innerExecutor, node, () -> { });
+    SerialDelivery<String> outer = new SerialDelivery<>("outer", event -> {
+      inner.submit(event);
+      seen.add(SerialDelivery.callingExecutor(node)); // back in the outer callback
+    }, outerExecutor, node, () -> { });
+
+    outer.submit("go");
+    assertEquals(List.of(innerExecutor, outerExecutor), seen);
+    assertNull(SerialDelivery.callingExecutor(node), "no trace left on this thread");
+  }
+}
