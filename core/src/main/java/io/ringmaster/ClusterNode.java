@@ -500,7 +500,7 @@ final class ClusterNode {
       }
       ownershipListeners.add(delivery);
       Snapshot s = state;
-      if (s.localInRing() && !left && !closed) {
+      if (s.localInRing()) {
         RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
         if (!initial.isEmpty()) {
           launch = delivery.enqueue(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(),
@@ -544,7 +544,7 @@ final class ClusterNode {
       }
       membershipListeners.add(delivery);
       Snapshot s = state;
-      if (s.viewId() >= 0 && !closed) {
+      if (s.viewId() >= 0) {
         List<Member> members = s.ring().members();
         launch = delivery.enqueue(new MembershipChange(-1, s.viewId(), members, members, List.of(), List.of(),
             List.of()));

@@ -882,7 +882,7 @@ public final class Ringmaster implements AutoCloseable {
     self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor, this,
         () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
-    if (closeCalled.get() || lifecycle == Lifecycle.CLOSED) { // closed since requireOpen: gossip is stopping
+    if (refusesListeners()) { // closed since requireOpen: gossip is stopping
       divergenceListeners.remove(self[0]);
       throw ClusterNode.closedToListeners(config.nodeId());
     }
@@ -898,9 +898,14 @@ public final class Ringmaster implements AutoCloseable {
   private void requireOpen(Object listener, Executor executor) {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(executor, "executor");
-    if (closeCalled.get() || lifecycle == Lifecycle.CLOSED) {
+    if (refusesListeners()) {
       throw ClusterNode.closedToListeners(config.nodeId());
     }
+  }
+
+  /** Whether close() was called or start() failed: a listener added now would never be called. */
+  private boolean refusesListeners() {
+    return closeCalled.get() || lifecycle == Lifecycle.CLOSED;
   }
 
   @SuppressWarnings("unchecked")

@@ -57,6 +57,10 @@ import org.jgroups.stack.MembershipChangePolicy;
 public final class RingmasterMembershipPolicy implements MembershipChangePolicy {
   private final GMS.DefaultMembershipPolicy jgroups = new GMS.DefaultMembershipPolicy();
 
+  /** Subgroups by their coordinator's (first member's) address. */
+  private static final Comparator<Collection<Address>> BY_COORDINATOR =
+      Comparator.comparing(g -> g.iterator().next());
+
   /** A new policy; it keeps no state: every decision is made from the membership it is given. */
   public RingmasterMembershipPolicy() {
   }
@@ -101,20 +105,14 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
       // sides by their coordinators' addresses: JGroups takes the sides in the order their merge
       // answers sit in a hash map, so of two members with one id off the coordinators, either
       // could come first and keep the id.
-      List<Collection<Address>> byCoordinator = new ArrayList<>(groups);
-      byCoordinator.sort(Comparator.comparing(g -> g.iterator().next()));
-      Set<Address> merged = new LinkedHashSet<>();
-      byCoordinator.forEach(merged::addAll);
-      return new ArrayList<>(merged);
+      return firstThenByCoordinator(groups.stream().min(BY_COORDINATOR).orElseThrow(), groups);
     }
     Comparator<Collection<Address>> order = Comparator
         .comparing((Collection<Address> g) -> !ledBy(g, winning)) // led by the winning parameters first
         .thenComparing(RingmasterMembershipPolicy::ringSize, Comparator.reverseOrder())
-        .thenComparing(g -> g.iterator().next()); // then JGroups' choice: the lowest coordinator
+        .thenComparing(BY_COORDINATOR); // then JGroups' choice: the lowest coordinator
     Collection<Address> first = groups.stream().min(order).orElseThrow();
-    Set<Address> merged = new LinkedHashSet<>(first);
-    groups.stream().sorted(Comparator.comparing(g -> g.iterator().next())).forEach(merged::addAll);
-    List<Address> out = new ArrayList<>(merged);
+    List<Address> out = firstThenByCoordinator(first, groups);
     if (!ledBy(first, winning)) {
       // Every member with the winning parameters was refused on its side: put one first.
       Address holder = out.stream().filter(a -> holds(a, winning.get())).min(Comparator.naturalOrder())
@@ -123,6 +121,16 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
       out.add(0, holder);
     }
     return out;
+  }
+
+  /**
+   * The members of {@code first}, then those of the other groups by {@link #BY_COORDINATOR} (not
+   * in the order JGroups hands them over, a hash map's), each member once.
+   */
+  private static List<Address> firstThenByCoordinator(Collection<Address> first, List<Collection<Address>> groups) {
+    Set<Address> merged = new LinkedHashSet<>(first);
+    groups.stream().sorted(BY_COORDINATOR).forEach(merged::addAll);
+    return new ArrayList<>(merged);
   }
 
   /**
