@@ -398,7 +398,7 @@ final class ClusterNode {
       }
       String reason = null;
       List<String> differences = m.parameterDifferences(reference);
-      long tokens = Math.round(m.virtualNodes() * m.weight());
+      long tokens = Member.tokenCount(m.virtualNodes(), m.weight());
       if (!(m.weight() >= 0) || tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
         reason = describe(a) + " announces weight " + m.weight() + ", which gives " + tokens
             + " tokens; at most " + HashRing.MAX_TOKENS_PER_MEMBER + " are allowed";

@@ -1156,10 +1156,10 @@ public final class Ringmaster implements AutoCloseable {
      */
     static double smallestWeight(int virtualNodes) {
       double w = 0.5 / virtualNodes;
-      while (Math.round(virtualNodes * w) == 0) {
+      while (Member.tokenCount(virtualNodes, w) == 0) {
         w = Math.nextUp(w);
       }
-      while (Math.round(virtualNodes * Math.nextDown(w)) > 0) {
+      while (Member.tokenCount(virtualNodes, Math.nextDown(w)) > 0) {
         w = Math.nextDown(w);
       }
       return w;
@@ -1178,7 +1178,7 @@ public final class Ringmaster implements AutoCloseable {
       if (secret != null) {
         Stacks.checkSecretApplies(jgroupsConfig);
       }
-      long tokens = Math.round(virtualNodes * weight);
+      long tokens = Member.tokenCount(virtualNodes, weight);
       if (tokens == 0 && weight > 0) {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes
             + " gives 0 tokens, so this member would own nothing: use weight 0 for a member that owns nothing,"

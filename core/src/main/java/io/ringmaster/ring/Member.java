@@ -7,7 +7,7 @@ package io.ringmaster.ring;
  * a random per-process identifier: the ring places a member's tokens by hashing its id, so a new
  * id means new tokens and a reshuffle of everything that member owned.
  *
- * <p>A member gets {@code Math.round(virtualNodes * weight)} tokens. Weight 0 makes a member that
+ * <p>A member gets {@link #tokenCount Math.round(virtualNodes * weight)} tokens. Weight 0 makes a member that
  * is known to the ring but owns nothing: a router, or a node that is draining. The zone spreads
  * replicas: {@link HashRing#owners(String, int)} picks owners in distinct zones first. The empty
  * zone is a zone like any other.
@@ -60,6 +60,16 @@ public record Member(String id, double weight, String zone) {
   /** A member with the given weight and the empty zone. */
   public static Member of(String id, double weight) {
     return new Member(id, weight, "");
+  }
+
+  /**
+   * The number of tokens a member of this weight gets in a ring of {@code virtualNodes} per unit of
+   * weight: {@code virtualNodes * weight} in double precision, rounded to the nearest integer,
+   * halves up ({@code docs/ring-spec.md}). A ring refuses more than
+   * {@link HashRing#MAX_TOKENS_PER_MEMBER}; a weight above 0 that gives 0 owns nothing.
+   */
+  public static long tokenCount(int virtualNodes, double weight) {
+    return Math.round(virtualNodes * weight);
   }
 
   /** The index of the first char of {@code s} that is half of no surrogate pair, or -1. */

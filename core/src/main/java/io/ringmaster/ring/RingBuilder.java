@@ -171,9 +171,9 @@ final class RingBuilder {
     }
   }
 
-  /** {@code round(virtualNodes * weight)}, half up, as {@link Math#round(double)}. */
+  /** {@link Member#tokenCount}, checked against {@link HashRing#MAX_TOKENS_PER_MEMBER}. */
   static int tokenCount(Member m, int virtualNodes) {
-    long n = Math.round(virtualNodes * m.weight());
+    long n = Member.tokenCount(virtualNodes, m.weight());
     if (n > HashRing.MAX_TOKENS_PER_MEMBER) {
       throw new IllegalArgumentException("member " + Member.quote(m.id()) + " would get " + n
           + " tokens (virtualNodes " + virtualNodes + " * weight " + m.weight() + "), more than "

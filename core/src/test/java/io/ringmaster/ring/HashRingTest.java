@@ -180,6 +180,7 @@ class HashRingTest {
       String what = "virtualNodes " + v + ", weight " + c[1];
       assertEquals((int) c[2], ring(v, List.of(m, Member.of("other"))).tokenArray().length - v, what);
       assertEquals((int) c[2], new ReferenceRing(v, List.of(m)).tokenCount(), what);
+      assertEquals((long) c[2], Member.tokenCount(v, c[1]), what);
     }
   }
 
