@@ -19,12 +19,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
@@ -75,6 +77,9 @@ final class ClusterNode {
   private final List<SerialDelivery<OwnershipChange>> ownershipListeners = new CopyOnWriteArrayList<>();
   private final List<SerialDelivery<MembershipChange>> membershipListeners = new CopyOnWriteArrayList<>();
   private final Object publishLock = new Object();
+  /** The threads in {@link #awaitListeners}, with what they wait for; guarded by itself. */
+  private final Map<Thread, ListenerWaiter> listenerWaiters = new HashMap<>();
+  private long listenerWaiterCount;
   private final CompletableFuture<Snapshot> firstRing = new CompletableFuture<>();
   private final Set<Address> reportedRefusals = new HashSet<>();
   private volatile Snapshot state;
@@ -594,11 +599,35 @@ final class ClusterNode {
   }
 
   /**
+   * A thread in {@link #awaitListeners}: the order it started waiting in, the deliveries whose
+   * callbacks it is running, and the one it waits for now (null between two).
+   */
+  private static final class ListenerWaiter {
+    final long order;
+    final List<SerialDelivery<?>> running;
+    volatile SerialDelivery<?> waitingFor;
+
+    ListenerWaiter(long order, List<SerialDelivery<?>> running) {
+      this.order = order;
+      this.running = running;
+    }
+  }
+
+  /**
    * Waits for every listener to finish what is queued, except the one the calling thread is
    * delivering to (if any: it cannot be waited for) and those on {@code unwaited} (null for none);
    * false if the deadline passed first.
+   *
+   * <p>Listeners that call this from their callbacks, on different threads, can wait for each
+   * other in a circle (two pool listeners, each waiting for the other). The wait that started last
+   * among them stops waiting for the next listener in the circle, and the result is false; it
+   * still waits for the others, and the circle's other waits end once its callback returns.
+   *
+   * @param running the deliveries of this node's listeners whose callbacks the calling thread is
+   *                running (empty for a caller that is no listener)
    */
-  boolean awaitListeners(long deadlineNanos, java.util.concurrent.Executor unwaited) throws InterruptedException {
+  boolean awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running)
+      throws InterruptedException {
     // A ring is published and its callbacks queued under this lock: taking it once makes sure the
     // callbacks of the ring the caller may have just read are queued, so they are waited for.
     synchronized (publishLock) {
@@ -608,14 +637,98 @@ final class ClusterNode {
     // queued after its own: launch them here, or they could not finish before it returns.
     ownershipListeners.forEach(SerialDelivery::launch);
     membershipListeners.forEach(SerialDelivery::launch);
-    boolean idle = true;
-    for (SerialDelivery<OwnershipChange> l : ownershipListeners) {
-      idle &= l.executor() == unwaited || l.awaitIdle(deadlineNanos);
+    Thread self = Thread.currentThread();
+    ListenerWaiter me;
+    synchronized (listenerWaiters) {
+      me = new ListenerWaiter(listenerWaiterCount++, List.copyOf(running));
+      listenerWaiters.put(self, me);
     }
-    for (SerialDelivery<MembershipChange> l : membershipListeners) {
-      idle &= l.executor() == unwaited || l.awaitIdle(deadlineNanos);
+    try {
+      Predicate<Thread> futile = runner -> closesCircle(runner, me);
+      boolean idle = true;
+      for (SerialDelivery<?> l : awaited(unwaited)) {
+        idle &= awaitIdle(l, me, deadlineNanos, futile);
+      }
+      return idle;
+    } finally {
+      synchronized (listenerWaiters) {
+        listenerWaiters.remove(self);
+      }
     }
-    return idle;
+  }
+
+  /** The listeners that calls of {@link #awaitListeners} from listeners wait for now, by name. */
+  List<String> listenerWaits() {
+    List<String> out = new ArrayList<>();
+    synchronized (listenerWaiters) {
+      for (ListenerWaiter w : listenerWaiters.values()) {
+        SerialDelivery<?> d = w.waitingFor;
+        if (d != null) {
+          out.add(d.name());
+        }
+      }
+    }
+    return out;
+  }
+
+  private List<SerialDelivery<?>> awaited(Executor unwaited) {
+    List<SerialDelivery<?>> out = new ArrayList<>();
+    for (SerialDelivery<?> l : ownershipListeners) {
+      if (l.executor() != unwaited) {
+        out.add(l);
+      }
+    }
+    for (SerialDelivery<?> l : membershipListeners) {
+      if (l.executor() != unwaited) {
+        out.add(l);
+      }
+    }
+    return out;
+  }
+
+  private boolean awaitIdle(SerialDelivery<?> l, ListenerWaiter me, long deadlineNanos, Predicate<Thread> futile)
+      throws InterruptedException {
+    if (me.running.isEmpty()) {
+      return l.awaitIdle(deadlineNanos, futile); // no listener can be waiting for this caller
+    }
+    me.waitingFor = l;
+    // Waits that follow a circle through this thread test it again: it may now close one.
+    ownershipListeners.forEach(SerialDelivery::wake);
+    membershipListeners.forEach(SerialDelivery::wake);
+    try {
+      return l.awaitIdle(deadlineNanos, futile);
+    } finally {
+      me.waitingFor = null;
+    }
+  }
+
+  /**
+   * Whether following who waits for whom, from the thread running the callback that {@code me}
+   * waits for, leads back to a callback that {@code me}'s thread runs, through waits that all
+   * started before {@code me}'s: then {@code me} is the last wait of a circle, and stops.
+   */
+  private boolean closesCircle(Thread runner, ListenerWaiter me) {
+    if (me.running.isEmpty()) {
+      return false;
+    }
+    synchronized (listenerWaiters) {
+      Thread t = runner;
+      for (int step = 0; step < listenerWaiters.size() && t != null; step++) {
+        ListenerWaiter w = listenerWaiters.get(t);
+        if (w == null || w == me || w.order > me.order) {
+          return false; // no circle, or a later wait in it stops instead
+        }
+        SerialDelivery<?> next = w.waitingFor;
+        if (next == null) {
+          return false;
+        }
+        if (me.running.contains(next)) {
+          return true;
+        }
+        t = next.runner();
+      }
+      return false;
+    }
   }
 
   /**

@@ -329,7 +329,7 @@ public final class Ringmaster implements AutoCloseable {
         node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
             TimeUnit.MILLISECONDS);
       }
-      idle = node.awaitListeners(deadline, unwaited);
+      idle = node.awaitListeners(deadline, unwaited, runningHere());
       if (!idle && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -376,7 +376,7 @@ public final class Ringmaster implements AutoCloseable {
       await(rejoinThread, false);
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
-        if (!listenersIdle && !node.awaitListeners(System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited)) {
+        if (!listenersIdle && !node.awaitListeners(System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere())) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
           listenerPool.shutdownNow(); // interrupts this thread too: undone below
           if (!wasInterrupted) {
@@ -583,16 +583,20 @@ public final class Ringmaster implements AutoCloseable {
    * hand-offs done, say). Called from a listener, it does not wait for that listener (its later
    * callbacks run only after it returns), nor for a listener whose callback runs it inline on the
    * same thread (same-thread executors), nor, unless it runs on the node's own listener pool, for
-   * the other listeners on its executor. Two listeners on different threads that call it wait for
-   * each other until the timeout.
+   * the other listeners on its executor. Listeners of this node that call it from their callbacks,
+   * on different threads, may wait for each other in a circle (two pool listeners, each waiting for
+   * the other): then the call that started last stops waiting for the next listener of the circle,
+   * still waits for the others, and returns false; the circle's other calls go on once its
+   * callback returns.
    *
-   * @return true once they are idle, false if {@code timeout} passed first
+   * @return true once they are idle; false if {@code timeout} passed first, or if the call was the
+   *         last of a circle
    * @throws InterruptedException     if the calling thread is interrupted while waiting
    * @throws IllegalArgumentException if {@code timeout} is negative
    */
   public boolean awaitListeners(Duration timeout) throws InterruptedException {
     long deadline = deadline(timeout);
-    return node.awaitListeners(deadline, unwaitedExecutor());
+    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere());
   }
 
   /**
@@ -603,6 +607,11 @@ public final class Ringmaster implements AutoCloseable {
   private Executor unwaitedExecutor() {
     Executor calling = SerialDelivery.callingExecutor(this);
     return calling == listenerPool ? null : calling;
+  }
+
+  /** The node's listener deliveries whose callbacks the calling thread is running, innermost first. */
+  private List<SerialDelivery<?>> runningHere() {
+    return SerialDelivery.runningOnCurrentThread(this);
   }
 
   /** The {@link System#nanoTime()} at which a wait of {@code timeout} from now ends. */
@@ -808,6 +817,11 @@ public final class Ringmaster implements AutoCloseable {
   /** Threads waiting in {@link #awaitRing} for the next ring (for tests). */
   int ringWaiters() {
     return node.nextPublish().getNumberOfDependents();
+  }
+
+  /** The listeners that calls of {@link #awaitListeners} from listeners wait for now, by name (for tests). */
+  List<String> listenerWaits() {
+    return node.listenerWaits();
   }
 
   /** "Not in view" messages this node did not believe (for tests). */

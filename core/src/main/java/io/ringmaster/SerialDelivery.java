@@ -1,8 +1,11 @@
 package io.ringmaster;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
  * Delivers events to one listener, one at a time and in order, on an executor. A listener that
@@ -35,6 +38,8 @@ final class SerialDelivery<E> implements Registration {
   /** Set by the {@link #enqueue} that found the listener idle, until its {@link #launch()}. */
   private boolean launchPending;
   private boolean closed;
+  /** The thread running the listener's callbacks, or null between drains. */
+  private volatile Thread runner;
 
   /**
    * @param owner   the node, for {@link #callingExecutor}
@@ -58,6 +63,17 @@ final class SerialDelivery<E> implements Registration {
     return innermost != null && innermost.delivery.owner == owner ? innermost.delivery.executor : null;
   }
 
+  /** The deliveries of the node's listeners whose callbacks the current thread is running, innermost first. */
+  static List<SerialDelivery<?>> runningOnCurrentThread(Object owner) {
+    List<SerialDelivery<?>> out = new ArrayList<>(1);
+    for (Frame f = DELIVERING.get(); f != null; f = f.outer) {
+      if (f.delivery.owner == owner) {
+        out.add(f.delivery);
+      }
+    }
+    return out;
+  }
+
   /** Whether the current thread is running this delivery's listener, inside another's or not. */
   private boolean runningOnThisThread() {
     for (Frame f = DELIVERING.get(); f != null; f = f.outer) {
@@ -66,6 +82,10 @@ final class SerialDelivery<E> implements Registration {
       }
     }
     return false;
+  }
+
+  String name() {
+    return name;
   }
 
   Executor executor() {
@@ -131,6 +151,7 @@ final class SerialDelivery<E> implements Registration {
   private void drain() {
     Frame outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
     Frame frame = new Frame(this, outer);
+    runner = Thread.currentThread();
     try {
       while (true) {
         E event;
@@ -138,6 +159,7 @@ final class SerialDelivery<E> implements Registration {
           event = queue.poll();
           if (event == null || closed) {
             running = false;
+            runner = null;
             notifyAll();
             return;
           }
@@ -163,15 +185,34 @@ final class SerialDelivery<E> implements Registration {
     return queue.size() + (running ? 1 : 0);
   }
 
+  /** The thread running the listener's callbacks now, or null. */
+  Thread runner() {
+    return runner;
+  }
+
+  /** Wakes the threads in {@link #awaitIdle}, so that they test {@code futile} again. */
+  synchronized void wake() {
+    notifyAll();
+  }
+
   /**
    * Waits until every queued callback has run, or the deadline passes. Called from the listener's
    * own callback, or from a callback that one runs inline on the same thread, returns at once:
    * what is queued behind that callback runs when it returns.
+   *
+   * @param futile tested with the thread running the callback, whenever this wakes: true when that
+   *               thread cannot finish before this caller returns (it waits for this caller), and
+   *               waiting is pointless: then returns false at once. Called under this delivery's
+   *               lock.
    */
-  synchronized boolean awaitIdle(long deadlineNanos) throws InterruptedException {
+  synchronized boolean awaitIdle(long deadlineNanos, Predicate<Thread> futile) throws InterruptedException {
     while (running || !queue.isEmpty()) {
       if (runningOnThisThread()) {
         return true;
+      }
+      Thread t = runner;
+      if (t != null && futile.test(t)) {
+        return false;
       }
       long left = deadlineNanos - System.nanoTime();
       if (left <= 0) {

@@ -16,6 +16,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -89,6 +90,111 @@ class AwaitTest {
       assertEquals(1, seen.size(), "idle means the queued change has run");
       assertEquals(List.of(true), fromInside);
       assertEquals(0, a.stats().pendingCallbacks());
+    }
+  }
+
+  @Test
+  void awaitListeners_fromTwoListenersWaitingForEachOther_theLaterSaysFalseAtOnce_theEarlierTrue() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-cycle")) {
+      CountDownLatch bothInside = new CountDownLatch(2);
+      List<Boolean> results = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> node = new AtomicReference<>();
+      Duration tenMinutes = Duration.ofMinutes(10); // before, each waited this long for the other
+      OwnershipListener waiting = change -> {
+        bothInside.countDown();
+        try {
+          if (bothInside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) { // both callbacks run, on two pool threads
+            results.add(node.get().awaitListeners(tenMinutes));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        node.set(n);
+        n.addOwnershipListener(waiting);
+        n.addOwnershipListener(waiting);
+      });
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> results.size() == 2);
+      assertEquals(List.of(false, true), results, "the later caller gives up, then the earlier one's wait ends");
+      assertTrue(a.awaitListeners(WAIT));
+      assertEquals(0, a.stats().pendingCallbacks());
+    }
+  }
+
+  @Test
+  void awaitListeners_theLastOfACircleStillWaitsForTheListenersOutsideIt() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-circle-and-slow")) {
+      CountDownLatch bothInside = new CountDownLatch(2);
+      CountDownLatch release = new CountDownLatch(1);
+      List<String> events = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> node = new AtomicReference<>();
+      OwnershipListener waiting = change -> {
+        bothInside.countDown();
+        try {
+          if (bothInside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            events.add(String.valueOf(node.get().awaitListeners(Duration.ofMinutes(10))));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      OwnershipListener slow = new OwnershipListener() {
+        @Override
+        public void onOwnershipChange(OwnershipChange change) {
+          try {
+            release.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+
+        @Override
+        public String toString() {
+          return "the slow one";
+        }
+      };
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        node.set(n);
+        n.addOwnershipListener(waiting);
+        n.addOwnershipListener(waiting);
+        n.addOwnershipListener(slow);
+      });
+      // The later of the two waits has left the circle and waits for the slow listener.
+      org.awaitility.Awaitility.await().atMost(WAIT)
+          .until(() -> a.listenerWaits().stream().anyMatch(name -> name.contains("the slow one")));
+      events.add("released");
+      release.countDown();
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> events.size() == 3);
+      assertEquals(List.of("released", "false", "true"), events);
+    }
+  }
+
+  @Test
+  void awaitListeners_threeListenersWaitingForEachOther_allReturn_onlyTheFirstToWaitTrue() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-three")) {
+      CountDownLatch allInside = new CountDownLatch(3);
+      List<Boolean> results = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> node = new AtomicReference<>();
+      OwnershipListener waiting = change -> {
+        allInside.countDown();
+        try {
+          if (allInside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            results.add(node.get().awaitListeners(Duration.ofMinutes(10)));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        node.set(n);
+        for (int i = 0; i < 3; i++) {
+          n.addOwnershipListener(waiting);
+        }
+      });
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> results.size() == 3);
+      assertEquals(List.of(false, false, true), results, "the first to wait is the last to return, and idle");
+      assertTrue(a.awaitListeners(WAIT));
     }
   }
 

@@ -23,7 +23,7 @@ class SerialDeliveryTest {
     // The inner listener, on a same-thread executor, waits for the outer one, whose callback runs it.
     SerialDelivery<String> inner = new SerialDelivery<>("inner", event -> {
       try {
-        outerIdle.set(outer.get().awaitIdle(System.nanoTime() + ONE_MINUTE));
+        outerIdle.set(outer.get().awaitIdle(System.nanoTime() + ONE_MINUTE, runner -> false));
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
