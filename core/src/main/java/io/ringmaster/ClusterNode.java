@@ -613,20 +613,34 @@ final class ClusterNode {
     }
   }
 
+  /** What {@link #awaitListeners} found. */
+  enum ListenersState {
+    /** Every callback queued so far has run. */
+    IDLE,
+    /**
+     * The others are idle, but the caller, a listener, stopped waiting for one whose callback
+     * waits for it (see {@link #awaitListeners}): that one goes on once the caller's callback returns.
+     */
+    IN_A_CIRCLE,
+    /** The deadline passed first. */
+    BUSY
+  }
+
   /**
    * Waits for every listener to finish what is queued, except the one the calling thread is
-   * delivering to (if any: it cannot be waited for) and those on {@code unwaited} (null for none);
-   * false if the deadline passed first.
+   * delivering to (if any: it cannot be waited for) and those on {@code unwaited} (null for none).
    *
    * <p>Listeners that call this from their callbacks, on different threads, can wait for each
-   * other in a circle (two pool listeners, each waiting for the other). The wait that started last
-   * among them stops waiting for the next listener in the circle, and the result is false; it
-   * still waits for the others, and the circle's other waits end once its callback returns.
+   * other in a circle (two pool listeners, each waiting for the other). Of the calls in a circle,
+   * the one that entered this method last stops waiting for the next listener of the circle and
+   * still waits for the others ({@link ListenersState#IN_A_CIRCLE}); the other calls go on once its
+   * callback returns. Only callbacks already running count: a callback queued behind another on a
+   * serial executor makes no circle, and is waited for until the deadline.
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is
    *                running (empty for a caller that is no listener)
    */
-  boolean awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running)
+  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running)
       throws InterruptedException {
     // A ring is published and its callbacks queued under this lock: taking it once makes sure the
     // callbacks of the ring the caller may have just read are queued, so they are waited for.
@@ -645,11 +659,14 @@ final class ClusterNode {
     }
     try {
       Predicate<Thread> futile = runner -> closesCircle(runner, me);
-      boolean idle = true;
+      ListenersState found = ListenersState.IDLE;
       for (SerialDelivery<?> l : awaited(unwaited)) {
-        idle &= awaitIdle(l, me, deadlineNanos, futile);
+        if (!awaitIdle(l, me, deadlineNanos, futile)) {
+          boolean late = System.nanoTime() - deadlineNanos >= 0;
+          found = late ? ListenersState.BUSY : found == ListenersState.BUSY ? found : ListenersState.IN_A_CIRCLE;
+        }
       }
-      return idle;
+      return found;
     } finally {
       synchronized (listenerWaiters) {
         listenerWaiters.remove(self);
@@ -688,13 +705,23 @@ final class ClusterNode {
 
   private boolean awaitIdle(SerialDelivery<?> l, ListenerWaiter me, long deadlineNanos, Predicate<Thread> futile)
       throws InterruptedException {
-    if (me.running.isEmpty()) {
-      return l.awaitIdle(deadlineNanos, futile); // no listener can be waiting for this caller
+    if (me.running.isEmpty() || me.running.contains(l)) {
+      // No listener can be waiting for a caller that runs none; and its own listener is not waited for.
+      return l.awaitIdle(deadlineNanos, futile);
     }
     me.waitingFor = l;
-    // Waits that follow a circle through this thread test it again: it may now close one.
-    ownershipListeners.forEach(SerialDelivery::wake);
-    membershipListeners.forEach(SerialDelivery::wake);
+    // The other waits test again whether they close a circle: this one may now pass through them.
+    // Woken where they sleep, on the listener each waits for (removed from the node or not).
+    List<SerialDelivery<?>> sleepingOn = new ArrayList<>();
+    synchronized (listenerWaiters) {
+      for (ListenerWaiter w : listenerWaiters.values()) {
+        SerialDelivery<?> d = w.waitingFor;
+        if (w != me && d != null) {
+          sleepingOn.add(d);
+        }
+      }
+    }
+    sleepingOn.forEach(SerialDelivery::wake);
     try {
       return l.awaitIdle(deadlineNanos, futile);
     } finally {

@@ -179,23 +179,23 @@ public final class Ringmaster implements AutoCloseable {
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
       joined = true;
     } catch (ExecutionException e) {
-      shutdown(null, false, null);
+      shutdown(null, ClusterNode.ListenersState.BUSY, null);
       Throwable cause = e.getCause();
       throw new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
           + "\": " + cause.getMessage(), cause);
     } catch (TimeoutException e) {
-      shutdown(null, false, null);
+      shutdown(null, ClusterNode.ListenersState.BUSY, null);
       throw new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
           + config.startTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      shutdown(null, false, null);
+      shutdown(null, ClusterNode.ListenersState.BUSY, null);
       throw new RingmasterException("interrupted while starting node " + config.nodeId(), e);
     } catch (RingmasterException | IllegalArgumentException e) {
-      shutdown(null, false, null);
+      shutdown(null, ClusterNode.ListenersState.BUSY, null);
       throw e;
     } catch (Exception e) {
-      shutdown(null, false, null);
+      shutdown(null, ClusterNode.ListenersState.BUSY, null);
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
     }
@@ -315,7 +315,7 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   private void leave(Pool caller) {
-    boolean idle = false;
+    ClusterNode.ListenersState listeners = ClusterNode.ListenersState.BUSY;
     Executor unwaited = unwaitedExecutor();
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
@@ -329,8 +329,8 @@ public final class Ringmaster implements AutoCloseable {
         node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
             TimeUnit.MILLISECONDS);
       }
-      idle = node.awaitListeners(deadline, unwaited, runningHere());
-      if (!idle && !config.leaveTimeout().isZero()) {
+      listeners = node.awaitListeners(deadline, unwaited, runningHere());
+      if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
       }
@@ -339,7 +339,7 @@ public final class Ringmaster implements AutoCloseable {
     } catch (ExecutionException | TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
-      shutdown(caller, idle, unwaited); // whatever happened above, the node leaves and its threads stop
+      shutdown(caller, listeners, unwaited); // whatever happened above, the node leaves and its threads stop
     }
   }
 
@@ -347,7 +347,7 @@ public final class Ringmaster implements AutoCloseable {
   synchronized void closeAbruptly() {
     closeCalled.set(true);
     node.wakeWaiters();
-    shutdown(ownPool.get(), false, null);
+    shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
     closeDone.complete(null);
   }
 
@@ -356,11 +356,12 @@ public final class Ringmaster implements AutoCloseable {
    * same-thread listener on the view or gossip thread, closing the node) is not waited for, and
    * the caller is not interrupted: its thread ends once the callback returns.
    *
-   * @param listenersIdle whether the listeners were found idle; if not, and the caller is one of
-   *                      them on the node's pool, the others get a second more, then an interrupt
-   * @param unwaited      the caller's executor, whose listeners are not waited for, or null
+   * @param listeners what waiting for the listeners found; if they were busy, and the caller is one
+   *                  of them on the node's pool, the others get a second more, then an interrupt
+   *                  (not those waiting for the caller: they go on once it returns)
+   * @param unwaited  the caller's executor, whose listeners are not waited for, or null
    */
-  private synchronized void shutdown(Pool caller, boolean listenersIdle, Executor unwaited) {
+  private synchronized void shutdown(Pool caller, ClusterNode.ListenersState listeners, Executor unwaited) {
     lifecycle = Lifecycle.CLOSED;
     node.close(); // no view installed or callback queued from here on
     stop(gossipTimer, caller == Pool.GOSSIP);
@@ -376,7 +377,8 @@ public final class Ringmaster implements AutoCloseable {
       await(rejoinThread, false);
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
-        if (!listenersIdle && !node.awaitListeners(System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere())) {
+        if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(
+            System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere()) == ClusterNode.ListenersState.BUSY) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
           listenerPool.shutdownNow(); // interrupts this thread too: undone below
           if (!wasInterrupted) {
@@ -583,20 +585,21 @@ public final class Ringmaster implements AutoCloseable {
    * hand-offs done, say). Called from a listener, it does not wait for that listener (its later
    * callbacks run only after it returns), nor for a listener whose callback runs it inline on the
    * same thread (same-thread executors), nor, unless it runs on the node's own listener pool, for
-   * the other listeners on its executor. Listeners of this node that call it from their callbacks,
-   * on different threads, may wait for each other in a circle (two pool listeners, each waiting for
-   * the other): then the call that started last stops waiting for the next listener of the circle,
-   * still waits for the others, and returns false; the circle's other calls go on once its
-   * callback returns.
+   * the other listeners on its executor. Listeners of this node that call it from their running
+   * callbacks, on different threads, may wait for each other in a circle (two pool listeners, each
+   * waiting for the other): then the call that began last stops waiting for the next listener of
+   * the circle, still waits for the others, and returns false; the other calls go on once its
+   * callback returns. Of several listeners all waiting for each other, only the call that began
+   * first returns true.
    *
-   * @return true once they are idle; false if {@code timeout} passed first, or if the call was the
-   *         last of a circle
+   * @return true once they are idle; false if {@code timeout} passed first, or if the call stopped
+   *         waiting for a listener of a circle
    * @throws InterruptedException     if the calling thread is interrupted while waiting
    * @throws IllegalArgumentException if {@code timeout} is negative
    */
   public boolean awaitListeners(Duration timeout) throws InterruptedException {
     long deadline = deadline(timeout);
-    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere());
+    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere()) == ClusterNode.ListenersState.IDLE;
   }
 
   /**

@@ -199,6 +199,51 @@ class AwaitTest {
   }
 
   @Test
+  void close_fromAListenerThatAnotherWaitsFor_leavesWithoutInterruptingIt() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-close")) {
+      List<String> events = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> node = new AtomicReference<>();
+      java.util.concurrent.atomic.AtomicBoolean waiterStarted = new java.util.concurrent.atomic.AtomicBoolean();
+      java.util.concurrent.atomic.AtomicBoolean closerStarted = new java.util.concurrent.atomic.AtomicBoolean();
+      OwnershipListener waiter = change -> {
+        if (waiterStarted.compareAndSet(false, true)) {
+          try {
+            events.add("waiter: " + node.get().awaitListeners(Duration.ofMinutes(10)));
+          } catch (InterruptedException e) {
+            events.add("waiter interrupted");
+          }
+        }
+      };
+      OwnershipListener closer = new OwnershipListener() {
+        @Override
+        public void onOwnershipChange(OwnershipChange change) {
+          if (closerStarted.compareAndSet(false, true)) {
+            // Once the waiter waits for this callback: the leave in close() waits for the waiter.
+            org.awaitility.Awaitility.await().atMost(WAIT)
+                .until(() -> node.get().listenerWaits().stream().anyMatch(name -> name.contains("the closer")));
+            node.get().close();
+            events.add("closed");
+          }
+        }
+
+        @Override
+        public String toString() {
+          return "the closer";
+        }
+      };
+      Ringmaster a = cluster.start(cluster.builder("a").leaveTimeout(Duration.ofMinutes(10)), n -> {
+        node.set(n);
+        n.addOwnershipListener(waiter);
+        n.addOwnershipListener(closer);
+      });
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> events.size() == 2);
+      assertEquals(List.of("closed", "waiter: true"), events,
+          "close() does not wait for the waiter, which waits for it, nor interrupt it");
+      assertThrows(IllegalStateException.class, () -> a.addOwnershipListener(change -> { }), "closed");
+    }
+  }
+
+  @Test
   void aNodeThatFailsToStart_orClosesUnstarted_wakesItsWaiters_withIllegalState() throws Exception {
     try (TestCluster cluster = new TestCluster("await-ring-failed")) {
       cluster.start("a");
