@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -16,8 +18,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * {@link Ringmaster#awaitRing} and {@link Ringmaster#awaitListeners}: waiting for a ring and for
@@ -93,30 +99,43 @@ class AwaitTest {
     }
   }
 
-  @Test
-  void awaitListeners_fromTwoListenersWaitingForEachOther_theLaterSaysFalseAtOnce_theEarlierTrue() throws Exception {
-    try (TestCluster cluster = new TestCluster("await-listeners-cycle")) {
-      CountDownLatch bothInside = new CountDownLatch(2);
+  /**
+   * A listener whose callback waits until {@code inside} is counted down (by as many such callbacks,
+   * each on a pool thread of its own), then calls awaitListeners with ten minutes to wait (which
+   * each waited out, before circles were broken) and hands on its answer.
+   */
+  private static OwnershipListener waitingForTheOthers(CountDownLatch inside, AtomicReference<Ringmaster> node,
+                                                       Consumer<Boolean> answer) {
+    return change -> {
+      inside.countDown();
+      try {
+        if (inside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+          answer.accept(node.get().awaitListeners(Duration.ofMinutes(10)));
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    };
+  }
+
+  @ParameterizedTest(name = "{0} listeners")
+  @ValueSource(ints = {2, 3})
+  void awaitListeners_fromListenersWaitingForEachOther_allReturn_onlyTheFirstToWaitTrue(int listeners) throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-circle-" + listeners)) {
+      CountDownLatch allInside = new CountDownLatch(listeners);
       List<Boolean> results = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> node = new AtomicReference<>();
-      Duration tenMinutes = Duration.ofMinutes(10); // before, each waited this long for the other
-      OwnershipListener waiting = change -> {
-        bothInside.countDown();
-        try {
-          if (bothInside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) { // both callbacks run, on two pool threads
-            results.add(node.get().awaitListeners(tenMinutes));
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      };
+      OwnershipListener waiting = waitingForTheOthers(allInside, node, results::add);
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
         node.set(n);
-        n.addOwnershipListener(waiting);
-        n.addOwnershipListener(waiting);
+        for (int i = 0; i < listeners; i++) {
+          n.addOwnershipListener(waiting);
+        }
       });
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> results.size() == 2);
-      assertEquals(List.of(false, true), results, "the later caller gives up, then the earlier one's wait ends");
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> results.size() == listeners);
+      List<Boolean> expected = new ArrayList<>(Collections.nCopies(listeners - 1, false));
+      expected.add(true);
+      assertEquals(expected, results, "each later call stops waiting for its circle; the first to wait returns last, idle");
       assertTrue(a.awaitListeners(WAIT));
       assertEquals(0, a.stats().pendingCallbacks());
     }
@@ -129,16 +148,7 @@ class AwaitTest {
       CountDownLatch release = new CountDownLatch(1);
       List<String> events = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> node = new AtomicReference<>();
-      OwnershipListener waiting = change -> {
-        bothInside.countDown();
-        try {
-          if (bothInside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
-            events.add(String.valueOf(node.get().awaitListeners(Duration.ofMinutes(10))));
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      };
+      OwnershipListener waiting = waitingForTheOthers(bothInside, node, idle -> events.add(String.valueOf(idle)));
       OwnershipListener slow = new OwnershipListener() {
         @Override
         public void onOwnershipChange(OwnershipChange change) {
@@ -171,40 +181,12 @@ class AwaitTest {
   }
 
   @Test
-  void awaitListeners_threeListenersWaitingForEachOther_allReturn_onlyTheFirstToWaitTrue() throws Exception {
-    try (TestCluster cluster = new TestCluster("await-listeners-three")) {
-      CountDownLatch allInside = new CountDownLatch(3);
-      List<Boolean> results = new CopyOnWriteArrayList<>();
-      AtomicReference<Ringmaster> node = new AtomicReference<>();
-      OwnershipListener waiting = change -> {
-        allInside.countDown();
-        try {
-          if (allInside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
-            results.add(node.get().awaitListeners(Duration.ofMinutes(10)));
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      };
-      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
-        node.set(n);
-        for (int i = 0; i < 3; i++) {
-          n.addOwnershipListener(waiting);
-        }
-      });
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> results.size() == 3);
-      assertEquals(List.of(false, false, true), results, "the first to wait is the last to return, and idle");
-      assertTrue(a.awaitListeners(WAIT));
-    }
-  }
-
-  @Test
   void close_fromAListenerThatAnotherWaitsFor_leavesWithoutInterruptingIt() throws Exception {
     try (TestCluster cluster = new TestCluster("await-listeners-close")) {
       List<String> events = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> node = new AtomicReference<>();
-      java.util.concurrent.atomic.AtomicBoolean waiterStarted = new java.util.concurrent.atomic.AtomicBoolean();
-      java.util.concurrent.atomic.AtomicBoolean closerStarted = new java.util.concurrent.atomic.AtomicBoolean();
+      AtomicBoolean waiterStarted = new AtomicBoolean();
+      AtomicBoolean closerStarted = new AtomicBoolean();
       OwnershipListener waiter = change -> {
         if (waiterStarted.compareAndSet(false, true)) {
           try {
