@@ -36,7 +36,7 @@ final class Peer implements AutoCloseable {
                     long backupKeys, long strayKeys, long tombstones, long tombstonesPurged, long keysMigratedIn,
                     long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
-                    long migrationsFailed, long putsServed, long getsServed, long deletesServed,
+                    long migrationsFailed, int pullRetriesPending, long putsServed, long getsServed, long deletesServed,
                     long writesStored, long writesForwarded, long divergences, long rejoins,
                     int eventSubscribers) {}
 
@@ -69,6 +69,7 @@ final class Peer implements AutoCloseable {
   private Rpc rpc;
   private Routing routing;
   private Rebalancer rebalancer;
+  private PullRetries pullRetries;
   private boolean closed;
 
   private Peer(PeerOptions options, Ringmaster node, HttpServer http) {
@@ -122,7 +123,9 @@ final class Peer implements AutoCloseable {
         events);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
-    rebalancer = new Rebalancer(routing, store, transfers, counters, events,
+    pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,
+        System::nanoTime);
+    rebalancer = new Rebalancer(routing, store, transfers, pullRetries, counters, events,
         leaveTimeout.minus(leaveTimeout.dividedBy(10)));
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, () -> node.stats().pendingCallbacks());
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
@@ -155,6 +158,8 @@ final class Peer implements AutoCloseable {
             node.isInRing())),
         0, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
+    maintenance.scheduleWithFixedDelay(() -> guard("pull retries", () -> counters.keysMigratedIn.add(
+        pullRetries.runDue())), 1, 1, TimeUnit.SECONDS);
     Duration grace = options.tombstoneGrace();
     long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 2));
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
@@ -189,7 +194,7 @@ final class Peer implements AutoCloseable {
         counters.keysMigratedIn.sum(),
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
-        counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
+        pullRetries.pending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
         counters.writesStored.sum(), counters.writesForwarded.sum(), s.divergences(), s.rejoins(),
         events.subscribers());
   }

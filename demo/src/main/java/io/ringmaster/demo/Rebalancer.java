@@ -25,12 +25,14 @@ import java.util.Set;
  * </ul>
  * Both sides move the same data (the loser pushes, the gainer pulls) and merges are idempotent,
  * so whichever arrives first wins and the other is a no-op. Nothing is dropped before the new
- * owners acknowledged it; what a failed push leaves behind, the {@link Sweeper} hands off later.
+ * owners acknowledged it; what a failed push leaves behind, the {@link Sweeper} hands off later,
+ * and a pull that failed, {@link PullRetries} tries again.
  */
 final class Rebalancer implements OwnershipListener {
   private final Routing routing;
   private final Store store;
   private final Transfers transfers;
+  private final PullRetries pullRetries;
   private final Counters counters;
   private final EventLog events;
   private final Duration leaveBudget;
@@ -39,11 +41,12 @@ final class Rebalancer implements OwnershipListener {
    * @param leaveBudget how long a leaving peer may keep handing its data off: less than the
    *                    node's {@code leaveTimeout}, after which the node leaves regardless
    */
-  Rebalancer(Routing routing, Store store, Transfers transfers, Counters counters, EventLog events,
-             Duration leaveBudget) {
+  Rebalancer(Routing routing, Store store, Transfers transfers, PullRetries pullRetries, Counters counters,
+             EventLog events, Duration leaveBudget) {
     this.routing = routing;
     this.store = store;
     this.transfers = transfers;
+    this.pullRetries = pullRetries;
     this.counters = counters;
     this.events = events;
     this.leaveBudget = leaveBudget;
@@ -210,6 +213,9 @@ final class Rebalancer implements OwnershipListener {
     boolean ok = true;
     for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
       Transfers.Pulled pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId());
+      if (!pulled.complete()) {
+        pullRetries.failed(source.getKey(), source.getValue(), change.viewId());
+      }
       ok &= pulled.complete();
       in += pulled.changed();
     }

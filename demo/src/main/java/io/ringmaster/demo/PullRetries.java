@@ -1,0 +1,103 @@
+package io.ringmaster.demo;
+
+import io.ringmaster.ring.KeyRange;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+import java.util.function.Predicate;
+
+/**
+ * Pulls of gained ranges that failed (their source overloaded, say), tried again in the
+ * background until they complete, after 2, 4, 8 ... seconds, at most a minute apart. Without
+ * them, a range whose pull failed would keep one copy fewer until some later change moved it
+ * again. A retry asks only for the ranges this peer still owns, and is dropped once its source is
+ * no longer in the ring (a source that left handed its data on; one that crashed is replaced by
+ * the pulls of that change) or this peer is leaving.
+ */
+final class PullRetries {
+  private static final System.Logger LOG = System.getLogger(PullRetries.class.getName());
+  static final Duration FIRST_DELAY = Duration.ofSeconds(2);
+  static final Duration MAX_DELAY = Duration.ofMinutes(1);
+
+  /** {@link Transfers#pull}, or a stand-in. */
+  interface Puller {
+    Transfers.Pulled pull(String source, List<KeyRange> ranges, long viewId);
+  }
+
+  private record Retry(String source, List<KeyRange> ranges, long viewId, int failures, long dueNanos) {}
+
+  private final Puller puller;
+  private final Predicate<String> live;
+  private final Predicate<KeyRange> owned;
+  private final BooleanSupplier leaving;
+  private final LongSupplier nanoTime;
+  private final List<Retry> retries = new ArrayList<>(); // guarded by this
+
+  /**
+   * @param live     whether a member is in the ring, worth pulling from
+   * @param owned    whether this peer still owns a range
+   * @param leaving  whether this peer is leaving
+   * @param nanoTime the clock, {@link System#nanoTime()} but in tests
+   */
+  PullRetries(Puller puller, Predicate<String> live, Predicate<KeyRange> owned, BooleanSupplier leaving,
+              LongSupplier nanoTime) {
+    this.puller = puller;
+    this.live = live;
+    this.owned = owned;
+    this.leaving = leaving;
+    this.nanoTime = nanoTime;
+  }
+
+  /** Schedules a pull that failed (for a change of view {@code viewId}) to be tried again. */
+  void failed(String source, List<KeyRange> ranges, long viewId) {
+    schedule(new Retry(source, List.copyOf(ranges), viewId, 1, nanoTime.getAsLong() + FIRST_DELAY.toNanos()));
+  }
+
+  private synchronized void schedule(Retry r) {
+    retries.add(r);
+  }
+
+  /** Retries waiting for their turn. */
+  synchronized int pending() {
+    return retries.size();
+  }
+
+  /**
+   * Runs the retries that are due, on the calling thread (a pull takes up to about half a minute);
+   * returns how many entries they changed here.
+   */
+  long runDue() {
+    List<Retry> due = new ArrayList<>();
+    long now = nanoTime.getAsLong();
+    synchronized (this) {
+      for (Iterator<Retry> it = retries.iterator(); it.hasNext(); ) {
+        Retry r = it.next();
+        if (now - r.dueNanos() >= 0) {
+          due.add(r);
+          it.remove();
+        }
+      }
+    }
+    long changed = 0;
+    for (Retry r : due) {
+      List<KeyRange> ranges = r.ranges().stream().filter(owned).toList();
+      if (ranges.isEmpty() || leaving.getAsBoolean() || !live.test(r.source())) {
+        continue;
+      }
+      Transfers.Pulled pulled = puller.pull(r.source(), ranges, r.viewId());
+      changed += pulled.changed();
+      if (pulled.complete()) {
+        LOG.log(Level.INFO, "pull of {0} ranges from {1} done after {2} failed rounds", ranges.size(), r.source(),
+            r.failures());
+      } else {
+        long delay = Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(r.failures(), 16));
+        schedule(new Retry(r.source(), ranges, r.viewId(), r.failures() + 1, nanoTime.getAsLong() + delay));
+      }
+    }
+    return changed;
+  }
+}

@@ -1,0 +1,113 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.ringmaster.ring.KeyRange;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** {@link PullRetries}: when a failed pull is tried again, with what, and when it is dropped. */
+class PullRetriesTest {
+  private static final KeyRange FIRST = new KeyRange(0, 100);
+  private static final KeyRange SECOND = new KeyRange(100, 200);
+  private static final long VIEW = 7;
+
+  private final AtomicLong clock = new AtomicLong(1_000);
+  private final Set<String> live = new HashSet<>(Set.of("peer-1"));
+  private final Set<KeyRange> owned = new HashSet<>(Set.of(FIRST, SECOND));
+  private final AtomicBoolean leaving = new AtomicBoolean();
+  /** Each pull, as "source ranges view"; the first {@link #failing} of them fail half way. */
+  private final List<String> pulls = new ArrayList<>();
+  private int failing;
+  private PullRetries retries;
+
+  @BeforeEach
+  void setUp() {
+    retries = new PullRetries((source, ranges, view) -> {
+      pulls.add(source + " " + ranges + " " + view);
+      return pulls.size() <= failing ? new Transfers.Pulled(1, false) : new Transfers.Pulled(10, true);
+    }, live::contains, owned::contains, leaving::get, clock::get);
+  }
+
+  private void advance(Duration d) {
+    clock.addAndGet(d.toNanos());
+  }
+
+  @Test
+  void aFailedPull_isTriedAgainAfter2Then4Seconds_untilItCompletes() {
+    failing = 1;
+    retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
+    advance(Duration.ofMillis(1_999));
+    assertEquals(0, retries.runDue(), "not due yet");
+    assertEquals(List.of(), pulls);
+
+    advance(Duration.ofMillis(1));
+    assertEquals(1, retries.runDue(), "the entries the failed retry merged before it failed");
+    assertEquals(1, retries.pending());
+    advance(Duration.ofMillis(3_999));
+    assertEquals(0, retries.runDue());
+    advance(Duration.ofMillis(1));
+    assertEquals(10, retries.runDue());
+    assertEquals(0, retries.pending(), "done");
+    String pull = "peer-1 " + List.of(FIRST, SECOND) + " " + VIEW;
+    assertEquals(List.of(pull, pull), pulls);
+  }
+
+  @Test
+  void theDelayDoubles_upToAMinute() {
+    failing = Integer.MAX_VALUE;
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    List<Long> waited = new ArrayList<>();
+    for (int round = 0; round < 8; round++) {
+      long seconds = 0;
+      while (pulls.size() == round) {
+        advance(Duration.ofSeconds(1));
+        seconds++;
+        retries.runDue();
+      }
+      waited.add(seconds);
+    }
+    assertEquals(List.of(2L, 4L, 8L, 16L, 32L, 60L, 60L, 60L), waited);
+  }
+
+  @Test
+  void onlyTheRangesStillOwnedArePulled_andARetryWithNoneIsDropped() {
+    failing = 1;
+    retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
+    owned.remove(FIRST);
+    advance(PullRetries.FIRST_DELAY);
+    retries.runDue();
+    assertEquals(List.of("peer-1 " + List.of(SECOND) + " " + VIEW), pulls);
+
+    owned.remove(SECOND);
+    advance(PullRetries.MAX_DELAY);
+    assertEquals(0, retries.runDue());
+    assertEquals(1, pulls.size(), "nothing left to pull");
+    assertEquals(0, retries.pending());
+  }
+
+  @Test
+  void aRetryIsDropped_whenItsSourceLeftTheRing_orThisPeerIsLeaving() {
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    retries.failed("peer-2", List.of(SECOND), VIEW); // not in the ring
+    advance(PullRetries.FIRST_DELAY);
+    leaving.set(true);
+    assertEquals(0, retries.runDue());
+    assertEquals(List.of(), pulls);
+    assertEquals(0, retries.pending());
+
+    leaving.set(false);
+    retries.failed("peer-2", List.of(SECOND), VIEW);
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    advance(PullRetries.FIRST_DELAY);
+    assertEquals(10, retries.runDue());
+    assertEquals(List.of("peer-1 " + List.of(FIRST) + " " + VIEW), pulls, "only the source in the ring");
+  }
+}
