@@ -651,10 +651,18 @@ final class ClusterNode {
     // queued after its own: launch them here, or they could not finish before it returns.
     ownershipListeners.forEach(SerialDelivery::launch);
     membershipListeners.forEach(SerialDelivery::launch);
+    if (running.isEmpty()) {
+      // A caller that runs no callback: no listener waits for it, so it is in no circle.
+      boolean idle = true;
+      for (SerialDelivery<?> l : awaited(unwaited)) {
+        idle &= l.awaitIdle(deadlineNanos, runner -> false);
+      }
+      return idle ? ListenersState.IDLE : ListenersState.BUSY;
+    }
     Thread self = Thread.currentThread();
     ListenerWaiter me;
     synchronized (listenerWaiters) {
-      me = new ListenerWaiter(listenerWaiterCount++, List.copyOf(running));
+      me = new ListenerWaiter(listenerWaiterCount++, running);
       listenerWaiters.put(self, me);
     }
     try {
@@ -662,8 +670,8 @@ final class ClusterNode {
       ListenersState found = ListenersState.IDLE;
       for (SerialDelivery<?> l : awaited(unwaited)) {
         if (!awaitIdle(l, me, deadlineNanos, futile)) {
-          boolean late = System.nanoTime() - deadlineNanos >= 0;
-          found = late ? ListenersState.BUSY : found == ListenersState.BUSY ? found : ListenersState.IN_A_CIRCLE;
+          // Once past the deadline, any later failure is too: BUSY is never overwritten.
+          found = System.nanoTime() - deadlineNanos >= 0 ? ListenersState.BUSY : ListenersState.IN_A_CIRCLE;
         }
       }
       return found;
@@ -705,9 +713,8 @@ final class ClusterNode {
 
   private boolean awaitIdle(SerialDelivery<?> l, ListenerWaiter me, long deadlineNanos, Predicate<Thread> futile)
       throws InterruptedException {
-    if (me.running.isEmpty() || me.running.contains(l)) {
-      // No listener can be waiting for a caller that runs none; and its own listener is not waited for.
-      return l.awaitIdle(deadlineNanos, futile);
+    if (me.running.contains(l)) {
+      return true; // its own listener is not waited for
     }
     me.waitingFor = l;
     // The other waits test again whether they close a circle: this one may now pass through them.
@@ -735,9 +742,6 @@ final class ClusterNode {
    * started before {@code me}'s: then {@code me} is the last wait of a circle, and stops.
    */
   private boolean closesCircle(Thread runner, ListenerWaiter me) {
-    if (me.running.isEmpty()) {
-      return false;
-    }
     synchronized (listenerWaiters) {
       Thread t = runner;
       for (int step = 0; step < listenerWaiters.size() && t != null; step++) {

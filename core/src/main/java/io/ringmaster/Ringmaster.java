@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -429,11 +428,9 @@ public final class Ringmaster implements AutoCloseable {
       if (node.failFirstRing(e)) {
         throw e;
       }
-      boolean interrupted = e instanceof InterruptedException;
+      boolean interrupted = e instanceof InterruptedException; // and no longer set, so get() does not throw it
       try {
-        node.firstRing().join(); // settled already: returns at once, or throws its failure
-      } catch (CompletionException refused) {
-        throw new ExecutionException(refused.getCause());
+        node.firstRing().get(); // settled already: returns at once, or throws its failure
       } finally {
         if (interrupted) {
           Thread.currentThread().interrupt();

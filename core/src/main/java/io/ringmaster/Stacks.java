@@ -43,7 +43,7 @@ final class Stacks {
   static void checkInitialHostsApply(String jgroupsConfig, String initialHosts) {
     List<ProtocolConfiguration> protocols = protocolsOf(jgroupsConfig);
     if (protocols != null && protocols.stream().map(ProtocolConfiguration::getProtocolName)
-        .noneMatch(p -> p.equals("TCPPING") || p.endsWith(".TCPPING"))) {
+        .noneMatch(p -> isProtocol(p, "TCPPING"))) {
       throw new IllegalArgumentException("initialHosts is set (\"" + initialHosts + "\"), but jgroupsConfig "
           + jgroupsConfig + " has no TCPPING to give them to; its protocols: " + names(protocols));
     }
@@ -67,11 +67,16 @@ final class Stacks {
 
   private static boolean usesSecret(ProtocolConfiguration p) {
     String name = p.getProtocolName();
-    if (name.equals("AUTH") || name.endsWith(".AUTH")) {
+    if (isProtocol(name, "AUTH")) {
       String token = p.getProperties().get("auth_class");
       return token != null && isA(Util.substituteVariable(token), SharedSecretAuthToken.class);
     }
     return isA(name, SharedSecretEncrypt.class);
+  }
+
+  /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */
+  private static boolean isProtocol(String name, String shortName) {
+    return name.equals(shortName) || name.endsWith("." + shortName);
   }
 
   /** Whether the class named (a subclass included) is {@code type}; false for JGroups' short names. */
