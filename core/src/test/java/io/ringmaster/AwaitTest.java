@@ -104,13 +104,13 @@ class AwaitTest {
    * each on a pool thread of its own), then calls awaitListeners with ten minutes to wait (which
    * each waited out, before circles were broken) and hands on its answer.
    */
-  private static OwnershipListener waitingForTheOthers(CountDownLatch inside, AtomicReference<Ringmaster> node,
+  private static OwnershipListener waitingForTheOthers(CountDownLatch inside, Ringmaster node,
                                                        Consumer<Boolean> answer) {
     return change -> {
       inside.countDown();
       try {
         if (inside.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
-          answer.accept(node.get().awaitListeners(Duration.ofMinutes(10)));
+          answer.accept(node.awaitListeners(Duration.ofMinutes(10)));
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -124,10 +124,8 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-listeners-circle-" + listeners)) {
       CountDownLatch allInside = new CountDownLatch(listeners);
       List<Boolean> results = new CopyOnWriteArrayList<>();
-      AtomicReference<Ringmaster> node = new AtomicReference<>();
-      OwnershipListener waiting = waitingForTheOthers(allInside, node, results::add);
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
-        node.set(n);
+        OwnershipListener waiting = waitingForTheOthers(allInside, n, results::add);
         for (int i = 0; i < listeners; i++) {
           n.addOwnershipListener(waiting);
         }
@@ -147,8 +145,6 @@ class AwaitTest {
       CountDownLatch bothInside = new CountDownLatch(2);
       CountDownLatch release = new CountDownLatch(1);
       List<String> events = new CopyOnWriteArrayList<>();
-      AtomicReference<Ringmaster> node = new AtomicReference<>();
-      OwnershipListener waiting = waitingForTheOthers(bothInside, node, idle -> events.add(String.valueOf(idle)));
       OwnershipListener slow = new OwnershipListener() {
         @Override
         public void onOwnershipChange(OwnershipChange change) {
@@ -165,7 +161,7 @@ class AwaitTest {
         }
       };
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
-        node.set(n);
+        OwnershipListener waiting = waitingForTheOthers(bothInside, n, idle -> events.add(String.valueOf(idle)));
         n.addOwnershipListener(waiting);
         n.addOwnershipListener(waiting);
         n.addOwnershipListener(slow);

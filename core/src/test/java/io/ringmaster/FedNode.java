@@ -23,9 +23,14 @@ class FedNode implements AutoCloseable {
   final List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
 
   FedNode(NodeMetadata metadata) {
+    this(metadata, metadata.newAddress(), Duration.ofSeconds(10));
+  }
+
+  /** A node at the address given, waiting up to {@code ringBeforeTimeout} for the ring before its first view. */
+  FedNode(NodeMetadata metadata, Address self, Duration ringBeforeTimeout) {
     this.metadata = metadata;
-    this.self = metadata.newAddress();
-    this.node = new ClusterNode(metadata, viewThread, Duration.ofSeconds(10));
+    this.self = self;
+    this.node = new ClusterNode(metadata, viewThread, ringBeforeTimeout);
     node.setLocalAddress(self);
     node.addOwnershipListener(new SerialDelivery<>("ownership", ownership::add, Runnable::run, this, () -> { }));
     node.addMembershipListener(new SerialDelivery<>("members", memberships::add, Runnable::run, this, () -> { }));
@@ -33,7 +38,12 @@ class FedNode implements AutoCloseable {
 
   /** Feeds a view created by its first member and waits until the view thread has handled it. */
   void view(long id, Address... members) throws Exception {
-    node.onView(View.create(members[0], id, members));
+    install(View.create(members[0], id, members));
+  }
+
+  /** Feeds a view and waits until the view thread has handled it. */
+  void install(View view) throws Exception {
+    node.onView(view);
     installed();
   }
 

@@ -10,8 +10,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.jgroups.Address;
 import org.jgroups.View;
@@ -24,21 +22,21 @@ import org.junit.jupiter.api.Test;
  * members send that message to the newcomers. And the views around a rejoin (a new address).
  */
 class RingBeforeJoinTest {
-  private static final NodeMetadata A = meta("a");
-  private static final NodeMetadata B = meta("b");
-  private static final NodeMetadata C = meta("c");
-  private static final NodeMetadata D = meta("d");
-  private static final NodeMetadata E = meta("e");
+  private static final NodeMetadata A = FedNode.meta("a");
+  private static final NodeMetadata B = FedNode.meta("b");
+  private static final NodeMetadata C = FedNode.meta("c");
+  private static final NodeMetadata D = FedNode.meta("d");
+  private static final NodeMetadata E = FedNode.meta("e");
 
   @Test
   void newcomer_toldTheRingBefore_gainsOnlyFromItsMembers() throws Exception {
     Address a = A.newAddress();
     Address c = C.newAddress();
     Address b = B.newAddress();
-    try (Node node = new Node(B, b, Duration.ofSeconds(10))) {
-      node.cluster.ringBeforeArrived(5, (UUID) a, List.of(A.member())); // before view 5: a alone
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member())); // before view 5: a alone
       node.install(View.create(a, 5, a, c, b)); // c joins with b
-      OwnershipChange first = node.seen.get(0);
+      OwnershipChange first = node.ownership.get(0);
       HashRing before = ring(A);
       assertEquals(before.checksum(), first.previousRing().checksum());
       TestCluster.assertGainsFrom(before, 2, first);
@@ -50,22 +48,22 @@ class RingBeforeJoinTest {
     Address a = A.newAddress();
     Address c = C.newAddress();
     Address b = B.newAddress();
-    try (Node node = new Node(B, b, Duration.ofMillis(300))) {
-      node.cluster.ringBeforeArrived(5, (UUID) c, List.of(A.member())); // view 5 of another creator
-      node.cluster.ringBeforeArrived(4, (UUID) a, List.of(A.member())); // an earlier view
+    try (FedNode node = new FedNode(B, b, Duration.ofMillis(300))) {
+      node.node.ringBeforeArrived(5, (UUID) c, List.of(A.member())); // view 5 of another creator
+      node.node.ringBeforeArrived(4, (UUID) a, List.of(A.member())); // an earlier view
       long started = System.nanoTime();
       node.install(View.create(a, 5, a, c, b));
       assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(300), "waited for an answer");
-      assertEquals(ring(A, C).checksum(), node.seen.get(0).previousRing().checksum());
+      assertEquals(ring(A, C).checksum(), node.ownership.get(0).previousRing().checksum());
     }
   }
 
   @Test
   void newcomer_alone_doesNotWait() throws Exception {
     Address b = B.newAddress();
-    try (Node node = new Node(B, b, Duration.ofMinutes(5))) {
+    try (FedNode node = new FedNode(B, b, Duration.ofMinutes(5))) {
       node.install(View.create(b, 1, b));
-      assertEquals(0, node.seen.get(0).previousRing().tokenCount());
+      assertEquals(0, node.ownership.get(0).previousRing().tokenCount());
     }
   }
 
@@ -80,11 +78,11 @@ class RingBeforeJoinTest {
     View after = View.create(a, 8, a, b, c, d, e);
     for (Address self : List.of(a, b, c, d)) {
       NodeMetadata meta = NodeMetadata.from(self).orElseThrow();
-      try (Node node = new Node(meta, self, Duration.ofSeconds(10))) {
+      try (FedNode node = new FedNode(meta, self, Duration.ofSeconds(10))) {
         List<String> sent = new CopyOnWriteArrayList<>();
-        node.cluster.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " " + creator
+        node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " " + creator
             + " " + members.stream().map(Member::id).toList() + " " + newcomers));
-        node.cluster.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
+        node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
         node.install(before);
         node.install(after);
         List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
@@ -98,12 +96,12 @@ class RingBeforeJoinTest {
     Address a = A.newAddress();
     Address b = B.newAddress();
     Address e = E.newAddress();
-    try (Node node = new Node(A, a, Duration.ofSeconds(10))) {
+    try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
       CountDownLatch told = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
-      node.cluster.setRingBeforeSender((viewId, creator, members, newcomers) -> told.countDown());
+      node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> told.countDown());
       // A listener on a same-thread executor, handing data off for as long as it takes.
-      node.cluster.addOwnershipListener(new SerialDelivery<OwnershipChange>("slow", change -> {
+      node.node.addOwnershipListener(new SerialDelivery<OwnershipChange>("slow", change -> {
         if (change.viewId() == 8) {
           try {
             release.await(30, TimeUnit.SECONDS);
@@ -112,9 +110,9 @@ class RingBeforeJoinTest {
           }
         }
       }, Runnable::run, this, () -> { }));
-      node.cluster.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
+      node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
       node.install(View.create(a, 7, a, b));
-      node.cluster.onView(View.create(a, 8, a, b, e)); // e waits for the ring before view 8
+      node.node.onView(View.create(a, 8, a, b, e)); // e waits for the ring before view 8
       try {
         assertTrue(told.await(10, TimeUnit.SECONDS), "told while the listener still holds the view thread");
       } finally {
@@ -129,18 +127,18 @@ class RingBeforeJoinTest {
     Address a = A.newAddress();
     Address b = B.newAddress();
     Address c = C.newAddress();
-    try (Node node = new Node(B, b, Duration.ofSeconds(10))) {
-      node.cluster.ringBeforeArrived(5, (UUID) a, List.of(A.member()));
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()));
       node.install(View.create(a, 5, a, b));
-      int changes = node.seen.size();
+      int changes = node.ownership.size();
       Address rejoined = B.newAddress(); // what the address generator does when the channel connects again
-      node.cluster.setLocalAddress(rejoined);
+      node.node.setLocalAddress(rejoined);
       node.install(View.create(a, 6, a, b, c)); // queued before the rejoin: lists the old address only
-      assertEquals(5, node.cluster.state().viewId(), "the stale view is not installed");
-      assertEquals(changes, node.seen.size(), "and tells the listeners nothing (it would say b lost all)");
+      assertEquals(5, node.node.state().viewId(), "the stale view is not installed");
+      assertEquals(changes, node.ownership.size(), "and tells the listeners nothing (it would say b lost all)");
       node.install(View.create(a, 7, a, c, rejoined));
-      assertTrue(node.cluster.state().localInRing());
-      OwnershipChange change = node.seen.get(node.seen.size() - 1);
+      assertTrue(node.node.state().localInRing());
+      OwnershipChange change = node.ownership.get(node.ownership.size() - 1);
       assertEquals(5, change.previousViewId());
       assertEquals(ring(A, B).checksum(), change.previousRing().checksum(), "from the ring it had, not from nothing");
       assertEquals(List.of(), change.gained(), "c joined: b only loses");
@@ -154,34 +152,5 @@ class RingBeforeJoinTest {
       list.add(m.member());
     }
     return HashRing.builder().virtualNodes(64).addAll(list).build();
-  }
-
-  private static NodeMetadata meta(String id) {
-    return NodeMetadata.of(Ringmaster.builder().nodeId(id).jgroupsConfig(TestCluster.STACK).virtualNodes(64)
-        .replicas(2).buildConfig());
-  }
-
-  /** A node's view handling, with a listener recording its ownership changes on the view thread. */
-  private static final class Node implements AutoCloseable {
-    final ExecutorService viewThread = Executors.newSingleThreadExecutor();
-    final ClusterNode cluster;
-    final List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
-
-    Node(NodeMetadata meta, Address self, Duration ringBeforeTimeout) {
-      cluster = new ClusterNode(meta, viewThread, ringBeforeTimeout);
-      cluster.setLocalAddress(self);
-      cluster.addOwnershipListener(new SerialDelivery<>("recorder", seen::add, Runnable::run, this, () -> { }));
-    }
-
-    /** Feeds a view and waits until it is installed. */
-    void install(View view) throws Exception {
-      cluster.onView(view);
-      viewThread.submit(() -> { }).get(10, TimeUnit.SECONDS);
-    }
-
-    @Override
-    public void close() {
-      viewThread.shutdownNow();
-    }
   }
 }

@@ -22,7 +22,8 @@ import org.jgroups.View;
  * a view reaching a node (its JGroups receiver) to the node's ownership listener being called with
  * the new ring, over several joins.
  *
- * <pre>{@code java -Xmx2g -Dringmaster.fd.timeout=30s -Dringmaster.fd.interval=5s \
+ * <pre>{@code java -Xmx2g -Djava.net.preferIPv4Stack=true -Dringmaster.fd.timeout=30s -Dringmaster.fd.interval=5s \
+ *   -Dringmaster.merge.min=5s -Dringmaster.merge.max=15s \
  *   -cp bench/target/benchmarks.jar io.ringmaster.bench.InJvmClusterBench}</pre>
  */
 public final class InJvmClusterBench {

@@ -1,5 +1,6 @@
 package io.ringmaster.ring;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -26,6 +27,14 @@ class HashRingTest {
       members.add(new Member("m-" + k + "-" + Integer.toHexString(random.nextInt()), weight, zone));
     }
     return members;
+  }
+
+  /** The rings hold the same tokens, each with the same owner: what an incremental ring must match. */
+  static void assertSameTokens(HashRing expected, HashRing actual, String what) {
+    assertArrayEquals(expected.tokenArray(), actual.tokenArray(), what);
+    for (int i = 0; i < expected.tokenCount(); i++) {
+      assertEquals(expected.ownerIndex(i), actual.ownerIndex(i), what + " token " + i);
+    }
   }
 
   static HashRing ring(int virtualNodes, List<Member> members) {
@@ -94,10 +103,7 @@ class HashRingTest {
     expected.remove(3);
     HashRing scratch = ring(50, expected);
     assertEquals(scratch, ring);
-    assertTrue(java.util.Arrays.equals(scratch.tokenArray(), ring.tokenArray()));
-    for (int i = 0; i < ring.tokenCount(); i++) {
-      assertEquals(scratch.ownerIndex(i), ring.ownerIndex(i));
-    }
+    assertSameTokens(scratch, ring, "");
   }
 
   @Test
@@ -282,10 +288,7 @@ class HashRingTest {
     for (String id : ids.subList(1, ids.size())) {
       incremental = incremental.with(Member.of(id));
       HashRing scratch = all.add(Member.of(id)).build();
-      assertTrue(java.util.Arrays.equals(scratch.tokenArray(), incremental.tokenArray()), id);
-      for (int i = 0; i < scratch.tokenCount(); i++) {
-        assertEquals(scratch.ownerIndex(i), incremental.ownerIndex(i), id + " token " + i);
-      }
+      assertSameTokens(scratch, incremental, id);
     }
   }
 

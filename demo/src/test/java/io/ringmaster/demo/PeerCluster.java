@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -223,6 +224,14 @@ final class PeerCluster implements AutoCloseable {
       }
     }
     return holder;
+  }
+
+  /** The peer's {@code /events} stream, held open as a browser tab would; reads time out after 10 s. */
+  Socket openEvents(String name) throws IOException {
+    Socket s = new Socket("127.0.0.1", peer(name).httpPort());
+    s.setSoTimeout(10_000);
+    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+    return s;
   }
 
   /**

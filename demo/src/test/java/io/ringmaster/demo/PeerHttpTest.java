@@ -258,7 +258,7 @@ class PeerHttpTest {
     List<Socket> streams = new ArrayList<>();
     try {
       for (int i = 0; i < EventLog.MAX_SUBSCRIBERS; i++) {
-        Socket s = openEvents();
+        Socket s = cluster.openEvents("solo");
         streams.add(s);
         String head = readUntil(s, ": connected");
         assertTrue(head.startsWith("HTTP/1.1 200"), head);
@@ -274,16 +274,9 @@ class PeerHttpTest {
     // with room here for a loaded machine; a reloading page would otherwise get 503s meanwhile.
     await("every place freed").atMost(Duration.ofSeconds(12)).pollInterval(Duration.ofMillis(200))
         .until(() -> cluster.json("solo", "/stats").path("eventSubscribers").asInt() == 0);
-    try (Socket again = openEvents()) {
+    try (Socket again = cluster.openEvents("solo")) {
       assertTrue(readUntil(again, ": connected").startsWith("HTTP/1.1 200"));
     }
-  }
-
-  private Socket openEvents() throws IOException {
-    Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort());
-    s.setSoTimeout(10_000);
-    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
-    return s;
   }
 
   /** Reads from {@code s} until {@code marker} has arrived; returns what was read. */

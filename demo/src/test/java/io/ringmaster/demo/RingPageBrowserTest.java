@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,9 +39,8 @@ import org.openqa.selenium.chrome.ChromeOptions;
  * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
  */
 @Timeout(value = 4, unit = TimeUnit.MINUTES)
-class RingPageBrowserTest {
+class RingPageBrowserTest extends WithPeerCluster {
   private static final Duration WAIT = Duration.ofSeconds(30);
-  private PeerCluster cluster;
   private WebDriver browser;
   private Path screenshots;
 
@@ -70,14 +68,8 @@ class RingPageBrowserTest {
 
   @AfterEach
   void stop() {
-    try {
-      if (browser != null) {
-        browser.quit();
-      }
-    } finally {
-      if (cluster != null) {
-        cluster.close(); // the peers' processes, even if the browser would not quit
-      }
+    if (browser != null) {
+      browser.quit(); // then WithPeerCluster closes the peers' processes, even if this throws
     }
   }
 
@@ -131,7 +123,7 @@ class RingPageBrowserTest {
     List<Socket> streams = new ArrayList<>();
     try {
       for (int i = 0; i < EventLog.MAX_SUBSCRIBERS; i++) {
-        streams.add(openEvents("peer-2"));
+        streams.add(cluster.openEvents("peer-2"));
       }
       await("every place on peer-2 taken").atMost(WAIT).ignoreExceptions().until(() ->
           cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == EventLog.MAX_SUBSCRIBERS);
@@ -146,13 +138,6 @@ class RingPageBrowserTest {
     await("the page live again, with its log").atMost(WAIT).ignoreExceptions().until(() ->
         browser.findElement(By.id("live")).getText().equals("(live)")
             && !browser.findElements(By.cssSelector("#log li")).isEmpty());
-  }
-
-  /** An /events stream held open, as a browser tab would. */
-  private Socket openEvents(String peer) throws IOException {
-    Socket s = new Socket("127.0.0.1", cluster.peer(peer).httpPort());
-    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
-    return s;
   }
 
   private List<WebElement> arcs() {

@@ -198,22 +198,6 @@ class RpcDispatchTest {
 
   /** Dispatches a request for {@code op} on a thread named like JGroups'; the sending thread's name. */
   private static String sentOn(Rpc rpc, byte op) throws InterruptedException {
-    AtomicReference<String> sentOn = new AtomicReference<>();
-    Response response = new Response() {
-      @Override
-      public void send(Object reply, boolean exception) {
-        sentOn.set(Thread.currentThread().getName());
-      }
-
-      @Override
-      public void send(Message reply, boolean exception) {
-        sentOn.set(Thread.currentThread().getName());
-      }
-    };
-    Thread jgroups = new Thread(() -> rpc.dispatch(new BytesMessage(null, new byte[] {op}), response), "jgroups-oob-1");
-    jgroups.start();
-    jgroups.join();
-    assertNotNull(sentOn.get(), "a reply was sent");
-    return sentOn.get();
+    return dispatchThen(rpc, op, () -> { }).thread();
   }
 }
