@@ -127,9 +127,12 @@ public record KeyRange(long start, long end) {
     return grouped;
   }
 
+  /**
+   * {@code v} read as unsigned, rounded once to the nearest double: the halving keeps the lost
+   * low bit as a sticky bit, so that 2^54 + 3 gives 2^54 + 4, not 2^54.
+   */
   static double unsignedToDouble(long v) {
-    double d = (double) (v >>> 1) * 2.0;
-    return d + (v & 1);
+    return v >= 0 ? (double) v : (double) ((v >>> 1) | (v & 1)) * 2.0;
   }
 
   @Override

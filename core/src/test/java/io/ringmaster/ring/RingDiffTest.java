@@ -299,4 +299,22 @@ class RingDiffTest {
     handOff.forEach((lost, strings) -> assertEquals(strings, rawHandOff.get(lost).stream()
         .map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8)).toList()));
   }
+
+  @Test
+  void fraction_isTheRangeSizeOver2To64_roundedOnce() {
+    // Sizes where halving first and rounding twice is off by one unit in the last place
+    // (2^54 + 3 and 2^63 + 2^11 + 3), then random sizes of every magnitude, both signs.
+    List<Long> sizes = new ArrayList<>(List.of(0x40_0000_0000_0003L, Long.MIN_VALUE + 0x803L, 1L, -1L, Long.MAX_VALUE));
+    SplittableRandom random = new SplittableRandom(7);
+    for (int i = 0; i < 10_000; i++) {
+      sizes.add(random.nextLong() >>> random.nextInt(64));
+    }
+    java.math.BigDecimal circle = new java.math.BigDecimal(java.math.BigInteger.ONE.shiftLeft(64));
+    for (long size : sizes) {
+      java.math.BigInteger unsigned = new java.math.BigInteger(Long.toUnsignedString(size));
+      double exact = new java.math.BigDecimal(unsigned).divide(circle).doubleValue();
+      KeyRange range = new KeyRange(17, 17 + size);
+      assertEquals(size == 0 ? 1.0 : exact, range.fraction(), () -> "size " + Long.toUnsignedString(size));
+    }
+  }
 }
