@@ -157,8 +157,13 @@ final class Transfers {
   byte[] handlePull(DataInputStream in) throws Exception {
     Wire.PullRequest r = Wire.readPull(in);
     // Scan only once this peer routes by the puller's ring (or a newer one): a write stored here
-    // after the scan then sees the new ring and is forwarded to the puller.
-    Waits.until(() -> viewId.getAsLong() >= r.viewId(), VIEW_WAIT);
+    // after the scan then sees the new ring and is forwarded to the puller. A scan before that
+    // could miss a write stored here by the old ring, and the puller would count the range as
+    // pulled: refuse instead, and the puller asks again.
+    if (!Waits.until(() -> viewId.getAsLong() >= r.viewId(), VIEW_WAIT)) {
+      return Wire.error("view " + r.viewId() + " not installed here yet (this peer has view "
+          + viewId.getAsLong() + ")");
+    }
     return Wire.page(store.scan(r.ranges(), r.cursor(), Math.min(r.maxBytes(), 4 * PAGE_BYTES)));
   }
 

@@ -1,0 +1,65 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.KeyRange;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Transfers#handlePull}: the source of a pull scans its store only once it routes by the
+ * puller's view, so that no write it stores by an older ring escapes both the scan and forwarding.
+ */
+class TransfersTest {
+  private static final List<KeyRange> WHOLE_CIRCLE = List.of(new KeyRange(0, 0));
+  private static final long PULLERS_VIEW = 9;
+
+  private static Store store() {
+    Store store = new Store();
+    for (int i = 0; i < 50; i++) {
+      store.merge(Entry.of("k" + i, "v" + i, new Version(1, "p1")));
+    }
+    return store;
+  }
+
+  /** Only handlePull is called: it uses the store and the view id, nothing else. */
+  private static byte[] pull(LongSupplier viewId) throws Exception {
+    Transfers transfers = new Transfers(null, store(), null, null, viewId, member -> true, null);
+    byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
+        Transfers.PAGE_BYTES));
+    return transfers.handlePull(Wire.open(request, 0, request.length));
+  }
+
+  private static Store.Page page(byte[] reply) throws IOException {
+    assertEquals(Wire.OK, reply[0], "an answer, not an error");
+    return Wire.readPage(Wire.open(reply, 0, reply.length));
+  }
+
+  @Test
+  void aSourceOnThePullersView_sendsTheRange() throws Exception {
+    Store.Page page = page(pull(() -> PULLERS_VIEW));
+    assertEquals(50, page.entries().size());
+    assertTrue(page.next().isEmpty());
+  }
+
+  @Test
+  void aSourceThatReachesTheViewWhileThePullWaits_sendsTheRange() throws Exception {
+    AtomicInteger reads = new AtomicInteger();
+    // The view arrives on the source's third look at it.
+    Store.Page page = page(pull(() -> reads.incrementAndGet() < 3 ? PULLERS_VIEW - 1 : PULLERS_VIEW));
+    assertEquals(50, page.entries().size());
+    assertTrue(reads.get() >= 3);
+  }
+
+  @Test
+  void aSourceStillOnAnOlderView_refusesNamingBothViews_insteadOfScanning() throws Exception {
+    byte[] reply = pull(() -> PULLERS_VIEW - 2);
+    assertEquals(Wire.ERROR, reply[0]);
+    assertEquals("view 9 not installed here yet (this peer has view 7)",
+        Wire.open(reply, 0, reply.length).readUTF());
+  }
+}
