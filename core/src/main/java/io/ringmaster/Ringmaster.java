@@ -355,9 +355,9 @@ public final class Ringmaster implements AutoCloseable {
    * same-thread listener on the view or gossip thread, closing the node) is not waited for, and
    * the caller is not interrupted: its thread ends once the callback returns.
    *
-   * @param listeners what waiting for the listeners found; if they were busy, and the caller is one
-   *                  of them on the node's pool, the others get a second more, then an interrupt
-   *                  (not those waiting for the caller: they go on once it returns)
+   * @param listeners what waiting for the listeners found; if they were busy, the others get a
+   *                  second more, then an interrupt; if they wait for the caller (a circle), they
+   *                  are neither waited for nor interrupted: they go on once it returns
    * @param unwaited  the caller's executor, whose listeners are not waited for, or null
    */
   private synchronized void shutdown(Pool caller, ClusterNode.ListenersState listeners, Executor unwaited) {
@@ -384,7 +384,10 @@ public final class Ringmaster implements AutoCloseable {
             Thread.interrupted();
           }
         }
-      } else if (!listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
+      } else if (listeners != ClusterNode.ListenersState.IN_A_CIRCLE
+          && !listenerPool.awaitTermination(1, TimeUnit.SECONDS)) {
+        // In a circle, the pool's listeners wait for the caller (on its own executor, or on the
+        // view or gossip thread): they go on once it returns, like those waiting for a pool caller.
         listenerPool.shutdownNow();
       }
     } catch (InterruptedException e) {

@@ -176,9 +176,12 @@ class AwaitTest {
     }
   }
 
-  @Test
-  void close_fromAListenerThatAnotherWaitsFor_leavesWithoutInterruptingIt() throws Exception {
-    try (TestCluster cluster = new TestCluster("await-listeners-close")) {
+  /** The closer runs on the node's pool, or on an executor of the application's. */
+  @ParameterizedTest(name = "closer on its own executor: {0}")
+  @ValueSource(booleans = {false, true})
+  void close_fromAListenerThatAnotherWaitsFor_leavesWithoutInterruptingIt(boolean ownExecutor) throws Exception {
+    java.util.concurrent.ExecutorService application = java.util.concurrent.Executors.newSingleThreadExecutor();
+    try (TestCluster cluster = new TestCluster("await-listeners-close-" + ownExecutor)) {
       List<String> events = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> node = new AtomicReference<>();
       AtomicBoolean waiterStarted = new AtomicBoolean();
@@ -212,12 +215,19 @@ class AwaitTest {
       Ringmaster a = cluster.start(cluster.builder("a").leaveTimeout(Duration.ofMinutes(10)), n -> {
         node.set(n);
         n.addOwnershipListener(waiter);
-        n.addOwnershipListener(closer);
+        if (ownExecutor) {
+          n.addOwnershipListener(closer, application);
+        } else {
+          n.addOwnershipListener(closer);
+        }
       });
       org.awaitility.Awaitility.await().atMost(WAIT).until(() -> events.size() == 2);
       assertEquals(List.of("closed", "waiter: true"), events,
           "close() does not wait for the waiter, which waits for it, nor interrupt it");
       assertThrows(IllegalStateException.class, () -> a.addOwnershipListener(change -> { }), "closed");
+    } finally {
+      application.shutdownNow();
+      assertTrue(application.awaitTermination(30, TimeUnit.SECONDS));
     }
   }
 
