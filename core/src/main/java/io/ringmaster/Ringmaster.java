@@ -97,8 +97,9 @@ public final class Ringmaster implements AutoCloseable {
   private final ClusterNode node;
   private final List<SerialDelivery<RingDivergence>> divergenceListeners = new CopyOnWriteArrayList<>();
   private final Member localMember;
-  private JChannel channel;
-  private Gossip gossip;
+  /** Set by start() (again on a port-race retry); read by any thread. */
+  private volatile JChannel channel;
+  private volatile Gossip gossip;
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
@@ -920,9 +921,14 @@ public final class Ringmaster implements AutoCloseable {
     }
   }
 
-  /** Whether close() was called or start() failed: a listener added now would never be called. */
-  private boolean refusesListeners() {
+  /** Whether close() was called or start() failed: the node's pools are stopping, or stopped. */
+  boolean closing() {
     return closeCalled.get() || lifecycle == Lifecycle.CLOSED;
+  }
+
+  /** Whether a listener added now would never be called: the node is {@link #closing()}. */
+  private boolean refusesListeners() {
+    return closing();
   }
 
   @SuppressWarnings("unchecked")
@@ -1030,8 +1036,8 @@ public final class Ringmaster implements AutoCloseable {
 
     /** This member's stable id: a host or pod name, never a random per-process value. */
     public Builder nodeId(String nodeId) {
-      this.nodeId = wellFormed("nodeId", nonEmpty("nodeId", nodeId));
-      NodeMetadata.checkFits("nodeId", nodeId);
+      NodeMetadata.checkFits("nodeId", wellFormed("nodeId", nonEmpty("nodeId", nodeId)));
+      this.nodeId = nodeId; // last: a value refused above is not kept
       return this;
     }
 
@@ -1055,8 +1061,8 @@ public final class Ringmaster implements AutoCloseable {
      * replicas go to distinct zones first. At most 255 UTF-8 bytes.
      */
     public Builder zone(String zone) {
-      this.zone = wellFormed("zone", notNull("zone", zone, "; use \"\" for no zone"));
-      NodeMetadata.checkFits("zone", zone);
+      NodeMetadata.checkFits("zone", wellFormed("zone", notNull("zone", zone, "; use \"\" for no zone")));
+      this.zone = zone;
       return this;
     }
 
@@ -1096,8 +1102,8 @@ public final class Ringmaster implements AutoCloseable {
 
     /** How applications reach this node, announced to all members; at most 255 UTF-8 bytes. */
     public Builder endpoint(String endpoint) {
-      this.endpoint = wellFormed("endpoint", notNull("endpoint", endpoint, "; use \"\" for none"));
-      NodeMetadata.checkFits("endpoint", endpoint);
+      NodeMetadata.checkFits("endpoint", wellFormed("endpoint", notNull("endpoint", endpoint, "; use \"\" for none")));
+      this.endpoint = endpoint;
       return this;
     }
 
@@ -1106,12 +1112,12 @@ public final class Ringmaster implements AutoCloseable {
      * {@code 127.0.0.1}); it must resolve.
      */
     public Builder bindAddress(String bindAddress) {
-      this.bindAddress = nonEmpty("bindAddress", bindAddress);
       try {
-        java.net.InetAddress.getByName(bindAddress);
+        java.net.InetAddress.getByName(nonEmpty("bindAddress", bindAddress));
       } catch (java.net.UnknownHostException e) {
         throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
       }
+      this.bindAddress = bindAddress;
       return this;
     }
 
@@ -1129,8 +1135,8 @@ public final class Ringmaster implements AutoCloseable {
      * TCPPING ({@code localhost-tcp.xml} and {@code secure-tcp.xml} do): building fails otherwise.
      */
     public Builder initialHosts(String initialHosts) {
-      this.initialHosts = nonEmpty("initialHosts", initialHosts);
-      Stacks.parseHosts(initialHosts);
+      Stacks.parseHosts(nonEmpty("initialHosts", initialHosts));
+      this.initialHosts = initialHosts;
       return this;
     }
 

@@ -142,8 +142,14 @@ final class SerialDelivery<E> implements Registration {
         queue.clear();
         notifyAll();
       }
-      LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"
-          + " removed so that it never sees a sequence with a gap. Register it again to start over.", e);
+      if (owner instanceof Ringmaster node && node.closing()) {
+        // The node's pool stops on close(): a close() from a callback can still see a change or a
+        // report handed on after it. Nothing is lost that the listener would still have been told.
+        LOG.log(System.Logger.Level.DEBUG, "{0}: node closing, callback not run ({1})", name, e);
+      } else {
+        LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"
+            + " removed so that it never sees a sequence with a gap. Register it again to start over.", e);
+      }
       onClose.run();
     }
   }

@@ -329,6 +329,48 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void listener_executorRefusesBecauseTheNodeIsClosing_noErrorIsLogged() {
+    Ringmaster closed = Ringmaster.builder().nodeId("closing").jgroupsConfig(TestCluster.STACK).build();
+    closed.close();
+    java.util.List<java.util.logging.Level> levels = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.logging.Handler handler = new java.util.logging.Handler() {
+      @Override
+      public void publish(java.util.logging.LogRecord record) {
+        if (record.getMessage().contains("refused") || record.getMessage().contains("not run")) {
+          levels.add(record.getLevel());
+        }
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
+    java.util.logging.Level before = logger.getLevel();
+    logger.setLevel(java.util.logging.Level.ALL);
+    logger.addHandler(handler);
+    try {
+      boolean[] removed = {false};
+      java.util.concurrent.Executor stopped = task -> {
+        throw new java.util.concurrent.RejectedExecutionException("pool shut down");
+      };
+      for (Object owner : java.util.List.of(closed, this)) {
+        new SerialDelivery<String>("test listener", s -> { }, stopped, owner, () -> removed[0] = true).submit("x");
+      }
+      assertEquals(java.util.List.of(java.util.logging.Level.FINE, java.util.logging.Level.SEVERE), levels,
+          "DEBUG for the closing node's listener, ERROR for a listener whose executor refuses while its node runs");
+      assertTrue(removed[0]);
+    } finally {
+      logger.removeHandler(handler);
+      logger.setLevel(before);
+    }
+  }
+
+  @Test
   void builder_durationsOutOfRange_failNamingTheSettingAndValue() {
     Ringmaster.Builder b = Ringmaster.builder();
     // Sub-millisecond: would schedule gossip every 0 ms. Beyond a day: close() and start() would
@@ -406,6 +448,22 @@ class RefusalAndConfigTest {
     assertTrue(e.getMessage().startsWith("nodeId is 300 bytes"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().endpoint(big));
     assertTrue(e.getMessage().startsWith("endpoint is 300 bytes"), e.getMessage());
+  }
+
+  @Test
+  void builder_aRefusedValue_isNotKept_theBuilderStaysAsItWas() {
+    String big = "x".repeat(300);
+    Ringmaster.Builder builder = Ringmaster.builder().jgroupsConfig(TestCluster.STACK).nodeId("a").zone("z")
+        .endpoint("http://a").bindAddress("127.0.0.1").initialHosts("127.0.0.1[7800]");
+    assertThrows(IllegalArgumentException.class, () -> builder.nodeId(big));
+    assertThrows(IllegalArgumentException.class, () -> builder.zone(big));
+    assertThrows(IllegalArgumentException.class, () -> builder.endpoint(big));
+    assertThrows(IllegalArgumentException.class, () -> builder.bindAddress("[::zz]"));
+    assertThrows(IllegalArgumentException.class, () -> builder.initialHosts("127.0.0.1:7800"));
+    builder.jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml");
+    RingmasterConfig config = builder.buildConfig();
+    assertEquals(List.of("a", "z", "http://a", Optional.of("127.0.0.1"), Optional.of("127.0.0.1[7800]")),
+        List.of(config.nodeId(), config.zone(), config.endpoint(), config.bindAddress(), config.initialHosts()));
   }
 
   private static void assertConfigError(Path dir, String json, String... expected) throws IOException {
