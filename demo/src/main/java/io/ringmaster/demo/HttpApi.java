@@ -25,6 +25,11 @@ final class HttpApi implements HttpHandler {
   /** Bodies over the limit are read this far, so the client gets the 413 instead of a reset. */
   private static final int DRAIN_BYTES = 1024 * 1024;
   static final int MAX_KEYS_LISTED = 100_000;
+  /**
+   * At most this many bytes of keys in a {@code GET /keys} reply, as JSON: 100,000 keys of up to
+   * 256 bytes, escaped, could otherwise take more than a small peer's heap.
+   */
+  static final int MAX_KEYS_LISTED_BYTES = 4 * 1024 * 1024;
 
   record ErrorReply(String error) {}
 
@@ -68,6 +73,12 @@ final class HttpApi implements HttpHandler {
       send(exchange, e.status(), new ErrorReply(e.getMessage()));
     } catch (KvService.Unavailable e) {
       send(exchange, 503, new ErrorReply(e.getMessage()));
+    } catch (IOException e) {
+      // Writing a page or opening an event stream to a client that went away (a reload, a closed
+      // tab): an everyday event, not a failure. Request bodies that cannot be read are 400s above.
+      LOG.log(Level.DEBUG, "request {0} {1}: client gone: {2}", exchange.getRequestMethod(),
+          exchange.getRequestURI(), e.toString());
+      exchange.close();
     } catch (Exception | Error e) {
       LOG.log(Level.ERROR, "request " + exchange.getRequestMethod() + " " + exchange.getRequestURI() + " failed", e);
       send(exchange, 500, new ErrorReply("internal error: " + e.getClass().getSimpleName()));
@@ -85,9 +96,11 @@ final class HttpApi implements HttpHandler {
       kv(ex, method, path.length() <= 4 ? "" : path.substring(4));
     } else if (path.equals("/") || path.equals("/index.html")) {
       allow(ex, "GET");
+      query(ex, path);
       StaticFiles.serve(ex, "index.html");
     } else if (path.startsWith("/web/")) {
       allow(ex, "GET");
+      query(ex, "/web/{file}");
       StaticFiles.serve(ex, path.substring("/web/".length()));
     } else if (path.equals("/ring")) {
       allow(ex, "GET");
@@ -178,23 +191,54 @@ final class HttpApi implements HttpHandler {
       }
     }
     long view = viewId.getAsLong();
+    Listed listed = listKeys(store.all(), key -> role.equals("all") || role.equals(roleHere(key)), limit,
+        MAX_KEYS_LISTED_BYTES);
+    send(ex, 200, new Keys(routing.self(), view, role, listed.keys().size(), listed.truncated(), listed.keys()));
+  }
+
+  private String roleHere(String key) {
+    int index = routing.indexOfSelf(routing.owners(key));
+    return index == 0 ? "primary" : index > 0 ? "backup" : "stray";
+  }
+
+  /** Keys to list, and whether some that matched were left out. */
+  record Listed(List<String> keys, boolean truncated) {}
+
+  /**
+   * The keys of the live entries (not tombstones) that {@code wanted} takes, in the entries' order:
+   * at most {@code limit} of them, and at most {@code maxBytes} as a JSON array of strings.
+   */
+  static Listed listKeys(Iterable<Entry> entries, java.util.function.Predicate<String> wanted, int limit,
+                         int maxBytes) {
     List<String> keys = new ArrayList<>();
-    boolean truncated = false;
-    for (Entry e : store.all()) {
-      if (e.deleted()) {
+    long bytes = 2; // []
+    for (Entry e : entries) {
+      if (e.deleted() || !wanted.test(e.key())) {
         continue;
       }
-      int index = routing.indexOfSelf(routing.owners(e.key()));
-      String r = index == 0 ? "primary" : index > 0 ? "backup" : "stray";
-      if (role.equals("all") || role.equals(r)) {
-        if (keys.size() == limit) {
-          truncated = true;
-          break;
-        }
-        keys.add(e.key());
+      bytes += jsonBytes(e.key()) + (keys.isEmpty() ? 0 : 1);
+      if (keys.size() == limit || bytes > maxBytes) {
+        return new Listed(keys, true);
       }
+      keys.add(e.key());
     }
-    send(ex, 200, new Keys(routing.self(), view, role, keys.size(), truncated, keys));
+    return new Listed(keys, false);
+  }
+
+  /**
+   * The bytes of {@code s} as a JSON string in UTF-8, quotes included, or a few more, never fewer:
+   * exact for printable text; a control character counts six bytes, its longest escape, though a
+   * writer may escape some of them in two; a character outside the Basic Multilingual Plane counts
+   * twelve, as Jackson writes it (its two surrogates escaped), not four.
+   */
+  static int jsonBytes(String s) {
+    int bytes = 2;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      bytes += c < 0x20 ? 6 : c == '"' || c == '\\' ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2
+          : Character.isSurrogate(c) ? 6 : 3;
+    }
+    return bytes;
   }
 
   /** The request body as a value: at most {@link KeyCodec#MAX_VALUE_BYTES} of UTF-8. */
