@@ -246,7 +246,7 @@ final class KvService {
       order.add(0, routing.self());
     }
     String lastError = "";
-    boolean answered = false;
+    String firstToAnswer = null; // a miss names the owner that said so, not one that did not answer
     for (String owner : order) {
       Optional<Entry> found;
       if (routing.isSelf(owner)) {
@@ -263,15 +263,17 @@ final class KvService {
           throw new Unavailable("interrupted");
         }
       }
-      answered = true;
       if (found.isPresent()) {
         return new Read(key, found, owner, owners);
       }
+      if (firstToAnswer == null) {
+        firstToAnswer = owner;
+      }
     }
-    if (!answered) {
+    if (firstToAnswer == null) {
       throw new Unavailable("no owner of \"" + key + "\" answered " + owners + "; last error: " + lastError);
     }
-    return new Read(key, Optional.empty(), order.get(0), owners);
+    return new Read(key, Optional.empty(), firstToAnswer, owners);
   }
 
   /** Handles {@link Wire#OP_GET}: this peer's copy only. */

@@ -94,6 +94,9 @@ class PeerHttpTest {
         "query parameter role given more than once");
     assertReason(400, send("GET", "/stats?verbose=true", null),
         "unknown query parameter \"verbose\" for /stats; it takes none");
+    assertReason(400, send("GET", "/?page=2", null), "unknown query parameter \"page\" for /; it takes none");
+    assertReason(400, send("GET", "/web/app.js?v=2", null),
+        "unknown query parameter \"v\" for /web/{file}; it takes none");
     assertReason(400, send("PUT", "/kv/q?local=true", "v"),
         "unknown query parameter \"local\" for PUT /kv/{key}; it takes none");
     assertRefused(404, send("GET", "/kv/q", null)); // the refused PUT stored nothing
