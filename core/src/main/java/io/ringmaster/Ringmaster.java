@@ -23,6 +23,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -108,6 +109,14 @@ public final class Ringmaster implements AutoCloseable {
   private volatile boolean joined;
   /** Set while a rejoin is queued or under way, so that reports of one split start one rejoin. */
   private final AtomicBoolean rejoining = new AtomicBoolean();
+  /**
+   * Held by a rejoin from its first look at {@link #closeCalled} to the end of its connect; a
+   * close() takes it before it leaves, so that it never leaves from the ring before the rejoin,
+   * over a channel that is reconnecting.
+   */
+  final ReentrantLock rejoinLock = new ReentrantLock();
+  /** A test seam: run on the rejoin thread, holding {@link #rejoinLock}, just before it connects again. */
+  volatile Runnable beforeRejoinConnect = () -> { };
   private final AtomicLong rejoins = new AtomicLong();
   /** Which of this node's pools runs the current thread; empty on every other thread. */
   private final ThreadLocal<Pool> ownPool = new ThreadLocal<>();
@@ -319,6 +328,7 @@ public final class Ringmaster implements AutoCloseable {
     Executor unwaited = unwaitedExecutor();
     try {
       long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
+      awaitRejoin();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds,
       // unless a listener on a same-thread executor runs on it: then it may be this very thread,
@@ -340,6 +350,22 @@ public final class Ringmaster implements AutoCloseable {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
       shutdown(caller, listeners, unwaited); // whatever happened above, the node leaves and its threads stop
+    }
+  }
+
+  /**
+   * Waits for a rejoin under way to end. It looks at {@link #closeCalled} before each step, so at
+   * most its connect is left to finish; then the LEAVING change comes from the ring it joined, and
+   * listeners hand off over a connected channel. A rejoin that has not ended within the time the
+   * LEAVING change may take to queue is left to finish before the channel closes.
+   */
+  private void awaitRejoin() throws InterruptedException {
+    long timeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
+    if (rejoinLock.tryLock(timeout, TimeUnit.MILLISECONDS)) {
+      rejoinLock.unlock();
+    } else {
+      LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended after {1} ms; leaving from the ring before it",
+          config.nodeId(), timeout);
     }
   }
 
@@ -472,6 +498,7 @@ public final class Ringmaster implements AutoCloseable {
    */
   private void rejoin(View stale) {
     boolean retry = false;
+    rejoinLock.lock();
     try {
       if (closeCalled.get()) {
         return;
@@ -489,6 +516,7 @@ public final class Ringmaster implements AutoCloseable {
       if (closeCalled.get()) {
         return; // closed while leaving: the LEAVING change is out, so the node must not come back
       }
+      beforeRejoinConnect.run();
       channel.connect(config.clusterName());
       rejoins.incrementAndGet();
       View now = channel.getView();
@@ -504,6 +532,7 @@ public final class Ringmaster implements AutoCloseable {
       LOG.log(retry ? Level.ERROR : Level.DEBUG, "{0}: rejoining the cluster failed: {1}; next attempt in {2}",
           config.nodeId(), e, config.gossipInterval());
     } finally {
+      rejoinLock.unlock();
       rejoining.set(false);
     }
     if (retry) {

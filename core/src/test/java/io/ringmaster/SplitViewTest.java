@@ -11,8 +11,13 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
+import org.jgroups.JChannel;
 import org.jgroups.View;
 import org.jgroups.ViewId;
 import org.junit.jupiter.api.Test;
@@ -83,6 +88,52 @@ class SplitViewTest {
       main.forEach(n -> assertEquals(0, n.stats().rejoins(), n.localMember().id()));
       // x's ring had the same four members before, during and after: nothing to tell its listeners.
       assertEquals(xChanges, recorders.get(x).changes().size(), () -> recorders.get(x).changes().toString());
+    }
+  }
+
+  /**
+   * close() while a rejoin connects: it waits for the rejoin, then leaves from the view it joined,
+   * so that its listeners hand off over a connected channel. Before, they were told LEAVING from
+   * the ring before the rejoin while the channel was still reconnecting, and the node joined
+   * again, only to leave at once.
+   */
+  @Test
+  void close_whileARejoinConnects_waitsForIt_thenLeavesFromTheViewItJoined() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-close")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      List<String> leaving = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> self = new AtomicReference<>();
+      Ringmaster x = cluster.start(cluster.builder("x"), n -> {
+        self.set(n);
+        n.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            JChannel channel = self.get().channel();
+            View now = channel.getView();
+            leaving.add("connected " + channel.isConnected() + ", from the view it is in "
+                + (now != null && now.getViewId().getId() == change.viewId()));
+          }
+        });
+      });
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      CountDownLatch connecting = new CountDownLatch(1);
+      x.beforeRejoinConnect = () -> {
+        connecting.countDown();
+        // Until close() waits for this rejoin, or (had it not waited) x's listeners heard LEAVING.
+        await().atMost(WAIT).until(() -> x.rejoinLock.hasQueuedThreads() || !leaving.isEmpty());
+      };
+      View agreed = x.channel().getView();
+      ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
+      gms(x).installView(new View(split, agreed.getMembers()));
+      List<Address> withoutX = agreed.getMembers().stream().filter(m -> !m.equals(x.channel().getAddress())).toList();
+      gms(a).installView(new View(split, withoutX));
+      gms(b).installView(new View(split, withoutX));
+      assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
+
+      x.close();
+      assertEquals(List.of("connected true, from the view it is in true"), leaving);
+      assertEquals(1, x.stats().rejoins());
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
     }
   }
 
