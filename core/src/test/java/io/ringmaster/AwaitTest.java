@@ -82,7 +82,7 @@ class AwaitTest {
       List<Boolean> fromInside = new CopyOnWriteArrayList<>();
       Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> {
         try {
-          release.await();
+          release.await(WAIT.toSeconds(), TimeUnit.SECONDS); // bounded: a failed test frees it too
           fromInside.add(n.awaitListeners(WAIT)); // waits for no one: the only listener is this one
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
@@ -149,7 +149,7 @@ class AwaitTest {
         @Override
         public void onOwnershipChange(OwnershipChange change) {
           try {
-            release.await();
+            release.await(WAIT.toSeconds(), TimeUnit.SECONDS); // bounded: a failed test frees it too
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }

@@ -25,7 +25,7 @@ class ClusterAgreementTest {
         joining.add(CompletableFuture.supplyAsync(
             () -> cluster.start(cluster.builder(id).virtualNodes(1024).replicas(2).zone("z" + (id.hashCode() & 1)))));
       }
-      joining.forEach(f -> nodes.add(f.join()));
+      nodes.addAll(TestCluster.joinAll(joining));
       TestCluster.awaitAgreement(nodes, 16, Duration.ofSeconds(30));
 
       long checksum = nodes.get(0).ring().checksum();

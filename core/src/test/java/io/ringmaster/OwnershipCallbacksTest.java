@@ -63,7 +63,7 @@ class OwnershipCallbacksTest {
       seen.put("e", new CopyOnWriteArrayList<>());
       Ringmaster e = cluster.start(cluster.builder("e").replicas(2), n -> n.addOwnershipListener(seen.get("e")::add));
       List<Ringmaster> all = new ArrayList<>(List.of(a, b, e));
-      joining.forEach(f -> all.add(f.join()));
+      all.addAll(TestCluster.joinAll(joining));
       TestCluster.awaitAgreement(all, 5, Duration.ofSeconds(20));
 
       for (String id : List.of("c", "d", "e")) {
@@ -393,18 +393,16 @@ class OwnershipCallbacksTest {
       TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
       HashRing ring = c.ring();
       List<OwnershipChange> leaving = new CopyOnWriteArrayList<>();
-      CountDownLatch handOffStarted = new CountDownLatch(1);
+      List<Integer> membersSeenByA = new CopyOnWriteArrayList<>();
       c.addOwnershipListener(change -> {
         if (change.reason() == OwnershipChange.Reason.LEAVING) {
-          handOffStarted.countDown();
-          // While the hand-off runs, c is still a member: the others have not seen it leave.
           leaving.add(change);
-          assertEquals(3, a.ring().members().size());
+          membersSeenByA.add(a.ring().members().size());
         }
       });
       c.close();
-      assertTrue(handOffStarted.await(0, TimeUnit.SECONDS), "close() returned after the hand-off ran");
-      assertEquals(1, leaving.size());
+      assertEquals(1, leaving.size(), "close() returned after the hand-off ran");
+      assertEquals(List.of(3), membersSeenByA, "while the hand-off ran, c was still a member: a had not seen it leave");
       OwnershipChange change = leaving.get(0);
       assertTrue(change.gained().isEmpty());
       assertEquals(ring.without("c"), change.ring());
@@ -441,14 +439,18 @@ class OwnershipCallbacksTest {
   void listener_blocksForSeconds_ringInstallationIsNotDelayed() throws Exception {
     try (TestCluster cluster = new TestCluster("blocking")) {
       CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger entered = new AtomicInteger();
+      AtomicInteger returned = new AtomicInteger();
       OwnershipRecorder other = new OwnershipRecorder(3);
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
         n.addOwnershipListener(change -> {
+          entered.incrementAndGet();
           try {
-            release.await(30, TimeUnit.SECONDS);
+            release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }
+          returned.incrementAndGet();
         });
         n.addOwnershipListener(other);
       });
@@ -459,11 +461,13 @@ class OwnershipCallbacksTest {
       }
       // a's first listener is still stuck in its first callback, yet a installed every ring and
       // its other listener is up to date.
-      assertEquals(1, release.getCount());
+      assertEquals(List.of(1, 0), List.of(entered.get(), returned.get()), "in its first callback still");
       assertTrue(a.stats().pendingCallbacks() >= 1);
       await().atMost(WAIT).until(() -> other.foldMatches(a.ring(), "a", 1));
       release.countDown();
       await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 0);
+      assertEquals(entered.get(), returned.get());
+      assertTrue(entered.get() >= 2, "then it got the changes queued behind it");
     }
   }
 

@@ -173,15 +173,47 @@ final class TestCluster implements AutoCloseable {
     }
   }
 
+  /**
+   * The results of futures that run in parallel, once every one has ended: the first failure (the
+   * others suppressed) is thrown only then, so that none still starts a node while the cluster
+   * closes.
+   */
+  static <T> List<T> joinAll(List<CompletableFuture<T>> futures) {
+    CompletableFuture.allOf(futures.toArray(CompletableFuture<?>[]::new)).handle((done, failed) -> null).join();
+    List<Throwable> failures = new ArrayList<>();
+    List<T> results = new ArrayList<>();
+    for (CompletableFuture<T> f : futures) {
+      f.handle((result, failed) -> failed == null ? results.add(result) : failures.add(failed)).join();
+    }
+    if (!failures.isEmpty()) {
+      RuntimeException first = new IllegalStateException("a parallel task failed", failures.get(0));
+      failures.subList(1, failures.size()).forEach(first::addSuppressed);
+      throw first;
+    }
+    return results;
+  }
+
+  /**
+   * Waits for the crashes under way, then stops every node started, in parallel; a failure of any
+   * of these (the first, with the others suppressed) is thrown only once every node is stopped.
+   */
   @Override
   public void close() {
+    List<Throwable> failures = new ArrayList<>();
     for (CompletableFuture<Void> c : crashes) {
-      c.join();
+      c.handle((done, failed) -> failed == null || failures.add(failed)).join();
     }
     List<CompletableFuture<Void>> closing = new ArrayList<>();
     for (Ringmaster n : started) {
       closing.add(CompletableFuture.runAsync(n::closeAbruptly));
     }
-    closing.forEach(CompletableFuture::join);
+    for (CompletableFuture<Void> c : closing) {
+      c.handle((done, failed) -> failed == null || failures.add(failed)).join();
+    }
+    if (!failures.isEmpty()) {
+      RuntimeException first = new IllegalStateException("stopping the test cluster failed", failures.get(0));
+      failures.subList(1, failures.size()).forEach(first::addSuppressed);
+      throw first;
+    }
   }
 }
