@@ -96,27 +96,40 @@ final class KeyWriter implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Writes until a peer acknowledges, at most {@link #PER_KEY_DEADLINE}. A refused attempt is
+   * tried again through another peer after 50 ms: a peer that is down refuses at once, and writers
+   * retrying without a pause would take the cores from the peers.
+   */
   private void write(String key, String value) {
-    long deadline = System.nanoTime() + PER_KEY_DEADLINE.toNanos();
-    while (System.nanoTime() < deadline) {
-      if (Thread.currentThread().isInterrupted()) { // close(): the test is over, whatever its outcome
-        throw new CancellationException("writer closed before " + key + " was acknowledged");
-      }
-      List<String> live = cluster.live();
-      String via = live.get(ThreadLocalRandom.current().nextInt(live.size()));
-      try {
-        HttpResponse<String> r = cluster.put(via, key, value);
-        if (r.statusCode() == 200) {
-          acked.put(key, value);
-          ackedWrites.incrementAndGet();
-          return;
-        }
-      } catch (RuntimeException e) {
-        // the peer died under us: try another
-      }
-      failedAttempts.incrementAndGet();
+    try {
+      org.awaitility.Awaitility.await().atMost(PER_KEY_DEADLINE).pollInSameThread()
+          .pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+          .until(() -> tryPut(key, value));
+    } catch (org.awaitility.core.ConditionTimeoutException e) {
+      throw new AssertionError("no peer acknowledged " + key + " within " + PER_KEY_DEADLINE);
     }
-    throw new AssertionError("no peer acknowledged " + key + " within " + PER_KEY_DEADLINE);
+  }
+
+  /** One write through a random live peer; whether it was acknowledged. */
+  private boolean tryPut(String key, String value) {
+    if (Thread.currentThread().isInterrupted()) { // close(): the test is over, whatever its outcome
+      throw new CancellationException("writer closed before " + key + " was acknowledged");
+    }
+    List<String> live = cluster.live();
+    String via = live.get(ThreadLocalRandom.current().nextInt(live.size()));
+    try {
+      HttpResponse<String> r = cluster.put(via, key, value);
+      if (r.statusCode() == 200) {
+        acked.put(key, value);
+        ackedWrites.incrementAndGet();
+        return true;
+      }
+    } catch (RuntimeException e) {
+      // the peer died under us: try another
+    }
+    failedAttempts.incrementAndGet();
+    return false;
   }
 
   /** Key to its last acknowledged value. */

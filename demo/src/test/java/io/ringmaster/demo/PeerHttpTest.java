@@ -196,7 +196,12 @@ class PeerHttpTest {
         .forEach(l -> data.add(l.substring("data: ".length()))));
     reader.setDaemon(true);
     reader.start();
+    try (Stream<String> body = stream.body()) { // closed whatever happens: the reader thread then ends
+      assertEventsThenAMembership(data);
+    }
+  }
 
+  private void assertEventsThenAMembership(BlockingQueue<String> data) throws Exception {
     assertEquals("started", type(data.poll(10, TimeUnit.SECONDS)), "replayed: the peer's start");
     assertEquals("ownership", type(data.poll(10, TimeUnit.SECONDS)), "replayed: its initial ownership");
     assertEquals("migration", type(data.poll(10, TimeUnit.SECONDS)), "replayed: its initial (empty) pull");
@@ -213,7 +218,6 @@ class PeerHttpTest {
     }
     assertTrue(membership != null, "a live membership event");
     assertEquals(List.of("second"), List.of(membership.path("joined").get(0).asText()));
-    stream.body().close();
   }
 
   @Test

@@ -11,11 +11,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -43,6 +45,8 @@ class RingPageBrowserTest extends WithPeerCluster {
   private static final Duration WAIT = Duration.ofSeconds(30);
   private WebDriver browser;
   private Path screenshots;
+  /** The browser's throw-away profile, deleted after the test. */
+  private Path profile;
 
   @BeforeEach
   void startBrowserAndPeers() throws IOException {
@@ -51,7 +55,7 @@ class RingPageBrowserTest extends WithPeerCluster {
     assertTrue(Files.isExecutable(chrome) && Files.isExecutable(driver), "the browser test needs " + chrome + " and "
         + driver + ": apt-get install chromium chromium-driver (as .ci/run does)");
     screenshots = Files.createDirectories(Path.of("target", "screenshots"));
-    Path profile = Files.createTempDirectory("ringmaster-chromium");
+    profile = Files.createTempDirectory("ringmaster-chromium");
     ChromeOptions options = new ChromeOptions();
     options.setBinary(chrome.toFile());
     options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -67,9 +71,19 @@ class RingPageBrowserTest extends WithPeerCluster {
   }
 
   @AfterEach
-  void stop() {
-    if (browser != null) {
-      browser.quit(); // then WithPeerCluster closes the peers' processes, even if this throws
+  void stop() throws IOException {
+    try {
+      if (browser != null) {
+        browser.quit(); // then WithPeerCluster closes the peers' processes, even if this throws
+      }
+    } finally {
+      if (profile != null) {
+        try (Stream<Path> files = Files.walk(profile)) {
+          for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+            Files.deleteIfExists(p);
+          }
+        }
+      }
     }
   }
 
