@@ -280,7 +280,9 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Leaves gracefully: first tells this node's ownership listeners everything it loses and to whom
+   * Leaves gracefully: first waits for a rejoin under way, if any, to end (see
+   * {@link RingmasterStats#rejoins()}; at most the longer of {@code leaveTimeout} and 5 s),
+   * then tells this node's ownership listeners everything it loses and to whom
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
@@ -327,8 +329,10 @@ public final class Ringmaster implements AutoCloseable {
     ClusterNode.ListenersState listeners = ClusterNode.ListenersState.BUSY;
     Executor unwaited = unwaitedExecutor();
     try {
-      long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
-      awaitRejoin();
+      if (caller != Pool.VIEW) { // on the view thread, the rejoin's view would queue behind this wait
+        awaitRejoin();
+      }
+      long deadline = System.nanoTime() + config.leaveTimeout().toNanos(); // the listeners' whole time
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds,
       // unless a listener on a same-thread executor runs on it: then it may be this very thread,
@@ -354,19 +358,29 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Waits for a rejoin under way to end. It looks at {@link #closeCalled} before each step, so at
-   * most its connect is left to finish; then the LEAVING change comes from the ring it joined, and
-   * listeners hand off over a connected channel. A rejoin that has not ended within the time the
-   * LEAVING change may take to queue is left to finish before the channel closes.
+   * Waits for a rejoin under way to end, up to the time the LEAVING change may take to queue. A
+   * rejoin looks at {@link #closeCalled} before it disconnects and again before it connects: closed
+   * during its connect, the node joins, and the LEAVING change comes from the view it joined, with
+   * the channel connected for the hand-off; closed during its disconnect, it does not join again,
+   * and the change comes from the ring before the rejoin, over a disconnected channel (the other
+   * members have already seen it leave). A rejoin not ended in time still ends before the channel
+   * closes. An interrupted caller does not wait, and keeps its interrupt.
    */
-  private void awaitRejoin() throws InterruptedException {
-    long timeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
-    if (rejoinLock.tryLock(timeout, TimeUnit.MILLISECONDS)) {
-      rejoinLock.unlock();
-    } else {
-      LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended after {1} ms; leaving from the ring before it",
-          config.nodeId(), timeout);
+  private void awaitRejoin() {
+    if (!rejoinLock.isLocked()) {
+      return;
     }
+    long timeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
+    try {
+      if (rejoinLock.tryLock(timeout, TimeUnit.MILLISECONDS)) {
+        rejoinLock.unlock();
+        return;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt(); // the LEAVING change is still queued: see leave()
+    }
+    LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1} ms); leaving from the ring"
+        + " before it", config.nodeId(), timeout);
   }
 
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
@@ -950,14 +964,17 @@ public final class Ringmaster implements AutoCloseable {
     }
   }
 
-  /** Whether close() was called or start() failed: the node's pools are stopping, or stopped. */
-  boolean closing() {
-    return closeCalled.get() || lifecycle == Lifecycle.CLOSED;
+  /**
+   * Whether the node's pools are stopping or stopped: its listeners' deliveries are over (the
+   * LEAVING change, queued before, is not: an executor that refuses it is an error).
+   */
+  boolean stopping() {
+    return lifecycle == Lifecycle.CLOSED;
   }
 
-  /** Whether a listener added now would never be called: the node is {@link #closing()}. */
+  /** Whether close() was called or start() failed: a listener added now would never be called. */
   private boolean refusesListeners() {
-    return closing();
+    return closeCalled.get() || lifecycle == Lifecycle.CLOSED;
   }
 
   @SuppressWarnings("unchecked")

@@ -142,9 +142,9 @@ final class SerialDelivery<E> implements Registration {
         queue.clear();
         notifyAll();
       }
-      if (owner instanceof Ringmaster node && node.closing()) {
-        // The node's pool stops on close(): a close() from a callback can still see a change or a
-        // report handed on after it. Nothing is lost that the listener would still have been told.
+      if (owner instanceof Ringmaster node && node.stopping()) {
+        // The node's pools stop at the end of close(), after the LEAVING change: a close() from a
+        // callback can still see a report handed on after it, which the node would not deliver.
         LOG.log(System.Logger.Level.DEBUG, "{0}: node closing, callback not run ({1})", name, e);
       } else {
         LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"

@@ -335,10 +335,13 @@ class RefusalAndConfigTest {
     assertTrue(removed[0], "the listener was removed");
   }
 
+  /**
+   * An executor that refuses a callback, the LEAVING change included, is an ERROR (the listener
+   * misses a change and is removed); once the node's pools stop (a stopped node), it is only DEBUG:
+   * there is nothing left to deliver.
+   */
   @Test
-  void listener_executorRefusesBecauseTheNodeIsClosing_noErrorIsLogged() {
-    Ringmaster closed = Ringmaster.builder().nodeId("closing").jgroupsConfig(TestCluster.STACK).build();
-    closed.close();
+  void listener_executorRefuses_isAnErrorWhileTheNodeRuns_andDebugOnceItStopped() {
     java.util.List<java.util.logging.Level> levels = new java.util.concurrent.CopyOnWriteArrayList<>();
     java.util.logging.Handler handler = new java.util.logging.Handler() {
       @Override
@@ -360,16 +363,24 @@ class RefusalAndConfigTest {
     java.util.logging.Level before = logger.getLevel();
     logger.setLevel(java.util.logging.Level.ALL);
     logger.addHandler(handler);
-    try {
-      boolean[] removed = {false};
-      java.util.concurrent.Executor stopped = task -> {
-        throw new java.util.concurrent.RejectedExecutionException("pool shut down");
+    try (TestCluster cluster = new TestCluster("refusing-executor")) {
+      java.util.concurrent.atomic.AtomicInteger tasks = new java.util.concurrent.atomic.AtomicInteger();
+      java.util.concurrent.Executor firstOnly = task -> {
+        if (tasks.incrementAndGet() > 1) {
+          throw new java.util.concurrent.RejectedExecutionException("shut down by the application");
+        }
+        task.run();
       };
-      for (Object owner : java.util.List.of(closed, this)) {
-        new SerialDelivery<String>("test listener", s -> { }, stopped, owner, () -> removed[0] = true).submit("x");
-      }
-      assertEquals(java.util.List.of(java.util.logging.Level.FINE, java.util.logging.Level.SEVERE), levels,
-          "DEBUG for the closing node's listener, ERROR for a listener whose executor refuses while its node runs");
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> { }, firstOnly));
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> tasks.get() == 1); // the initial change
+      a.close(); // its LEAVING change is refused
+      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE), levels, "the LEAVING change was refused");
+
+      Ringmaster stopped = Ringmaster.builder().nodeId("stopped").jgroupsConfig(TestCluster.STACK).build();
+      stopped.close();
+      boolean[] removed = {false};
+      new SerialDelivery<String>("test listener", x -> { }, firstOnly, stopped, () -> removed[0] = true).submit("x");
+      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE, java.util.logging.Level.FINE), levels);
       assertTrue(removed[0]);
     } finally {
       logger.removeHandler(handler);

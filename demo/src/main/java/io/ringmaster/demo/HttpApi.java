@@ -74,15 +74,23 @@ final class HttpApi implements HttpHandler {
     } catch (KvService.Unavailable e) {
       send(exchange, 503, new ErrorReply(e.getMessage()));
     } catch (IOException e) {
-      // Writing a page or opening an event stream to a client that went away (a reload, a closed
-      // tab): an everyday event, not a failure. Request bodies that cannot be read are 400s above.
+      if (exchange.getResponseCode() == -1) { // before the reply began: a failure here, not the client's
+        failed(exchange, e);
+        return;
+      }
+      // Writing a page or an event stream to a client that went away (a reload, a closed tab): an
+      // everyday event. (Request bodies that cannot be read are 400s above.)
       LOG.log(Level.DEBUG, "request {0} {1}: client gone: {2}", exchange.getRequestMethod(),
           exchange.getRequestURI(), e.toString());
       exchange.close();
     } catch (Exception | Error e) {
-      LOG.log(Level.ERROR, "request " + exchange.getRequestMethod() + " " + exchange.getRequestURI() + " failed", e);
-      send(exchange, 500, new ErrorReply("internal error: " + e.getClass().getSimpleName()));
+      failed(exchange, e);
     }
+  }
+
+  private static void failed(HttpExchange exchange, Throwable e) {
+    LOG.log(Level.ERROR, "request " + exchange.getRequestMethod() + " " + exchange.getRequestURI() + " failed", e);
+    send(exchange, 500, new ErrorReply("internal error: " + e.getClass().getSimpleName()));
   }
 
   private void route(HttpExchange ex) throws IOException {
