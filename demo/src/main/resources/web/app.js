@@ -20,12 +20,20 @@ function point(f, r) {
   return [r * Math.sin(a), -r * Math.cos(a)];
 }
 
+/**
+ * The size of the range (start, end] as a fraction of the circle, in (0, 1]; start == end is the
+ * whole circle. Subtracted as 64-bit integers: two positions a double cannot tell apart still give
+ * their true (tiny) span, not 0 or the whole circle.
+ */
+function spanOf(start, end) {
+  const size = BigInt.asUintN(64, BigInt(end) - BigInt(start));
+  return size === 0n ? 1 : Number(size) / TWO_64;
+}
+
 /** SVG path data for the range (start, end] on a circle of radius r; start == end is the whole circle. */
 function arcPath(start, end, r) {
   const fs = fraction(start);
-  let span = fraction(end) - fs;
-  if (span <= 0) span += 1;
-  if (BigInt(start) === BigInt(end)) span = 1;
+  const span = spanOf(start, end);
   if (span >= 0.999999) {
     return `M 0 ${-r} A ${r} ${r} 0 1 1 0 ${r} A ${r} ${r} 0 1 1 0 ${-r}`;
   }
@@ -162,7 +170,8 @@ function renderAgreement(ring) {
     badge.textContent = `divergence: ${disagree.map(p => p.id).join(', ')} see another ring`;
   } else if (reported.length < ring.members.length || stale.length > 0) {
     badge.dataset.state = 'unknown';
-    badge.textContent = `${reported.length} of ${ring.members.length} members reported`;
+    badge.textContent = `${reported.length} of ${ring.members.length} members reported`
+        + (stale.length ? ` (no recent report from ${stale.map(p => p.id).join(', ')})` : '');
   } else {
     badge.dataset.state = 'agree';
     badge.textContent = `all ${ring.members.length} members agree`;
@@ -172,7 +181,8 @@ function renderAgreement(ring) {
 async function refresh() {
   try {
     // Polled without ranges (megabytes for big rings); fetched with them when the ring changes.
-    const response = await fetch('/ring?ranges=false', { cache: 'no-store' });
+    // Bounded: a peer that is paused or overloaded must turn the badge red, not leave it green.
+    const response = await fetch('/ring?ranges=false', { cache: 'no-store', signal: AbortSignal.timeout(3000) });
     if (!response.ok) throw new Error(`GET /ring: ${response.status}`);
     const ring = await response.json();
     state.ring = ring;
@@ -185,7 +195,9 @@ async function refresh() {
     document.getElementById('replicas').textContent = ring.replicas;
     const key = `${ring.viewId}/${ring.checksum}`;
     if (key !== state.drawnFor) {
-      const full = await (await fetch('/ring', { cache: 'no-store' })).json();
+      const fullResponse = await fetch('/ring', { cache: 'no-store', signal: AbortSignal.timeout(10000) });
+      if (!fullResponse.ok) throw new Error(`GET /ring: ${fullResponse.status}`);
+      const full = await fullResponse.json();
       drawRing(full);
       state.drawnFor = `${full.viewId}/${full.checksum}`;
     }
@@ -240,14 +252,17 @@ async function submitKv(event) {
     out.textContent = `${action} ${key}: the keys . and .. cannot be sent from a browser; use curl --path-as-is`;
     return;
   }
-  const url = '/kv/' + encodeURIComponent(key);
+  out.textContent = `${action} ${key}\u2026`;
+  delete out.dataset.owners;
   try {
+    const url = '/kv/' + encodeURIComponent(key); // throws on a lone surrogate: shown below
     const response = action === 'put'
       ? await fetch(url, { method: 'PUT', body: value, headers: { 'Content-Type': 'text/plain; charset=utf-8' } })
       : await fetch(url);
     const body = await response.json().catch(() => ({}));
     const owners = ownerIds(body);
-    state.highlight = { position: position(key), owners };
+    // Only a key the peer placed is marked: a refused one (a 400, a 503) has no owners to show.
+    state.highlight = owners.length ? { position: position(key), owners } : null;
     if (!response.ok) {
       out.textContent = `${action} ${key}: ${response.status} ${body.error || ''}`;
     } else {
@@ -286,7 +301,7 @@ function describe(e) {
       const to = [...new Set((e.lost || []).flatMap(l => l.destinations || []))];
       const parts = [`${x(e.reason || 'view')} ${x(e.viewId)}:`];
       if (e.gainedRanges) parts.push(`<span class="gain">gained ${x(e.gainedRanges)} ranges (${pct(e.gainedFraction)})${from.length ? ' from ' + x(from.join(', ')) : ''}</span>`);
-      if (e.lostRanges) parts.push(`<span class="loss">lost ${x(e.lostRanges)} ranges (${pct(e.lostFraction)}) to ${x(to.join(', '))}</span>`);
+      if (e.lostRanges) parts.push(`<span class="loss">lost ${x(e.lostRanges)} ranges (${pct(e.lostFraction)})${to.length ? ' to ' + x(to.join(', ')) : ''}</span>`);
       if (e.roleChanges) parts.push(`${x(e.roleChanges)} role changes`);
       return parts.join(' ');
     }
@@ -297,7 +312,8 @@ function describe(e) {
     case 'sweep':
       return `swept ${x(e.keys)} stray keys to ${x(names(e.peers))}`;
     case 'repair':
-      return `after the merge, re-sent ${x(e.keys)} keys to their owners in ${x(e.millis)} ms`;
+      return `after the merge, re-sent ${x(e.keys)} keys to their owners in ${x(e.millis)} ms`
+        + (e.ok === false ? ' <b>incomplete</b>' : '');
     case 'divergence':
       return `<span class="loss"><b>divergence</b>: ${x(e.peer)} has checksum ${x(e.peerChecksum)}, this peer ${x(e.localChecksum)}</span>`;
     case 'received':
@@ -356,4 +372,4 @@ if (typeof document !== 'undefined') {
   refresh();
   follow();
 }
-if (typeof module !== 'undefined') module.exports = { position, fraction, arcPath };
+if (typeof module !== 'undefined') module.exports = { position, fraction, spanOf, arcPath };

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
+import org.openqa.selenium.Keys;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
@@ -123,6 +124,19 @@ class RingPageBrowserTest extends WithPeerCluster {
     assertEquals(expected, highlighted.stream().map(a -> a.getAttribute("data-member")).collect(Collectors.toSet()));
     assertEquals(1, browser.findElements(By.cssSelector("#key-marker circle")).size(), "the key's position is marked");
     shoot("ring-with-key");
+
+    // Enter in the key field looks the key up: it must not put the value field, now empty.
+    browser.findElement(By.id("value")).clear();
+    WebElement keyField = browser.findElement(By.id("key"));
+    keyField.clear();
+    keyField.sendKeys("user:42", Keys.ENTER);
+    await("Enter got the key").atMost(WAIT).until(() -> result.getText().startsWith("user:42 = Ada, held by "));
+    assertEquals("Ada", PeerCluster.parse(cluster.get("peer-2", "user:42").body()).path("value").asText());
+
+    // A range between two positions that doubles cannot tell apart (one apart, in the upper half
+    // of the circle) is drawn as the sliver it is, not as the whole circle.
+    String sliver = (String) js.executeScript("return arcPath('6917529027641081856', '6917529027641081857', 100);");
+    assertTrue(sliver.startsWith("M ") && sliver.contains(" L ") && !sliver.contains(" A "), sliver);
 
     // The key ".." cannot leave a browser as it is (it resolves /kv/.. to /): said so, not sent.
     WebElement key = browser.findElement(By.id("key"));
