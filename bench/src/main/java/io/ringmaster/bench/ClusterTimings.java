@@ -46,11 +46,20 @@ public final class ClusterTimings {
       reader.start();
     }
 
-    /** Time of the first line starting with {@code prefix} and, for VIEW lines, of that size. */
-    long await(String prefix, int members, long timeoutMillis) throws InterruptedException {
+    /** How many lines the child printed so far: {@link #await} after an event looks only past them. */
+    int mark() {
+      return lines.size();
+    }
+
+    /**
+     * Time of the first line from line {@code from} on that starts with {@code prefix} and, for
+     * VIEW lines, is of that size: a view of the same size printed before the event (a member that
+     * saw three members while the others joined) does not count.
+     */
+    long await(String prefix, int members, int from, long timeoutMillis) throws InterruptedException {
       long deadline = System.currentTimeMillis() + timeoutMillis;
       while (System.currentTimeMillis() < deadline) {
-        for (String l : lines) {
+        for (String l : lines.subList(from, lines.size())) {
           String[] f = l.split(" ");
           if (f[0].equals(prefix) && (members < 0 || Integer.parseInt(f[3]) == members)) {
             return Long.parseLong(f[1]);
@@ -80,10 +89,10 @@ public final class ClusterTimings {
         for (int i = 0; i < size; i++) {
           Child c = new Child(cluster, "node-" + i);
           children.add(c);
-          long connecting = c.await("CONNECTING", -1, 30_000);
+          long connecting = c.await("CONNECTING", -1, 0, 30_000);
           long all = 0;
           for (Child m : children) {
-            all = Math.max(all, m.await("VIEW", i + 1, 30_000));
+            all = Math.max(all, m.await("VIEW", i + 1, 0, 30_000)); // the first view of i + 1 members
           }
           if (i == size - 1) {
             joins.add(all - connecting);
@@ -91,20 +100,22 @@ public final class ClusterTimings {
         }
         // kill -9 of a non-coordinator member
         Child victim = children.remove(1);
+        int[] marks = children.stream().mapToInt(Child::mark).toArray();
         long killedAt = System.currentTimeMillis();
         victim.process.destroyForcibly();
         long seen = 0;
-        for (Child m : children) {
-          seen = Math.max(seen, m.await("VIEW", size - 1, 30_000));
+        for (int k = 0; k < children.size(); k++) {
+          seen = Math.max(seen, children.get(k).await("VIEW", size - 1, marks[k], 30_000));
         }
         kills.add(seen - killedAt);
         // graceful leave of another non-coordinator member
         Child leaver = children.remove(1);
+        marks = children.stream().mapToInt(Child::mark).toArray();
         leaver.send("leave");
-        long leaving = leaver.await("LEAVING", -1, 30_000);
+        long leaving = leaver.await("LEAVING", -1, 0, 30_000);
         seen = 0;
-        for (Child m : children) {
-          seen = Math.max(seen, m.await("VIEW", size - 2, 30_000));
+        for (int k = 0; k < children.size(); k++) {
+          seen = Math.max(seen, children.get(k).await("VIEW", size - 2, marks[k], 30_000));
         }
         leaves.add(seen - leaving);
         System.out.printf("run %d: join %d ms, kill -9 %d ms, leave %d ms%n", run, joins.get(run), kills.get(run),

@@ -27,7 +27,9 @@ import org.openjdk.jmh.infra.Blackhole;
  * A key whose fingerprint equals a token's, or whose bucket holds more than seven tokens (flagged
  * in the record, which then holds where the bucket's tokens start and how many), takes one rare
  * branch to the whole tokens. {@code lambda} is the mean number of tokens per bucket: the heap per token is
- * {@code 32 / lambda} bytes of records plus the 8 of the whole tokens any ring keeps.
+ * {@code 32 / lambda} bytes of records, the 8 of the whole tokens any ring keeps and, as built here,
+ * 4 for each token's owner in an {@code int[]} (the rare branch's); docs/performance.md also gives
+ * estimates for narrower owners, which this study does not build.
  *
  * <ul>
  *   <li>{@code hashOnly}: the floor;
