@@ -178,11 +178,19 @@ function renderAgreement(ring) {
   }
 }
 
+/** A signal that aborts a fetch after ms milliseconds (AbortSignal.timeout where the browser has it). */
+function timeout(ms) {
+  if (typeof AbortSignal.timeout === 'function') return AbortSignal.timeout(ms);
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), ms);
+  return controller.signal;
+}
+
 async function refresh() {
   try {
     // Polled without ranges (megabytes for big rings); fetched with them when the ring changes.
     // Bounded: a peer that is paused or overloaded must turn the badge red, not leave it green.
-    const response = await fetch('/ring?ranges=false', { cache: 'no-store', signal: AbortSignal.timeout(3000) });
+    const response = await fetch('/ring?ranges=false', { cache: 'no-store', signal: timeout(3000) });
     if (!response.ok) throw new Error(`GET /ring: ${response.status}`);
     const ring = await response.json();
     state.ring = ring;
@@ -195,7 +203,7 @@ async function refresh() {
     document.getElementById('replicas').textContent = ring.replicas;
     const key = `${ring.viewId}/${ring.checksum}`;
     if (key !== state.drawnFor) {
-      const fullResponse = await fetch('/ring', { cache: 'no-store', signal: AbortSignal.timeout(10000) });
+      const fullResponse = await fetch('/ring', { cache: 'no-store', signal: timeout(10000) });
       if (!fullResponse.ok) throw new Error(`GET /ring: ${fullResponse.status}`);
       const full = await fullResponse.json();
       drawRing(full);
@@ -254,6 +262,8 @@ async function submitKv(event) {
   }
   out.textContent = `${action} ${key}\u2026`;
   delete out.dataset.owners;
+  state.highlight = null; // the previous key's marks go; this key's come with its reply
+  applyHighlight();
   try {
     const url = '/kv/' + encodeURIComponent(key); // throws on a lone surrogate: shown below
     const response = action === 'put'

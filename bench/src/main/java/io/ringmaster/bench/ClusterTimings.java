@@ -59,8 +59,8 @@ public final class ClusterTimings {
     long await(String prefix, int members, int from, long timeoutMillis) throws InterruptedException {
       long deadline = System.currentTimeMillis() + timeoutMillis;
       while (System.currentTimeMillis() < deadline) {
-        for (String l : lines.subList(from, lines.size())) {
-          String[] f = l.split(" ");
+        for (int j = from, n = lines.size(); j < n; j++) { // by index: the reader thread appends meanwhile
+          String[] f = lines.get(j).split(" ");
           if (f[0].equals(prefix) && (members < 0 || Integer.parseInt(f[3]) == members)) {
             return Long.parseLong(f[1]);
           }

@@ -113,7 +113,8 @@ class RingPageBrowserTest extends WithPeerCluster {
     browser.findElement(By.id("value")).sendKeys("Ada");
     browser.findElement(By.id("put")).click();
     WebElement result = browser.findElement(By.id("kv-result"));
-    await("the put's owners shown").atMost(WAIT).until(() -> !result.getAttribute("data-owners").isEmpty());
+    await("the put's owners shown").atMost(WAIT)
+        .until(() -> !java.util.Objects.toString(result.getAttribute("data-owners"), "").isEmpty());
     JsonNode stored = PeerCluster.parse(cluster.get("peer-2", "user:42").body());
     assertEquals("Ada", stored.path("value").asText());
     String owners = result.getAttribute("data-owners"); // from the put's reply, primary first
