@@ -39,6 +39,14 @@ final class Transfers {
   private final LongSupplier viewId;
   private final Predicate<String> ready;
   private final EventLog events;
+  /**
+   * A testing aid: how many pull requests this peer still refuses before it serves any, from the
+   * system property {@value #REFUSE_PULLS} (default 0), so that a process-level test can make a
+   * real pull fail and watch {@link PullRetries} complete it.
+   */
+  private final java.util.concurrent.atomic.AtomicInteger pullsToRefuse =
+      new java.util.concurrent.atomic.AtomicInteger(Integer.getInteger(REFUSE_PULLS, 0));
+  static final String REFUSE_PULLS = "ringmaster.demo.refuseFirstPulls";
 
   Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId, Predicate<String> ready,
             EventLog events) {
@@ -156,6 +164,9 @@ final class Transfers {
   /** Handles {@link Wire#OP_PULL}. */
   byte[] handlePull(DataInputStream in) throws Exception {
     Wire.PullRequest r = Wire.readPull(in);
+    if (pullsToRefuse.get() > 0 && pullsToRefuse.getAndDecrement() > 0) {
+      return Wire.error("pull refused (" + REFUSE_PULLS + ")");
+    }
     // Scan only once this peer routes by the puller's ring (or a newer one): a write stored here
     // after the scan then sees the new ring and is forwarded to the puller. A scan before that
     // could miss a write stored here by the old ring, and the puller would count the range as

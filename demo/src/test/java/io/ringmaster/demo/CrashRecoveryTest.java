@@ -109,4 +109,47 @@ class CrashRecoveryTest extends WithPeerCluster {
   private static long millisSince(long nanos) {
     return (System.nanoTime() - nanos) / 1_000_000;
   }
+
+  /**
+   * A pull that fails five times is tried again (PullRetries). After a crash, the peer that gains
+   * the dead peer's backup ranges pulls them from the surviving replica, which here refuses the
+   * first five pulls it serves (the testing aid {@link Transfers#REFUSE_PULLS}): the pull fails,
+   * and without a retry those keys would keep one copy.
+   */
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void aPullThatFailsAfterACrash_isTriedAgain_andEveryKeyGetsItsSecondCopy() throws Exception {
+    int keys = 500;
+    cluster = new PeerCluster("pull-retry", 2);
+    cluster.startAll("peer-1", "peer-2");
+    // The last to join: nobody pulls from it until the crash.
+    cluster.awaitReady(cluster.start("peer-3", "peer-3", Map.of(Transfers.REFUSE_PULLS, "5")));
+    cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), Duration.ofSeconds(30));
+    for (int k = 0; k < keys; k++) {
+      assertEquals(200, cluster.put("peer-1", "retry-" + k, "v" + k).statusCode());
+    }
+
+    cluster.kill("peer-1");
+    List<String> survivors = List.of("peer-2", "peer-3");
+    // peer-2 gains what peer-1 and peer-3 held, and pulls it from peer-3, which refuses.
+    await("peer-2's pull failed").atMost(Duration.ofSeconds(60)).ignoreExceptions()
+        .until(() -> cluster.json("peer-2", "/stats").path("migrationsFailed").asLong() >= 1);
+    cluster.awaitSettled(survivors, Duration.ofSeconds(60));
+    await("the retry brought every key's second copy").atMost(Duration.ofSeconds(60)).ignoreExceptions()
+        .until(() -> cluster.json("peer-2", "/stats").path("pullRetriesPending").asInt() == 0
+            && copies(survivors) == 2L * keys);
+    for (String peer : survivors) {
+      JsonNode held = cluster.json(peer, "/keys");
+      assertEquals(keys, held.path("count").asInt(), peer + " holds every key (two peers, two replicas)");
+    }
+  }
+
+  private long copies(List<String> peers) {
+    long copies = 0;
+    for (String peer : peers) {
+      JsonNode stats = cluster.json(peer, "/stats");
+      copies += stats.path("primaryKeys").asLong() + stats.path("backupKeys").asLong();
+    }
+    return copies;
+  }
 }
