@@ -5,24 +5,35 @@
 #   demo/run.sh --help     the launcher's and the peer's flags
 # Any other arguments go to the launcher, e.g. demo/run.sh --peers 5 --replicas 1
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(dirname "$here")"
+here="$(cd -- "$(dirname -- "$0")" >/dev/null && pwd)"
+root="$(dirname -- "$here")"
 jar="$here/target/ringmaster-demo.jar"
 
 build=false
+help=false
 args=()
 for a in "$@"; do
-  if [[ "$a" == "--build" ]]; then build=true; else args+=("$a"); fi
+  case "$a" in
+    --build) build=true ;;
+    --help|-h) help=true ;;
+    *) args+=("$a") ;;
+  esac
 done
 
-if $build || [[ ! -f "$jar" ]]; then
-  echo "building $jar ..."
-  (cd "$root" && mvn -B -q -DskipTests -pl demo -am package)
+if $help; then
+  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  if [[ -f "$jar" ]]; then
+    exec java -jar "$jar" help
+  fi
+  echo "(build the demo, demo/run.sh --build, for the launcher's and the peer's flags)"
+  exit 0
 fi
 
-if [[ " ${args[*]-} " == *" --help "* || " ${args[*]-} " == *" -h "* ]]; then
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
-  exec java -jar "$jar" help
+command -v java >/dev/null || { echo "demo/run.sh: no java on the PATH (JDK 17 or later needed)" >&2; exit 1; }
+if $build || [[ ! -f "$jar" ]]; then
+  command -v mvn >/dev/null || { echo "demo/run.sh: no mvn on the PATH to build $jar (Maven 3.8 or later)" >&2; exit 1; }
+  echo "building $jar ..."
+  (cd -- "$root" && mvn -B -q -DskipTests -pl demo -am package)
 fi
 
 # Three peers unless the arguments say otherwise.

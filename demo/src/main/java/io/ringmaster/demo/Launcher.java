@@ -51,6 +51,8 @@ final class Launcher {
   private final PrintStream out;
   private final PrintStream err;
   private final Map<String, PeerProcess> peers = new LinkedHashMap<>();
+  /** Peers this launcher asked to stop: any other exit is reported as it happens. */
+  private final Set<String> stopping = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(2)).build();
   private Path logDir;
@@ -175,7 +177,9 @@ final class Launcher {
         out.println(p.id() + " ready at " + p.url() + "/  (log " + p.log() + ")");
         ready.add(p);
       } else {
-        out.println(p.id() + " did not start; see " + p.log());
+        stopping.add(p.id());
+        out.println(p.id() + " did not start" + (p.isAlive() ? "" : " (exit code " + p.process().exitValue() + ")")
+            + lastLine(p.log(), "error:").map(l -> ": " + l).orElse("") + "; see " + p.log());
         p.process().destroyForcibly();
       }
     }
@@ -187,6 +191,11 @@ final class Launcher {
     synchronized (peers) {
       peers.put(p.id(), p);
     }
+    p.process().onExit().thenRun(() -> {
+      if (!stopping.contains(p.id())) { // killed from another shell, out of memory, or a crash
+        out.println(p.id() + " exited by itself (exit code " + p.process().exitValue() + "); see " + p.log());
+      }
+    });
     return p;
   }
 
@@ -243,6 +252,7 @@ final class Launcher {
 
   private void stop(PeerProcess p, boolean kill) {
     long started = System.nanoTime();
+    stopping.add(p.id());
     if (kill) {
       p.process().destroyForcibly();
     } else {
@@ -259,9 +269,14 @@ final class Launcher {
     long millis = (System.nanoTime() - started) / 1_000_000;
     int code = p.process().exitValue();
     if (kill) {
-      out.printf("%s killed with SIGKILL (%d ms); the others restore its keys from the replicas%n", p.id(), millis);
+      out.printf("%s killed with SIGKILL (%d ms); %s%n", p.id(), millis, options.replicas() > 1
+          ? "the others restore its keys from the replicas"
+          : "with --replicas 1 the keys only it held are gone");
     } else if (code == 143 || code == 0) { // 143: a JVM ended by SIGTERM after its shutdown hook ran
-      out.printf("%s left gracefully in %d ms, its keys handed off%n", p.id(), millis);
+      // The peer's last words say what it could hand off: with nobody left, or out of time, not all.
+      out.printf("%s left gracefully in %d ms%s%n", p.id(), millis,
+          lastLine(p.log(), p.id() + " left the cluster").map(l -> l.substring(l.indexOf("keys handed off")))
+              .map(l -> ": " + l).orElse(""));
     } else {
       out.printf("%s stopped with exit code %d after %d ms; see %s%n", p.id(), code, millis, p.log());
     }
@@ -278,6 +293,7 @@ final class Launcher {
     synchronized (peers) {
       all = new ArrayList<>(peers.values());
     }
+    all.forEach(p -> stopping.add(p.id()));
     all.stream().filter(PeerProcess::isAlive).forEach(p -> p.process().destroy());
     long deadline = System.nanoTime() + STOP_TIMEOUT.toNanos();
     for (PeerProcess p : all) {
@@ -290,6 +306,15 @@ final class Launcher {
       } catch (InterruptedException e) {
         p.process().destroyForcibly();
       }
+    }
+  }
+
+  /** The last line of a peer's log that starts with {@code prefix}, if the log can be read. */
+  static Optional<String> lastLine(Path log, String prefix) {
+    try (java.util.stream.Stream<String> lines = Files.lines(log)) {
+      return lines.filter(l -> l.startsWith(prefix)).reduce((first, second) -> second);
+    } catch (IOException | java.io.UncheckedIOException e) {
+      return Optional.empty();
     }
   }
 

@@ -38,6 +38,10 @@ public final class Main {
       err.println(USAGE);
       return 2;
     }
+    if (java.util.Arrays.asList(args).subList(1, args.length).contains("--help")) {
+      out.println(USAGE); // "peer --help": a request for the flags, not a bad flag
+      return 0;
+    }
     try {
       switch (args[0]) {
         case "peer" -> {

@@ -119,6 +119,19 @@ class OptionsTest {
   }
 
   @Test
+  void main_helpAfterACommand_printsUsage_exits0() {
+    for (String command : new String[] {"peer", "cluster"}) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      int code = Main.run(new String[] {command, "--id", "p", "--help"}, new PrintStream(out, true, StandardCharsets.UTF_8),
+          new PrintStream(err, true, StandardCharsets.UTF_8));
+      assertEquals(0, code, command);
+      assertTrue(out.toString(StandardCharsets.UTF_8).startsWith("usage: "), command);
+      assertEquals("", err.toString(StandardCharsets.UTF_8), command);
+    }
+  }
+
+  @Test
   void main_httpPortInUse_exits1NamingTheFlagAndThePort() throws Exception {
     try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
       int port = busy.getLocalPort();
