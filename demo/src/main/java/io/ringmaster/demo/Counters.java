@@ -24,4 +24,9 @@ final class Counters {
   final LongAdder migrationsFailed = new LongAdder();
   /** Ownership changes being handled now. */
   final AtomicInteger migrationsInProgress = new AtomicInteger();
+  /**
+   * The view of the ownership change the rebalancer is handling now, or -1: until it is done, this
+   * peer may still be receiving the ranges that change gave it, and serves no pull for a later view.
+   */
+  final java.util.concurrent.atomic.AtomicLong migratingView = new java.util.concurrent.atomic.AtomicLong(-1);
 }

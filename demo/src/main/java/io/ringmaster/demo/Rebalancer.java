@@ -55,6 +55,7 @@ final class Rebalancer implements OwnershipListener {
   @Override
   public void onOwnershipChange(OwnershipChange change) {
     counters.migrationsInProgress.incrementAndGet();
+    counters.migratingView.set(change.viewId());
     try {
       events.publish(Events.ownership(change));
       boolean leaving = change.reason() == OwnershipChange.Reason.LEAVING;
@@ -70,6 +71,7 @@ final class Rebalancer implements OwnershipListener {
       boolean fetched = fetch(change);
       (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
     } finally {
+      counters.migratingView.set(-1);
       counters.migrationsInProgress.decrementAndGet();
     }
   }

@@ -58,11 +58,15 @@ final class Sweeper {
           live.add(owner);
         }
       }
-      boolean ok = !live.isEmpty();
+      // Every owner, or none: an owner of this ring that is gone means the ring is changing, and
+      // the owners of the next one may already have pulled from those pushed to here, too early.
+      boolean ok = live.size() == group.getKey().size();
       for (String owner : live) {
         ok &= transfers.push(owner, group.getValue(), Wire.PushKind.SWEEP);
       }
-      if (ok) {
+      // Dropped only if the ring did not change during the pushes: else the next sweep, on the new
+      // ring, hands them to its owners first.
+      if (ok && routing.ring() == ring) {
         moved += transfers.dropUnowned(group.getValue());
         peers.addAll(live);
       }

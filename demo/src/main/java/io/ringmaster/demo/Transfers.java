@@ -175,6 +175,15 @@ final class Transfers {
       return Wire.error("view " + r.viewId() + " not installed here yet (this peer has view "
           + viewId.getAsLong() + ")");
     }
+    // This peer may be an owner still receiving these ranges for an earlier view (it joined, then
+    // another owner crashed): what it holds now would be all the puller ever got of them, since
+    // entries merged here later are not passed on. Refuse until that migration is done (the
+    // puller asks again); one for the puller's own view is answered, as two owners that gained
+    // ranges in one view pull from each other.
+    long migrating = counters.migratingView.get();
+    if (migrating >= 0 && migrating < r.viewId()) {
+      return Wire.error("still moving data for view " + migrating + "; ask again");
+    }
     return Wire.page(store.scan(r.ranges(), r.cursor(), Math.min(r.maxBytes(), 4 * PAGE_BYTES)));
   }
 

@@ -94,7 +94,7 @@ final class Wire {
 
   static PullRequest readPull(DataInputStream in) throws IOException {
     long viewId = in.readLong();
-    int n = in.readInt();
+    int n = count(in, 16, "ranges");
     List<KeyRange> ranges = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       ranges.add(new KeyRange(in.readLong(), in.readLong()));
@@ -112,7 +112,11 @@ final class Wire {
   }
 
   static PushRequest readPush(DataInputStream in) throws IOException {
-    PushKind kind = PushKind.values()[in.readUnsignedByte()];
+    int k = in.readUnsignedByte();
+    if (k >= PushKind.values().length) {
+      throw new IOException("malformed message: push kind " + k);
+    }
+    PushKind kind = PushKind.values()[k];
     String from = in.readUTF();
     return new PushRequest(kind, from, entries(in));
   }
@@ -213,7 +217,7 @@ final class Wire {
     String key = in.readUTF();
     Version v = new Version(in.readLong(), in.readUTF());
     boolean deleted = in.readBoolean();
-    byte[] value = new byte[in.readInt()];
+    byte[] value = new byte[count(in, 1, "value bytes")];
     in.readFully(value);
     return new Entry(key, new String(value, StandardCharsets.UTF_8), v, deleted);
   }
@@ -226,12 +230,29 @@ final class Wire {
   }
 
   private static List<Entry> entries(DataInputStream in) throws IOException {
-    int n = in.readInt();
+    int n = count(in, ENTRY_MIN_BYTES, "entries");
     List<Entry> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       out.add(entry(in));
     }
     return out;
+  }
+
+  /** The fewest bytes an entry takes: two empty strings, a stamp, a flag and a value length. */
+  private static final int ENTRY_MIN_BYTES = 2 + 8 + 2 + 1 + 4;
+
+  /**
+   * A count or a length read from a message, checked against the bytes the message still holds
+   * (at least {@code bytesEach} each), so that a malformed or hostile message of a few bytes cannot
+   * make this peer allocate gigabytes.
+   */
+  private static int count(DataInputStream in, int bytesEach, String what) throws IOException {
+    int n = in.readInt();
+    int left = in.available(); // exact: every message is read from a byte array
+    if (n < 0 || (long) n * bytesEach > left) {
+      throw new IOException("malformed message: " + n + " " + what + " with " + left + " bytes left");
+    }
+    return n;
   }
 
   private static void strings(DataOutputStream out, Set<String> values) throws IOException {

@@ -26,9 +26,13 @@ class TransfersTest {
     return store;
   }
 
-  /** Only handlePull is called: it uses the store and the view id, nothing else. */
+  /** Only handlePull is called: it uses the store, the view id and the counters, nothing else. */
   private static byte[] pull(LongSupplier viewId) throws Exception {
-    Transfers transfers = new Transfers(null, store(), null, null, viewId, member -> true, null);
+    return pull(viewId, new Counters());
+  }
+
+  private static byte[] pull(LongSupplier viewId, Counters counters) throws Exception {
+    Transfers transfers = new Transfers(null, store(), null, counters, viewId, member -> true, null);
     byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
         Transfers.PAGE_BYTES));
     return transfers.handlePull(Wire.open(request, 0, request.length));
@@ -61,5 +65,24 @@ class TransfersTest {
     assertEquals(Wire.ERROR, reply[0]);
     assertEquals("view 9 not installed here yet (this peer has view 7)",
         Wire.open(reply, 0, reply.length).readUTF());
+  }
+
+  /**
+   * A source still handling an ownership change of an earlier view may still be receiving these
+   * ranges: it refuses, and the puller asks again. A change of the puller's own view does not stop
+   * it (two owners that gained ranges in one view pull from each other).
+   */
+  @Test
+  void aSourceStillMovingDataForAnEarlierView_refuses_oneMovingDataForTheSameViewAnswers() throws Exception {
+    Counters counters = new Counters();
+    counters.migratingView.set(PULLERS_VIEW - 1);
+    byte[] reply = pull(() -> PULLERS_VIEW, counters);
+    assertEquals(Wire.ERROR, reply[0]);
+    assertEquals("still moving data for view 8; ask again", Wire.open(reply, 0, reply.length).readUTF());
+
+    counters.migratingView.set(PULLERS_VIEW);
+    assertEquals(50, page(pull(() -> PULLERS_VIEW, counters)).entries().size());
+    counters.migratingView.set(-1);
+    assertEquals(50, page(pull(() -> PULLERS_VIEW, counters)).entries().size());
   }
 }

@@ -47,4 +47,44 @@ class WireTest {
       assertNotEquals(1, op);
     }
   }
+
+  /**
+   * A count or length that the message cannot hold (a few bytes claiming two billion) is refused
+   * as malformed before anything is allocated for it.
+   */
+  @Test
+  void lengthPrefixes_largerThanTheMessage_areRefused_notAllocated() throws Exception {
+    Entry e = Entry.of("k", "v", new Version(7, "p1"));
+    byte[] write = Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a")), 0));
+    // The value's length is the int just before its one byte "v": claim 0x7ffffff0 bytes.
+    int at = lastIndexOf(write, (byte) 'v') - 4;
+    assertEquals(1, java.nio.ByteBuffer.wrap(write, at, 4).getInt(), "found the value's length");
+    java.nio.ByteBuffer.wrap(write, at, 4).putInt(0x7ffffff0);
+    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+        () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
+    org.junit.jupiter.api.Assertions.assertTrue(bad.getMessage().startsWith("malformed message: 2147483632 value bytes"),
+        bad.getMessage());
+
+    byte[] push = Wire.push(new Wire.PushRequest(Wire.PushKind.SWEEP, "p3", List.of(e)));
+    int count = 1 + 1 + 2 + 2; // after the op, the kind and the sender "p3"
+    assertEquals(1, java.nio.ByteBuffer.wrap(push, count, 4).getInt(), "found the entry count");
+    java.nio.ByteBuffer.wrap(push, count, 4).putInt(1 << 29);
+    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPush(body(push, Wire.OP_PUSH)));
+
+    push[1] = 99; // no such kind of push
+    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPush(body(push, Wire.OP_PUSH)));
+
+    byte[] pull = Wire.pull(new Wire.PullRequest(3, List.of(KeyRange.full()), Store.Cursor.START, 100));
+    java.nio.ByteBuffer.wrap(pull, 1 + 8, 4).putInt(-1); // the range count, after the op and the view id
+    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPull(body(pull, Wire.OP_PULL)));
+  }
+
+  private static int lastIndexOf(byte[] bytes, byte b) {
+    for (int i = bytes.length - 1; i >= 0; i--) {
+      if (bytes[i] == b) {
+        return i;
+      }
+    }
+    throw new AssertionError("no byte " + b);
+  }
 }
