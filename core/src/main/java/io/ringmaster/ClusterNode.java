@@ -126,10 +126,16 @@ final class ClusterNode {
    * node's first view: hands it to the view thread, which may be waiting for it or not there yet.
    */
   void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before) {
-    if (viewId <= state.viewId() || ringsBefore.size() >= MAX_RINGS_BEFORE) {
-      return; // too late to matter, or not asked for
+    if (viewId <= state.viewId()) {
+      return; // too late to matter
     }
-    ringsBefore.computeIfAbsent(ViewKey.of(viewId, viewCreator), k -> new CompletableFuture<>()).complete(before);
+    ViewKey key = ViewKey.of(viewId, viewCreator);
+    CompletableFuture<List<Member>> awaited = ringsBefore.get(key);
+    if (awaited != null) {
+      awaited.complete(before); // the view thread may be waiting for this one: never dropped
+    } else if (ringsBefore.size() < MAX_RINGS_BEFORE) { // not asked for yet: kept, within bounds
+      ringsBefore.computeIfAbsent(key, k -> new CompletableFuture<>()).complete(before);
+    }
   }
 
   Snapshot state() {

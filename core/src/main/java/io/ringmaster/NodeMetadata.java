@@ -60,13 +60,27 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
       ByteBuffer p = ByteBuffer.wrap(u.get(PARAMS));
       byte[] zone = u.get(ZONE);
       byte[] endpoint = u.get(ENDPOINT);
-      return Optional.of(new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
+      NodeMetadata m = new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
           ByteBuffer.wrap(u.get(WEIGHT)).getDouble(),
           zone == null ? "" : new String(zone, StandardCharsets.UTF_8),
           p.getInt(), p.getInt(), p.getInt(),
-          endpoint == null ? "" : new String(endpoint, StandardCharsets.UTF_8)));
+          endpoint == null ? "" : new String(endpoint, StandardCharsets.UTF_8));
+      m.checkBuildable();
+      return Optional.of(m);
     } catch (RuntimeException malformed) {
+      // Not a member any ring could hold (an empty id, a NaN weight, no virtual nodes: a foreign
+      // or broken peer): every member reads the same bytes the same way, so all leave it out alike,
+      // where building a ring with it would fail on every member and freeze every ring.
       return Optional.empty();
+    }
+  }
+
+  /** Throws if a ring could not be built with this member and these parameters. */
+  private void checkBuildable() {
+    Member member = member(); // checks the id, the weight and the zone
+    if (virtualNodes < 1 || virtualNodes > HashRing.MAX_TOKENS_PER_MEMBER || replicas < 1
+        || Member.tokenCount(virtualNodes, member.weight()) > HashRing.MAX_TOKENS_PER_MEMBER) {
+      throw new IllegalArgumentException("parameters no ring can use: " + this);
     }
   }
 

@@ -143,6 +143,13 @@ final class Stacks {
       }
       gms.setMembershipChangePolicy(new RingmasterMembershipPolicy());
     }
+    if (gms != null) {
+      // Full views, not deltas: a member rebuilds a delta view from its own last view with its own
+      // copy of the policy, so a member whose last view differs from the coordinator's (one view id
+      // with two member lists, after a crash mid-install) or that runs another Ringmaster version
+      // would install a list no one else has, under the same id, for good. A full view replaces it.
+      gms.useDeltaViews(false);
+    }
     TP transport = stack.getTransport();
     if (config.bindAddress().isPresent()) {
       InetAddress address = InetAddress.getByName(config.bindAddress().get());

@@ -53,7 +53,7 @@ class RefusalAndConfigTest {
   }
 
   @Test
-  void start_stackWithItsOwnMembershipPolicy_getsRingmastersPolicy() {
+  void start_stackWithItsOwnMembershipPolicy_getsRingmastersPolicy_andFullViews() {
     try (TestCluster cluster = new TestCluster("own-policy")) {
       for (String stack : List.of(TestCluster.STACK, "own-policy.xml")) {
         Ringmaster node = cluster.start(cluster.builder("node-" + stack).clusterName(cluster.name + stack)
@@ -62,6 +62,7 @@ class RefusalAndConfigTest {
             .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
         assertTrue(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy,
             stack + ": " + gms.getMembershipChangePolicy());
+        assertFalse(gms.useDeltaViews(), stack + ": every view is sent in full");
       }
     }
   }

@@ -189,6 +189,31 @@ class RingmasterMembershipPolicyTest {
     assertEquals(0, RingmasterMembershipPolicy.ringSize(List.of(plain)));
   }
 
+  /**
+   * A member whose metadata no ring can hold (a foreign or broken peer) counts as a plain JGroups
+   * member on every node: never first, never in a ring. Building a ring with it would fail on
+   * every node alike and freeze every ring at its last view.
+   */
+  @Test
+  void membersNoRingCanHold_areLeftOut_neverTheReference() {
+    Address a = node("a", 64);
+    List<Address> broken = List.of(
+        new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, 64, 1, "").newAddress(),
+        new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, 64, 1, "").newAddress(),
+        new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, 0, 1, "").newAddress(),
+        new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, 64, 0, "").newAddress(),
+        new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, 64, 1, "").newAddress());
+    for (Address b : broken) {
+      assertTrue(NodeMetadata.isRingmasterNode(b), "it carries the keys");
+      assertEquals(java.util.Optional.empty(), NodeMetadata.from(b), b.toString());
+      List<Address> view = new java.util.ArrayList<>(List.of(b, a));
+      assertEquals(java.util.Optional.of("a"),
+          RingmasterMembershipPolicy.firstRingmasterMember(view).map(NodeMetadata::id), b.toString());
+      assertEquals(1, RingmasterMembershipPolicy.ringSize(view));
+    }
+    assertEquals(java.util.Optional.of("a"), NodeMetadata.from(a).map(NodeMetadata::id), "a sound one is read");
+  }
+
   private static Address node(String id, int virtualNodes) {
     return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "").newAddress();
   }
