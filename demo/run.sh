@@ -20,6 +20,7 @@ for a in "$@"; do
   esac
 done
 
+command -v java >/dev/null || { echo "demo/run.sh: no java on the PATH (JDK 17 or later needed)" >&2; exit 1; }
 if $help; then
   sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
   if [[ -f "$jar" ]]; then
@@ -29,7 +30,6 @@ if $help; then
   exit 0
 fi
 
-command -v java >/dev/null || { echo "demo/run.sh: no java on the PATH (JDK 17 or later needed)" >&2; exit 1; }
 if $build || [[ ! -f "$jar" ]]; then
   command -v mvn >/dev/null || { echo "demo/run.sh: no mvn on the PATH to build $jar (Maven 3.8 or later)" >&2; exit 1; }
   echo "building $jar ..."

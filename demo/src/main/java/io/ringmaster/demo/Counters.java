@@ -29,4 +29,6 @@ final class Counters {
    * peer may still be receiving the ranges that change gave it, and serves no pull for a later view.
    */
   final java.util.concurrent.atomic.AtomicLong migratingView = new java.util.concurrent.atomic.AtomicLong(-1);
+  /** Set once the rebalancer handled its first ownership change: before, this peer's ranges may be partial. */
+  final java.util.concurrent.atomic.AtomicBoolean settled = new java.util.concurrent.atomic.AtomicBoolean();
 }

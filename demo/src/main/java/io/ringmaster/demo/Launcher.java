@@ -175,6 +175,7 @@ final class Launcher {
     for (PeerProcess p : started) {
       if (awaitReady(p)) {
         out.println(p.id() + " ready at " + p.url() + "/  (log " + p.log() + ")");
+        reportUnexpectedExit(p);
         ready.add(p);
       } else {
         stopping.add(p.id());
@@ -191,12 +192,16 @@ final class Launcher {
     synchronized (peers) {
       peers.put(p.id(), p);
     }
+    return p;
+  }
+
+  /** Once a peer serves: says so if it exits when this launcher did not stop it. */
+  private void reportUnexpectedExit(PeerProcess p) {
     p.process().onExit().thenRun(() -> {
       if (!stopping.contains(p.id())) { // killed from another shell, out of memory, or a crash
         out.println(p.id() + " exited by itself (exit code " + p.process().exitValue() + "); see " + p.log());
       }
     });
-    return p;
   }
 
   private boolean awaitReady(PeerProcess p) {
@@ -309,10 +314,21 @@ final class Launcher {
     }
   }
 
-  /** The last line of a peer's log that starts with {@code prefix}, if the log can be read. */
+  /**
+   * The last line of a peer's log that starts with {@code prefix}, written by its latest run (after
+   * the last {@link PeerProcess#RUN_MARK} line), if the log can be read.
+   */
   static Optional<String> lastLine(Path log, String prefix) {
-    try (java.util.stream.Stream<String> lines = Files.lines(log)) {
-      return lines.filter(l -> l.startsWith(prefix)).reduce((first, second) -> second);
+    try {
+      Optional<String> found = Optional.empty();
+      for (String line : Files.readAllLines(log)) {
+        if (line.startsWith(PeerProcess.RUN_MARK)) {
+          found = Optional.empty();
+        } else if (line.startsWith(prefix)) {
+          found = Optional.of(line);
+        }
+      }
+      return found;
     } catch (IOException | java.io.UncheckedIOException e) {
       return Optional.empty();
     }

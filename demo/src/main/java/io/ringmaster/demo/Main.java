@@ -38,7 +38,9 @@ public final class Main {
       err.println(USAGE);
       return 2;
     }
-    if (java.util.Arrays.asList(args).subList(1, args.length).contains("--help")) {
+    // "peer --help" or "cluster -h" (as a flag, not as a flag's value): a request for the usage.
+    if (args.length == 2 && (args[1].equals("--help") || args[1].equals("-h"))
+        || java.util.Arrays.asList(args).subList(1, args.length).contains("--help")) {
       out.println(USAGE); // "peer --help": a request for the flags, not a bad flag
       return 0;
     }

@@ -119,15 +119,16 @@ final class Peer implements AutoCloseable {
     VersionClock clock = VersionClock.system(self);
     PeerDirectory directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
-    Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, directory::hasReported,
-        events);
+    java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
+    Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
+        directory::hasReported, events);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
     pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,
         System::nanoTime);
     rebalancer = new Rebalancer(routing, store, transfers, pullRetries, counters, events,
         leaveTimeout.minus(leaveTimeout.dividedBy(10)));
-    Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, () -> node.stats().pendingCallbacks());
+    Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, pendingCallbacks);
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PULL, transfers::handlePull);

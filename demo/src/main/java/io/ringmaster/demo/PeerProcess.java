@@ -27,10 +27,16 @@ record PeerProcess(String id, int port, Process process, Path log) {
     command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "peer",
         "--id", id, "--http-port", Integer.toString(port), "--replicas", Integer.toString(options.replicas()),
         "--cluster", options.cluster(), "--parent-pid", Long.toString(ProcessHandle.current().pid())));
+    // A log dir may be used again: a line marks where this run of the peer starts.
+    java.nio.file.Files.writeString(log, RUN_MARK + id + " started " + java.time.Instant.now() + "\n",
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
     Process process = new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     return new PeerProcess(id, port, process, log);
   }
+
+  /** How the line that starts a run in a peer's log begins. */
+  static final String RUN_MARK = "--- ";
 
   String url() {
     return "http://127.0.0.1:" + port;

@@ -72,6 +72,7 @@ final class Rebalancer implements OwnershipListener {
       (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
     } finally {
       counters.migratingView.set(-1);
+      counters.settled.set(true);
       counters.migrationsInProgress.decrementAndGet();
     }
   }

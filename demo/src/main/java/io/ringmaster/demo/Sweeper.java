@@ -60,7 +60,7 @@ final class Sweeper {
       }
       // Every owner, or none: an owner of this ring that is gone means the ring is changing, and
       // the owners of the next one may already have pulled from those pushed to here, too early.
-      boolean ok = live.size() == group.getKey().size();
+      boolean ok = !live.isEmpty() && live.size() == group.getKey().size();
       for (String owner : live) {
         ok &= transfers.push(owner, group.getValue(), Wire.PushKind.SWEEP);
       }

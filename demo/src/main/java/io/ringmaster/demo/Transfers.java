@@ -37,6 +37,7 @@ final class Transfers {
   private final Rpc rpc;
   private final Counters counters;
   private final LongSupplier viewId;
+  private final java.util.function.IntSupplier pendingCallbacks;
   private final Predicate<String> ready;
   private final EventLog events;
   /**
@@ -48,8 +49,13 @@ final class Transfers {
       new java.util.concurrent.atomic.AtomicInteger(Integer.getInteger(REFUSE_PULLS, 0));
   static final String REFUSE_PULLS = "ringmaster.demo.refuseFirstPulls";
 
-  Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId, Predicate<String> ready,
-            EventLog events) {
+  /**
+   * @param pendingCallbacks the node's listener callbacks queued or running: with none running
+   *                         here, a queued ownership change may still bring in ranges
+   */
+  Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId,
+            java.util.function.IntSupplier pendingCallbacks, Predicate<String> ready, EventLog events) {
+    this.pendingCallbacks = pendingCallbacks;
     this.routing = routing;
     this.store = store;
     this.rpc = rpc;
@@ -175,16 +181,30 @@ final class Transfers {
       return Wire.error("view " + r.viewId() + " not installed here yet (this peer has view "
           + viewId.getAsLong() + ")");
     }
-    // This peer may be an owner still receiving these ranges for an earlier view (it joined, then
-    // another owner crashed): what it holds now would be all the puller ever got of them, since
-    // entries merged here later are not passed on. Refuse until that migration is done (the
-    // puller asks again); one for the puller's own view is answered, as two owners that gained
-    // ranges in one view pull from each other.
-    long migrating = counters.migratingView.get();
-    if (migrating >= 0 && migrating < r.viewId()) {
-      return Wire.error("still moving data for view " + migrating + "; ask again");
+    String busy = stillTakingIn(r.viewId());
+    if (busy != null) {
+      return Wire.error(busy + "; ask again");
     }
     return Wire.page(store.scan(r.ranges(), r.cursor(), Math.min(r.maxBytes(), 4 * PAGE_BYTES)));
+  }
+
+  /**
+   * Why this peer may still be receiving ranges a pull for {@code view} asks for, or null. It may
+   * be an owner still taking them in for an earlier view (it joined, then another owner crashed):
+   * what it holds now would be all the puller ever got of them, since entries merged here later
+   * are not passed on. So it refuses (the puller asks again) before its first ownership change is
+   * handled, while it handles one of an earlier view, or while one is queued. One of the puller's
+   * own view is answered: two owners that gained ranges in one view pull from each other.
+   */
+  private String stillTakingIn(long view) {
+    if (!counters.settled.get()) {
+      return "still taking in its first ranges";
+    }
+    long migrating = counters.migratingView.get();
+    if (migrating >= 0) {
+      return migrating < view ? "still moving data for view " + migrating : null;
+    }
+    return pendingCallbacks.getAsInt() > 0 ? "ownership changes queued here" : null;
   }
 
   /**

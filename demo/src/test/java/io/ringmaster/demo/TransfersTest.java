@@ -28,11 +28,19 @@ class TransfersTest {
 
   /** Only handlePull is called: it uses the store, the view id and the counters, nothing else. */
   private static byte[] pull(LongSupplier viewId) throws Exception {
-    return pull(viewId, new Counters());
+    return pull(viewId, settled(), () -> 0);
   }
 
-  private static byte[] pull(LongSupplier viewId, Counters counters) throws Exception {
-    Transfers transfers = new Transfers(null, store(), null, counters, viewId, member -> true, null);
+  /** Counters of a peer that has handled its first ownership change. */
+  private static Counters settled() {
+    Counters counters = new Counters();
+    counters.settled.set(true);
+    return counters;
+  }
+
+  private static byte[] pull(LongSupplier viewId, Counters counters, java.util.function.IntSupplier pending)
+      throws Exception {
+    Transfers transfers = new Transfers(null, store(), null, counters, viewId, pending, member -> true, null);
     byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
         Transfers.PAGE_BYTES));
     return transfers.handlePull(Wire.open(request, 0, request.length));
@@ -73,16 +81,24 @@ class TransfersTest {
    * it (two owners that gained ranges in one view pull from each other).
    */
   @Test
-  void aSourceStillMovingDataForAnEarlierView_refuses_oneMovingDataForTheSameViewAnswers() throws Exception {
-    Counters counters = new Counters();
+  void aSourceStillTakingInRanges_refuses_oneMovingDataForTheSameViewAnswers() throws Exception {
+    Counters counters = settled();
     counters.migratingView.set(PULLERS_VIEW - 1);
-    byte[] reply = pull(() -> PULLERS_VIEW, counters);
-    assertEquals(Wire.ERROR, reply[0]);
-    assertEquals("still moving data for view 8; ask again", Wire.open(reply, 0, reply.length).readUTF());
+    assertRefused("still moving data for view 8; ask again", pull(() -> PULLERS_VIEW, counters, () -> 1));
 
     counters.migratingView.set(PULLERS_VIEW);
-    assertEquals(50, page(pull(() -> PULLERS_VIEW, counters)).entries().size());
+    assertEquals(50, page(pull(() -> PULLERS_VIEW, counters, () -> 1)).entries().size());
     counters.migratingView.set(-1);
-    assertEquals(50, page(pull(() -> PULLERS_VIEW, counters)).entries().size());
+    assertEquals(50, page(pull(() -> PULLERS_VIEW, counters, () -> 0)).entries().size());
+    // Between two changes: the next one is queued, not running yet.
+    assertRefused("ownership changes queued here; ask again", pull(() -> PULLERS_VIEW, counters, () -> 1));
+    // Before its first change is handled, a peer's ranges may be partial: a joiner, asked for them
+    // after an owner crashed.
+    assertRefused("still taking in its first ranges; ask again", pull(() -> PULLERS_VIEW, new Counters(), () -> 0));
+  }
+
+  private static void assertRefused(String reason, byte[] reply) throws IOException {
+    assertEquals(Wire.ERROR, reply[0]);
+    assertEquals(reason, Wire.open(reply, 0, reply.length).readUTF());
   }
 }
