@@ -32,6 +32,23 @@ record Entry(String key, String value, Version version, boolean deleted) {
     return new Entry(key, "", version, true);
   }
 
+  /**
+   * Whether this entry wins over {@code other}, an entry of the same key: the newer version; of
+   * two with one version (two processes under one peer id, writing in the same microsecond), the
+   * tombstone, then the greater value. Every replica then keeps the same one, whatever the order
+   * they arrive in, where keeping the first would leave the replicas different for good.
+   */
+  boolean supersedes(Entry other) {
+    int c = version.compareTo(other.version);
+    if (c != 0) {
+      return c > 0;
+    }
+    if (deleted != other.deleted) {
+      return deleted;
+    }
+    return value.compareTo(other.value) > 0;
+  }
+
   long position() {
     return HashRing.position(key);
   }

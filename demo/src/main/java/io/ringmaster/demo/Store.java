@@ -60,8 +60,8 @@ final class Store {
   }
 
   /**
-   * Keeps the newer of the stored entry and {@code e}. Safe against concurrent merges of the same
-   * key (a push and a pull racing): exactly one of them reports the change.
+   * Keeps the stored entry or {@code e}, whichever {@link Entry#supersedes supersedes} the other.
+   * Safe against concurrent merges of the same key (a push and a pull racing): exactly one of them reports the change.
    *
    * @return whether {@code e} changed the store (it was new, or newer than what was there)
    */
@@ -74,7 +74,7 @@ final class Store {
       if (current == null) {
         return true;
       }
-      if (!e.version().isNewerThan(current.version())) {
+      if (!e.supersedes(current)) {
         return false;
       }
       if (entries.replace(slot, current, e)) {

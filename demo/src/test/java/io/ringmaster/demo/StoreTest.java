@@ -156,7 +156,7 @@ class StoreTest {
     Store store = new Store();
     assertTrue(store.merge(Entry.of("k", "new", v(10))));
     assertFalse(store.merge(Entry.of("k", "old", v(9))));
-    assertFalse(store.merge(Entry.of("k", "same", v(10))), "an equal version is a duplicate");
+    assertFalse(store.merge(Entry.of("k", "new", v(10))), "the same write again is a duplicate");
     assertEquals("new", store.get("k").orElseThrow().value());
     assertTrue(store.merge(Entry.of("k", "newer", v(11))));
     assertEquals("newer", store.get("k").orElseThrow().value());
@@ -277,5 +277,30 @@ class StoreTest {
     assertTrue(clock.next().isNewerThan(b));
     clock.observe(9_000);
     assertTrue(clock.next().stamp() > 9_000);
+  }
+
+  /**
+   * Two writes with one version (two processes under one peer id, in the same microsecond): every
+   * store keeps the same one, whichever arrives first, so the replicas do not stay different.
+   */
+  @Test
+  void equalVersions_everyStoreKeepsTheSameEntry_inEitherOrder() {
+    Version tie = v(5);
+    List<List<Entry>> pairs = List.of(
+        List.of(Entry.of("k", "apple", tie), Entry.of("k", "pear", tie)),
+        List.of(Entry.of("k", "apple", tie), Entry.tombstone("k", tie)));
+    for (List<Entry> pair : pairs) {
+      Store first = new Store();
+      first.merge(pair.get(0));
+      first.merge(pair.get(1));
+      Store second = new Store();
+      second.merge(pair.get(1));
+      second.merge(pair.get(0));
+      assertEquals(first.get("k"), second.get("k"), pair.toString());
+    }
+    Store store = new Store();
+    store.merge(Entry.of("k", "apple", tie));
+    assertTrue(store.merge(Entry.of("k", "pear", tie)), "the greater value wins the tie");
+    assertFalse(store.merge(Entry.of("k", "pear", tie)), "the same entry again changes nothing");
   }
 }
