@@ -179,18 +179,28 @@ final class TestCluster implements AutoCloseable {
    * closes.
    */
   static <T> List<T> joinAll(List<CompletableFuture<T>> futures) {
-    CompletableFuture.allOf(futures.toArray(CompletableFuture<?>[]::new)).handle((done, failed) -> null).join();
     List<Throwable> failures = new ArrayList<>();
+    List<T> results = awaitEach(futures, failures);
+    throwFirst(failures, "a parallel task failed");
+    return results;
+  }
+
+  /** Waits for every future, whatever the others did: the results, and the failures added to {@code failures}. */
+  private static <T> List<T> awaitEach(List<CompletableFuture<T>> futures, List<Throwable> failures) {
     List<T> results = new ArrayList<>();
     for (CompletableFuture<T> f : futures) {
       f.handle((result, failed) -> failed == null ? results.add(result) : failures.add(failed)).join();
     }
+    return results;
+  }
+
+  /** Throws the first failure, if any, with the others suppressed. */
+  private static void throwFirst(List<Throwable> failures, String what) {
     if (!failures.isEmpty()) {
-      RuntimeException first = new IllegalStateException("a parallel task failed", failures.get(0));
+      RuntimeException first = new IllegalStateException(what, failures.get(0));
       failures.subList(1, failures.size()).forEach(first::addSuppressed);
       throw first;
     }
-    return results;
   }
 
   /**
@@ -200,20 +210,8 @@ final class TestCluster implements AutoCloseable {
   @Override
   public void close() {
     List<Throwable> failures = new ArrayList<>();
-    for (CompletableFuture<Void> c : crashes) {
-      c.handle((done, failed) -> failed == null || failures.add(failed)).join();
-    }
-    List<CompletableFuture<Void>> closing = new ArrayList<>();
-    for (Ringmaster n : started) {
-      closing.add(CompletableFuture.runAsync(n::closeAbruptly));
-    }
-    for (CompletableFuture<Void> c : closing) {
-      c.handle((done, failed) -> failed == null || failures.add(failed)).join();
-    }
-    if (!failures.isEmpty()) {
-      RuntimeException first = new IllegalStateException("stopping the test cluster failed", failures.get(0));
-      failures.subList(1, failures.size()).forEach(first::addSuppressed);
-      throw first;
-    }
+    awaitEach(List.copyOf(crashes), failures);
+    awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly)).toList(), failures);
+    throwFirst(failures, "stopping the test cluster failed");
   }
 }
