@@ -5,8 +5,11 @@ package io.ringmaster;
  *
  * <p>Runs on a thread of the node (or on the {@link java.util.concurrent.Executor} given at
  * registration), never on a JGroups thread, one call at a time per listener, in view order. It may
- * block (to move data, say) without delaying ring installation or other listeners. An exception
- * it throws is logged and does not stop later calls.
+ * block (to move data, say) without delaying ring installation or other listeners, unless its
+ * executor runs tasks on the calling thread ({@code Runnable::run}, a pool with
+ * {@code CallerRunsPolicy}) or blocks in {@code execute()}: the node hands callbacks over from its
+ * view thread, so such an executor holds up later rings and every listener. An exception it
+ * throws is logged and does not stop later calls.
  *
  * <p>The fold invariant: starting from nothing and applying every change in order gives exactly
  * the member's current ownership; a listener added to a running node first gets the current

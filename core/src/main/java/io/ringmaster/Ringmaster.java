@@ -163,7 +163,9 @@ public final class Ringmaster implements AutoCloseable {
    * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
    *                             the cluster's, or a live member holds the same node id: the message
    *                             says which; listeners hear nothing, since no ring was installed), or
-   *                             the stack cannot start
+   *                             the stack cannot start; the node is then closed (build a new one,
+   *                             with the same settings, to try again)
+   * @throws IllegalStateException if {@code start()} was called before, or the node is closed
    */
   public synchronized Ringmaster start() {
     if (lifecycle == Lifecycle.CLOSED) {
@@ -207,6 +209,9 @@ public final class Ringmaster implements AutoCloseable {
       shutdown(null, ClusterNode.ListenersState.BUSY, null);
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
+    } catch (Error e) { // no native thread left, say: the caller may hold no reference to close
+      shutdown(null, ClusterNode.ListenersState.BUSY, null);
+      throw e;
     }
     LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
         viewId(), members().size());
@@ -300,6 +305,10 @@ public final class Ringmaster implements AutoCloseable {
    * them only after the caller returns). The calling thread is not interrupted. A listener that
    * calls close() while another close() is under way returns at once, since that close() may be
    * waiting for it.
+   *
+   * <p>A thread whose interrupt flag is set when it calls close() (a {@code finally} after a
+   * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
+   * flag; interrupting the thread while it waits in close() cuts the waits short instead.
    */
   @Override
   public void close() {
@@ -310,6 +319,8 @@ public final class Ringmaster implements AutoCloseable {
       return;
     }
     node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
+    // A flag set before the call would make every wait below give up at once: no hand-off at all.
+    boolean interruptedBefore = Thread.interrupted();
     try {
       synchronized (this) { // start() may still hold it, until its first ring
         if (lifecycle != Lifecycle.RUNNING) {
@@ -322,6 +333,9 @@ public final class Ringmaster implements AutoCloseable {
       leave(ownPool.get());
     } finally {
       closeDone.complete(null);
+      if (interruptedBefore) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -1240,6 +1254,22 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException("nodeId is required: a stable id for this member"
             + (configFile == null ? "" : " (config file " + configFile + " does not set \"nodeId\")"));
       }
+      try {
+        checkTogether();
+      } catch (IllegalArgumentException e) {
+        if (configFile == null) {
+          throw e;
+        }
+        throw new IllegalArgumentException(e.getMessage() + " (settings from config file " + configFile
+            + " and the builder)", e);
+      }
+      return new RingmasterConfig(clusterName, nodeId, weight, zone, virtualNodes, replicas, jgroupsConfig, endpoint,
+          Optional.ofNullable(bindAddress), Optional.ofNullable(bindPort), Optional.ofNullable(initialHosts),
+          Optional.ofNullable(secret), leaveTimeout, gossipInterval, startTimeout);
+    }
+
+    /** The checks of settings that are valid alone but not together (the stack, the weight). */
+    private void checkTogether() {
       Stacks.checkExists(jgroupsConfig);
       if (initialHosts != null) {
         Stacks.checkInitialHostsApply(jgroupsConfig, initialHosts);
@@ -1257,9 +1287,6 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "
             + tokens + " tokens, more than " + HashRing.MAX_TOKENS_PER_MEMBER + ": lower weight or virtualNodes");
       }
-      return new RingmasterConfig(clusterName, nodeId, weight, zone, virtualNodes, replicas, jgroupsConfig, endpoint,
-          Optional.ofNullable(bindAddress), Optional.ofNullable(bindPort), Optional.ofNullable(initialHosts),
-          Optional.ofNullable(secret), leaveTimeout, gossipInterval, startTimeout);
     }
 
     /** A node with these settings, not started yet. */

@@ -52,7 +52,9 @@ import org.jgroups.stack.MembershipChangePolicy;
  * coordinator can stay in the view for good, each candidate waiting for the other. Ringmaster
  * installs it on every node it starts, replacing any other (with a warning). A plain JGroups
  * member sharing a cluster with Ringmaster nodes needs
- * {@code <pbcast.GMS membership_change_policy="io.ringmaster.RingmasterMembershipPolicy"/>}.
+ * {@code <pbcast.GMS membership_change_policy="io.ringmaster.RingmasterMembershipPolicy"
+ * use_delta_views="false"/>} (full views: a member rebuilds a delta view with its own policy, so
+ * members whose last views differed would each keep a different list under one view id).
  */
 public final class RingmasterMembershipPolicy implements MembershipChangePolicy {
   private final GMS.DefaultMembershipPolicy jgroups = new GMS.DefaultMembershipPolicy();

@@ -15,13 +15,17 @@ import java.util.Optional;
  * @param pendingCallbacks listener callbacks queued or running (the listener lag), plus one while
  *                         a view's ring is being published and its callbacks queued: read after
  *                         {@code ring()}, 0 means every callback for that ring has run
- * @param divergences      checksum mismatches found by gossip for the same view
+ * @param divergences      checksum messages of this node's view that disagreed with it: another
+ *                         checksum, or a sender that is not the member holding its id (a node the
+ *                         cluster refuses); a running total
  * @param rejoins          times this node left and joined the cluster again because its view had
  *                         an id its peers' view also had, with other members (a JGroups merge race)
  * @param gossipSent       checksum messages sent (a node the cluster refuses sends none; it asks a
  *                         member of its view, each gossip interval, whether that view lists it)
  * @param gossipReceived   checksum messages received
- * @param refusedMembers   members kept out of the ring (parameter mismatch or duplicate id)
+ * @param refusedMembers   refusals seen since start: members kept out of the ring of a view
+ *                         (parameter mismatch or duplicate id); a running total, not how many are
+ *                         refused now (see {@link MembershipChange#refused()} for that)
  * @param lastChange       when ownership or membership last changed, if ever
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,

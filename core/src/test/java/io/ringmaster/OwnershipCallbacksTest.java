@@ -415,6 +415,34 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * A close() in a {@code finally} after a caught InterruptedException: the flag is set when it is
+   * called. Before, every wait in close() gave up at once and the listeners got no LEAVING change.
+   */
+  @Test
+  void close_calledWithTheInterruptFlagSet_stillHandsOff_andKeepsTheFlag() {
+    try (TestCluster cluster = new TestCluster("interrupted-close")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      List<OwnershipChange> leaving = new CopyOnWriteArrayList<>();
+      List<Integer> membersSeenByA = new CopyOnWriteArrayList<>();
+      b.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          membersSeenByA.add(a.ring().members().size());
+          leaving.add(change);
+        }
+      });
+      Thread.currentThread().interrupt();
+      b.close();
+      assertTrue(Thread.interrupted(), "the caller keeps its interrupt");
+      assertEquals(1, leaving.size(), "close() returned after the hand-off ran");
+      assertEquals(List.of(2), membersSeenByA, "while the hand-off ran, b was still a member");
+      assertEquals(List.of(a.localMember()), leaving.get(0).ring().members(), "b's ranges go to a");
+      TestCluster.awaitAgreement(List.of(a), 1, WAIT);
+    }
+  }
+
   @Test
   void listener_throws_isLoggedAndLaterCallbacksStillCome() {
     try (TestCluster cluster = new TestCluster("throwing")) {

@@ -158,7 +158,8 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"gossipIntervalMillis\": 0}", "gossipInterval", "between 1 ms", ": 0 ms");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 86400001}", "leaveTimeout",
         "24 hours", "86400001 ms");
-    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 0.0001}", "weight 1.0E-4 with virtualNodes 1024 gives 0 tokens");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 0.0001}", "weight 1.0E-4 with virtualNodes 1024 gives 0 tokens",
+        "(settings from config file " + dir);
     Path bom = Files.writeString(dir.resolve("bom.json"), "\uFEFF{\"nodeId\": \"a\", \"weight\": 2}");
     assertEquals(2.0, Ringmaster.builder().config(bom).buildConfig().weight(), "a UTF-8 byte order mark is skipped");
     Path missing = dir.resolve("absent.json");

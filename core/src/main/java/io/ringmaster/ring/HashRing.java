@@ -256,12 +256,20 @@ public final class HashRing {
     return members[ownerIndex(slot(Murmur3.hash(requireKey(key))))];
   }
 
-  /** The primary owner of a key given as bytes. Lock-free and allocation-free. */
+  /**
+   * The primary owner of a key given as bytes. Lock-free and allocation-free.
+   *
+   * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
+   */
   public Member ownerOf(byte[] key) {
     return members[ownerIndex(slot(Murmur3.hash(requireKey(key))))];
   }
 
-  /** The primary owner of a ring position ({@link #position(String)}). */
+  /**
+   * The primary owner of a ring position ({@link #position(String)}).
+   *
+   * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
+   */
   public Member ownerOfPosition(long position) {
     return members[ownerIndex(slot(position))];
   }
@@ -703,7 +711,11 @@ public final class HashRing {
 
     private Builder() {}
 
-    /** Tokens per unit of weight, the same on every member of a cluster; at least 1. */
+    /**
+     * Tokens per unit of weight, the same on every member of a cluster; at least 1. {@link #build()}
+     * also refuses a member given more than {@link #MAX_TOKENS_PER_MEMBER} tokens, and a ring of
+     * more than {@link #MAX_TOKENS}.
+     */
     public Builder virtualNodes(int virtualNodes) {
       if (virtualNodes < 1) {
         throw new IllegalArgumentException("virtualNodes must be at least 1: " + virtualNodes);
