@@ -40,6 +40,14 @@ public record KeyRange(long start, long end) {
     return start < end ? (p > start && p <= end) : (p > start || p <= end);
   }
 
+  /**
+   * Whether this range and {@code other} share at least one position. (Each part of two ranges'
+   * common ground ends where one of them ends, so it is enough to test the two ends.)
+   */
+  public boolean overlaps(KeyRange other) {
+    return contains(other.end) || other.contains(end);
+  }
+
   /** Whether the key (hashed over its UTF-8 bytes) lies in this range. */
   public boolean contains(String key) {
     return contains(HashRing.position(key));

@@ -300,6 +300,56 @@ class RingDiffTest {
         .map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8)).toList()));
   }
 
+  /**
+   * overlaps() against sets of positions: each range as one or two intervals of unsigned offsets
+   * from Long.MIN_VALUE, compared as intervals. Ends are drawn near 0, near the wrap and at random,
+   * so that ranges touch, nest, wrap and cover the circle.
+   */
+  @Test
+  void overlaps_isTrueExactlyWhenTwoRangesShareAPosition() {
+    SplittableRandom random = new SplittableRandom(11);
+    long[] near = {Long.MIN_VALUE, Long.MIN_VALUE + 1, -2, -1, 0, 1, 2, Long.MAX_VALUE - 1, Long.MAX_VALUE};
+    java.util.function.LongSupplier end = () -> random.nextInt(3) == 0 ? random.nextLong() : near[random.nextInt(near.length)];
+    int overlapping = 0;
+    for (int i = 0; i < 20_000; i++) {
+      KeyRange a = new KeyRange(end.getAsLong(), end.getAsLong());
+      KeyRange b = random.nextInt(50) == 0 ? KeyRange.full() : new KeyRange(end.getAsLong(), end.getAsLong());
+      if (random.nextInt(50) == 0) {
+        a = new KeyRange(a.start(), a.start()); // the whole circle too
+      }
+      boolean expected = false;
+      for (long[] x : offsets(a)) {
+        for (long[] y : offsets(b)) {
+          expected |= Long.compareUnsigned(x[0], y[1]) <= 0 && Long.compareUnsigned(y[0], x[1]) <= 0;
+        }
+      }
+      KeyRange fa = a;
+      KeyRange fb = b;
+      assertEquals(expected, a.overlaps(b), () -> fa + " and " + fb);
+      assertEquals(expected, b.overlaps(a), () -> fb + " and " + fa);
+      overlapping += expected ? 1 : 0;
+    }
+    assertTrue(overlapping > 2_000 && overlapping < 18_000, "both answers drawn often: " + overlapping);
+  }
+
+  /** A range as closed intervals [first, last] of unsigned offsets from Long.MIN_VALUE. */
+  private static List<long[]> offsets(KeyRange r) {
+    long first = r.start() - Long.MIN_VALUE + 1; // (start, end]: the position after start
+    long last = r.end() - Long.MIN_VALUE;
+    if (r.isFull()) {
+      return List.of(new long[] {0, -1L});
+    }
+    if (r.start() < r.end()) {
+      return List.of(new long[] {first, last});
+    }
+    List<long[]> parts = new ArrayList<>();
+    if (r.start() != Long.MAX_VALUE) {
+      parts.add(new long[] {first, -1L}); // up to Long.MAX_VALUE, the largest offset
+    }
+    parts.add(new long[] {0, last});
+    return parts;
+  }
+
   @Test
   void fraction_isTheRangeSizeOver2To64_roundedOnce() {
     // Sizes where halving first and rounding twice is off by one unit in the last place
