@@ -8,7 +8,7 @@ import java.util.Set;
 record ClusterOptions(int peers, int replicas, int basePort, String cluster, Optional<Path> logDir) {
   static final int MAX_PEERS = 20; // the localhost stack's TCP port range: 7800-7819
 
-  static final String USAGE = "cluster --peers 3 [--replicas 2] [--base-port 8081] [--cluster ringmaster-demo]"
+  static final String USAGE = "cluster [--peers 3] [--replicas 2] [--base-port 8081] [--cluster ringmaster-demo]"
       + " [--log-dir <dir>]";
 
   private static final Set<String> FLAGS = Set.of("--peers", "--replicas", "--base-port", "--cluster", "--log-dir");

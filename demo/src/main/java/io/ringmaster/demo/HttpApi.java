@@ -100,6 +100,11 @@ final class HttpApi implements HttpHandler {
     // put it back together, so a reply names the path the client sent.
     String path = uri.getScheme() == null && uri.getRawAuthority() != null
         ? "//" + uri.getRawAuthority() + uri.getRawPath() : uri.getRawPath();
+    if (uri.getRawFragment() != null) {
+      // "PUT /kv/a#b" would otherwise write "a": a "#" in a key is sent as %23.
+      throw new HttpError(400, "a request path has no fragment (a \"#\" and what follows): send a \"#\" in a"
+          + " key as %23");
+    }
     if (path.equals("/kv") || path.startsWith("/kv/")) {
       kv(ex, method, path.length() <= 4 ? "" : path.substring(4));
     } else if (path.equals("/") || path.equals("/index.html")) {
@@ -308,7 +313,6 @@ final class HttpApi implements HttpHandler {
     }
   }
 
-  /** The query's parameters; the last of a repeated name wins. */
   /**
    * The request's query parameters, refused with a 400 unless each is one of {@code allowed} and
    * given once: a misspelt or repeated parameter would otherwise be ignored, and the client would

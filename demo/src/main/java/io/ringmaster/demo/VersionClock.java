@@ -38,13 +38,27 @@ final class VersionClock {
     return now.getEpochSecond() * 1_000_000 + now.getNano() / 1_000;
   }
 
+  /**
+   * The next version.
+   *
+   * @throws IllegalStateException if the clock reached {@link Version#MAX_STAMP}, which only a
+   *                               stamp from a broken or hostile peer (or a clock set two centuries
+   *                               ahead) can do
+   */
   Version next() {
     long now = micros.getAsLong();
-    return new Version(last.updateAndGet(l -> Math.max(now, l + 1)), writer);
+    long stamp = last.updateAndGet(l -> Math.max(now, l + 1));
+    if (!Version.isValidStamp(stamp)) {
+      throw new IllegalStateException("the version clock of " + writer + " is at " + stamp + ", past the last stamp, "
+          + Version.MAX_STAMP + " (a peer sent a stamp two centuries ahead, or the wall clock is set there)");
+    }
+    return new Version(stamp, writer);
   }
 
-  /** Remembers a stamp written elsewhere, so later local writes order after it. */
+  /** Remembers a stamp written elsewhere (0 to {@link Version#MAX_STAMP}), so later local writes order after it. */
   void observe(long stamp) {
-    last.accumulateAndGet(stamp, Math::max);
+    if (Version.isValidStamp(stamp)) {
+      last.accumulateAndGet(stamp, Math::max);
+    }
   }
 }

@@ -150,7 +150,7 @@ final class Wire {
 
   static WriteReply readWriteReply(DataInputStream in) throws IOException {
     Set<String> stored = new LinkedHashSet<>(strings(in));
-    return new WriteReply(stored, new Version(in.readLong(), in.readUTF()));
+    return new WriteReply(stored, version(in));
   }
 
   static byte[] getReply(Optional<Entry> found) {
@@ -215,11 +215,27 @@ final class Wire {
 
   private static Entry entry(DataInputStream in) throws IOException {
     String key = in.readUTF();
-    Version v = new Version(in.readLong(), in.readUTF());
+    Version v = version(in);
     boolean deleted = in.readBoolean();
     byte[] value = new byte[count(in, 1, "value bytes")];
     in.readFully(value);
+    if (deleted && value.length > 0) { // what Entry would refuse, as an IOException like every malformed message
+      throw new IOException("malformed message: a tombstone with a value, key \"" + key + "\"");
+    }
     return new Entry(key, new String(value, StandardCharsets.UTF_8), v, deleted);
+  }
+
+  /**
+   * A version, refused if its stamp is out of range (a broken or hostile peer): stored, a stamp near
+   * {@code Long.MAX_VALUE} would win over every later write of its key, and the clocks that
+   * observe it would wrap around.
+   */
+  private static Version version(DataInputStream in) throws IOException {
+    long stamp = in.readLong();
+    if (!Version.isValidStamp(stamp)) {
+      throw new IOException("malformed message: version stamp " + stamp + " outside 0.." + Version.MAX_STAMP);
+    }
+    return new Version(stamp, in.readUTF());
   }
 
   private static void entries(DataOutputStream out, List<Entry> entries) throws IOException {

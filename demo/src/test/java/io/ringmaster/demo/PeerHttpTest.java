@@ -105,6 +105,10 @@ class PeerHttpTest {
     assertTrue(rawRequest("GET /kv/%zz HTTP/1.1").startsWith("HTTP/1.1 400"));
     String doubleSlash = rawRequest("GET //kv/a HTTP/1.1");
     assertTrue(doubleSlash.startsWith("HTTP/1.1 404") && doubleSlash.contains("no route GET //kv/a"), doubleSlash);
+    assertEquals(200, send("PUT", "/kv/frag", "v").statusCode());
+    // A "#" that a raw client did not escape: not a read of "frag".
+    String fragment = rawRequest("GET /kv/frag#ment HTTP/1.1");
+    assertTrue(fragment.startsWith("HTTP/1.1 400") && fragment.contains("has no fragment"), fragment);
     assertRefused(404, send("GET", "/kv/never-written", null));
     HttpResponse<String> head = send("HEAD", "/", null);
     assertEquals(405, head.statusCode());

@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
@@ -277,6 +278,19 @@ class StoreTest {
     assertTrue(clock.next().isNewerThan(b));
     clock.observe(9_000);
     assertTrue(clock.next().stamp() > 9_000);
+  }
+
+  /** A stamp out of range is not observed, so it cannot make the clock wrap around to a negative stamp. */
+  @Test
+  void versionClock_ignoresStampsOutOfRange_andRefusesToPassTheLast() {
+    VersionClock clock = new VersionClock("p", () -> 1_000);
+    clock.observe(Long.MAX_VALUE);
+    clock.observe(-5);
+    assertEquals(1_000, clock.next().stamp());
+    clock.observe(Version.MAX_STAMP - 1);
+    assertEquals(Version.MAX_STAMP, clock.next().stamp());
+    IllegalStateException end = assertThrows(IllegalStateException.class, clock::next);
+    assertTrue(end.getMessage().startsWith("the version clock of p is at " + (Version.MAX_STAMP + 1)), end.getMessage());
   }
 
   /**

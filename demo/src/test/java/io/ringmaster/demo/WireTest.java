@@ -8,6 +8,7 @@ import java.io.DataInputStream;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class WireTest {
@@ -77,6 +78,40 @@ class WireTest {
     byte[] pull = Wire.pull(new Wire.PullRequest(3, List.of(KeyRange.full()), Store.Cursor.START, 100));
     java.nio.ByteBuffer.wrap(pull, 1 + 8, 4).putInt(-1); // the range count, after the op and the view id
     org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPull(body(pull, Wire.OP_PULL)));
+  }
+
+  /**
+   * A stamp no clock makes (negative, or past 2^53 - 1): stored, one near Long.MAX_VALUE would win
+   * over every later write of its key, and the clocks observing it would wrap around.
+   */
+  @Test
+  void versionStamps_outOfRange_areRefused() throws Exception {
+    for (long stamp : new long[] {Long.MAX_VALUE, Version.MAX_STAMP + 1, -1}) {
+      Entry e = Entry.of("k", "v", new Version(stamp, "p1"));
+      byte[] write = Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a")), 0));
+      java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+          () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
+      assertEquals("malformed message: version stamp " + stamp + " outside 0.." + Version.MAX_STAMP, bad.getMessage());
+      byte[] reply = Wire.writeReply(new Wire.WriteReply(Set.of("a"), new Version(stamp, "a")));
+      org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+          () -> Wire.readWriteReply(body(reply, Wire.OK)));
+    }
+    Entry last = Entry.of("k", "v", new Version(Version.MAX_STAMP, "p1"));
+    assertEquals(last, Wire.readWrite(body(Wire.write(new Wire.WriteRequest(last, new LinkedHashSet<>(List.of("a")), 0)),
+        Wire.OP_WRITE)).entry(), "the last stamp is still one");
+  }
+
+  /** A tombstone that carries a value (what Entry refuses) is a malformed message, not a crash of the reader. */
+  @Test
+  void aTombstoneWithAValue_isRefusedAsMalformed() throws Exception {
+    Entry e = Entry.of("k", "v", new Version(7, "p1"));
+    byte[] write = Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a")), 0));
+    int deleted = lastIndexOf(write, (byte) 'v') - 4 - 1; // the flag, before the value's length
+    assertEquals(0, write[deleted], "found the flag");
+    write[deleted] = 1;
+    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+        () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
+    assertEquals("malformed message: a tombstone with a value, key \"k\"", bad.getMessage());
   }
 
   private static int lastIndexOf(byte[] bytes, byte b) {
