@@ -36,7 +36,7 @@ final class Peer implements AutoCloseable {
                     long backupKeys, long strayKeys, long tombstones, long tombstonesPurged, long keysMigratedIn,
                     long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
-                    long migrationsFailed, int pullRetriesPending, long putsServed, long getsServed, long deletesServed,
+                    long migrationsFailed, int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed, long deletesServed,
                     long writesStored, long writesForwarded, long divergences, long rejoins,
                     int eventSubscribers) {}
 
@@ -70,6 +70,7 @@ final class Peer implements AutoCloseable {
   private Routing routing;
   private Rebalancer rebalancer;
   private PullRetries pullRetries;
+  private Sweeper sweeper;
   private boolean closed;
 
   private Peer(PeerOptions options, Ringmaster node, HttpServer http) {
@@ -90,6 +91,7 @@ final class Peer implements AutoCloseable {
     // connection closed: otherwise a client that sends part of a request and stalls holds one of
     // the 64 HTTP threads for as long as it likes, and 64 such clients stop the API.
     System.getProperties().putIfAbsent("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
+    TestingAids.fromSystemProperties(); // a bad value fails here, before the node joins
     Ringmaster node = options.builder().build();
     HttpServer http;
     try {
@@ -126,9 +128,10 @@ final class Peer implements AutoCloseable {
     Duration leaveTimeout = node.config().leaveTimeout();
     pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,
         System::nanoTime);
+    transfers.retrying(pullRetries::pulling);
     rebalancer = new Rebalancer(routing, store, transfers, pullRetries, counters, events,
         leaveTimeout.minus(leaveTimeout.dividedBy(10)));
-    Sweeper sweeper = new Sweeper(routing, store, transfers, counters, events, pendingCallbacks);
+    sweeper = new Sweeper(routing, store, transfers, counters, events, pendingCallbacks);
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PULL, transfers::handlePull);
@@ -159,6 +162,7 @@ final class Peer implements AutoCloseable {
             node.isInRing())),
         0, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
+    maintenance.scheduleWithFixedDelay(() -> guard("repair retries", sweeper::retryRepair), 1, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("pull retries", () -> counters.keysMigratedIn.add(
         pullRetries.runDue())), 1, 1, TimeUnit.SECONDS);
     Duration grace = options.tombstoneGrace();
@@ -195,7 +199,7 @@ final class Peer implements AutoCloseable {
         counters.keysMigratedIn.sum(),
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
-        pullRetries.pending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
+        pullRetries.pending(), sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
         counters.writesStored.sum(), counters.writesForwarded.sum(), s.divergences(), s.rejoins(),
         events.subscribers());
   }

@@ -36,6 +36,7 @@ final class PullRetries {
   private final BooleanSupplier leaving;
   private final LongSupplier nanoTime;
   private final List<Retry> retries = new ArrayList<>(); // guarded by this
+  private final List<Retry> running = new ArrayList<>(); // guarded by this
 
   /**
    * @param live     whether a member is in the ring, worth pulling from
@@ -67,6 +68,23 @@ final class PullRetries {
   }
 
   /**
+   * Whether a retry for a view before {@code view}, waiting or running, still pulls part of
+   * {@code ranges}: this peer's copy of them may then be short, and a pull of them for {@code view}
+   * (by an owner that gained them later) must wait. Only earlier views, so that no two peers can
+   * each wait for the other.
+   */
+  synchronized boolean pulling(List<KeyRange> ranges, long view) {
+    for (List<Retry> list : List.of(retries, running)) {
+      for (Retry r : list) {
+        if (r.viewId() < view && r.ranges().stream().anyMatch(mine -> ranges.stream().anyMatch(mine::overlaps))) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
    * Runs the retries that are due, on the calling thread (a pull takes up to about half a minute);
    * returns how many entries they changed here.
    */
@@ -79,25 +97,37 @@ final class PullRetries {
         if (now - r.dueNanos() >= 0) {
           due.add(r);
           it.remove();
+          running.add(r);
         }
       }
     }
     long changed = 0;
     for (Retry r : due) {
-      List<KeyRange> ranges = r.ranges().stream().filter(owned).toList();
-      if (ranges.isEmpty() || leaving.getAsBoolean() || !live.test(r.source())) {
-        continue;
-      }
-      Transfers.Pulled pulled = puller.pull(r.source(), ranges, r.viewId());
-      changed += pulled.changed();
-      if (pulled.complete()) {
-        LOG.log(Level.INFO, "pull of {0} ranges from {1} done after {2} failed rounds", ranges.size(), r.source(),
-            r.failures());
-      } else {
-        long delay = Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(r.failures(), 16));
-        schedule(new Retry(r.source(), ranges, r.viewId(), r.failures() + 1, nanoTime.getAsLong() + delay));
+      try {
+        changed += run(r);
+      } finally {
+        synchronized (this) {
+          running.remove(r);
+        }
       }
     }
     return changed;
+  }
+
+  /** Pulls again what is still owned of a retry's ranges; returns how many entries it changed here. */
+  private long run(Retry r) {
+    List<KeyRange> ranges = r.ranges().stream().filter(owned).toList();
+    if (ranges.isEmpty() || leaving.getAsBoolean() || !live.test(r.source())) {
+      return 0;
+    }
+    Transfers.Pulled pulled = puller.pull(r.source(), ranges, r.viewId());
+    if (pulled.complete()) {
+      LOG.log(Level.INFO, "pull of {0} ranges from {1} done after {2} failed rounds", ranges.size(), r.source(),
+          r.failures());
+    } else {
+      long delay = Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(r.failures(), 16));
+      schedule(new Retry(r.source(), ranges, r.viewId(), r.failures() + 1, nanoTime.getAsLong() + delay));
+    }
+    return pulled.changed();
   }
 }

@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import io.ringmaster.ring.HashRing;
+import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,9 +13,11 @@ import java.util.function.IntSupplier;
 /**
  * The safety net under the ownership callbacks. The sweep hands entries that ended up outside
  * this peer's ranges (a write stored on a stale ring, a push that failed) to their owners and only
- * then drops them; the repair after a merge re-replicates everything.
+ * then drops them; the repair after a merge re-replicates everything, and tries again the owners
+ * it could not reach.
  */
 final class Sweeper {
+  private static final System.Logger LOG = System.getLogger(Sweeper.class.getName());
   private final Routing routing;
   private final Store store;
   private final Transfers transfers;
@@ -83,8 +86,49 @@ final class Sweeper {
    * every peer pushes everything it holds to all the key's owners in the merged ring; last writer
    * wins where both sides wrote a key. Copies only: nothing is dropped here (the sweep drops
    * strays once their owners have them).
+   *
+   * <p>Owners a push failed for (busy with every other peer's repair, say) are pushed to again,
+   * after 2, 4, 8 ... seconds, at most a minute apart, while they are live: a key that both this
+   * peer and such an owner keep through the merge reaches it no other way, and would keep a copy
+   * fewer, or two versions, for good. A later merge starts over with every owner.
    */
   void repairAfterMerge(long mergeViewId) {
+    synchronized (this) {
+      pendingRepair = null; // this pass pushes to every owner
+    }
+    repair(mergeViewId, null, 0);
+  }
+
+  /** The owners a repair could not reach, and when to try them again (guarded by this). */
+  private record PendingRepair(long mergeViewId, Set<String> owners, int failures, long dueNanos) {}
+
+  private PendingRepair pendingRepair;
+
+  /** Whether owners a repair could not reach are still to be tried again. */
+  synchronized boolean repairPending() {
+    return pendingRepair != null;
+  }
+
+  /** Pushes again to the owners the last repair could not reach, once their delay is over. */
+  void retryRepair() {
+    PendingRepair p;
+    synchronized (this) {
+      p = pendingRepair;
+      if (p == null || System.nanoTime() - p.dueNanos() < 0) {
+        return;
+      }
+      pendingRepair = null;
+    }
+    if (!routing.isLeaving()) { // a leaving peer hands everything off anyway
+      repair(p.mergeViewId(), p.owners(), p.failures());
+    }
+  }
+
+  /**
+   * Pushes every entry to its live owners in the current ring other than this peer, or only to
+   * those of {@code onlyTo} if not null; schedules the owners that failed to be tried again.
+   */
+  private void repair(long mergeViewId, Set<String> onlyTo, int failures) {
     counters.migrationsInProgress.incrementAndGet();
     try {
       long started = System.nanoTime();
@@ -94,17 +138,32 @@ final class Sweeper {
       for (Entry e : store.all()) {
         entries++;
         for (String owner : routing.owners(ring, e.key())) {
-          if (!routing.isSelf(owner) && routing.isLive(owner)) {
+          if (!routing.isSelf(owner) && routing.isLive(owner) && (onlyTo == null || onlyTo.contains(owner))) {
             perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).add(e);
           }
         }
       }
-      boolean ok = true;
+      Set<String> failed = new TreeSet<>();
       for (Map.Entry<String, List<Entry>> owner : perOwner.entrySet()) {
-        ok &= transfers.push(owner.getKey(), owner.getValue(), Wire.PushKind.REPAIR);
+        if (!transfers.push(owner.getKey(), owner.getValue(), Wire.PushKind.REPAIR)) {
+          failed.add(owner.getKey());
+        }
       }
       events.publish(Events.repair(mergeViewId, entries, List.copyOf(perOwner.keySet()),
-          (System.nanoTime() - started) / 1_000_000, ok));
+          (System.nanoTime() - started) / 1_000_000, failed.isEmpty()));
+      if (!failed.isEmpty()) {
+        long delay = Math.min(PullRetries.MAX_DELAY.toNanos(), PullRetries.FIRST_DELAY.toNanos() << Math.min(failures, 16));
+        LOG.log(Level.WARNING, "{0}: repair after merge view {1} could not reach {2}; again in {3} s", routing.self(),
+            mergeViewId, failed, delay / 1_000_000_000);
+        synchronized (this) {
+          if (pendingRepair == null) { // else a later merge's repair, or its failures, came meanwhile
+            pendingRepair = new PendingRepair(mergeViewId, failed, failures + 1, System.nanoTime() + delay);
+          }
+        }
+      } else if (onlyTo != null) {
+        LOG.log(Level.INFO, "{0}: repair after merge view {1} done after {2} failed rounds", routing.self(),
+            mergeViewId, failures);
+      }
     } finally {
       counters.migrationsInProgress.decrementAndGet();
     }

@@ -40,14 +40,20 @@ final class Transfers {
   private final java.util.function.IntSupplier pendingCallbacks;
   private final Predicate<String> ready;
   private final EventLog events;
-  /**
-   * A testing aid: how many pull requests this peer still refuses before it serves any, from the
-   * system property {@value #REFUSE_PULLS} (default 0), so that a process-level test can make a
-   * real pull fail and watch {@link PullRetries} complete it.
-   */
-  private final java.util.concurrent.atomic.AtomicInteger pullsToRefuse =
-      new java.util.concurrent.atomic.AtomicInteger(Integer.getInteger(REFUSE_PULLS, 0));
-  static final String REFUSE_PULLS = "ringmaster.demo.refuseFirstPulls";
+  /** Faults a test asked for: refused pulls and repair pushes. */
+  private final TestingAids aids = TestingAids.fromSystemProperties();
+
+  /** Ranges this peer pulls again for an earlier view than a pull's ({@link PullRetries#pulling}). */
+  interface Retrying {
+    boolean pulling(List<KeyRange> ranges, long view);
+  }
+
+  private volatile Retrying retrying = (ranges, view) -> false;
+
+  /** Set once the peer's {@link PullRetries} exist (they pull through this class). */
+  void retrying(Retrying r) {
+    this.retrying = r;
+  }
 
   /**
    * @param pendingCallbacks the node's listener callbacks queued or running: with none running
@@ -170,8 +176,8 @@ final class Transfers {
   /** Handles {@link Wire#OP_PULL}. */
   byte[] handlePull(DataInputStream in) throws Exception {
     Wire.PullRequest r = Wire.readPull(in);
-    if (pullsToRefuse.get() > 0 && pullsToRefuse.getAndDecrement() > 0) {
-      return Wire.error("pull refused (" + REFUSE_PULLS + ")");
+    if (aids.refusePull()) {
+      return Wire.error("pull refused (" + TestingAids.REFUSE_PULLS + ")");
     }
     // Scan only once this peer routes by the puller's ring (or a newer one): a write stored here
     // after the scan then sees the new ring and is forwarded to the puller. A scan before that
@@ -182,6 +188,9 @@ final class Transfers {
           + viewId.getAsLong() + ")");
     }
     String busy = stillTakingIn(r.viewId());
+    if (busy == null && retrying.pulling(r.ranges(), r.viewId())) {
+      busy = "still pulling part of these ranges again, for an earlier view";
+    }
     if (busy != null) {
       return Wire.error(busy + "; ask again");
     }
@@ -215,6 +224,9 @@ final class Transfers {
    */
   byte[] handlePush(DataInputStream in) throws Exception {
     Wire.PushRequest r = Wire.readPush(in);
+    if (r.kind() == Wire.PushKind.REPAIR && aids.refuseRepair(r.from())) {
+      return Wire.error("repair push refused (" + TestingAids.REFUSE_REPAIRS + ")");
+    }
     int changed = 0;
     for (Entry e : r.entries()) {
       if (store.merge(e)) {

@@ -113,7 +113,7 @@ class CrashRecoveryTest extends WithPeerCluster {
   /**
    * A pull that fails five times is tried again (PullRetries). After a crash, the peer that gains
    * the dead peer's backup ranges pulls them from the surviving replica, which here refuses the
-   * first five pulls it serves (the testing aid {@link Transfers#REFUSE_PULLS}): the pull fails,
+   * first five pulls it serves (the testing aid {@link TestingAids#REFUSE_PULLS}): the pull fails,
    * and without a retry those keys would keep one copy.
    */
   @Test
@@ -123,7 +123,7 @@ class CrashRecoveryTest extends WithPeerCluster {
     cluster = new PeerCluster("pull-retry", 2);
     cluster.startAll("peer-1", "peer-2");
     // The last to join: nobody pulls from it until the crash.
-    cluster.awaitReady(cluster.start("peer-3", "peer-3", Map.of(Transfers.REFUSE_PULLS, "5")));
+    cluster.awaitReady(cluster.start("peer-3", "peer-3", Map.of(TestingAids.REFUSE_PULLS, "5")));
     cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), Duration.ofSeconds(30));
     for (int k = 0; k < keys; k++) {
       assertEquals(200, cluster.put("peer-1", "retry-" + k, "v" + k).statusCode());

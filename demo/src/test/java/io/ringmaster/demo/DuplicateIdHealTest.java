@@ -2,14 +2,8 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.ringmaster.RingmasterConfig;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
  * <p>The partition is made of ports. "a" and "b" bind 7830-7831 and look for peers at 7830-7849;
  * the twin (id "a" too) binds 7860 and looks at 7850-7869, so neither side can find the other. The
  * heal is a third peer, "c", binding 7850 and joining "a" and "b": the twin finds it there, and
- * through it (discovery answers with every address it knows) the rest of the cluster. Then one of
+ * through it (discovery answers with every address it knows: {@link PeerCluster#healableConfig})
+ * the rest of the cluster. Then one of
  * the two peers with the id stops: the refused one, or the holder (the refused one is then
  * admitted under the id).
  */
@@ -77,7 +72,7 @@ class DuplicateIdHealTest extends WithPeerCluster {
    * the refusal, and writes through the refused peer.
    */
   private Healed partitionWritesAndHeal(Path dir) throws Exception {
-    String config = nodeConfig(dir).toString();
+    String config = PeerCluster.healableConfig(dir).toString();
     cluster = new PeerCluster("duplicate-heal", 1);
     PeerCluster.TestPeer a = cluster.start("a", "a", Map.of(), "--config", config);
     cluster.awaitReady(a);
@@ -110,21 +105,6 @@ class DuplicateIdHealTest extends WithPeerCluster {
     // Writes through the refused peer go to the owners, not to its own store.
     written.putAll(write(refused[0], "late-"));
     return new Healed(refused[0].equals("a") ? "a-twin" : "a", refused[0], written);
-  }
-
-  /** The demo's stack, answering discovery with every address it knows (see the class comment). */
-  private static Path nodeConfig(Path dir) throws IOException {
-    String stack;
-    try (InputStream in = RingmasterConfig.class.getClassLoader()
-        .getResourceAsStream(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)) {
-      stack = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-    }
-    String tcpping = "<TCPPING async_discovery=\"true\"";
-    assertTrue(stack.contains(tcpping), "the stack has TCPPING");
-    Path xml = Files.writeString(dir.resolve("stack.xml"),
-        stack.replace(tcpping, tcpping + " return_entire_cache=\"true\""));
-    return Files.writeString(dir.resolve("node.json"),
-        "{\"jgroupsConfig\": \"" + xml.toString().replace("\\", "\\\\") + "\"}");
   }
 
   private void assertPeer(String name, int members, boolean inRing) {

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.ringmaster.RingmasterConfig;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -104,6 +106,27 @@ final class PeerCluster implements AutoCloseable {
       peers.put(name, peer);
     }
     return peer;
+  }
+
+  /**
+   * A node config for the demo's stack whose discovery answers with every address it knows, so that
+   * a partition made of ports can heal: a peer alone at port 7860, looking only at 7850, finds the
+   * others through whichever peer binds 7850 later.
+   */
+  static Path healableConfig(Path dir) throws IOException {
+    String stack;
+    try (InputStream in = RingmasterConfig.class.getClassLoader()
+        .getResourceAsStream(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)) {
+      stack = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    String tcpping = "<TCPPING async_discovery=\"true\"";
+    if (!stack.contains(tcpping)) {
+      throw new AssertionError("the demo's stack has no " + tcpping);
+    }
+    Path xml = Files.writeString(dir.resolve("stack.xml"),
+        stack.replace(tcpping, tcpping + " return_entire_cache=\"true\""));
+    return Files.writeString(dir.resolve("node.json"),
+        "{\"jgroupsConfig\": \"" + xml.toString().replace("\\", "\\\\") + "\"}");
   }
 
   void awaitReady(TestPeer peer) {

@@ -93,6 +93,28 @@ class PullRetriesTest {
     assertEquals(0, retries.pending());
   }
 
+  /**
+   * While a retry of a view waits or runs, a pull of overlapping ranges for a later view is told to
+   * wait (this peer's copy may be short); ranges beside it, the same view, and a retry done are not.
+   */
+  @Test
+  void pulling_answersForOverlappingRangesOfLaterViews_whileARetryWaitsOrRuns() {
+    List<Boolean> duringThePull = new ArrayList<>();
+    retries = new PullRetries((source, ranges, view) -> {
+      duringThePull.add(retries.pulling(List.of(new KeyRange(50, 60)), VIEW + 1));
+      return new Transfers.Pulled(0, true);
+    }, live::contains, owned::contains, leaving::get, clock::get);
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    assertEquals(true, retries.pulling(List.of(new KeyRange(50, 60)), VIEW + 1), "inside FIRST");
+    assertEquals(true, retries.pulling(List.of(SECOND, new KeyRange(-10, 1)), VIEW + 1), "across FIRST's start");
+    assertEquals(false, retries.pulling(List.of(SECOND), VIEW + 1), "beside FIRST: (100, 200] against (0, 100]");
+    assertEquals(false, retries.pulling(List.of(FIRST), VIEW), "a pull for the retry's own view");
+    advance(PullRetries.FIRST_DELAY);
+    retries.runDue();
+    assertEquals(List.of(true), duringThePull, "while the retry runs");
+    assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "the retry is done");
+  }
+
   @Test
   void aRetryIsDropped_whenItsSourceLeftTheRing_orThisPeerIsLeaving() {
     retries.failed("peer-1", List.of(FIRST), VIEW);

@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.KeyRange;
@@ -40,7 +41,13 @@ class TransfersTest {
 
   private static byte[] pull(LongSupplier viewId, Counters counters, java.util.function.IntSupplier pending)
       throws Exception {
+    return pull(viewId, counters, pending, (ranges, view) -> false);
+  }
+
+  private static byte[] pull(LongSupplier viewId, Counters counters, java.util.function.IntSupplier pending,
+                             Transfers.Retrying retrying) throws Exception {
     Transfers transfers = new Transfers(null, store(), null, counters, viewId, pending, member -> true, null);
+    transfers.retrying(retrying);
     byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
         Transfers.PAGE_BYTES));
     return transfers.handlePull(Wire.open(request, 0, request.length));
@@ -97,8 +104,46 @@ class TransfersTest {
     assertRefused("still taking in its first ranges; ask again", pull(() -> PULLERS_VIEW, new Counters(), () -> 0));
   }
 
+  /**
+   * A source whose own pull of part of these ranges failed, for an earlier view, and is still to be
+   * tried again: its copy may be short, and what its retry brings in later would never reach a
+   * puller that counted the range as pulled. It refuses; once the retry is done, it answers.
+   */
+  @Test
+  void aSourceStillPullingPartOfTheRangesAgain_refuses() throws Exception {
+    List<Long> askedFor = new java.util.ArrayList<>();
+    assertRefused("still pulling part of these ranges again, for an earlier view; ask again",
+        pull(() -> PULLERS_VIEW, settled(), () -> 0, (ranges, view) -> askedFor.add(view)));
+    assertEquals(List.of(PULLERS_VIEW), askedFor, "asked about the pull's ranges and view");
+    assertEquals(50, page(pull(() -> PULLERS_VIEW, settled(), () -> 0, (ranges, view) -> false)).entries().size());
+  }
+
   private static void assertRefused(String reason, byte[] reply) throws IOException {
     assertEquals(Wire.ERROR, reply[0]);
     assertEquals(reason, Wire.open(reply, 0, reply.length).readUTF());
+  }
+
+  /** The testing aid's property: a value that is not a count fails the peer's start, naming both. */
+  @Test
+  void refusePullsProperty_notACount_isRefusedNamingPropertyAndValue() {
+    String before = System.getProperty(TestingAids.REFUSE_PULLS);
+    try {
+      for (String bad : List.of("five", "-1", "", "2.5")) {
+        System.setProperty(TestingAids.REFUSE_PULLS, bad);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TestingAids.count(TestingAids.REFUSE_PULLS));
+        assertEquals("system property ringmaster.demo.refuseFirstPulls must be a whole number from 0: \"" + bad + "\"",
+            e.getMessage());
+      }
+      System.setProperty(TestingAids.REFUSE_PULLS, " 3 ");
+      assertEquals(3, TestingAids.count(TestingAids.REFUSE_PULLS));
+      System.clearProperty(TestingAids.REFUSE_PULLS);
+      assertEquals(0, TestingAids.count(TestingAids.REFUSE_PULLS));
+    } finally {
+      if (before == null) {
+        System.clearProperty(TestingAids.REFUSE_PULLS);
+      } else {
+        System.setProperty(TestingAids.REFUSE_PULLS, before);
+      }
+    }
   }
 }

@@ -1,0 +1,64 @@
+package io.ringmaster.demo;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Faults a process-level test can ask a peer for, by system property, so that it can watch the
+ * retries that repair them; all off by default. A value that is not a count fails the peer's
+ * start, naming the property and the value.
+ */
+final class TestingAids {
+  /** How many pulls this peer refuses before it serves any: {@link PullRetries} then take over. */
+  static final String REFUSE_PULLS = "ringmaster.demo.refuseFirstPulls";
+  /** How many repair pushes after a merge this peer refuses from each sender: {@link Sweeper#retryRepair}. */
+  static final String REFUSE_REPAIRS = "ringmaster.demo.refuseFirstRepairs";
+
+  private final AtomicInteger pullsToRefuse;
+  private final int repairsToRefuse;
+  private final Map<String, AtomicInteger> repairsRefused = new ConcurrentHashMap<>();
+
+  private TestingAids(int pullsToRefuse, int repairsToRefuse) {
+    this.pullsToRefuse = new AtomicInteger(pullsToRefuse);
+    this.repairsToRefuse = repairsToRefuse;
+  }
+
+  /**
+   * The aids the system properties ask for.
+   *
+   * @throws IllegalArgumentException naming the property and the value if one is not a whole number from 0
+   */
+  static TestingAids fromSystemProperties() {
+    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS));
+  }
+
+  /** Whether to refuse this pull. */
+  boolean refusePull() {
+    return pullsToRefuse.get() > 0 && pullsToRefuse.getAndDecrement() > 0;
+  }
+
+  /** Whether to refuse this repair push from {@code sender}. */
+  boolean refuseRepair(String sender) {
+    return repairsToRefuse > 0
+        && repairsRefused.computeIfAbsent(sender, k -> new AtomicInteger()).getAndIncrement() < repairsToRefuse;
+  }
+
+  /** A system property that counts something: 0 if unset. */
+  static int count(String property) {
+    String value = System.getProperty(property);
+    if (value == null) {
+      return 0;
+    }
+    try {
+      int n = Integer.parseInt(value.strip());
+      if (n >= 0) {
+        return n;
+      }
+    } catch (NumberFormatException notANumber) {
+      // refused below
+    }
+    throw new IllegalArgumentException("system property " + property + " must be a whole number from 0: \""
+        + value + "\"");
+  }
+}

@@ -1,0 +1,96 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The repair after a partition heals. "c" is cut off alone (see {@link DuplicateIdHealTest} for
+ * the ports) and takes writes there, each key with a single copy. In the merged ring of four
+ * peers with two replicas, about half of those keys stay with "c" and get their second owner
+ * among the others: nothing in the ownership change moves them (c keeps them, the other owner
+ * gains nothing from its own side), so only the repair's push brings the second copy. Every peer
+ * refuses the first repair pushes from each sender, as many as a push tries, so each peer's first
+ * repair fails, and only a repair that tries again gives every key its two copies.
+ */
+class MergeRepairTest extends WithPeerCluster {
+  private static final int KEYS = 60;
+
+  @Test
+  @Timeout(value = 150, unit = TimeUnit.SECONDS)
+  void repairPushesRefusedAtFirst_areTriedAgain_andEveryKeyWrittenApartGetsItsSecondCopy(@TempDir Path dir)
+      throws Exception {
+    String config = PeerCluster.healableConfig(dir).toString();
+    cluster = new PeerCluster("merge-repair", 2);
+    Map<String, String> refuse = Map.of(TestingAids.REFUSE_REPAIRS, Integer.toString(Transfers.ATTEMPTS));
+    cluster.awaitReady(cluster.start("a", "a", refuse, "--config", config));
+    cluster.awaitReady(cluster.start("b", "b", refuse, "--config", config));
+    cluster.awaitReady(cluster.start("c", "c", with(refuse, "ringmaster.bind_port", "7860",
+        "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
+    assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
+
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < KEYS; i++) {
+      String key = "apart-" + i;
+      var r = cluster.put("c", key, "v-" + key);
+      assertEquals(200, r.statusCode(), () -> "put " + key + " via c: " + r.body());
+      keys.add(key);
+    }
+
+    // The heal: d binds 7850 and joins a and b; c finds it there, and through it the others.
+    cluster.awaitReady(cluster.start("d", "d", with(refuse, "ringmaster.bind_port", "7850"), "--config", config));
+    List<String> all = List.of("a", "b", "c", "d");
+    await("the partition healed").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
+        .ignoreExceptions().until(() -> all.stream()
+            .allMatch(p -> cluster.json(p, "/stats").path("members").asInt() == 4));
+    await("every key written apart held by both its owners").atMost(Duration.ofSeconds(60))
+        .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+        .untilAsserted(() -> assertEquals(Map.of(), notTwice(all, keys)));
+    await("no repair left to try again").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+        .ignoreExceptions().until(() -> all.stream()
+            .noneMatch(p -> cluster.json(p, "/stats").path("repairRetryPending").asBoolean(true)));
+
+    String log = Files.readString(cluster.peer("c").log());
+    assertTrue(log.contains("could not reach"), "c's first repair was refused: see " + cluster.peer("c").log());
+    for (String key : keys) {
+      assertEquals("v-" + key, PeerCluster.parse(cluster.get("a", key).body()).path("value").asText(), key);
+    }
+  }
+
+  /** The keys that not exactly two peers hold as owners (primary or backup), with how many do. */
+  private Map<String, Integer> notTwice(List<String> peers, List<String> keys) {
+    Map<String, Integer> copies = new TreeMap<>();
+    keys.forEach(k -> copies.put(k, 0));
+    for (String p : peers) {
+      for (String role : List.of("primary", "backup")) {
+        for (JsonNode k : cluster.json(p, "/keys?role=" + role).path("keys")) {
+          copies.computeIfPresent(k.asText(), (key, n) -> n + 1);
+        }
+      }
+    }
+    copies.values().removeIf(n -> n == 2);
+    return copies;
+  }
+
+  private static Map<String, String> with(Map<String, String> base, String... more) {
+    Map<String, String> out = new HashMap<>(base);
+    for (int i = 0; i < more.length; i += 2) {
+      out.put(more[i], more[i + 1]);
+    }
+    return out;
+  }
+}
