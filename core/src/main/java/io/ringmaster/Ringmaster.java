@@ -210,7 +210,11 @@ public final class Ringmaster implements AutoCloseable {
       throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
           + config.jgroupsConfig() + ": " + e, e);
     } catch (Error e) { // no native thread left, say: the caller may hold no reference to close
-      shutdown(null, ClusterNode.ListenersState.BUSY, null);
+      try {
+        shutdown(null, ClusterNode.ListenersState.BUSY, null);
+      } catch (Throwable again) {
+        e.addSuppressed(again);
+      }
       throw e;
     }
     LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),

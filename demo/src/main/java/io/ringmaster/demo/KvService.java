@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -18,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
+import org.jgroups.Address;
 
 /**
  * Reads and writes keys on their owners.
@@ -93,6 +95,9 @@ final class KvService {
   Written replicate(Entry write) {
     Entry e = write;
     Set<String> stored = new LinkedHashSet<>();
+    // The process each id in "stored" had when it stored the write: an id whose process was
+    // restarted (and admitted again) since then names one that has not seen it.
+    Map<String, Optional<Address>> storedBy = new HashMap<>();
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
     long deadline = System.nanoTime() + WRITE_DEADLINE.toNanos();
     String lastError = "";
@@ -104,6 +109,13 @@ final class KvService {
         stored.remove(routing.self());
         storedHere = false;
       }
+      stored.removeIf(id -> {
+        boolean restarted = !routing.isSelf(id) && !routing.addressOf(id).equals(storedBy.get(id));
+        if (restarted) {
+          storedBy.remove(id);
+        }
+        return restarted;
+      });
       List<String> owners = routing.owners(e.key());
       if (owners.isEmpty()) {
         throw new Unavailable("the ring has no owners");
@@ -116,11 +128,13 @@ final class KvService {
       Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0);
       byte[] message = Wire.write(request);
       Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
+      Map<String, Optional<Address>> called = new HashMap<>();
       boolean here = routing.indexOfSelf(missing) >= 0; // decided once: this peer's id is this peer
       for (String owner : missing) {
         if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
           Waits.until(() -> ready.test(owner), READY_WAIT);
+          called.put(owner, routing.addressOf(owner));
           calls.put(owner, rpc.call(owner, message, CALL_TIMEOUT).thenApply(KvService::reply));
         }
       }
@@ -131,7 +145,11 @@ final class KvService {
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
           Wire.WriteReply reply = call.getValue().get();
-          stored.addAll(reply.stored());
+          for (String id : reply.stored()) { // the owner called, and those it forwarded the write to
+            stored.add(id);
+            storedBy.putIfAbsent(id, id.equals(call.getKey()) && called.containsKey(id) ? called.get(id)
+                : routing.addressOf(id));
+          }
           storedHere |= here && call.getKey().equals(routing.self()) && reply.stored().contains(routing.self());
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
         } catch (ExecutionException failed) {
@@ -145,7 +163,14 @@ final class KvService {
       if (superseded) {
         // A newer version got there first (see the class comment): restamp past it, write again.
         clock.observe(newest.stamp());
-        e = new Entry(e.key(), e.value(), clock.next(), e.deleted());
+        storedBy.clear();
+        Version again = clock.next();
+        if (!again.isNewerThan(newest)) { // a stamp the clock does not follow: see VersionClock.observe
+          throw new Unavailable("\"" + e.key() + "\" holds a version stamped " + newest.stamp() + " by "
+              + newest.writer() + ", more than " + VersionClock.MAX_AHEAD.toDays() + " days ahead of this peer's clock ("
+              + again.stamp() + "): a peer's clock is wrong; no write can supersede it here");
+        }
+        e = new Entry(e.key(), e.value(), again, e.deleted());
         stored.clear();
         storedHere = false;
         lastError = "superseded by " + newest;

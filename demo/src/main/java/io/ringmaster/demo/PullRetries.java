@@ -74,9 +74,14 @@ final class PullRetries {
    * each wait for the other.
    */
   synchronized boolean pulling(List<KeyRange> ranges, long view) {
+    if (leaving.getAsBoolean()) {
+      return false; // its retries are dropped
+    }
     for (List<Retry> list : List.of(retries, running)) {
       for (Retry r : list) {
-        if (r.viewId() < view && r.ranges().stream().anyMatch(mine -> ranges.stream().anyMatch(mine::overlaps))) {
+        // Only a retry that will pull: its source is in the ring, and it still owns the range.
+        if (r.viewId() < view && live.test(r.source()) && r.ranges().stream()
+            .anyMatch(mine -> owned.test(mine) && ranges.stream().anyMatch(mine::overlaps))) {
           return true;
         }
       }
@@ -102,16 +107,31 @@ final class PullRetries {
       }
     }
     long changed = 0;
-    for (Retry r : due) {
-      try {
-        changed += run(r);
-      } finally {
-        synchronized (this) {
-          running.remove(r);
+    try {
+      for (Retry r : due) {
+        try {
+          changed += run(r);
+        } catch (RuntimeException e) {
+          LOG.log(Level.WARNING, "pull retry from " + r.source() + " failed", e);
+          schedule(next(r, r.ranges()));
+        } finally {
+          synchronized (this) {
+            running.remove(r);
+          }
         }
+      }
+    } finally {
+      synchronized (this) {
+        running.removeAll(due); // those an Error kept from running: pulling() must not wait for them
       }
     }
     return changed;
+  }
+
+  /** The retry after {@code r} failed again, a delay twice as long (at most {@link #MAX_DELAY}). */
+  private Retry next(Retry r, List<KeyRange> ranges) {
+    long delay = Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(r.failures(), 16));
+    return new Retry(r.source(), ranges, r.viewId(), r.failures() + 1, nanoTime.getAsLong() + delay);
   }
 
   /** Pulls again what is still owned of a retry's ranges; returns how many entries it changed here. */
@@ -125,8 +145,7 @@ final class PullRetries {
       LOG.log(Level.INFO, "pull of {0} ranges from {1} done after {2} failed rounds", ranges.size(), r.source(),
           r.failures());
     } else {
-      long delay = Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(r.failures(), 16));
-      schedule(new Retry(r.source(), ranges, r.viewId(), r.failures() + 1, nanoTime.getAsLong() + delay));
+      schedule(next(r, ranges));
     }
     return pulled.changed();
   }

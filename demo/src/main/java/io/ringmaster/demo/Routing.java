@@ -168,6 +168,14 @@ final class Routing {
     return i >= 0 && inRing() ? i : -1;
   }
 
+  /**
+   * The JGroups address of the process that holds a member id now: a new one when the id's
+   * process was restarted and admitted again.
+   */
+  java.util.Optional<org.jgroups.Address> addressOf(String memberId) {
+    return node.addressOf(memberId);
+  }
+
   /** Whether a member is in the ring this peer routes by, hence worth sending to. */
   boolean isLive(String memberId) {
     return ring().contains(memberId);

@@ -103,10 +103,11 @@ final class Sweeper {
   private record PendingRepair(long mergeViewId, Set<String> owners, int failures, long dueNanos) {}
 
   private PendingRepair pendingRepair;
+  private volatile boolean repairing;
 
-  /** Whether owners a repair could not reach are still to be tried again. */
+  /** Whether a repair runs, or owners one could not reach are still to be tried again. */
   synchronized boolean repairPending() {
-    return pendingRepair != null;
+    return repairing || pendingRepair != null;
   }
 
   /** Pushes again to the owners the last repair could not reach, once their delay is over. */
@@ -130,18 +131,24 @@ final class Sweeper {
    */
   private void repair(long mergeViewId, Set<String> onlyTo, int failures) {
     counters.migrationsInProgress.incrementAndGet();
+    repairing = true;
     try {
       long started = System.nanoTime();
       HashRing ring = routing.ring();
       Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
-      long entries = 0;
+      long entries = 0; // sent to one owner or more
       for (Entry e : store.all()) {
-        entries++;
+        boolean sent = false;
         for (String owner : routing.owners(ring, e.key())) {
           if (!routing.isSelf(owner) && routing.isLive(owner) && (onlyTo == null || onlyTo.contains(owner))) {
             perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).add(e);
+            sent = true;
           }
         }
+        entries += sent ? 1 : 0;
+      }
+      if (perOwner.isEmpty() && onlyTo != null) {
+        return; // the owners it could not reach have left: their successors pull what they gained
       }
       Set<String> failed = new TreeSet<>();
       for (Map.Entry<String, List<Entry>> owner : perOwner.entrySet()) {
@@ -155,16 +162,15 @@ final class Sweeper {
         long delay = Math.min(PullRetries.MAX_DELAY.toNanos(), PullRetries.FIRST_DELAY.toNanos() << Math.min(failures, 16));
         LOG.log(Level.WARNING, "{0}: repair after merge view {1} could not reach {2}; again in {3} s", routing.self(),
             mergeViewId, failed, delay / 1_000_000_000);
-        synchronized (this) {
-          if (pendingRepair == null) { // else a later merge's repair, or its failures, came meanwhile
-            pendingRepair = new PendingRepair(mergeViewId, failed, failures + 1, System.nanoTime() + delay);
-          }
+        synchronized (this) { // nothing else set it meanwhile: repairs run one at a time, on the maintenance thread
+          pendingRepair = new PendingRepair(mergeViewId, failed, failures + 1, System.nanoTime() + delay);
         }
       } else if (onlyTo != null) {
         LOG.log(Level.INFO, "{0}: repair after merge view {1} done after {2} failed rounds", routing.self(),
             mergeViewId, failures);
       }
     } finally {
+      repairing = false;
       counters.migrationsInProgress.decrementAndGet();
     }
   }

@@ -55,10 +55,20 @@ final class VersionClock {
     return new Version(stamp, writer);
   }
 
-  /** Remembers a stamp written elsewhere (0 to {@link Version#MAX_STAMP}), so later local writes order after it. */
+  /**
+   * Remembers a stamp written elsewhere, so later local writes order after it: a peer whose clock
+   * runs ahead drags this one along (last writer wins across hosts). Not past {@link #MAX_AHEAD} of
+   * this clock: a broken or hostile peer's stamp (the year 2255, say) would otherwise take every
+   * later stamp here to the end of the range. Writes to a key holding such a version fail instead
+   * ({@link KvService}).
+   */
   void observe(long stamp) {
-    if (Version.isValidStamp(stamp)) {
+    if (Version.isValidStamp(stamp) && stamp - micros.getAsLong() <= MAX_AHEAD_MICROS) {
       last.accumulateAndGet(stamp, Math::max);
     }
   }
+
+  /** How far ahead of this clock an observed stamp may be: a year; a clock further off is broken. */
+  static final java.time.Duration MAX_AHEAD = java.time.Duration.ofDays(365);
+  private static final long MAX_AHEAD_MICROS = MAX_AHEAD.toNanos() / 1_000;
 }

@@ -115,6 +115,43 @@ class PullRetriesTest {
     assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "the retry is done");
   }
 
+  /** A retry that will not pull (dropped when it comes due) makes no later pull wait. */
+  @Test
+  void pulling_ignoresRetriesThatWillNotPull() {
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1));
+    live.remove("peer-1");
+    assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "its source left the ring");
+    live.add("peer-1");
+    owned.remove(FIRST);
+    assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "the range is no longer this peer's");
+    owned.add(FIRST);
+    leaving.set(true);
+    assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "this peer is leaving");
+  }
+
+  /** A pull that throws is tried again later, and the retries due with it neither run nor stay "running". */
+  @Test
+  void aRetryThatThrows_isScheduledAgain_andNoRetryStaysRunning() {
+    retries = new PullRetries((source, ranges, view) -> {
+      throw new IllegalStateException("a bug, on purpose");
+    }, live::contains, owned::contains, leaving::get, clock::get);
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    advance(PullRetries.FIRST_DELAY);
+    assertEquals(0, retries.runDue());
+    assertEquals(1, retries.pending(), "scheduled again");
+    assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1), "waiting again");
+
+    retries = new PullRetries((source, ranges, view) -> {
+      throw new AssertionError("an Error, on purpose");
+    }, live::contains, owned::contains, leaving::get, clock::get);
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    retries.failed("peer-1", List.of(SECOND), VIEW);
+    advance(PullRetries.FIRST_DELAY);
+    org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class, retries::runDue);
+    assertEquals(false, retries.pulling(List.of(FIRST, SECOND), VIEW + 1), "none left running");
+  }
+
   @Test
   void aRetryIsDropped_whenItsSourceLeftTheRing_orThisPeerIsLeaving() {
     retries.failed("peer-1", List.of(FIRST), VIEW);

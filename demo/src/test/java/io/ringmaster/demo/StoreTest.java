@@ -280,16 +280,27 @@ class StoreTest {
     assertTrue(clock.next().stamp() > 9_000);
   }
 
-  /** A stamp out of range is not observed, so it cannot make the clock wrap around to a negative stamp. */
+  /**
+   * A stamp out of range, or more than a year ahead, is not observed: it cannot drag the clock to
+   * the end of the range (or, before the range check, wrap it to a negative stamp). A clock that
+   * reaches the end on its own refuses to go past it.
+   */
   @Test
-  void versionClock_ignoresStampsOutOfRange_andRefusesToPassTheLast() {
-    VersionClock clock = new VersionClock("p", () -> 1_000);
-    clock.observe(Long.MAX_VALUE);
-    clock.observe(-5);
-    assertEquals(1_000, clock.next().stamp());
-    clock.observe(Version.MAX_STAMP - 1);
-    assertEquals(Version.MAX_STAMP, clock.next().stamp());
-    IllegalStateException end = assertThrows(IllegalStateException.class, clock::next);
+  void versionClock_ignoresStampsOutOfRangeOrAYearAhead_andRefusesToPassTheLast() {
+    long now = 1_700_000_000_000_000L; // 2023, in microseconds
+    long year = VersionClock.MAX_AHEAD.toNanos() / 1_000;
+    VersionClock clock = new VersionClock("p", () -> now);
+    for (long stamp : new long[] {Long.MAX_VALUE, -5, Version.MAX_STAMP, now + year + 1}) {
+      clock.observe(stamp);
+      assertEquals(now, clock.next().stamp(), "ignored: " + stamp);
+      clock = new VersionClock("p", () -> now);
+    }
+    clock.observe(now + year); // a clock a year ahead is followed
+    assertEquals(now + year + 1, clock.next().stamp());
+
+    VersionClock atTheEnd = new VersionClock("p", () -> Version.MAX_STAMP);
+    assertEquals(Version.MAX_STAMP, atTheEnd.next().stamp());
+    IllegalStateException end = assertThrows(IllegalStateException.class, atTheEnd::next);
     assertTrue(end.getMessage().startsWith("the version clock of p is at " + (Version.MAX_STAMP + 1)), end.getMessage());
   }
 
