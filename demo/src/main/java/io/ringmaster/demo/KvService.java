@@ -107,10 +107,12 @@ final class KvService {
         // A copy stored here while this peer held its id does not count once the cluster refuses
         // it: the id now names the peer that holds it.
         stored.remove(routing.self());
+        storedBy.remove(routing.self());
         storedHere = false;
       }
+      boolean counted = storedHere; // this peer's own copy: checked above
       stored.removeIf(id -> {
-        boolean restarted = !routing.isSelf(id) && !routing.addressOf(id).equals(storedBy.get(id));
+        boolean restarted = !(counted && routing.isSelf(id)) && !routing.addressOf(id).equals(storedBy.get(id));
         if (restarted) {
           storedBy.remove(id);
         }

@@ -176,11 +176,17 @@ final class Peer implements AutoCloseable {
     http.start();
   }
 
+  /**
+   * Runs a maintenance task, logging what it throws: a periodic task that threw would never run
+   * again (the scheduler cancels it without a word), so an Error is caught here too.
+   */
   private static void guard(String what, Runnable task) {
     try {
       task.run();
     } catch (RuntimeException e) {
       LOG.log(Level.WARNING, what + " failed", e);
+    } catch (Error e) {
+      LOG.log(Level.ERROR, what + " failed", e);
     }
   }
 

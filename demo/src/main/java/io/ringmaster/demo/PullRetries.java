@@ -107,23 +107,22 @@ final class PullRetries {
       }
     }
     long changed = 0;
-    try {
-      for (Retry r : due) {
-        try {
-          changed += run(r);
-        } catch (RuntimeException e) {
-          LOG.log(Level.WARNING, "pull retry from " + r.source() + " failed", e);
-          schedule(next(r, r.ranges()));
-        } finally {
-          synchronized (this) {
-            running.remove(r);
-          }
+    Error error = null;
+    for (Retry r : due) {
+      try {
+        changed += run(r);
+      } catch (RuntimeException | Error e) { // tried again later, like a pull that failed
+        LOG.log(Level.WARNING, "pull retry from " + r.source() + " failed", e);
+        schedule(next(r, r.ranges()));
+        error = e instanceof Error err && error == null ? err : error;
+      } finally {
+        synchronized (this) {
+          running.remove(r);
         }
       }
-    } finally {
-      synchronized (this) {
-        running.removeAll(due); // those an Error kept from running: pulling() must not wait for them
-      }
+    }
+    if (error != null) {
+      throw error; // every retry is scheduled again: the caller logs it and runs them later
     }
     return changed;
   }

@@ -95,6 +95,7 @@ final class Sweeper {
   void repairAfterMerge(long mergeViewId) {
     synchronized (this) {
       pendingRepair = null; // this pass pushes to every owner
+      repairing = true;
     }
     repair(mergeViewId, null, 0);
   }
@@ -103,7 +104,7 @@ final class Sweeper {
   private record PendingRepair(long mergeViewId, Set<String> owners, int failures, long dueNanos) {}
 
   private PendingRepair pendingRepair;
-  private volatile boolean repairing;
+  private boolean repairing; // set with pendingRepair cleared, so that repairPending() has no gap
 
   /** Whether a repair runs, or owners one could not reach are still to be tried again. */
   synchronized boolean repairPending() {
@@ -119,10 +120,9 @@ final class Sweeper {
         return;
       }
       pendingRepair = null;
+      repairing = true;
     }
-    if (!routing.isLeaving()) { // a leaving peer hands everything off anyway
-      repair(p.mergeViewId(), p.owners(), p.failures());
-    }
+    repair(p.mergeViewId(), p.owners(), p.failures());
   }
 
   /**
@@ -131,8 +131,12 @@ final class Sweeper {
    */
   private void repair(long mergeViewId, Set<String> onlyTo, int failures) {
     counters.migrationsInProgress.incrementAndGet();
-    repairing = true;
     try {
+      if (onlyTo != null && routing.isLeaving()) {
+        LOG.log(Level.INFO, "{0}: leaving; its hand-off replaces the repair of merge view {1}", routing.self(),
+            mergeViewId);
+        return;
+      }
       long started = System.nanoTime();
       HashRing ring = routing.ring();
       Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
@@ -148,7 +152,9 @@ final class Sweeper {
         entries += sent ? 1 : 0;
       }
       if (perOwner.isEmpty() && onlyTo != null) {
-        return; // the owners it could not reach have left: their successors pull what they gained
+        LOG.log(Level.INFO, "{0}: {1}, which the repair of merge view {2} could not reach, left the ring; their"
+            + " successors pull what they gained", routing.self(), onlyTo, mergeViewId);
+        return;
       }
       Set<String> failed = new TreeSet<>();
       for (Map.Entry<String, List<Entry>> owner : perOwner.entrySet()) {
@@ -170,7 +176,9 @@ final class Sweeper {
             mergeViewId, failures);
       }
     } finally {
-      repairing = false;
+      synchronized (this) {
+        repairing = false;
+      }
       counters.migrationsInProgress.decrementAndGet();
     }
   }
