@@ -332,6 +332,41 @@ class RingDiffTest {
     assertTrue(overlapping > 2_000 && overlapping < 18_000, "both answers drawn often: " + overlapping);
   }
 
+  /**
+   * partition() against a linear scan: random sets of disjoint ranges (cut from sorted random
+   * points, so one of them wraps; sometimes a single range, the whole circle), positions at their
+   * edges and at random, each placed in the one range that contains it or left out.
+   */
+  @Test
+  void partition_placesEachPositionInTheRangeThatContainsIt_theWrappingOneIncluded() {
+    SplittableRandom random = new SplittableRandom(13);
+    for (int round = 0; round < 300; round++) {
+      long[] cuts = random.longs(1 + random.nextInt(8)).sorted().toArray();
+      List<KeyRange> ranges = new ArrayList<>();
+      for (int i = 0; i < cuts.length; i++) {
+        KeyRange r = new KeyRange(cuts[i], cuts[(i + 1) % cuts.length]); // the last one wraps
+        if (cuts.length == 1 || random.nextInt(3) > 0) { // leave some gaps
+          ranges.add(r);
+        }
+      }
+      List<Long> positions = new ArrayList<>();
+      for (long c : cuts) {
+        positions.addAll(List.of(c, c + 1, c - 1));
+      }
+      positions.addAll(List.of(Long.MIN_VALUE, Long.MAX_VALUE, 0L));
+      random.longs(50).forEach(positions::add);
+      Map<KeyRange, List<Long>> got = KeyRange.partition(ranges, r -> r, positions, p -> p);
+      Map<KeyRange, List<Long>> expected = new java.util.LinkedHashMap<>();
+      for (long p : positions) {
+        ranges.stream().filter(r -> r.contains(p)).findFirst()
+            .ifPresent(r -> expected.computeIfAbsent(r, k -> new ArrayList<>()).add(p));
+      }
+      assertEquals(expected, new java.util.LinkedHashMap<>(got), () -> ranges.toString());
+      assertEquals(ranges.stream().filter(expected::containsKey).toList(), List.copyOf(got.keySet()),
+          "in the order of the ranges given");
+    }
+  }
+
   /** A range as closed intervals [first, last] of unsigned offsets from Long.MIN_VALUE. */
   private static List<long[]> offsets(KeyRange r) {
     long first = r.start() - Long.MIN_VALUE + 1; // (start, end]: the position after start

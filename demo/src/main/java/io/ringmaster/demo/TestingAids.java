@@ -14,14 +14,23 @@ final class TestingAids {
   static final String REFUSE_PULLS = "ringmaster.demo.refuseFirstPulls";
   /** How many repair pushes after a merge this peer refuses from each sender: {@link Sweeper#retryRepair}. */
   static final String REFUSE_REPAIRS = "ringmaster.demo.refuseFirstRepairs";
+  /**
+   * Milliseconds added to this peer's version clock (negative: behind), as on a host whose clock
+   * is off, so that a test can watch a write restamped past a newer version ({@link KvService}).
+   */
+  static final String CLOCK_OFFSET = "ringmaster.demo.clockOffsetMillis";
+  private static final long MAX_OFFSET_MILLIS = java.time.Duration.ofDays(1).toMillis();
 
   private final AtomicInteger pullsToRefuse;
   private final int repairsToRefuse;
   private final Map<String, AtomicInteger> repairsRefused = new ConcurrentHashMap<>();
 
-  private TestingAids(int pullsToRefuse, int repairsToRefuse) {
+  private final long clockOffsetMillis;
+
+  private TestingAids(int pullsToRefuse, int repairsToRefuse, long clockOffsetMillis) {
     this.pullsToRefuse = new AtomicInteger(pullsToRefuse);
     this.repairsToRefuse = repairsToRefuse;
+    this.clockOffsetMillis = clockOffsetMillis;
   }
 
   /**
@@ -30,7 +39,16 @@ final class TestingAids {
    * @throws IllegalArgumentException naming the property and the value if one is not a whole number from 0
    */
   static TestingAids fromSystemProperties() {
-    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS));
+    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS), clockOffset());
+  }
+
+  /** This peer's version clock: the wall clock, moved by {@value #CLOCK_OFFSET} if set. */
+  VersionClock clock(String writer) {
+    if (clockOffsetMillis == 0) {
+      return VersionClock.system(writer);
+    }
+    long offsetMicros = clockOffsetMillis * 1_000;
+    return new VersionClock(writer, () -> VersionClock.systemMicros() + offsetMicros);
   }
 
   /** Whether to refuse this pull. */
@@ -42,6 +60,24 @@ final class TestingAids {
   boolean refuseRepair(String sender) {
     return repairsToRefuse > 0
         && repairsRefused.computeIfAbsent(sender, k -> new AtomicInteger()).getAndIncrement() < repairsToRefuse;
+  }
+
+  /** {@value #CLOCK_OFFSET}: 0 if unset, else whole milliseconds within a day either way. */
+  static long clockOffset() {
+    String value = System.getProperty(CLOCK_OFFSET);
+    if (value == null) {
+      return 0;
+    }
+    try {
+      long n = Long.parseLong(value.strip());
+      if (Math.abs(n) <= MAX_OFFSET_MILLIS) {
+        return n;
+      }
+    } catch (NumberFormatException notANumber) {
+      // refused below
+    }
+    throw new IllegalArgumentException("system property " + CLOCK_OFFSET + " must be whole milliseconds within "
+        + MAX_OFFSET_MILLIS + " either way: \"" + value + "\"");
   }
 
   /** A system property that counts something: 0 if unset. */

@@ -20,7 +20,7 @@ class CrashRecoveryTest extends WithPeerCluster {
   static final int KEYS = 5_000;
 
   @Test
-  @Timeout(value = 150, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void killMinus9_duringWritesWithTwoReplicas_losesNoAcknowledgedKey() throws Exception {
     cluster = new PeerCluster("crash", 2);
     cluster.startAll("peer-1", "peer-2", "peer-3", "peer-4");
@@ -117,7 +117,7 @@ class CrashRecoveryTest extends WithPeerCluster {
    * and without a retry those keys would keep one copy.
    */
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void aPullThatFailsAfterACrash_isTriedAgain_andEveryKeyGetsItsSecondCopy() throws Exception {
     int keys = 500;
     cluster = new PeerCluster("pull-retry", 2);

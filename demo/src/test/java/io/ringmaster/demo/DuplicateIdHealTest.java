@@ -34,7 +34,7 @@ class DuplicateIdHealTest extends WithPeerCluster {
   private static final int KEYS = 100;
 
   @Test
-  @Timeout(value = 150, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void heal_thenTheRefusedPeerStops_losesNoAcknowledgedWrite(@TempDir Path dir) throws Exception {
     Healed h = partitionWritesAndHeal(dir);
     // The refused peer stops at once, maybe before its merge hand-off is done: what it holds must
@@ -49,7 +49,7 @@ class DuplicateIdHealTest extends WithPeerCluster {
   }
 
   @Test
-  @Timeout(value = 150, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void heal_thenTheHolderStops_refusedPeerTakesTheIdBack_losesNoAcknowledgedWrite(@TempDir Path dir)
       throws Exception {
     Healed h = partitionWritesAndHeal(dir);

@@ -20,7 +20,7 @@ class GracefulStopTest extends WithPeerCluster {
   static final int KEYS = 3_000;
 
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void sigterm_duringWritesWithOneReplica_losesNoAcknowledgedKey() throws Exception {
     cluster = new PeerCluster("graceful", 1);
     cluster.startAll("peer-1", "peer-2", "peer-3");
@@ -61,7 +61,7 @@ class GracefulStopTest extends WithPeerCluster {
   }
 
   @Test
-  @Timeout(value = 150, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void sigterm_toTwoPeersAtOnceWithOneReplica_losesNoKey() throws Exception {
     // Each leaver hands off by the ring without itself, which still holds the other leaver: part
     // of each hand-off goes to a peer that refuses it (it is leaving), and must then go to peer-1.
@@ -90,7 +90,7 @@ class GracefulStopTest extends WithPeerCluster {
   }
 
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void sigterm_toTheLastTwoPeersAtOnce_bothLeaveWithoutSpendingTheirBudget() throws Exception {
     // Nobody stays to take the data: each leaver's pushes to the other are refused. They must
     // see that and go, not resend everything until 90% of the leave timeout is spent.

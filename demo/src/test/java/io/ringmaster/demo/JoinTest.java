@@ -23,7 +23,7 @@ class JoinTest extends WithPeerCluster {
   static final int KEYS = 5_000;
 
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void join_fifthPeer_movesOnlyItsShareAndOnlyToIt() throws Exception {
     List<String> four = List.of("peer-1", "peer-2", "peer-3", "peer-4");
     cluster = new PeerCluster("join", 1);
@@ -122,7 +122,7 @@ class JoinTest extends WithPeerCluster {
   }
 
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step
   void join_duringWritesWithOneReplica_losesNoAcknowledgedKey() throws Exception {
     List<String> three = List.of("peer-1", "peer-2", "peer-3");
     cluster = new PeerCluster("join-writes", 1);

@@ -139,11 +139,33 @@ class TransfersTest {
       System.clearProperty(TestingAids.REFUSE_PULLS);
       assertEquals(0, TestingAids.count(TestingAids.REFUSE_PULLS));
     } finally {
-      if (before == null) {
-        System.clearProperty(TestingAids.REFUSE_PULLS);
-      } else {
-        System.setProperty(TestingAids.REFUSE_PULLS, before);
+      restore(TestingAids.REFUSE_PULLS, before);
+    }
+  }
+
+  /** The clock offset: whole milliseconds, either way, within a day. */
+  @Test
+  void clockOffsetProperty_outsideADayOrNotANumber_isRefusedNamingPropertyAndValue() {
+    String before = System.getProperty(TestingAids.CLOCK_OFFSET);
+    try {
+      for (String bad : List.of("soon", "86400001", "-86400001", "1.5")) {
+        System.setProperty(TestingAids.CLOCK_OFFSET, bad);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, TestingAids::clockOffset);
+        assertEquals("system property ringmaster.demo.clockOffsetMillis must be whole milliseconds within 86400000"
+            + " either way: \"" + bad + "\"", e.getMessage());
       }
+      System.setProperty(TestingAids.CLOCK_OFFSET, "-60000");
+      assertEquals(-60_000, TestingAids.clockOffset());
+    } finally {
+      restore(TestingAids.CLOCK_OFFSET, before);
+    }
+  }
+
+  private static void restore(String property, String value) {
+    if (value == null) {
+      System.clearProperty(property);
+    } else {
+      System.setProperty(property, value);
     }
   }
 }
