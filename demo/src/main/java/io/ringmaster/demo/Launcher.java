@@ -51,6 +51,7 @@ final class Launcher {
   private final PrintStream out;
   private final PrintStream err;
   private final Map<String, PeerProcess> peers = new LinkedHashMap<>();
+  private boolean closing; // guarded by peers: set by stopAll, after which spawn starts nothing
   /** Peers this launcher asked to stop: any other exit is reported as it happens. */
   private final Set<String> stopping = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -188,11 +189,15 @@ final class Launcher {
   }
 
   private PeerProcess spawn() throws IOException {
-    PeerProcess p = PeerProcess.start("peer-" + nextIndex++, freePort(), options, logDir);
-    synchronized (peers) {
+    int port = freePort();
+    synchronized (peers) { // with stopAll: a peer started is either in its list or not started at all
+      if (closing) {
+        throw new IOException("the launcher is stopping");
+      }
+      PeerProcess p = PeerProcess.start("peer-" + nextIndex++, port, options, logDir);
       peers.put(p.id(), p);
+      return p;
     }
-    return p;
   }
 
   /** Once a peer serves: says so if it exits when this launcher did not stop it. */
@@ -296,6 +301,7 @@ final class Launcher {
   private void stopAll() {
     List<PeerProcess> all;
     synchronized (peers) {
+      closing = true;
       all = new ArrayList<>(peers.values());
     }
     all.forEach(p -> stopping.add(p.id()));

@@ -4,6 +4,7 @@ import io.ringmaster.RingmasterException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -66,18 +67,33 @@ public final class Main {
   }
 
   private static int peer(PeerOptions options, PrintStream out, PrintStream err) {
+    // The graceful leave is hooked before the peer starts: once its node has joined, old owners may
+    // hand it ranges and drop their copies, so a SIGTERM (or a Ctrl-C in the launcher's terminal)
+    // during the start must still hand them on. The hook waits for the start to end first.
+    CompletableFuture<Peer> started = new CompletableFuture<>();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      Peer p = started.join(); // null if the start failed: nothing to hand off
+      if (p != null) {
+        p.close();
+      }
+    }, "graceful-leave"));
     Peer peer;
     try {
       peer = Peer.start(options);
+      started.complete(peer);
     } catch (IllegalArgumentException e) { // a setting the node refuses, e.g. from --config
+      started.complete(null);
       err.println("error: " + e.getMessage());
       err.println(USAGE);
       return 2;
     } catch (RingmasterException | IOException e) {
+      started.complete(null);
       err.println("error: cannot start peer: " + e.getMessage());
       return 1;
+    } catch (RuntimeException | Error e) {
+      started.complete(null);
+      throw e;
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(peer::close, "graceful-leave"));
     options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
     out.println(peer.describe());
     out.flush();

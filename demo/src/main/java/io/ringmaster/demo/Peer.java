@@ -58,7 +58,7 @@ final class Peer implements AutoCloseable {
       new ArrayBlockingQueue<>(4_096), daemons("http"));
   private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,
       new SynchronousQueue<>(), daemons("rpc"));
-  private final ScheduledExecutorService rpcTimer = Executors.newSingleThreadScheduledExecutor(daemons("rpc-timer"));
+  private final ScheduledExecutorService rpcTimer = timer("rpc-timer");
   /** Sweeps and repairs, one at a time: both may wait seconds on pushes. */
   private final ScheduledExecutorService maintenance = Executors.newSingleThreadScheduledExecutor(daemons("sweep"));
   private final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(daemons("status"));
@@ -118,7 +118,7 @@ final class Peer implements AutoCloseable {
     routing = new Routing(node);
     rpc = new Rpc(node, rpcWorkers, rpcTimer);
     String self = routing.self();
-    VersionClock clock = VersionClock.system(self);
+    VersionClock clock = TestingAids.fromSystemProperties().clock(self); // the wall clock, unless a test moved it
     PeerDirectory directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
@@ -230,26 +230,37 @@ final class Peer implements AutoCloseable {
       }
       closed = true;
     }
+    // Each step in a finally of the one before: a step that throws must not leave the node in the
+    // cluster, the port bound or the threads running.
     try {
       maintenance.shutdownNow();
       statusTimer.shutdownNow();
       long started = System.nanoTime();
-      if (!node.isInRing() && node.viewId() >= 0) {
-        // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
-        // change, but this peer may still hold what it took before it was refused.
-        rebalancer.leaveRefused(node.viewId());
+      try {
+        if (!node.isInRing() && node.viewId() >= 0) {
+          // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
+          // change, but this peer may still hold what it took before it was refused.
+          rebalancer.leaveRefused(node.viewId());
+        }
+      } finally {
+        node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
       }
-      node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
       // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
       System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d, still held: %d%n",
           routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), store.size());
       System.out.flush();
-      http.stop(0);
-      events.close();
-      rpc.close();
     } finally {
-      shutdownThreads();
-      stopped.countDown();
+      try {
+        http.stop(0);
+        events.close();
+      } finally {
+        try {
+          rpc.close();
+        } finally {
+          shutdownThreads();
+          stopped.countDown();
+        }
+      }
     }
   }
 
@@ -259,6 +270,14 @@ final class Peer implements AutoCloseable {
     httpThreads.shutdownNow();
     rpcWorkers.shutdownNow();
     rpcTimer.shutdownNow();
+  }
+
+  /** A timer whose cancelled tasks leave its queue at once: every call's timeout is cancelled when it answers. */
+  private static ScheduledExecutorService timer(String name) {
+    java.util.concurrent.ScheduledThreadPoolExecutor t = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+        daemons(name));
+    t.setRemoveOnCancelPolicy(true);
+    return t;
   }
 
   static ThreadFactory daemons(String prefix) {

@@ -97,7 +97,9 @@ final class PeerCluster implements AutoCloseable {
     props.forEach((k, v) -> command.add("-D" + k + "=" + v));
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
         Main.class.getName(), "peer", "--id", id, "--http-port", Integer.toString(port),
-        "--replicas", Integer.toString(replicas), "--cluster", cluster));
+        "--replicas", Integer.toString(replicas), "--cluster", cluster,
+        // A test JVM that dies (killed, or the IDE's stop button) takes its peers with it.
+        "--parent-pid", Long.toString(ProcessHandle.current().pid())));
     command.addAll(List.of(peerFlags));
     Process p = new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.to(log.toFile())).start();
