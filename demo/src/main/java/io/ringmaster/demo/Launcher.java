@@ -170,6 +170,9 @@ final class Launcher {
         started.add(spawn());
       } catch (IOException e) {
         err.println("error: cannot start a peer: " + e.getMessage());
+        if (isStopping()) {
+          break; // the same for every other peer
+        }
       }
     }
     List<PeerProcess> ready = new ArrayList<>();
@@ -186,6 +189,12 @@ final class Launcher {
       }
     }
     return ready;
+  }
+
+  private boolean isStopping() {
+    synchronized (peers) {
+      return closing;
+    }
   }
 
   private PeerProcess spawn() throws IOException {

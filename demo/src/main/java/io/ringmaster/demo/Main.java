@@ -77,22 +77,18 @@ public final class Main {
         p.close();
       }
     }, "graceful-leave"));
-    Peer peer;
+    Peer peer = null;
     try {
       peer = Peer.start(options);
-      started.complete(peer);
     } catch (IllegalArgumentException e) { // a setting the node refuses, e.g. from --config
-      started.complete(null);
       err.println("error: " + e.getMessage());
       err.println(USAGE);
       return 2;
     } catch (RingmasterException | IOException e) {
-      started.complete(null);
       err.println("error: cannot start peer: " + e.getMessage());
       return 1;
-    } catch (RuntimeException | Error e) {
-      started.complete(null);
-      throw e;
+    } finally {
+      started.complete(peer); // on every way out: the hook must never wait for good
     }
     options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
     out.println(peer.describe());

@@ -104,10 +104,16 @@ final class Peer implements AutoCloseable {
     Peer peer = new Peer(options, node, http);
     try {
       peer.startNode();
-    } catch (RuntimeException | IOException e) {
-      node.close();
-      http.stop(0);
-      peer.shutdownThreads();
+    } catch (RuntimeException | IOException | Error e) {
+      try {
+        runAll(node::close, () -> http.stop(0), () -> {
+          if (peer.rpc != null) {
+            peer.rpc.close();
+          }
+        }, peer::shutdownThreads);
+      } catch (RuntimeException | Error again) {
+        e.addSuppressed(again);
+      }
       throw e;
     }
     return peer;
@@ -230,37 +236,47 @@ final class Peer implements AutoCloseable {
       }
       closed = true;
     }
-    // Each step in a finally of the one before: a step that throws must not leave the node in the
+    // Every step runs even if one before it threw: a failure must not leave the node in the
     // cluster, the port bound or the threads running.
     try {
       maintenance.shutdownNow();
       statusTimer.shutdownNow();
       long started = System.nanoTime();
-      try {
+      runAll(() -> {
         if (!node.isInRing() && node.viewId() >= 0) {
           // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
           // change, but this peer may still hold what it took before it was refused.
           rebalancer.leaveRefused(node.viewId());
         }
-      } finally {
-        node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
-      }
+      }, node::close); // delivers LEAVING; the rebalancer hands everything off before this returns
       // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
       System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d, still held: %d%n",
           routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), store.size());
       System.out.flush();
     } finally {
+      runAll(() -> http.stop(0), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
+    }
+  }
+
+  /** Runs every step, even after one throws; then throws the first failure, the later ones suppressed. */
+  private static void runAll(Runnable... steps) {
+    Throwable first = null;
+    for (Runnable step : steps) {
       try {
-        http.stop(0);
-        events.close();
-      } finally {
-        try {
-          rpc.close();
-        } finally {
-          shutdownThreads();
-          stopped.countDown();
+        step.run();
+      } catch (RuntimeException | Error e) {
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
         }
       }
+    }
+    if (first instanceof RuntimeException r) {
+      throw r;
+    }
+    if (first instanceof Error e) {
+      throw e;
     }
   }
 

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Timeout;
 class ClockSkewTest extends WithPeerCluster {
 
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 300, unit = TimeUnit.SECONDS)
   void aWriteThroughAPeerWhoseClockIsBehind_isStampedPastTheNewerVersion_andKept() throws Exception {
     cluster = new PeerCluster("clock-skew", 1);
     cluster.startAll("ahead", "third");

@@ -17,22 +17,23 @@ import org.junit.jupiter.api.Timeout;
 class TombstoneTest extends WithPeerCluster {
 
   @Test
-  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  @Timeout(value = 180, unit = TimeUnit.SECONDS)
   void delete_afterTheGracePeriod_tombstoneDroppedAndKeyWritableAgain() throws Exception {
     cluster = new PeerCluster("tombstones", 1);
-    cluster.awaitReady(cluster.start("solo", "--tombstone-grace", "10"));
+    cluster.awaitReady(cluster.start("solo", "--tombstone-grace", "20"));
     assertEquals(200, cluster.put("solo", "gone", "v1").statusCode());
     assertEquals(200, cluster.put("solo", "kept", "v1").statusCode());
     assertEquals(200, send("DELETE", "gone").statusCode());
 
-    // Kept through the grace, across at least one purge (they run every 5 s, half the grace): a
-    // purge that came early would let an old copy bring the key back.
-    await("the tombstone kept while it is younger than the grace").during(Duration.ofSeconds(6))
-        .atMost(Duration.ofSeconds(8)).pollInterval(Duration.ofMillis(200)).until(() -> {
+    // Kept through the grace, across at least one purge (they run every 10 s, half the grace): a
+    // purge that came early would let an old copy bring the key back. The wait ends 18 s after the
+    // delete at most, 2 s before the tombstone may go.
+    await("the tombstone kept while it is younger than the grace").during(Duration.ofSeconds(12))
+        .atMost(Duration.ofSeconds(18)).pollInterval(Duration.ofMillis(200)).until(() -> {
           JsonNode s = cluster.json("solo", "/stats");
           return s.path("tombstones").asLong() == 1 && s.path("tombstonesPurged").asLong() == 0;
         });
-    // Then a purge drops it, once it is older than 10 s.
+    // Then a purge drops it, once it is older than 20 s.
     await("the tombstone dropped and counted").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
         .until(() -> {
           JsonNode s = cluster.json("solo", "/stats");
