@@ -149,8 +149,7 @@ final class KvService {
           Wire.WriteReply reply = call.getValue().get();
           for (String id : reply.stored()) { // the owner called, and those it forwarded the write to
             stored.add(id);
-            storedBy.putIfAbsent(id, id.equals(call.getKey()) && called.containsKey(id) ? called.get(id)
-                : routing.addressOf(id));
+            storedBy.putIfAbsent(id, called.containsKey(id) ? called.get(id) : routing.addressOf(id));
           }
           storedHere |= here && call.getKey().equals(routing.self()) && reply.stored().contains(routing.self());
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;

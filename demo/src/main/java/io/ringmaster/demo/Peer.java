@@ -73,10 +73,13 @@ final class Peer implements AutoCloseable {
   private Sweeper sweeper;
   private boolean closed;
 
-  private Peer(PeerOptions options, Ringmaster node, HttpServer http) {
+  private final TestingAids aids;
+
+  private Peer(PeerOptions options, Ringmaster node, HttpServer http, TestingAids aids) {
     this.options = options;
     this.node = node;
     this.http = http;
+    this.aids = aids;
   }
 
   /**
@@ -91,7 +94,7 @@ final class Peer implements AutoCloseable {
     // connection closed: otherwise a client that sends part of a request and stalls holds one of
     // the 64 HTTP threads for as long as it likes, and 64 such clients stop the API.
     System.getProperties().putIfAbsent("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
-    TestingAids.fromSystemProperties(); // a bad value fails here, before the node joins
+    TestingAids aids = TestingAids.fromSystemProperties(); // a bad value fails here, before the node joins
     Ringmaster node = options.builder().build();
     HttpServer http;
     try {
@@ -101,7 +104,7 @@ final class Peer implements AutoCloseable {
       throw new IOException("--http-port " + options.httpPort() + ": cannot listen on 127.0.0.1:"
           + options.httpPort() + ": " + e.getMessage(), e);
     }
-    Peer peer = new Peer(options, node, http);
+    Peer peer = new Peer(options, node, http, aids);
     try {
       peer.startNode();
     } catch (RuntimeException | IOException | Error e) {
@@ -124,12 +127,12 @@ final class Peer implements AutoCloseable {
     routing = new Routing(node);
     rpc = new Rpc(node, rpcWorkers, rpcTimer);
     String self = routing.self();
-    VersionClock clock = TestingAids.fromSystemProperties().clock(self); // the wall clock, unless a test moved it
+    VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
     PeerDirectory directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
-        directory::hasReported, events);
+        directory::hasReported, events, aids);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
     pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,

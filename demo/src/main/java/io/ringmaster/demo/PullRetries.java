@@ -55,7 +55,7 @@ final class PullRetries {
 
   /** Schedules a pull that failed (for a change of view {@code viewId}) to be tried again. */
   void failed(String source, List<KeyRange> ranges, long viewId) {
-    schedule(new Retry(source, List.copyOf(ranges), viewId, 1, nanoTime.getAsLong() + FIRST_DELAY.toNanos()));
+    schedule(new Retry(source, List.copyOf(ranges), viewId, 1, nanoTime.getAsLong() + delayAfter(1)));
   }
 
   private synchronized void schedule(Retry r) {
@@ -127,10 +127,18 @@ final class PullRetries {
     return changed;
   }
 
-  /** The retry after {@code r} failed again, a delay twice as long (at most {@link #MAX_DELAY}). */
+  /** The retry after {@code r} failed again. */
   private Retry next(Retry r, List<KeyRange> ranges) {
-    long delay = Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(r.failures(), 16));
-    return new Retry(r.source(), ranges, r.viewId(), r.failures() + 1, nanoTime.getAsLong() + delay);
+    int failures = r.failures() + 1;
+    return new Retry(r.source(), ranges, r.viewId(), failures, nanoTime.getAsLong() + delayAfter(failures));
+  }
+
+  /**
+   * The wait, in nanoseconds, before trying again after {@code failures} failed rounds: 2, 4, 8 ...
+   * seconds, at most {@link #MAX_DELAY}. The repair after a merge waits the same way.
+   */
+  static long delayAfter(int failures) {
+    return Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(failures - 1, 16));
   }
 
   /** Pulls again what is still owned of a retry's ranges; returns how many entries it changed here. */

@@ -165,7 +165,7 @@ final class Sweeper {
       events.publish(Events.repair(mergeViewId, entries, List.copyOf(perOwner.keySet()),
           (System.nanoTime() - started) / 1_000_000, failed.isEmpty()));
       if (!failed.isEmpty()) {
-        long delay = Math.min(PullRetries.MAX_DELAY.toNanos(), PullRetries.FIRST_DELAY.toNanos() << Math.min(failures, 16));
+        long delay = PullRetries.delayAfter(failures + 1);
         LOG.log(Level.WARNING, "{0}: repair after merge view {1} could not reach {2}; again in {3} s", routing.self(),
             mergeViewId, failed, delay / 1_000_000_000);
         synchronized (this) { // nothing else set it meanwhile: repairs run one at a time, on the maintenance thread

@@ -41,7 +41,7 @@ final class Transfers {
   private final Predicate<String> ready;
   private final EventLog events;
   /** Faults a test asked for: refused pulls and repair pushes. */
-  private final TestingAids aids = TestingAids.fromSystemProperties();
+  private final TestingAids aids;
 
   /** Ranges this peer pulls again for an earlier view than a pull's ({@link PullRetries#pulling}). */
   interface Retrying {
@@ -60,8 +60,10 @@ final class Transfers {
    *                         here, a queued ownership change may still bring in ranges
    */
   Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId,
-            java.util.function.IntSupplier pendingCallbacks, Predicate<String> ready, EventLog events) {
+            java.util.function.IntSupplier pendingCallbacks, Predicate<String> ready, EventLog events,
+            TestingAids aids) {
     this.pendingCallbacks = pendingCallbacks;
+    this.aids = aids;
     this.routing = routing;
     this.store = store;
     this.rpc = rpc;

@@ -46,7 +46,8 @@ class TransfersTest {
 
   private static byte[] pull(LongSupplier viewId, Counters counters, java.util.function.IntSupplier pending,
                              Transfers.Retrying retrying) throws Exception {
-    Transfers transfers = new Transfers(null, store(), null, counters, viewId, pending, member -> true, null);
+    Transfers transfers = new Transfers(null, store(), null, counters, viewId, pending, member -> true, null,
+        TestingAids.fromSystemProperties());
     transfers.retrying(retrying);
     byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
         Transfers.PAGE_BYTES));
