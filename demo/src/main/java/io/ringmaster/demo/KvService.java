@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -37,6 +36,11 @@ import org.jgroups.Address;
  * stamped by a clock that runs ahead (another host's). Owners therefore answer with the newest
  * version they hold; a write that lost is stamped again, past that, and sent again. So an
  * acknowledged write is the newest version on every owner when it is acknowledged.
+ *
+ * <p>Copies can still differ for a while without any write failing: each side of a partition
+ * keeps its own writes until the merge repair pushes them across, and a new owner holds nothing
+ * of a range until its pull completes. A read therefore asks every owner and returns the newest
+ * copy, and sends it to the owners it found behind.
  */
 final class KvService {
   /** Forwarding stops after this many peers; a longer chain means rings still settling: retry. */
@@ -48,7 +52,10 @@ final class KvService {
   /** The owners that stored a write, and its version. */
   record Written(String key, List<String> owners, Version version) {}
 
-  /** What an owner holds for a key (empty if nothing), and which owner said so. */
+  /**
+   * The newest copy of a key among the owners that answered (empty if none holds one), and the
+   * owner whose copy it is (or, for a miss, the first that answered).
+   */
   record Read(String key, Optional<Entry> entry, String servedBy, List<String> owners) {}
 
   /** No owner could be reached in time; the write may or may not have been stored. */
@@ -256,50 +263,95 @@ final class KvService {
   }
 
   /**
-   * Reads a key from its owners: this peer first if it is one, then the others in ring order,
-   * until one has it. A miss on every owner that answered is a miss. Reads do not wait for
-   * migrations: in the moments after a ring change a key can read as missing on a new owner that
-   * is still pulling it, unless another owner still has it.
+   * Reads a key from all its owners at once and returns the newest copy among those that answer
+   * within {@link #CALL_TIMEOUT} (the one {@link Entry#supersedes} every other; a tombstone reads
+   * as deleted). Every owner is asked because one copy can be older than another for a while: after
+   * a partition heals, until the merge repair reached every owner (each side kept its own writes),
+   * or on a new owner still pulling its ranges. An owner that answered with an older copy, or none,
+   * is sent the newest (a read repair, not waited for). Owners that just joined and do not serve
+   * requests yet are not asked, unless no other owner can be.
+   *
+   * @throws Unavailable if no owner answered in time
    */
   Read get(String key) {
     counters.getsServed.increment();
     List<String> owners = routing.owners(key);
-    List<String> order = new ArrayList<>(owners);
-    // Peers that just joined and do not serve yet go last; stable sort keeps ring order otherwise.
-    order.sort(Comparator.comparing(o -> !ready.test(o)));
-    if (routing.indexOfSelf(order) >= 0) {
-      order.remove(routing.self());
-      order.add(0, routing.self());
+    List<String> asked = new ArrayList<>(owners);
+    asked.removeIf(o -> !routing.isSelf(o) && !ready.test(o));
+    if (asked.isEmpty()) {
+      asked.addAll(owners);
     }
+    // This peer first: of two owners with the same copy, the first asked is the one named.
+    if (routing.indexOfSelf(asked) > 0) {
+      asked.remove(routing.self());
+      asked.add(0, routing.self());
+    }
+    Map<String, CompletableFuture<Optional<Entry>>> calls = new LinkedHashMap<>();
+    for (String owner : asked) {
+      calls.put(owner, routing.isSelf(owner)
+          ? CompletableFuture.completedFuture(store.get(key))
+          : rpc.call(owner, Wire.get(key), CALL_TIMEOUT).thenApply(KvService::getReply));
+    }
+    long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
+    Map<String, Optional<Entry>> held = new LinkedHashMap<>();
     String lastError = "";
-    String firstToAnswer = null; // a miss names the owner that said so, not one that did not answer
-    for (String owner : order) {
-      Optional<Entry> found;
-      if (routing.isSelf(owner)) {
-        found = store.get(key);
+    for (Map.Entry<String, CompletableFuture<Optional<Entry>>> call : calls.entrySet()) {
+      try {
+        held.put(call.getKey(), call.getValue().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+      } catch (ExecutionException | TimeoutException failed) {
+        lastError = call.getKey() + ": " + Rpc.unwrap(failed);
+      } catch (InterruptedException interrupted) {
+        Thread.currentThread().interrupt();
+        throw new Unavailable("interrupted");
+      }
+    }
+    if (held.isEmpty()) {
+      throw new Unavailable("no owner of \"" + key + "\" answered " + asked + "; last error: " + lastError);
+    }
+    String servedBy = held.keySet().iterator().next(); // a miss names an owner that said so
+    Optional<Entry> newest = Optional.empty();
+    for (Map.Entry<String, Optional<Entry>> copy : held.entrySet()) {
+      if (copy.getValue().isPresent() && (newest.isEmpty() || copy.getValue().get().supersedes(newest.get()))) {
+        newest = copy.getValue();
+        servedBy = copy.getKey();
+      }
+    }
+    if (newest.isPresent()) {
+      repair(newest.get(), owners, held);
+    }
+    return new Read(key, newest, servedBy, owners);
+  }
+
+  /**
+   * Sends {@code newest} to the owners whose copy it supersedes (or that had none), as a write of
+   * that version: stores merge by version, so a copy that became newer meanwhile stays. Not waited
+   * for; an owner it does not reach is repaired by the next read, or holds its copy until a later
+   * write.
+   */
+  private void repair(Entry newest, List<String> owners, Map<String, Optional<Entry>> held) {
+    Wire.WriteRequest request = null;
+    for (Map.Entry<String, Optional<Entry>> copy : held.entrySet()) {
+      if (copy.getValue().isPresent() && !newest.supersedes(copy.getValue().get())) {
+        continue;
+      }
+      if (request == null) {
+        request = new Wire.WriteRequest(newest, new LinkedHashSet<>(owners), 0);
+      }
+      counters.readRepairs.increment();
+      if (routing.isSelf(copy.getKey())) {
+        storeAndForward(request);
       } else {
-        try {
-          found = Wire.readGetReply(rpc.call(owner, Wire.get(key), CALL_TIMEOUT).get(
-              CALL_TIMEOUT.toMillis() + 100, TimeUnit.MILLISECONDS));
-        } catch (ExecutionException | TimeoutException | IOException failed) {
-          lastError = owner + ": " + Rpc.unwrap(failed);
-          continue;
-        } catch (InterruptedException interrupted) {
-          Thread.currentThread().interrupt();
-          throw new Unavailable("interrupted");
-        }
-      }
-      if (found.isPresent()) {
-        return new Read(key, found, owner, owners);
-      }
-      if (firstToAnswer == null) {
-        firstToAnswer = owner;
+        rpc.call(copy.getKey(), Wire.write(request), CALL_TIMEOUT);
       }
     }
-    if (firstToAnswer == null) {
-      throw new Unavailable("no owner of \"" + key + "\" answered " + owners + "; last error: " + lastError);
+  }
+
+  private static Optional<Entry> getReply(DataInputStream in) {
+    try {
+      return Wire.readGetReply(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
-    return new Read(key, Optional.empty(), firstToAnswer, owners);
   }
 
   /** Handles {@link Wire#OP_GET}: this peer's copy only. */

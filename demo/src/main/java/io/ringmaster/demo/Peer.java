@@ -37,7 +37,7 @@ final class Peer implements AutoCloseable {
                     long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed, long deletesServed,
-                    long writesStored, long writesForwarded, long divergences, long rejoins,
+                    long writesStored, long writesForwarded, long readRepairs, long divergences, long rejoins,
                     int eventSubscribers) {}
 
   private final PeerOptions options;
@@ -215,7 +215,7 @@ final class Peer implements AutoCloseable {
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
         pullRetries.pending(), sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
-        counters.writesStored.sum(), counters.writesForwarded.sum(), s.divergences(), s.rejoins(),
+        counters.writesStored.sum(), counters.writesForwarded.sum(), counters.readRepairs.sum(), s.divergences(), s.rejoins(),
         events.subscribers());
   }
 

@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -40,7 +39,7 @@ class MergeRepairTest extends WithPeerCluster {
     Map<String, String> refuse = Map.of(TestingAids.REFUSE_REPAIRS, Integer.toString(Transfers.ATTEMPTS));
     cluster.awaitReady(cluster.start("a", "a", refuse, "--config", config));
     cluster.awaitReady(cluster.start("b", "b", refuse, "--config", config));
-    cluster.awaitReady(cluster.start("c", "c", with(refuse, "ringmaster.bind_port", "7860",
+    cluster.awaitReady(cluster.start("c", "c", PeerCluster.with(refuse, "ringmaster.bind_port", "7860",
         "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
     assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
 
@@ -53,7 +52,7 @@ class MergeRepairTest extends WithPeerCluster {
     }
 
     // The heal: d binds 7850 and joins a and b; c finds it there, and through it the others.
-    cluster.awaitReady(cluster.start("d", "d", with(refuse, "ringmaster.bind_port", "7850"), "--config", config));
+    cluster.awaitReady(cluster.start("d", "d", PeerCluster.with(refuse, "ringmaster.bind_port", "7850"), "--config", config));
     List<String> all = List.of("a", "b", "c", "d");
     await("the partition healed").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
         .ignoreExceptions().until(() -> all.stream()
@@ -86,13 +85,5 @@ class MergeRepairTest extends WithPeerCluster {
     }
     copies.values().removeIf(n -> n == 2);
     return copies;
-  }
-
-  private static Map<String, String> with(Map<String, String> base, String... more) {
-    Map<String, String> out = new HashMap<>(base);
-    for (int i = 0; i < more.length; i += 2) {
-      out.put(more[i], more[i + 1]);
-    }
-    return out;
   }
 }

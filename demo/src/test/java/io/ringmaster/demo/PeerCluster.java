@@ -22,6 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -129,6 +130,15 @@ final class PeerCluster implements AutoCloseable {
         stack.replace(tcpping, tcpping + " return_entire_cache=\"true\""));
     return Files.writeString(dir.resolve("node.json"),
         "{\"jgroupsConfig\": \"" + xml.toString().replace("\\", "\\\\") + "\"}");
+  }
+
+  /** {@code base} with more system properties, given as name, value, name, value ... */
+  static Map<String, String> with(Map<String, String> base, String... more) {
+    Map<String, String> out = new HashMap<>(base);
+    for (int i = 0; i < more.length; i += 2) {
+      out.put(more[i], more[i + 1]);
+    }
+    return out;
   }
 
   void awaitReady(TestPeer peer) {

@@ -1,0 +1,106 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Reads after a partition heals, before the merge repair: "a" and "b" write every key, then "c",
+ * cut off alone (see {@link DuplicateIdHealTest} for the ports), writes every key again, later.
+ * Every peer refuses every repair push, so nothing but the reads can bring c's newer copies to the
+ * keys' other owners: in the merged ring of four peers with two replicas, the keys that c keeps
+ * still have their older copy on their other owner (c hands off only the keys it loses). A read
+ * through any peer must return c's copy, the newest among the owners, and must bring every owner
+ * to it.
+ */
+class NewestReadTest extends WithPeerCluster {
+  private static final int KEYS = 40;
+
+  @Test
+  @Timeout(value = 300, unit = TimeUnit.SECONDS)
+  void afterAPartitionHeals_everyReadReturnsTheNewestCopyAmongTheOwners_andRepairsTheOlderOnes(@TempDir Path dir)
+      throws Exception {
+    String config = PeerCluster.healableConfig(dir).toString();
+    cluster = new PeerCluster("newest-read", 2);
+    Map<String, String> refuse = Map.of(TestingAids.REFUSE_REPAIRS, Integer.toString(Integer.MAX_VALUE));
+    cluster.awaitReady(cluster.start("a", "a", refuse, "--config", config));
+    cluster.awaitReady(cluster.start("b", "b", refuse, "--config", config));
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < KEYS; i++) {
+      String key = "both-" + i;
+      HttpResponse<String> r = cluster.put("a", key, "old-" + key);
+      assertEquals(200, r.statusCode(), () -> "put " + key + " via a: " + r.body());
+      keys.add(key);
+    }
+    cluster.awaitReady(cluster.start("c", "c", PeerCluster.with(refuse, "ringmaster.bind_port", "7860",
+        "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
+    assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
+    for (String key : keys) {
+      HttpResponse<String> r = cluster.put("c", key, "new-" + key);
+      assertEquals(200, r.statusCode(), () -> "put " + key + " via c: " + r.body());
+    }
+
+    // The heal: d binds 7850 and joins a and b; c finds it there, and through it the others.
+    cluster.awaitReady(cluster.start("d", "d", PeerCluster.with(refuse, "ringmaster.bind_port", "7850"),
+        "--config", config));
+    List<String> all = List.of("a", "b", "c", "d");
+    cluster.awaitSettled(all, Duration.ofSeconds(90));
+
+    Map<String, String> stale = ownersHolding(all, keys, "old-");
+    assertFalse(stale.isEmpty(), "no owner kept an older copy: the repair went through, and the test shows nothing");
+
+    for (String key : keys) {
+      for (String p : all) {
+        JsonNode found = PeerCluster.parse(cluster.get(p, key).body());
+        assertEquals("new-" + key, found.path("value").asText(), () -> key + " read via " + p + ": " + found);
+      }
+    }
+    await("every owner brought to the newest copy by the reads").atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
+        .untilAsserted(() -> assertEquals(Map.of(), ownersHolding(all, keys, "old-")));
+    long repairs = 0;
+    for (String p : all) {
+      repairs += cluster.json(p, "/stats").path("readRepairs").asLong();
+    }
+    assertTrue(repairs >= stale.size(), "read repairs counted: " + repairs + ", stale copies: " + stale.size());
+  }
+
+  /**
+   * The owners' local copies ({@code GET /kv/{key}?local=true}, which reads only that peer's store
+   * and repairs nothing) whose value starts with {@code prefix}, as {@code key@peer} to the value.
+   * Once the ring settled every owner holds a copy (a and b wrote every key, d pulled its ranges
+   * from them, c wrote every key, and a peer that lost a range handed it to its new owners).
+   */
+  private Map<String, String> ownersHolding(List<String> peers, List<String> keys, String prefix) {
+    Map<String, String> out = new TreeMap<>();
+    for (String key : keys) {
+      for (String p : peers) {
+        HttpResponse<String> r = cluster.send(p, HttpRequest.newBuilder(cluster.uri(p, PeerCluster.keyPath(key) + "?local=true")));
+        if (r.statusCode() == 404) {
+          continue; // not held: a peer that lost the key handed it off and dropped it
+        }
+        assertEquals(200, r.statusCode(), () -> p + " " + key + ": " + r.body());
+        JsonNode copy = PeerCluster.parse(r.body());
+        if (!copy.path("role").asText().equals("stray") && copy.path("value").asText().startsWith(prefix)) {
+          out.put(key + "@" + p, copy.path("value").asText());
+        }
+      }
+    }
+    return out;
+  }
+}
