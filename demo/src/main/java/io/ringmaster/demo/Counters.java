@@ -12,7 +12,7 @@ final class Counters {
   final LongAdder writesStored = new LongAdder();
   /** Writes this peer sent on to owners it found missing from the sender's list. */
   final LongAdder writesForwarded = new LongAdder();
-  /** Owners sent a key's newest copy because a read found theirs older, or missing. */
+  /** Read repairs sent: owners sent a key's newest copy because a read found theirs older, or missing. */
   final LongAdder readRepairs = new LongAdder();
   /** Entries that a migration (pull, or a push into a gained range) added or updated here. */
   final LongAdder keysMigratedIn = new LongAdder();

@@ -43,18 +43,21 @@ import org.jgroups.Address;
  * copy, and sends it to the owners it found behind.
  */
 final class KvService {
+  private static final System.Logger LOG = System.getLogger(KvService.class.getName());
   /** Forwarding stops after this many peers; a longer chain means rings still settling: retry. */
   static final int MAX_HOPS = 3;
   static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
   static final Duration WRITE_DEADLINE = Duration.ofSeconds(10);
   static final Duration READY_WAIT = Duration.ofSeconds(1);
+  /** How long a read waits for the other owners once one answered. */
+  static final Duration READ_GRACE = Duration.ofMillis(500);
 
   /** The owners that stored a write, and its version. */
   record Written(String key, List<String> owners, Version version) {}
 
   /**
    * The newest copy of a key among the owners that answered (empty if none holds one), and the
-   * owner whose copy it is (or, for a miss, the first that answered).
+   * owner whose copy it is (or, for a miss, the first in the order asked that answered).
    */
   record Read(String key, Optional<Entry> entry, String servedBy, List<String> owners) {}
 
@@ -72,9 +75,15 @@ final class KvService {
   private final Counters counters;
   private final LongSupplier viewId;
   private final Predicate<String> ready;
+  private final boolean readRepair;
 
+  /**
+   * @param ready      whether a peer serves requests yet
+   * @param readRepair whether a read sends the newest copy to the owners it found behind (off only
+   *                   for tests that count the copies migrations made: {@link TestingAids#NO_READ_REPAIR})
+   */
   KvService(Routing routing, Store store, VersionClock clock, Rpc rpc, Counters counters, LongSupplier viewId,
-            Predicate<String> ready) {
+            Predicate<String> ready, boolean readRepair) {
     this.routing = routing;
     this.store = store;
     this.clock = clock;
@@ -82,6 +91,7 @@ final class KvService {
     this.counters = counters;
     this.viewId = viewId;
     this.ready = ready;
+    this.readRepair = readRepair;
   }
 
   Written put(String key, String value) {
@@ -264,42 +274,58 @@ final class KvService {
 
   /**
    * Reads a key from all its owners at once and returns the newest copy among those that answer
-   * within {@link #CALL_TIMEOUT} (the one {@link Entry#supersedes} every other; a tombstone reads
-   * as deleted). Every owner is asked because one copy can be older than another for a while: after
-   * a partition heals, until the merge repair reached every owner (each side kept its own writes),
-   * or on a new owner still pulling its ranges. An owner that answered with an older copy, or none,
-   * is sent the newest (a read repair, not waited for). Owners that just joined and do not serve
-   * requests yet are not asked, unless no other owner can be.
+   * in time (the one that {@link Entry#supersedes} every other; a tombstone reads as deleted).
+   * Every owner is asked because one copy can be older than another for a while: after a partition
+   * heals, until the merge repair reached every owner (each side kept its own writes), or on a new
+   * owner still pulling its ranges. An owner that answered with an older copy, or none, is sent the
+   * newest (a read repair, not waited for).
+   *
+   * <p>In time means: within {@link #CALL_TIMEOUT}, and at most {@link #READ_GRACE} after the first
+   * owner answered (this peer's own copy, if it is an owner, answers at once), so that an owner
+   * that crashed or stalls costs a read half a second until the view drops it, not two. An owner
+   * that just joined and does not serve requests yet is asked too, but waited for only while no
+   * other owner answered.
    *
    * @throws Unavailable if no owner answered in time
    */
   Read get(String key) {
     counters.getsServed.increment();
     List<String> owners = routing.owners(key);
-    List<String> asked = new ArrayList<>(owners);
-    asked.removeIf(o -> !routing.isSelf(o) && !ready.test(o));
-    if (asked.isEmpty()) {
-      asked.addAll(owners);
+    // This peer first, then the owners that serve requests, then those that just joined, each in
+    // ring order: of two owners holding the same copy, the first asked is the one named.
+    List<String> asked = new ArrayList<>();
+    List<String> joining = new ArrayList<>();
+    for (String owner : owners) {
+      if (routing.isSelf(owner)) {
+        asked.add(0, owner);
+      } else {
+        (ready.test(owner) ? asked : joining).add(owner);
+      }
     }
-    // This peer first: of two owners with the same copy, the first asked is the one named.
-    if (routing.indexOfSelf(asked) > 0) {
-      asked.remove(routing.self());
-      asked.add(0, routing.self());
-    }
-    Map<String, CompletableFuture<Optional<Entry>>> calls = new LinkedHashMap<>();
+    int serving = asked.size();
+    asked.addAll(joining);
+    List<CompletableFuture<Optional<Entry>>> calls = new ArrayList<>();
     for (String owner : asked) {
-      calls.put(owner, routing.isSelf(owner)
+      calls.add(routing.isSelf(owner)
           ? CompletableFuture.completedFuture(store.get(key))
           : rpc.call(owner, Wire.get(key), CALL_TIMEOUT).thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
     Map<String, Optional<Entry>> held = new LinkedHashMap<>();
     String lastError = "";
-    for (Map.Entry<String, CompletableFuture<Optional<Entry>>> call : calls.entrySet()) {
+    for (int i = 0; i < asked.size(); i++) {
+      String owner = asked.get(i);
+      // An owner that just joined counts only if its answer is already there, unless none other answered.
+      long wait = i >= serving && !held.isEmpty() ? 0 : deadline - System.nanoTime();
       try {
-        held.put(call.getKey(), call.getValue().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
-      } catch (ExecutionException | TimeoutException failed) {
-        lastError = call.getKey() + ": " + Rpc.unwrap(failed);
+        held.put(owner, calls.get(i).get(Math.max(0, wait), TimeUnit.NANOSECONDS));
+        if (held.size() == 1) {
+          deadline = Math.min(deadline, System.nanoTime() + READ_GRACE.toNanos());
+        }
+      } catch (ExecutionException failed) {
+        lastError = owner + ": " + Rpc.unwrap(failed);
+      } catch (TimeoutException late) {
+        lastError = owner + ": no answer in time";
       } catch (InterruptedException interrupted) {
         Thread.currentThread().interrupt();
         throw new Unavailable("interrupted");
@@ -316,7 +342,7 @@ final class KvService {
         servedBy = copy.getKey();
       }
     }
-    if (newest.isPresent()) {
+    if (newest.isPresent() && readRepair) {
       repair(newest.get(), owners, held);
     }
     return new Read(key, newest, servedBy, owners);
@@ -325,8 +351,9 @@ final class KvService {
   /**
    * Sends {@code newest} to the owners whose copy it supersedes (or that had none), as a write of
    * that version: stores merge by version, so a copy that became newer meanwhile stays. Not waited
-   * for; an owner it does not reach is repaired by the next read, or holds its copy until a later
-   * write.
+   * for; an owner it does not reach, or that answered the read too late, is repaired by a later
+   * read or write. The request names every owner as written to, so that the owners repaired do not
+   * forward it to those that did not answer (a crashed one, most likely).
    */
   private void repair(Entry newest, List<String> owners, Map<String, Optional<Entry>> held) {
     Wire.WriteRequest request = null;
@@ -341,7 +368,13 @@ final class KvService {
       if (routing.isSelf(copy.getKey())) {
         storeAndForward(request);
       } else {
-        rpc.call(copy.getKey(), Wire.write(request), CALL_TIMEOUT);
+        String owner = copy.getKey();
+        rpc.call(owner, Wire.write(request), CALL_TIMEOUT).whenComplete((reply, failed) -> {
+          if (failed != null) {
+            LOG.log(System.Logger.Level.DEBUG, "read repair of \"{0}\" on {1} failed: {2}", newest.key(), owner,
+                Rpc.unwrap(failed));
+          }
+        });
       }
     }
   }

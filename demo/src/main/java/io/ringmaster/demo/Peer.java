@@ -129,7 +129,8 @@ final class Peer implements AutoCloseable {
     String self = routing.self();
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
     PeerDirectory directory = new PeerDirectory(this::status, rpc);
-    KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported);
+    KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
+        aids.readRepair());
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
         directory::hasReported, events, aids);

@@ -38,7 +38,7 @@ import org.jgroups.stack.ProtocolStack;
  * {@link #callFromWorker}). A reply that is not ready at once is sent from a worker too: sending
  * may wait for flow-control credits, and JGroups threads must not. With every worker busy, what
  * would need one is answered "busy or stopping" (a small reply): writes and transfers retry, a
- * read asks the next owner.
+ * read takes the other owners' copies.
  */
 final class Rpc implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Rpc.class.getName());

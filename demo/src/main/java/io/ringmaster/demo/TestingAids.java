@@ -19,6 +19,11 @@ final class TestingAids {
    * is off, so that a test can watch a write restamped past a newer version ({@link KvService}).
    */
   static final String CLOCK_OFFSET = "ringmaster.demo.clockOffsetMillis";
+  /**
+   * {@code true}: reads repair nothing ({@link KvService#get}), so that a test that reads every key
+   * and then counts the copies sees what the migrations did, not what its reads repaired.
+   */
+  static final String NO_READ_REPAIR = "ringmaster.demo.noReadRepair";
   private static final long MAX_OFFSET_MILLIS = java.time.Duration.ofDays(1).toMillis();
 
   private final AtomicInteger pullsToRefuse;
@@ -26,20 +31,27 @@ final class TestingAids {
   private final Map<String, AtomicInteger> repairsRefused = new ConcurrentHashMap<>();
 
   private final long clockOffsetMillis;
+  private final boolean readRepair;
 
-  private TestingAids(int pullsToRefuse, int repairsToRefuse, long clockOffsetMillis) {
+  private TestingAids(int pullsToRefuse, int repairsToRefuse, long clockOffsetMillis, boolean readRepair) {
     this.pullsToRefuse = new AtomicInteger(pullsToRefuse);
     this.repairsToRefuse = repairsToRefuse;
     this.clockOffsetMillis = clockOffsetMillis;
+    this.readRepair = readRepair;
   }
 
   /**
    * The aids the system properties ask for.
    *
-   * @throws IllegalArgumentException naming the property and the value if one is not a whole number from 0
+   * @throws IllegalArgumentException naming the property and the value if one has a value it does not take
    */
   static TestingAids fromSystemProperties() {
-    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS), clockOffset());
+    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS), clockOffset(), !flag(NO_READ_REPAIR));
+  }
+
+  /** Whether reads send the newest copy to the owners they found behind: unless {@value #NO_READ_REPAIR}. */
+  boolean readRepair() {
+    return readRepair;
   }
 
   /** This peer's version clock: the wall clock, moved by {@value #CLOCK_OFFSET} if set. */
@@ -78,6 +90,18 @@ final class TestingAids {
     }
     throw new IllegalArgumentException("system property " + CLOCK_OFFSET + " must be whole milliseconds within "
         + MAX_OFFSET_MILLIS + " either way: \"" + value + "\"");
+  }
+
+  /** A system property that is {@code true} or {@code false}: false if unset. */
+  static boolean flag(String property) {
+    String value = System.getProperty(property);
+    if (value == null || value.strip().equals("false")) {
+      return false;
+    }
+    if (value.strip().equals("true")) {
+      return true;
+    }
+    throw new IllegalArgumentException("system property " + property + " must be true or false: \"" + value + "\"");
   }
 
   /** A system property that counts something: 0 if unset. */

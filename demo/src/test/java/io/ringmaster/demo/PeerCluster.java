@@ -83,7 +83,10 @@ final class PeerCluster implements AutoCloseable {
   /**
    * Starts a peer process known to this class as {@code name} (its log, {@link #peer}) with the node
    * id {@code id}, so that two peers can share an id; {@code properties} override the system
-   * properties of its JGroups stack ({@code ringmaster.bind_port}, {@code ringmaster.initial_hosts}).
+   * properties of its JGroups stack ({@code ringmaster.bind_port}, {@code ringmaster.initial_hosts})
+   * and the peer's {@link TestingAids}. Peers start without read repair
+   * ({@link TestingAids#NO_READ_REPAIR}): a test that reads its keys and then counts their copies
+   * must see what the migrations did, not what its reads repaired.
    */
   TestPeer start(String name, String id, Map<String, String> properties, String... peerFlags) throws IOException {
     int port = freePort();
@@ -91,6 +94,7 @@ final class PeerCluster implements AutoCloseable {
     Map<String, String> props = new LinkedHashMap<>();
     props.put("ringmaster.bind_port", Integer.toString(JGROUPS_PORT));
     props.put("ringmaster.initial_hosts", "127.0.0.1[" + JGROUPS_PORT + "]");
+    props.put(TestingAids.NO_READ_REPAIR, "true");
     props.putAll(properties);
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),

@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -141,6 +142,28 @@ class TransfersTest {
       assertEquals(0, TestingAids.count(TestingAids.REFUSE_PULLS));
     } finally {
       restore(TestingAids.REFUSE_PULLS, before);
+    }
+  }
+
+  /** The read-repair switch: true or false, nothing else. */
+  @Test
+  void noReadRepairProperty_notTrueOrFalse_isRefusedNamingPropertyAndValue() {
+    String before = System.getProperty(TestingAids.NO_READ_REPAIR);
+    try {
+      for (String bad : List.of("yes", "1", "", "TRUE")) {
+        System.setProperty(TestingAids.NO_READ_REPAIR, bad);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, TestingAids::fromSystemProperties);
+        assertEquals("system property ringmaster.demo.noReadRepair must be true or false: \"" + bad + "\"",
+            e.getMessage());
+      }
+      System.setProperty(TestingAids.NO_READ_REPAIR, " true");
+      assertFalse(TestingAids.fromSystemProperties().readRepair());
+      System.setProperty(TestingAids.NO_READ_REPAIR, "false");
+      assertTrue(TestingAids.fromSystemProperties().readRepair());
+      System.clearProperty(TestingAids.NO_READ_REPAIR);
+      assertTrue(TestingAids.fromSystemProperties().readRepair());
+    } finally {
+      restore(TestingAids.NO_READ_REPAIR, before);
     }
   }
 
