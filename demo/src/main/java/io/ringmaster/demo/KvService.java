@@ -49,7 +49,7 @@ final class KvService {
   static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
   static final Duration WRITE_DEADLINE = Duration.ofSeconds(10);
   static final Duration READY_WAIT = Duration.ofSeconds(1);
-  /** How long a read waits for the other owners once one answered. */
+  /** How long a read waits for the other owners once a copy arrived. */
   static final Duration READ_GRACE = Duration.ofMillis(500);
 
   /** The owners that stored a write, and its version. */
@@ -281,16 +281,19 @@ final class KvService {
    * newest (a read repair, not waited for).
    *
    * <p>In time means: within {@link #CALL_TIMEOUT}, and at most {@link #READ_GRACE} after the first
-   * owner answered (this peer's own copy, if it is an owner, answers at once), so that an owner
-   * that crashed or stalls costs a read half a second until the view drops it, not two. An owner
-   * that just joined and does not serve requests yet is asked too, but waited for only while no
-   * other owner answered.
+   * copy arrived (this peer's own, if it is an owner and holds one, at once), so that an owner
+   * that crashed or stalls costs a read half a second until the view drops it, not two; a key no
+   * owner holds waits for every answer. An owner that just joined and does not serve requests yet
+   * is asked too, but waited for only if no other owner answered.
    *
    * @throws Unavailable if no owner answered in time
    */
   Read get(String key) {
     counters.getsServed.increment();
     List<String> owners = routing.owners(key);
+    if (owners.isEmpty()) {
+      throw new Unavailable("the ring has no owners");
+    }
     // This peer first, then the owners that serve requests, then those that just joined, each in
     // ring order: of two owners holding the same copy, the first asked is the one named.
     List<String> asked = new ArrayList<>();
@@ -311,24 +314,30 @@ final class KvService {
           : rpc.call(owner, Wire.get(key), CALL_TIMEOUT).thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
+    // When the first copy arrived, from whichever owner: the others get READ_GRACE from then.
+    CompletableFuture<Long> firstCopy = new CompletableFuture<>();
+    calls.forEach(c -> c.thenAccept(found -> {
+      if (found.isPresent()) {
+        firstCopy.complete(System.nanoTime());
+      }
+    }));
+    try {
+      awaitAnswers(serving > 0 ? calls.subList(0, serving) : calls, firstCopy, deadline);
+      if (serving < calls.size() && calls.subList(0, serving).stream().noneMatch(KvService::answered)) {
+        awaitAnswers(calls, firstCopy, deadline); // no serving owner answered: the new ones, then
+      }
+    } catch (InterruptedException interrupted) {
+      Thread.currentThread().interrupt();
+      throw new Unavailable("interrupted");
+    }
     Map<String, Optional<Entry>> held = new LinkedHashMap<>();
     String lastError = "";
     for (int i = 0; i < asked.size(); i++) {
-      String owner = asked.get(i);
-      // An owner that just joined counts only if its answer is already there, unless none other answered.
-      long wait = i >= serving && !held.isEmpty() ? 0 : deadline - System.nanoTime();
-      try {
-        held.put(owner, calls.get(i).get(Math.max(0, wait), TimeUnit.NANOSECONDS));
-        if (held.size() == 1) {
-          deadline = Math.min(deadline, System.nanoTime() + READ_GRACE.toNanos());
-        }
-      } catch (ExecutionException failed) {
-        lastError = owner + ": " + Rpc.unwrap(failed);
-      } catch (TimeoutException late) {
-        lastError = owner + ": no answer in time";
-      } catch (InterruptedException interrupted) {
-        Thread.currentThread().interrupt();
-        throw new Unavailable("interrupted");
+      CompletableFuture<Optional<Entry>> call = calls.get(i);
+      if (answered(call)) {
+        held.put(asked.get(i), call.join());
+      } else {
+        lastError = asked.get(i) + ": " + (call.isDone() ? failure(call) : "no answer in time");
       }
     }
     if (held.isEmpty()) {
@@ -346,6 +355,33 @@ final class KvService {
       repair(newest.get(), owners, held);
     }
     return new Read(key, newest, servedBy, owners);
+  }
+
+  /**
+   * Waits until every call in {@code calls} completed, or {@code deadline} passed, or
+   * {@link #READ_GRACE} passed since {@code firstCopy} completed, whichever comes first.
+   */
+  private static void awaitAnswers(List<CompletableFuture<Optional<Entry>>> calls, CompletableFuture<Long> firstCopy,
+                                   long deadline) throws InterruptedException {
+    CompletableFuture<Void> all = CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new));
+    try {
+      CompletableFuture.anyOf(all, firstCopy).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      if (!all.isDone()) {
+        long until = Math.min(deadline, firstCopy.join() + READ_GRACE.toNanos());
+        all.get(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
+      }
+    } catch (ExecutionException | TimeoutException enough) {
+      // a call failed (then all are done) or the time is up: the answers there are will do
+    }
+  }
+
+  private static boolean answered(CompletableFuture<?> call) {
+    return call.isDone() && !call.isCompletedExceptionally();
+  }
+
+  /** Why a call that completed exceptionally failed. */
+  private static Throwable failure(CompletableFuture<?> call) {
+    return call.handle((reply, failed) -> Rpc.unwrap(failed)).join();
   }
 
   /**

@@ -247,6 +247,9 @@ final class Peer implements AutoCloseable {
       statusTimer.shutdownNow();
       long started = System.nanoTime();
       runAll(() -> {
+        if (rebalancer != null) {
+          rebalancer.stopping(); // the hand-off's budget counts from now (the node's leave timeout does)
+        }
         if (!node.isInRing() && node.viewId() >= 0) {
           // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
           // change, but this peer may still hold what it took before it was refused.

@@ -36,6 +36,13 @@ final class Rebalancer implements OwnershipListener {
   private final Counters counters;
   private final EventLog events;
   private final Duration leaveBudget;
+  /**
+   * When this peer began to stop ({@link System#nanoTime()}), once it has. The node's leave timeout
+   * runs from about then, while the LEAVING change may start later, behind a change still being
+   * handled: its budget counts from the earlier of the two, so that the hand-off ends before the
+   * node gives up waiting and leaves.
+   */
+  private volatile Long stopping;
 
   /**
    * @param leaveBudget how long a leaving peer may keep handing its data off: less than the
@@ -59,7 +66,12 @@ final class Rebalancer implements OwnershipListener {
     try {
       events.publish(Events.ownership(change));
       boolean leaving = change.reason() == OwnershipChange.Reason.LEAVING;
-      long deadline = System.nanoTime() + leaveBudget.toNanos();
+      long start = System.nanoTime();
+      Long since = stopping;
+      if (since != null && since - start < 0) {
+        start = since;
+      }
+      long deadline = start + leaveBudget.toNanos();
       if (leaving) {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
         startLeaving(change.viewId());
@@ -74,6 +86,13 @@ final class Rebalancer implements OwnershipListener {
       counters.migratingView.set(-1);
       counters.settled.set(true);
       counters.migrationsInProgress.decrementAndGet();
+    }
+  }
+
+  /** Marks the moment this peer began to stop: called before the node is closed. */
+  void stopping() {
+    if (stopping == null) {
+      stopping = System.nanoTime();
     }
   }
 

@@ -6,8 +6,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Faults a process-level test can ask a peer for, by system property, so that it can watch the
- * retries that repair them; all off by default. A value that is not a count fails the peer's
- * start, naming the property and the value.
+ * retries that repair them, and a switch that keeps reads from repairing anything; all off by
+ * default. A value a property does not take fails the peer's start, naming the property and the
+ * value.
  */
 final class TestingAids {
   /** How many pulls this peer refuses before it serves any: {@link PullRetries} then take over. */
@@ -49,7 +50,7 @@ final class TestingAids {
     return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS), clockOffset(), !flag(NO_READ_REPAIR));
   }
 
-  /** Whether reads send the newest copy to the owners they found behind: unless {@value #NO_READ_REPAIR}. */
+  /** Whether reads send the newest copy to the owners they found behind: unless {@value #NO_READ_REPAIR}=true. */
   boolean readRepair() {
     return readRepair;
   }

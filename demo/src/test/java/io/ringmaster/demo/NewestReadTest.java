@@ -79,11 +79,25 @@ class NewestReadTest extends WithPeerCluster {
     await("every owner brought to the newest copy by the reads").atMost(Duration.ofSeconds(30))
         .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
         .untilAsserted(() -> assertEquals(Map.of(), ownersHolding(all, keys, "old-")));
-    long repairs = 0;
-    for (String p : all) {
-      repairs += cluster.json(p, "/stats").path("readRepairs").asLong();
-    }
+    long repairs = readRepairs(all);
     assertTrue(repairs >= stale.size(), "read repairs counted: " + repairs + ", stale copies: " + stale.size());
+
+    // Owners that agree are left alone: reading every key again repairs nothing.
+    for (String key : keys) {
+      for (String p : all) {
+        JsonNode found = PeerCluster.parse(cluster.get(p, key).body());
+        assertEquals("new-" + key, found.path("value").asText(), () -> key + " read again via " + p + ": " + found);
+      }
+    }
+    assertEquals(repairs, readRepairs(all), "read repairs sent while every owner held the newest copy");
+  }
+
+  private long readRepairs(List<String> peers) {
+    long sum = 0;
+    for (String p : peers) {
+      sum += cluster.json(p, "/stats").path("readRepairs").asLong();
+    }
+    return sum;
   }
 
   /**
