@@ -323,7 +323,7 @@ final class KvService {
     }));
     try {
       awaitAnswers(serving > 0 ? calls.subList(0, serving) : calls, firstCopy, deadline);
-      if (serving < calls.size() && calls.subList(0, serving).stream().noneMatch(KvService::answered)) {
+      if (serving > 0 && serving < calls.size() && calls.subList(0, serving).stream().noneMatch(KvService::answered)) {
         awaitAnswers(calls, firstCopy, deadline); // no serving owner answered: the new ones, then
       }
     } catch (InterruptedException interrupted) {
@@ -334,10 +334,12 @@ final class KvService {
     String lastError = "";
     for (int i = 0; i < asked.size(); i++) {
       CompletableFuture<Optional<Entry>> call = calls.get(i);
-      if (answered(call)) {
-        held.put(asked.get(i), call.join());
+      if (!call.isDone()) {
+        lastError = asked.get(i) + ": no answer in time";
+      } else if (call.isCompletedExceptionally()) {
+        lastError = asked.get(i) + ": " + failure(call);
       } else {
-        lastError = asked.get(i) + ": " + (call.isDone() ? failure(call) : "no answer in time");
+        held.put(asked.get(i), call.join());
       }
     }
     if (held.isEmpty()) {
@@ -367,7 +369,8 @@ final class KvService {
     try {
       CompletableFuture.anyOf(all, firstCopy).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
       if (!all.isDone()) {
-        long until = Math.min(deadline, firstCopy.join() + READ_GRACE.toNanos());
+        long graceEnds = firstCopy.join() + READ_GRACE.toNanos();
+        long until = graceEnds - deadline < 0 ? graceEnds : deadline; // nanoTime values compare by difference
         all.get(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
       }
     } catch (ExecutionException | TimeoutException enough) {

@@ -247,15 +247,17 @@ final class Peer implements AutoCloseable {
       statusTimer.shutdownNow();
       long started = System.nanoTime();
       runAll(() -> {
-        if (rebalancer != null) {
-          rebalancer.stopping(); // the hand-off's budget counts from now (the node's leave timeout does)
-        }
-        if (!node.isInRing() && node.viewId() >= 0) {
+        if (rebalancer != null && !node.isInRing() && node.viewId() >= 0) {
           // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
           // change, but this peer may still hold what it took before it was refused.
           rebalancer.leaveRefused(node.viewId());
         }
-      }, node::close); // delivers LEAVING; the rebalancer hands everything off before this returns
+      }, () -> {
+        if (rebalancer != null) {
+          rebalancer.stopping(); // the LEAVING hand-off's budget counts from here, where the node's leave timeout starts
+        }
+        node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
+      });
       // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
       System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d, still held: %d%n",
           routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), store.size());

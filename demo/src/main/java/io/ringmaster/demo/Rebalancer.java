@@ -89,7 +89,7 @@ final class Rebalancer implements OwnershipListener {
     }
   }
 
-  /** Marks the moment this peer began to stop: called before the node is closed. */
+  /** Marks the moment this peer began to stop: called just before the node is closed. */
   void stopping() {
     if (stopping == null) {
       stopping = System.nanoTime();
