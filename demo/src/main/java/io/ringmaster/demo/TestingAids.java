@@ -13,6 +13,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class TestingAids {
   /** How many pulls this peer refuses before it serves any: {@link PullRetries} then take over. */
   static final String REFUSE_PULLS = "ringmaster.demo.refuseFirstPulls";
+  /**
+   * How many hand-off pushes (a losing owner's migration push, a sweep's) this peer refuses before
+   * it takes any: until then only its own pulls bring it the ranges it gains.
+   */
+  static final String REFUSE_HANDOFFS = "ringmaster.demo.refuseFirstHandoffs";
   /** How many repair pushes after a merge this peer refuses from each sender: {@link Sweeper#retryRepair}. */
   static final String REFUSE_REPAIRS = "ringmaster.demo.refuseFirstRepairs";
   /**
@@ -28,14 +33,17 @@ final class TestingAids {
   private static final long MAX_OFFSET_MILLIS = java.time.Duration.ofDays(1).toMillis();
 
   private final AtomicInteger pullsToRefuse;
+  private final AtomicInteger handoffsToRefuse;
   private final int repairsToRefuse;
   private final Map<String, AtomicInteger> repairsRefused = new ConcurrentHashMap<>();
 
   private final long clockOffsetMillis;
   private final boolean readRepair;
 
-  private TestingAids(int pullsToRefuse, int repairsToRefuse, long clockOffsetMillis, boolean readRepair) {
+  private TestingAids(int pullsToRefuse, int handoffsToRefuse, int repairsToRefuse, long clockOffsetMillis,
+                      boolean readRepair) {
     this.pullsToRefuse = new AtomicInteger(pullsToRefuse);
+    this.handoffsToRefuse = new AtomicInteger(handoffsToRefuse);
     this.repairsToRefuse = repairsToRefuse;
     this.clockOffsetMillis = clockOffsetMillis;
     this.readRepair = readRepair;
@@ -47,7 +55,8 @@ final class TestingAids {
    * @throws IllegalArgumentException naming the property and the value if one has a value it does not take
    */
   static TestingAids fromSystemProperties() {
-    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_REPAIRS), clockOffset(), !flag(NO_READ_REPAIR));
+    return new TestingAids(count(REFUSE_PULLS), count(REFUSE_HANDOFFS), count(REFUSE_REPAIRS), clockOffset(),
+        !flag(NO_READ_REPAIR));
   }
 
   /** Whether reads send the newest copy to the owners they found behind: unless {@value #NO_READ_REPAIR}=true. */
@@ -67,6 +76,11 @@ final class TestingAids {
   /** Whether to refuse this pull. */
   boolean refusePull() {
     return pullsToRefuse.get() > 0 && pullsToRefuse.getAndDecrement() > 0;
+  }
+
+  /** Whether to refuse this hand-off push. */
+  boolean refuseHandoff() {
+    return handoffsToRefuse.get() > 0 && handoffsToRefuse.getAndDecrement() > 0;
   }
 
   /** Whether to refuse this repair push from {@code sender}. */

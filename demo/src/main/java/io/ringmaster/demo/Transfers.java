@@ -229,6 +229,9 @@ final class Transfers {
     if (r.kind() == Wire.PushKind.REPAIR && aids.refuseRepair(r.from())) {
       return Wire.error("repair push refused (" + TestingAids.REFUSE_REPAIRS + ")");
     }
+    if (r.kind() != Wire.PushKind.REPAIR && aids.refuseHandoff()) {
+      return Wire.error(r.kind().name().toLowerCase() + " push refused (" + TestingAids.REFUSE_HANDOFFS + ")");
+    }
     int changed = 0;
     for (Entry e : r.entries()) {
       if (store.merge(e)) {
