@@ -37,10 +37,11 @@ final class Rebalancer implements OwnershipListener {
   private final EventLog events;
   private final Duration leaveBudget;
   /**
-   * When this peer began to stop ({@link System#nanoTime()}), once it has. The node's leave timeout
-   * runs from about then, while the LEAVING change may start later, behind a change still being
-   * handled: its budget counts from the earlier of the two, so that the hand-off ends before the
-   * node gives up waiting and leaves.
+   * When this peer started to leave the cluster ({@link System#nanoTime()} just before its node is
+   * closed), once it has. The node's leave timeout runs from about then (a rejoin under way can
+   * only make it start later), while the LEAVING change may start later still, behind a change
+   * being handled: its budget counts from the earlier of the two, so that the hand-off ends before
+   * the node gives up waiting and leaves.
    */
   private volatile Long stopping;
 
@@ -89,7 +90,7 @@ final class Rebalancer implements OwnershipListener {
     }
   }
 
-  /** Marks the moment this peer began to stop: called just before the node is closed. */
+  /** Marks the moment this peer starts to leave the cluster: called just before its node is closed. */
   void stopping() {
     if (stopping == null) {
       stopping = System.nanoTime();
