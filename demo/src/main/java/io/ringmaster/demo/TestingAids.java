@@ -75,12 +75,17 @@ final class TestingAids {
 
   /** Whether to refuse this pull. */
   boolean refusePull() {
-    return pullsToRefuse.get() > 0 && pullsToRefuse.getAndDecrement() > 0;
+    return takeOne(pullsToRefuse);
   }
 
   /** Whether to refuse this hand-off push. */
   boolean refuseHandoff() {
-    return handoffsToRefuse.get() > 0 && handoffsToRefuse.getAndDecrement() > 0;
+    return takeOne(handoffsToRefuse);
+  }
+
+  /** Takes one refusal from those left, if any are. */
+  private static boolean takeOne(AtomicInteger left) {
+    return left.get() > 0 && left.getAndDecrement() > 0;
   }
 
   /** Whether to refuse this repair push from {@code sender}. */
@@ -109,14 +114,13 @@ final class TestingAids {
 
   /** A system property that is {@code true} or {@code false}: false if unset. */
   static boolean flag(String property) {
-    String value = System.getProperty(property);
-    if (value == null || value.strip().equals("false")) {
-      return false;
-    }
-    if (value.strip().equals("true")) {
-      return true;
-    }
-    throw new IllegalArgumentException("system property " + property + " must be true or false: \"" + value + "\"");
+    String value = System.getProperty(property, "false");
+    return switch (value.strip()) {
+      case "false" -> false;
+      case "true" -> true;
+      default -> throw new IllegalArgumentException(
+          "system property " + property + " must be true or false: \"" + value + "\"");
+    };
   }
 
   /** A system property that counts something: 0 if unset. */

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * {@link Transfers#handlePull}: the source of a pull scans its store only once it routes by the
@@ -128,68 +129,62 @@ class TransfersTest {
   /** The testing aid's property: a value that is not a count fails the peer's start, naming both. */
   @Test
   void refusePullsProperty_notACount_isRefusedNamingPropertyAndValue() {
-    String before = System.getProperty(TestingAids.REFUSE_PULLS);
-    try {
-      for (String bad : List.of("five", "-1", "", "2.5")) {
-        System.setProperty(TestingAids.REFUSE_PULLS, bad);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TestingAids.count(TestingAids.REFUSE_PULLS));
-        assertEquals("system property ringmaster.demo.refuseFirstPulls must be a whole number from 0: \"" + bad + "\"",
-            e.getMessage());
-      }
+    keeping(TestingAids.REFUSE_PULLS, () -> {
+      assertEachRefused(TestingAids.REFUSE_PULLS, "a whole number from 0", List.of("five", "-1", "", "2.5"),
+          () -> TestingAids.count(TestingAids.REFUSE_PULLS));
       System.setProperty(TestingAids.REFUSE_PULLS, " 3 ");
       assertEquals(3, TestingAids.count(TestingAids.REFUSE_PULLS));
       System.clearProperty(TestingAids.REFUSE_PULLS);
       assertEquals(0, TestingAids.count(TestingAids.REFUSE_PULLS));
-    } finally {
-      restore(TestingAids.REFUSE_PULLS, before);
-    }
+    });
   }
 
   /** The read-repair switch: true or false, nothing else. */
   @Test
   void noReadRepairProperty_notTrueOrFalse_isRefusedNamingPropertyAndValue() {
-    String before = System.getProperty(TestingAids.NO_READ_REPAIR);
-    try {
-      for (String bad : List.of("yes", "1", "", "TRUE")) {
-        System.setProperty(TestingAids.NO_READ_REPAIR, bad);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, TestingAids::fromSystemProperties);
-        assertEquals("system property ringmaster.demo.noReadRepair must be true or false: \"" + bad + "\"",
-            e.getMessage());
-      }
+    keeping(TestingAids.NO_READ_REPAIR, () -> {
+      assertEachRefused(TestingAids.NO_READ_REPAIR, "true or false", List.of("yes", "1", "", "TRUE"),
+          TestingAids::fromSystemProperties);
       System.setProperty(TestingAids.NO_READ_REPAIR, " true");
       assertFalse(TestingAids.fromSystemProperties().readRepair());
       System.setProperty(TestingAids.NO_READ_REPAIR, "false");
       assertTrue(TestingAids.fromSystemProperties().readRepair());
       System.clearProperty(TestingAids.NO_READ_REPAIR);
       assertTrue(TestingAids.fromSystemProperties().readRepair());
-    } finally {
-      restore(TestingAids.NO_READ_REPAIR, before);
-    }
+    });
   }
 
   /** The clock offset: whole milliseconds, either way, within a day. */
   @Test
   void clockOffsetProperty_outsideADayOrNotANumber_isRefusedNamingPropertyAndValue() {
-    String before = System.getProperty(TestingAids.CLOCK_OFFSET);
-    try {
-      for (String bad : List.of("soon", "86400001", "-86400001", "1.5")) {
-        System.setProperty(TestingAids.CLOCK_OFFSET, bad);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, TestingAids::clockOffset);
-        assertEquals("system property ringmaster.demo.clockOffsetMillis must be whole milliseconds within 86400000"
-            + " either way: \"" + bad + "\"", e.getMessage());
-      }
+    keeping(TestingAids.CLOCK_OFFSET, () -> {
+      assertEachRefused(TestingAids.CLOCK_OFFSET, "whole milliseconds within 86400000 either way",
+          List.of("soon", "86400001", "-86400001", "1.5"), TestingAids::clockOffset);
       System.setProperty(TestingAids.CLOCK_OFFSET, "-60000");
       assertEquals(-60_000, TestingAids.clockOffset());
-    } finally {
-      restore(TestingAids.CLOCK_OFFSET, before);
+    });
+  }
+
+  /** Each bad value of {@code property} makes {@code read} fail with a message naming the property, the rule and the value. */
+  private static void assertEachRefused(String property, String rule, List<String> bad, Executable read) {
+    for (String value : bad) {
+      System.setProperty(property, value);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, read);
+      assertEquals("system property " + property + " must be " + rule + ": \"" + value + "\"", e.getMessage());
     }
   }
 
-  private static void restore(String property, String value) {
-    if (value == null) {
-      System.clearProperty(property);
-    } else {
-      System.setProperty(property, value);
+  /** Runs {@code body}, then gives {@code property} back the value it had. */
+  private static void keeping(String property, Runnable body) {
+    String before = System.getProperty(property);
+    try {
+      body.run();
+    } finally {
+      if (before == null) {
+        System.clearProperty(property);
+      } else {
+        System.setProperty(property, before);
+      }
     }
   }
 }
