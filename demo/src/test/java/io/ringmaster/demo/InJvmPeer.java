@@ -1,0 +1,94 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+
+import io.ringmaster.Ringmaster;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The parts of a peer that writes, hand-offs and sweeps pass through, on a real node in this JVM
+ * (the in-memory JGroups stack, replicas 2): its RPC channel, store, key service, transfers and
+ * sweeper, wired as {@link Peer} wires them, without the HTTP API, the rebalancer and the
+ * periodic tasks, so a test calls each step itself. Closing it closes the node and its threads.
+ */
+record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counters counters, KvService kv,
+                 Transfers transfers, Sweeper sweeper, ExecutorService workers, ScheduledExecutorService timer)
+    implements AutoCloseable {
+  private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
+  private static final AtomicInteger CLUSTERS = new AtomicInteger();
+
+  /** A cluster name no other test (nor another run on this machine) uses. */
+  static String clusterName(String test) {
+    return test + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
+  }
+
+  /** Joins the cluster and serves writes, reads and pushes; every peer counts as ready. */
+  static InJvmPeer start(String cluster, String id, TestingAids aids) throws Exception {
+    Ringmaster node = Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
+        .virtualNodes(64).replicas(2).build().start();
+    Routing routing = new Routing(node);
+    ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
+    ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));
+    Rpc rpc = new Rpc(node, workers, timer);
+    Store store = new Store();
+    Counters counters = new Counters();
+    KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
+        owner -> true, false);
+    Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
+        new EventLog(), aids);
+    Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);
+    rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
+    rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
+    rpc.handle(Wire.OP_PUSH, transfers::handlePush);
+    InJvmPeer peer = new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer);
+    try {
+      rpc.start();
+    } catch (Exception e) {
+      peer.close();
+      throw e;
+    }
+    return peer;
+  }
+
+  /** The testing aids that {@code property = value} asks for; the property is restored afterwards. */
+  static TestingAids aidsWith(String property, String value) {
+    String before = System.getProperty(property);
+    System.setProperty(property, value);
+    try {
+      return TestingAids.fromSystemProperties();
+    } finally {
+      if (before == null) {
+        System.clearProperty(property);
+      } else {
+        System.setProperty(property, before);
+      }
+    }
+  }
+
+  /** Waits until every peer has the same ring, of them all. */
+  static void awaitOneRing(List<InJvmPeer> peers) {
+    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50)).until(() ->
+        peers.stream().allMatch(p -> p.node.ring().members().size() == peers.size())
+            && peers.stream().map(p -> p.node.ring().checksum()).distinct().count() == 1);
+  }
+
+  String id() {
+    return routing.self();
+  }
+
+  @Override
+  public void close() {
+    try {
+      rpc.close();
+      node.close();
+    } finally {
+      workers.shutdownNow();
+      timer.shutdownNow();
+    }
+  }
+}

@@ -1,0 +1,98 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Sweeper#sweep}: an entry a peer holds outside its ranges (a write stored by a stale
+ * ring, a push that failed) is handed to every owner, and dropped only once every owner took it.
+ * Three {@link InJvmPeer}s, replicas 2; the stray sits on c, on a key that a and b own.
+ */
+class SweepTest {
+  private final List<InJvmPeer> peers = new ArrayList<>();
+  private InJvmPeer a;
+  private InJvmPeer b;
+  private InJvmPeer c;
+
+  /** Starts a, b and c; b refuses its first {@code handoffsBRefuses} hand-off pushes. */
+  private void start(int handoffsBRefuses) throws Exception {
+    String cluster = InJvmPeer.clusterName("sweep");
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(b = InJvmPeer.start(cluster, "b",
+        InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses))));
+    peers.add(c = InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(peers);
+  }
+
+  @AfterEach
+  void closePeers() {
+    peers.forEach(InJvmPeer::close);
+  }
+
+  /** Puts a stray on c: a copy of a key that only a and b own. */
+  private Entry strayOnC() {
+    for (int i = 0; ; i++) {
+      String key = "key-" + i;
+      if (Set.copyOf(a.routing().owners(key)).equals(Set.of("a", "b"))) {
+        Entry stray = Entry.of(key, "stray", new Version(VersionClock.systemMicros(), "c"));
+        c.store().merge(stray);
+        return stray;
+      }
+    }
+  }
+
+  @Test
+  void aStray_isHandedToEveryOwner_thenDropped() throws Exception {
+    start(0);
+    Entry stray = strayOnC();
+
+    c.sweeper().sweep();
+
+    assertEquals(Optional.of(stray), a.store().get(stray.key()));
+    assertEquals(Optional.of(stray), b.store().get(stray.key()));
+    assertTrue(c.store().get(stray.key()).isEmpty(), "c dropped its copy");
+    assertEquals(1, c.counters().strayKeysHandedOff.sum());
+  }
+
+  @Test
+  void aStrayOneOwnerRefused_isKept_andHandedOffByTheNextSweep() throws Exception {
+    start(Transfers.ATTEMPTS); // every attempt of the first push to b is refused
+    Entry stray = strayOnC();
+
+    c.sweeper().sweep();
+
+    assertEquals(Optional.of(stray), a.store().get(stray.key()), "a took it");
+    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
+    assertEquals(Optional.of(stray), c.store().get(stray.key()), "c keeps it: b has no copy yet");
+    assertEquals(0, c.counters().strayKeysHandedOff.sum());
+
+    c.sweeper().sweep();
+
+    assertEquals(Optional.of(stray), b.store().get(stray.key()));
+    assertTrue(c.store().get(stray.key()).isEmpty());
+    assertEquals(1, c.counters().strayKeysHandedOff.sum());
+  }
+
+  @Test
+  void noSweep_whileAMigrationRunsOrThePeerLeaves() throws Exception {
+    start(0);
+    Entry stray = strayOnC();
+
+    c.counters().migrationsInProgress.incrementAndGet(); // the callbacks move strays themselves
+    c.sweeper().sweep();
+    c.counters().migrationsInProgress.decrementAndGet();
+    c.routing().startLeaving(); // its hand-off moves everything it holds
+    c.sweeper().sweep();
+
+    assertTrue(a.store().get(stray.key()).isEmpty());
+    assertTrue(b.store().get(stray.key()).isEmpty());
+    assertEquals(Optional.of(stray), c.store().get(stray.key()));
+  }
+}

@@ -1,0 +1,133 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A write that reaches an owner whose ring is newer than the sender's goes on from there to the
+ * owners the sender did not write to ({@link KvService#storeAndForward}), and what they answer gets
+ * back to the sender. Three real nodes in this JVM (the in-memory JGroups stack), each with the
+ * demo's RPC channel, store and key service, replicas 2.
+ *
+ * <p>The rings differ the way they do in a running cluster while a peer leaves: the leaving peer
+ * routes by the ring without itself ({@link Routing#startLeaving}) while the others still route
+ * by the ring with it, so a write they send it must go on to the peer that takes its place.
+ */
+class WriteForwardingTest {
+  private final List<InJvmPeer> nodes = new ArrayList<>();
+  private InJvmPeer a;
+  private InJvmPeer b;
+  private InJvmPeer c;
+
+  @BeforeEach
+  void startThreePeers() throws Exception {
+    String cluster = InJvmPeer.clusterName("write-forwarding");
+    for (String id : List.of("a", "b", "c")) {
+      nodes.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
+    }
+    a = nodes.get(0);
+    b = nodes.get(1);
+    c = nodes.get(2);
+    InJvmPeer.awaitOneRing(nodes);
+  }
+
+  @AfterEach
+  void closePeers() {
+    nodes.forEach(InJvmPeer::close);
+  }
+
+  /** A key that a and b own in the ring the three share, so c holds it only if b forwards it. */
+  private String keyOwnedByAAndB() {
+    for (int i = 0; ; i++) {
+      String key = "key-" + i;
+      if (Set.copyOf(a.routing().owners(key)).equals(Set.of("a", "b"))) {
+        return key;
+      }
+    }
+  }
+
+  @Test
+  void aWriteToALeavingOwner_goesOnToTheOwnerTakingItsPlace() {
+    String key = keyOwnedByAAndB();
+    b.routing().startLeaving();
+    assertEquals(Set.of("a", "c"), Set.copyOf(b.routing().owners(key)), "b routes by the ring without itself");
+
+    KvService.Written written = a.kv().put(key, "v1");
+
+    assertEquals(Set.of("a", "b"), Set.copyOf(written.owners()), "a wrote to the owners in its own ring");
+    for (InJvmPeer n : nodes) {
+      Entry held = n.store().get(key).orElseThrow(() -> new AssertionError(n.id() + " holds the write"));
+      assertEquals("v1", held.value(), n.id());
+      assertEquals(written.version(), held.version(), n.id());
+    }
+    assertEquals(1, b.counters().writesForwarded.sum(), "b forwarded the write once, to c");
+    assertEquals(0, a.counters().writesForwarded.sum() + c.counters().writesForwarded.sum(),
+        "a and c, on the shared ring, forwarded nothing");
+  }
+
+  @Test
+  void aNewerVersionOnTheOwnerReachedByForwarding_makesTheSenderWriteAgainPastIt() {
+    String key = keyOwnedByAAndB();
+    b.routing().startLeaving();
+    // c holds a copy stamped a minute ahead of a's clock: a concurrent write from a fast clock.
+    Version ahead = new Version(VersionClock.systemMicros() + 60_000_000L, "c");
+    c.store().merge(Entry.of(key, "from the future", ahead));
+
+    KvService.Written written = a.kv().put(key, "v2");
+
+    assertTrue(written.version().isNewerThan(ahead),
+        "c's answer came back through b, and a stamped its write past it: " + written.version());
+    for (InJvmPeer n : nodes) {
+      Entry held = n.store().get(key).orElseThrow();
+      assertEquals("v2", held.value(), n.id() + " holds a's write, not the older one");
+      assertEquals(written.version(), held.version(), n.id());
+    }
+  }
+
+  @Test
+  void aWriteAtTheHopLimit_isStoredButNotForwarded_andFailsNamingTheLimitAndTheOwners() throws Exception {
+    String key = keyOwnedByAAndB();
+    b.routing().startLeaving();
+    Entry write = Entry.of(key, "v3", new Version(VersionClock.systemMicros(), "a"));
+
+    CompletionException failed = assertThrows(CompletionException.class, () -> b.kv().storeAndForward(
+        new Wire.WriteRequest(write, Set.of("a", "b"), KvService.MAX_HOPS)).join());
+
+    assertInstanceOf(IllegalStateException.class, failed.getCause());
+    String message = failed.getCause().getMessage();
+    assertTrue(message.contains("hop limit " + KvService.MAX_HOPS) && message.contains("[c]"), message);
+    assertEquals(write, b.store().get(key).orElseThrow(), "b stored the write before it looked further");
+    assertTrue(c.store().get(key).isEmpty(), "nothing went on to c");
+
+    // One hop fewer, and it goes on.
+    Wire.WriteReply reply = b.kv().storeAndForward(
+        new Wire.WriteRequest(write, Set.of("a", "b"), KvService.MAX_HOPS - 1)).get(10, TimeUnit.SECONDS);
+    assertEquals(Set.of("b", "c"), reply.stored());
+    assertEquals(write, c.store().get(key).orElseThrow());
+  }
+
+  @Test
+  void anOwnerOnTheSendersRing_storesWithoutForwarding() throws Exception {
+    String key = keyOwnedByAAndB();
+    Entry write = Entry.of(key, "v4", new Version(VersionClock.systemMicros(), "a"));
+
+    Wire.WriteReply reply = b.kv().storeAndForward(new Wire.WriteRequest(write, Set.of("a", "b"), 0))
+        .get(10, TimeUnit.SECONDS);
+
+    assertEquals(Set.of("b"), reply.stored());
+    assertEquals(write.version(), reply.held());
+    assertEquals(0, b.counters().writesForwarded.sum());
+    assertTrue(c.store().get(key).isEmpty());
+  }
+}
