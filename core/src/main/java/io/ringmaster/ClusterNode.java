@@ -227,7 +227,7 @@ final class ClusterNode {
     Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
     List<MembershipChange.Refusal> refused = new ArrayList<>();
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
-    String refusal = admit(view, reference, addresses, metadata, refused);
+    String refusal = admit(view, self, reference, addresses, metadata, refused);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
@@ -298,7 +298,7 @@ final class ClusterNode {
     wakeWaiters();
     try {
       if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
-        tellNewcomers(view, previous, next);
+        tellNewcomers(view, self, previous, next);
       }
     } finally {
       idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
@@ -345,7 +345,7 @@ final class ClusterNode {
    * on who they are; more than one, so that a sender that has just crashed (it leaves the view only
    * later) does not leave the newcomers waiting. A newcomer takes the first answer.
    */
-  private void tellNewcomers(View view, Snapshot previous, Snapshot next) {
+  private void tellNewcomers(View view, Address self, Snapshot previous, Snapshot next) {
     Set<Address> before = new HashSet<>(previous.addresses().values());
     List<Address> newcomers = new ArrayList<>();
     for (Address a : next.addresses().values()) {
@@ -360,7 +360,7 @@ final class ClusterNode {
     int senders = 0;
     for (Address a : view.getMembers()) {
       if (now.contains(a) && before.contains(a)) {
-        if (a.equals(localAddress)) {
+        if (a.equals(self)) {
           ringBeforeSender.send(next.viewId(), next.viewCreator(), previous.ring().members(), newcomers);
           return;
         }
@@ -385,13 +385,15 @@ final class ClusterNode {
    * those whose ring parameters match the reference's and whose id no earlier member holds. Every
    * member applies the same rule to the same view, so all agree on who is in the ring.
    *
+   * @param self      this member's address, as the view's installation read it once (a rejoin may
+   *                  change it meanwhile)
    * @param reference the first Ringmaster member of the view, whose parameters the ring has:
    *                  {@link RingmasterMembershipPolicy} keeps a member with the cluster's
    *                  parameters there
    * @param refused   receives the members refused in this view that no earlier view refused
    * @return why this node itself was refused, or null
    */
-  private String admit(View view, NodeMetadata reference, Map<String, Address> addresses,
+  private String admit(View view, Address self, NodeMetadata reference, Map<String, Address> addresses,
                        Map<String, NodeMetadata> metadata, List<MembershipChange.Refusal> refused) {
     Address referenceAddress = null;
     String ownRefusal = null;
@@ -428,13 +430,13 @@ final class ClusterNode {
         }
         continue;
       }
-      if (a.equals(localAddress)) {
+      if (a.equals(self)) {
         ownRefusal = reason;
       }
       synchronized (reportedRefusals) {
         if (reportedRefusals.add(a)) {
           refusals.incrementAndGet();
-          refused.add(new MembershipChange.Refusal(m.id(), a.equals(localAddress), reason));
+          refused.add(new MembershipChange.Refusal(m.id(), a.equals(self), reason));
           LOG.log(Level.WARNING, "{0}: {1}", local.id(), reason);
         }
       }

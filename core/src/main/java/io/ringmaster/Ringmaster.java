@@ -7,6 +7,7 @@ import java.net.BindException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -189,37 +190,43 @@ public final class Ringmaster implements AutoCloseable {
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
       joined = true;
-    } catch (ExecutionException e) {
-      shutdown(null, ClusterNode.ListenersState.BUSY, null);
-      Throwable cause = e.getCause();
-      throw new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
-          + "\": " + cause.getMessage(), cause);
-    } catch (TimeoutException e) {
-      shutdown(null, ClusterNode.ListenersState.BUSY, null);
-      throw new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
-          + config.startTimeout());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      shutdown(null, ClusterNode.ListenersState.BUSY, null);
-      throw new RingmasterException("interrupted while starting node " + config.nodeId(), e);
-    } catch (RingmasterException | IllegalArgumentException e) {
-      shutdown(null, ClusterNode.ListenersState.BUSY, null);
-      throw e;
-    } catch (Exception e) {
-      shutdown(null, ClusterNode.ListenersState.BUSY, null);
-      throw new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
-          + config.jgroupsConfig() + ": " + e, e);
-    } catch (Error e) { // no native thread left, say: the caller may hold no reference to close
+    } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
+      Throwable failure = startFailure(e);
       try {
         shutdown(null, ClusterNode.ListenersState.BUSY, null);
-      } catch (Throwable again) {
-        e.addSuppressed(again);
+      } catch (RuntimeException | Error again) { // the start's failure is the one to report
+        failure.addSuppressed(again);
       }
-      throw e;
+      if (failure instanceof Error error) {
+        throw error;
+      }
+      throw (RuntimeException) failure;
     }
     LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
         viewId(), members().size());
     return this;
+  }
+
+  /** What a failed {@link #start()} throws: a {@link RingmasterException} that says why, or an Error as it is. */
+  private Throwable startFailure(Throwable e) {
+    if (e instanceof ExecutionException) {
+      Throwable cause = e.getCause();
+      return new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
+          + "\": " + cause.getMessage(), cause);
+    }
+    if (e instanceof TimeoutException) {
+      return new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
+          + config.startTimeout());
+    }
+    if (e instanceof InterruptedException) {
+      Thread.currentThread().interrupt();
+      return new RingmasterException("interrupted while starting node " + config.nodeId(), e);
+    }
+    if (e instanceof RingmasterException || e instanceof IllegalArgumentException || e instanceof Error) {
+      return e;
+    }
+    return new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
+        + config.jgroupsConfig() + ": " + e, e);
   }
 
   /**
@@ -329,6 +336,7 @@ public final class Ringmaster implements AutoCloseable {
       synchronized (this) { // start() may still hold it, until its first ring
         if (lifecycle != Lifecycle.RUNNING) {
           lifecycle = Lifecycle.CLOSED;
+          node.close(); // a listener being added now is refused, as after any close()
           return;
         }
       }
@@ -421,13 +429,16 @@ public final class Ringmaster implements AutoCloseable {
    */
   private synchronized void shutdown(Pool caller, ClusterNode.ListenersState listeners, Executor unwaited) {
     lifecycle = Lifecycle.CLOSED;
-    node.close(); // no view installed or callback queued from here on
-    stop(gossipTimer, caller == Pool.GOSSIP);
-    stop(rejoinThread, false); // never the caller: it runs no listener
+    // Every step runs even if one before it threw (a protocol failing in the channel's close, say):
+    // the first failure is thrown at the end, the others suppressed in it.
+    List<Throwable> failures = new ArrayList<>();
+    attempt(failures, node::close); // no view installed or callback queued from here on
+    attempt(failures, () -> stop(gossipTimer, caller == Pool.GOSSIP));
+    attempt(failures, () -> stop(rejoinThread, false)); // never the caller: it runs no listener
     if (channel != null) {
-      channel.close(); // after a rejoin under way has connected or given up: JChannel orders the two
+      attempt(failures, channel::close); // after a rejoin under way has connected or given up: JChannel orders the two
     }
-    stop(viewThread, caller == Pool.VIEW);
+    attempt(failures, () -> stop(viewThread, caller == Pool.VIEW));
     try {
       // A view being installed or a gossip round in flight finishes before close() returns.
       await(viewThread, caller == Pool.VIEW);
@@ -452,6 +463,26 @@ public final class Ringmaster implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       listenerPool.shutdownNow();
+    } catch (RuntimeException | Error e) {
+      failures.add(e);
+      listenerPool.shutdownNow();
+    }
+    if (!failures.isEmpty()) {
+      Throwable first = failures.get(0);
+      failures.subList(1, failures.size()).forEach(first::addSuppressed);
+      if (first instanceof Error error) {
+        throw error;
+      }
+      throw (RuntimeException) first;
+    }
+  }
+
+  /** Runs one step of {@link #shutdown}, adding what it throws to {@code failures}. */
+  private static void attempt(List<Throwable> failures, Runnable step) {
+    try {
+      step.run();
+    } catch (RuntimeException | Error e) {
+      failures.add(e);
     }
   }
 
@@ -474,6 +505,10 @@ public final class Ringmaster implements AutoCloseable {
       gossip.round();
     } catch (RuntimeException e) {
       LOG.log(Level.DEBUG, "gossip round failed", e);
+    } catch (Error e) {
+      // Not rethrown: the scheduler would cancel the rounds without a word, and the node would stop
+      // comparing checksums and answering the queries a refused node rejoins by. The next round may fare better.
+      LOG.log(Level.ERROR, "gossip round failed", e);
     }
   }
 

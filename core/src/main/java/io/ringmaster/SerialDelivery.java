@@ -174,7 +174,7 @@ final class SerialDelivery<E> implements Registration {
         try {
           listener.accept(event);
         } catch (Throwable t) {
-          LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", t);
+          reportThrown(t);
         }
       }
     } finally {
@@ -182,6 +182,22 @@ final class SerialDelivery<E> implements Registration {
         DELIVERING.remove(); // no trace left on an application's thread
       } else {
         DELIVERING.set(outer);
+      }
+    }
+  }
+
+  /**
+   * Logs what a callback threw. A logger that throws in turn (a filter, a logging backend) must not
+   * end this drain: the listener would be left marked running, and never called again.
+   */
+  private void reportThrown(Throwable thrown) {
+    try {
+      LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", thrown);
+    } catch (Throwable logging) {
+      try {
+        System.err.println(name + " threw " + thrown + "; logging it failed: " + logging);
+      } catch (Throwable ignored) {
+        // nothing left to tell it with; the deliveries go on
       }
     }
   }

@@ -296,6 +296,40 @@ class OwnershipCallbacksTest {
     });
   }
 
+  /**
+   * A protocol that fails the first time its stack is destroyed, with an Error: JGroups' close()
+   * catches only Exceptions. Once only, so that the test cluster's own clean-up closes the channel.
+   */
+  private static final class FailsOnDestroy extends org.jgroups.stack.Protocol {
+    private final java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
+
+    @Override
+    public void destroy() {
+      super.destroy();
+      if (failed.compareAndSet(false, true)) {
+        throw new AssertionError("destroy failed");
+      }
+    }
+  }
+
+  @Test
+  void close_whenTheChannelsCloseThrows_stillStopsEveryThreadOfTheNode_andThrowsWhatItThrew() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-fails")) {
+      Ringmaster n = cluster.start("failing");
+      List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+      n.addOwnershipListener(change -> reasons.add(change.reason())); // a listener-pool thread runs it
+      org.jgroups.stack.ProtocolStack stack = n.channel().getProtocolStack();
+      stack.insertProtocol(new FailsOnDestroy(), org.jgroups.stack.ProtocolStack.Position.ABOVE,
+          org.jgroups.protocols.TP.class);
+
+      AssertionError thrown = org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class, n::close);
+
+      assertEquals("destroy failed", thrown.getMessage());
+      assertEquals(List.of(OwnershipChange.Reason.INITIAL, OwnershipChange.Reason.LEAVING), reasons);
+      await().atMost(WAIT).until(() -> nodeThreads("failing").isEmpty()); // the steps after the channel's close ran
+    }
+  }
+
   /** The live threads of the node with this id. */
   private static List<String> nodeThreads(String id) {
     return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)

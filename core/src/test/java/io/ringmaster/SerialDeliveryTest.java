@@ -9,6 +9,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Filter;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /** One listener's deliveries on a same-thread executor, and waiting for them from inside a callback. */
@@ -53,5 +55,29 @@ class SerialDeliveryTest {
     outer.submit("go");
     assertEquals(List.of(innerExecutor, outerExecutor), seen);
     assertNull(SerialDelivery.callingExecutor(node), "no trace left on this thread");
+  }
+
+  @Test
+  void aListenerThatThrows_whileLoggingThrowsToo_stillGetsTheLaterCallbacks() {
+    Logger log = Logger.getLogger(Ringmaster.class.getName()); // the logger SerialDelivery reports to
+    Filter before = log.getFilter();
+    List<String> delivered = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
+      delivered.add(event);
+      if (event.equals("first")) {
+        throw new IllegalStateException("the listener's own bug");
+      }
+    }, Runnable::run, new Object(), () -> { });
+    log.setFilter(record -> {
+      throw new IllegalStateException("a logging filter's bug");
+    });
+    try {
+      delivery.submit("first");
+      delivery.submit("second");
+    } finally {
+      log.setFilter(before);
+    }
+    assertEquals(List.of("first", "second"), delivered);
+    assertEquals(0, delivery.pending(), "not left marked running");
   }
 }
