@@ -29,7 +29,9 @@ import org.jgroups.Address;
  * after the store is what keeps writes racing a migration: the rebalancer scans a range only
  * after the new ring is published, so a store the scan missed sees the new ring and is forwarded,
  * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
- * retries and duplicate deliveries are harmless.
+ * retries and duplicate deliveries are harmless. A peer that is leaving takes a write sent to it
+ * and forwards it to its successors, but refuses a forwarded one: it succeeds nobody, so the
+ * forwarder routes around it and the writer writes again.
  *
  * <p>Versions come from the accepting peer's clock ({@link VersionClock}). A write can still
  * reach an owner that holds a newer version than its own: a concurrent write, or an earlier one
@@ -237,6 +239,13 @@ final class KvService {
     // This peer's copy counts only while it is in the ring. The sender named it by its id: if the
     // cluster refuses this peer now, that id is another peer's, which has not seen the write.
     boolean counted = routing.inRing();
+    if (r.hops() > 0 && routing.isLeaving()) {
+      // A forwarded write names this peer an owner in its sender's newer ring, most often as the
+      // successor of a peer that is leaving too. A leaving peer succeeds nobody, and its hand-off
+      // may be over: refuse, as a push is refused, so that the sender routes around it and the
+      // writer, told the write failed, writes again instead of counting copies that are leaving.
+      return CompletableFuture.failedFuture(new IllegalStateException(routing.self() + Transfers.LEAVING));
+    }
     Wire.WriteReply here = new Wire.WriteReply(counted ? Set.of(routing.self()) : Set.of(),
         store.get(e.key()).map(Entry::version).orElse(e.version()));
     List<String> extra = new ArrayList<>(owners);
@@ -261,7 +270,11 @@ final class KvService {
     Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
     for (String owner : extra) {
-      calls.add(rpc.callFromWorker(owner, forward, timeout).thenApply(KvService::reply));
+      calls.add(rpc.callFromWorker(owner, forward, timeout).whenComplete((reply, failed) -> {
+        if (failed != null && Transfers.refusedAsLeaving(Rpc.unwrap(failed))) {
+          routing.markLeaving(owner); // while this peer leaves, the writer's next attempt goes around it
+        }
+      }).thenApply(KvService::reply));
     }
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(done -> {
       Wire.WriteReply all = here;

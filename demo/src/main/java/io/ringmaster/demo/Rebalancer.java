@@ -77,12 +77,17 @@ final class Rebalancer implements OwnershipListener {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
         startLeaving(change.viewId());
       }
-      boolean handedOff = handOff(change);
-      if (leaving) {
-        handedOff = drain(deadline);
+      boolean handedOff = false;
+      try {
+        handedOff = handOff(change);
+        if (leaving) {
+          handedOff = drain(deadline);
+        }
+      } finally {
+        // Even after a hand-off that threw: nothing else would pull what this peer gained.
+        boolean fetched = fetch(change);
+        (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
       }
-      boolean fetched = fetch(change);
-      (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
     } finally {
       counters.migratingView.set(-1);
       counters.settled.set(true);

@@ -94,11 +94,12 @@ final class Routing {
   }
 
   /**
-   * Whether, while leaving, every peer left in the ring is known to be leaving too: nobody will
-   * take this peer's data.
+   * Whether, while leaving, every peer left in the ring that owns keys is known to be leaving too:
+   * nobody will take this peer's data (a member of weight 0 owns none, and is never sent any).
    */
   boolean onlyLeaversLeft() {
-    return leaving && leavers.containsAll(ring().members().stream().map(Member::id).toList());
+    return leaving && leavers.containsAll(ring().members().stream().filter(m -> m.weight() > 0).map(Member::id)
+        .toList());
   }
 
   /** Called after storing an entry and before reading the ring to route it: see {@link #startLeaving}. */

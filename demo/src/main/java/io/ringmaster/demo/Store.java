@@ -84,14 +84,15 @@ final class Store {
   }
 
   /**
-   * Removes the key if it still holds exactly {@code seen}'s version: a write that landed after
-   * {@code seen} was read is kept. Of two concurrent removals of the same entry, one reports it.
+   * Removes the key if it still holds exactly {@code seen}: a write that landed after {@code seen}
+   * was read is kept, even one of the same version that won the tie with it. Of two concurrent
+   * removals of the same entry, one reports it.
    */
   boolean removeIfUnchanged(Entry seen) {
     Slot slot = Slot.of(seen.key());
     while (true) {
       Entry current = entries.get(slot);
-      if (current == null || !current.version().equals(seen.version())) {
+      if (current == null || !current.equals(seen)) { // the same version may hold another value: see Entry.supersedes
         return false;
       }
       if (entries.remove(slot, current)) {

@@ -100,7 +100,10 @@ final class Sweeper {
     repair(mergeViewId, null, 0);
   }
 
-  /** The owners a repair could not reach, and when to try them again (guarded by this). */
+  /**
+   * The owners a repair could not reach (null: every owner, after a pass that threw), and when to
+   * try them again (guarded by this).
+   */
   private record PendingRepair(long mergeViewId, Set<String> owners, int failures, long dueNanos) {}
 
   private PendingRepair pendingRepair;
@@ -132,54 +135,66 @@ final class Sweeper {
   private void repair(long mergeViewId, Set<String> onlyTo, int failures) {
     counters.migrationsInProgress.incrementAndGet();
     try {
-      if (onlyTo != null && routing.isLeaving()) {
-        LOG.log(Level.INFO, "{0}: leaving; its hand-off replaces the repair of merge view {1}", routing.self(),
-            mergeViewId);
-        return;
+      pushRepair(mergeViewId, onlyTo, failures);
+    } catch (RuntimeException | Error e) {
+      // Whatever it reached, it is tried again in full (every owner, or those of onlyTo): a repair
+      // dropped here would leave keys a copy short for good.
+      synchronized (this) {
+        pendingRepair = new PendingRepair(mergeViewId, onlyTo, failures + 1,
+            System.nanoTime() + PullRetries.delayAfter(failures + 1));
       }
-      long started = System.nanoTime();
-      HashRing ring = routing.ring();
-      Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
-      long entries = 0; // sent to one owner or more
-      for (Entry e : store.all()) {
-        boolean sent = false;
-        for (String owner : routing.owners(ring, e.key())) {
-          if (!routing.isSelf(owner) && routing.isLive(owner) && (onlyTo == null || onlyTo.contains(owner))) {
-            perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).add(e);
-            sent = true;
-          }
-        }
-        entries += sent ? 1 : 0;
-      }
-      if (perOwner.isEmpty() && onlyTo != null) {
-        LOG.log(Level.INFO, "{0}: {1}, which the repair of merge view {2} could not reach, left the ring; their"
-            + " successors pull what they gained", routing.self(), onlyTo, mergeViewId);
-        return;
-      }
-      Set<String> failed = new TreeSet<>();
-      for (Map.Entry<String, List<Entry>> owner : perOwner.entrySet()) {
-        if (!transfers.push(owner.getKey(), owner.getValue(), Wire.PushKind.REPAIR)) {
-          failed.add(owner.getKey());
-        }
-      }
-      events.publish(Events.repair(mergeViewId, entries, List.copyOf(perOwner.keySet()),
-          (System.nanoTime() - started) / 1_000_000, failed.isEmpty()));
-      if (!failed.isEmpty()) {
-        long delay = PullRetries.delayAfter(failures + 1);
-        LOG.log(Level.WARNING, "{0}: repair after merge view {1} could not reach {2}; again in {3} s", routing.self(),
-            mergeViewId, failed, delay / 1_000_000_000);
-        synchronized (this) { // nothing else set it meanwhile: repairs run one at a time, on the maintenance thread
-          pendingRepair = new PendingRepair(mergeViewId, failed, failures + 1, System.nanoTime() + delay);
-        }
-      } else if (onlyTo != null) {
-        LOG.log(Level.INFO, "{0}: repair after merge view {1} done after {2} failed rounds", routing.self(),
-            mergeViewId, failures);
-      }
+      throw e;
     } finally {
       synchronized (this) {
         repairing = false;
       }
       counters.migrationsInProgress.decrementAndGet();
+    }
+  }
+
+  private void pushRepair(long mergeViewId, Set<String> onlyTo, int failures) {
+    if (onlyTo != null && routing.isLeaving()) {
+      LOG.log(Level.INFO, "{0}: leaving; its hand-off replaces the repair of merge view {1}", routing.self(),
+          mergeViewId);
+      return;
+    }
+    long started = System.nanoTime();
+    HashRing ring = routing.ring();
+    Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
+    long entries = 0; // sent to one owner or more
+    for (Entry e : store.all()) {
+      boolean sent = false;
+      for (String owner : routing.owners(ring, e.key())) {
+        if (!routing.isSelf(owner) && routing.isLive(owner) && (onlyTo == null || onlyTo.contains(owner))) {
+          perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).add(e);
+          sent = true;
+        }
+      }
+      entries += sent ? 1 : 0;
+    }
+    if (perOwner.isEmpty() && onlyTo != null) {
+      LOG.log(Level.INFO, "{0}: {1}, which the repair of merge view {2} could not reach, left the ring; their"
+          + " successors pull what they gained", routing.self(), onlyTo, mergeViewId);
+      return;
+    }
+    Set<String> failed = new TreeSet<>();
+    for (Map.Entry<String, List<Entry>> owner : perOwner.entrySet()) {
+      if (!transfers.push(owner.getKey(), owner.getValue(), Wire.PushKind.REPAIR)) {
+        failed.add(owner.getKey());
+      }
+    }
+    events.publish(Events.repair(mergeViewId, entries, List.copyOf(perOwner.keySet()),
+        (System.nanoTime() - started) / 1_000_000, failed.isEmpty()));
+    if (!failed.isEmpty()) {
+      long delay = PullRetries.delayAfter(failures + 1);
+      LOG.log(Level.WARNING, "{0}: repair after merge view {1} could not reach {2}; again in {3} s", routing.self(),
+          mergeViewId, failed, delay / 1_000_000_000);
+      synchronized (this) { // nothing else set it meanwhile: repairs run one at a time, on the maintenance thread
+        pendingRepair = new PendingRepair(mergeViewId, failed, failures + 1, System.nanoTime() + delay);
+      }
+    } else if (onlyTo != null) {
+      LOG.log(Level.INFO, "{0}: repair after merge view {1} done after {2} failed rounds", routing.self(),
+          mergeViewId, failures);
     }
   }
 }

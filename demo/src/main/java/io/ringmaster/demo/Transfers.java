@@ -73,6 +73,11 @@ final class Transfers {
     this.ready = ready;
   }
 
+  /** Whether a call failed because the peer called is leaving, and takes no data (nor forwarded writes). */
+  static boolean refusedAsLeaving(Throwable cause) {
+    return cause instanceof Rpc.RemoteError && String.valueOf(cause.getMessage()).endsWith(LEAVING);
+  }
+
   /** Pushes entries in pages; whether the destination acknowledged them all. */
   boolean push(String destination, List<Entry> entries, Wire.PushKind kind) {
     Waits.until(() -> ready.test(destination), READY_WAIT);
@@ -93,7 +98,7 @@ final class Transfers {
           return false;
         } catch (ExecutionException e) {
           Throwable cause = Rpc.unwrap(e);
-          boolean leaving = cause instanceof Rpc.RemoteError && String.valueOf(cause.getMessage()).endsWith(LEAVING);
+          boolean leaving = refusedAsLeaving(cause);
           if (leaving) {
             routing.markLeaving(destination); // it will not take data again: no point retrying
           }

@@ -9,10 +9,11 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
 
 /**
  * The parts of a peer that writes, hand-offs and sweeps pass through, on a real node in this JVM
- * (the in-memory JGroups stack, replicas 2): its RPC channel, store, key service, transfers and
+ * (the in-memory JGroups stack, replicas 2 unless a test says otherwise): its RPC channel, store, key service, transfers and
  * sweeper, wired as {@link Peer} wires them, without the HTTP API, the rebalancer and the
  * periodic tasks, so a test calls each step itself. Closing it closes the node and its threads.
  */
@@ -27,10 +28,16 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     return test + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
   }
 
-  /** Joins the cluster and serves writes, reads and pushes; every peer counts as ready. */
+  /** Joins the cluster with replicas 2 and serves writes, reads and pushes; every peer counts as ready. */
   static InJvmPeer start(String cluster, String id, TestingAids aids) throws Exception {
-    Ringmaster node = Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
-        .virtualNodes(64).replicas(2).build().start();
+    return start(cluster, id, aids, builder -> builder);
+  }
+
+  /** Joins the cluster, with {@code settings} applied over replicas 2, and serves writes, reads and pushes. */
+  static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings)
+      throws Exception {
+    Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
+        .virtualNodes(64).replicas(2)).build().start();
     Routing routing = new Routing(node);
     ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));

@@ -195,6 +195,17 @@ class StoreTest {
     assertTrue(store.get("k").isEmpty());
   }
 
+  @Test
+  void removeIfUnchanged_aCopyOfTheSameVersionThatWonTheTieMeanwhile_keepsIt() {
+    Store store = new Store();
+    Entry seen = Entry.of("k", "a", v(1));
+    store.merge(seen);
+    Entry tieWinner = Entry.of("k", "b", v(1)); // one writer id on two processes, one microsecond
+    assertTrue(store.merge(tieWinner));
+    assertFalse(store.removeIfUnchanged(seen), "the copy read is gone; the one there now was not handed off");
+    assertEquals(Optional.of(tieWinner), store.get("k"));
+  }
+
   /**
    * A push and a pull can merge the same entry at the same moment, and the migration counters add
    * up what each merge reports: exactly one of them may report the change. The same for two

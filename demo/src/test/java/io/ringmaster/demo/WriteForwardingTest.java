@@ -96,25 +96,58 @@ class WriteForwardingTest {
   }
 
   @Test
+  void aWriteForwardedToAPeerThatIsLeavingToo_isRefused_andWrittenAgainPastIt() throws Exception {
+    // One copy per key, and two peers leaving at once, neither knowing of the other yet: the key's
+    // owner x forwards to its successor y, which would take the write and leave with it.
+    String cluster = InJvmPeer.clusterName("write-forwarding-leavers");
+    List<InJvmPeer> single = new ArrayList<>();
+    for (String id : List.of("x", "y", "z")) {
+      InJvmPeer p = InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
+      single.add(p);
+      nodes.add(p); // closed after the test
+    }
+    InJvmPeer.awaitOneRing(single);
+    InJvmPeer x = single.get(0);
+    InJvmPeer y = single.get(1);
+    InJvmPeer z = single.get(2);
+    String key = null;
+    for (int i = 0; key == null; i++) {
+      String k = "key-" + i;
+      if (z.routing().owners(k).equals(List.of("x")) && z.routing().ring().without("x").ownerOf(k).id().equals("y")) {
+        key = k;
+      }
+    }
+    x.routing().startLeaving();
+    y.routing().startLeaving();
+
+    KvService.Written written = z.kv().put(key, "v5");
+
+    assertEquals(List.of("x"), written.owners());
+    Entry held = z.store().get(key).orElseThrow(() -> new AssertionError(
+        "z, the one peer staying, holds the write: y refused it, and x routed around y"));
+    assertEquals(written.version(), held.version());
+    assertEquals("v5", held.value());
+  }
+
+  @Test
   void aWriteAtTheHopLimit_isStoredButNotForwarded_andFailsNamingTheLimitAndTheOwners() throws Exception {
     String key = keyOwnedByAAndB();
-    b.routing().startLeaving();
-    Entry write = Entry.of(key, "v3", new Version(VersionClock.systemMicros(), "a"));
-
+    Entry write = Entry.of(key, "v3", new Version(VersionClock.systemMicros(), "c"));
+    // As if the writer's ring had named b alone: b forwards to a, unless the hops are used up.
     CompletionException failed = assertThrows(CompletionException.class, () -> b.kv().storeAndForward(
-        new Wire.WriteRequest(write, Set.of("a", "b"), KvService.MAX_HOPS)).join());
+        new Wire.WriteRequest(write, Set.of("b"), KvService.MAX_HOPS)).join());
 
     assertInstanceOf(IllegalStateException.class, failed.getCause());
     String message = failed.getCause().getMessage();
-    assertTrue(message.contains("hop limit " + KvService.MAX_HOPS) && message.contains("[c]"), message);
+    assertTrue(message.contains("hop limit " + KvService.MAX_HOPS) && message.contains("[a]"), message);
     assertEquals(write, b.store().get(key).orElseThrow(), "b stored the write before it looked further");
-    assertTrue(c.store().get(key).isEmpty(), "nothing went on to c");
+    assertTrue(a.store().get(key).isEmpty(), "nothing went on to a");
 
     // One hop fewer, and it goes on.
     Wire.WriteReply reply = b.kv().storeAndForward(
-        new Wire.WriteRequest(write, Set.of("a", "b"), KvService.MAX_HOPS - 1)).get(10, TimeUnit.SECONDS);
-    assertEquals(Set.of("b", "c"), reply.stored());
-    assertEquals(write, c.store().get(key).orElseThrow());
+        new Wire.WriteRequest(write, Set.of("b"), KvService.MAX_HOPS - 1)).get(10, TimeUnit.SECONDS);
+    assertEquals(Set.of("a", "b"), reply.stored());
+    assertEquals(write, a.store().get(key).orElseThrow());
   }
 
   @Test
