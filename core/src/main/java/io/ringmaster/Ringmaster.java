@@ -195,7 +195,9 @@ public final class Ringmaster implements AutoCloseable {
       try {
         shutdown(null, ClusterNode.ListenersState.BUSY, null);
       } catch (RuntimeException | Error again) { // the start's failure is the one to report
-        failure.addSuppressed(again);
+        if (again != failure) { // one preallocated OutOfMemoryError, say
+          failure.addSuppressed(again);
+        }
       }
       if (failure instanceof Error error) {
         throw error;
@@ -413,8 +415,11 @@ public final class Ringmaster implements AutoCloseable {
   synchronized void closeAbruptly() {
     closeCalled.set(true);
     node.wakeWaiters();
-    shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
-    closeDone.complete(null);
+    try {
+      shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
+    } finally {
+      closeDone.complete(null); // a close() that comes later must not wait for it forever
+    }
   }
 
   /**
@@ -469,7 +474,7 @@ public final class Ringmaster implements AutoCloseable {
     }
     if (!failures.isEmpty()) {
       Throwable first = failures.get(0);
-      failures.subList(1, failures.size()).forEach(first::addSuppressed);
+      failures.stream().skip(1).filter(t -> t != first).forEach(first::addSuppressed);
       if (first instanceof Error error) {
         throw error;
       }

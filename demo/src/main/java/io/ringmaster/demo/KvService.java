@@ -30,8 +30,10 @@ import org.jgroups.Address;
  * after the new ring is published, so a store the scan missed sees the new ring and is forwarded,
  * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
  * retries and duplicate deliveries are harmless. A peer that is leaving takes a write sent to it
- * and forwards it to its successors, but refuses a forwarded one: it succeeds nobody, so the
- * forwarder routes around it and the writer writes again.
+ * and forwards it to its successors; a write it sends names itself and the peers it knows are
+ * leaving among the targets, so that nobody forwards to them; and it refuses a write forwarded to
+ * it by a peer that does not know it is leaving (another one leaving at the same moment), which
+ * then routes around it, while the writer writes again.
  *
  * <p>Versions come from the accepting peer's clock ({@link VersionClock}). A write can still
  * reach an owner that holds a newer version than its own: a concurrent write, or an earlier one
@@ -146,7 +148,9 @@ final class KvService {
       if (missing.isEmpty()) {
         return new Written(e.key(), owners, e.version());
       }
-      Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0);
+      Set<String> targets = new LinkedHashSet<>(owners);
+      targets.addAll(routing.leavingIds()); // no owner forwards to this peer or others leaving: see storeAndForward
+      Wire.WriteRequest request = new Wire.WriteRequest(e, targets, 0);
       byte[] message = Wire.write(request);
       Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
       Map<String, Optional<Address>> called = new HashMap<>();
@@ -239,12 +243,15 @@ final class KvService {
     // This peer's copy counts only while it is in the ring. The sender named it by its id: if the
     // cluster refuses this peer now, that id is another peer's, which has not seen the write.
     boolean counted = routing.inRing();
-    if (r.hops() > 0 && routing.isLeaving()) {
-      // A forwarded write names this peer an owner in its sender's newer ring, most often as the
-      // successor of a peer that is leaving too. A leaving peer succeeds nobody, and its hand-off
-      // may be over: refuse, as a push is refused, so that the sender routes around it and the
-      // writer, told the write failed, writes again instead of counting copies that are leaving.
-      return CompletableFuture.failedFuture(new IllegalStateException(routing.self() + Transfers.LEAVING));
+    if (r.hops() > 0 && counted && routing.isLeaving()) {
+      // A forwarded write names this peer as an owner in its sender's ring: the ring of a peer that
+      // has not heard this one is leaving (a peer that is leaving too, forwarding to it as its
+      // successor; a peer that stays lists leaving peers' ids among the targets, and does not
+      // forward to them). A leaving peer succeeds nobody, and its hand-off may be over: refuse, as
+      // a push is refused, so that a leaving sender routes around it and the writer writes again,
+      // instead of counting copies that are leaving. Not while the cluster refuses this peer: its
+      // id is then another peer's, which is not leaving.
+      return CompletableFuture.failedFuture(new Rpc.Declined(Transfers.leavingRefusal(routing.self())));
     }
     Wire.WriteReply here = new Wire.WriteReply(counted ? Set.of(routing.self()) : Set.of(),
         store.get(e.key()).map(Entry::version).orElse(e.version()));
@@ -265,13 +272,14 @@ final class KvService {
     counters.writesForwarded.increment();
     Set<String> targets = new LinkedHashSet<>(r.targets());
     targets.addAll(owners);
+    targets.addAll(routing.leavingIds());
     byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1));
     // Each hop waits less than the one before it, so the sender hears a failure before its own timeout.
     Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
     for (String owner : extra) {
       calls.add(rpc.callFromWorker(owner, forward, timeout).whenComplete((reply, failed) -> {
-        if (failed != null && Transfers.refusedAsLeaving(Rpc.unwrap(failed))) {
+        if (failed != null && Transfers.refusedAsLeaving(Rpc.unwrap(failed), owner)) {
           routing.markLeaving(owner); // while this peer leaves, the writer's next attempt goes around it
         }
       }).thenApply(KvService::reply));

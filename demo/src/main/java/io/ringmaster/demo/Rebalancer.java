@@ -77,21 +77,38 @@ final class Rebalancer implements OwnershipListener {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
         startLeaving(change.viewId());
       }
-      boolean handedOff = false;
-      try {
-        handedOff = handOff(change);
-        if (leaving) {
-          handedOff = drain(deadline);
+      // Each step runs even if the one before it threw: a leave still drains everything it holds,
+      // and nothing else would pull what this peer gained. The first failure is thrown at the end.
+      List<Throwable> failures = new ArrayList<>();
+      boolean handedOff = step(failures, () -> handOff(change));
+      if (leaving) {
+        handedOff = step(failures, () -> drain(deadline));
+      }
+      boolean fetched = step(failures, () -> fetch(change));
+      (handedOff && fetched && failures.isEmpty() ? counters.migrationsCompleted : counters.migrationsFailed)
+          .increment();
+      if (!failures.isEmpty()) {
+        Throwable first = failures.get(0);
+        failures.stream().skip(1).filter(t -> t != first).forEach(first::addSuppressed);
+        if (first instanceof Error error) {
+          throw error;
         }
-      } finally {
-        // Even after a hand-off that threw: nothing else would pull what this peer gained.
-        boolean fetched = fetch(change);
-        (handedOff && fetched ? counters.migrationsCompleted : counters.migrationsFailed).increment();
+        throw (RuntimeException) first;
       }
     } finally {
       counters.migratingView.set(-1);
       counters.settled.set(true);
       counters.migrationsInProgress.decrementAndGet();
+    }
+  }
+
+  /** Runs one step of a change: its result, or false after adding what it threw to {@code failures}. */
+  private static boolean step(List<Throwable> failures, java.util.function.BooleanSupplier step) {
+    try {
+      return step.getAsBoolean();
+    } catch (RuntimeException | Error e) {
+      failures.add(e);
+      return false;
     }
   }
 

@@ -94,6 +94,22 @@ final class Routing {
   }
 
   /**
+   * While this peer leaves, its id (unless the cluster refuses it) and those of the peers it
+   * learnt are leaving too: a write it sends lists them among the peers written to, so that no
+   * owner forwards it to them (a leaving peer refuses forwarded writes). Empty while it stays.
+   */
+  Set<String> leavingIds() {
+    if (!leaving) {
+      return Set.of();
+    }
+    Set<String> ids = new java.util.LinkedHashSet<>(leavers);
+    if (inRing()) {
+      ids.add(self);
+    }
+    return ids;
+  }
+
+  /**
    * Whether, while leaving, every peer left in the ring that owns keys is known to be leaving too:
    * nobody will take this peer's data (a member of weight 0 owns none, and is never sent any).
    */

@@ -66,6 +66,16 @@ final class Rpc implements AutoCloseable {
     }
   }
 
+  /**
+   * A request a handler declines for a reason its caller acts on (a peer that is leaving, say):
+   * the error reply carries the message alone, so the caller can match it exactly.
+   */
+  static final class Declined extends RuntimeException {
+    Declined(String message) {
+      super(message, null, false, false);
+    }
+  }
+
   private final Ringmaster node;
   private final ExecutorService workers;
   private final ScheduledExecutorService timer;
@@ -152,8 +162,8 @@ final class Rpc implements AutoCloseable {
       } else {
         Throwable cause = unwrap(error);
         LOG.log(Level.DEBUG, "request {0} from {1} failed: {2}", (char) op, msg.getSrc(), cause);
-        response.send(Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping" : cause.toString()),
-            false);
+        response.send(Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping"
+            : cause instanceof Declined ? cause.getMessage() : cause.toString()), false);
       }
     };
     if (!repliesOnWorker[op & 0xff] && reply.isDone() && small(reply)) {

@@ -73,9 +73,18 @@ final class Transfers {
     this.ready = ready;
   }
 
-  /** Whether a call failed because the peer called is leaving, and takes no data (nor forwarded writes). */
-  static boolean refusedAsLeaving(Throwable cause) {
-    return cause instanceof Rpc.RemoteError && String.valueOf(cause.getMessage()).endsWith(LEAVING);
+  /** What a peer that is leaving answers a push or a forwarded write with. */
+  static String leavingRefusal(String self) {
+    return self + LEAVING;
+  }
+
+  /**
+   * Whether a call to {@code peer} failed because that peer itself is leaving, and takes no data
+   * (nor forwarded writes). Matched exactly: a peer that failed because a peer it called in turn
+   * is leaving is not leaving itself.
+   */
+  static boolean refusedAsLeaving(Throwable cause, String peer) {
+    return cause instanceof Rpc.RemoteError && (peer + ": " + leavingRefusal(peer)).equals(cause.getMessage());
   }
 
   /** Pushes entries in pages; whether the destination acknowledged them all. */
@@ -98,7 +107,7 @@ final class Transfers {
           return false;
         } catch (ExecutionException e) {
           Throwable cause = Rpc.unwrap(e);
-          boolean leaving = refusedAsLeaving(cause);
+          boolean leaving = refusedAsLeaving(cause, destination);
           if (leaving) {
             routing.markLeaving(destination); // it will not take data again: no point retrying
           }
@@ -251,7 +260,7 @@ final class Transfers {
       return Wire.error(routing.self() + NOT_IN_RING);
     }
     if (routing.isLeaving()) {
-      return Wire.error(routing.self() + LEAVING); // what it merged, its own leave hands on
+      return Wire.error(leavingRefusal(routing.self())); // what it merged, its own leave hands on
     }
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);

@@ -84,6 +84,25 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
             && peers.stream().map(p -> p.node.ring().checksum()).distinct().count() == 1);
   }
 
+  /** Closes every peer, each whatever the others threw; the first failure is thrown at the end. */
+  static void closeAll(List<InJvmPeer> peers) {
+    RuntimeException first = null;
+    for (InJvmPeer p : peers) {
+      try {
+        p.close();
+      } catch (RuntimeException e) {
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+
   String id() {
     return routing.self();
   }

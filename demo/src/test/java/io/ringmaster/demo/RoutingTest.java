@@ -15,7 +15,7 @@ class RoutingTest {
 
   @AfterEach
   void closePeers() {
-    peers.forEach(InJvmPeer::close);
+    InJvmPeer.closeAll(peers);
   }
 
   @Test

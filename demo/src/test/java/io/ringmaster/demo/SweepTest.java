@@ -33,7 +33,7 @@ class SweepTest {
 
   @AfterEach
   void closePeers() {
-    peers.forEach(InJvmPeer::close);
+    InJvmPeer.closeAll(peers);
   }
 
   /** Puts a stray on c: a copy of a key that only a and b own. */

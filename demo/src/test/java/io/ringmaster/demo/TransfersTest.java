@@ -121,6 +121,17 @@ class TransfersTest {
     assertEquals(50, page(pull(() -> PULLERS_VIEW, settled(), () -> 0, (ranges, view) -> false)).entries().size());
   }
 
+  @Test
+  void aRefusalAsLeaving_countsOnlyForThePeerThatIsLeaving_notForOneThatCalledIt() {
+    String refusal = Transfers.leavingRefusal("x");
+    assertTrue(Transfers.refusedAsLeaving(new Rpc.RemoteError("x", refusal), "x"));
+    // y failed because x, which y forwarded to, is leaving: y is not.
+    Throwable passedBack = new Rpc.RemoteError("y", new Rpc.RemoteError("x", refusal).toString());
+    assertTrue(passedBack.getMessage().endsWith(refusal), passedBack.getMessage());
+    assertFalse(Transfers.refusedAsLeaving(passedBack, "y"));
+    assertFalse(Transfers.refusedAsLeaving(new IllegalStateException(refusal), "x"), "not a peer's answer");
+  }
+
   private static void assertRefused(String reason, byte[] reply) throws IOException {
     assertEquals(Wire.ERROR, reply[0]);
     assertEquals(reason, Wire.open(reply, 0, reply.length).readUTF());
