@@ -30,10 +30,10 @@ import org.jgroups.Address;
  * after the new ring is published, so a store the scan missed sees the new ring and is forwarded,
  * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
  * retries and duplicate deliveries are harmless. A peer that is leaving takes a write sent to it
- * and forwards it to its successors; a write it sends names itself and the peers it knows are
- * leaving among the targets, so that nobody forwards to them; and it refuses a write forwarded to
- * it by a peer that does not know it is leaving (another one leaving at the same moment), which
- * then routes around it, while the writer writes again.
+ * and forwards it to its successors; a write it sends or forwards names itself and the peers it
+ * knows are leaving, so that nobody forwards to them and a receiver leaving too routes around them;
+ * and it refuses a write forwarded to it by a peer that does not know it is leaving (another one
+ * leaving at the same moment), which then routes around it, while the writer writes again.
  *
  * <p>Versions come from the accepting peer's clock ({@link VersionClock}). A write can still
  * reach an owner that holds a newer version than its own: a concurrent write, or an earlier one
@@ -148,9 +148,14 @@ final class KvService {
       if (missing.isEmpty()) {
         return new Written(e.key(), owners, e.version());
       }
-      Set<String> targets = new LinkedHashSet<>(owners);
-      targets.addAll(routing.leavingIds()); // no owner forwards to this peer or others leaving: see storeAndForward
-      Wire.WriteRequest request = new Wire.WriteRequest(e, targets, 0);
+      // Names this peer and the others it knows are leaving, if it is: no owner forwards to them.
+      Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0, routing.leavingIds());
+      if (routing.isLeaving() && routing.inRing()) {
+        // Not an owner in the ring it leaves behind, but still in everyone else's until it leaves
+        // their view: a copy here serves their reads meanwhile (the owners written to hold the
+        // copies that count).
+        store.merge(e);
+      }
       byte[] message = Wire.write(request);
       Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
       Map<String, Optional<Address>> called = new HashMap<>();
@@ -237,6 +242,7 @@ final class KvService {
     if (store.merge(e)) {
       counters.writesStored.increment();
     }
+    r.leaving().forEach(routing::markLeaving); // heeded only while this peer leaves too
     Routing.storedThenRoute();
     clock.observe(e.version().stamp());
     List<String> owners = routing.owners(e.key());
@@ -245,12 +251,12 @@ final class KvService {
     boolean counted = routing.inRing();
     if (r.hops() > 0 && counted && routing.isLeaving()) {
       // A forwarded write names this peer as an owner in its sender's ring: the ring of a peer that
-      // has not heard this one is leaving (a peer that is leaving too, forwarding to it as its
-      // successor; a peer that stays lists leaving peers' ids among the targets, and does not
-      // forward to them). A leaving peer succeeds nobody, and its hand-off may be over: refuse, as
-      // a push is refused, so that a leaving sender routes around it and the writer writes again,
-      // instead of counting copies that are leaving. Not while the cluster refuses this peer: its
-      // id is then another peer's, which is not leaving.
+      // has not heard this one is leaving (another peer leaving, forwarding to it as its successor;
+      // a request names the leavers its senders knew of, and nobody forwards to those). A leaving
+      // peer succeeds nobody, and its hand-off may be over: refuse, as a push is refused, so that a
+      // leaving sender routes around it and the writer writes again, instead of counting copies
+      // that are leaving. Not while the cluster refuses this peer: its id is then another peer's,
+      // which is not leaving.
       return CompletableFuture.failedFuture(new Rpc.Declined(Transfers.leavingRefusal(routing.self())));
     }
     Wire.WriteReply here = new Wire.WriteReply(counted ? Set.of(routing.self()) : Set.of(),
@@ -262,6 +268,7 @@ final class KvService {
       }
     }
     extra.removeIf(routing::isSelf);
+    extra.removeAll(r.leaving());
     if (extra.isEmpty()) {
       return CompletableFuture.completedFuture(here);
     }
@@ -272,8 +279,9 @@ final class KvService {
     counters.writesForwarded.increment();
     Set<String> targets = new LinkedHashSet<>(r.targets());
     targets.addAll(owners);
-    targets.addAll(routing.leavingIds());
-    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1));
+    Set<String> leaving = new LinkedHashSet<>(r.leaving());
+    leaving.addAll(routing.leavingIds());
+    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, leaving));
     // Each hop waits less than the one before it, so the sender hears a failure before its own timeout.
     Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
@@ -422,7 +430,7 @@ final class KvService {
         continue;
       }
       if (request == null) {
-        request = new Wire.WriteRequest(newest, new LinkedHashSet<>(owners), 0);
+        request = new Wire.WriteRequest(newest, new LinkedHashSet<>(owners), 0, routing.leavingIds());
       }
       counters.readRepairs.increment();
       if (routing.isSelf(copy.getKey())) {

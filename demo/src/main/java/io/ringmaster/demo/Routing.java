@@ -6,9 +6,13 @@ import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jgroups.Address;
 
 /**
  * Which ring this peer routes by: the node's current ring, or, once it has started to leave, the
@@ -26,12 +30,16 @@ final class Routing {
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
-  /** Other peers that refused a push because they are leaving, while this one leaves. */
-  private final Set<String> leavers = ConcurrentHashMap.newKeySet();
+  /**
+   * Other peers found leaving while this one leaves (they refused a push or a forwarded write, or
+   * a write named them), each with the process that held its id then: a peer restarted under the
+   * id since is not leaving.
+   */
+  private final Map<String, Optional<Address>> leavers = new ConcurrentHashMap<>();
   /** The leaving ring last derived, and from what: a ring costs a rebuild, routing asks often. */
   private volatile Derived derived;
 
-  private record Derived(HashRing base, boolean inRing, int leavers, HashRing ring) {}
+  private record Derived(HashRing base, boolean inRing, Set<String> leavers, HashRing ring) {}
 
   Routing(Ringmaster node) {
     this.node = node;
@@ -54,14 +62,14 @@ final class Routing {
   private HashRing leavingRing() {
     HashRing base = node.ring();
     boolean inRing = node.isInRing(); // read after the ring: as new as it, or newer
-    int known = leavers.size();
+    Set<String> known = leavers();
     Derived d = derived;
-    if (d != null && d.base() == base && d.inRing() == inRing && d.leavers() == known) {
+    if (d != null && d.base() == base && d.inRing() == inRing && d.leavers().equals(known)) {
       return d.ring();
     }
     // While the cluster refuses this peer, the member with its id is the peer that holds the id.
     HashRing ring = inRing ? base.without(self) : base;
-    for (String id : leavers) {
+    for (String id : known) {
       HashRing without = ring.without(id);
       if (!without.isEmpty()) { // if every other peer is leaving too, they are still better than none
         ring = without;
@@ -83,13 +91,14 @@ final class Routing {
   }
 
   /**
-   * A peer refused data because it is leaving: while this peer leaves, it routes around it.
-   * Ignored while this peer stays (it learns again once it leaves, from the next refusal), so a
-   * peer that left and came back under its id is not routed around later.
+   * A peer is leaving (it refused data, or a write named it): while this peer leaves, it routes
+   * around it, until the id is held by another process (the peer restarted). Ignored while this
+   * peer stays (it learns again once it leaves, from the next refusal), so a peer that left and
+   * came back under its id is not routed around later.
    */
   void markLeaving(String memberId) {
     if (leaving && !isSelf(memberId)) {
-      leavers.add(memberId);
+      leavers.put(memberId, node.addressOf(memberId));
     }
   }
 
@@ -102,7 +111,7 @@ final class Routing {
     if (!leaving) {
       return Set.of();
     }
-    Set<String> ids = new java.util.LinkedHashSet<>(leavers);
+    Set<String> ids = new java.util.LinkedHashSet<>(leavers());
     if (inRing()) {
       ids.add(self);
     }
@@ -114,8 +123,19 @@ final class Routing {
    * nobody will take this peer's data (a member of weight 0 owns none, and is never sent any).
    */
   boolean onlyLeaversLeft() {
-    return leaving && leavers.containsAll(ring().members().stream().filter(m -> m.weight() > 0).map(Member::id)
+    return leaving && leavers().containsAll(ring().members().stream().filter(m -> m.weight() > 0).map(Member::id)
         .toList());
+  }
+
+  /** The ids of the peers found leaving whose process is still the one found leaving. */
+  private Set<String> leavers() {
+    Set<String> ids = new HashSet<>();
+    leavers.forEach((id, process) -> {
+      if (node.addressOf(id).equals(process)) {
+        ids.add(id);
+      }
+    });
+    return ids;
   }
 
   /** Called after storing an entry and before reading the ring to route it: see {@link #startLeaving}. */
@@ -189,7 +209,7 @@ final class Routing {
    * The JGroups address of the process that holds a member id now: a new one when the id's
    * process was restarted and admitted again.
    */
-  java.util.Optional<org.jgroups.Address> addressOf(String memberId) {
+  Optional<Address> addressOf(String memberId) {
     return node.addressOf(memberId);
   }
 

@@ -29,8 +29,17 @@ final class Wire {
   static final byte OK = 'K';
   static final byte ERROR = 'E';
 
-  /** A client write on its way to an owner; {@code targets} are the owners the sender wrote to. */
-  record WriteRequest(Entry entry, Set<String> targets, int hops) {}
+  /**
+   * A client write on its way to an owner. {@code targets} are the owners the sender wrote to;
+   * {@code leaving}, the peers the sender knows are leaving (itself, if it is): nobody forwards the
+   * write to either, and a receiver that is leaving too routes around the leavers.
+   */
+  record WriteRequest(Entry entry, Set<String> targets, int hops, Set<String> leaving) {
+    /** A write from a sender that knows of no peer leaving. */
+    WriteRequest(Entry entry, Set<String> targets, int hops) {
+      this(entry, targets, hops, Set.of());
+    }
+  }
 
   /**
    * Ids of the peers that stored the write (the receiver and those it forwarded to), and the
@@ -66,13 +75,15 @@ final class Wire {
       entry(out, r.entry());
       out.writeByte(r.hops());
       strings(out, r.targets());
+      strings(out, r.leaving());
     });
   }
 
   static WriteRequest readWrite(DataInputStream in) throws IOException {
     Entry e = entry(in);
     int hops = in.readUnsignedByte();
-    return new WriteRequest(e, new LinkedHashSet<>(strings(in)), hops);
+    Set<String> targets = new LinkedHashSet<>(strings(in));
+    return new WriteRequest(e, targets, hops, new LinkedHashSet<>(strings(in)));
   }
 
   static byte[] get(String key) {

@@ -110,8 +110,11 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   @Override
   public void close() {
     try {
-      rpc.close();
-      node.close();
+      try {
+        rpc.close();
+      } finally {
+        node.close();
+      }
     } finally {
       workers.shutdownNow();
       timer.shutdownNow();

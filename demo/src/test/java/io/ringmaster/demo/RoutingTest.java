@@ -1,11 +1,14 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -21,17 +24,40 @@ class RoutingTest {
   @Test
   void theLastPeersLeaving_seeOnlyLeaversLeft_aPeerOfWeightZeroOwningNothingNotCounted() throws Exception {
     String cluster = InJvmPeer.clusterName("routing");
-    for (String id : List.of("a", "b", "z")) {
+    for (String id : List.of("a", "b", "c", "z")) {
       peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(),
           builder -> id.equals("z") ? builder.weight(0) : builder));
     }
     InJvmPeer.awaitOneRing(peers);
     Routing a = peers.get(0).routing();
-    assertEquals(3, a.ring().members().size(), "z is in the ring, with no tokens");
+    assertEquals(4, a.ring().members().size(), "z is in the ring, with no tokens");
 
     a.startLeaving();
-    assertFalse(a.onlyLeaversLeft(), "b stays, as far as a knows");
     a.markLeaving("b"); // b refused a push: it is leaving too
+    assertFalse(a.onlyLeaversLeft(), "c stays");
+    a.markLeaving("c");
     assertTrue(a.onlyLeaversLeft(), "z owns no key, so nobody is left to take a's");
+    assertEquals(Set.of("a", "b", "c"), a.leavingIds());
+  }
+
+  @Test
+  void aLeaverRestartedUnderItsId_isRoutedToAgain() throws Exception {
+    String cluster = InJvmPeer.clusterName("routing-restart");
+    for (String id : List.of("a", "b", "c")) {
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    Routing a = peers.get(0).routing();
+    a.startLeaving();
+    a.markLeaving("b");
+    assertFalse(a.ring().contains("b"), "a routes around b");
+
+    peers.remove(1).close(); // b stops, and a new process takes its id
+    InJvmPeer newB = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
+    peers.add(newB);
+    await().atMost(Duration.ofSeconds(20)).until(() -> a.addressOf("b").equals(newB.routing().addressOf("b")));
+
+    assertTrue(a.ring().contains("b"), "the new b is not leaving");
+    assertEquals(Set.of("a"), a.leavingIds());
   }
 }
