@@ -31,7 +31,8 @@ import org.jgroups.Address;
  * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
  * retries and duplicate deliveries are harmless. A peer that is leaving takes a write sent to it
  * and forwards it to its successors; a write it sends or forwards names itself and the peers it
- * knows are leaving, so that nobody forwards to them and a receiver leaving too routes around them;
+ * knows are leaving, with its view, so that nobody forwards to them and a receiver leaving too
+ * routes around them (a receiver in another view ignores the names: an id may name another process there);
  * and it refuses a write forwarded to it by a peer that does not know it is leaving (another one
  * leaving at the same moment), which then routes around it, while the writer writes again.
  *
@@ -149,7 +150,7 @@ final class KvService {
         return new Written(e.key(), owners, e.version());
       }
       // Names this peer and the others it knows are leaving, if it is: no owner forwards to them.
-      Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0, routing.leavingIds());
+      Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0, routing.leavers());
       if (routing.isLeaving() && routing.inRing()) {
         // Not an owner in the ring it leaves behind, but still in everyone else's until it leaves
         // their view: a copy here serves their reads meanwhile (the owners written to hold the
@@ -217,6 +218,19 @@ final class KvService {
     }
   }
 
+  /** The leavers of both, if named in one view; else the second's, this peer's own and newer. */
+  private static Wire.Leavers union(Wire.Leavers named, Wire.Leavers own) {
+    if (named.isEmpty() || !own.isEmpty() && own.view() != named.view()) {
+      return own;
+    }
+    if (own.isEmpty()) {
+      return named;
+    }
+    Set<String> ids = new LinkedHashSet<>(named.ids());
+    ids.addAll(own.ids());
+    return new Wire.Leavers(own.view(), ids);
+  }
+
   private static Wire.WriteReply reply(DataInputStream in) {
     try {
       return Wire.readWriteReply(in);
@@ -242,7 +256,7 @@ final class KvService {
     if (store.merge(e)) {
       counters.writesStored.increment();
     }
-    r.leaving().forEach(routing::markLeaving); // heeded only while this peer leaves too
+    Wire.Leavers named = routing.accept(r.leaving()); // marked here, if this peer leaves too
     Routing.storedThenRoute();
     clock.observe(e.version().stamp());
     List<String> owners = routing.owners(e.key());
@@ -268,7 +282,7 @@ final class KvService {
       }
     }
     extra.removeIf(routing::isSelf);
-    extra.removeAll(r.leaving());
+    extra.removeAll(named.ids());
     if (extra.isEmpty()) {
       return CompletableFuture.completedFuture(here);
     }
@@ -279,16 +293,15 @@ final class KvService {
     counters.writesForwarded.increment();
     Set<String> targets = new LinkedHashSet<>(r.targets());
     targets.addAll(owners);
-    Set<String> leaving = new LinkedHashSet<>(r.leaving());
-    leaving.addAll(routing.leavingIds());
-    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, leaving));
+    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, union(named, routing.leavers())));
     // Each hop waits less than the one before it, so the sender hears a failure before its own timeout.
     Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
     for (String owner : extra) {
+      Optional<Address> process = routing.addressOf(owner); // the one a refusal comes from
       calls.add(rpc.callFromWorker(owner, forward, timeout).whenComplete((reply, failed) -> {
         if (failed != null && Transfers.refusedAsLeaving(Rpc.unwrap(failed), owner)) {
-          routing.markLeaving(owner); // while this peer leaves, the writer's next attempt goes around it
+          routing.markLeaving(owner, process); // while this peer leaves, the writer's next attempt goes around it
         }
       }).thenApply(KvService::reply));
     }
@@ -430,7 +443,7 @@ final class KvService {
         continue;
       }
       if (request == null) {
-        request = new Wire.WriteRequest(newest, new LinkedHashSet<>(owners), 0, routing.leavingIds());
+        request = new Wire.WriteRequest(newest, new LinkedHashSet<>(owners), 0, routing.leavers());
       }
       counters.readRepairs.increment();
       if (routing.isSelf(copy.getKey())) {

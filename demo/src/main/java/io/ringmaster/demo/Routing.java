@@ -62,7 +62,7 @@ final class Routing {
   private HashRing leavingRing() {
     HashRing base = node.ring();
     boolean inRing = node.isInRing(); // read after the ring: as new as it, or newer
-    Set<String> known = leavers();
+    Set<String> known = activeLeavers();
     Derived d = derived;
     if (d != null && d.base() == base && d.inRing() == inRing && d.leavers().equals(known)) {
       return d.ring();
@@ -92,30 +92,46 @@ final class Routing {
 
   /**
    * A peer is leaving (it refused data, or a write named it): while this peer leaves, it routes
-   * around it, until the id is held by another process (the peer restarted). Ignored while this
-   * peer stays (it learns again once it leaves, from the next refusal), so a peer that left and
-   * came back under its id is not routed around later.
+   * around it, until the id is held by a process other than {@code process} (the one found leaving:
+   * called before the refusal, or holding the id in the view a write named it in). Ignored while
+   * this peer stays (it learns again once it leaves, from the next refusal), so a peer that left
+   * and came back under its id is not routed around later.
    */
-  void markLeaving(String memberId) {
+  void markLeaving(String memberId, Optional<Address> process) {
     if (leaving && !isSelf(memberId)) {
-      leavers.put(memberId, node.addressOf(memberId));
+      leavers.put(memberId, process);
     }
   }
 
   /**
    * While this peer leaves, its id (unless the cluster refuses it) and those of the peers it
-   * learnt are leaving too: a write it sends lists them among the peers written to, so that no
-   * owner forwards it to them (a leaving peer refuses forwarded writes). Empty while it stays.
+   * learnt are leaving too, in its current view: a write it sends or forwards names them, so that
+   * no owner forwards it to them (a leaving peer refuses forwarded writes). None while it stays.
    */
-  Set<String> leavingIds() {
+  Wire.Leavers leavers() {
     if (!leaving) {
-      return Set.of();
+      return Wire.Leavers.NONE;
     }
-    Set<String> ids = new java.util.LinkedHashSet<>(leavers());
+    long view = node.viewId();
+    Set<String> ids = new java.util.LinkedHashSet<>(activeLeavers());
     if (inRing()) {
       ids.add(self);
     }
-    return ids;
+    // Read again: ids from a view that changed meanwhile may name other processes in either.
+    return ids.isEmpty() || node.viewId() != view ? Wire.Leavers.NONE : new Wire.Leavers(view, Set.copyOf(ids));
+  }
+
+  /**
+   * The leavers a write named, if they were named in this peer's current view (else an id may
+   * name another process here: none), marked as leaving here (heeded only if this peer leaves
+   * too).
+   */
+  Wire.Leavers accept(Wire.Leavers named) {
+    if (named.isEmpty() || named.view() != node.viewId()) {
+      return Wire.Leavers.NONE;
+    }
+    named.ids().forEach(id -> markLeaving(id, node.addressOf(id)));
+    return named;
   }
 
   /**
@@ -123,12 +139,12 @@ final class Routing {
    * nobody will take this peer's data (a member of weight 0 owns none, and is never sent any).
    */
   boolean onlyLeaversLeft() {
-    return leaving && leavers().containsAll(ring().members().stream().filter(m -> m.weight() > 0).map(Member::id)
+    return leaving && activeLeavers().containsAll(ring().members().stream().filter(m -> m.weight() > 0).map(Member::id)
         .toList());
   }
 
   /** The ids of the peers found leaving whose process is still the one found leaving. */
-  private Set<String> leavers() {
+  private Set<String> activeLeavers() {
     Set<String> ids = new HashSet<>();
     leavers.forEach((id, process) -> {
       if (node.addressOf(id).equals(process)) {

@@ -7,9 +7,11 @@ import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
+import org.jgroups.Address;
 
 /**
  * Moving entries between peers: pushing them in pages, pulling ranges in pages, and dropping what
@@ -99,6 +101,7 @@ final class Transfers {
       }
       byte[] request = Wire.push(new Wire.PushRequest(kind, routing.self(), entries.subList(from, to)));
       for (int attempt = 1; ; attempt++) {
+        Optional<Address> process = routing.addressOf(destination); // the one a refusal comes from
         try {
           rpc.call(destination, request, PUSH_TIMEOUT).get();
           break;
@@ -109,7 +112,7 @@ final class Transfers {
           Throwable cause = Rpc.unwrap(e);
           boolean leaving = refusedAsLeaving(cause, destination);
           if (leaving) {
-            routing.markLeaving(destination); // it will not take data again: no point retrying
+            routing.markLeaving(destination, process); // it will not take data again: no point retrying
           }
           if (leaving || attempt >= ATTEMPTS || !routing.isLive(destination)) {
             LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: {3}", routing.self(), to - from,

@@ -30,14 +30,26 @@ final class Wire {
   static final byte ERROR = 'E';
 
   /**
+   * Peers known to be leaving, by id, and the view in which those ids name them: in another view an
+   * id may name another process (one restarted, or the one the cluster kept after a merge).
+   */
+  record Leavers(long view, Set<String> ids) {
+    static final Leavers NONE = new Leavers(-1, Set.of());
+
+    boolean isEmpty() {
+      return ids.isEmpty();
+    }
+  }
+
+  /**
    * A client write on its way to an owner. {@code targets} are the owners the sender wrote to;
    * {@code leaving}, the peers the sender knows are leaving (itself, if it is): nobody forwards the
    * write to either, and a receiver that is leaving too routes around the leavers.
    */
-  record WriteRequest(Entry entry, Set<String> targets, int hops, Set<String> leaving) {
+  record WriteRequest(Entry entry, Set<String> targets, int hops, Leavers leaving) {
     /** A write from a sender that knows of no peer leaving. */
     WriteRequest(Entry entry, Set<String> targets, int hops) {
-      this(entry, targets, hops, Set.of());
+      this(entry, targets, hops, Leavers.NONE);
     }
   }
 
@@ -75,7 +87,8 @@ final class Wire {
       entry(out, r.entry());
       out.writeByte(r.hops());
       strings(out, r.targets());
-      strings(out, r.leaving());
+      out.writeLong(r.leaving().view());
+      strings(out, r.leaving().ids());
     });
   }
 
@@ -83,7 +96,9 @@ final class Wire {
     Entry e = entry(in);
     int hops = in.readUnsignedByte();
     Set<String> targets = new LinkedHashSet<>(strings(in));
-    return new WriteRequest(e, targets, hops, new LinkedHashSet<>(strings(in)));
+    long view = in.readLong();
+    Set<String> leaving = new LinkedHashSet<>(strings(in));
+    return new WriteRequest(e, targets, hops, leaving.isEmpty() ? Leavers.NONE : new Leavers(view, leaving));
   }
 
   static byte[] get(String key) {

@@ -8,7 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
+import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -33,11 +35,11 @@ class RoutingTest {
     assertEquals(4, a.ring().members().size(), "z is in the ring, with no tokens");
 
     a.startLeaving();
-    a.markLeaving("b"); // b refused a push: it is leaving too
+    a.markLeaving("b", a.addressOf("b")); // b refused a push: it is leaving too
     assertFalse(a.onlyLeaversLeft(), "c stays");
-    a.markLeaving("c");
+    a.markLeaving("c", a.addressOf("c"));
     assertTrue(a.onlyLeaversLeft(), "z owns no key, so nobody is left to take a's");
-    assertEquals(Set.of("a", "b", "c"), a.leavingIds());
+    assertEquals(Set.of("a", "b", "c"), a.leavers().ids());
   }
 
   @Test
@@ -49,15 +51,36 @@ class RoutingTest {
     InJvmPeer.awaitOneRing(peers);
     Routing a = peers.get(0).routing();
     a.startLeaving();
-    a.markLeaving("b");
+    Optional<Address> oldB = a.addressOf("b");
+    a.markLeaving("b", oldB);
     assertFalse(a.ring().contains("b"), "a routes around b");
 
     peers.remove(1).close(); // b stops, and a new process takes its id
     InJvmPeer newB = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
     peers.add(newB);
-    await().atMost(Duration.ofSeconds(20)).until(() -> a.addressOf("b").equals(newB.routing().addressOf("b")));
+    await().atMost(Duration.ofSeconds(20)).until(() -> newB.node().isInRing()
+        && !a.addressOf("b").equals(oldB) && a.addressOf("b").equals(newB.routing().addressOf("b")));
 
     assertTrue(a.ring().contains("b"), "the new b is not leaving");
-    assertEquals(Set.of("a"), a.leavingIds());
+    assertEquals(Set.of("a"), a.leavers().ids());
+  }
+
+  @Test
+  void leaversNamedInAWrite_areMarked_onlyIfNamedInThisPeersView() throws Exception {
+    String cluster = InJvmPeer.clusterName("routing-named");
+    for (String id : List.of("a", "b", "c")) {
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    Routing a = peers.get(0).routing();
+    long view = peers.get(0).node().viewId();
+    a.startLeaving();
+
+    // Named in another view, "b" may be another process here: not taken.
+    assertTrue(a.accept(new Wire.Leavers(view - 1, Set.of("b"))).isEmpty());
+    assertTrue(a.ring().contains("b"));
+
+    assertEquals(Set.of("b"), a.accept(new Wire.Leavers(view, Set.of("b"))).ids());
+    assertFalse(a.ring().contains("b"), "named in a's view: a routes around b");
   }
 }

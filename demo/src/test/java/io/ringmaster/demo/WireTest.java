@@ -23,6 +23,11 @@ class WireTest {
     Entry gone = Entry.tombstone("k2", new Version(8, "p2"));
     Wire.WriteRequest w = new Wire.WriteRequest(big, new LinkedHashSet<>(List.of("a", "b")), 2);
     assertEquals(w, Wire.readWrite(body(Wire.write(w), Wire.OP_WRITE)));
+    Wire.WriteRequest fromALeaver = new Wire.WriteRequest(gone, new LinkedHashSet<>(List.of("b", "a")), 1,
+        new Wire.Leavers(42, new LinkedHashSet<>(List.of("x", "a"))));
+    Wire.WriteRequest decoded = Wire.readWrite(body(Wire.write(fromALeaver), Wire.OP_WRITE));
+    assertEquals(fromALeaver, decoded);
+    assertEquals(List.of("b", "a"), List.copyOf(decoded.targets()), "in the order sent");
 
     Wire.PullRequest p = new Wire.PullRequest(12, List.of(new KeyRange(5, -5), KeyRange.full()),
         new Store.Cursor(1, Optional.of(Store.Slot.of("k9"))), 1000);

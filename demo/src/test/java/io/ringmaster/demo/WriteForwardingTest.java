@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -138,6 +139,7 @@ class WriteForwardingTest {
         "z, the one peer staying, holds the write: y refused it, and x routed around y"));
     assertEquals(written.version(), held.version());
     assertEquals("v5", held.value());
+    assertFalse(x.routing().ring().contains("y"), "x took y's refusal for a leave");
   }
 
   @Test
