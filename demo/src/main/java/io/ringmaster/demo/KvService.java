@@ -31,8 +31,8 @@ import org.jgroups.Address;
  * and a store the scan saw is migrated with it. Stores are idempotent merges by version, so
  * retries and duplicate deliveries are harmless. A peer that is leaving takes a write sent to it
  * and forwards it to its successors; a write it sends or forwards names itself and the peers it
- * knows are leaving, with its view, so that nobody forwards to them and a receiver leaving too
- * routes around them (a receiver in another view ignores the names: an id may name another process there);
+ * knows are leaving, each with its process, so that nobody forwards to them and a receiver leaving
+ * too routes around them (a receiver ignores a name whose id is another process there);
  * and it refuses a write forwarded to it by a peer that does not know it is leaving (another one
  * leaving at the same moment), which then routes around it, while the writer writes again.
  *
@@ -218,17 +218,14 @@ final class KvService {
     }
   }
 
-  /** The leavers of both, if named in one view; else the second's, this peer's own and newer. */
+  /** The leavers of both; for an id in both, this peer's own process for it (the later look). */
   private static Wire.Leavers union(Wire.Leavers named, Wire.Leavers own) {
-    if (named.isEmpty() || !own.isEmpty() && own.view() != named.view()) {
-      return own;
+    if (named.isEmpty() || own.isEmpty()) {
+      return named.isEmpty() ? own : named;
     }
-    if (own.isEmpty()) {
-      return named;
-    }
-    Set<String> ids = new LinkedHashSet<>(named.ids());
-    ids.addAll(own.ids());
-    return new Wire.Leavers(own.view(), ids);
+    Map<String, java.util.UUID> processes = new LinkedHashMap<>(named.processes());
+    processes.putAll(own.processes());
+    return new Wire.Leavers(processes);
   }
 
   private static Wire.WriteReply reply(DataInputStream in) {

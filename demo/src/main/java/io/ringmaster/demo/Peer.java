@@ -269,24 +269,11 @@ final class Peer implements AutoCloseable {
 
   /** Runs every step, even after one throws; then throws the first failure, the later ones suppressed. */
   private static void runAll(Runnable... steps) {
-    Throwable first = null;
+    Steps all = new Steps();
     for (Runnable step : steps) {
-      try {
-        step.run();
-      } catch (RuntimeException | Error e) {
-        if (first == null) {
-          first = e;
-        } else {
-          first.addSuppressed(e);
-        }
-      }
+      all.run(step);
     }
-    if (first instanceof RuntimeException r) {
-      throw r;
-    }
-    if (first instanceof Error e) {
-      throw e;
-    }
+    all.throwFirst();
   }
 
   private void shutdownThreads() {

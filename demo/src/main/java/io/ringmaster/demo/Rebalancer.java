@@ -79,36 +79,19 @@ final class Rebalancer implements OwnershipListener {
       }
       // Each step runs even if the one before it threw: a leave still drains everything it holds,
       // and nothing else would pull what this peer gained. The first failure is thrown at the end.
-      List<Throwable> failures = new ArrayList<>();
-      boolean handedOff = step(failures, () -> handOff(change));
+      Steps steps = new Steps();
+      boolean handedOff = steps.run(() -> handOff(change));
       if (leaving) {
-        handedOff = step(failures, () -> drain(deadline));
+        handedOff = steps.run(() -> drain(deadline));
       }
-      boolean fetched = step(failures, () -> fetch(change));
-      (handedOff && fetched && failures.isEmpty() ? counters.migrationsCompleted : counters.migrationsFailed)
+      boolean fetched = steps.run(() -> fetch(change));
+      (handedOff && fetched && !steps.failed() ? counters.migrationsCompleted : counters.migrationsFailed)
           .increment();
-      if (!failures.isEmpty()) {
-        Throwable first = failures.get(0);
-        failures.stream().skip(1).filter(t -> t != first).forEach(first::addSuppressed);
-        if (first instanceof Error error) {
-          throw error;
-        }
-        throw (RuntimeException) first;
-      }
+      steps.throwFirst();
     } finally {
       counters.migratingView.set(-1);
       counters.settled.set(true);
       counters.migrationsInProgress.decrementAndGet();
-    }
-  }
-
-  /** Runs one step of a change: its result, or false after adding what it threw to {@code failures}. */
-  private static boolean step(List<Throwable> failures, java.util.function.BooleanSupplier step) {
-    try {
-      return step.getAsBoolean();
-    } catch (RuntimeException | Error e) {
-      failures.add(e);
-      return false;
     }
   }
 

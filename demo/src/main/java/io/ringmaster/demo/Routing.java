@@ -93,7 +93,7 @@ final class Routing {
   /**
    * A peer is leaving (it refused data, or a write named it): while this peer leaves, it routes
    * around it, until the id is held by a process other than {@code process} (the one found leaving:
-   * called before the refusal, or holding the id in the view a write named it in). Ignored while
+   * called before the refusal, or the one a write named under the id). Ignored while
    * this peer stays (it learns again once it leaves, from the next refusal), so a peer that left
    * and came back under its id is not routed around later.
    */
@@ -105,33 +105,51 @@ final class Routing {
 
   /**
    * While this peer leaves, its id (unless the cluster refuses it) and those of the peers it
-   * learnt are leaving too, in its current view: a write it sends or forwards names them, so that
-   * no owner forwards it to them (a leaving peer refuses forwarded writes). None while it stays.
+   * learnt are leaving too, each with its process: a write it sends or forwards names them, so
+   * that no owner forwards it to them (a leaving peer refuses forwarded writes). None while it
+   * stays.
    */
   Wire.Leavers leavers() {
     if (!leaving) {
       return Wire.Leavers.NONE;
     }
-    long view = node.viewId();
-    Set<String> ids = new java.util.LinkedHashSet<>(activeLeavers());
-    if (inRing()) {
-      ids.add(self);
+    Map<String, java.util.UUID> processes = new java.util.LinkedHashMap<>();
+    for (Map.Entry<String, Optional<Address>> l : leavers.entrySet()) {
+      if (node.addressOf(l.getKey()).equals(l.getValue())) { // still the process found leaving
+        l.getValue().flatMap(Routing::process).ifPresent(p -> processes.put(l.getKey(), p));
+      }
     }
-    // Read again: ids from a view that changed meanwhile may name other processes in either.
-    return ids.isEmpty() || node.viewId() != view ? Wire.Leavers.NONE : new Wire.Leavers(view, Set.copyOf(ids));
+    if (inRing()) {
+      node.addressOf(self).flatMap(Routing::process).ifPresent(p -> processes.put(self, p));
+    }
+    return processes.isEmpty() ? Wire.Leavers.NONE : new Wire.Leavers(processes);
   }
 
   /**
-   * The leavers a write named, if they were named in this peer's current view (else an id may
-   * name another process here: none), marked as leaving here (heeded only if this peer leaves
-   * too).
+   * The leavers a write named whose ids name the same processes here (elsewhere an id may name
+   * another process: a restarted one, or the one the cluster kept when a partition healed),
+   * marked as leaving here (heeded only if this peer leaves too).
    */
   Wire.Leavers accept(Wire.Leavers named) {
-    if (named.isEmpty() || named.view() != node.viewId()) {
+    if (named.isEmpty()) {
       return Wire.Leavers.NONE;
     }
-    named.ids().forEach(id -> markLeaving(id, node.addressOf(id)));
-    return named;
+    Map<String, java.util.UUID> same = new java.util.LinkedHashMap<>();
+    named.processes().forEach((id, process) -> {
+      Optional<Address> here = node.addressOf(id);
+      if (here.flatMap(Routing::process).equals(Optional.of(process))) {
+        markLeaving(id, here);
+        same.put(id, process);
+      }
+    });
+    return same.isEmpty() ? Wire.Leavers.NONE : new Wire.Leavers(same);
+  }
+
+  /** The bits of a JGroups address that name its process, whatever its subclass. */
+  private static Optional<java.util.UUID> process(Address address) {
+    return address instanceof org.jgroups.util.UUID u
+        ? Optional.of(new java.util.UUID(u.getMostSignificantBits(), u.getLeastSignificantBits()))
+        : Optional.empty();
   }
 
   /**

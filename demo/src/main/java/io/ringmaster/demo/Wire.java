@@ -9,10 +9,13 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 
 /**
  * The peer-to-peer messages on the demo's fork channel, as bytes. Every request starts with an
@@ -30,14 +33,19 @@ final class Wire {
   static final byte ERROR = 'E';
 
   /**
-   * Peers known to be leaving, by id, and the view in which those ids name them: in another view an
-   * id may name another process (one restarted, or the one the cluster kept after a merge).
+   * Peers known to be leaving: each id with the process (the JGroups UUID) found leaving under it.
+   * Elsewhere the id may name another process (one restarted, or the one the cluster kept when a
+   * partition healed), which is not leaving.
    */
-  record Leavers(long view, Set<String> ids) {
-    static final Leavers NONE = new Leavers(-1, Set.of());
+  record Leavers(Map<String, UUID> processes) {
+    static final Leavers NONE = new Leavers(Map.of());
 
     boolean isEmpty() {
-      return ids.isEmpty();
+      return processes.isEmpty();
+    }
+
+    Set<String> ids() {
+      return processes.keySet();
     }
   }
 
@@ -87,8 +95,12 @@ final class Wire {
       entry(out, r.entry());
       out.writeByte(r.hops());
       strings(out, r.targets());
-      out.writeLong(r.leaving().view());
-      strings(out, r.leaving().ids());
+      out.writeShort(r.leaving().processes().size());
+      for (Map.Entry<String, UUID> p : r.leaving().processes().entrySet()) {
+        out.writeUTF(p.getKey());
+        out.writeLong(p.getValue().getMostSignificantBits());
+        out.writeLong(p.getValue().getLeastSignificantBits());
+      }
     });
   }
 
@@ -96,9 +108,12 @@ final class Wire {
     Entry e = entry(in);
     int hops = in.readUnsignedByte();
     Set<String> targets = new LinkedHashSet<>(strings(in));
-    long view = in.readLong();
-    Set<String> leaving = new LinkedHashSet<>(strings(in));
-    return new WriteRequest(e, targets, hops, leaving.isEmpty() ? Leavers.NONE : new Leavers(view, leaving));
+    int n = in.readUnsignedShort();
+    Map<String, UUID> leaving = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      leaving.put(in.readUTF(), new UUID(in.readLong(), in.readLong()));
+    }
+    return new WriteRequest(e, targets, hops, leaving.isEmpty() ? Leavers.NONE : new Leavers(leaving));
   }
 
   static byte[] get(String key) {

@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -66,21 +68,22 @@ class RoutingTest {
   }
 
   @Test
-  void leaversNamedInAWrite_areMarked_onlyIfNamedInThisPeersView() throws Exception {
+  void leaversNamedInAWrite_areMarked_onlyIfTheirIdNamesTheSameProcessHere() throws Exception {
     String cluster = InJvmPeer.clusterName("routing-named");
     for (String id : List.of("a", "b", "c")) {
       peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
     }
     InJvmPeer.awaitOneRing(peers);
     Routing a = peers.get(0).routing();
-    long view = peers.get(0).node().viewId();
+    org.jgroups.util.UUID b = (org.jgroups.util.UUID) a.addressOf("b").orElseThrow();
     a.startLeaving();
 
-    // Named in another view, "b" may be another process here: not taken.
-    assertTrue(a.accept(new Wire.Leavers(view - 1, Set.of("b"))).isEmpty());
+    // Another process under the id "b" (one restarted, say): not the b here.
+    assertTrue(a.accept(new Wire.Leavers(Map.of("b", UUID.randomUUID()))).isEmpty());
     assertTrue(a.ring().contains("b"));
 
-    assertEquals(Set.of("b"), a.accept(new Wire.Leavers(view, Set.of("b"))).ids());
-    assertFalse(a.ring().contains("b"), "named in a's view: a routes around b");
+    UUID bHere = new UUID(b.getMostSignificantBits(), b.getLeastSignificantBits());
+    assertEquals(Map.of("b", bHere), a.accept(new Wire.Leavers(Map.of("b", bHere))).processes());
+    assertFalse(a.ring().contains("b"), "the b here: a routes around it");
   }
 }
