@@ -218,7 +218,7 @@ final class KvService {
     }
   }
 
-  /** The leavers of both; for an id in both, this peer's own process for it (the later look). */
+  /** The leavers of both; for an id in both, this peer's own process for it (checked here, and later). */
   private static Wire.Leavers union(Wire.Leavers named, Wire.Leavers own) {
     if (named.isEmpty() || own.isEmpty()) {
       return named.isEmpty() ? own : named;
@@ -290,7 +290,8 @@ final class KvService {
     counters.writesForwarded.increment();
     Set<String> targets = new LinkedHashSet<>(r.targets());
     targets.addAll(owners);
-    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, union(named, routing.leavers())));
+    // The names as received, not only those taken here: each receiver checks them against its own view.
+    byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, union(r.leaving(), routing.leavers())));
     // Each hop waits less than the one before it, so the sender hears a failure before its own timeout.
     Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();

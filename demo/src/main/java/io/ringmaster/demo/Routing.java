@@ -119,8 +119,12 @@ final class Routing {
         l.getValue().flatMap(Routing::process).ifPresent(p -> processes.put(l.getKey(), p));
       }
     }
-    if (inRing()) {
-      node.addressOf(self).flatMap(Routing::process).ifPresent(p -> processes.put(self, p));
+    // This process, if the id names it (one read: not the process the cluster kept the id for
+    // instead, if a partition healed between a look at whether this peer is in the ring and this).
+    org.jgroups.JChannel channel = node.channel();
+    Address mine = channel == null ? null : channel.getAddress();
+    if (mine != null && node.addressOf(self).equals(Optional.of(mine))) {
+      process(mine).ifPresent(p -> processes.put(self, p));
     }
     return processes.isEmpty() ? Wire.Leavers.NONE : new Wire.Leavers(processes);
   }

@@ -40,6 +40,10 @@ final class Wire {
   record Leavers(Map<String, UUID> processes) {
     static final Leavers NONE = new Leavers(Map.of());
 
+    Leavers {
+      processes = Map.copyOf(processes);
+    }
+
     boolean isEmpty() {
       return processes.isEmpty();
     }

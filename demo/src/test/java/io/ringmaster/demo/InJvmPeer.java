@@ -62,6 +62,18 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     return peer;
   }
 
+  /**
+   * Starts a peer for each id in a new cluster, adding each to {@code into} as it starts (the caller
+   * closes them), and waits until they share one ring.
+   */
+  static void startAll(List<InJvmPeer> into, String test, List<String> ids) throws Exception {
+    String cluster = clusterName(test);
+    for (String id : ids) {
+      into.add(start(cluster, id, TestingAids.fromSystemProperties()));
+    }
+    awaitOneRing(into);
+  }
+
   /** The testing aids that {@code property = value} asks for; the property is restored afterwards. */
   static TestingAids aidsWith(String property, String value) {
     String before = System.getProperty(property);

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -41,16 +42,23 @@ class RoutingTest {
     assertFalse(a.onlyLeaversLeft(), "c stays");
     a.markLeaving("c", a.addressOf("c"));
     assertTrue(a.onlyLeaversLeft(), "z owns no key, so nobody is left to take a's");
-    assertEquals(Set.of("a", "b", "c"), a.leavers().ids());
+    Map<String, UUID> processes = new HashMap<>();
+    for (String id : List.of("a", "b", "c")) {
+      processes.put(id, process(a, id));
+    }
+    assertEquals(processes, a.leavers().processes(), "each leaver with the process found leaving");
+  }
+
+  /** The UUID of the process that holds {@code id}, as {@code routing} sees it. */
+  private static UUID process(Routing routing, String id) {
+    org.jgroups.util.UUID address = (org.jgroups.util.UUID) routing.addressOf(id).orElseThrow();
+    return new UUID(address.getMostSignificantBits(), address.getLeastSignificantBits());
   }
 
   @Test
   void aLeaverRestartedUnderItsId_isRoutedToAgain() throws Exception {
-    String cluster = InJvmPeer.clusterName("routing-restart");
-    for (String id : List.of("a", "b", "c")) {
-      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
-    }
-    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer.startAll(peers, "routing-restart", List.of("a", "b", "c"));
+    String cluster = peers.get(0).node().config().clusterName();
     Routing a = peers.get(0).routing();
     a.startLeaving();
     Optional<Address> oldB = a.addressOf("b");
@@ -69,21 +77,20 @@ class RoutingTest {
 
   @Test
   void leaversNamedInAWrite_areMarked_onlyIfTheirIdNamesTheSameProcessHere() throws Exception {
-    String cluster = InJvmPeer.clusterName("routing-named");
-    for (String id : List.of("a", "b", "c")) {
-      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
-    }
-    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer.startAll(peers, "routing-named", List.of("a", "b", "c"));
     Routing a = peers.get(0).routing();
-    org.jgroups.util.UUID b = (org.jgroups.util.UUID) a.addressOf("b").orElseThrow();
+    UUID bHere = process(a, "b");
+    UUID cHere = process(a, "c");
     a.startLeaving();
 
-    // Another process under the id "b" (one restarted, say): not the b here.
-    assertTrue(a.accept(new Wire.Leavers(Map.of("b", UUID.randomUUID()))).isEmpty());
-    assertTrue(a.ring().contains("b"));
+    // Another process under the id (one restarted, say), differing in either half: not the one here.
+    UUID otherC = new UUID(cHere.getMostSignificantBits() ^ 1, cHere.getLeastSignificantBits());
+    UUID otherB = new UUID(bHere.getMostSignificantBits(), bHere.getLeastSignificantBits() ^ 1);
+    assertTrue(a.accept(new Wire.Leavers(Map.of("b", otherB, "c", otherC))).isEmpty());
+    assertTrue(a.ring().contains("b") && a.ring().contains("c"));
 
-    UUID bHere = new UUID(b.getMostSignificantBits(), b.getLeastSignificantBits());
-    assertEquals(Map.of("b", bHere), a.accept(new Wire.Leavers(Map.of("b", bHere))).processes());
+    assertEquals(Map.of("b", bHere), a.accept(new Wire.Leavers(Map.of("b", bHere, "c", otherC))).processes());
     assertFalse(a.ring().contains("b"), "the b here: a routes around it");
+    assertTrue(a.ring().contains("c"), "another c than the one here");
   }
 }

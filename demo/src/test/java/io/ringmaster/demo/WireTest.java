@@ -24,7 +24,7 @@ class WireTest {
     Wire.WriteRequest w = new Wire.WriteRequest(big, new LinkedHashSet<>(List.of("a", "b")), 2);
     assertEquals(w, Wire.readWrite(body(Wire.write(w), Wire.OP_WRITE)));
     Wire.WriteRequest fromALeaver = new Wire.WriteRequest(gone, new LinkedHashSet<>(List.of("b", "a")), 1,
-        new Wire.Leavers(new java.util.LinkedHashMap<>(java.util.Map.of("x", new java.util.UUID(1, -2)))));
+        new Wire.Leavers(java.util.Map.of("x", new java.util.UUID(1, -2), "a", new java.util.UUID(-3, 4))));
     Wire.WriteRequest decoded = Wire.readWrite(body(Wire.write(fromALeaver), Wire.OP_WRITE));
     assertEquals(fromALeaver, decoded);
     assertEquals(List.of("b", "a"), List.copyOf(decoded.targets()), "in the order sent");

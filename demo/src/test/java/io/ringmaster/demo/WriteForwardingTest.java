@@ -35,14 +35,10 @@ class WriteForwardingTest {
 
   @BeforeEach
   void startThreePeers() throws Exception {
-    String cluster = InJvmPeer.clusterName("write-forwarding");
-    for (String id : List.of("a", "b", "c")) {
-      nodes.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
-    }
+    InJvmPeer.startAll(nodes, "write-forwarding", List.of("a", "b", "c"));
     a = nodes.get(0);
     b = nodes.get(1);
     c = nodes.get(2);
-    InJvmPeer.awaitOneRing(nodes);
   }
 
   @AfterEach
