@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import io.ringmaster.Ringmaster;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -98,20 +99,18 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
 
   /** Closes every peer, each whatever the others threw; the first failure is thrown at the end. */
   static void closeAll(List<InJvmPeer> peers) {
-    RuntimeException first = null;
-    for (InJvmPeer p : peers) {
-      try {
-        p.close();
-      } catch (RuntimeException e) {
-        if (first == null) {
-          first = e;
-        } else {
-          first.addSuppressed(e);
-        }
+    Steps all = new Steps();
+    peers.forEach(p -> all.run(p::close));
+    all.throwFirst();
+  }
+
+  /** The first key {@code key-0, key-1, ...} whose owners in this peer's ring are exactly {@code owners}. */
+  String keyOwnedBy(Set<String> owners) {
+    for (int i = 0; ; i++) {
+      String key = "key-" + i;
+      if (Set.copyOf(routing.owners(key)).equals(owners)) {
+        return key;
       }
-    }
-    if (first != null) {
-      throw first;
     }
   }
 

@@ -38,14 +38,9 @@ class SweepTest {
 
   /** Puts a stray on c: a copy of a key that only a and b own. */
   private Entry strayOnC() {
-    for (int i = 0; ; i++) {
-      String key = "key-" + i;
-      if (Set.copyOf(a.routing().owners(key)).equals(Set.of("a", "b"))) {
-        Entry stray = Entry.of(key, "stray", new Version(VersionClock.systemMicros(), "c"));
-        c.store().merge(stray);
-        return stray;
-      }
-    }
+    Entry stray = Entry.of(a.keyOwnedBy(Set.of("a", "b")), "stray", new Version(VersionClock.systemMicros(), "c"));
+    c.store().merge(stray);
+    return stray;
   }
 
   @Test
