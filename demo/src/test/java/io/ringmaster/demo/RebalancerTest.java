@@ -1,0 +1,100 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.OwnershipChange;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.RingDiff;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A leave's hand-off ({@link Rebalancer} on a LEAVING change): everything the leaving peer holds
+ * goes to the owners it leaves behind, pass after pass while they refuse it (each push tried
+ * {@link Transfers#ATTEMPTS} times), until the leave budget is spent. Two {@link InJvmPeer}s, replicas 2, so b owns every key once a leaves; a's
+ * rebalancer is called directly with the change its node would deliver.
+ */
+class RebalancerTest {
+  private static final int KEYS = 5;
+  private final List<InJvmPeer> peers = new ArrayList<>();
+  private InJvmPeer a;
+  private InJvmPeer b;
+
+  /** Starts a and b; b refuses its first {@code handoffsBRefuses} hand-off pushes; a holds KEYS entries. */
+  private List<Entry> start(int handoffsBRefuses) throws Exception {
+    String cluster = InJvmPeer.clusterName("rebalancer");
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(b = InJvmPeer.start(cluster, "b",
+        InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses))));
+    InJvmPeer.awaitOneRing(peers);
+    List<Entry> held = new ArrayList<>();
+    for (int i = 0; i < KEYS; i++) {
+      Entry e = Entry.of("key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "a"));
+      a.store().merge(e);
+      held.add(e);
+    }
+    return held;
+  }
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  /** a's rebalancer, with this leave budget. */
+  private Rebalancer rebalancerOfA(Duration leaveBudget) {
+    Routing routing = a.routing();
+    PullRetries retries = new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
+        System::nanoTime);
+    return new Rebalancer(routing, a.store(), a.transfers(), retries, a.counters(), new EventLog(), leaveBudget);
+  }
+
+  /** The change a's node delivers when a leaves: everything it owns, lost to b. */
+  private OwnershipChange leavingOfA() {
+    HashRing before = a.node().ring();
+    HashRing after = before.without("a");
+    long view = a.node().viewId();
+    return new OwnershipChange(OwnershipChange.Reason.LEAVING, view, view, before, after,
+        RingDiff.compute(before, after, "a", 2));
+  }
+
+  @Test
+  void aLeave_whoseHandOffIsRefused_passesAgain_untilTheNewOwnerTakesEverything() throws Exception {
+    // Each push tries Transfers.ATTEMPTS times: the hand-off fails, then the drain's first pass;
+    // its second pass is taken.
+    List<Entry> held = start(2 * Transfers.ATTEMPTS + 2);
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
+    }
+    assertEquals(0, a.store().size(), "a dropped what b took");
+    assertEquals(1, a.counters().migrationsCompleted.sum());
+    assertEquals(0, a.counters().migrationsFailed.sum());
+    assertTrue(a.routing().isLeaving());
+  }
+
+  @Test
+  void aLeave_whoseOwnersKeepRefusing_endsWhenItsBudgetIsSpent_keepingItsData() throws Exception {
+    List<Entry> held = start(Integer.MAX_VALUE);
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(1));
+
+    // Without the budget the drain would pass again every half second for ever.
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), a.store().get(e.key()), "a kept " + e.key());
+      assertTrue(b.store().get(e.key()).isEmpty(), "b refused " + e.key());
+    }
+    assertEquals(0, a.counters().migrationsCompleted.sum());
+    assertEquals(1, a.counters().migrationsFailed.sum());
+  }
+}
