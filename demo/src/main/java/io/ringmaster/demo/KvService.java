@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -117,9 +118,9 @@ final class KvService {
   Written replicate(Entry write) {
     Entry e = write;
     Set<String> stored = new LinkedHashSet<>();
-    // The process each id in "stored" had when it stored the write: an id whose process was
-    // restarted (and admitted again) since then names one that has not seen it.
-    Map<String, Optional<Address>> storedBy = new HashMap<>();
+    // The process that stored the write under each id in "stored", as its reply named it: an id
+    // whose process was restarted (and admitted again) since then names one that has not seen it.
+    Map<String, UUID> storedBy = new HashMap<>();
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
     long deadline = System.nanoTime() + WRITE_DEADLINE.toNanos();
     String lastError = "";
@@ -134,7 +135,8 @@ final class KvService {
       }
       boolean counted = storedHere; // this peer's own copy: checked above
       stored.removeIf(id -> {
-        boolean restarted = !(counted && routing.isSelf(id)) && !routing.addressOf(id).equals(storedBy.get(id));
+        boolean restarted = !(counted && routing.isSelf(id))
+            && !routing.processOf(id).equals(Optional.ofNullable(storedBy.get(id)));
         if (restarted) {
           storedBy.remove(id);
         }
@@ -159,13 +161,11 @@ final class KvService {
       }
       byte[] message = Wire.write(request);
       Map<String, CompletableFuture<Wire.WriteReply>> calls = new LinkedHashMap<>();
-      Map<String, Optional<Address>> called = new HashMap<>();
       boolean here = routing.indexOfSelf(missing) >= 0; // decided once: this peer's id is this peer
       for (String owner : missing) {
         if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
           Waits.until(() -> ready.test(owner), READY_WAIT);
-          called.put(owner, routing.addressOf(owner));
           calls.put(owner, rpc.call(owner, message, CALL_TIMEOUT).thenApply(KvService::reply));
         }
       }
@@ -176,10 +176,11 @@ final class KvService {
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
           Wire.WriteReply reply = call.getValue().get();
-          for (String id : reply.stored()) { // the owner called, and those it forwarded the write to
+          // The owner called, and those it forwarded the write to, each with its process.
+          reply.storedBy().forEach((id, process) -> {
             stored.add(id);
-            storedBy.putIfAbsent(id, called.containsKey(id) ? called.get(id) : routing.addressOf(id));
-          }
+            storedBy.putIfAbsent(id, process);
+          });
           storedHere |= here && call.getKey().equals(routing.self()) && reply.stored().contains(routing.self());
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
         } catch (ExecutionException failed) {
@@ -270,7 +271,9 @@ final class KvService {
       // which is not leaving.
       return CompletableFuture.failedFuture(new Rpc.Declined(Transfers.leavingRefusal(routing.self())));
     }
-    Wire.WriteReply here = new Wire.WriteReply(counted ? Set.of(routing.self()) : Set.of(),
+    // Named with this process, so that the writer can tell if the id is another process's later.
+    Optional<UUID> mine = counted ? routing.ownProcess() : Optional.empty();
+    Wire.WriteReply here = new Wire.WriteReply(mine.isPresent() ? Map.of(routing.self(), mine.get()) : Map.of(),
         store.get(e.key()).map(Entry::version).orElse(e.version()));
     List<String> extra = new ArrayList<>(owners);
     for (String target : r.targets()) {

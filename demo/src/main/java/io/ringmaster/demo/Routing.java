@@ -121,10 +121,9 @@ final class Routing {
     }
     // This process, if the id names it (one read: not the process the cluster kept the id for
     // instead, if a partition healed between a look at whether this peer is in the ring and this).
-    org.jgroups.JChannel channel = node.channel();
-    Address mine = channel == null ? null : channel.getAddress();
-    if (mine != null && node.addressOf(self).equals(Optional.of(mine))) {
-      process(mine).ifPresent(p -> processes.put(self, p));
+    Optional<java.util.UUID> mine = ownProcess();
+    if (mine.isPresent() && processOf(self).equals(mine)) {
+      processes.put(self, mine.get());
     }
     return processes.isEmpty() ? Wire.Leavers.NONE : new Wire.Leavers(processes);
   }
@@ -147,6 +146,18 @@ final class Routing {
       }
     });
     return same.isEmpty() ? Wire.Leavers.NONE : new Wire.Leavers(same);
+  }
+
+  /** The process that holds {@code memberId} in this peer's view, if any. */
+  Optional<java.util.UUID> processOf(String memberId) {
+    return node.addressOf(memberId).flatMap(Routing::process);
+  }
+
+  /** This process, as a write reply names it; empty once its channel is closed. */
+  Optional<java.util.UUID> ownProcess() {
+    org.jgroups.JChannel channel = node.channel();
+    Address mine = channel == null ? null : channel.getAddress();
+    return mine == null ? Optional.empty() : process(mine);
   }
 
   /** The bits of a JGroups address that name its process, whatever its subclass. */

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -66,14 +67,25 @@ final class Wire {
   }
 
   /**
-   * Ids of the peers that stored the write (the receiver and those it forwarded to), and the
-   * newest version any of them holds for the key afterwards: newer than the write's own when a
-   * write with a higher stamp got there first.
+   * The peers that stored the write (the receiver and those it forwarded to), each id with the
+   * process that stored it (its JGroups UUID), and the newest version any of them holds for the key
+   * afterwards: newer than the write's own when a write with a higher stamp got there first. The
+   * writer checks each process against the one its view has for the id: a copy stored by a process
+   * since restarted under that id is gone.
    */
-  record WriteReply(Set<String> stored, Version held) {
+  record WriteReply(Map<String, UUID> storedBy, Version held) {
+    WriteReply {
+      storedBy = Collections.unmodifiableMap(new LinkedHashMap<>(storedBy));
+    }
+
+    /** The ids of the peers that stored the write. */
+    Set<String> stored() {
+      return storedBy.keySet();
+    }
+
     WriteReply merge(WriteReply other) {
-      Set<String> all = new LinkedHashSet<>(stored);
-      all.addAll(other.stored);
+      Map<String, UUID> all = new LinkedHashMap<>(storedBy);
+      other.storedBy.forEach(all::putIfAbsent);
       return new WriteReply(all, other.held.isNewerThan(held) ? other.held : held);
     }
   }
@@ -99,12 +111,7 @@ final class Wire {
       entry(out, r.entry());
       out.writeByte(r.hops());
       strings(out, r.targets());
-      out.writeShort(r.leaving().processes().size());
-      for (Map.Entry<String, UUID> p : r.leaving().processes().entrySet()) {
-        out.writeUTF(p.getKey());
-        out.writeLong(p.getValue().getMostSignificantBits());
-        out.writeLong(p.getValue().getLeastSignificantBits());
-      }
+      processes(out, r.leaving().processes());
     });
   }
 
@@ -112,11 +119,7 @@ final class Wire {
     Entry e = entry(in);
     int hops = in.readUnsignedByte();
     Set<String> targets = new LinkedHashSet<>(strings(in));
-    int n = in.readUnsignedShort();
-    Map<String, UUID> leaving = new LinkedHashMap<>();
-    for (int i = 0; i < n; i++) {
-      leaving.put(in.readUTF(), new UUID(in.readLong(), in.readLong()));
-    }
+    Map<String, UUID> leaving = processes(in);
     return new WriteRequest(e, targets, hops, leaving.isEmpty() ? Leavers.NONE : new Leavers(leaving));
   }
 
@@ -187,15 +190,15 @@ final class Wire {
 
   static byte[] writeReply(WriteReply r) {
     return bytes(OK, out -> {
-      strings(out, r.stored());
+      processes(out, r.storedBy());
       out.writeLong(r.held().stamp());
       out.writeUTF(r.held().writer());
     });
   }
 
   static WriteReply readWriteReply(DataInputStream in) throws IOException {
-    Set<String> stored = new LinkedHashSet<>(strings(in));
-    return new WriteReply(stored, version(in));
+    Map<String, UUID> storedBy = processes(in);
+    return new WriteReply(storedBy, version(in));
   }
 
   static byte[] getReply(Optional<Entry> found) {
@@ -314,6 +317,25 @@ final class Wire {
       throw new IOException("malformed message: " + n + " " + what + " with " + left + " bytes left");
     }
     return n;
+  }
+
+  /** Ids, each with the UUID of a process. */
+  private static void processes(DataOutputStream out, Map<String, UUID> processes) throws IOException {
+    out.writeShort(processes.size());
+    for (Map.Entry<String, UUID> p : processes.entrySet()) {
+      out.writeUTF(p.getKey());
+      out.writeLong(p.getValue().getMostSignificantBits());
+      out.writeLong(p.getValue().getLeastSignificantBits());
+    }
+  }
+
+  private static Map<String, UUID> processes(DataInputStream in) throws IOException {
+    int n = in.readUnsignedShort();
+    Map<String, UUID> processes = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      processes.put(in.readUTF(), new UUID(in.readLong(), in.readLong()));
+    }
+    return processes;
   }
 
   private static void strings(DataOutputStream out, Set<String> values) throws IOException {

@@ -5,10 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import io.ringmaster.ring.KeyRange;
 import java.io.DataInputStream;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 class WireTest {
@@ -36,8 +39,13 @@ class WireTest {
     Wire.PushRequest push = new Wire.PushRequest(Wire.PushKind.REPAIR, "p3", List.of(big, gone));
     assertEquals(push, Wire.readPush(body(Wire.push(push), Wire.OP_PUSH)));
 
-    Wire.WriteReply reply = new Wire.WriteReply(new LinkedHashSet<>(List.of("a", "c")), new Version(9, "c"));
-    assertEquals(reply, Wire.readWriteReply(body(Wire.writeReply(reply), Wire.OK)));
+    Map<String, UUID> storedBy = new LinkedHashMap<>();
+    storedBy.put("c", new UUID(-1, 7));
+    storedBy.put("a", new UUID(Long.MIN_VALUE, Long.MAX_VALUE));
+    Wire.WriteReply reply = new Wire.WriteReply(storedBy, new Version(9, "c"));
+    Wire.WriteReply decodedReply = Wire.readWriteReply(body(Wire.writeReply(reply), Wire.OK));
+    assertEquals(reply, decodedReply);
+    assertEquals(List.of("c", "a"), List.copyOf(decodedReply.stored()), "in the order sent");
 
     Wire.PeerStatus s = new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0);
     assertEquals(s, Wire.readStatus(body(Wire.status(s), Wire.OP_STATUS)));
@@ -97,7 +105,7 @@ class WireTest {
       java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
           () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
       assertEquals("malformed message: version stamp " + stamp + " outside 0.." + Version.MAX_STAMP, bad.getMessage());
-      byte[] reply = Wire.writeReply(new Wire.WriteReply(Set.of("a"), new Version(stamp, "a")));
+      byte[] reply = Wire.writeReply(new Wire.WriteReply(Map.of("a", new UUID(1, 2)), new Version(stamp, "a")));
       org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
           () -> Wire.readWriteReply(body(reply, Wire.OK)));
     }

@@ -4,12 +4,14 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -169,7 +171,10 @@ class WriteForwardingTest {
     Wire.WriteReply reply = await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> b.kv()
         .storeAndForward(new Wire.WriteRequest(write, Set.of("b"), KvService.MAX_HOPS - 1)).get(10, TimeUnit.SECONDS),
         r -> true);
-    assertEquals(Set.of("a", "b"), reply.stored());
+    // Each named with its own process, a through b's forward too: the writer checks them.
+    assertEquals(Map.of("a", a.routing().ownProcess().orElseThrow(), "b", b.routing().ownProcess().orElseThrow()),
+        reply.storedBy());
+    assertNotEquals(reply.storedBy().get("a"), reply.storedBy().get("b"));
     assertEquals(write, a.store().get(key).orElseThrow());
   }
 
@@ -181,7 +186,7 @@ class WriteForwardingTest {
     Wire.WriteReply reply = b.kv().storeAndForward(new Wire.WriteRequest(write, Set.of("a", "b"), 0))
         .get(10, TimeUnit.SECONDS);
 
-    assertEquals(Set.of("b"), reply.stored());
+    assertEquals(Map.of("b", b.routing().ownProcess().orElseThrow()), reply.storedBy());
     assertEquals(write.version(), reply.held());
     assertEquals(0, b.counters().writesForwarded.sum());
     assertTrue(c.store().get(key).isEmpty());
