@@ -34,7 +34,15 @@ import java.util.stream.Collectors;
  */
 final class Launcher {
   static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
-  static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+  /**
+   * How long a graceful stop may take before the launcher kills the peer: the longest the peer's
+   * shutdown can take with the settings the launcher starts it with. A peer still starting first
+   * finishes its start ({@link PeerOptions#START_TIMEOUT}); its leave may then wait for a rejoin
+   * under way and for its hand-off (each up to {@link PeerOptions#LEAVE_TIMEOUT}), and closing its
+   * channel and threads takes a few seconds more. A peer normally stops within a second or two.
+   */
+  static final Duration STOP_TIMEOUT =
+      PeerOptions.START_TIMEOUT.plus(PeerOptions.LEAVE_TIMEOUT.multipliedBy(2)).plusSeconds(10);
   static final String HELP = String.join("\n",
       "commands:",
       "  add               start one more peer",

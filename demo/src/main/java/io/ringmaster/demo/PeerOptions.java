@@ -26,6 +26,8 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
   static final int MAX_TOMBSTONE_GRACE_SECONDS = 10 * 365 * 86_400;
   /** Long enough to hand off a few hundred thousand small entries on localhost. */
   static final Duration LEAVE_TIMEOUT = Duration.ofSeconds(20);
+  /** How long a peer waits for its first ring (the node's own default, stated so the launcher can count on it). */
+  static final Duration START_TIMEOUT = Duration.ofSeconds(30);
 
   static final String USAGE = "peer --id <id> --http-port <port> [--replicas 2] [--zone z] [--weight w]"
       + " [--config <node.json>] [--cluster ringmaster-demo] [--tombstone-grace <seconds, 3600>]";
@@ -62,7 +64,8 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
         .clusterName(DEFAULT_CLUSTER)
         .virtualNodes(DEFAULT_VIRTUAL_NODES)
         .replicas(DEFAULT_REPLICAS)
-        .leaveTimeout(LEAVE_TIMEOUT);
+        .leaveTimeout(LEAVE_TIMEOUT)
+        .startTimeout(START_TIMEOUT);
     config.ifPresent(b::config);
     id.ifPresent(b::nodeId);
     cluster.ifPresent(b::clusterName);
