@@ -118,8 +118,9 @@ final class KvService {
   Written replicate(Entry write) {
     Entry e = write;
     Set<String> stored = new LinkedHashSet<>();
-    // The process that stored the write under each id in "stored", as its reply named it: an id
-    // whose process was restarted (and admitted again) since then names one that has not seen it.
+    // The process that stored the write under each id in "stored", as its reply named it: once the
+    // id names another process (restarted, or rejoined), that copy no longer counts and the write
+    // is sent again.
     Map<String, UUID> storedBy = new HashMap<>();
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
     long deadline = System.nanoTime() + WRITE_DEADLINE.toNanos();

@@ -153,10 +153,9 @@ final class Routing {
     return node.addressOf(memberId).flatMap(Routing::process);
   }
 
-  /** This process, as a write reply names it; empty once its channel is closed. */
+  /** This process, as a write reply names it; empty while its channel has no address (closed, or rejoining). */
   Optional<java.util.UUID> ownProcess() {
-    org.jgroups.JChannel channel = node.channel();
-    Address mine = channel == null ? null : channel.getAddress();
+    Address mine = node.channel().getAddress();
     return mine == null ? Optional.empty() : process(mine);
   }
 

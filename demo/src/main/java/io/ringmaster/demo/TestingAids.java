@@ -83,6 +83,11 @@ final class TestingAids {
     return takeOne(handoffsToRefuse);
   }
 
+  /** How many hand-off pushes this peer will still refuse: for tests that count the pushes it refused. */
+  int handoffsLeftToRefuse() {
+    return Math.max(0, handoffsToRefuse.get());
+  }
+
   /** Takes one refusal from those left, if any are. */
   private static boolean takeOne(AtomicInteger left) {
     return left.get() > 0 && left.getAndDecrement() > 0;

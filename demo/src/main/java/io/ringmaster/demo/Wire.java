@@ -70,8 +70,9 @@ final class Wire {
    * The peers that stored the write (the receiver and those it forwarded to), each id with the
    * process that stored it (its JGroups UUID), and the newest version any of them holds for the key
    * afterwards: newer than the write's own when a write with a higher stamp got there first. The
-   * writer checks each process against the one its view has for the id: a copy stored by a process
-   * since restarted under that id is gone.
+   * writer checks each process against the one its view has for the id: a copy stored by another
+   * process than the one holding the id now (the peer restarted, or rejoined) does not count, and
+   * the write is sent again.
    */
   record WriteReply(Map<String, UUID> storedBy, Version held) {
     WriteReply {

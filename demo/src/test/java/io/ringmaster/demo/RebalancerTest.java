@@ -17,21 +17,24 @@ import org.junit.jupiter.api.Test;
 /**
  * A leave's hand-off ({@link Rebalancer} on a LEAVING change): everything the leaving peer holds
  * goes to the owners it leaves behind, pass after pass while they refuse it (each push tried
- * {@link Transfers#ATTEMPTS} times), until the leave budget is spent. Two {@link InJvmPeer}s, replicas 2, so b owns every key once a leaves; a's
- * rebalancer is called directly with the change its node would deliver.
+ * {@link Transfers#ATTEMPTS} times), until the leave budget is spent. Two {@link InJvmPeer}s,
+ * replicas 2, so b owns every key once a leaves; a's rebalancer is called directly with the
+ * change its node would deliver.
  */
 class RebalancerTest {
   private static final int KEYS = 5;
   private final List<InJvmPeer> peers = new ArrayList<>();
   private InJvmPeer a;
   private InJvmPeer b;
+  private TestingAids aidsOfB;
+  private final EventLog eventsOfA = new EventLog();
 
   /** Starts a and b; b refuses its first {@code handoffsBRefuses} hand-off pushes; a holds KEYS entries. */
   private List<Entry> start(int handoffsBRefuses) throws Exception {
     String cluster = InJvmPeer.clusterName("rebalancer");
     peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
-    peers.add(b = InJvmPeer.start(cluster, "b",
-        InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses))));
+    aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses));
+    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB));
     InJvmPeer.awaitOneRing(peers);
     List<Entry> held = new ArrayList<>();
     for (int i = 0; i < KEYS; i++) {
@@ -52,7 +55,7 @@ class RebalancerTest {
     Routing routing = a.routing();
     PullRetries retries = new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
         System::nanoTime);
-    return new Rebalancer(routing, a.store(), a.transfers(), retries, a.counters(), new EventLog(), leaveBudget);
+    return new Rebalancer(routing, a.store(), a.transfers(), retries, a.counters(), eventsOfA, leaveBudget);
   }
 
   /** The change a's node delivers when a leaves: everything it owns, lost to b. */
@@ -73,6 +76,9 @@ class RebalancerTest {
 
     assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
 
+    assertTrue(eventsOfA.recent().stream().anyMatch(json -> json.contains("\"direction\":\"out\"")
+        && json.contains("\"keys\":0") && json.contains("\"ok\":false")), "the hand-off failed first: " + eventsOfA.recent());
+    assertEquals(0, aidsOfB.handoffsLeftToRefuse());
     for (Entry e : held) {
       assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
     }
@@ -87,9 +93,12 @@ class RebalancerTest {
     List<Entry> held = start(Integer.MAX_VALUE);
     Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(1));
 
-    // Without the budget the drain would pass again every half second for ever.
+    // The hand-off, then the drain's first pass, each try Transfers.ATTEMPTS times, about 2 s in
+    // all: the budget is spent by then, so there is no second pass. Without a budget the drain
+    // would pass again, half a second after each, for ever.
     assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
 
+    assertEquals(2 * Transfers.ATTEMPTS, Integer.MAX_VALUE - aidsOfB.handoffsLeftToRefuse(), "pushes b refused");
     for (Entry e : held) {
       assertEquals(Optional.of(e), a.store().get(e.key()), "a kept " + e.key());
       assertTrue(b.store().get(e.key()).isEmpty(), "b refused " + e.key());
