@@ -30,7 +30,7 @@ final class Json {
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
-      "replicas", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts", "secret",
+      "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts", "secret",
       "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
 
   private Json() {}
@@ -82,6 +82,7 @@ final class Json {
       case "zone" -> b.zone(text(v));
       case "virtualNodes" -> b.virtualNodes(integer(v, "1.." + HashRing.MAX_TOKENS_PER_MEMBER));
       case "replicas" -> b.replicas(integer(v, "1.." + Ringmaster.Builder.MAX_REPLICAS));
+      case "applicationVersion" -> b.applicationVersion(text(v));
       case "jgroupsConfig" -> {
         String stack = text(v);
         Path beside = file.toAbsolutePath().getParent().resolve(stack);

@@ -16,17 +16,18 @@ import org.jgroups.util.ExtendedUUID;
  * Keys are short because the address travels with every message; each value is at most 255 bytes.
  */
 record NodeMetadata(String id, double weight, String zone, int specVersion, int virtualNodes, int replicas,
-                    String endpoint) {
+                    String applicationVersion, String endpoint) {
   static final int MAX_VALUE_BYTES = 255;
   private static final String ID = "rm.i";
   private static final String WEIGHT = "rm.w";
   private static final String ZONE = "rm.z";
   private static final String PARAMS = "rm.p";
   private static final String ENDPOINT = "rm.e";
+  private static final String APPLICATION_VERSION = "rm.a";
 
   static NodeMetadata of(RingmasterConfig c) {
     return new NodeMetadata(c.nodeId(), c.weight(), c.zone(), HashRing.SPEC_VERSION, c.virtualNodes(),
-        c.replicas(), c.endpoint());
+        c.replicas(), c.applicationVersion(), c.endpoint());
   }
 
   Member member() {
@@ -39,6 +40,9 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     address.put(WEIGHT, ByteBuffer.allocate(8).putDouble(weight).array());
     address.put(ZONE, zone.getBytes(StandardCharsets.UTF_8));
     address.put(PARAMS, ByteBuffer.allocate(12).putInt(specVersion).putInt(virtualNodes).putInt(replicas).array());
+    if (!applicationVersion.isEmpty()) { // absent reads as "": a node that sets none costs no bytes
+      address.put(APPLICATION_VERSION, applicationVersion.getBytes(StandardCharsets.UTF_8));
+    }
     if (!endpoint.isEmpty()) {
       address.put(ENDPOINT, endpoint.getBytes(StandardCharsets.UTF_8));
     }
@@ -59,11 +63,13 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     try {
       ByteBuffer p = ByteBuffer.wrap(u.get(PARAMS));
       byte[] zone = u.get(ZONE);
+      byte[] applicationVersion = u.get(APPLICATION_VERSION);
       byte[] endpoint = u.get(ENDPOINT);
       NodeMetadata m = new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
           ByteBuffer.wrap(u.get(WEIGHT)).getDouble(),
           zone == null ? "" : new String(zone, StandardCharsets.UTF_8),
           p.getInt(), p.getInt(), p.getInt(),
+          applicationVersion == null ? "" : new String(applicationVersion, StandardCharsets.UTF_8),
           endpoint == null ? "" : new String(endpoint, StandardCharsets.UTF_8));
       m.checkBuildable();
       return Optional.of(m);
@@ -85,10 +91,10 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
   }
 
   /** The parameters every member of a ring must share. */
-  record RingParameters(int specVersion, int virtualNodes, int replicas) {}
+  record RingParameters(int specVersion, int virtualNodes, int replicas, String applicationVersion) {}
 
   RingParameters parameters() {
-    return new RingParameters(specVersion, virtualNodes, replicas);
+    return new RingParameters(specVersion, virtualNodes, replicas, applicationVersion);
   }
 
   /** Each ring parameter that differs from {@code other}'s, with both values. Empty if they agree. */
@@ -99,6 +105,10 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     }
     if (replicas != other.replicas) {
       out.add("replicas: " + replicas + " on " + id + ", " + other.replicas + " on " + other.id);
+    }
+    if (!applicationVersion.equals(other.applicationVersion)) {
+      out.add("applicationVersion: \"" + applicationVersion + "\" on " + id + ", \"" + other.applicationVersion
+          + "\" on " + other.id);
     }
     if (specVersion != other.specVersion) {
       out.add("ring spec version: " + specVersion + " on " + id + ", " + other.specVersion + " on " + other.id);

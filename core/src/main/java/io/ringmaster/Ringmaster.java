@@ -1092,6 +1092,7 @@ public final class Ringmaster implements AutoCloseable {
     private String zone = "";
     private int virtualNodes = HashRing.Builder.DEFAULT_VIRTUAL_NODES;
     private int replicas = 1;
+    private String applicationVersion = "";
     private String jgroupsConfig = RingmasterConfig.DEFAULT_JGROUPS_CONFIG;
     private String endpoint = "";
     private String bindAddress;
@@ -1195,6 +1196,23 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException("replicas must be in 1.." + MAX_REPLICAS + ": " + replicas);
       }
       this.replicas = replicas;
+      return this;
+    }
+
+    /**
+     * What the application's members must share to work together (default {@code ""}, nothing):
+     * the version of its own messages or data format, for example {@code "orders/3"}. Every member
+     * of a cluster must announce the same, or the cluster refuses the newcomer, as it does for
+     * {@link #virtualNodes(int)} and {@link #replicas(int)}, naming both values; when a partition
+     * heals, the version most members hold stays the cluster's ({@link RingmasterMembershipPolicy}).
+     * Change it only when members of the
+     * old and the new version cannot work together: a rolling upgrade between compatible versions
+     * keeps it. It travels in the node's JGroups address, so keep it short; at most 255 UTF-8 bytes.
+     */
+    public Builder applicationVersion(String applicationVersion) {
+      NodeMetadata.checkFits("applicationVersion", wellFormed("applicationVersion",
+          notNull("applicationVersion", applicationVersion, "; use \"\" for none")));
+      this.applicationVersion = applicationVersion;
       return this;
     }
 
@@ -1307,7 +1325,8 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException(e.getMessage() + " (settings from config file " + configFile
             + " and the builder)", e);
       }
-      return new RingmasterConfig(clusterName, nodeId, weight, zone, virtualNodes, replicas, jgroupsConfig, endpoint,
+      return new RingmasterConfig(clusterName, nodeId, weight, zone, virtualNodes, replicas, applicationVersion,
+          jgroupsConfig, endpoint,
           Optional.ofNullable(bindAddress), Optional.ofNullable(bindPort), Optional.ofNullable(initialHosts),
           Optional.ofNullable(secret), leaveTimeout, gossipInterval, startTimeout);
     }

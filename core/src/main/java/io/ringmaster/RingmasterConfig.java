@@ -13,6 +13,8 @@ import java.util.Optional;
  * @param zone           failure zone (rack, availability zone); replicas go to distinct zones first
  * @param virtualNodes   tokens per unit of weight; must be equal on every member
  * @param replicas       owners per key; must be equal on every member
+ * @param applicationVersion what the application's members must share to work together ("" for
+ *                       nothing); must be equal on every member
  * @param jgroupsConfig  JGroups stack: a file path or a classpath resource
  * @param endpoint       how applications reach this node (for example {@code http://127.0.0.1:8081}); may be empty
  * @param bindAddress    overrides the transport's bind address, if present
@@ -25,7 +27,7 @@ import java.util.Optional;
  * @param startTimeout   how long {@link Ringmaster#start()} waits for the first ring
  */
 public record RingmasterConfig(String clusterName, String nodeId, double weight, String zone, int virtualNodes,
-                               int replicas, String jgroupsConfig, String endpoint, Optional<String> bindAddress,
+                               int replicas, String applicationVersion, String jgroupsConfig, String endpoint, Optional<String> bindAddress,
                                Optional<Integer> bindPort, Optional<String> initialHosts, Optional<String> secret,
                                Duration leaveTimeout, Duration gossipInterval, Duration startTimeout) {
 
@@ -35,7 +37,8 @@ public record RingmasterConfig(String clusterName, String nodeId, double weight,
   @Override
   public String toString() {
     return "RingmasterConfig[clusterName=" + clusterName + ", nodeId=" + nodeId + ", weight=" + weight
-        + ", zone=" + zone + ", virtualNodes=" + virtualNodes + ", replicas=" + replicas + ", jgroupsConfig="
+        + ", zone=" + zone + ", virtualNodes=" + virtualNodes + ", replicas=" + replicas + ", applicationVersion="
+        + applicationVersion + ", jgroupsConfig="
         + jgroupsConfig + ", endpoint=" + endpoint + ", bindAddress=" + bindAddress + ", bindPort=" + bindPort
         + ", initialHosts=" + initialHosts + ", secret=" + secret.map(s -> "***") + ", leaveTimeout="
         + leaveTimeout + ", gossipInterval=" + gossipInterval + ", startTimeout=" + startTimeout + "]";

@@ -18,8 +18,8 @@ import org.jgroups.stack.MembershipChangePolicy;
  * Orders JGroups views so that the ring parameters of a cluster stay those of its members, not
  * those of a misconfigured node. Ringmaster installs it in the stack of every node it starts.
  *
- * <p>Every member takes the ring parameters ({@code virtualNodes}, {@code replicas}, spec
- * version) of the first Ringmaster member of the view as the reference and refuses the members
+ * <p>Every member takes the ring parameters ({@code virtualNodes}, {@code replicas},
+ * {@code applicationVersion}, spec version) of the first Ringmaster member of the view as the reference and refuses the members
  * that differ; that rule needs nothing but the view, so all members agree. JGroups' own order
  * would let a refused member come first: when the members before it leave, or when a partition
  * heals and JGroups puts first the coordinator whose address sorts lowest, which may be a

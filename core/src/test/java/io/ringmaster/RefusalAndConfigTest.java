@@ -53,6 +53,24 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void start_applicationVersionDiffers_failsNamingBothValues_andEqualVersionsJoin() {
+    try (TestCluster cluster = new TestCluster("app-version")) {
+      Ringmaster a = cluster.start(cluster.builder("a").applicationVersion("orders/2"));
+      Ringmaster b = cluster.start(cluster.builder("b").applicationVersion("orders/2"));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      assertEquals("orders/2", a.config().applicationVersion());
+
+      for (String other : List.of("orders/3", "")) { // another version, and none at all
+        RingmasterException e = assertThrows(RingmasterException.class,
+            () -> cluster.start(cluster.builder("c-" + other.length()).applicationVersion(other)));
+        assertTrue(e.getMessage().contains("applicationVersion: \"" + other + "\" on c-" + other.length()
+            + ", \"orders/2\" on a"), e.getMessage());
+      }
+      assertEquals(2, a.ring().members().size(), "neither joined a's ring");
+    }
+  }
+
+  @Test
   void start_stackWithItsOwnMembershipPolicy_getsRingmastersPolicy_andFullViews() {
     try (TestCluster cluster = new TestCluster("own-policy")) {
       for (String stack : List.of(TestCluster.STACK, "own-policy.xml")) {
@@ -125,6 +143,7 @@ class RefusalAndConfigTest {
     assertEquals("rack-1", c.zone());
     assertEquals(2, c.replicas());
     assertEquals(1024, c.virtualNodes());
+    assertEquals("orders/1", c.applicationVersion());
     assertEquals(Duration.ofSeconds(10), c.leaveTimeout());
     assertTrue(Files.isRegularFile(Path.of(c.jgroupsConfig())), "stack resolved beside the file: " + c.jgroupsConfig());
   }
@@ -136,6 +155,8 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": \"heavy\"}", "setting \"weight\"", "must be a number");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"virtualNodes\": 0}", "setting \"virtualNodes\"", ": 0");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"replicas\": 1.5}", "setting \"replicas\"", "whole number");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"applicationVersion\": 3}", "setting \"applicationVersion\"",
+        "must be a string");
     assertConfigError(dir, "{\"nodeId\": \"\"}", "setting \"nodeId\"", "non-empty");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"nowhere/stack.xml\"}",
         "setting \"jgroupsConfig\" in " + dir.resolve("node"), "nowhere/stack.xml");
@@ -409,6 +430,7 @@ class RefusalAndConfigTest {
     for (var setter : List.<java.util.Map.Entry<String, org.junit.jupiter.api.function.Executable>>of(
         java.util.Map.entry("zone must not be null; use \"\" for no zone", () -> b.zone(null)),
         java.util.Map.entry("endpoint must not be null; use \"\" for none", () -> b.endpoint(null)),
+        java.util.Map.entry("applicationVersion must not be null; use \"\" for none", () -> b.applicationVersion(null)),
         java.util.Map.entry("leaveTimeout must not be null", () -> b.leaveTimeout(null)),
         java.util.Map.entry("gossipInterval must not be null", () -> b.gossipInterval(null)),
         java.util.Map.entry("startTimeout must not be null", () -> b.startTimeout(null)),
@@ -468,22 +490,28 @@ class RefusalAndConfigTest {
     assertTrue(e.getMessage().startsWith("nodeId is 300 bytes"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().endpoint(big));
     assertTrue(e.getMessage().startsWith("endpoint is 300 bytes"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().applicationVersion(big));
+    assertTrue(e.getMessage().startsWith("applicationVersion is 300 bytes"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().applicationVersion("v\ud800"));
+    assertEquals("applicationVersion has an unpaired surrogate, which has no UTF-8 form: \"v\\ud800\"", e.getMessage());
   }
 
   @Test
   void builder_aRefusedValue_isNotKept_theBuilderStaysAsItWas() {
     String big = "x".repeat(300);
     Ringmaster.Builder builder = Ringmaster.builder().jgroupsConfig(TestCluster.STACK).nodeId("a").zone("z")
-        .endpoint("http://a").bindAddress("127.0.0.1").initialHosts("127.0.0.1[7800]");
+        .endpoint("http://a").bindAddress("127.0.0.1").initialHosts("127.0.0.1[7800]").applicationVersion("v1");
     assertThrows(IllegalArgumentException.class, () -> builder.nodeId(big));
+    assertThrows(IllegalArgumentException.class, () -> builder.applicationVersion(big));
     assertThrows(IllegalArgumentException.class, () -> builder.zone(big));
     assertThrows(IllegalArgumentException.class, () -> builder.endpoint(big));
     assertThrows(IllegalArgumentException.class, () -> builder.bindAddress("[::zz]"));
     assertThrows(IllegalArgumentException.class, () -> builder.initialHosts("127.0.0.1:7800"));
     builder.jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml");
     RingmasterConfig config = builder.buildConfig();
-    assertEquals(List.of("a", "z", "http://a", Optional.of("127.0.0.1"), Optional.of("127.0.0.1[7800]")),
-        List.of(config.nodeId(), config.zone(), config.endpoint(), config.bindAddress(), config.initialHosts()));
+    assertEquals(List.of("a", "z", "http://a", Optional.of("127.0.0.1"), Optional.of("127.0.0.1[7800]"), "v1"),
+        List.of(config.nodeId(), config.zone(), config.endpoint(), config.bindAddress(), config.initialHosts(),
+            config.applicationVersion()));
   }
 
   private static void assertConfigError(Path dir, String json, String... expected) throws IOException {

@@ -88,6 +88,20 @@ class RingmasterMembershipPolicyTest {
   }
 
   @Test
+  void applicationVersion_travelsInTheAddress_andCountsAsARingParameter_atAMerge() {
+    for (int trial = 0; trial < 20; trial++) { // random addresses: the lone node sorts first about half the time
+      Address old = version("old", "orders/1");
+      Address a = version("a", "orders/2");
+      Address b = version("b", "orders/2");
+      assertEquals("orders/2", NodeMetadata.from(a).orElseThrow().applicationVersion());
+      assertEquals("", NodeMetadata.from(node("n", 64)).orElseThrow().applicationVersion(), "none set: \"\"");
+      assertEquals(List.of("applicationVersion: \"orders/1\" on old, \"orders/2\" on a"),
+          NodeMetadata.from(old).orElseThrow().parameterDifferences(NodeMetadata.from(a).orElseThrow()));
+      assertEquals(List.of(a, b, old), policy.getNewMembership(List.of(List.of(old), List.of(a, b))));
+    }
+  }
+
+  @Test
   void merge_correctMembersSplitAcrossSubgroups_stillWin() {
     for (int trial = 0; trial < 20; trial++) {
       Address bad = node("bad", 128);
@@ -198,11 +212,11 @@ class RingmasterMembershipPolicyTest {
   void membersNoRingCanHold_areLeftOut_neverTheReference() {
     Address a = node("a", 64);
     List<Address> broken = List.of(
-        new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, 64, 1, "").newAddress(),
-        new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, 64, 1, "").newAddress(),
-        new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, 0, 1, "").newAddress(),
-        new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, 64, 0, "").newAddress(),
-        new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, 64, 1, "").newAddress());
+        new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, 64, 1, "", "").newAddress(),
+        new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, 64, 1, "", "").newAddress(),
+        new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, 0, 1, "", "").newAddress(),
+        new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, 64, 0, "", "").newAddress(),
+        new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, 64, 1, "", "").newAddress());
     for (Address b : broken) {
       assertTrue(NodeMetadata.isRingmasterNode(b), "it carries the keys");
       assertEquals(java.util.Optional.empty(), NodeMetadata.from(b), b.toString());
@@ -214,7 +228,11 @@ class RingmasterMembershipPolicyTest {
     assertEquals(java.util.Optional.of("a"), NodeMetadata.from(a).map(NodeMetadata::id), "a sound one is read");
   }
 
+  private static Address version(String id, String applicationVersion) {
+    return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, 64, 1, applicationVersion, "").newAddress();
+  }
+
   private static Address node(String id, int virtualNodes) {
-    return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "").newAddress();
+    return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "", "").newAddress();
   }
 }

@@ -72,6 +72,7 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     replicas.ifPresent(b::replicas);
     zone.ifPresent(b::zone);
     weight.ifPresent(b::weight);
-    return b.endpoint(endpoint());
+    // Over any config file: the peer's own API, and the messages this build speaks.
+    return b.endpoint(endpoint()).applicationVersion(Wire.APPLICATION_VERSION);
   }
 }

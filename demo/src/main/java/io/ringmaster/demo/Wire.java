@@ -23,8 +23,16 @@ import java.util.UUID;
  * operation byte; every reply with {@link #OK} or {@link #ERROR}. No operation byte is 1: a
  * request that reaches a peer whose fork channel is not up yet lands on the node's main channel,
  * where the core's gossip reads a first byte of 1 as its own checksum message.
+ *
+ * <p>Peers of one cluster must speak the same messages: every peer announces
+ * {@link #APPLICATION_VERSION} as its node's {@code applicationVersion}, so that the cluster
+ * refuses a peer of a build whose messages differ, naming both versions, instead of letting it
+ * misread them.
  */
 final class Wire {
+  /** Names these messages; a change to any of them must change it. */
+  static final String APPLICATION_VERSION = "ringmaster-demo/2";
+
   static final byte OP_WRITE = 'W';
   static final byte OP_GET = 'G';
   static final byte OP_PULL = 'P';

@@ -34,6 +34,16 @@ class OptionsTest {
   }
 
   @Test
+  void builder_announcesThisBuildsMessages_overAConfigFile(@TempDir Path dir) throws Exception {
+    Path config = Files.writeString(dir.resolve("node.json"),
+        "{\"nodeId\": \"p\", \"applicationVersion\": \"mine\", \"endpoint\": \"http://elsewhere\"}");
+    PeerOptions o = PeerOptions.parse(new String[] {"--http-port", "8081", "--config", config.toString()}, 0);
+    io.ringmaster.RingmasterConfig c = o.builder().buildConfig();
+    assertEquals(Wire.APPLICATION_VERSION, c.applicationVersion());
+    assertEquals("http://127.0.0.1:8081", c.endpoint());
+  }
+
+  @Test
   void parse_badValues_nameTheFlagAndTheValue() {
     assertEquals("--http-port must be a whole number in 1..65535: abc", refusal("--id", "p", "--http-port", "abc"));
     assertEquals("--http-port must be a whole number in 1..65535: 70000", refusal("--id", "p", "--http-port", "70000"));
