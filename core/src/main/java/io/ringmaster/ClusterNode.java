@@ -35,7 +35,8 @@ import org.jgroups.util.UUID;
 /**
  * Turns views into rings and rings into callbacks, on the node's own view thread.
  *
- * <p>{@link #onView(View)} is all a JGroups thread ever does here: it queues the view. The view
+ * <p>{@link #onView(View)} is all a JGroups thread does here with a view: it queues it (and
+ * {@link #ringBeforeArrived}, from the gossip, only completes a future). The view
  * thread reads every member's metadata from the view, builds the ring incrementally from the
  * previous one, publishes it with one volatile write, and only then queues the callbacks. Lookups
  * read the published {@link Snapshot} and never wait.

@@ -63,7 +63,8 @@ import org.jgroups.View;
  * member lists, which a JGroups merge race can leave) rejoins the cluster
  * ({@link RingmasterStats#rejoins()}). Lookups are lock-free reads of the last published ring.
  *
- * <p>Threads: JGroups threads only queue views. The node's view thread builds and publishes each
+ * <p>Threads: JGroups threads only queue views and compare gossiped checksums, and never block
+ * nor run user code. The node's view thread builds and publishes each
  * ring, then queues callbacks; each listener runs on the node's listener pool (or the executor
  * given at registration), one call at a time, in view order.
  */
@@ -553,6 +554,9 @@ public final class Ringmaster implements AutoCloseable {
       rejoinThread.execute(() -> rejoin(stale));
     } catch (RejectedExecutionException closing) {
       rejoining.set(false);
+    } catch (Error e) { // no thread for the rejoin (out of memory, say): the next report tries again
+      rejoining.set(false);
+      LOG.log(Level.ERROR, "{0}: cannot start rejoining the cluster: {1}", config.nodeId(), e);
     }
   }
 
@@ -599,7 +603,7 @@ public final class Ringmaster implements AutoCloseable {
         LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
             now == null ? "none" : now.getViewId());
       }
-    } catch (Exception e) {
+    } catch (Exception | Error e) { // an Error too: nothing reads this task's future, so it would vanish
       retry = !closeCalled.get();
       LOG.log(retry ? Level.ERROR : Level.DEBUG, "{0}: rejoining the cluster failed: {1}; next attempt in {2}",
           config.nodeId(), e, config.gossipInterval());

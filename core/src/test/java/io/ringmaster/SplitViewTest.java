@@ -138,6 +138,37 @@ class SplitViewTest {
     }
   }
 
+  /**
+   * A rejoin runs on the node's own thread, whose task nobody reads: an Error thrown there (out of
+   * memory while JGroups restarts the stack's threads, say) must be logged and tried again like
+   * an exception, or the node stays disconnected for good while its ring still claims its ranges.
+   */
+  @Test
+  void aRejoinThatThrowsAnError_isTriedAgain_andTheNodeComesBack() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-error")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      java.util.concurrent.atomic.AtomicInteger connects = new java.util.concurrent.atomic.AtomicInteger();
+      x.beforeRejoinConnect = () -> {
+        if (connects.incrementAndGet() == 1) {
+          throw new InternalError("injected by the test: the first connect of the rejoin fails");
+        }
+      };
+      View agreed = x.channel().getView();
+      ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
+      gms(x).installView(new View(split, agreed.getMembers()));
+      List<Address> withoutX = agreed.getMembers().stream().filter(m -> !m.equals(x.channel().getAddress())).toList();
+      gms(a).installView(new View(split, withoutX));
+      gms(b).installView(new View(split, withoutX));
+
+      await("x rejoins after the Error").atMost(WAIT).until(() -> x.stats().rejoins() == 1);
+      assertEquals(2, connects.get(), "the connect that threw, then the one tried again");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+    }
+  }
+
   @Test
   void twoMembersTheirPeersDoNotList_bothComeBack_thenAllAgree() throws Exception {
     try (TestCluster cluster = new TestCluster("split-view-two")) {
