@@ -78,7 +78,10 @@ final class EventLog implements AutoCloseable {
     long seen = lastEventId(exchange.getRequestHeaders().getFirst("Last-Event-ID"));
     Subscriber s = new Subscriber(exchange);
     synchronized (this) { // the check and the place it grants, at once: concurrent requests cannot both pass
-      if (closed || subscribers.size() >= MAX_SUBSCRIBERS) {
+      if (closed) {
+        throw new HttpError(503, "the peer is stopping");
+      }
+      if (subscribers.size() >= MAX_SUBSCRIBERS) {
         throw new HttpError(503, "too many event subscribers (at most " + MAX_SUBSCRIBERS + ")");
       }
       // An id this process sent: the events after it. Any other (sent by the process before a

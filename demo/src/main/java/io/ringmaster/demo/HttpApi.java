@@ -69,6 +69,11 @@ final class HttpApi implements HttpHandler {
     try {
       route(exchange);
     } catch (HttpError e) {
+      if (e.status() != 413 && !e.headers().containsKey("Connection")) {
+        // Refused before its body was read (a bad key, method or route): read it now, as the 413
+        // does, or a large one left unread makes the close a reset that can destroy the reply.
+        discardQuietly(exchange);
+      }
       exchange.getResponseHeaders().putAll(multi(e.headers()));
       send(exchange, e.status(), new ErrorReply(e.getMessage()));
     } catch (KvService.Unavailable e) {
@@ -300,6 +305,15 @@ final class HttpApi implements HttpHandler {
       throw new HttpError(400, "cannot read the request body: " + e.getMessage(), Map.of("Connection", "close"));
     }
     return KeyCodec.utf8(body, "the value");
+  }
+
+  /** {@link #discard} of up to {@link #DRAIN_BYTES} of the request body, whatever reading it throws. */
+  private static void discardQuietly(HttpExchange ex) {
+    try {
+      discard(ex.getRequestBody(), DRAIN_BYTES);
+    } catch (IOException | RuntimeException unreadable) {
+      LOG.log(Level.DEBUG, "request body not read before a refusal: {0}", unreadable.toString());
+    }
   }
 
   /**

@@ -35,6 +35,11 @@ import java.util.stream.Collectors;
 final class Launcher {
   static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
   /**
+   * The most keys one {@code load} writes: a peer alone (or each of two, with two replicas) then
+   * holds them all in a few hundred bytes each, well within its heap ({@link PeerProcess}).
+   */
+  static final int MAX_LOAD = 1_000_000;
+  /**
    * How long a graceful stop may take before the launcher kills the peer: the longest the peer's
    * shutdown can take with the settings the launcher starts it with. A peer still starting first
    * finishes its start ({@link PeerOptions#START_TIMEOUT}); its leave may then wait for a rejoin
@@ -50,7 +55,7 @@ final class Launcher {
       "  kill <id>         SIGKILL: the peer crashes; survivors restore its keys from the replicas",
       "  put <key> <value> write through a random live peer",
       "  get <key>         read through a random live peer",
-      "  load <n>          write n keys concurrently, with a progress bar and keys/s",
+      "  load <n>          write n keys (up to 1000000) concurrently, with a progress bar and keys/s",
       "  status            members, key counts per peer, and whether all peers agree on the ring",
       "  help              this list",
       "  quit              stop all peers and exit");
@@ -417,8 +422,8 @@ final class Launcher {
     } catch (NumberFormatException e) {
       n = -1;
     }
-    if (n < 1 || n > 10_000_000) {
-      out.println("usage: load <n>, n in 1..10000000");
+    if (n < 1 || n > MAX_LOAD) {
+      out.println("load takes a whole number of keys from 1 to " + MAX_LOAD + ": " + arg);
       return;
     }
     List<String> urls = live().stream().map(PeerProcess::url).toList();

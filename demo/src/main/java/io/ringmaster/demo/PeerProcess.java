@@ -18,7 +18,9 @@ record PeerProcess(String id, int port, Process process, Path log) {
     List<String> command = new ArrayList<>();
     command.add(ProcessHandle.current().info().command().orElse(
         Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-    command.addAll(List.of("-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx256m"));
+    // A peer that runs out of memory exits (the launcher reports it) rather than stay up half broken.
+    command.addAll(List.of("-Djava.net.preferIPv4Stack=true", "-XX:+UseSerialGC", "-Xmx512m",
+        "-XX:+ExitOnOutOfMemoryError"));
     // Let -Dringmaster.bind_port=... and the like given to the launcher reach the peers.
     System.getProperties().stringPropertyNames().stream()
         .filter(k -> k.startsWith("ringmaster.") || k.startsWith("jgroups."))
