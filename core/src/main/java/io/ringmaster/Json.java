@@ -30,8 +30,8 @@ final class Json {
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
-      "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts", "secret",
-      "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
+      "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts",
+      "secret", "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
 
   private Json() {}
 

@@ -27,8 +27,8 @@ import java.util.Optional;
  * @param startTimeout   how long {@link Ringmaster#start()} waits for the first ring
  */
 public record RingmasterConfig(String clusterName, String nodeId, double weight, String zone, int virtualNodes,
-                               int replicas, String applicationVersion, String jgroupsConfig, String endpoint, Optional<String> bindAddress,
-                               Optional<Integer> bindPort, Optional<String> initialHosts, Optional<String> secret,
+                               int replicas, String applicationVersion, String jgroupsConfig, String endpoint,
+                               Optional<String> bindAddress, Optional<Integer> bindPort, Optional<String> initialHosts, Optional<String> secret,
                                Duration leaveTimeout, Duration gossipInterval, Duration startTimeout) {
 
   /** The stack used when none is set: TCP on 127.0.0.1, ports 7800 and up. */

@@ -77,7 +77,8 @@ class RebalancerTest {
     assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
 
     assertTrue(eventsOfA.recent().stream().anyMatch(json -> json.contains("\"direction\":\"out\"")
-        && json.contains("\"keys\":0") && json.contains("\"ok\":false")), "the hand-off failed first: " + eventsOfA.recent());
+        && json.contains("\"keys\":0") && json.contains("\"ok\":false")),
+        "the hand-off failed first: " + eventsOfA.recent());
     assertEquals(0, aidsOfB.handoffsLeftToRefuse());
     for (Entry e : held) {
       assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
