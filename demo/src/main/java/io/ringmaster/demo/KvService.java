@@ -207,12 +207,19 @@ final class KvService {
         storedHere = false;
         lastError = "superseded by " + newest;
       } else if (stored.containsAll(missing)) {
-        continue; // check the owners again: the ring may have changed meanwhile
+        if (System.nanoTime() <= deadline) {
+          continue; // check the owners again: the ring may have changed meanwhile
+        }
+        // Every owner stored it in this round, yet the rounds went on until the deadline: each time
+        // a copy stored by a process other than the one now holding its id was dropped. Never loop
+        // past the deadline, whatever the views say.
+        lastError = "copies stored by processes other than those holding the owners' ids now";
       }
       if (System.nanoTime() > deadline) {
-        missing.removeAll(stored);
-        throw new Unavailable("owners " + missing + " of \"" + e.key() + "\" did not store the write within "
-            + WRITE_DEADLINE.toSeconds() + " s; last error: " + lastError);
+        List<String> unstored = new ArrayList<>(missing);
+        unstored.removeAll(stored);
+        throw new Unavailable("owners " + (unstored.isEmpty() ? missing : unstored) + " of \"" + e.key()
+            + "\" did not store the write within " + WRITE_DEADLINE.toSeconds() + " s; last error: " + lastError);
       }
       if (!superseded) {
         Waits.until(() -> viewId.getAsLong() != view, Duration.ofMillis(250)); // an owner may have crashed
