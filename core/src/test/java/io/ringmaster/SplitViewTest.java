@@ -123,12 +123,7 @@ class SplitViewTest {
         // Until close() waits for this rejoin, or (had it not waited) x's listeners heard LEAVING.
         await().atMost(WAIT).until(() -> x.rejoinLock.hasQueuedThreads() || !leaving.isEmpty());
       };
-      View agreed = x.channel().getView();
-      ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
-      gms(x).installView(new View(split, agreed.getMembers()));
-      List<Address> withoutX = agreed.getMembers().stream().filter(m -> !m.equals(x.channel().getAddress())).toList();
-      gms(a).installView(new View(split, withoutX));
-      gms(b).installView(new View(split, withoutX));
+      splitOff(x, a, b);
       assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
 
       x.close();
@@ -156,12 +151,7 @@ class SplitViewTest {
           throw new InternalError("injected by the test: the first connect of the rejoin fails");
         }
       };
-      View agreed = x.channel().getView();
-      ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
-      gms(x).installView(new View(split, agreed.getMembers()));
-      List<Address> withoutX = agreed.getMembers().stream().filter(m -> !m.equals(x.channel().getAddress())).toList();
-      gms(a).installView(new View(split, withoutX));
-      gms(b).installView(new View(split, withoutX));
+      splitOff(x, a, b);
 
       await("x rejoins after the Error").atMost(WAIT).until(() -> x.stats().rejoins() == 1);
       assertEquals(2, connects.get(), "the connect that threw, then the one tried again");
@@ -224,6 +214,20 @@ class SplitViewTest {
       assertEquals(0, b.stats().rejoins());
       assertEquals(address, b.channel().getAddress());
       assertEquals(view, b.channel().getView());
+    }
+  }
+
+  /**
+   * Installs one view id with two member lists, as the JGroups merge race does: {@code x} keeps
+   * every member of its view, while {@code others} leave {@code x} out.
+   */
+  private static void splitOff(Ringmaster x, Ringmaster... others) throws Exception {
+    View agreed = x.channel().getView();
+    ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
+    gms(x).installView(new View(split, agreed.getMembers()));
+    List<Address> withoutX = agreed.getMembers().stream().filter(m -> !m.equals(x.channel().getAddress())).toList();
+    for (Ringmaster other : others) {
+      gms(other).installView(new View(split, withoutX));
     }
   }
 }
