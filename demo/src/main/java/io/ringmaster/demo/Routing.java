@@ -7,10 +7,12 @@ import io.ringmaster.ring.Member;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jgroups.Address;
 
@@ -113,7 +115,7 @@ final class Routing {
     if (!leaving) {
       return Wire.Leavers.NONE;
     }
-    Map<String, java.util.UUID> processes = new java.util.LinkedHashMap<>();
+    Map<String, UUID> processes = new LinkedHashMap<>();
     for (Map.Entry<String, Optional<Address>> l : leavers.entrySet()) {
       if (node.addressOf(l.getKey()).equals(l.getValue())) { // still the process found leaving
         l.getValue().flatMap(Routing::process).ifPresent(p -> processes.put(l.getKey(), p));
@@ -121,7 +123,7 @@ final class Routing {
     }
     // This process, if the id names it (one read: not the process the cluster kept the id for
     // instead, if a partition healed between a look at whether this peer is in the ring and this).
-    Optional<java.util.UUID> mine = ownProcess();
+    Optional<UUID> mine = ownProcess();
     if (mine.isPresent() && processOf(self).equals(mine)) {
       processes.put(self, mine.get());
     }
@@ -137,7 +139,7 @@ final class Routing {
     if (named.isEmpty()) {
       return Wire.Leavers.NONE;
     }
-    Map<String, java.util.UUID> same = new java.util.LinkedHashMap<>();
+    Map<String, UUID> same = new LinkedHashMap<>();
     named.processes().forEach((id, process) -> {
       Optional<Address> here = node.addressOf(id);
       if (here.flatMap(Routing::process).equals(Optional.of(process))) {
@@ -149,20 +151,20 @@ final class Routing {
   }
 
   /** The process that holds {@code memberId} in this peer's view, if any. */
-  Optional<java.util.UUID> processOf(String memberId) {
+  Optional<UUID> processOf(String memberId) {
     return node.addressOf(memberId).flatMap(Routing::process);
   }
 
   /** This process, as a write reply names it; empty while its channel has no address (closed, or rejoining). */
-  Optional<java.util.UUID> ownProcess() {
+  Optional<UUID> ownProcess() {
     Address mine = node.channel().getAddress();
     return mine == null ? Optional.empty() : process(mine);
   }
 
   /** The bits of a JGroups address that name its process, whatever its subclass. */
-  private static Optional<java.util.UUID> process(Address address) {
+  private static Optional<UUID> process(Address address) {
     return address instanceof org.jgroups.util.UUID u
-        ? Optional.of(new java.util.UUID(u.getMostSignificantBits(), u.getLeastSignificantBits()))
+        ? Optional.of(new UUID(u.getMostSignificantBits(), u.getLeastSignificantBits()))
         : Optional.empty();
   }
 
