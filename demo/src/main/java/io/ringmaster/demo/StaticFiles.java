@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 /** Serves the page's files from the classpath folder {@code web/}. */
 final class StaticFiles {
@@ -23,12 +24,24 @@ final class StaticFiles {
       Map.entry("txt", "text/plain; charset=utf-8"),
       Map.entry("woff2", "font/woff2"));
 
+  /**
+   * A name the page may ask for: segments that do not start with a dot (so no ".", "..", nor
+   * hidden file) and a last one with an extension. A classpath folder read as a resource lists
+   * its entries, so a name without a known extension is never looked up.
+   */
+  private static final Pattern NAME =
+      Pattern.compile("([A-Za-z0-9_-][A-Za-z0-9_.-]*/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\\.([a-z0-9]+)");
+
   private StaticFiles() {}
 
-  /** Sends {@code web/<relative>}; 404 for anything else, ".." segments included. */
+  /**
+   * Sends {@code web/<relative>} ({@code index.html} for a folder); 404 for anything else: a
+   * name outside {@link #NAME}, of a type not in {@link #TYPES}, or not on the classpath.
+   */
   static void serve(HttpExchange exchange, String relative) throws IOException {
     String name = relative.isEmpty() || relative.endsWith("/") ? relative + "index.html" : relative;
-    if (name.startsWith("/") || name.contains("..") || name.contains("//") || name.contains("\\")) {
+    var matcher = NAME.matcher(name);
+    if (!matcher.matches() || !TYPES.containsKey(matcher.group(2))) {
       throw new HttpError(404, "no such file: /web/" + relative);
     }
     try (InputStream in = StaticFiles.class.getClassLoader().getResourceAsStream("web/" + name)) {
@@ -36,9 +49,7 @@ final class StaticFiles {
         throw new HttpError(404, "no such file: /web/" + relative);
       }
       byte[] body = in.readAllBytes();
-      int dot = name.lastIndexOf('.');
-      String type = TYPES.getOrDefault(dot < 0 ? "" : name.substring(dot + 1), "application/octet-stream");
-      exchange.getResponseHeaders().set("Content-Type", type);
+      exchange.getResponseHeaders().set("Content-Type", TYPES.get(matcher.group(2)));
       exchange.getResponseHeaders().set("Cache-Control", "no-cache");
       exchange.sendResponseHeaders(200, body.length);
       try (OutputStream out = exchange.getResponseBody()) {
