@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.net.BindException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -265,7 +266,9 @@ final class Launcher {
 
   /**
    * The next port from the last one used that nothing on 127.0.0.1 listens on, past the peers'
-   * cluster ports (a peer started later would find its own taken).
+   * cluster ports (a peer started later would find its own taken). A port this user may not
+   * listen on (below 1024, say) is an error naming {@code --base-port}, not a reason to go on to
+   * a port the user did not choose.
    */
   private int freePort() throws IOException {
     for (int port = nextPort; port < 65536; port++) {
@@ -275,8 +278,12 @@ final class Launcher {
       try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
         nextPort = probe.getLocalPort() + 1;
         return port;
-      } catch (IOException busy) {
-        // try the next one
+      } catch (BindException e) {
+        if (!String.valueOf(e.getMessage()).contains("in use")) {
+          throw new IOException("--base-port " + options.basePort() + ": cannot listen on 127.0.0.1:" + port
+              + ": " + e.getMessage(), e);
+        }
+        // in use: try the next one
       }
     }
     throw new IOException("no free port from " + nextPort);

@@ -43,6 +43,12 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     if (o.id().isEmpty() && o.config().isEmpty()) {
       throw new UsageException("--id is required (or a --config that sets nodeId)");
     }
+    if (o.config().isEmpty() && o.httpPort() >= ClusterOptions.CLUSTER_PORTS_FIRST
+        && o.httpPort() <= ClusterOptions.CLUSTER_PORTS_LAST) {
+      // The localhost stack would move to another port, where the other peers may not look.
+      throw new UsageException("--http-port " + o.httpPort() + " is one of the peers' cluster ports ("
+          + ClusterOptions.CLUSTER_PORTS_FIRST + "-" + ClusterOptions.CLUSTER_PORTS_LAST + "); choose another");
+    }
     return o;
   }
 

@@ -62,6 +62,18 @@ class OptionsTest {
   }
 
   @Test
+  void parse_httpPortAmongTheClusterPorts_isRefusedWithTheLocalhostStack_only() {
+    for (String bad : List.of("7800", "7819", "7900", "7922")) {
+      assertEquals("--http-port " + bad + " is one of the peers' cluster ports (7800-7922); choose another",
+          refusal("--id", "p", "--http-port", bad));
+    }
+    assertEquals(7799, PeerOptions.parse(new String[] {"--id", "p", "--http-port", "7799"}, 0).httpPort());
+    assertEquals(7923, PeerOptions.parse(new String[] {"--id", "p", "--http-port", "7923"}, 0).httpPort());
+    // A config file may name another stack or bind port: the range is the localhost stack's.
+    assertEquals(7800, PeerOptions.parse(new String[] {"--http-port", "7800", "--config", "node.json"}, 0).httpPort());
+  }
+
+  @Test
   void clusterParse_badPeers_namesTheFlag() {
     assertEquals("--peers must be a whole number in 1..20: 50",
         assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[] {"--peers", "50"}, 0)).getMessage());
