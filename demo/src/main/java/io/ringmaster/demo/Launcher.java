@@ -51,7 +51,7 @@ final class Launcher {
       PeerOptions.START_TIMEOUT.plus(PeerOptions.LEAVE_TIMEOUT.multipliedBy(2)).plusSeconds(10);
   static final String HELP = String.join("\n",
       "commands:",
-      "  add               start one more peer",
+      "  add [n]           start n more peers (1 if not given), up to " + ClusterOptions.MAX_PEERS + " in all",
       "  stop <id>         graceful stop (SIGTERM): the peer hands its keys off, then leaves",
       "  kill <id>         SIGKILL: the peer crashes; survivors restore its keys from the replicas",
       "  put <key> <value> write through a random live peer",
@@ -128,8 +128,8 @@ final class Launcher {
     String[] words = line.split("\\s+", 3);
     String arg = words.length > 1 ? words[1] : "";
     int takes = switch (words[0]) {
-      case "add", "status", "help", "quit", "exit" -> 0;
-      case "stop", "kill", "get", "load" -> 1;
+      case "status", "help", "quit", "exit" -> 0;
+      case "add", "stop", "kill", "get", "load" -> 1;
       default -> 2; // put: a key, then the rest of the line as the value
     };
     if (words.length > takes + 1) {
@@ -141,15 +141,7 @@ final class Launcher {
     switch (words[0]) {
       case "" -> { }
       case "help" -> out.println(HELP);
-      case "add" -> {
-        if (live().size() >= ClusterOptions.MAX_PEERS) {
-          // The localhost stack discovers peers on TCP ports 7800-7819: a 21st would be alone.
-          out.println("at most " + ClusterOptions.MAX_PEERS + " peers run at once; stop one first");
-        } else {
-          add(1);
-          awaitAgreement();
-        }
-      }
+      case "add" -> addPeers(arg);
       case "stop" -> peer(arg).ifPresent(p -> stop(p, false));
       case "kill" -> peer(arg).ifPresent(p -> stop(p, true));
       case "put" -> {
@@ -422,13 +414,35 @@ final class Launcher {
     }
   }
 
-  private void load(String arg) {
-    int n;
-    try {
-      n = Integer.parseInt(arg);
-    } catch (NumberFormatException e) {
-      n = -1;
+  /** {@code add [n]}: starts n more peers, if that leaves at most {@link ClusterOptions#MAX_PEERS} running. */
+  private void addPeers(String arg) {
+    // The localhost stack discovers peers on TCP ports 7800-7819: a 21st would be alone.
+    int room = ClusterOptions.MAX_PEERS - live().size();
+    if (room <= 0) {
+      out.println("at most " + ClusterOptions.MAX_PEERS + " peers run at once; stop one first");
+      return;
     }
+    int n = arg.isEmpty() ? 1 : wholeNumber(arg);
+    if (n < 1 || n > room) {
+      out.println("add takes a whole number of peers from 1 to " + room + " (at most " + ClusterOptions.MAX_PEERS
+          + " run at once): " + arg);
+      return;
+    }
+    add(n);
+    awaitAgreement();
+  }
+
+  /** {@code arg} as an int, or -1 if it is not one. */
+  private static int wholeNumber(String arg) {
+    try {
+      return Integer.parseInt(arg);
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  private void load(String arg) {
+    int n = wholeNumber(arg);
     if (n < 1 || n > MAX_LOAD) {
       out.println("load takes a whole number of keys from 1 to " + MAX_LOAD + ": " + arg);
       return;

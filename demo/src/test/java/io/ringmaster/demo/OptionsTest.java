@@ -103,11 +103,17 @@ class OptionsTest {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     Launcher launcher = new Launcher(ClusterOptions.parse(new String[0], 0),
         new PrintStream(bytes, true, StandardCharsets.UTF_8), System.err);
-    assertTrue(launcher.command("add 5"));
+    assertTrue(launcher.command("add 5 6"));
+    assertTrue(launcher.command("add 0"));
+    assertTrue(launcher.command("add 21"));
+    assertTrue(launcher.command("add two"));
     assertTrue(launcher.command("stop peer-1 peer-2"));
     assertTrue(launcher.command("quit now"), "not taken as quit");
     assertTrue(launcher.command("get my key"));
-    assertEquals(List.of("\"add\" takes no argument; not understood: \"5\"; type help",
+    assertEquals(List.of("\"add\" takes one argument; not understood: \"6\"; type help",
+        "add takes a whole number of peers from 1 to 20 (at most 20 run at once): 0",
+        "add takes a whole number of peers from 1 to 20 (at most 20 run at once): 21",
+        "add takes a whole number of peers from 1 to 20 (at most 20 run at once): two",
         "\"stop\" takes one argument; not understood: \"peer-2\"; type help",
         "\"quit\" takes no argument; not understood: \"now\"; type help",
         "\"get\" takes one argument; not understood: \"key\"; type help"),
