@@ -7,6 +7,8 @@ import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import net.spy.memcached.DefaultHashAlgorithm;
 import net.spy.memcached.KetamaNodeLocator;
@@ -24,6 +26,7 @@ interface Locator {
   /** The {@code @Param} values of {@code impl}, as names. */
   String RINGMASTER = "ringmaster";
   String TREEMAP = "treemap";
+  String SORTED = "sorted";
   String KETAMA = "ketama";
   String JUMP = "jump";
   String HASHONLY = "hashonly";
@@ -45,6 +48,8 @@ interface Locator {
         return new Ringmaster(HashRing.builder().virtualNodes(virtualNodes).addAll(members).build());
       case TREEMAP:
         return new TreeMapLocator(new TreeMapRing(members, virtualNodes));
+      case SORTED:
+        return new SortedArray(members, virtualNodes);
       case KETAMA:
         return new Ketama(members.size(), virtualNodes);
       case JUMP:
@@ -160,6 +165,59 @@ interface Locator {
                 throw new UnsupportedOperationException("fake node: " + method.getName());
             }
           });
+    }
+  }
+
+  /**
+   * The plain array ring: every token in a sorted {@code long[]} (ties by member id, as
+   * {@link HashRing} orders them), its owner in a parallel {@code Member[]}, and a binary search
+   * for the first token at or after the key's position, wrapping to the first: what a ring costs
+   * without the bucket index and the fingerprints.
+   */
+  final class SortedArray implements Locator {
+    final long[] tokens;
+    final Member[] owners;
+
+    SortedArray(List<Member> members, int virtualNodes) {
+      List<Member> byId = new ArrayList<>(members);
+      byId.sort(Comparator.comparing(m -> m.id().getBytes(StandardCharsets.UTF_8), Arrays::compareUnsigned));
+      long[][] pairs = new long[byId.size() * virtualNodes][];
+      for (int m = 0, t = 0; m < byId.size(); m++) {
+        for (int i = 0; i < virtualNodes; i++) {
+          pairs[t++] = new long[] {HashRing.position(byId.get(m).id() + "#" + i), m};
+        }
+      }
+      Arrays.sort(pairs, (x, y) -> x[0] != y[0] ? Long.compare(x[0], y[0]) : Long.compare(x[1], y[1]));
+      tokens = new long[pairs.length];
+      owners = new Member[pairs.length];
+      for (int i = 0; i < pairs.length; i++) {
+        tokens[i] = pairs[i][0];
+        owners[i] = byId.get((int) pairs[i][1]);
+      }
+    }
+
+    Member ownerOf(long p) {
+      int low = 0;
+      int high = tokens.length; // the first token >= p is in [low, high]
+      while (low < high) {
+        int mid = (low + high) >>> 1;
+        if (tokens[mid] < p) {
+          low = mid + 1;
+        } else {
+          high = mid;
+        }
+      }
+      return owners[low == tokens.length ? 0 : low];
+    }
+
+    @Override
+    public void owner(String key, Blackhole bh) {
+      bh.consume(ownerOf(HashRing.position(key)));
+    }
+
+    @Override
+    public void owner(byte[] key, Blackhole bh) {
+      bh.consume(ownerOf(HashRing.position(key)));
     }
   }
 

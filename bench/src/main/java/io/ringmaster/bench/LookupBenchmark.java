@@ -24,6 +24,8 @@ import org.openjdk.jmh.infra.Blackhole;
  *       {@link HashRing#owners(String, int)};
  *   <li>{@code treemap}: the textbook {@code TreeMap<Long, Member>} ring ({@link TreeMapRing}) with
  *       the same token and key hash, so it owns every key as ours does;
+ *   <li>{@code sorted}: the same tokens in a sorted {@code long[]} with a binary search
+ *       ({@link Locator.SortedArray}): a ring without our bucket index and fingerprints;
  *   <li>{@code ketama}: spymemcached's {@code KetamaNodeLocator.getPrimary} (MD5), {@code
  *       virtualNodes} points per node, over fake nodes; its byte[] lookup decodes the key first;
  *   <li>{@code jump}: Guava's {@code Hashing.consistentHash(HashRing.position(key), members)};
@@ -65,7 +67,7 @@ public class LookupBenchmark {
     @Param({"100", "256", "1024"})
     public int virtualNodes;
 
-    @Param({"ringmaster", "treemap", "ketama", "jump", "hashonly"})
+    @Param({"ringmaster", "treemap", "sorted", "ketama", "jump", "hashonly"})
     public String impl;
 
     String[] strings;
@@ -113,25 +115,27 @@ public class LookupBenchmark {
   }
 
   /**
-   * Builds the rival; for {@code treemap}, first checks on 100,000 keys that it owns every key as
-   * {@link HashRing} does, owners(key, 3) included, so both benchmarks compute the same thing.
+   * Builds the rival; for {@code treemap} and {@code sorted}, first checks on 100,000 keys that it
+   * owns every key as {@link HashRing} does ({@code treemap}: owners(key, 3) included), so that
+   * they compute the same thing.
    */
   static Locator createChecked(String impl, int members, int virtualNodes) {
     List<Member> list = Fixtures.members(0, members);
     Locator locator = Locator.create(impl, list, virtualNodes);
-    if (locator instanceof Locator.TreeMapLocator tm) {
-      HashRing ring = HashRing.builder().virtualNodes(virtualNodes).addAll(list).build();
-      int differ = 0;
-      for (int i = 0; i < 100_000; i++) {
-        String key = Keys.STRINGS[i];
-        if (!ring.ownerOf(key).equals(tm.ring.ownerOf(key))
-            || !ring.owners(key, 3).equals(tm.ring.owners(key, 3))) {
-          differ++;
-        }
-      }
-      if (differ > 0) {
-        throw new IllegalStateException("treemap and ringmaster disagree on " + differ + " keys");
-      }
+    if (!(locator instanceof Locator.SortedArray || locator instanceof Locator.TreeMapLocator)) {
+      return locator;
+    }
+    HashRing ring = HashRing.builder().virtualNodes(virtualNodes).addAll(list).build();
+    int differ = 0;
+    for (int i = 0; i < 100_000; i++) {
+      String key = Keys.STRINGS[i];
+      boolean same = locator instanceof Locator.TreeMapLocator tm
+          ? ring.ownerOf(key).equals(tm.ring.ownerOf(key)) && ring.owners(key, 3).equals(tm.ring.owners(key, 3))
+          : ring.ownerOf(key).equals(((Locator.SortedArray) locator).ownerOf(HashRing.position(key)));
+      differ += same ? 0 : 1;
+    }
+    if (differ > 0) {
+      throw new IllegalStateException(impl + " and ringmaster disagree on " + differ + " keys");
     }
     return locator;
   }

@@ -41,7 +41,10 @@ import org.openjdk.jmh.infra.Blackhole;
  *       key before the run;
  *   <li>{@code ringmaster}: {@link HashRing#ownerOf(byte[])}.
  * </ul>
- * A study, kept so that the figures in docs/performance.md can be run again; not the ring's
+ * {@code offset} 6 gives every record a cache line of its own; 0, as the study ran until
+ * 2026-12-02, has every other record straddle two lines.
+ *
+ * <p>A study, kept so that the figures in docs/performance.md can be run again; not the ring's
  * layout, which must stay within 16 bytes a token. Keys are {@link LookupBenchmark}'s, as bytes.
  *
  * <p>Run: {@code java -jar bench/target/benchmarks.jar RecordLookupBenchmark -f 3}
@@ -61,6 +64,15 @@ public class RecordLookupBenchmark {
 
   @Param({"3.0", "4.2"})
   public double lambda;
+
+  /**
+   * Longs before the first record. G1 places an array of at least half a region (as the records
+   * are: 2.0-2.7 MB, and {@link #setup} checks it) at the start of a region, so its elements
+   * start 16 bytes (the array header) after a 64-byte line: with 6 longs (48 bytes) before them,
+   * every record has a line of its own; with 0, every other record straddles two lines.
+   */
+  @Param({"6", "0"})
+  public int offset;
 
   private static final long GUARDS = 0x8000_8000_8000_8000L;
   /** The guard bits of a record's second long: its top lane is the flag lane, not compared. */
@@ -99,7 +111,8 @@ public class RecordLookupBenchmark {
       owners[i] = (int) pairs[i][1];
     }
     buckets = (long) Math.ceil(count / lambda);
-    records = new long[Math.toIntExact(4 * buckets)];
+    records = new long[Math.toIntExact(offset + 4 * buckets)];
+    requireRegionStart(8L * records.length);
     for (int b = 0, j = 0; b < buckets; b++) {
       int start = j;
       while (j < count && (int) (scaled(tokens[j]) >>> 32) == b) {
@@ -119,7 +132,7 @@ public class RecordLookupBenchmark {
   }
 
   private void fill(int b, int start, int size, int after) {
-    int r = 4 * b;
+    int r = offset + 4 * b;
     if (size > CAPACITY) {
       // Where its tokens start, and how many: the exact lookup reads them. Its owner lanes hold a
       // real owner, so that the inexact benchmarks, which ignore the flag, read a member too.
@@ -150,10 +163,25 @@ public class RecordLookupBenchmark {
     return (scaled >>> 17) & 0x7fff;
   }
 
+  /**
+   * Fails unless the JVM runs G1 and an array of {@code bytes} is humongous there (at least half a
+   * region), so that it starts at a region's start, as {@link #offset} assumes.
+   */
+  private static void requireRegionStart(long bytes) {
+    var diagnostics = java.lang.management.ManagementFactory.getPlatformMXBean(
+        com.sun.management.HotSpotDiagnosticMXBean.class);
+    boolean g1 = Boolean.parseBoolean(diagnostics.getVMOption("UseG1GC").getValue());
+    long region = Long.parseLong(diagnostics.getVMOption("G1HeapRegionSize").getValue());
+    if (!g1 || 2 * bytes < region) {
+      throw new IllegalStateException("the records (" + bytes + " bytes) need G1 and at least half a region ("
+          + region + " bytes) to start on a region, and so on a cache line");
+    }
+  }
+
   Member exact(byte[] key) {
     long p = HashRing.position(key);
     long x = scaled(p);
-    int r = 4 * (int) (x >>> 32);
+    int r = offset + 4 * (int) (x >>> 32);
     long k = fingerprint(x);
     long[] e = records;
     long low = e[r];
@@ -202,13 +230,13 @@ public class RecordLookupBenchmark {
   @Benchmark
   public void oneRead(LookupBenchmark.Cursor c, Blackhole bh) {
     long x = scaled(HashRing.position(keys[c.next()]));
-    bh.consume(memberArray[(int) records[4 * (int) (x >>> 32) + 2] & 0xffff]);
+    bh.consume(memberArray[(int) records[offset + 4 * (int) (x >>> 32) + 2] & 0xffff]);
   }
 
   @Benchmark
   public void compareWithoutTies(LookupBenchmark.Cursor c, Blackhole bh) {
     long x = scaled(HashRing.position(keys[c.next()]));
-    int r = 4 * (int) (x >>> 32);
+    int r = offset + 4 * (int) (x >>> 32);
     long k = fingerprint(x);
     long[] e = records;
     int below = Long.bitCount(~(e[r] - k * ONES) & GUARDS) + Long.bitCount(~(e[r + 1] - k * ONES_3) & GUARDS_3);
