@@ -10,6 +10,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
 /**
@@ -37,6 +38,12 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   /** Joins the cluster, with {@code settings} applied over replicas 2, and serves writes, reads and pushes. */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings)
       throws Exception {
+    return start(cluster, id, aids, settings, kv -> kv::handleWrite);
+  }
+
+  /** As {@link #start(String, String, TestingAids, UnaryOperator)}, serving writes with the handler {@code writes} gives. */
+  static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
+                         Function<KvService, Rpc.QuickHandler> writes) throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
         .virtualNodes(64).replicas(2)).build().start();
     Routing routing = new Routing(node);
@@ -50,7 +57,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
         new EventLog(), aids);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);
-    rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
+    rpc.handleQuickly(Wire.OP_WRITE, writes.apply(kv));
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PUSH, transfers::handlePush);
     InJvmPeer peer = new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer);
