@@ -178,6 +178,10 @@ public class RecordLookupBenchmark {
       throw new IllegalStateException("the records (" + bytes + " bytes) need G1 and at least half a region ("
           + region + " bytes) to start on a region, and so on a cache line");
     }
+    // The 16-byte array header the offset counts on: 24 bytes without compressed class pointers.
+    if (!Boolean.parseBoolean(diagnostics.getVMOption("UseCompressedClassPointers").getValue())) {
+      throw new IllegalStateException("the offset assumes 16-byte array headers (compressed class pointers)");
+    }
   }
 
   Member exact(byte[] key) {

@@ -58,6 +58,14 @@ final class KvService {
   /** How long a read waits for the other owners once a copy arrived. */
   static final Duration READ_GRACE = Duration.ofMillis(500);
 
+  /**
+   * How long a write waits for each owner's answer before it tries again, and in all before it
+   * fails as {@link Unavailable}.
+   */
+  record WriteTimeouts(Duration call, Duration deadline) {
+    static final WriteTimeouts DEFAULT = new WriteTimeouts(CALL_TIMEOUT, WRITE_DEADLINE);
+  }
+
   /** The owners that stored a write, and its version. */
   record Written(String key, List<String> owners, Version version) {}
 
@@ -82,14 +90,16 @@ final class KvService {
   private final LongSupplier viewId;
   private final Predicate<String> ready;
   private final boolean readRepair;
+  private final WriteTimeouts writeTimeouts;
 
   /**
-   * @param ready      whether a peer serves requests yet
-   * @param readRepair whether a read sends the newest copy to the owners it found behind (off only
-   *                   for tests that count the copies migrations made: {@link TestingAids#NO_READ_REPAIR})
+   * @param ready         whether a peer serves requests yet
+   * @param readRepair    whether a read sends the newest copy to the owners it found behind (off only
+   *                      for tests that count the copies migrations made: {@link TestingAids#NO_READ_REPAIR})
+   * @param writeTimeouts {@link WriteTimeouts#DEFAULT} but in tests that hold an owner's answer
    */
   KvService(Routing routing, Store store, VersionClock clock, Rpc rpc, Counters counters, LongSupplier viewId,
-            Predicate<String> ready, boolean readRepair) {
+            Predicate<String> ready, boolean readRepair, WriteTimeouts writeTimeouts) {
     this.routing = routing;
     this.store = store;
     this.clock = clock;
@@ -98,6 +108,7 @@ final class KvService {
     this.viewId = viewId;
     this.ready = ready;
     this.readRepair = readRepair;
+    this.writeTimeouts = writeTimeouts;
   }
 
   Written put(String key, String value) {
@@ -123,7 +134,7 @@ final class KvService {
     // is sent again.
     Map<String, UUID> storedBy = new HashMap<>();
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
-    long deadline = System.nanoTime() + WRITE_DEADLINE.toNanos();
+    long deadline = System.nanoTime() + writeTimeouts.deadline().toNanos();
     String lastError = "";
     while (true) {
       long view = viewId.getAsLong();
@@ -167,7 +178,7 @@ final class KvService {
         if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
           Waits.until(() -> ready.test(owner), READY_WAIT);
-          calls.put(owner, rpc.call(owner, message, CALL_TIMEOUT).thenApply(KvService::reply));
+          calls.put(owner, rpc.call(owner, message, writeTimeouts.call()).thenApply(KvService::reply));
         }
       }
       if (here) {
@@ -219,7 +230,8 @@ final class KvService {
         List<String> unstored = new ArrayList<>(missing);
         unstored.removeAll(stored);
         throw new Unavailable("owners " + (unstored.isEmpty() ? missing : unstored) + " of \"" + e.key()
-            + "\" did not store the write within " + WRITE_DEADLINE.toSeconds() + " s; last error: " + lastError);
+            + "\" did not store the write within " + writeTimeouts.deadline().toSeconds() + " s; last error: "
+            + lastError);
       }
       if (!superseded) {
         Waits.until(() -> viewId.getAsLong() != view, Duration.ofMillis(250)); // an owner may have crashed

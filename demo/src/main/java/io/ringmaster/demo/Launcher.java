@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.net.BindException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -49,6 +48,9 @@ final class Launcher {
    */
   static final Duration STOP_TIMEOUT =
       PeerOptions.START_TIMEOUT.plus(PeerOptions.LEAVE_TIMEOUT.multipliedBy(2)).plusSeconds(10);
+  /** The first port any user may listen on: Linux's setting if there is one, else 1024. */
+  private static final int UNPRIVILEGED_PORT_START = unprivilegedPortStart();
+
   static final String HELP = String.join("\n",
       "commands:",
       "  add [n]           start n more peers (1 if not given), up to " + ClusterOptions.MAX_PEERS + " in all",
@@ -176,7 +178,7 @@ final class Launcher {
         started.add(spawn());
       } catch (IOException e) {
         err.println("error: cannot start a peer: " + e.getMessage());
-        if (isStopping()) {
+        if (isStopping() || e instanceof PortNotAllowed) {
           break; // the same for every other peer
         }
       }
@@ -256,11 +258,18 @@ final class Launcher {
     }
   }
 
+  /** A port this user may not listen on: every other peer would fail on it too. */
+  static final class PortNotAllowed extends IOException {
+    PortNotAllowed(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
   /**
    * The next port from the last one used that nothing on 127.0.0.1 listens on, past the peers'
-   * cluster ports (a peer started later would find its own taken). A port this user may not
-   * listen on (below 1024, say) is an error naming {@code --base-port}, not a reason to go on to
-   * a port the user did not choose.
+   * cluster ports (a peer started later would find its own taken). A privileged port this user
+   * may not listen on is an error naming {@code --base-port}, not a reason to go on to a port the
+   * user did not choose; any other port that cannot be bound is taken for busy.
    */
   private int freePort() throws IOException {
     for (int port = nextPort; port < 65536; port++) {
@@ -270,15 +279,24 @@ final class Launcher {
       try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
         nextPort = probe.getLocalPort() + 1;
         return port;
-      } catch (BindException e) {
-        if (!String.valueOf(e.getMessage()).contains("in use")) {
-          throw new IOException("--base-port " + options.basePort() + ": cannot listen on 127.0.0.1:" + port
-              + ": " + e.getMessage(), e);
+      } catch (IOException e) {
+        // Privileged, or busy: the exception's text depends on the system's language, so the port
+        // tells them apart (a busy privileged port is reported too, with the system's reason).
+        if (port < UNPRIVILEGED_PORT_START) {
+          throw new PortNotAllowed("--base-port " + options.basePort() + ": cannot listen on 127.0.0.1:" + port
+              + " (ports below " + UNPRIVILEGED_PORT_START + " may need privileges): " + e.getMessage(), e);
         }
-        // in use: try the next one
       }
     }
     throw new IOException("no free port from " + nextPort);
+  }
+
+  private static int unprivilegedPortStart() {
+    try {
+      return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_unprivileged_port_start")).strip());
+    } catch (IOException | RuntimeException notLinux) {
+      return 1024;
+    }
   }
 
   private void stop(PeerProcess p, boolean kill) {
@@ -427,6 +445,13 @@ final class Launcher {
       out.println("add takes a whole number of peers from 1 to " + room + " (at most " + ClusterOptions.MAX_PEERS
           + " run at once): " + arg);
       return;
+    }
+    if (live().isEmpty() && n > 1) {
+      // The first alone, as at the start: started together, they would form singletons.
+      if (add(1).isEmpty()) {
+        return;
+      }
+      n--;
     }
     add(n);
     awaitAgreement();

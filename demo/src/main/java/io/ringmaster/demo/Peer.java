@@ -130,7 +130,7 @@ final class Peer implements AutoCloseable {
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
     PeerDirectory directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
-        aids.readRepair());
+        aids.readRepair(), KvService.WriteTimeouts.DEFAULT);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
         directory::hasReported, events, aids);

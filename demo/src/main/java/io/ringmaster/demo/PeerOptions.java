@@ -46,7 +46,7 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     if (o.config().isEmpty() && o.httpPort() >= ClusterOptions.CLUSTER_PORTS_FIRST
         && o.httpPort() <= ClusterOptions.CLUSTER_PORTS_LAST) {
       // The localhost stack would move to another port, where the other peers may not look.
-      throw new UsageException("--http-port " + o.httpPort() + " is one of the peers' cluster ports ("
+      throw new UsageException("--http-port " + o.httpPort() + " is in the range the peers' cluster ports use ("
           + ClusterOptions.CLUSTER_PORTS_FIRST + "-" + ClusterOptions.CLUSTER_PORTS_LAST + "); choose another");
     }
     return o;

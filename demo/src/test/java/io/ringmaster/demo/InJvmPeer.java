@@ -38,12 +38,16 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   /** Joins the cluster, with {@code settings} applied over replicas 2, and serves writes, reads and pushes. */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings)
       throws Exception {
-    return start(cluster, id, aids, settings, kv -> kv::handleWrite);
+    return start(cluster, id, aids, settings, KvService.WriteTimeouts.DEFAULT, kv -> kv::handleWrite);
   }
 
-  /** As {@link #start(String, String, TestingAids, UnaryOperator)}, serving writes with the handler {@code writes} gives. */
+  /**
+   * As {@link #start(String, String, TestingAids, UnaryOperator)}, with these timeouts for the
+   * writes it makes, and serving the writes it is sent with the handler {@code writes} gives.
+   */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
-                         Function<KvService, Rpc.QuickHandler> writes) throws Exception {
+                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes)
+      throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
         .virtualNodes(64).replicas(2)).build().start();
     Routing routing = new Routing(node);
@@ -53,7 +57,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Store store = new Store();
     Counters counters = new Counters();
     KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
-        owner -> true, false);
+        owner -> true, false, timeouts);
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
         new EventLog(), aids);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);

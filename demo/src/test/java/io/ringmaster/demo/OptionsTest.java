@@ -63,8 +63,8 @@ class OptionsTest {
 
   @Test
   void parse_httpPortAmongTheClusterPorts_isRefusedWithTheLocalhostStack_only() {
-    for (String bad : List.of("7800", "7819", "7900", "7922")) {
-      assertEquals("--http-port " + bad + " is one of the peers' cluster ports (7800-7922); choose another",
+    for (String bad : List.of("7800", "7819", "7850", "7900", "7922")) {
+      assertEquals("--http-port " + bad + " is in the range the peers' cluster ports use (7800-7922); choose another",
           refusal("--id", "p", "--http-port", bad));
     }
     assertEquals(7799, PeerOptions.parse(new String[] {"--id", "p", "--http-port", "7799"}, 0).httpPort());

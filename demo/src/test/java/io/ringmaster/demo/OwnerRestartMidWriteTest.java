@@ -23,9 +23,14 @@ import org.junit.jupiter.api.Test;
  * the owner's id ({@link KvService#replicate}). Three real nodes in this JVM (the in-memory
  * JGroups stack, replicas 2, no rebalancer, so nothing but the writer brings the new process the
  * key). Writer a, owners b and c; c stores the write at once but holds its answer until the test
- * lets it go, after b has been stopped and started again under its id.
+ * lets it go, after b has been stopped and started again under its id. a waits for each answer
+ * up to {@link #PATIENT}, so that its one call to c is still pending then, however slow the
+ * machine: the write is not sent again before c answers, and c forwards nothing (it handled the
+ * write before b restarted, when its ring matched a's).
  */
 class OwnerRestartMidWriteTest {
+  private static final KvService.WriteTimeouts PATIENT =
+      new KvService.WriteTimeouts(Duration.ofSeconds(60), Duration.ofSeconds(120));
   private final List<InJvmPeer> peers = new ArrayList<>();
   /** Completed when c may answer the writes it stored. */
   private final CompletableFuture<Void> cMayAnswer = new CompletableFuture<>();
@@ -40,11 +45,11 @@ class OwnerRestartMidWriteTest {
   void aCopyStoredByTheOwnersOldProcess_doesNotCount_andTheNewProcessGetsTheWrite() throws Exception {
     String cluster = InJvmPeer.clusterName("owner-restart-mid-write");
     TestingAids aids = TestingAids.fromSystemProperties();
-    InJvmPeer a = InJvmPeer.start(cluster, "a", aids);
+    InJvmPeer a = InJvmPeer.start(cluster, "a", aids, builder -> builder, PATIENT, kv -> kv::handleWrite);
     peers.add(a);
     InJvmPeer b = InJvmPeer.start(cluster, "b", aids);
     peers.add(b);
-    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder,
+    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder, KvService.WriteTimeouts.DEFAULT,
         kv -> in -> kv.handleWrite(in).thenCombine(cMayAnswer, (reply, mayAnswer) -> reply)));
     InJvmPeer c = peers.get(2);
     InJvmPeer.awaitOneRing(peers);
@@ -62,12 +67,13 @@ class OwnerRestartMidWriteTest {
     peers.add(newB);
     UUID newProcess = newB.routing().ownProcess().orElseThrow();
     assertNotEquals(oldB, newProcess);
-    await().atMost(Duration.ofSeconds(8)).pollInterval(Duration.ofMillis(20))
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
         .until(() -> a.routing().processOf("b").equals(Optional.of(newProcess)) && a.node().ring().contains("b"));
-    assertTrue(newB.store().get(key).isEmpty(), "the new b holds nothing yet");
+    assertTrue(newB.store().get(key).isEmpty(), "the new b holds nothing yet: a still waits for c");
+    assertFalse(write.isDone());
 
     cMayAnswer.complete(null);
-    KvService.Written written = write.get(20, TimeUnit.SECONDS);
+    KvService.Written written = write.get(30, TimeUnit.SECONDS);
 
     assertEquals(Set.of("b", "c"), Set.copyOf(written.owners()));
     Entry held = newB.store().get(key).orElseThrow(() -> new AssertionError(

@@ -333,11 +333,11 @@ class PeerHttpTest {
         "ranges=false leaves the ranges out");
     assertRefused(404, send("GET", "/web/missing.js", null));
     assertRefused(404, send("GET", "/web/..%2Fweb%2Findex.html", null));
-    // A folder read as a classpath resource lists its files (when run from target/classes).
-    for (String folder : List.of("/web/.", "/web/%2E", "/web/./", "/web/.%2F", "/web/style")) {
+    // A folder read as a classpath resource lists its files (when run from target/classes): the
+    // first two were served so. The path is matched as sent, so %2E is no dot.
+    for (String folder : List.of("/web/.", "/web/./", "/web/%2E", "/web/style", "/web/.hidden.js")) {
       assertRefused(404, send("GET", folder, null));
     }
-    assertRefused(404, send("GET", "/web/.hidden.js", null));
     assertRefused(405, send("PUT", "/", "x"));
   }
 }
