@@ -543,6 +543,126 @@ class HashRingTest {
         "a lone member owns one range, the whole circle");
   }
 
+  @Test
+  void share_equalTokens_firstOwnerTakesTheCircle_andRepeatsAddNothing() {
+    // Every token on one position: the first in the spec's order (lowest id) owns every key.
+    HashRing stacked = HashRing.builder().virtualNodes(2).tokenFunction((m, i) -> 7L)
+        .add(Member.of("b")).add(Member.of("a")).add(Member.of("c")).build();
+    assertEquals(1.0, stacked.share("a"));
+    assertEquals(0.0, stacked.share("b"));
+    assertEquals(0.0, stacked.share("c"));
+    assertEquals(List.of(true), stacked.primaryRanges("a").stream().map(KeyRange::isFull).toList());
+    assertTrue(stacked.primaryRanges("b").isEmpty() && stacked.primaryRanges("c").isEmpty());
+
+    // Repeated and distinct positions mixed, the ends of the circle included: each share is the
+    // sum of the member's ranges, the shares sum to one, and the ranges say who owns each position.
+    long[] positions = {Long.MIN_VALUE, -5, 3, 3, 100, 100, 100, Long.MAX_VALUE};
+    HashRing mixed = HashRing.builder().virtualNodes(3)
+        .tokenFunction((m, i) -> positions[(m.id().charAt(1) - '0' + 3 * i) % positions.length])
+        .add(Member.of("m0")).add(Member.of("m1")).add(Member.of("m2")).add(Member.of("m3")).build();
+    SplittableRandom random = new SplittableRandom(12);
+    double total = 0;
+    for (Member m : mixed.members()) {
+      List<KeyRange> ranges = mixed.primaryRanges(m.id());
+      assertEquals(mixed.share(m.id()), ranges.stream().mapToDouble(KeyRange::fraction).sum(), 1e-12, m.id());
+      total += mixed.share(m.id());
+      List<Long> probes = new ArrayList<>();
+      for (long p : positions) {
+        probes.add(p);
+        probes.add(p + 1);
+        probes.add(p - 1);
+      }
+      for (int k = 0; k < 1000; k++) {
+        probes.add(random.nextLong());
+      }
+      for (long p : probes) {
+        assertEquals(mixed.ownerOfPosition(p).equals(m), ranges.stream().anyMatch(r -> r.contains(p)),
+            () -> m.id() + " at " + p);
+      }
+    }
+    assertEquals(1.0, total, 1e-12);
+  }
+
+  @Test
+  void generalMerge_keptDroppedAndNewTokensInOneChange_equalsFromScratchTokenForToken() {
+    // A change that keeps some tokens, drops others and adds new ones takes the general merge,
+    // not the block copy of a pure join: a member given another weight or zone, or members added
+    // and removed in one withMembers. On crowded tokens the tie rule decides most places.
+    HashRing.TokenFunction crowded = (m, i) -> (Math.floorMod(m.id().hashCode() + i, 5)) * 1000L - 2000L;
+    for (HashRing.TokenFunction fn : java.util.Arrays.asList(crowded, null)) {
+      SplittableRandom random = new SplittableRandom(fn == null ? 13 : 14);
+      List<Member> current = new ArrayList<>(randomMembers(random, 6, 3, true));
+      HashRing ring = build(fn, current);
+      int fresh = 0;
+      for (int step = 0; step < 80; step++) {
+        List<Member> next = new ArrayList<>(current);
+        HashRing changed;
+        int pick = random.nextInt(next.size());
+        Member old = next.get(pick);
+        switch (step % 3) {
+          case 0 -> { // another weight
+            Member m = new Member(old.id(), random.nextInt(0, 9) / 4.0, old.zone());
+            next.set(pick, m);
+            changed = ring.with(m);
+          }
+          case 1 -> { // another zone
+            Member m = new Member(old.id(), old.weight(), "zone-" + random.nextInt(4));
+            next.set(pick, m);
+            changed = ring.with(m);
+          }
+          default -> { // one or two leave and one or two join, in one change
+            for (int k = random.nextInt(1, 3); k > 0 && next.size() > 1; k--) {
+              next.remove(random.nextInt(next.size()));
+            }
+            for (int k = random.nextInt(1, 3); k > 0; k--) {
+              next.add(new Member("new-" + fresh++, random.nextInt(1, 9) / 4.0, "zone-" + random.nextInt(4)));
+            }
+            Collections.shuffle(next, new Random(step));
+            changed = ring.withMembers(next);
+          }
+        }
+        HashRing scratch = build(fn, next);
+        String what = (fn == null ? "spec tokens" : "crowded tokens") + ", step " + step;
+        assertEquals(scratch, changed, what);
+        assertSameTokens(scratch, changed, what);
+        current = next;
+        ring = changed;
+      }
+    }
+  }
+
+  /** A ring of V = 8 with this token function (null: the spec's). */
+  private static HashRing build(HashRing.TokenFunction fn, List<Member> members) {
+    HashRing.Builder b = HashRing.builder().virtualNodes(8);
+    return (fn == null ? b : b.tokenFunction(fn)).addAll(members).build();
+  }
+
+  @Test
+  void limits_theLargestRingsAccepted_andOneMoreRefused() {
+    // 65,535 members: the last in id order has owner index 0xFFFE in the lookup entries.
+    List<Member> members = new ArrayList<>();
+    for (int m = 0; m < HashRing.MAX_MEMBERS; m++) {
+      members.add(Member.of(String.format("m%05d", m)));
+    }
+    HashRing ring = ring(1, members);
+    Member last = ring.members().get(HashRing.MAX_MEMBERS - 1);
+    assertEquals("m65534", last.id());
+    long itsToken = HashRing.position("m65534#0");
+    assertEquals(last, ring.ownerOfPosition(itsToken));
+    assertEquals(last, ring.ownersOfPosition(itsToken, 2).get(0));
+    assertEquals(HashRing.MAX_MEMBERS, ring.tokenCount());
+    members.add(Member.of("one-more"));
+    assertMessage("a ring holds at most " + HashRing.MAX_MEMBERS + " members", () -> ring(1, members));
+    assertMessage("a ring holds at most " + HashRing.MAX_MEMBERS + " members", () -> ring.with(Member.of("one-more")));
+
+    // One member of exactly 2^24 tokens is accepted (counted, not built: the refusal comes first);
+    // one token more is refused, naming the member.
+    assertEquals(HashRing.MAX_TOKENS_PER_MEMBER, RingBuilder.tokenCount(Member.of("x"), HashRing.MAX_TOKENS_PER_MEMBER));
+    assertMessage("more than " + HashRing.MAX_TOKENS_PER_MEMBER,
+        () -> RingBuilder.tokenCount(new Member("x", 1 + 1.0 / HashRing.MAX_TOKENS_PER_MEMBER, ""),
+            HashRing.MAX_TOKENS_PER_MEMBER));
+  }
+
   /** Moved keys are Binomial(keys, share): allow 5 standard deviations. */
   static void assertWithinBinomialBounds(int moved, int keys, double share) {
     double expected = keys * share;
