@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
@@ -145,7 +146,7 @@ class SplitViewTest {
       Ringmaster b = cluster.start("b");
       Ringmaster x = cluster.start("x");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
-      java.util.concurrent.atomic.AtomicInteger connects = new java.util.concurrent.atomic.AtomicInteger();
+      AtomicInteger connects = new AtomicInteger();
       x.beforeRejoinConnect = () -> {
         if (connects.incrementAndGet() == 1) {
           throw new InternalError("injected by the test: the first connect of the rejoin fails");

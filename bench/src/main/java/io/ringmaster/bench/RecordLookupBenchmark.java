@@ -1,7 +1,9 @@
 package io.ringmaster.bench;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
+import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -170,8 +172,7 @@ public class RecordLookupBenchmark {
    * region), so that it starts at a region's start, as {@link #offset} assumes.
    */
   private static void requireRegionStart(long bytes) {
-    var diagnostics = java.lang.management.ManagementFactory.getPlatformMXBean(
-        com.sun.management.HotSpotDiagnosticMXBean.class);
+    var diagnostics = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
     boolean g1 = Boolean.parseBoolean(diagnostics.getVMOption("UseG1GC").getValue());
     long region = Long.parseLong(diagnostics.getVMOption("G1HeapRegionSize").getValue());
     if (!g1 || 2 * bytes < region) {

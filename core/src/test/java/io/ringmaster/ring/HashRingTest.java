@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
@@ -589,7 +590,7 @@ class HashRingTest {
     // not the block copy of a pure join: a member given another weight or zone, or members added
     // and removed in one withMembers. On crowded tokens the tie rule decides most places.
     HashRing.TokenFunction crowded = (m, i) -> (Math.floorMod(m.id().hashCode() + i, 5)) * 1000L - 2000L;
-    for (HashRing.TokenFunction fn : java.util.Arrays.asList(crowded, null)) {
+    for (HashRing.TokenFunction fn : Arrays.asList(crowded, null)) {
       SplittableRandom random = new SplittableRandom(fn == null ? 13 : 14);
       List<Member> current = new ArrayList<>(randomMembers(random, 6, 3, true));
       HashRing ring = build(fn, current);
