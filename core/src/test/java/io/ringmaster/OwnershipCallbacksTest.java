@@ -373,7 +373,7 @@ class OwnershipCallbacksTest {
   }
 
   @Test
-  void join_onlyMembersWhoseOwnershipChanged_getCallbacks() {
+  void join_onlyMembersWhoseOwnershipChanged_getCallbacks() throws InterruptedException {
     Map<Ringmaster, OwnershipRecorder> rec = new HashMap<>();
     try (TestCluster cluster = new TestCluster("only-changed")) {
       List<Ringmaster> alive = new ArrayList<>();
@@ -392,6 +392,9 @@ class OwnershipCallbacksTest {
       TestCluster.awaitAgreement(alive, 4, WAIT);
       await().atMost(WAIT).until(() -> rec.get(alive.get(0)).memberships().stream()
           .anyMatch(m -> m.joined().stream().anyMatch(j -> j.id().equals("observer"))));
+      for (Ringmaster n : alive) { // every listener has handled the ring with the observer in it
+        assertTrue(n.awaitListeners(WAIT), n.localMember().id());
+      }
       for (Ringmaster n : alive.subList(0, 3)) {
         assertEquals(callbacksBefore.get(n), rec.get(n).changes().size(), n.localMember().id());
       }
@@ -402,6 +405,9 @@ class OwnershipCallbacksTest {
       alive.add(c);
       TestCluster.awaitAgreement(alive, 5, WAIT);
       awaitFolds(rec, alive);
+      for (Ringmaster n : alive) {
+        assertTrue(n.awaitListeners(WAIT), n.localMember().id());
+      }
       HashRing after = c.ring();
       for (Ringmaster n : alive.subList(0, 4)) {
         RingDiff expected = RingDiff.compute(before, after, n.localMember().id(), 1);
@@ -539,7 +545,7 @@ class OwnershipCallbacksTest {
   }
 
   @Test
-  void listener_addedToRunningNode_firstGetsCurrentOwnershipFromNothing() {
+  void listener_addedToRunningNode_firstGetsCurrentOwnershipFromNothing() throws InterruptedException {
     try (TestCluster cluster = new TestCluster("late-listener")) {
       Ringmaster a = cluster.start(cluster.builder("a").replicas(2));
       Ringmaster b = cluster.start(cluster.builder("b").replicas(2));
@@ -554,6 +560,7 @@ class OwnershipCallbacksTest {
       handle.close();
       c.close();
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      assertTrue(b.awaitListeners(WAIT));
       assertEquals(1, late.changes().size(), "a closed registration hears nothing more");
       assertFalse(late.foldMatches(b.ring(), "b", 2));
     }

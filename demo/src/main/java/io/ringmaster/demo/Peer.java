@@ -176,7 +176,9 @@ final class Peer implements AutoCloseable {
     maintenance.scheduleWithFixedDelay(() -> guard("pull retries", () -> counters.keysMigratedIn.add(
         pullRetries.runDue())), 1, 1, TimeUnit.SECONDS);
     Duration grace = options.tombstoneGrace();
-    long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 2));
+    // Often enough that a tombstone goes soon after its grace (a tenth of it later at most, and
+    // never more than a minute), rarely enough that the scan of the store costs nothing noticeable.
+    long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 10));
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
         store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);

@@ -106,7 +106,9 @@ class GracefulStopTest extends WithPeerCluster {
     second.destroy();
     assertTrue(first.waitFor(60, TimeUnit.SECONDS) && second.waitFor(60, TimeUnit.SECONDS), "both stopped");
     String logs = Files.readString(cluster.peer("peer-1").log()) + Files.readString(cluster.peer("peer-2").log());
-    assertTrue(logs.contains("every other peer is leaving too"), logs);
+    // Usually each refuses the other's pushes and says "every other peer is leaving too"; if one
+    // reacts late, the other's hand-off to it is taken and it then leaves an empty ring. Either way
+    // neither may wait its budget out, which is what this test is about.
     assertTrue(!logs.contains("leave budget"), logs);
     assertEquals(143, first.exitValue());
     assertEquals(143, second.exitValue());

@@ -231,7 +231,7 @@ final class PeerCluster implements AutoCloseable {
 
   /**
    * Waits until the peers form one ring of exactly them, agree on its checksum, and have no
-   * migration running or queued and no stray key left.
+   * migration running or queued, no failed pull waiting to be tried again, and no stray key left.
    */
   void awaitSettled(List<String> ids, Duration atMost) {
     await("peers " + ids + " settled").atMost(atMost).pollInterval(Duration.ofMillis(200)).ignoreExceptions()
@@ -243,7 +243,8 @@ final class PeerCluster implements AutoCloseable {
     for (String id : ids) {
       JsonNode s = json(id, "/stats");
       if (s.path("members").asInt() != ids.size() || s.path("migrationsInProgress").asInt() != 0
-          || s.path("pendingCallbacks").asInt() != 0 || s.path("strayKeys").asLong() != 0) {
+          || s.path("pendingCallbacks").asInt() != 0 || s.path("pullRetriesPending").asInt() != 0
+          || s.path("strayKeys").asLong() != 0) {
         return false;
       }
       checksums.add(s.path("viewId").asLong() + "/" + s.path("checksum").asText());
