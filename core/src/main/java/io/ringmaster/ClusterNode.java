@@ -203,9 +203,10 @@ final class ClusterNode {
   private void install(View view) {
     try {
       installView(view);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       // Never let one bad view kill the view thread: log it, keep the last good ring, and let a
-      // start() that waits for its first ring fail with the reason.
+      // start() that waits for its first ring fail with the reason. An Error too (a ring too large
+      // for the heap, say): otherwise start() would wait its whole startTimeout and then blame it.
       LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id(), e);
       firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));

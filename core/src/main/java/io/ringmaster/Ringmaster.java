@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -322,7 +323,8 @@ public final class Ringmaster implements AutoCloseable {
    *
    * <p>A thread whose interrupt flag is set when it calls close() (a {@code finally} after a
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
-   * flag; interrupting the thread while it waits in close() cuts the waits short instead.
+   * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin and
+   * for the listeners instead, but the LEAVING change is still queued for them.
    */
   @Override
   public void close() {
@@ -369,8 +371,8 @@ public final class Ringmaster implements AutoCloseable {
       if (caller == Pool.VIEW) {
         node.announceLeaving();
       } else {
-        node.queueLeaving().get(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()),
-            TimeUnit.MILLISECONDS);
+        awaitThroughInterrupts(node.queueLeaving(),
+            Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
       listeners = node.awaitListeners(deadline, unwaited, runningHere());
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
@@ -383,6 +385,32 @@ public final class Ringmaster implements AutoCloseable {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
       shutdown(caller, listeners, unwaited); // whatever happened above, the node leaves and its threads stop
+    }
+  }
+
+  /**
+   * Waits for the LEAVING change to be queued, up to {@code timeoutMillis}, through interrupts: an
+   * interrupt now would let the shutdown close the node before the view thread queues the change,
+   * and the listeners would never see the node leave. The interrupt is kept for the caller, and
+   * cuts short the wait for the listeners that comes next.
+   */
+  private static void awaitThroughInterrupts(Future<?> queued, long timeoutMillis)
+      throws ExecutionException, TimeoutException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          queued.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+          return;
+        } catch (InterruptedException e) {
+          interrupted = true; // the flag is clear now: wait again
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -1239,16 +1267,39 @@ public final class Ringmaster implements AutoCloseable {
 
     /**
      * The address the stack binds to, overriding the stack file's {@code bind_addr} (for example
-     * {@code 127.0.0.1}); it must resolve.
+     * {@code 127.0.0.1}): it must resolve to an address of this host (a loopback address, or one of
+     * its interfaces'), as JGroups requires when the stack starts; a wrong one fails here instead.
+     * Not the wildcard ({@code 0.0.0.0}): the transport's address is the one the other members reach
+     * this node at.
      */
     public Builder bindAddress(String bindAddress) {
+      java.net.InetAddress address;
       try {
-        java.net.InetAddress.getByName(nonEmpty("bindAddress", bindAddress));
+        address = java.net.InetAddress.getByName(nonEmpty("bindAddress", bindAddress));
       } catch (java.net.UnknownHostException e) {
         throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
       }
+      if (address.isAnyLocalAddress()) {
+        throw new IllegalArgumentException("bindAddress \"" + bindAddress + "\" is the wildcard address: the"
+            + " transport needs one address of this host, the one other members reach it at");
+      }
+      if (!isLocal(address)) {
+        throw new IllegalArgumentException("bindAddress \"" + bindAddress + "\" (" + address.getHostAddress()
+            + ") is no address of this host: no network interface has it");
+      }
       this.bindAddress = bindAddress;
       return this;
+    }
+
+    private static boolean isLocal(java.net.InetAddress address) {
+      if (address.isLoopbackAddress()) {
+        return true;
+      }
+      try {
+        return java.net.NetworkInterface.getByInetAddress(address) != null;
+      } catch (java.net.SocketException e) {
+        return true; // the interfaces cannot be listed: let the bind itself decide
+      }
     }
 
     /** The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for any. */

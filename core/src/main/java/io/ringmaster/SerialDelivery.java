@@ -35,6 +35,8 @@ final class SerialDelivery<E> implements Registration {
   private final ArrayDeque<E> queue = new ArrayDeque<>();
   /** Events queued or being delivered: a drain is launched or about to be. */
   private boolean running;
+  /** A callback is running now (taken from the queue, not yet returned). */
+  private boolean delivering;
   /** Set by the {@link #enqueue} that found the listener idle, until its {@link #launch()}. */
   private boolean launchPending;
   private boolean closed;
@@ -169,12 +171,17 @@ final class SerialDelivery<E> implements Registration {
             notifyAll();
             return;
           }
+          delivering = true;
         }
         DELIVERING.set(frame);
         try {
           listener.accept(event);
         } catch (Throwable t) {
           reportThrown(t);
+        } finally {
+          synchronized (this) {
+            delivering = false;
+          }
         }
       }
     } finally {
@@ -202,9 +209,9 @@ final class SerialDelivery<E> implements Registration {
     }
   }
 
-  /** Callbacks queued or running. */
+  /** Callbacks queued, plus the one running if any. */
   synchronized int pending() {
-    return queue.size() + (running ? 1 : 0);
+    return queue.size() + (delivering ? 1 : 0);
   }
 
   /** The thread running the listener's callbacks now, or null. */

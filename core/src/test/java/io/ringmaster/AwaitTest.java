@@ -74,6 +74,29 @@ class AwaitTest {
     }
   }
 
+  /**
+   * The listener lag counts each callback once: queued behind an executor that has not run the
+   * delivery yet, a change is one pending callback, not one queued plus one running.
+   */
+  @Test
+  void pendingCallbacks_queuedOnAnExecutorNotYetRun_countsEachCallbackOnce() throws Exception {
+    try (TestCluster cluster = new TestCluster("pending-count")) {
+      Ringmaster a = cluster.start("a");
+      List<Runnable> held = new CopyOnWriteArrayList<>();
+      List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
+      a.addOwnershipListener(seen::add, held::add); // an executor that runs nothing until told
+      org.awaitility.Awaitility.await("the first change, queued").atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 1);
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 2); // b's join, queued behind it
+      assertEquals(1, held.size(), "one delivery launched, for both");
+      held.remove(0).run();
+      assertEquals(2, seen.size());
+      assertEquals(0, a.stats().pendingCallbacks());
+      assertTrue(a.awaitListeners(WAIT));
+    }
+  }
+
   @Test
   void awaitListeners_waitsForASlowListener_saysFalseOnTimeout_andDoesNotWaitForItsCaller() throws Exception {
     try (TestCluster cluster = new TestCluster("await-listeners")) {

@@ -10,6 +10,7 @@ import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +22,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -486,6 +488,60 @@ class OwnershipCallbacksTest {
       assertEquals(List.of(a.localMember()), leaving.get(0).ring().members(), "b's ranges go to a");
       TestCluster.awaitAgreement(List.of(a), 1, WAIT);
     }
+  }
+
+  /**
+   * The closing thread interrupted while the LEAVING change waits to be queued (b's view thread
+   * held by a same-thread membership listener): the change is still queued and delivered. Before,
+   * the interrupt let the shutdown close the node first, and no LEAVING change ever came.
+   */
+  @Test
+  void close_interruptedWhileTheLeavingChangeWaitsToQueue_stillDeliversIt() throws Exception {
+    try (TestCluster cluster = new TestCluster("interrupted-queue")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicBoolean holding = new AtomicBoolean();
+      b.addMembershipListener(change -> { // runs on b's view thread: holds it once c joined
+        if (change.joined().stream().anyMatch(m -> m.id().equals("c"))) {
+          holding.set(true);
+          try {
+            release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run);
+      List<OwnershipChange> leaving = new CopyOnWriteArrayList<>();
+      b.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          leaving.add(change);
+        }
+      });
+      cluster.start("c");
+      await().atMost(WAIT).until(holding::get);
+      Thread closer = new Thread(b::close, "closer");
+      closer.start();
+      await("close() waits for its change to queue").atMost(WAIT).until(() -> waitingIn(closer, "leave"));
+      closer.interrupt();
+      // Released once the interrupt is handled: close() waits again, or (the old code) it shut down.
+      await("the interrupt handled").atMost(WAIT).until(() -> closer.getState() == Thread.State.TERMINATED
+          || waitingIn(closer, "leave") && !closer.isInterrupted());
+      release.countDown();
+      closer.join(WAIT.toMillis());
+      assertFalse(closer.isAlive(), "close() returned");
+      assertEquals(1, leaving.size(), "the LEAVING change came");
+      assertEquals(List.of("a", "c"), leaving.get(0).ring().members().stream().map(Member::id).sorted().toList());
+    }
+  }
+
+  /** Whether {@code t} is waiting, inside a method named {@code method} of {@link Ringmaster}. */
+  private static boolean waitingIn(Thread t, String method) {
+    Thread.State state = t.getState();
+    return (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING)
+        && Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getClassName().equals(Ringmaster.class.getName())
+            && f.getMethodName().equals(method));
   }
 
   @Test
