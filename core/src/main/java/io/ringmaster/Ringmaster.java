@@ -166,8 +166,9 @@ public final class Ringmaster implements AutoCloseable {
    * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
    *                             the cluster's, or a live member holds the same node id: the message
    *                             says which; listeners hear nothing, since no ring was installed), or
-   *                             the stack cannot start; the node is then closed (build a new one,
-   *                             with the same settings, to try again)
+   *                             the stack cannot start, or {@link #close()} was called meanwhile;
+   *                             the node is then closed (build a new one, with the same settings,
+   *                             to try again)
    * @throws IllegalStateException if {@code start()} was called before, or the node is closed
    */
   public synchronized Ringmaster start() {
@@ -325,6 +326,10 @@ public final class Ringmaster implements AutoCloseable {
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
    * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin and
    * for the listeners instead, but the LEAVING change is still queued for them.
+   *
+   * <p>Called while {@link #start()} runs on another thread, before the first ring came, close()
+   * makes that start() give up once its connect returns (it throws a {@link RingmasterException}:
+   * "closed while it started"; no listener hears anything), and returns after it.
    */
   @Override
   public void close() {
@@ -335,6 +340,10 @@ public final class Ringmaster implements AutoCloseable {
       return;
     }
     node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
+    // A start() under way, which holds the lock taken below, gives up once its connect returns,
+    // rather than wait up to startTimeout for a ring and join only to leave again. Nothing if its
+    // first ring is already published: then it returns, and this close() leaves gracefully.
+    node.failFirstRing(new RingmasterException("node " + config.nodeId() + " was closed while it started"));
     // A flag set before the call would make every wait below give up at once: no hand-off at all.
     boolean interruptedBefore = Thread.interrupted();
     try {

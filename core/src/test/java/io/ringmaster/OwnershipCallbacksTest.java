@@ -3,6 +3,7 @@ package io.ringmaster;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
@@ -20,6 +21,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -533,6 +535,51 @@ class OwnershipCallbacksTest {
       assertFalse(closer.isAlive(), "close() returned");
       assertEquals(1, leaving.size(), "the LEAVING change came");
       assertEquals(List.of("a", "c"), leaving.get(0).ring().members().stream().map(Member::id).sorted().toList());
+    }
+  }
+
+  /**
+   * close() from another thread while start() is held in its connect (its first view held): the
+   * start gives up when the connect returns, instead of joining only to leave again; no listener
+   * hears of the node, and the cluster ends without it.
+   */
+  @Test
+  void close_whileStartIsConnecting_startGivesUp_andNoListenerHearsOfIt() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-while-starting")) {
+      Ringmaster a = cluster.start("a");
+      List<Object> heard = new CopyOnWriteArrayList<>();
+      Ringmaster b = cluster.builder("b").jgroupsConfig("holds-views.xml").build();
+      b.addOwnershipListener(heard::add);
+      b.addMembershipListener(heard::add);
+      CompletableFuture<Ringmaster> started = new CompletableFuture<>();
+      HoldsViews.hold();
+      try {
+        new Thread(() -> {
+          try {
+            started.complete(b.start());
+          } catch (Throwable t) {
+            started.completeExceptionally(t);
+          }
+        }, "starter").start();
+        await("b's first view held").atMost(WAIT).until(HoldsViews::holding);
+        Thread closer = new Thread(b::close, "closer");
+        closer.start();
+        // It waits for start() to return (start holds the node's lock), having told it to give up.
+        await("close() waits for start()").atMost(WAIT).until(() -> closer.getState() == Thread.State.BLOCKED);
+        HoldsViews.release();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
+            TimeUnit.MILLISECONDS));
+        assertTrue(e.getCause() instanceof RingmasterException && e.getCause().getMessage()
+            .contains("node b was closed while it started"), String.valueOf(e.getCause()));
+        closer.join(WAIT.toMillis());
+        assertFalse(closer.isAlive(), "close() returned");
+      } finally {
+        HoldsViews.release();
+        b.close();
+      }
+      assertFalse(b.isInRing());
+      assertEquals(List.of(), heard, "no listener heard of a node whose start failed");
+      TestCluster.awaitAgreement(List.of(a), 1, WAIT);
     }
   }
 
