@@ -95,6 +95,7 @@ final class EventLog implements AutoCloseable {
       subscribers.add(s);
     }
     try {
+      HttpApi.discardQuietly(exchange); // a GET sent with a body: see HttpApi
       exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
       exchange.getResponseHeaders().set("Cache-Control", "no-cache");
       exchange.sendResponseHeaders(200, 0);

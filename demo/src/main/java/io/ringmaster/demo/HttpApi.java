@@ -69,11 +69,6 @@ final class HttpApi implements HttpHandler {
     try {
       route(exchange);
     } catch (HttpError e) {
-      if (e.status() != 413 && !e.headers().containsKey("Connection")) {
-        // Refused before its body was read (a bad key, method or route): read it now, as the 413
-        // does, or a large one left unread makes the close a reset that can destroy the reply.
-        discardQuietly(exchange);
-      }
       exchange.getResponseHeaders().putAll(multi(e.headers()));
       send(exchange, e.status(), new ErrorReply(e.getMessage()));
     } catch (KvService.Unavailable e) {
@@ -307,8 +302,11 @@ final class HttpApi implements HttpHandler {
     return KeyCodec.utf8(body, "the value");
   }
 
-  /** {@link #discard} of up to {@link #DRAIN_BYTES} of the request body, whatever reading it throws. */
-  private static void discardQuietly(HttpExchange ex) {
+  /**
+   * {@link #discard} of up to {@link #DRAIN_BYTES} of the request body, whatever reading it throws:
+   * before any reply to a request whose body was not read.
+   */
+  static void discardQuietly(HttpExchange ex) {
     try {
       discard(ex.getRequestBody(), DRAIN_BYTES);
     } catch (IOException | RuntimeException unreadable) {
@@ -395,6 +393,13 @@ final class HttpApi implements HttpHandler {
   }
 
   private static void sendRaw(HttpExchange ex, int status, byte[] body) {
+    if (status != 413 && !ex.getResponseHeaders().containsKey("Connection")) {
+      // A body nobody read (a GET or DELETE sent with one, a request refused before its body was
+      // read): read it now, or a large one left unread makes the close a reset that can destroy
+      // the reply. Not after a 413, which read as far as it reads, nor when the connection is to
+      // be cut (a body that cannot be read).
+      discardQuietly(ex);
+    }
     try {
       ex.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
       ex.getResponseHeaders().set("Cache-Control", "no-cache");

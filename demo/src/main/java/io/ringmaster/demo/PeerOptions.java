@@ -73,12 +73,21 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
         .leaveTimeout(LEAVE_TIMEOUT)
         .startTimeout(START_TIMEOUT);
     config.ifPresent(b::config);
-    id.ifPresent(b::nodeId);
-    cluster.ifPresent(b::clusterName);
-    replicas.ifPresent(b::replicas);
-    zone.ifPresent(b::zone);
-    weight.ifPresent(b::weight);
+    id.ifPresent(v -> flag("--id", () -> b.nodeId(v)));
+    cluster.ifPresent(v -> flag("--cluster", () -> b.clusterName(v)));
+    replicas.ifPresent(v -> flag("--replicas", () -> b.replicas(v)));
+    zone.ifPresent(v -> flag("--zone", () -> b.zone(v)));
+    weight.ifPresent(v -> flag("--weight", () -> b.weight(v)));
     // Over any config file: the peer's own API, and the messages this build speaks.
     return b.endpoint(endpoint()).applicationVersion(Wire.APPLICATION_VERSION);
+  }
+
+  /** Applies a flag's value to the builder; a value it refuses is reported under the flag's name. */
+  private static void flag(String name, Runnable apply) {
+    try {
+      apply.run();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
+    }
   }
 }

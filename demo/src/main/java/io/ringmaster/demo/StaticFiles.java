@@ -49,6 +49,7 @@ final class StaticFiles {
         throw new HttpError(404, "no such file: /web/" + relative);
       }
       byte[] body = in.readAllBytes();
+      HttpApi.discardQuietly(exchange); // a GET sent with a body: see HttpApi
       exchange.getResponseHeaders().set("Content-Type", TYPES.get(matcher.group(2)));
       exchange.getResponseHeaders().set("Cache-Control", "no-cache");
       exchange.sendResponseHeaders(200, body.length);

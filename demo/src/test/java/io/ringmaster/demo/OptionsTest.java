@@ -59,6 +59,14 @@ class OptionsTest {
     assertEquals("--zone must not be empty: \" \"", refusal("--id", "p", "--http-port", "1", "--zone", " "));
     assertEquals("--tombstone-grace must be a whole number in 1..315360000: 0",
         refusal("--id", "p", "--http-port", "1", "--tombstone-grace", "0"));
+    // Values only the node's builder checks: reported under the flag that gave them.
+    String id = "i".repeat(300);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> PeerOptions.parse(new String[] {"--id", id, "--http-port", "1"}, 0).builder());
+    assertTrue(e.getMessage().startsWith("--id: nodeId is 300 bytes in UTF-8"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> PeerOptions.parse(
+        new String[] {"--id", "p", "--http-port", "1", "--zone", "z".repeat(256)}, 0).builder());
+    assertTrue(e.getMessage().startsWith("--zone: zone is 256 bytes in UTF-8"), e.getMessage());
   }
 
   @Test

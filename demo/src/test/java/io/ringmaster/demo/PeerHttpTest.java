@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.Socket;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -180,6 +181,37 @@ class PeerHttpTest {
       assertTrue(reply.endsWith("{\"error\":\"cannot read the request body: invalid chunk length\"}"), reply);
     }
     assertRefused(404, send("GET", "/kv/chunky", null));
+  }
+
+  /**
+   * A GET or DELETE sent with a large body, which no route reads: the peer reads it before it
+   * replies, so the client gets the whole reply. Left unread, the server's close of a connection
+   * with data still to come resets it: the client's write of the body fails, or the reply is lost.
+   */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void getAndDeleteSentWithALargeBody_answeredInFull() throws Exception {
+    assertEquals(200, send("PUT", "/kv/bodied", "v").statusCode());
+    String get = withBody("GET /kv/bodied", 300_000);
+    assertTrue(get.startsWith("HTTP/1.1 200") && get.contains("\"value\":\"v\""), get);
+    String page = withBody("GET /web/app.js", 300_000);
+    assertTrue(page.startsWith("HTTP/1.1 200"), page.substring(0, Math.min(200, page.length())));
+    String delete = withBody("DELETE /kv/bodied", 300_000);
+    assertTrue(delete.startsWith("HTTP/1.1 200"), delete);
+    assertRefused(404, send("GET", "/kv/bodied", null));
+  }
+
+  /** Sends {@code request} (a method and a path) with a body of {@code bytes} bytes; the whole reply. */
+  private String withBody(String request, int bytes) throws IOException {
+    try (Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort())) {
+      s.setSoTimeout(30_000);
+      OutputStream out = s.getOutputStream();
+      out.write((request + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " + bytes + "\r\n\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      out.write(new byte[bytes]);
+      out.flush();
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+    }
   }
 
   private String rawRequest(String requestLine) throws IOException {
