@@ -341,7 +341,8 @@ final class KvService {
    * Every owner is asked because one copy can be older than another for a while: after a partition
    * heals, until the merge repair reached every owner (each side kept its own writes), or on a new
    * owner still pulling its ranges. An owner that answered with an older copy, or none, is sent the
-   * newest (a read repair, not waited for).
+   * newest (a read repair, not waited for). A peer that is leaving counts its own copy too, held or
+   * handed off: until its hand-off reached the owners, it may be the only one.
    *
    * <p>In time means: within {@link #CALL_TIMEOUT}, and at most {@link #READ_GRACE} after the first
    * copy arrived (this peer's own, if it is an owner and holds one, at once), so that an owner
@@ -368,12 +369,17 @@ final class KvService {
         (ready.test(owner) ? asked : joining).add(owner);
       }
     }
+    if (routing.isLeaving() && !asked.contains(routing.self())) {
+      // A leaving peer owns nothing, but until its hand-off has reached the owners its copy may be
+      // the only one, or the newest: it counts as one more answer.
+      asked.add(0, routing.self());
+    }
     int serving = asked.size();
     asked.addAll(joining);
     List<CompletableFuture<Optional<Entry>>> calls = new ArrayList<>();
     for (String owner : asked) {
       calls.add(routing.isSelf(owner)
-          ? CompletableFuture.completedFuture(store.get(key))
+          ? CompletableFuture.completedFuture(store.readable(key))
           : rpc.call(owner, Wire.get(key), CALL_TIMEOUT).thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
@@ -460,7 +466,8 @@ final class KvService {
   private void repair(Entry newest, List<String> owners, Map<String, Optional<Entry>> held) {
     Wire.WriteRequest request = null;
     for (Map.Entry<String, Optional<Entry>> copy : held.entrySet()) {
-      if (copy.getValue().isPresent() && !newest.supersedes(copy.getValue().get())) {
+      if (!owners.contains(copy.getKey()) // a leaving peer's own copy: it is handing it off anyway
+          || copy.getValue().isPresent() && !newest.supersedes(copy.getValue().get())) {
         continue;
       }
       if (request == null) {
@@ -489,8 +496,11 @@ final class KvService {
     }
   }
 
-  /** Handles {@link Wire#OP_GET}: this peer's copy only. */
+  /**
+   * Handles {@link Wire#OP_GET}: this peer's copy only; while it leaves, what it already handed off
+   * counts, since the asking peer still routes the key here.
+   */
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
-    return CompletableFuture.completedFuture(Wire.getReply(store.get(in.readUTF())));
+    return CompletableFuture.completedFuture(Wire.getReply(store.readable(in.readUTF())));
   }
 }

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
@@ -54,9 +55,32 @@ final class Store {
   record Page(List<Entry> entries, Optional<Cursor> next) {}
 
   private final ConcurrentSkipListMap<Slot, Entry> entries = new ConcurrentSkipListMap<>(ORDER);
+  /**
+   * While this peer leaves: what it handed off and dropped, by key. The other peers still route
+   * reads here until it has left their view, and would otherwise hear it holds nothing.
+   */
+  private final Map<String, Entry> handedOff = new ConcurrentHashMap<>();
 
   Optional<Entry> get(String key) {
     return Optional.ofNullable(entries.get(Slot.of(key)));
+  }
+
+  /**
+   * This peer's copy of a key for a read: the stored one, or, if newer, the one it handed off while
+   * leaving ({@link #keepHandedOff}).
+   */
+  Optional<Entry> readable(String key) {
+    Entry stored = entries.get(Slot.of(key));
+    Entry off = handedOff.isEmpty() ? null : handedOff.get(key);
+    return Optional.ofNullable(off == null || stored != null && !off.supersedes(stored) ? stored : off);
+  }
+
+  /**
+   * Keeps an entry this leaving peer handed off and then dropped readable by {@link #readable}
+   * until the process ends; not part of what it holds ({@link #all}, {@link #size}, the scans).
+   */
+  void keepHandedOff(Entry e) {
+    handedOff.merge(e.key(), e, (kept, next) -> next.supersedes(kept) ? next : kept);
   }
 
   /**

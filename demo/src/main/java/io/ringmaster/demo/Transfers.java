@@ -176,6 +176,9 @@ final class Transfers {
     for (Entry e : entries) {
       if (!routing.isOwner(e.key()) && store.removeIfUnchanged(e)) {
         dropped++;
+        if (routing.isLeaving()) {
+          store.keepHandedOff(e); // still read here until this peer has left the others' view
+        }
       }
     }
     return dropped;

@@ -1,0 +1,60 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Reads while an owner leaves, with one replica. Until the leaving peer has left the others' view,
+ * they still route its keys to it; after its hand-off it has dropped them, yet a read must still
+ * find them. And a read through the leaving peer, before its hand-off reached the new owner, must
+ * find the copy only it holds. Two real nodes in this JVM (the in-memory JGroups stack, no
+ * rebalancer): the test runs the leave's steps itself, in the order the rebalancer does, so that
+ * it can read between them.
+ */
+class LeavingReadTest {
+  private final List<InJvmPeer> peers = new ArrayList<>();
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  @Test
+  void keysOfALeavingOwner_readFromEitherPeer_beforeAndAfterItsHandOff() throws Exception {
+    String cluster = InJvmPeer.clusterName("leaving-read");
+    TestingAids aids = TestingAids.fromSystemProperties();
+    InJvmPeer a = InJvmPeer.start(cluster, "a", aids, builder -> builder.replicas(1));
+    peers.add(a);
+    InJvmPeer b = InJvmPeer.start(cluster, "b", aids, builder -> builder.replicas(1));
+    peers.add(b);
+    InJvmPeer.awaitOneRing(peers);
+    String key = a.keyOwnedBy(Set.of("b"));
+    assertEquals(List.of("b"), a.kv().put(key, "v1").owners());
+    assertTrue(a.store().get(key).isEmpty(), "only b holds it");
+
+    b.routing().startLeaving(); // b's LEAVING change: from here b routes by the ring without it
+    // Through b, before its hand-off: its ring names only a, which has nothing yet.
+    assertEquals(Optional.of("v1"), value(b.kv().get(key)), "read through b, before its hand-off");
+
+    List<Entry> held = List.copyOf(b.store().all());
+    assertTrue(b.transfers().push("a", held, Wire.PushKind.MIGRATION), "the hand-off to a");
+    assertEquals(1, b.transfers().dropUnowned(held));
+    assertTrue(b.store().get(key).isEmpty(), "b dropped what it handed off");
+    // Through a, whose ring still names b as the owner (b has not left the view yet).
+    assertEquals(List.of("b"), a.routing().owners(key));
+    assertEquals(Optional.of("v1"), value(a.kv().get(key)), "read through a, after b's hand-off");
+    assertEquals(Optional.of("v1"), value(b.kv().get(key)), "read through b, after its hand-off");
+    assertEquals(0, b.store().size(), "what b handed off is not counted as held");
+  }
+
+  private static Optional<String> value(KvService.Read read) {
+    return read.entry().filter(e -> !e.deleted()).map(Entry::value);
+  }
+}
