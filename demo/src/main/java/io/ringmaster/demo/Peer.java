@@ -8,7 +8,9 @@ import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -69,6 +71,14 @@ final class Peer implements AutoCloseable {
   private Rpc rpc;
   private Routing routing;
   private Rebalancer rebalancer;
+  /**
+   * The rebalancer, once it exists. It is an ownership listener from before the node starts, so
+   * that its first change is the node's own first one: what this peer gains, each range with the
+   * owners it had in the ring before the view that admitted this peer (peers admitted together do
+   * not name each other). It pulls through the RPC channel, which exists only once the node has
+   * started: that first change waits for it here.
+   */
+  private final CompletableFuture<Rebalancer> rebalancerReady = new CompletableFuture<>();
   private PullRetries pullRetries;
   private Sweeper sweeper;
   private boolean closed;
@@ -108,6 +118,7 @@ final class Peer implements AutoCloseable {
     try {
       peer.startNode();
     } catch (RuntimeException | IOException | Error e) {
+      peer.rebalancerReady.completeExceptionally(e); // its listener must not hold up the node's close
       try {
         runAll(node::close, () -> http.stop(0), () -> {
           if (peer.rpc != null) {
@@ -123,6 +134,18 @@ final class Peer implements AutoCloseable {
   }
 
   private void startNode() throws IOException {
+    node.addOwnershipListener(change -> {
+      Rebalancer r;
+      try {
+        r = rebalancerReady.get();
+      } catch (ExecutionException startFailed) {
+        return; // the peer's start failed: it never served, and hands nothing off
+      } catch (InterruptedException closing) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      r.onOwnershipChange(change);
+    });
     node.start();
     routing = new Routing(node);
     rpc = new Rpc(node, rpcWorkers, rpcTimer);
@@ -164,10 +187,8 @@ final class Peer implements AutoCloseable {
     });
     node.addDivergenceListener(d -> events.publish(Events.divergence(d)));
     events.publish(Events.started(self, options.endpoint(), node.viewId(), node.members()));
-    // Registered last, after start(), since it pulls through the RPC channel that only a started
-    // node has: its first call is this peer's ownership from nothing (INITIAL, no sources), which
-    // the rebalancer pulls from the owners in the ring without this peer.
-    node.addOwnershipListener(rebalancer);
+    // Last: from here the rebalancer moves data, starting with the change that waited for it.
+    rebalancerReady.complete(rebalancer);
     statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains,
             node.isInRing())),
         0, 1, TimeUnit.SECONDS);

@@ -225,8 +225,9 @@ final class Rebalancer implements OwnershipListener {
       return true;
     }
     if (change.previousRing().isEmpty()) {
-      // This peer's first ring is reported as gained from nothing, with no sources; where the data
-      // is now is the ring without this peer.
+      // A change from an empty ring names no sources (the first of a peer that started alone, or
+      // of a listener added after the start): where any data is now is the ring without this peer.
+      // A joiner's first change comes with its sources: the rebalancer listens from before the start.
       HashRing ring = change.ring();
       gained = RingDiff.compute(ring.without(routing.self()), ring, routing.self(), routing.replicas()).gained();
     }
