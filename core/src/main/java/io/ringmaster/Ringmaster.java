@@ -179,6 +179,10 @@ public final class Ringmaster implements AutoCloseable {
     if (lifecycle != Lifecycle.NEW) {
       throw new IllegalStateException("start() was already called on node " + config.nodeId());
     }
+    if (closeCalled.get()) { // a close() that has not taken this lock yet: the node must not join
+      throw new IllegalStateException("node " + config.nodeId() + " is closed; a closed node cannot start again:"
+          + " build a new one with the same settings to rejoin");
+    }
     lifecycle = Lifecycle.RUNNING;
     try {
       node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
@@ -230,8 +234,19 @@ public final class Ringmaster implements AutoCloseable {
     if (e instanceof RingmasterException || e instanceof IllegalArgumentException || e instanceof Error) {
       return e;
     }
+    String address = config.bindAddress().isPresent() && bindFailed(e) && !foundNoPort(e)
+        ? " on bindAddress \"" + config.bindAddress().get() + "\"" : "";
     return new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
-        + config.jgroupsConfig() + ": " + e, e);
+        + config.jgroupsConfig() + address + ": " + e, e);
+  }
+
+  private static boolean bindFailed(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof BindException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -325,7 +340,8 @@ public final class Ringmaster implements AutoCloseable {
    * <p>A thread whose interrupt flag is set when it calls close() (a {@code finally} after a
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
    * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin and
-   * for the listeners instead, but the LEAVING change is still queued for them.
+   * for the listeners instead, but the LEAVING change is still queued for them (close() waits up to
+   * 5 s more for that), and the callbacks queued by then still run, after close() returns.
    *
    * <p>Called while {@link #start()} runs on another thread, before the first ring came, close()
    * makes that start() give up once its connect returns (it throws a {@link RingmasterException}:
@@ -400,8 +416,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Waits for the LEAVING change to be queued, up to {@code timeoutMillis}, through interrupts: an
    * interrupt now would let the shutdown close the node before the view thread queues the change,
-   * and the listeners would never see the node leave. The interrupt is kept for the caller, and
-   * cuts short the wait for the listeners that comes next.
+   * and the listeners would never see the node leave. After an interrupt it waits at most
+   * {@link #QUEUE_LEAVING_TIMEOUT} more (the view thread may be held by a same-thread listener).
+   * The interrupt is kept for the caller, and cuts short the wait for the listeners that comes next.
    */
   private static void awaitThroughInterrupts(Future<?> queued, long timeoutMillis)
       throws ExecutionException, TimeoutException {
@@ -413,7 +430,9 @@ public final class Ringmaster implements AutoCloseable {
           queued.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
           return;
         } catch (InterruptedException e) {
-          interrupted = true; // the flag is clear now: wait again
+          interrupted = true; // the flag is clear now: wait again, not for long
+          long bound = System.nanoTime() + QUEUE_LEAVING_TIMEOUT.toNanos();
+          deadline = deadline - bound < 0 ? deadline : bound;
         }
       }
     } finally {
@@ -504,8 +523,11 @@ public final class Ringmaster implements AutoCloseable {
         listenerPool.shutdownNow();
       }
     } catch (InterruptedException e) {
+      // Interrupted: no more waiting, but the callbacks already queued (the LEAVING change, say)
+      // still run, on the pool's threads, after close() returns; a listener's fold must see the
+      // node leave. Nothing new is accepted.
       Thread.currentThread().interrupt();
-      listenerPool.shutdownNow();
+      listenerPool.shutdown();
     } catch (RuntimeException | Error e) {
       failures.add(e);
       listenerPool.shutdownNow();
@@ -1276,10 +1298,9 @@ public final class Ringmaster implements AutoCloseable {
 
     /**
      * The address the stack binds to, overriding the stack file's {@code bind_addr} (for example
-     * {@code 127.0.0.1}): it must resolve to an address of this host (a loopback address, or one of
-     * its interfaces'), as JGroups requires when the stack starts; a wrong one fails here instead.
-     * Not the wildcard ({@code 0.0.0.0}): the transport's address is the one the other members reach
-     * this node at.
+     * {@code 127.0.0.1}): it must resolve, and not to the wildcard ({@code 0.0.0.0}), since the
+     * transport's address is the one the other members reach this node at. Whether this host may
+     * bind it is found when the node starts: a start that cannot bind it fails naming this setting.
      */
     public Builder bindAddress(String bindAddress) {
       java.net.InetAddress address;
@@ -1292,23 +1313,8 @@ public final class Ringmaster implements AutoCloseable {
         throw new IllegalArgumentException("bindAddress \"" + bindAddress + "\" is the wildcard address: the"
             + " transport needs one address of this host, the one other members reach it at");
       }
-      if (!isLocal(address)) {
-        throw new IllegalArgumentException("bindAddress \"" + bindAddress + "\" (" + address.getHostAddress()
-            + ") is no address of this host: no network interface has it");
-      }
       this.bindAddress = bindAddress;
       return this;
-    }
-
-    private static boolean isLocal(java.net.InetAddress address) {
-      if (address.isLoopbackAddress()) {
-        return true;
-      }
-      try {
-        return java.net.NetworkInterface.getByInetAddress(address) != null;
-      } catch (java.net.SocketException e) {
-        return true; // the interfaces cannot be listed: let the bind itself decide
-      }
     }
 
     /** The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for any. */

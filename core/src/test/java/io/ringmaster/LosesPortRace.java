@@ -7,7 +7,6 @@ import java.net.SocketAddress;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.JChannel;
 import org.jgroups.stack.Protocol;
 import org.jgroups.util.DefaultSocketFactory;
@@ -27,21 +26,12 @@ public class LosesPortRace extends Protocol {
   private static final AtomicInteger RACES_TO_LOSE = new AtomicInteger();
   private static final List<JChannel> LOSERS = new CopyOnWriteArrayList<>();
   private static final AtomicInteger STACKS = new AtomicInteger();
-  private static final AtomicReference<String> INIT_FAILURE = new AtomicReference<>();
 
   /** The next {@code n} server sockets bound by stacks with this protocol lose the race. */
   static void loseNext(int n) {
     RACES_TO_LOSE.set(n);
     LOSERS.clear();
     STACKS.set(0);
-  }
-
-  /**
-   * The next stack with this protocol fails its init with a {@link BindException} of this message,
-   * as a bind that fails for a reason other than a port does ("Cannot assign requested address").
-   */
-  static void failNextInit(String message) {
-    INIT_FAILURE.set(message);
   }
 
   /** How many stacks with this protocol were built since {@link #loseNext}. */
@@ -58,10 +48,6 @@ public class LosesPortRace extends Protocol {
   public void init() throws Exception {
     super.init();
     STACKS.incrementAndGet();
-    String failure = INIT_FAILURE.getAndSet(null);
-    if (failure != null) {
-      throw new BindException(failure);
-    }
     JChannel channel = getProtocolStack().getChannel();
     setSocketFactory(new DefaultSocketFactory() {
       @Override

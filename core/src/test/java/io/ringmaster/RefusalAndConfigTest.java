@@ -518,10 +518,7 @@ class RefusalAndConfigTest {
     assertThrows(IllegalArgumentException.class, () -> builder.zone(big));
     assertThrows(IllegalArgumentException.class, () -> builder.endpoint(big));
     assertThrows(IllegalArgumentException.class, () -> builder.bindAddress("[::zz]"));
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> builder.bindAddress("192.0.2.1"));
-    assertEquals("bindAddress \"192.0.2.1\" (192.0.2.1) is no address of this host: no network interface has it",
-        e.getMessage());
-    e = assertThrows(IllegalArgumentException.class, () -> builder.bindAddress("0.0.0.0"));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> builder.bindAddress("0.0.0.0"));
     assertTrue(e.getMessage().startsWith("bindAddress \"0.0.0.0\" is the wildcard address"), e.getMessage());
     builder.bindAddress("localhost"); // a name is fine, if it is this host's
     builder.bindAddress("127.0.0.1");

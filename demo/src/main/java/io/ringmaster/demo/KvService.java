@@ -369,7 +369,7 @@ final class KvService {
         (ready.test(owner) ? asked : joining).add(owner);
       }
     }
-    if (routing.isLeaving() && !asked.contains(routing.self())) {
+    if (routing.isLeaving() && routing.inRing() && !asked.contains(routing.self())) {
       // A leaving peer owns nothing, but until its hand-off has reached the owners its copy may be
       // the only one, or the newest: it counts as one more answer.
       asked.add(0, routing.self());

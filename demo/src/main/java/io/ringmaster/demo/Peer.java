@@ -173,7 +173,7 @@ final class Peer implements AutoCloseable {
     try {
       rpc.start();
     } catch (Exception e) {
-      node.close();
+      // Peer.start closes the node, once the rebalancer's listener has been let go.
       throw new IOException("cannot open the fork channel on " + self + ": " + e, e);
     }
     node.addMembershipListener(c -> {

@@ -174,11 +174,17 @@ final class Transfers {
   long dropUnowned(List<Entry> entries) {
     long dropped = 0;
     for (Entry e : entries) {
-      if (!routing.isOwner(e.key()) && store.removeIfUnchanged(e)) {
+      if (routing.isOwner(e.key())) {
+        continue;
+      }
+      if (routing.isLeaving()) {
+        // Still read here until this peer has left the others' view; kept before the drop, so
+        // that a read between the two finds it. Kept even if the drop does not happen: a read
+        // takes the stored copy then, which is as new or newer.
+        store.keepHandedOff(e);
+      }
+      if (store.removeIfUnchanged(e)) {
         dropped++;
-        if (routing.isLeaving()) {
-          store.keepHandedOff(e); // still read here until this peer has left the others' view
-        }
       }
     }
     return dropped;
