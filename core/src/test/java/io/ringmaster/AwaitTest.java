@@ -84,12 +84,22 @@ class AwaitTest {
       Ringmaster a = cluster.start("a");
       List<Runnable> held = new CopyOnWriteArrayList<>();
       List<OwnershipChange> seen = new CopyOnWriteArrayList<>();
-      a.addOwnershipListener(seen::add, held::add); // an executor that runs nothing until told
+      AtomicBoolean open = new AtomicBoolean();
+      // An executor that runs nothing until told; once open, it runs deliveries at once (the
+      // LEAVING change when the test closes the node, which would otherwise wait leaveTimeout).
+      a.addOwnershipListener(seen::add, task -> {
+        if (open.get()) {
+          task.run();
+        } else {
+          held.add(task);
+        }
+      });
       org.awaitility.Awaitility.await("the first change, queued").atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 1);
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 2); // b's join, queued behind it
       assertEquals(1, held.size(), "one delivery launched, for both");
+      open.set(true);
       held.remove(0).run();
       assertEquals(2, seen.size());
       assertEquals(0, a.stats().pendingCallbacks());
