@@ -102,8 +102,9 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     private final HashRing after;
     private final String memberId;
     private final int replicas;
-    /** Owners a walk looks for: {@link #replicas}, at most the members with tokens. */
-    private final int walkLength;
+    /** Owners a walk of each ring looks for: {@link #replicas}, at most that ring's members with tokens. */
+    private final int wantBefore;
+    private final int wantAfter;
     private final int mb;
     private final int ma;
     private final int[] ownersBefore;
@@ -120,16 +121,18 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
       this.replicas = replicas;
       this.mb = mb;
       this.ma = ma;
-      // No walk finds more owners than a ring has members with tokens: more replicas change
-      // nothing but the work (a walk that goes all the way round for each segment).
-      this.walkLength = Math.min(replicas, Math.max(before.membersWithTokens(), after.membersWithTokens()));
-      this.ownersBefore = new int[walkLength];
-      this.ownersAfter = new int[walkLength];
+      // No walk finds more owners than its ring has members with tokens: more replicas change
+      // nothing but the work (a walk that goes all the way round for each segment, V^2 in all
+      // when one member joins a ring of one with two replicas). Capped ring by ring.
+      this.wantBefore = Math.min(replicas, before.membersWithTokens());
+      this.wantAfter = Math.min(replicas, after.membersWithTokens());
+      this.ownersBefore = new int[wantBefore];
+      this.ownersAfter = new int[wantAfter];
     }
 
     RingDiff run() {
-      long[] candBefore = candidates(before, mb, walkLength);
-      long[] candAfter = candidates(after, ma, walkLength);
+      long[] candBefore = candidates(before, mb, wantBefore);
+      long[] candAfter = candidates(after, ma, wantAfter);
       int nb = before.tokenCount();
       int na = after.tokenCount();
       if ((candBefore == null && candAfter == null) || (nb == 0 && na == 0)) {
@@ -149,8 +152,8 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
         boolean candidate = (candBefore != null && isSet(candBefore, ib))
             || (candAfter != null && isSet(candAfter, ja));
         if (candidate) {
-          int cb = nb == 0 ? 0 : before.walk(ib, walkLength, ownersBefore);
-          int ca = na == 0 ? 0 : after.walk(ja, walkLength, ownersAfter);
+          int cb = nb == 0 ? 0 : before.walk(ib, wantBefore, ownersBefore);
+          int ca = na == 0 ? 0 : after.walk(ja, wantAfter, ownersAfter);
           classify(new KeyRange(prev, v), cb, ca);
         } else if (i < nb && j < na) {
           // Skip ahead to just before the next candidate segment of either ring (or its last
