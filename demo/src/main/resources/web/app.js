@@ -147,7 +147,8 @@ function renderTable(ring) {
     const p = peers.get(m.id);
     if (p) {
       const same = p.agrees ?? (p.checksum === ring.checksum && String(p.viewId) === String(ring.viewId));
-      const td = cell(tr, `${p.viewId} / ${String(p.checksum).slice(0, 8)}`, same ? 'agree-ok' : 'agree-bad');
+      const state = same ? 'agree-ok' : settling(p, ring) ? 'muted' : 'agree-bad';
+      const td = cell(tr, `${p.viewId} / ${String(p.checksum).slice(0, 8)}`, state);
       td.dataset.checksum = p.checksum;
       td.title = `view ${p.viewId}, checksum ${p.checksum}`;
     } else {
@@ -157,17 +158,39 @@ function renderTable(ring) {
   }
 }
 
+/** When each (member, its view, this peer's view) mismatch was first seen: see settling(). */
+const mismatchSince = new Map();
+/** How long members may report another view than this peer's before the page calls it a divergence. */
+const SETTLE_MS = 5000;
+
+/**
+ * Whether a member that reports another view than this peer's is still settling: after a view
+ * change each member reports its new view within about a second, so a mismatch is a divergence
+ * only once it has lasted SETTLE_MS. The same view with another checksum is one at once.
+ */
+function settling(p, ring) {
+  if (String(p.viewId) === String(ring.viewId)) return false;
+  const key = `${p.id}|${p.viewId}|${ring.viewId}`;
+  if (!mismatchSince.has(key)) mismatchSince.set(key, Date.now());
+  return Date.now() - mismatchSince.get(key) < SETTLE_MS;
+}
+
 function renderAgreement(ring) {
   const badge = document.getElementById('agreement');
   const peers = ring.peers || [];
   const reported = ring.members.filter(m => peers.some(p => p.id === m.id));
-  const disagree = peers.filter(p => ring.members.some(m => m.id === p.id)
+  const mismatched = peers.filter(p => ring.members.some(m => m.id === p.id)
       && (p.checksum !== ring.checksum || String(p.viewId) !== String(ring.viewId)));
+  const waiting = mismatched.filter(p => settling(p, ring));
+  const disagree = mismatched.filter(p => !waiting.includes(p));
   // A member that reported the same ring long ago is not counted as agreeing (p.agrees is false).
-  const stale = peers.filter(p => p.agrees === false && !disagree.includes(p));
+  const stale = peers.filter(p => p.agrees === false && !mismatched.includes(p));
   if (disagree.length > 0) {
     badge.dataset.state = 'diverge';
     badge.textContent = `divergence: ${disagree.map(p => p.id).join(', ')} see another ring`;
+  } else if (waiting.length > 0) {
+    badge.dataset.state = 'unknown';
+    badge.textContent = `settling: ${waiting.map(p => p.id).join(', ')} not on view ${ring.viewId} yet`;
   } else if (reported.length < ring.members.length || stale.length > 0) {
     badge.dataset.state = 'unknown';
     badge.textContent = `${reported.length} of ${ring.members.length} members reported`

@@ -71,6 +71,7 @@ final class Peer implements AutoCloseable {
   private Rpc rpc;
   private Routing routing;
   private Rebalancer rebalancer;
+  private PeerDirectory directory;
   /**
    * The rebalancer, once it exists. It is an ownership listener from before the node starts, so
    * that its first change is the node's own first one: what this peer gains, each range with the
@@ -151,7 +152,7 @@ final class Peer implements AutoCloseable {
     rpc = new Rpc(node, rpcWorkers, rpcTimer);
     String self = routing.self();
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
-    PeerDirectory directory = new PeerDirectory(this::status, rpc);
+    directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
         aids.readRepair(), KvService.WriteTimeouts.DEFAULT);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
@@ -180,6 +181,9 @@ final class Peer implements AutoCloseable {
       if (c.previousViewId() < 0) {
         return; // the members when the listener was added: the "started" event lists them
       }
+      // Tell the others about the new ring now, not at the next tick: until then the ring page
+      // would see this peer on the old view.
+      statusTimer.execute(() -> guard("status", this::publishStatus));
       events.publish(Events.membership(c));
       if (c.isMerge()) {
         maintenance.execute(() -> guard("repair after merge", () -> sweeper.repairAfterMerge(c.viewId())));
@@ -189,9 +193,7 @@ final class Peer implements AutoCloseable {
     events.publish(Events.started(self, options.endpoint(), node.viewId(), node.members()));
     // Last: from here the rebalancer moves data, starting with the change that waited for it.
     rebalancerReady.complete(rebalancer);
-    statusTimer.scheduleWithFixedDelay(() -> guard("status", () -> directory.publish(node.ring()::contains,
-            node.isInRing())),
-        0, 1, TimeUnit.SECONDS);
+    statusTimer.scheduleWithFixedDelay(() -> guard("status", this::publishStatus), 0, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("repair retries", sweeper::retryRepair), 1, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("pull retries", () -> counters.keysMigratedIn.add(
@@ -207,6 +209,11 @@ final class Peer implements AutoCloseable {
         node::viewId));
     http.setExecutor(httpThreads);
     http.start();
+  }
+
+  /** Sends this peer's status (view, checksum, counts) to the others. */
+  private void publishStatus() {
+    directory.publish(node.ring()::contains, node.isInRing());
   }
 
   /**
