@@ -17,7 +17,10 @@ import java.util.concurrent.TimeUnit;
  * how long until every member's ring reflects a join, a kill -9 and a graceful leave. Prints
  * min / median / max over the runs, in milliseconds, from the same machine clock.
  *
- * <pre>{@code java -cp bench/target/benchmarks.jar io.ringmaster.bench.ClusterTimings [runs=5] [members=4]}</pre>
+ * <pre>{@code java -cp bench/target/benchmarks.jar io.ringmaster.bench.ClusterTimings [runs] [members]}</pre>
+ *
+ * runs defaults to 5 and members to 4; members is 3 to 20 (a kill and a leave need two survivors;
+ * the stack's TCP ports are 7800-7819).
  */
 public final class ClusterTimings {
   private static final String JAVA = ProcessHandle.current().info().command().orElse("java");
@@ -79,6 +82,10 @@ public final class ClusterTimings {
   public static void main(String[] args) throws Exception {
     int runs = args.length > 0 ? Integer.parseInt(args[0]) : 5;
     int size = args.length > 1 ? Integer.parseInt(args[1]) : 4;
+    if (runs < 1 || size < 3 || size > 20) {
+      throw new IllegalArgumentException("usage: ClusterTimings [runs >= 1] [members 3..20]; got runs " + runs
+          + ", members " + size);
+    }
     List<Long> joins = new ArrayList<>();
     List<Long> kills = new ArrayList<>();
     List<Long> leaves = new ArrayList<>();
