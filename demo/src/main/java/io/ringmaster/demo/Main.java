@@ -106,9 +106,11 @@ public final class Main {
    * killed with SIGKILL and could not stop its children itself.
    */
   private static void exitWithParent(long pid, PrintStream err) {
+    // One handle, taken now: it remembers the process's start time, so a new process that later
+    // gets the same pid does not pass for the launcher (a handle taken afresh each time would).
+    Optional<ProcessHandle> parent = ProcessHandle.of(pid);
     ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(Peer.daemons("parent-watch"));
     watch.scheduleWithFixedDelay(() -> {
-      Optional<ProcessHandle> parent = ProcessHandle.of(pid);
       if (parent.isEmpty() || !parent.get().isAlive()) {
         err.println("launcher process " + pid + " is gone; leaving");
         System.exit(0);
