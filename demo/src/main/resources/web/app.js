@@ -158,7 +158,7 @@ function renderTable(ring) {
   }
 }
 
-/** When each (member, its view, this peer's view) mismatch was first seen: see settling(). */
+/** Per member: the mismatch (its view, this peer's view) last seen and since when; see settling(). */
 const mismatchSince = new Map();
 /** How long members may report another view than this peer's before the page calls it a divergence. */
 const SETTLE_MS = 5000;
@@ -170,9 +170,11 @@ const SETTLE_MS = 5000;
  */
 function settling(p, ring) {
   if (String(p.viewId) === String(ring.viewId)) return false;
-  const key = `${p.id}|${p.viewId}|${ring.viewId}`;
-  if (!mismatchSince.has(key)) mismatchSince.set(key, Date.now());
-  return Date.now() - mismatchSince.get(key) < SETTLE_MS;
+  const key = `${p.viewId}|${ring.viewId}`;
+  const seen = mismatchSince.get(p.id);
+  // One entry per member, replaced when the mismatch changes: the map stays as small as the cluster.
+  if (!seen || seen.key !== key) mismatchSince.set(p.id, { key, since: Date.now() });
+  return Date.now() - mismatchSince.get(p.id).since < SETTLE_MS;
 }
 
 function renderAgreement(ring) {

@@ -241,8 +241,13 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   private static boolean bindFailed(Throwable e) {
+    return anyCause(e, t -> t instanceof BindException);
+  }
+
+  /** Whether {@code e} or one of its causes passes {@code test}. */
+  private static boolean anyCause(Throwable e, Predicate<Throwable> test) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof BindException) {
+      if (test.test(t)) {
         return true;
       }
     }
@@ -307,12 +312,8 @@ public final class Ringmaster implements AutoCloseable {
    * causes. Other bind failures, such as a bind address of no interface, are not retried.
    */
   private static boolean foundNoPort(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof BindException && String.valueOf(t.getMessage()).startsWith("No available port")) {
-        return true;
-      }
-    }
-    return false;
+    return anyCause(e, t -> t instanceof BindException
+        && String.valueOf(t.getMessage()).startsWith("No available port"));
   }
 
   /**
