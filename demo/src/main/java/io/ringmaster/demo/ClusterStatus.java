@@ -112,6 +112,17 @@ final class ClusterStatus {
         .allMatch(id -> answering(id, members.get().get(id)).isPresent());
   }
 
+  /** The member ids of the ring of the first of {@code peers} that answers; none if none does. */
+  Set<String> ringIds(List<PeerProcess> peers) {
+    for (PeerProcess p : peers) {
+      Optional<Map<String, String>> members = ringEndpoints(p);
+      if (members.isPresent()) {
+        return members.get().keySet();
+      }
+    }
+    return Set.of();
+  }
+
   /** The members of a peer's ring, each with the endpoint it announced ("" for none). */
   private Optional<Map<String, String>> ringEndpoints(PeerProcess p) {
     return get(p.url() + "/ring?ranges=false").map(ring -> {

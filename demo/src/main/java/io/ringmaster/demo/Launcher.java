@@ -170,12 +170,17 @@ final class Launcher {
     return true;
   }
 
-  /** Starts {@code n} peers at once and waits until each serves HTTP; returns those that do. */
+  /**
+   * Starts {@code n} peers at once and waits until each serves HTTP; returns those that do. Ids
+   * that the ring already holds (peers started by hand, as its live peers see it) are skipped: the
+   * cluster would refuse a second member with one of them.
+   */
   private List<PeerProcess> add(int n) {
+    Set<String> taken = new ClusterStatus(http, out).ringIds(live());
     List<PeerProcess> started = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       try {
-        started.add(spawn());
+        started.add(spawn(taken));
       } catch (IOException e) {
         err.println("error: cannot start a peer: " + e.getMessage());
         if (isStopping() || e instanceof PortNotAllowed) {
@@ -205,13 +210,17 @@ final class Launcher {
     }
   }
 
-  private PeerProcess spawn() throws IOException {
+  private PeerProcess spawn(Set<String> taken) throws IOException {
     int port = freePort();
     synchronized (peers) { // with stopAll: a peer started is either in its list or not started at all
       if (closing) {
         throw new IOException("the launcher is stopping");
       }
-      PeerProcess p = PeerProcess.start("peer-" + nextIndex++, port, options, logDir);
+      String id = "peer-" + nextIndex++;
+      for (; taken.contains(id); id = "peer-" + nextIndex++) {
+        out.println(id + " is in the ring already (a peer started by hand); skipping that id");
+      }
+      PeerProcess p = PeerProcess.start(id, port, options, logDir);
       peers.put(p.id(), p);
       return p;
     }

@@ -3,6 +3,8 @@ package io.ringmaster.demo;
 import io.ringmaster.RingmasterException;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
@@ -111,10 +113,26 @@ public final class Main {
     Optional<ProcessHandle> parent = ProcessHandle.of(pid);
     ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(Peer.daemons("parent-watch"));
     watch.scheduleWithFixedDelay(() -> {
-      if (parent.isEmpty() || !parent.get().isAlive()) {
+      if (parent.isEmpty() || !parent.get().isAlive() || exitedUnreaped(pid)) {
         err.println("launcher process " + pid + " is gone; leaving");
         System.exit(0);
       }
     }, 1, 1, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Whether process {@code pid} has exited but its parent has not collected it yet (a zombie,
+   * state {@code Z} in {@code /proc/<pid>/stat}): a launcher started by a program that never waits
+   * for its children stays one after a {@code kill -9}, and {@link ProcessHandle#isAlive()} takes a
+   * zombie for alive. False where there is no {@code /proc}.
+   */
+  static boolean exitedUnreaped(long pid) {
+    try {
+      String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+      int name = stat.lastIndexOf(')'); // "pid (command name) state ...": the name may hold spaces and ')'
+      return name > 0 && name + 2 < stat.length() && "ZX".indexOf(stat.charAt(name + 2)) >= 0;
+    } catch (IOException | RuntimeException noProc) {
+      return false;
+    }
   }
 }

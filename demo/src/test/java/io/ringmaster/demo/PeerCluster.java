@@ -65,6 +65,11 @@ final class PeerCluster implements AutoCloseable {
     this.logDir = Files.createDirectories(Path.of("target", "peer-logs", test));
   }
 
+  /** The JGroups cluster name its peers join. */
+  String name() {
+    return cluster;
+  }
+
   /** Starts the first peer alone and waits for it, then the others together. */
   void startAll(String... ids) throws IOException {
     awaitReady(start(ids[0]));
@@ -102,9 +107,11 @@ final class PeerCluster implements AutoCloseable {
     props.forEach((k, v) -> command.add("-D" + k + "=" + v));
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
         Main.class.getName(), "peer", "--id", id, "--http-port", Integer.toString(port),
-        "--replicas", Integer.toString(replicas), "--cluster", cluster,
-        // A test JVM that dies (killed, or the IDE's stop button) takes its peers with it.
-        "--parent-pid", Long.toString(ProcessHandle.current().pid())));
+        "--replicas", Integer.toString(replicas), "--cluster", cluster));
+    if (!List.of(peerFlags).contains("--parent-pid")) {
+      // A test JVM that dies (killed, or the IDE's stop button) takes its peers with it.
+      command.addAll(List.of("--parent-pid", Long.toString(ProcessHandle.current().pid())));
+    }
     command.addAll(List.of(peerFlags));
     Process p = new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.to(log.toFile())).start();

@@ -1,0 +1,145 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The launcher ({@code cluster}) as a user runs it: a process of its own that starts its peers as
+ * child processes and reads commands from stdin. Its HTTP ports start at 26000, which no other
+ * test uses; its peers find the cluster on {@link PeerCluster}'s JGroups ports, through the system
+ * properties the launcher hands on to them.
+ */
+class LauncherProcessTest extends WithPeerCluster {
+  private Process launcher;
+  private final StringBuffer output = new StringBuffer();
+  private final List<ProcessHandle> children = new ArrayList<>();
+
+  @AfterEach
+  void killTheLauncherAndItsPeers() throws InterruptedException {
+    if (launcher != null) {
+      launcher.descendants().forEach(children::add);
+      launcher.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+    }
+    for (ProcessHandle child : children) {
+      child.destroyForcibly();
+      child.onExit().orTimeout(30, TimeUnit.SECONDS).exceptionally(e -> child).join();
+    }
+  }
+
+  @Test
+  @Timeout(value = 180, unit = TimeUnit.SECONDS)
+  void add_skipsAnIdAPeerStartedByHandHolds_andQuitStopsEveryPeerItStarted() throws Exception {
+    cluster = new PeerCluster("launcher-process", 2);
+    cluster.startAll("peer-3"); // by hand, under the id the launcher would give its third peer
+
+    Path logs = Files.createDirectories(Path.of("target", "peer-logs", "launcher-process", "launched"));
+    List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
+        "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
+        "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
+        "-cp", System.getProperty("java.class.path"), Main.class.getName(),
+        "cluster", "--peers", "2", "--replicas", "2", "--cluster", cluster.name(), "--base-port", "26000",
+        "--log-dir", logs.toString());
+    launcher = new ProcessBuilder(command).redirectErrorStream(true).start();
+    Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
+    reader.setDaemon(true);
+    reader.start();
+    OutputStream stdin = launcher.getOutputStream();
+
+    await("the launcher's first two peers, in one ring with peer-3").atMost(Duration.ofSeconds(90))
+        .until(() -> output.toString().contains("ring: all 2 peers agree"));
+    assertTrue(output.toString().contains("peer-1 ready at http://127.0.0.1:"), output.toString());
+    assertTrue(output.toString().contains("peer-2 ready at http://127.0.0.1:"), output.toString());
+
+    stdin.write("add\n".getBytes(StandardCharsets.UTF_8));
+    stdin.flush();
+    await("the launcher's verdict on the ring after add").atMost(Duration.ofSeconds(90))
+        .until(() -> output.toString().split("\nring: ", -1).length == 3);
+    String out = output.toString();
+    assertTrue(out.contains("ring: all 3 peers agree"), out);
+    assertTrue(out.contains("peer-3 is in the ring already (a peer started by hand); skipping that id"), out);
+    assertTrue(out.contains("peer-4 ready at http://127.0.0.1:"), out);
+    assertFalse(out.contains("did not start"), out);
+    Set<String> members = new TreeSet<>();
+    cluster.json("peer-3", "/ring?ranges=false").path("members").forEach(m -> members.add(m.path("id").asText()));
+    assertEquals(Set.of("peer-1", "peer-2", "peer-3", "peer-4"), members);
+
+    launcher.descendants().forEach(children::add);
+    assertEquals(3, children.size(), "the launcher's three peers: " + children);
+    stdin.write("quit\n".getBytes(StandardCharsets.UTF_8));
+    stdin.flush();
+    assertTrue(launcher.waitFor(120, TimeUnit.SECONDS), "the launcher exits after quit: " + output);
+    assertEquals(0, launcher.exitValue(), output.toString());
+    for (ProcessHandle child : children) {
+      assertFalse(child.isAlive(), "a peer outlived the launcher's quit: " + child.pid());
+    }
+    assertTrue(cluster.peer("peer-3").process().isAlive(), "the peer started by hand is not the launcher's to stop");
+    await("peer-3 alone in its ring").atMost(Duration.ofSeconds(60))
+        .until(() -> cluster.json("peer-3", "/stats").path("members").asInt() == 1);
+  }
+
+  @Test
+  @Timeout(value = 120, unit = TimeUnit.SECONDS)
+  void peers_whoseLauncherIsKilled_leave_alsoWhenTheLauncherIsLeftAZombie() throws Exception {
+    // Stand-ins for two launchers. The first is a child of a shell that never waits for it while it
+    // blocks in read: once killed, it stays a zombie until the test lets the shell go on to wait.
+    Process shell = new ProcessBuilder("sh", "-c", "sleep 600 & echo $!; read go; wait").start();
+    children.add(shell.toHandle());
+    long unreaped = Long.parseLong(new BufferedReader(
+        new InputStreamReader(shell.getInputStream(), StandardCharsets.UTF_8)).readLine().strip());
+    Process reaped = new ProcessBuilder("sleep", "600").start(); // this JVM reaps it at once
+    children.add(reaped.toHandle());
+    cluster = new PeerCluster("launcher-gone", 1);
+    PeerCluster.TestPeer a = cluster.start("peer-a", "--parent-pid", Long.toString(unreaped));
+    cluster.awaitReady(a);
+    PeerCluster.TestPeer b = cluster.start("peer-b", "--parent-pid", Long.toString(reaped.pid()));
+    cluster.awaitReady(b);
+
+    ProcessHandle.of(unreaped).orElseThrow().destroyForcibly();
+    reaped.destroyForcibly();
+    await("the first stand-in, a zombie").atMost(Duration.ofSeconds(10)).until(() -> Main.exitedUnreaped(unreaped));
+    for (PeerCluster.TestPeer p : List.of(a, b)) {
+      assertTrue(p.process().waitFor(30, TimeUnit.SECONDS), p.name() + " outlived its launcher");
+      assertEquals(0, p.process().exitValue(), p.name() + " left through its shutdown hook");
+      assertTrue(Files.readString(p.log()).contains("is gone; leaving"), Files.readString(p.log()));
+    }
+    assertTrue(Main.exitedUnreaped(unreaped), "still a zombie: the check, not a reaping, let peer-a go");
+    try (OutputStream go = shell.getOutputStream()) {
+      go.write('\n');
+    }
+    assertTrue(shell.waitFor(30, TimeUnit.SECONDS), "the shell collects the zombie and exits");
+    assertFalse(Main.exitedUnreaped(unreaped), "collected");
+  }
+
+  private void copy(InputStream in) {
+    char[] buffer = new char[4096];
+    try (Reader reader = new InputStreamReader(in, StandardCharsets.UTF_8)) {
+      for (int n = reader.read(buffer); n >= 0; n = reader.read(buffer)) {
+        output.append(buffer, 0, n);
+      }
+    } catch (IOException closed) {
+      // the launcher is gone
+    }
+  }
+}
