@@ -2,6 +2,7 @@ package io.ringmaster.ring;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.RingDiff.Role;
@@ -34,12 +35,14 @@ class RingDiffTest {
     int hits = 0;
     for (RingDiff.Gained g : diff.gained()) {
       if (g.range().contains(p)) {
+        assertNull(old, () -> "gained at " + p + ", where the member already was " + old + " (a role change)");
         result = g.role();
         hits++;
       }
     }
     for (RingDiff.Lost l : diff.lost()) {
       if (l.range().contains(p)) {
+        assertEquals(old, l.role(), () -> "lost at " + p + " the role " + l.role() + ", where the member was " + old);
         result = null;
         hits++;
       }
