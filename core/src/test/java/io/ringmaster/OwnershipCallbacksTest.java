@@ -567,7 +567,7 @@ class OwnershipCallbacksTest {
         Thread closer = new Thread(b::close, "closer");
         closer.start();
         // It waits for start() to return (start holds the node's lock), having told it to give up.
-        await("close() waits for start()").atMost(WAIT).until(() -> closer.getState() == Thread.State.BLOCKED);
+        await("close() waits for start()").atMost(WAIT).until(() -> blockedIn(closer, "close"));
         HoldsViews.release();
         ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
             TimeUnit.MILLISECONDS));
@@ -583,6 +583,18 @@ class OwnershipCallbacksTest {
       assertEquals(List.of(), heard, "no listener heard of a node whose start failed");
       TestCluster.awaitAgreement(List.of(a), 1, WAIT);
     }
+  }
+
+  /**
+   * Whether {@code t} waits for a monitor in a method named {@code method} of {@link Ringmaster}
+   * itself, the top frame: not for another lock, say a class being loaded, on its way there.
+   */
+  private static boolean blockedIn(Thread t, String method) {
+    // Blocked before and after the stack is taken: the stack shows where it is blocked.
+    boolean blocked = t.getState() == Thread.State.BLOCKED;
+    StackTraceElement[] stack = t.getStackTrace();
+    return blocked && stack.length > 0 && stack[0].getClassName().equals(Ringmaster.class.getName())
+        && stack[0].getMethodName().equals(method) && t.getState() == Thread.State.BLOCKED;
   }
 
   /** Whether {@code t} is waiting, inside a method named {@code method} of {@link Ringmaster}. */
