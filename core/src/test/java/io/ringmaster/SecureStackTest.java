@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,8 +11,11 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.protocols.AUTH;
@@ -21,8 +25,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What {@code secure-tcp.xml} promises beyond refusing a wrong secret (RefusalAndConfigTest): the
- * payloads leave a member encrypted, a message that comes without the key's encryption is
- * dropped, and a join proof is good for the joiner's own address only. Two real members on
+ * payloads leave a member encrypted (and not in ECB mode), a message that comes without the key's
+ * encryption, or changed on the way, is dropped, and a join proof is good for the joiner's own
+ * address only. Two real members on
  * 127.0.0.1, with {@link WireTap}s put into their running stacks just above and below the
  * encryption.
  */
@@ -31,7 +36,7 @@ class SecureStackTest {
   private static final String STACK = "ringmaster/jgroups/secure-tcp.xml";
 
   @Test
-  void payloadsLeaveEncrypted_andAPlainMessageFromOutsideIsDropped() throws Exception {
+  void payloadsLeaveSealed_plainOrChangedMessagesAreDropped_equalPlaintextsDiffer() throws Exception {
     String idA = "alpha-7Qz2";
     String idB = "bravo-3Kd8";
     try (TestCluster cluster = new TestCluster("secure-wire")) {
@@ -62,6 +67,35 @@ class SecureStackTest {
           .until(() -> aAbove.probesUp.contains("wiretap:sealed"));
       assertFalse(aAbove.probesUp.contains("wiretap:plain"), "a plain message got past the encryption");
       assertFalse(aBelow.probesUp.contains("wiretap:sealed"), "the sealed message was readable on the wire");
+
+      // The same 200 bytes sent twice: two ciphertexts that differ, and no block repeated in
+      // either, though the plaintext repeats one block (ECB would give equal blocks).
+      String same = "x".repeat(200);
+      bAbove.sendDown(WireTap.probe(toA, same));
+      bAbove.sendDown(WireTap.probe(toA, same));
+      await("both arrive").atMost(WAIT)
+          .until(() -> aAbove.probesUp.stream().filter(("wiretap:" + same)::equals).count() == 2);
+      List<byte[]> sealed = bBelow.sentDown.stream().filter(p -> p.length == sealedLength(208)).toList();
+      assertEquals(2, sealed.size(), "the two sealed payloads on the wire");
+      int cipherLength = sealedLength(208) - 32; // the MAC, over the random IV too, differs anyway
+      assertFalse(Arrays.equals(sealed.get(0), 0, cipherLength, sealed.get(1), 0, cipherLength),
+          "the same plaintext gave the same ciphertext");
+      for (byte[] ciphertext : sealed) {
+        Set<String> blocks = new HashSet<>();
+        for (int i = 0; i + 16 <= ciphertext.length; i += 16) {
+          assertTrue(blocks.add(Arrays.toString(Arrays.copyOfRange(ciphertext, i, i + 16))), "a repeated block");
+        }
+      }
+
+      // A sealed payload with one bit changed on the way is dropped, not decrypted to something else.
+      String changed = "t".repeat(292);
+      aBelow.corruptLength = sealedLength(300);
+      bAbove.sendDown(WireTap.probe(toA, changed));
+      bAbove.sendDown(WireTap.probe(toA, "after"));
+      await("the message after it").atMost(WAIT).until(() -> aAbove.probesUp.contains("wiretap:after"));
+      assertEquals(1, aBelow.corrupted.get(), "the changed message reached a");
+      assertTrue(aAbove.probesUp.stream().noneMatch(p -> p.startsWith("wiretap:t")),
+          "a changed payload got past the integrity check: " + aAbove.probesUp);
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
     }
   }
@@ -112,9 +146,14 @@ class SecureStackTest {
     return tap;
   }
 
+  /** The length of a sealed payload of {@code plain} bytes: AES-CBC with PKCS#5 padding, then a 32-byte MAC. */
+  private static int sealedLength(int plain) {
+    return (plain / 16 + 1) * 16 + 32;
+  }
+
   private static boolean contains(byte[] haystack, byte[] needle) {
     for (int i = 0; i + needle.length <= haystack.length; i++) {
-      if (java.util.Arrays.equals(haystack, i, i + needle.length, needle, 0, needle.length)) {
+      if (Arrays.equals(haystack, i, i + needle.length, needle, 0, needle.length)) {
         return true;
       }
     }

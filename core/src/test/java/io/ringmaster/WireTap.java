@@ -24,6 +24,9 @@ final class WireTap extends Protocol {
   private static final byte[] PROBE = "wiretap:".getBytes(StandardCharsets.US_ASCII);
   final List<byte[]> sentDown = new CopyOnWriteArrayList<>();
   final List<String> probesUp = new CopyOnWriteArrayList<>();
+  /** Up-going payloads of this length get one bit flipped, as if changed on the way (-1: none). */
+  volatile int corruptLength = -1;
+  final java.util.concurrent.atomic.AtomicInteger corrupted = new java.util.concurrent.atomic.AtomicInteger();
   private final boolean swallowProbes;
 
   WireTap(boolean swallowProbes) {
@@ -50,6 +53,7 @@ final class WireTap extends Protocol {
 
   @Override
   public Object up(Message msg) {
+    corruptIfAsked(msg);
     String probe = probeText(msg);
     if (probe != null && swallowProbes) {
       probesUp.add(probe);
@@ -66,6 +70,7 @@ final class WireTap extends Protocol {
   public void up(MessageBatch batch) {
     List<String> probes = new ArrayList<>();
     batch.removeIf(m -> {
+      corruptIfAsked(m);
       String probe = probeText(m);
       if (probe != null) {
         probes.add(probe);
@@ -76,6 +81,13 @@ final class WireTap extends Protocol {
       up_prot.up(batch);
     }
     probesUp.addAll(probes);
+  }
+
+  private void corruptIfAsked(Message msg) {
+    if (msg.hasArray() && msg.getLength() == corruptLength) {
+      msg.getArray()[msg.getOffset() + msg.getLength() / 2] ^= 0x10;
+      corrupted.incrementAndGet();
+    }
   }
 
   private static String probeText(Message msg) {
