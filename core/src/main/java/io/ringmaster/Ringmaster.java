@@ -1328,8 +1328,10 @@ public final class Ringmaster implements AutoCloseable {
     }
 
     /**
-     * TCPPING's initial hosts, as {@code 127.0.0.1[7800],127.0.0.1[7801]}. The stack must have
-     * TCPPING ({@code localhost-tcp.xml} and {@code secure-tcp.xml} do): building fails otherwise.
+     * TCPPING's initial hosts, as {@code 127.0.0.1[7800],10.0.0.2[7800]}: each port is probed with
+     * the {@code port_range} ports after it that the stack's TCPPING sets, as the same string in the
+     * stack file would be. The stack must have TCPPING ({@code localhost-tcp.xml} and
+     * {@code secure-tcp.xml} do): building fails otherwise.
      */
     public Builder initialHosts(String initialHosts) {
       Stacks.parseHosts(nonEmpty("initialHosts", initialHosts));

@@ -8,14 +8,18 @@ import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import org.jgroups.JChannel;
+import org.jgroups.PhysicalAddress;
 import org.jgroups.conf.ConfiguratorFactory;
 import org.jgroups.conf.ProtocolConfiguration;
 import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.stack.IpAddress;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.Util;
 
@@ -166,8 +170,28 @@ final class Stacks {
         throw new IllegalArgumentException("initialHosts is set but stack " + config.jgroupsConfig()
             + " has no TCPPING");
       }
-      ping.setInitialHosts(parseHosts(config.initialHosts().get()));
+      // TCPPING expanded its own initial_hosts when the channel was built; a list set now is
+      // taken as it is, so it gets the same expansion here.
+      ping.setInitialHosts2(expand(parseHosts(config.initialHosts().get()), ping.getPortRange(),
+          transport.getBindAddr()));
     }
+  }
+
+  /**
+   * {@code hosts} as TCPPING expands the {@code initial_hosts} of a stack file: each port and the
+   * {@code portRange} ports after it, each also at the transport's bind address (JGroups' JGRP-2910).
+   */
+  static List<PhysicalAddress> expand(List<InetSocketAddress> hosts, int portRange, InetAddress bindAddress) {
+    Set<PhysicalAddress> out = new LinkedHashSet<>();
+    for (InetSocketAddress host : hosts) {
+      for (int port = host.getPort(); port <= host.getPort() + portRange && port <= 65_535; port++) {
+        out.add(new IpAddress(host.getAddress(), port));
+        if (bindAddress != null) {
+          out.add(new IpAddress(bindAddress, port));
+        }
+      }
+    }
+    return new ArrayList<>(out);
   }
 
   /** Parses {@code host[port],host[port]}; fails naming the setting and the bad entry. */

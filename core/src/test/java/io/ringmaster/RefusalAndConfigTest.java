@@ -133,6 +133,25 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * The initialHosts setting probes the port range after each port, as the same string in the
+   * stack file does: b lists only 7860, where nobody is, and joins a at 7861 at once, instead of
+   * starting alone and merging seconds later.
+   */
+  @Test
+  void initialHosts_probesThePortRangeAfterEachPort_asInTheStackFile() {
+    try (TestCluster cluster = new TestCluster("initial-hosts-range")) {
+      String stack = "ringmaster/jgroups/localhost-tcp.xml";
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack).bindPort(7861)
+          .initialHosts("127.0.0.1[7861]"));
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack).bindPort(7862)
+          .initialHosts("127.0.0.1[7860]"));
+      assertEquals(List.of("a", "b"), b.members().stream().map(Member::id).sorted().toList(),
+          "b's first ring, from its join");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+    }
+  }
+
   @Test
   void secureStack_noSecretAnywhere_failsFastSayingSo() {
     org.junit.jupiter.api.Assumptions.assumeTrue(
