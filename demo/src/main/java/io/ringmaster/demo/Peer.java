@@ -7,12 +7,14 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
@@ -181,12 +183,12 @@ final class Peer implements AutoCloseable {
       if (c.previousViewId() < 0) {
         return; // the members when the listener was added: the "started" event lists them
       }
+      events.publish(Events.membership(c));
       // Tell the others about the new ring now, not at the next tick: until then the ring page
       // would see this peer on the old view.
-      statusTimer.execute(() -> guard("status", this::publishStatus));
-      events.publish(Events.membership(c));
+      runOn(statusTimer, "status", this::publishStatus);
       if (c.isMerge()) {
-        maintenance.execute(() -> guard("repair after merge", () -> sweeper.repairAfterMerge(c.viewId())));
+        runOn(maintenance, "repair after merge", () -> sweeper.repairAfterMerge(c.viewId()));
       }
     });
     node.addDivergenceListener(d -> events.publish(Events.divergence(d)));
@@ -273,8 +275,10 @@ final class Peer implements AutoCloseable {
     // Every step runs even if one before it threw: a failure must not leave the node in the
     // cluster, the port bound or the threads running.
     try {
+      // No sweeps, repairs or pull retries during the hand-off. The status reports go on until
+      // the peer is out of the view: the other peers' ring pages would take its silence for a
+      // divergence.
       maintenance.shutdownNow();
-      statusTimer.shutdownNow();
       long started = System.nanoTime();
       runAll(() -> {
         if (rebalancer != null && !node.isInRing() && node.viewId() >= 0) {
@@ -289,12 +293,37 @@ final class Peer implements AutoCloseable {
         node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
       });
       // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
-      System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d, still held: %d%n",
-          routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), store.size());
+      System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d; %s%n",
+          routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), leaveOutcome());
       System.out.flush();
     } finally {
       runAll(() -> http.stop(0), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
     }
+  }
+
+  /** Runs a task on one of the peer's executors, unless the peer is closing and that one has stopped. */
+  private void runOn(ExecutorService executor, String what, Runnable task) {
+    try {
+      executor.execute(() -> guard(what, task));
+    } catch (RejectedExecutionException closing) {
+      // stopped by close(): nothing more to report or repair
+    }
+  }
+
+  /**
+   * How the hand-off ended, in words. After a complete one the store may still hold copies of
+   * writes that came in during the leave: those are on their owners too, so they are not counted.
+   */
+  private String leaveOutcome() {
+    Optional<Rebalancer.LeaveOutcome> outcome = rebalancer == null ? Optional.empty() : rebalancer.leaveOutcome();
+    if (outcome.isEmpty()) {
+      return store.size() == 0 ? "it held nothing" : "no hand-off ran; " + store.size() + " entries held here";
+    }
+    return switch (outcome.get()) {
+      case COMPLETE -> "every entry reached its owners";
+      case LAST_PEER -> "the last peer: nobody to hand off to; " + store.size() + " entries leave with it";
+      case INCOMPLETE -> "hand-off incomplete: " + store.size() + " entries may be held here only";
+    };
   }
 
   /** Runs every step, even after one throws; then throws the first failure, the later ones suppressed. */

@@ -44,6 +44,18 @@ final class Rebalancer implements OwnershipListener {
    * the node gives up waiting and leaves.
    */
   private volatile Long stopping;
+  /** How the last drain of a leave ended: null before any. */
+  private volatile LeaveOutcome leaveOutcome;
+
+  /** How a leave's hand-off ended, for the peer's last words. */
+  enum LeaveOutcome {
+    /** Every entry reached its owners in the ring left behind (copies of writes taken meanwhile are there too). */
+    COMPLETE,
+    /** The last peer: nobody to hand anything to. */
+    LAST_PEER,
+    /** Some entries may be held here only: every other peer was leaving, or the budget ran out. */
+    INCOMPLETE
+  }
 
   /**
    * @param leaveBudget how long a leaving peer may keep handing its data off: less than the
@@ -173,10 +185,21 @@ final class Rebalancer implements OwnershipListener {
    * @return whether everything was handed off
    */
   private boolean drain(long deadline) {
+    LeaveOutcome outcome = drainPasses(deadline);
+    leaveOutcome = outcome;
+    return outcome != LeaveOutcome.INCOMPLETE;
+  }
+
+  /** How the last leave's hand-off ended, if this peer has left (or begun to). */
+  java.util.Optional<LeaveOutcome> leaveOutcome() {
+    return java.util.Optional.ofNullable(leaveOutcome);
+  }
+
+  private LeaveOutcome drainPasses(long deadline) {
     while (true) {
       HashRing ring = routing.ring();
       if (ring.isEmpty()) {
-        return true; // the last peer: nobody to hand anything to, and nothing failed
+        return LeaveOutcome.LAST_PEER; // nobody to hand anything to, and nothing failed
       }
       Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
       for (Entry e : store.all()) { // tombstones included
@@ -196,18 +219,18 @@ final class Rebalancer implements OwnershipListener {
       }
       counters.keysMigratedOut.add(moved);
       if (complete) {
-        return true;
+        return LeaveOutcome.COMPLETE;
       }
       if (routing.onlyLeaversLeft()) {
         // Every peer left is stopping too (the last ones, stopped together): nobody will take
         // the data, and waiting would only resend it until the budget is spent.
         // System.out, not a logger: this runs in the shutdown hook, after java.util.logging reset.
         leaveNote("every other peer is leaving too; leaving with %d entries", store.size());
-        return false;
+        return LeaveOutcome.INCOMPLETE;
       }
       if (System.nanoTime() - deadline >= 0 || Thread.currentThread().isInterrupted()) { // interrupted: stopping
         leaveNote("leave budget %s spent; still holding %d entries", leaveBudget, store.size());
-        return false;
+        return LeaveOutcome.INCOMPLETE;
       }
       // Again once a leaver went or refused (maybe during this pass), or after half a second.
       Waits.until(() -> routing.ring() != ring, Duration.ofMillis(500));
