@@ -14,6 +14,8 @@ final class Counters {
   final LongAdder writesForwarded = new LongAdder();
   /** Read repairs sent: owners sent a key's newest copy because a read found theirs older, or missing. */
   final LongAdder readRepairs = new LongAdder();
+  /** Reads of a key this peer owns but had no copy of yet, answered from its previous owners ({@link Incoming}). */
+  final LongAdder readsFromPreviousOwners = new LongAdder();
   /** Entries that a migration (pull, or a push into a gained range) added or updated here. */
   final LongAdder keysMigratedIn = new LongAdder();
   /** Entries handed off for a lost range and then dropped here. */

@@ -17,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -55,6 +56,8 @@ final class KvService {
   static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
   static final Duration WRITE_DEADLINE = Duration.ofSeconds(10);
   static final Duration READY_WAIT = Duration.ofSeconds(1);
+  /** How long an owner still taking a key in waits for its previous owners' copies (within a reader's {@link #CALL_TIMEOUT}). */
+  static final Duration PREVIOUS_OWNER_TIMEOUT = Duration.ofSeconds(1);
   /** How long a read waits for the other owners once a copy arrived. */
   static final Duration READ_GRACE = Duration.ofMillis(500);
 
@@ -91,6 +94,7 @@ final class KvService {
   private final Predicate<String> ready;
   private final boolean readRepair;
   private final WriteTimeouts writeTimeouts;
+  private final Function<String, List<String>> previousOwners;
 
   /**
    * @param ready         whether a peer serves requests yet
@@ -99,7 +103,8 @@ final class KvService {
    * @param writeTimeouts {@link WriteTimeouts#DEFAULT} but in tests that hold an owner's answer
    */
   KvService(Routing routing, Store store, VersionClock clock, Rpc rpc, Counters counters, LongSupplier viewId,
-            Predicate<String> ready, boolean readRepair, WriteTimeouts writeTimeouts) {
+            Predicate<String> ready, boolean readRepair, WriteTimeouts writeTimeouts,
+            Function<String, List<String>> previousOwners) {
     this.routing = routing;
     this.store = store;
     this.clock = clock;
@@ -109,6 +114,7 @@ final class KvService {
     this.ready = ready;
     this.readRepair = readRepair;
     this.writeTimeouts = writeTimeouts;
+    this.previousOwners = previousOwners;
   }
 
   Written put(String key, String value) {
@@ -379,8 +385,8 @@ final class KvService {
     List<CompletableFuture<Optional<Entry>>> calls = new ArrayList<>();
     for (String owner : asked) {
       calls.add(routing.isSelf(owner)
-          ? CompletableFuture.completedFuture(store.readable(key))
-          : rpc.call(owner, Wire.get(key), CALL_TIMEOUT).thenApply(KvService::getReply));
+          ? ownCopy(key, true)
+          : rpc.call(owner, Wire.get(key, true), CALL_TIMEOUT).thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
     // When the first copy arrived, from whichever owner: the others get READ_GRACE from then.
@@ -497,10 +503,46 @@ final class KvService {
   }
 
   /**
-   * Handles {@link Wire#OP_GET}: this peer's copy only; while it leaves, what it already handed off
-   * counts, since the asking peer still routes the key here.
+   * Handles {@link Wire#OP_GET}: this peer's copy ({@link #ownCopy}); while it leaves, what it
+   * already handed off counts, since the asking peer still routes the key here.
    */
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
-    return CompletableFuture.completedFuture(Wire.getReply(store.readable(in.readUTF())));
+    String key = in.readUTF();
+    return ownCopy(key, in.readBoolean()).thenApply(Wire::getReply);
+  }
+
+  /**
+   * This peer's copy of a key, for a read. If it holds none while the key is still coming in (it
+   * gained the key's range and its pulls are not done: {@link Incoming}), the key's previous owners
+   * still hold it, and none of the owners that readers ask may have it yet: then, with
+   * {@code askPrevious}, the previous owners are asked (without it, so no further), within
+   * {@link #PREVIOUS_OWNER_TIMEOUT}, and the newest copy counts. This peer's own is read again
+   * once they answered: a hand-off may have brought it meanwhile, and the previous owner then
+   * dropped it.
+   */
+  private CompletableFuture<Optional<Entry>> ownCopy(String key, boolean askPrevious) {
+    Optional<Entry> mine = store.readable(key);
+    if (mine.isPresent() || !askPrevious) {
+      return CompletableFuture.completedFuture(mine);
+    }
+    List<String> before = previousOwners.apply(key).stream().filter(routing::isLive).toList();
+    if (before.isEmpty()) {
+      return CompletableFuture.completedFuture(mine);
+    }
+    counters.readsFromPreviousOwners.increment();
+    List<CompletableFuture<Optional<Entry>>> calls = before.stream()
+        .map(owner -> rpc.call(owner, Wire.get(key, false), PREVIOUS_OWNER_TIMEOUT).thenApply(KvService::getReply)
+            .exceptionally(failed -> Optional.empty()))
+        .toList();
+    return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
+      Optional<Entry> newest = store.readable(key);
+      for (CompletableFuture<Optional<Entry>> call : calls) {
+        Optional<Entry> theirs = call.join();
+        if (theirs.isPresent() && (newest.isEmpty() || theirs.get().supersedes(newest.get()))) {
+          newest = theirs;
+        }
+      }
+      return newest;
+    });
   }
 }

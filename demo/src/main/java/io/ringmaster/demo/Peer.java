@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -41,7 +42,8 @@ final class Peer implements AutoCloseable {
                     long keysMigratedOut,
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed, long deletesServed,
-                    long writesStored, long writesForwarded, long readRepairs, long divergences, long rejoins,
+                    long writesStored, long writesForwarded, long readRepairs, long readsFromPreviousOwners,
+                    long divergences, long rejoins,
                     int eventSubscribers) {}
 
   private final PeerOptions options;
@@ -82,7 +84,9 @@ final class Peer implements AutoCloseable {
    * started: that first change waits for it here.
    */
   private final CompletableFuture<Rebalancer> rebalancerReady = new CompletableFuture<>();
-  private PullRetries pullRetries;
+  private volatile PullRetries pullRetries; // set once the node has started; read by incoming
+  /** What this peer gained and is still taking in: reads that miss here ask the previous owners. */
+  private final Incoming incoming;
   private Sweeper sweeper;
   private boolean closed;
 
@@ -93,6 +97,10 @@ final class Peer implements AutoCloseable {
     this.node = node;
     this.http = http;
     this.aids = aids;
+    this.incoming = new Incoming(node.config().nodeId(), node.config().replicas(), position -> {
+      PullRetries retries = pullRetries;
+      return retries == null ? List.of() : retries.sourcesFor(position);
+    });
   }
 
   /**
@@ -137,17 +145,24 @@ final class Peer implements AutoCloseable {
   }
 
   private void startNode() throws IOException {
+    // Noted on the publishing thread (quick), so that reads know at once what is still coming in,
+    // even while the rebalancer works through an earlier change.
+    node.addOwnershipListener(incoming::arrived, Runnable::run);
     node.addOwnershipListener(change -> {
-      Rebalancer r;
       try {
-        r = rebalancerReady.get();
-      } catch (ExecutionException startFailed) {
-        return; // the peer's start failed: it never served, and hands nothing off
-      } catch (InterruptedException closing) {
-        Thread.currentThread().interrupt();
-        return;
+        Rebalancer r;
+        try {
+          r = rebalancerReady.get();
+        } catch (ExecutionException startFailed) {
+          return; // the peer's start failed: it never served, and hands nothing off
+        } catch (InterruptedException closing) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+        r.onOwnershipChange(change);
+      } finally {
+        incoming.done(change);
       }
-      r.onOwnershipChange(change);
     });
     node.start();
     routing = new Routing(node);
@@ -156,7 +171,7 @@ final class Peer implements AutoCloseable {
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
     directory = new PeerDirectory(this::status, rpc);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
-        aids.readRepair(), KvService.WriteTimeouts.DEFAULT);
+        aids.readRepair(), KvService.WriteTimeouts.DEFAULT, incoming::previousOwners);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
         directory::hasReported, events, aids);
@@ -248,7 +263,8 @@ final class Peer implements AutoCloseable {
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
         pullRetries.pending(), sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
-        counters.writesStored.sum(), counters.writesForwarded.sum(), counters.readRepairs.sum(), s.divergences(), s.rejoins(),
+        counters.writesStored.sum(), counters.writesForwarded.sum(), counters.readRepairs.sum(),
+        counters.readsFromPreviousOwners.sum(), s.divergences(), s.rejoins(),
         events.subscribers());
   }
 

@@ -67,6 +67,19 @@ final class PullRetries {
     return retries.size();
   }
 
+  /** The sources of the retries, waiting or running, whose ranges hold ring position {@code position}. */
+  synchronized List<String> sourcesFor(long position) {
+    List<String> sources = new ArrayList<>();
+    for (List<Retry> list : List.of(retries, running)) {
+      for (Retry r : list) {
+        if (!sources.contains(r.source()) && r.ranges().stream().anyMatch(range -> range.contains(position))) {
+          sources.add(r.source());
+        }
+      }
+    }
+    return sources;
+  }
+
   /**
    * Whether a retry for a view before {@code view}, waiting or running, still pulls part of
    * {@code ranges}: this peer's copy of them may then be short, and a pull of them for {@code view}

@@ -243,17 +243,11 @@ final class Rebalancer implements OwnershipListener {
   }
 
   private boolean fetch(OwnershipChange change) {
-    List<RingDiff.Gained> gained = change.gained();
-    if (gained.isEmpty()) {
+    if (change.gained().isEmpty()) {
       return true;
     }
-    if (change.previousRing().isEmpty()) {
-      // A change from an empty ring names no sources (the first of a peer that started alone, or
-      // of a listener added after the start): where any data is now is the ring without this peer.
-      // A joiner's first change comes with its sources: the rebalancer listens from before the start.
-      HashRing ring = change.ring();
-      gained = RingDiff.compute(ring.without(routing.self()), ring, routing.self(), routing.replicas()).gained();
-    }
+    // A joiner's first change comes with its sources: the rebalancer listens from before the start.
+    List<RingDiff.Gained> gained = Incoming.gainedWithSources(change, routing.self(), routing.replicas());
     long started = System.nanoTime();
     Map<String, List<KeyRange>> perSource = new LinkedHashMap<>();
     for (RingDiff.Gained g : gained) {

@@ -31,7 +31,7 @@ import java.util.UUID;
  */
 final class Wire {
   /** Names these messages; a change to any of them must change it. */
-  static final String APPLICATION_VERSION = "ringmaster-demo/2";
+  static final String APPLICATION_VERSION = "ringmaster-demo/3";
 
   static final byte OP_WRITE = 'W';
   static final byte OP_GET = 'G';
@@ -132,8 +132,16 @@ final class Wire {
     return new WriteRequest(e, targets, hops, leaving.isEmpty() ? Leavers.NONE : new Leavers(leaving));
   }
 
-  static byte[] get(String key) {
-    return bytes(OP_GET, out -> out.writeUTF(key));
+  /**
+   * A read of one key. With {@code askPrevious}, an owner that holds no copy and is still taking the
+   * key in asks the key's previous owners ({@link Incoming}); they are asked without it, so a read
+   * goes at most one step further.
+   */
+  static byte[] get(String key, boolean askPrevious) {
+    return bytes(OP_GET, out -> {
+      out.writeUTF(key);
+      out.writeBoolean(askPrevious);
+    });
   }
 
   static byte[] pull(PullRequest r) {

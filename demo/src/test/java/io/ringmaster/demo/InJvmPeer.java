@@ -57,7 +57,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Store store = new Store();
     Counters counters = new Counters();
     KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
-        owner -> true, false, timeouts);
+        owner -> true, false, timeouts, key -> List.of());
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
         new EventLog(), aids);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);

@@ -1,0 +1,65 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Reads of keys whose new owner has not taken them in yet. With one replica, every key b gains has
+ * b as its only owner, and only a holds it; here a refuses every pull and b every hand-off push,
+ * so the keys stay on a for the whole test. A read through either peer still finds each key: b,
+ * missing it while it is coming in, asks the key's previous owner.
+ */
+class ReadWhileMovingTest extends WithPeerCluster {
+  private static final int KEYS = 200;
+
+  @Test
+  @Timeout(value = 180, unit = TimeUnit.SECONDS)
+  void keyNotYetTakenInByItsNewOwner_readsFromThePreviousOwner_throughEitherPeer() throws Exception {
+    cluster = new PeerCluster("read-while-moving", 1);
+    cluster.awaitReady(cluster.start("a", "a", Map.of(TestingAids.REFUSE_PULLS, Integer.toString(Integer.MAX_VALUE))));
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < KEYS; i++) {
+      String key = "moving-" + i;
+      HttpResponse<String> r = cluster.put("a", key, "v-" + key);
+      assertEquals(200, r.statusCode(), () -> "put " + key + ": " + r.body());
+      keys.add(key);
+    }
+
+    cluster.awaitReady(cluster.start("b", "b", Map.of(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE))));
+    await("b in both rings").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).ignoreExceptions()
+        .until(() -> List.of("a", "b").stream().allMatch(p -> cluster.json(p, "/stats").path("members").asInt() == 2));
+
+    List<String> ownedByB = new ArrayList<>();
+    for (String via : List.of("a", "b")) {
+      for (String key : keys) {
+        HttpResponse<String> r = cluster.get(via, key);
+        assertEquals(200, r.statusCode(), () -> "get " + key + " via " + via + ": " + r.body());
+        JsonNode read = PeerCluster.parse(r.body());
+        assertEquals("v-" + key, read.path("value").asText());
+        if (via.equals("a") && read.path("owners").get(0).asText().equals("b")) {
+          ownedByB.add(key);
+        }
+      }
+    }
+    assertTrue(ownedByB.size() > KEYS / 10, () -> "b owns " + ownedByB.size() + " of " + KEYS + " keys");
+    for (String key : ownedByB) {
+      HttpResponse<String> local = cluster.send("b",
+          HttpRequest.newBuilder(cluster.uri("b", PeerCluster.keyPath(key) + "?local=true")));
+      assertEquals(404, local.statusCode(), () -> "b holds " + key + " after all: the test moved no data? " + local.body());
+    }
+    assertTrue(cluster.json("b", "/stats").path("readsFromPreviousOwners").asLong() >= 2L * ownedByB.size(),
+        "each read of a key b owns, through a and through b, asked a");
+  }
+}
