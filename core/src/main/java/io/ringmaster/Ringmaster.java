@@ -199,11 +199,18 @@ public final class Ringmaster implements AutoCloseable {
       joined = true;
     } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
       Throwable failure = startFailure(e);
+      // Cleared while the node shuts down, whose waits (the channel's close, the pools) would
+      // otherwise give up at once; set again for the caller.
+      boolean interrupted = Thread.interrupted() || e instanceof InterruptedException;
       try {
         shutdown(null, ClusterNode.ListenersState.BUSY, null);
       } catch (RuntimeException | Error again) { // the start's failure is the one to report
         if (again != failure) { // one preallocated OutOfMemoryError, say
           failure.addSuppressed(again);
+        }
+      } finally {
+        if (interrupted) {
+          Thread.currentThread().interrupt();
         }
       }
       if (failure instanceof Error error) {
@@ -227,8 +234,7 @@ public final class Ringmaster implements AutoCloseable {
       return new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
           + config.startTimeout());
     }
-    if (e instanceof InterruptedException) {
-      Thread.currentThread().interrupt();
+    if (e instanceof InterruptedException) { // start() sets the thread's flag again once the node is shut down
       return new RingmasterException("interrupted while starting node " + config.nodeId(), e);
     }
     if (e instanceof RingmasterException || e instanceof IllegalArgumentException || e instanceof Error) {

@@ -105,6 +105,51 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * A listener on an executor with many threads still gets its callbacks one at a time, in view
+   * order: its first callback is held until the change after it has been published (the view with
+   * c), and then for a second more, in which the next callback, were it handed to the executor
+   * at once, would start beside it on another thread.
+   */
+  @Test
+  void callbacks_onAManyThreadedExecutor_runOneAtATimeInViewOrder() throws Exception {
+    ExecutorService pool = Executors.newCachedThreadPool();
+    try (TestCluster cluster = new TestCluster("one-at-a-time")) {
+      cluster.start("a");
+      AtomicInteger inFlight = new AtomicInteger();
+      AtomicInteger mostAtOnce = new AtomicInteger();
+      List<Long> views = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> b = new AtomicReference<>();
+      CountDownLatch secondStarted = new CountDownLatch(1);
+      OwnershipListener slowFirst = change -> {
+        mostAtOnce.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+        try {
+          views.add(change.viewId());
+          if (views.size() == 1) { // held until the ring with c has been published on b, and a second
+            b.get().awaitRing(r -> r.contains("c"), WAIT);
+            secondStarted.await(1, TimeUnit.SECONDS); // returns early only if the next callback runs beside this one
+          } else {
+            secondStarted.countDown();
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } finally {
+          inFlight.decrementAndGet();
+        }
+      };
+      cluster.start(cluster.builder("b"), node -> {
+        b.set(node);
+        node.addOwnershipListener(slowFirst, pool);
+      });
+      cluster.start("c");
+      await("both callbacks ran").atMost(WAIT).until(() -> views.size() >= 2);
+      assertEquals(1, mostAtOnce.get(), "two callbacks of one listener ran at once");
+      assertTrue(views.get(0) < views.get(1), "in view order: " + views);
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a deadlock fails, not hangs
   void close_fromTheNodesOwnListener_doesNotWaitForIt_andItStillGetsLeaving() {

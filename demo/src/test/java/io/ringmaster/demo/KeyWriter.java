@@ -27,6 +27,8 @@ final class KeyWriter implements AutoCloseable {
 
   private final PeerCluster cluster;
   private final ExecutorService threads;
+  /** Reads have threads of their own: queued behind the writes, a read pass would time the writes. */
+  private final ExecutorService readThreads;
   private final Map<String, String> acked = new ConcurrentHashMap<>();
   final AtomicLong ackedWrites = new AtomicLong();
   final AtomicLong failedAttempts = new AtomicLong();
@@ -34,6 +36,7 @@ final class KeyWriter implements AutoCloseable {
   KeyWriter(PeerCluster cluster, int concurrency) {
     this.cluster = cluster;
     this.threads = Executors.newFixedThreadPool(concurrency);
+    this.readThreads = Executors.newFixedThreadPool(concurrency);
   }
 
   static String key(int i) {
@@ -84,7 +87,7 @@ final class KeyWriter implements AutoCloseable {
         } catch (RuntimeException e) {
           return key + " via " + via + ": " + e;
         }
-      }, threads));
+      }, readThreads));
     }
     List<String> out = new ArrayList<>();
     for (CompletableFuture<String> r : reads) {
@@ -140,8 +143,10 @@ final class KeyWriter implements AutoCloseable {
   @Override
   public void close() {
     threads.shutdownNow();
+    readThreads.shutdownNow();
     try {
       threads.awaitTermination(10, TimeUnit.SECONDS);
+      readThreads.awaitTermination(10, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
