@@ -15,13 +15,15 @@ import org.jgroups.util.UUID;
 
 /**
  * A JGroups {@link AuthToken} for {@code AUTH}: a joiner proves it knows the cluster's shared
- * secret by sending an HMAC-SHA256 of its own address under that secret. Binding the proof to
- * the joiner's address means a captured token is worthless to any other member. Used by
+ * secret by sending an HMAC-SHA256 of its own address under a key derived from that secret
+ * ({@link SharedSecret#authKey}: 20,000 PBKDF2 rounds per guess for anyone who saw a proof).
+ * Binding the proof to the joiner's address means a captured token is worthless from any other
+ * address; sent again from the same address, it passes (see docs/operations.md). Used by
  * {@code config/jgroups/secure-tcp.xml}; the secret comes from {@link SharedSecret}.
  */
 public class SharedSecretAuthToken extends AuthToken {
   private static final byte[] LABEL = "ringmaster-auth/1".getBytes(StandardCharsets.US_ASCII);
-  private byte[] secret;
+  private byte[] secret; // the derived key, not the secret itself
   private byte[] proof = new byte[0];
 
   /** For JGroups, which creates tokens by reflection. */
@@ -29,7 +31,7 @@ public class SharedSecretAuthToken extends AuthToken {
 
   @Override
   public void init() throws Exception {
-    secret = SharedSecret.require("AUTH with " + getClass().getSimpleName()).getBytes(StandardCharsets.UTF_8);
+    secret = SharedSecret.authKey(SharedSecret.require("AUTH with " + getClass().getSimpleName()));
   }
 
   @Override

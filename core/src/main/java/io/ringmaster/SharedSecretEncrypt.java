@@ -11,6 +11,7 @@ import javax.crypto.Cipher;
 import javax.crypto.Mac;
 import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
+import org.jgroups.BytesMessage;
 import org.jgroups.Header;
 import org.jgroups.Message;
 import org.jgroups.conf.ClassConfigurator;
@@ -18,6 +19,7 @@ import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.protocols.SYM_ENCRYPT;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
+import org.jgroups.util.ByteArray;
 import org.jgroups.util.MessageBatch;
 import org.jgroups.util.Util;
 
@@ -34,13 +36,18 @@ import org.jgroups.util.Util;
  * only a failure reason (it can only make a join fail, never admit anyone).
  *
  * <p>Plain {@code SYM_ENCRYPT} with its defaults would encrypt in ECB mode (the JDK's "AES"), in
- * which equal plaintext blocks give equal ciphertext, and would check nothing: a changed
- * ciphertext decrypts to changed plaintext. This protocol seals each payload with AES-128 in CBC
- * mode under a random 16-byte IV (carried in the message's encryption header), then appends an
- * HMAC-SHA256 of the IV and the ciphertext (encrypt-then-MAC), under a second key derived from the
- * AES key. A payload whose MAC does not match is dropped before it is decrypted, so a message
- * that someone without the secret made or changed goes no further. What it does not cover (the
- * headers, messages without a payload, the protocols below it, replays) is in
+ * which equal plaintext blocks give equal ciphertext, would check nothing (a changed ciphertext
+ * decrypts to changed plaintext), and would seal only a message's payload: its headers (sequence
+ * numbers, request ids, fragment numbers) and messages without a payload (acknowledgements, many
+ * membership messages) would travel as they are, so a sealed payload could be sent again under
+ * other headers, and a message without one forged. This protocol seals the whole message, headers,
+ * flags, sender and destination included, payload or none: serialized, encrypted with AES in CBC
+ * mode under a random 16-byte IV (carried in the outer message's encryption header), then followed
+ * by an HMAC-SHA256 of the IV and the ciphertext (encrypt-then-MAC), under a second key derived
+ * from the AES key. The receiver checks the MAC before it decrypts, and drops a message whose MAC
+ * does not match or that is not sealed so; the message it passes up is the one that was sealed,
+ * so the reliable protocols above see the sequence numbers that were sealed, and drop a copy sent
+ * again. What it does not cover (the protocols below it, and the headers they add) is in
  * {@code docs/operations.md}.
  */
 public class SharedSecretEncrypt extends SYM_ENCRYPT {
@@ -60,8 +67,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private static final byte[] MAC_KEY_LABEL = "ringmaster/sym-encrypt-mac/1".getBytes(StandardCharsets.US_ASCII);
 
   private volatile SecretKeySpec macKey;
-  // One of each per thread: the pools of the superclass are not used, so a batch's cipher taken
-  // from them cannot leave another thread waiting for one.
+  // One of each per thread, set up with the key once and initialized again for each message.
   private final ThreadLocal<Cipher> ciphers = ThreadLocal.withInitial(SharedSecretEncrypt::newCipher);
   private final ThreadLocal<Mac> macs = ThreadLocal.withInitial(this::newMac);
 
@@ -73,20 +79,47 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       setSecretKey(SharedSecret.aesKey(SharedSecret.require(getClass().getSimpleName())));
     }
     super.init();
+    byte[] encoded = secret_key.getEncoded();
+    if (!"AES".equals(secret_key.getAlgorithm()) || encoded == null
+        || encoded.length != 16 && encoded.length != 24 && encoded.length != 32) {
+      throw new IllegalArgumentException(getClass().getSimpleName() + " needs an AES key of 128, 192 or 256 bits"
+          + " whose bytes it can read; keystore_name " + keystore_name + ", alias " + alias + " gives a "
+          + secret_key.getAlgorithm() + " key" + (encoded == null ? " that does not give its bytes"
+          : " of " + encoded.length * 8 + " bits"));
+    }
     // The MAC key from the AES key, whichever way that came (the secret, or a keystore).
     MessageDigest sha256 = MessageDigest.getInstance("SHA-256");
     sha256.update(MAC_KEY_LABEL);
-    macKey = new SecretKeySpec(sha256.digest(secret_key.getEncoded()), "HmacSHA256");
+    macKey = new SecretKeySpec(sha256.digest(encoded), "HmacSHA256");
   }
 
   /**
-   * Seals ({@code decode} false) or opens a payload: AES-CBC with the message's IV, then the MAC;
-   * opening checks the MAC first and throws if it does not match (the caller drops the message).
+   * Seals the whole message (see the class comment). The outer message carries the flags (the
+   * transport and the protocols below read them: out-of-band delivery, bundling, loopback).
+   */
+  @Override
+  protected Message encrypt(Message msg) throws Exception {
+    if (msg.getSrc() == null) {
+      msg.setSrc(local_addr); // sealed with its sender, as Encrypt does (JGRP-2680)
+    }
+    ByteArray whole = Util.messageToBuffer(msg);
+    byte[] iv = makeIv();
+    return new BytesMessage(msg.getDest())
+        .setArray(code(whole.array(), whole.offset(), whole.length(), iv, false))
+        .setFlag(msg.getFlags(false), false, false)
+        .setFlag(msg.getFlags(true), true, false)
+        .putHeader(this.id, new EncryptHeader((byte) 0, symVersion(), iv).needsDeserialization(true));
+  }
+
+  /**
+   * Seals ({@code decode} false) or opens a serialized message: AES-CBC with the message's IV, then
+   * the MAC; opening checks the MAC first and throws if it does not match (the caller drops the
+   * message).
    */
   @Override
   protected byte[] code(byte[] buf, int offset, int length, byte[] iv, boolean decode) throws Exception {
     if (iv == null || iv.length != IV_LENGTH) {
-      throw new GeneralSecurityException("payload without a " + IV_LENGTH + "-byte IV: not sealed by "
+      throw new GeneralSecurityException("a message without a " + IV_LENGTH + "-byte IV: not sealed by "
           + getClass().getSimpleName());
     }
     Cipher cipher = ciphers.get();
@@ -101,15 +134,24 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     if (cipherLength < 0
         || !MessageDigest.isEqual(mac(iv, buf, offset, cipherLength),
             Arrays.copyOfRange(buf, offset + cipherLength, offset + length))) {
-      throw new GeneralSecurityException("payload failed its integrity check (a wrong key, or changed on the way)");
+      throw new GeneralSecurityException("a message failed its integrity check (a wrong key, or changed on the way)");
     }
     cipher.init(Cipher.DECRYPT_MODE, secret_key, new IvParameterSpec(iv));
     return cipher.doFinal(buf, offset, cipherLength);
   }
 
-  /** Every payload is opened by {@link #code}, which checks its MAC, with this thread's cipher. */
+  /**
+   * Opens a sealed message with {@link #code} (the MAC first), on this thread's cipher, and returns
+   * the message that was sealed. A message that is not sealed whole (no payload, or marked as a
+   * payload alone) comes from someone without the secret: dropped, with null rather than an
+   * exception, which Encrypt's batch handling would log by reading the payload it lacks.
+   */
   @Override
   protected Message _decrypt(Cipher pooled, Key key, Message msg, EncryptHeader hdr) throws Exception {
+    if (!msg.hasArray() || !hdr.needsDeserialization()) {
+      log.warn("%s: dropped a message from %s that is not sealed whole", local_addr, msg.getSrc());
+      return null;
+    }
     return super._decrypt(null, key, msg, hdr);
   }
 
@@ -153,10 +195,14 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     }
   }
 
-  /** A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. */
+  /**
+   * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. So
+   * does a bare join or merge request: sealed, it would be dropped by a member with another secret
+   * before its {@code AUTH} could refuse it and say why.
+   */
   @Override
   public Object down(Message msg) {
-    return isRejection(msg) ? down_prot.down(msg) : super.down(msg);
+    return isRejection(msg) || isBareRequest(msg) ? down_prot.down(msg) : super.down(msg);
   }
 
   /** A bare request has nothing to decrypt, even with our header; a rejection arrives without one. */

@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
+import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -21,6 +22,7 @@ import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.IpAddress;
 import org.jgroups.stack.ProtocolStack;
+import org.jgroups.util.StackType;
 import org.jgroups.util.Util;
 
 /** Loads a JGroups stack and applies the node's network settings to it. */
@@ -172,24 +174,26 @@ final class Stacks {
       }
       // TCPPING expanded its own initial_hosts when the channel was built; a list set now is
       // taken as it is, so it gets the same expansion here.
-      ping.setInitialHosts2(expand(parseHosts(config.initialHosts().get()), ping.getPortRange(),
-          transport.getBindAddr()));
+      ping.setInitialHosts2(expand(config.initialHosts().get(), ping.getPortRange(), transport.getBindAddr()));
     }
   }
 
   /**
-   * {@code hosts} as TCPPING expands the {@code initial_hosts} of a stack file: each port and the
-   * {@code portRange} ports after it, each also at the transport's bind address (JGroups' JGRP-2910).
+   * {@code hosts} as TCPPING expands the {@code initial_hosts} of a stack file: every address of
+   * each host of the bind address's family, each port with the {@code portRange} ports after it,
+   * each also at the bind address (JGroups' JGRP-2910).
    */
-  static List<PhysicalAddress> expand(List<InetSocketAddress> hosts, int portRange, InetAddress bindAddress) {
-    Set<PhysicalAddress> out = new LinkedHashSet<>();
-    for (InetSocketAddress host : hosts) {
-      for (int port = host.getPort(); port <= host.getPort() + portRange && port <= 65_535; port++) {
-        out.add(new IpAddress(host.getAddress(), port));
-        if (bindAddress != null) {
-          out.add(new IpAddress(bindAddress, port));
-        }
-      }
+  static List<PhysicalAddress> expand(String hosts, int portRange, InetAddress bindAddress) {
+    StackType family = bindAddress == null ? Util.getIpStackType()
+        : bindAddress instanceof Inet6Address ? StackType.IPv6 : StackType.IPv4;
+    List<PhysicalAddress> listed = new ArrayList<>();
+    List<String> unresolved = new ArrayList<>();
+    if (!Util.parseCommaDelimitedHostsInto(listed, unresolved, hosts, 0, portRange, family)) {
+      LOG.log(Level.WARNING, "initialHosts: cannot resolve {0} now; discovery goes on without them", unresolved);
+    }
+    Set<PhysicalAddress> out = new LinkedHashSet<>(listed);
+    if (bindAddress != null) {
+      listed.forEach(a -> out.add(new IpAddress(bindAddress, ((IpAddress) a).getPort())));
     }
     return new ArrayList<>(out);
   }

@@ -16,18 +16,22 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
+import org.jgroups.EmptyMessage;
 import org.jgroups.protocols.AUTH;
+import org.jgroups.protocols.EncryptHeader;
+import org.jgroups.protocols.FRAG2;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /**
  * What {@code secure-tcp.xml} promises beyond refusing a wrong secret (RefusalAndConfigTest): the
- * payloads leave a member encrypted (and not in ECB mode), a message that comes without the key's
- * encryption, or changed on the way, is dropped, and a join proof is good for the joiner's own
- * address only. Two real members on
+ * messages leave a member sealed whole (and not in ECB mode); a message that comes without the
+ * key's seal, forged, changed on the way or sent again goes no further; and a join proof is good
+ * for the joiner's own address only. Two real members on
  * 127.0.0.1, with {@link WireTap}s put into their running stacks just above and below the
  * encryption.
  */
@@ -36,7 +40,7 @@ class SecureStackTest {
   private static final String STACK = "ringmaster/jgroups/secure-tcp.xml";
 
   @Test
-  void payloadsLeaveSealed_plainOrChangedMessagesAreDropped_equalPlaintextsDiffer() throws Exception {
+  void messagesLeaveSealedWhole_andPlainForgedChangedOrReplayedOnesGoNoFurther() throws Exception {
     String idA = "alpha-7Qz2";
     String idB = "bravo-3Kd8";
     try (TestCluster cluster = new TestCluster("secure-wire")) {
@@ -45,57 +49,90 @@ class SecureStackTest {
       Ringmaster b = cluster.start(cluster.builder(idB).jgroupsConfig(STACK).bindPort(7951)
           .initialHosts("127.0.0.1[7950]").secret("s3cret-wire"));
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
-      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, true);
-      WireTap aBelow = tap(a, ProtocolStack.Position.BELOW, false);
-      WireTap bAbove = tap(b, ProtocolStack.Position.ABOVE, true);
-      WireTap bBelow = tap(b, ProtocolStack.Position.BELOW, false);
+      // Probes sent past the reliable protocols stop just above the encryption; those sent through
+      // b's whole stack ("through ...") go up through a's, to just below the node.
+      Predicate<String> local = p -> !p.startsWith("wiretap:through");
+      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, local);
+      WireTap aBelow = tap(a, ProtocolStack.Position.BELOW, p -> false);
+      WireTap aTop = new WireTap(p -> true);
+      a.channel().getProtocolStack().insertProtocol(aTop, ProtocolStack.Position.ABOVE, FRAG2.class); // the top one
+      WireTap bAbove = tap(b, ProtocolStack.Position.ABOVE, local);
+      WireTap bBelow = tap(b, ProtocolStack.Position.BELOW, p -> false);
+      Thread test = Thread.currentThread();
+      Address toA = a.channel().getAddress();
 
       // a's gossip carries its id: in clear above the encryption, nowhere in what leaves below it.
       byte[] id = idA.getBytes(StandardCharsets.UTF_8);
       await("a's gossip, with its id, on its way down").atMost(WAIT)
-          .until(() -> aAbove.sentDown.stream().anyMatch(p -> contains(p, id)));
+          .until(() -> aAbove.sentDown.stream().anyMatch(m -> contains(m.payload(), id)));
       assertFalse(aBelow.sentDown.isEmpty(), "messages left a");
-      assertTrue(aBelow.sentDown.stream().noneMatch(p -> contains(p, id)), "a's id in clear on the wire");
+      assertTrue(aBelow.sentDown.stream().noneMatch(m -> contains(m.payload(), id)), "a's id in clear on the wire");
 
-      // From b to a: a message sent past b's encryption, as by someone without the key, then one
-      // through it. The plain one reaches a's stack and goes no further; the sealed one goes up.
-      Address toA = a.channel().getAddress();
+      // A message sent through b's whole stack, then its sealed bytes sent again under nothing but
+      // the encryption header: the sequence number sealed inside makes the copy a duplicate.
+      int sent = bBelow.sentBy(test).size();
+      b.channel().send(WireTap.probe(toA, "through 1"));
+      WireTap.Seen original = bBelow.sentBy(test).get(sent);
+      await("the message, at the top of a's stack").atMost(WAIT)
+          .until(() -> aTop.probesUp().contains("wiretap:through 1"));
+      bBelow.sendDown(new BytesMessage(toA, original.payload()).putHeader(SharedSecretEncrypt.ID, original.sealed()));
+      b.channel().send(WireTap.probe(toA, "through 2"));
+      await("the message after the copy").atMost(WAIT).until(() -> aTop.probesUp().contains("wiretap:through 2"));
+      assertEquals(2, aBelow.passedUp.stream().filter(m -> Arrays.equals(m.payload(), original.payload())).count(),
+          "the copy reached a");
+      assertEquals(1, aTop.probesUp().stream().filter("wiretap:through 1"::equals).count(),
+          "a replayed message got through");
+
+      // From b to a, each past b's encryption, as by someone without the key: a plain message, and
+      // one with no payload that carries an encryption header copied from the wire. Then a sealed
+      // message: once it is up, the two before it from the same sender have been dealt with.
       bBelow.sendDown(WireTap.probe(toA, "plain"));
+      await("a sealed message from b, to copy its header").atMost(WAIT)
+          .until(() -> bBelow.sentDown.stream().anyMatch(m -> m.sealed() != null));
+      EncryptHeader copied = bBelow.sentDown.stream().map(WireTap.Seen::sealed).filter(h -> h != null).findFirst()
+          .orElseThrow();
+      bBelow.sendDown(new EmptyMessage(toA).putHeader(SharedSecretEncrypt.ID,
+          new EncryptHeader((byte) 0, copied.version(), copied.iv()).needsDeserialization(true)));
       bAbove.sendDown(WireTap.probe(toA, "sealed"));
-      await("the plain message, at a's encryption").atMost(WAIT).until(() -> aBelow.probesUp.contains("wiretap:plain"));
-      await("the sealed message, decrypted above it").atMost(WAIT)
-          .until(() -> aAbove.probesUp.contains("wiretap:sealed"));
-      assertFalse(aAbove.probesUp.contains("wiretap:plain"), "a plain message got past the encryption");
-      assertFalse(aBelow.probesUp.contains("wiretap:sealed"), "the sealed message was readable on the wire");
+      await("the sealed message, opened").atMost(WAIT).until(() -> aAbove.probesUp().contains("wiretap:sealed"));
+      assertTrue(aBelow.probesUp().contains("wiretap:plain"), "the plain message reached a");
+      assertTrue(aBelow.passedUp.stream().anyMatch(m -> m.sealed() != null && m.payload().length == 0),
+          "the forged message reached a");
+      assertFalse(aAbove.probesUp().contains("wiretap:plain"), "a plain message got past the encryption");
+      assertTrue(aAbove.passedUp.stream().noneMatch(m -> m.sealed() != null),
+          "a message got past the encryption without being opened");
+      assertFalse(aBelow.probesUp().contains("wiretap:sealed"), "the sealed message was readable on the wire");
 
       // The same 200 bytes sent twice: two ciphertexts that differ, and no block repeated in
       // either, though the plaintext repeats one block (ECB would give equal blocks).
       String same = "x".repeat(200);
+      int before = bBelow.sentBy(test).size();
       bAbove.sendDown(WireTap.probe(toA, same));
       bAbove.sendDown(WireTap.probe(toA, same));
       await("both arrive").atMost(WAIT)
-          .until(() -> aAbove.probesUp.stream().filter(("wiretap:" + same)::equals).count() == 2);
-      List<byte[]> sealed = bBelow.sentDown.stream().filter(p -> p.length == sealedLength(208)).toList();
-      assertEquals(2, sealed.size(), "the two sealed payloads on the wire");
-      int cipherLength = sealedLength(208) - 32; // the MAC, over the random IV too, differs anyway
-      assertFalse(Arrays.equals(sealed.get(0), 0, cipherLength, sealed.get(1), 0, cipherLength),
+          .until(() -> aAbove.probesUp().stream().filter(("wiretap:" + same)::equals).count() == 2);
+      List<WireTap.Seen> twice = bBelow.sentBy(test).subList(before, before + 2);
+      byte[] first = twice.get(0).payload();
+      byte[] second = twice.get(1).payload();
+      int cipherLength = first.length - 32; // the MAC, over the random IV too, differs anyway
+      assertEquals(first.length, second.length);
+      assertFalse(Arrays.equals(first, 0, cipherLength, second, 0, cipherLength),
           "the same plaintext gave the same ciphertext");
-      for (byte[] ciphertext : sealed) {
+      for (byte[] ciphertext : List.of(first, second)) {
         Set<String> blocks = new HashSet<>();
-        for (int i = 0; i + 16 <= ciphertext.length; i += 16) {
+        for (int i = 0; i + 16 <= cipherLength; i += 16) {
           assertTrue(blocks.add(Arrays.toString(Arrays.copyOfRange(ciphertext, i, i + 16))), "a repeated block");
         }
       }
 
-      // A sealed payload with one bit changed on the way is dropped, not decrypted to something else.
-      String changed = "t".repeat(292);
-      aBelow.corruptLength = sealedLength(300);
-      bAbove.sendDown(WireTap.probe(toA, changed));
+      // A sealed message with one bit changed on the way is dropped, not opened into something else.
+      bBelow.corruptNextFrom = test;
+      bAbove.sendDown(WireTap.probe(toA, "c".repeat(1_000)));
       bAbove.sendDown(WireTap.probe(toA, "after"));
-      await("the message after it").atMost(WAIT).until(() -> aAbove.probesUp.contains("wiretap:after"));
-      assertEquals(1, aBelow.corrupted.get(), "the changed message reached a");
-      assertTrue(aAbove.probesUp.stream().noneMatch(p -> p.startsWith("wiretap:t")),
-          "a changed payload got past the integrity check: " + aAbove.probesUp);
+      await("the message after it").atMost(WAIT).until(() -> aAbove.probesUp().contains("wiretap:after"));
+      assertTrue(aAbove.probesUp().stream().noneMatch(p -> p.startsWith("wiretap:c")),
+          "a changed message got past the integrity check: " + aAbove.probesUp());
+
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
     }
   }
@@ -140,15 +177,11 @@ class SecureStackTest {
   }
 
   /** Puts a tap into the node's running stack, just above or below its encryption. */
-  private static WireTap tap(Ringmaster node, ProtocolStack.Position where, boolean swallowProbes) throws Exception {
-    WireTap tap = new WireTap(swallowProbes);
+  private static WireTap tap(Ringmaster node, ProtocolStack.Position where, Predicate<String> swallows)
+      throws Exception {
+    WireTap tap = new WireTap(swallows);
     node.channel().getProtocolStack().insertProtocol(tap, where, SharedSecretEncrypt.class);
     return tap;
-  }
-
-  /** The length of a sealed payload of {@code plain} bytes: AES-CBC with PKCS#5 padding, then a 32-byte MAC. */
-  private static int sealedLength(int plain) {
-    return (plain / 16 + 1) * 16 + 32;
   }
 
   private static boolean contains(byte[] haystack, byte[] needle) {

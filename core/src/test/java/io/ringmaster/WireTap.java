@@ -10,27 +10,38 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
+import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.stack.Protocol;
 import org.jgroups.util.ByteArrayDataOutputStream;
 import org.jgroups.util.MessageBatch;
 
 /**
- * A test protocol, put into a running stack, that records the payload of every message it passes
- * down, and of every "probe" (a payload that starts with {@code wiretap:}) it passes up; with
- * {@code swallowProbes} it keeps probes from going further up, where the node would misread them.
- * Each message is recorded once it has gone on, so a record means that call has finished.
+ * A test protocol, put into a running stack, that records every message passing it: down, with
+ * the thread that sent it (a test's own sends are told apart from the node's), and up. It keeps
+ * the "probes" it is told to (a payload that starts with {@code wiretap:}) from going further up,
+ * where the node would misread them. A message is recorded once it has gone on, so a record means
+ * that call has finished.
  */
 final class WireTap extends Protocol {
   private static final byte[] PROBE = "wiretap:".getBytes(StandardCharsets.US_ASCII);
-  final List<byte[]> sentDown = new CopyOnWriteArrayList<>();
-  final List<String> probesUp = new CopyOnWriteArrayList<>();
-  /** Up-going payloads of this length get one bit flipped, as if changed on the way (-1: none). */
-  volatile int corruptLength = -1;
-  final java.util.concurrent.atomic.AtomicInteger corrupted = new java.util.concurrent.atomic.AtomicInteger();
-  private final boolean swallowProbes;
 
-  WireTap(boolean swallowProbes) {
-    this.swallowProbes = swallowProbes;
+  /** A message as it passed: its payload, its encryption header if it had one, and the sending thread (down only). */
+  record Seen(byte[] payload, EncryptHeader sealed, Thread thread) {
+    String probe() {
+      return payload.length >= PROBE.length && Arrays.equals(payload, 0, PROBE.length, PROBE, 0, PROBE.length)
+          ? new String(payload, StandardCharsets.US_ASCII) : null;
+    }
+  }
+
+  final List<Seen> sentDown = new CopyOnWriteArrayList<>();
+  final List<Seen> passedUp = new CopyOnWriteArrayList<>();
+  /** The next message this thread sends down gets one bit of its payload flipped, as if changed on the way. */
+  volatile Thread corruptNextFrom;
+  private final java.util.function.Predicate<String> swallows;
+
+  /** @param swallows which probes, by their text, go no further up */
+  WireTap(java.util.function.Predicate<String> swallows) {
+    this.swallows = swallows;
   }
 
   /** A probe message to {@code dest} saying {@code text}. */
@@ -43,57 +54,56 @@ final class WireTap extends Protocol {
     down_prot.down(msg);
   }
 
+  /** The messages {@code thread} sent down past this tap. */
+  List<Seen> sentBy(Thread thread) {
+    return sentDown.stream().filter(s -> s.thread() == thread).toList();
+  }
+
+  /** The probes that passed up, as their text. */
+  List<String> probesUp() {
+    return passedUp.stream().map(Seen::probe).filter(p -> p != null).toList();
+  }
+
   @Override
   public Object down(Message msg) {
-    byte[] payload = payload(msg); // before the layers below may change it
+    if (corruptNextFrom == Thread.currentThread() && msg.hasArray()) {
+      corruptNextFrom = null;
+      msg.getArray()[msg.getOffset() + msg.getLength() / 2] ^= 0x10;
+    }
+    Seen seen = seen(msg, Thread.currentThread()); // before the layers below may change it
     Object result = down_prot.down(msg);
-    sentDown.add(payload);
+    sentDown.add(seen);
     return result;
   }
 
   @Override
   public Object up(Message msg) {
-    corruptIfAsked(msg);
-    String probe = probeText(msg);
-    if (probe != null && swallowProbes) {
-      probesUp.add(probe);
+    Seen seen = seen(msg, null);
+    if (seen.probe() != null && swallows.test(seen.probe())) {
+      passedUp.add(seen);
       return null;
     }
     Object result = up_prot.up(msg);
-    if (probe != null) {
-      probesUp.add(probe);
-    }
+    passedUp.add(seen);
     return result;
   }
 
   @Override
   public void up(MessageBatch batch) {
-    List<String> probes = new ArrayList<>();
+    List<Seen> seen = new ArrayList<>();
     batch.removeIf(m -> {
-      corruptIfAsked(m);
-      String probe = probeText(m);
-      if (probe != null) {
-        probes.add(probe);
-      }
-      return probe != null && swallowProbes;
+      Seen s = seen(m, null);
+      seen.add(s);
+      return s.probe() != null && swallows.test(s.probe());
     }, true);
     if (!batch.isEmpty()) {
       up_prot.up(batch);
     }
-    probesUp.addAll(probes);
+    passedUp.addAll(seen);
   }
 
-  private void corruptIfAsked(Message msg) {
-    if (msg.hasArray() && msg.getLength() == corruptLength) {
-      msg.getArray()[msg.getOffset() + msg.getLength() / 2] ^= 0x10;
-      corrupted.incrementAndGet();
-    }
-  }
-
-  private static String probeText(Message msg) {
-    byte[] p = payload(msg);
-    return p.length >= PROBE.length && Arrays.equals(p, 0, PROBE.length, PROBE, 0, PROBE.length)
-        ? new String(p, StandardCharsets.US_ASCII) : null;
+  private static Seen seen(Message msg, Thread thread) {
+    return new Seen(payload(msg), msg.getHeader(SharedSecretEncrypt.ID), thread);
   }
 
   private static byte[] payload(Message msg) {
