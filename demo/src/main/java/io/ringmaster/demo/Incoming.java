@@ -4,6 +4,7 @@ import io.ringmaster.OwnershipChange;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
+import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -26,6 +27,11 @@ final class Incoming {
   private record Pending(OwnershipChange change, List<RingDiff.Gained> gained) {}
 
   private final List<Pending> pending = new CopyOnWriteArrayList<>();
+  /**
+   * Changes done before they were noted as arrived (guarded by this): both listeners get a change
+   * at once, and a busy rebalancer can take it up, and finish it, before the other listener runs.
+   */
+  private final List<OwnershipChange> doneFirst = new ArrayList<>();
   private final Function<Long, List<String>> retriedFrom;
 
   /**
@@ -38,15 +44,20 @@ final class Incoming {
   }
 
   /** A change was published: what it gains is coming in. Quick, and safe on the node's view thread. */
-  void arrived(OwnershipChange change) {
+  synchronized void arrived(OwnershipChange change) {
+    if (doneFirst.removeIf(c -> c == change)) {
+      return; // the rebalancer, busy when it was published, took it up and finished it before this ran
+    }
     if (!change.gained().isEmpty()) {
       pending.add(new Pending(change, gainedWithSources(change, self, replicas)));
     }
   }
 
   /** The rebalancer is done with a change: what its pulls did not get is in the pull retries now. */
-  void done(OwnershipChange change) {
-    pending.removeIf(p -> p.change() == change);
+  synchronized void done(OwnershipChange change) {
+    if (!pending.removeIf(p -> p.change() == change) && !change.gained().isEmpty()) {
+      doneFirst.add(change);
+    }
   }
 
   /** Changes noted and not yet done (for tests). */

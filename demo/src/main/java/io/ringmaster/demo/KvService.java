@@ -56,8 +56,13 @@ final class KvService {
   static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
   static final Duration WRITE_DEADLINE = Duration.ofSeconds(10);
   static final Duration READY_WAIT = Duration.ofSeconds(1);
-  /** How long an owner still taking a key in waits for its previous owners' copies (within a reader's {@link #CALL_TIMEOUT}). */
-  static final Duration PREVIOUS_OWNER_TIMEOUT = Duration.ofSeconds(1);
+  /**
+   * How long an owner still taking a key in waits for its previous owners' copies: twice, at most
+   * (two steps back), within a reader's {@link #CALL_TIMEOUT}.
+   */
+  static final Duration PREVIOUS_OWNER_TIMEOUT = Duration.ofMillis(900);
+  /** How many steps back a read may go to the previous owners of a key still moving ({@link #ownCopy}). */
+  static final int STEPS_BACK = 2;
   /** How long a read waits for the other owners once a copy arrived. */
   static final Duration READ_GRACE = Duration.ofMillis(500);
 
@@ -385,8 +390,8 @@ final class KvService {
     List<CompletableFuture<Optional<Entry>>> calls = new ArrayList<>();
     for (String owner : asked) {
       calls.add(routing.isSelf(owner)
-          ? ownCopy(key, true)
-          : rpc.call(owner, Wire.get(key, true), CALL_TIMEOUT).thenApply(KvService::getReply));
+          ? ownCopy(key, STEPS_BACK, false)
+          : rpc.call(owner, Wire.get(key, STEPS_BACK), CALL_TIMEOUT).thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
     // When the first copy arrived, from whichever owner: the others get READ_GRACE from then.
@@ -504,43 +509,55 @@ final class KvService {
 
   /**
    * Handles {@link Wire#OP_GET}: this peer's copy ({@link #ownCopy}); while it leaves, what it
-   * already handed off counts, since the asking peer still routes the key here.
+   * already handed off counts, since the asking peer still routes the key here. Runs on a JGroups
+   * thread: a read of the previous owners is sent from a worker.
    */
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
     String key = in.readUTF();
-    return ownCopy(key, in.readBoolean()).thenApply(Wire::getReply);
+    return ownCopy(key, in.readUnsignedByte(), true).thenApply(Wire::getReply);
   }
 
   /**
    * This peer's copy of a key, for a read. If it holds none while the key is still coming in (it
    * gained the key's range and its pulls are not done: {@link Incoming}), the key's previous owners
-   * still hold it, and none of the owners that readers ask may have it yet: then, with
-   * {@code askPrevious}, the previous owners are asked (without it, so no further), within
-   * {@link #PREVIOUS_OWNER_TIMEOUT}, and the newest copy counts. This peer's own is read again
-   * once they answered: a hand-off may have brought it meanwhile, and the previous owner then
-   * dropped it.
+   * still hold it, and none of the owners that readers ask may have it yet: then, if
+   * {@code stepsBack} allows, the previous owners are asked (with one step fewer: a previous owner
+   * may itself be taking the key in from the one before, after two joins in a row), within
+   * {@link #PREVIOUS_OWNER_TIMEOUT}, and the newest copy counts. A read that comes as the first
+   * step, from a reader, goes back only if this peer owns the key in its own ring: one that no
+   * longer does (a newer ring gave the key to another peer, which may hold a newer copy or a
+   * delete) answers with what it holds. This peer's own copy is read again once the previous
+   * owners answered: a hand-off may have brought it meanwhile, and the previous owner then dropped
+   * it.
+   *
+   * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
    */
-  private CompletableFuture<Optional<Entry>> ownCopy(String key, boolean askPrevious) {
+  private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromWorker) {
     Optional<Entry> mine = store.readable(key);
-    if (mine.isPresent() || !askPrevious) {
+    if (mine.isPresent() || stepsBack <= 0 || stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self())) {
       return CompletableFuture.completedFuture(mine);
     }
     List<String> before = previousOwners.apply(key).stream().filter(routing::isLive).toList();
     if (before.isEmpty()) {
       return CompletableFuture.completedFuture(mine);
     }
-    counters.readsFromPreviousOwners.increment();
+    byte[] request = Wire.get(key, stepsBack - 1);
     List<CompletableFuture<Optional<Entry>>> calls = before.stream()
-        .map(owner -> rpc.call(owner, Wire.get(key, false), PREVIOUS_OWNER_TIMEOUT).thenApply(KvService::getReply)
+        .map(owner -> (fromWorker ? rpc.callFromWorker(owner, request, PREVIOUS_OWNER_TIMEOUT)
+            : rpc.call(owner, request, PREVIOUS_OWNER_TIMEOUT)).thenApply(KvService::getReply)
             .exceptionally(failed -> Optional.empty()))
         .toList();
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
-      Optional<Entry> newest = store.readable(key);
+      Optional<Entry> own = store.readable(key);
+      Optional<Entry> newest = own;
       for (CompletableFuture<Optional<Entry>> call : calls) {
         Optional<Entry> theirs = call.join();
         if (theirs.isPresent() && (newest.isEmpty() || theirs.get().supersedes(newest.get()))) {
           newest = theirs;
         }
+      }
+      if (newest != own) {
+        counters.readsFromPreviousOwners.increment();
       }
       return newest;
     });

@@ -339,6 +339,7 @@ final class Peer implements AutoCloseable {
       case COMPLETE -> "every entry reached its owners";
       case LAST_PEER -> "the last peer: nobody to hand off to; " + store.size() + " entries leave with it";
       case INCOMPLETE -> "hand-off incomplete: " + store.size() + " entries may be held here only";
+      case IN_PROGRESS -> "hand-off cut short: " + store.size() + " entries may be held here only";
     };
   }
 

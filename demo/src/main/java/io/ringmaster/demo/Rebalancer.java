@@ -49,6 +49,8 @@ final class Rebalancer implements OwnershipListener {
 
   /** How a leave's hand-off ended, for the peer's last words. */
   enum LeaveOutcome {
+    /** Begun, not ended: the node gave up waiting for it (its leave timeout), or it is still going. */
+    IN_PROGRESS,
     /** Every entry reached its owners in the ring left behind (copies of writes taken meanwhile are there too). */
     COMPLETE,
     /** The last peer: nobody to hand anything to. */
@@ -133,6 +135,7 @@ final class Rebalancer implements OwnershipListener {
   }
 
   private void startLeaving(long viewId) {
+    leaveOutcome = LeaveOutcome.IN_PROGRESS;
     routing.startLeaving();
     events.publish(Events.leaving(routing.self(), viewId));
   }

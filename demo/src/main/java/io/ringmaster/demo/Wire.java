@@ -133,14 +133,14 @@ final class Wire {
   }
 
   /**
-   * A read of one key. With {@code askPrevious}, an owner that holds no copy and is still taking the
-   * key in asks the key's previous owners ({@link Incoming}); they are asked without it, so a read
-   * goes at most one step further.
+   * A read of one key. A peer asked that holds no copy and is still taking the key in asks the
+   * key's previous owners ({@link Incoming}) with one step fewer: {@code stepsBack} is how many
+   * more times the read may go back so, 0 for none.
    */
-  static byte[] get(String key, boolean askPrevious) {
+  static byte[] get(String key, int stepsBack) {
     return bytes(OP_GET, out -> {
       out.writeUTF(key);
-      out.writeBoolean(askPrevious);
+      out.writeByte(stepsBack);
     });
   }
 

@@ -17,9 +17,10 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Reads of keys whose new owner has not taken them in yet. With one replica, every key b gains has
- * b as its only owner, and only a holds it; here a refuses every pull and b every hand-off push,
- * so the keys stay on a for the whole test. A read through either peer still finds each key: b,
- * missing it while it is coming in, asks the key's previous owner.
+ * b as its only owner, and only a holds it; here a and b refuse every pull, and b and c every
+ * hand-off push, so the keys stay on a for the whole test. A read through any peer still finds
+ * each key: b, missing it while it is coming in, asks the key's previous owner, and c, after a
+ * second join, asks b, which asks a.
  */
 class ReadWhileMovingTest extends WithPeerCluster {
   private static final int KEYS = 200;
@@ -37,7 +38,8 @@ class ReadWhileMovingTest extends WithPeerCluster {
       keys.add(key);
     }
 
-    cluster.awaitReady(cluster.start("b", "b", Map.of(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE))));
+    cluster.awaitReady(cluster.start("b", "b", Map.of(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE),
+        TestingAids.REFUSE_PULLS, Integer.toString(Integer.MAX_VALUE))));
     await("b in both rings").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).ignoreExceptions()
         .until(() -> List.of("a", "b").stream().allMatch(p -> cluster.json(p, "/stats").path("members").asInt() == 2));
 
@@ -60,6 +62,24 @@ class ReadWhileMovingTest extends WithPeerCluster {
       assertEquals(404, local.statusCode(), () -> "b holds " + key + " after all: the test moved no data? " + local.body());
     }
     assertTrue(cluster.json("b", "/stats").path("readsFromPreviousOwners").asLong() >= 2L * ownedByB.size(),
-        "each read of a key b owns, through a and through b, asked a");
+        "each read of a key b owns, through a and through b, was answered with a's copy");
+
+    // A second join at once: c takes some of b's keys, which b has not taken in either (b refuses
+    // pulls now too). A read goes two steps back: c asks b, b asks a.
+    cluster.awaitReady(cluster.start("c", "c", Map.of(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE))));
+    await("c in every ring").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).ignoreExceptions()
+        .until(() -> List.of("a", "b", "c").stream().allMatch(p -> cluster.json(p, "/stats").path("members").asInt() == 3));
+    List<String> fromBToC = new ArrayList<>();
+    for (String key : ownedByB) {
+      HttpResponse<String> r = cluster.get("a", key);
+      assertEquals(200, r.statusCode(), () -> "get " + key + " via a after c joined: " + r.body());
+      assertEquals("v-" + key, PeerCluster.parse(r.body()).path("value").asText());
+      if (PeerCluster.parse(r.body()).path("owners").get(0).asText().equals("c")) {
+        fromBToC.add(key);
+        HttpResponse<String> viaC = cluster.get("c", key);
+        assertEquals(200, viaC.statusCode(), () -> "get " + key + " via c: " + viaC.body());
+      }
+    }
+    assertTrue(fromBToC.size() > 0, "c took some of b's keys");
   }
 }
