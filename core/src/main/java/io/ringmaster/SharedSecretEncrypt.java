@@ -144,7 +144,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * Opens a sealed message with {@link #code} (the MAC first), on this thread's cipher, and returns
    * the message that was sealed. A message that is not sealed whole (no payload, or marked as a
    * payload alone) comes from someone without the secret: dropped, with null rather than an
-   * exception, which Encrypt's batch handling would log by reading the payload it lacks.
+   * exception, which Encrypt's batch handling would log by reading the payload it lacks. {@code key}
+   * is an earlier key version's only with ASYM_ENCRYPT, which keeps those; here there is one key,
+   * the current one, which {@link #code} uses.
    */
   @Override
   protected Message _decrypt(Cipher pooled, Key key, Message msg, EncryptHeader hdr) throws Exception {
