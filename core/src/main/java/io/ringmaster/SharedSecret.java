@@ -32,14 +32,14 @@ final class SharedSecret {
         + "\"secret\" setting, the system property " + PROPERTY + " or the environment variable " + ENVIRONMENT));
   }
 
-  /** A 128-bit AES key derived from the secret (PBKDF2-HMAC-SHA256, fixed salt, 20,000 rounds). */
+  /** A 128-bit AES key derived from the secret (PBKDF2-HMAC-SHA256, fixed salt, 210,000 rounds). */
   static SecretKeySpec aesKey(String secret) throws Exception {
     return new SecretKeySpec(derive(secret, "ringmaster/sym-encrypt/1", 128), "AES");
   }
 
   /**
    * The key of the join proofs ({@link SharedSecretAuthToken}): derived like {@link #aesKey}, with
-   * another salt, so that a proof seen on the wire costs a guesser the same 20,000 rounds per guess.
+   * another salt, so that a proof seen on the wire costs a guesser the same 210,000 rounds per guess.
    */
   static byte[] authKey(String secret) throws Exception {
     return derive(secret, "ringmaster/auth/1", 256);
@@ -47,7 +47,7 @@ final class SharedSecret {
 
   private static byte[] derive(String secret, String salt, int bits) throws Exception {
     KeySpec spec = new PBEKeySpec(secret.toCharArray(), salt.getBytes(java.nio.charset.StandardCharsets.US_ASCII),
-        20_000, bits);
+        210_000, bits);
     return SecretKeyFactory.getInstance("PBKDF2WithHmacSHA256").generateSecret(spec).getEncoded();
   }
 }

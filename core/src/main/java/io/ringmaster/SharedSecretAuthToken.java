@@ -11,12 +11,14 @@ import javax.crypto.spec.SecretKeySpec;
 import org.jgroups.Address;
 import org.jgroups.Message;
 import org.jgroups.auth.AuthToken;
+import org.jgroups.conf.ClassConfigurator;
+import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.util.UUID;
 
 /**
  * A JGroups {@link AuthToken} for {@code AUTH}: a joiner proves it knows the cluster's shared
  * secret by sending an HMAC-SHA256 of its own address under a key derived from that secret
- * ({@link SharedSecret#authKey}: 20,000 PBKDF2 rounds per guess for anyone who saw a proof).
+ * ({@link SharedSecret#authKey}: 210,000 PBKDF2 rounds per guess for anyone who saw a proof).
  * Binding the proof to the joiner's address means a captured token is worthless from any other
  * address; sent again from the same address, it passes (see docs/operations.md). Used by
  * {@code config/jgroups/secure-tcp.xml}; the secret comes from {@link SharedSecret}.
@@ -47,6 +49,12 @@ public class SharedSecretAuthToken extends AuthToken {
   @Override
   public boolean authenticate(AuthToken token, Message msg) {
     if (!(token instanceof SharedSecretAuthToken other) || secret == null || msg.getSrc() == null) {
+      return false;
+    }
+    // GMS admits the member its header names, not the sender: they must be one, or a proof seen on
+    // the wire would admit any address sent under it.
+    if (msg.getHeader(ClassConfigurator.getProtocolId(GMS.class)) instanceof GMS.GmsHeader gms
+        && gms.getMember() != null && !gms.getMember().equals(msg.getSrc())) {
       return false;
     }
     return MessageDigest.isEqual(other.proof, mac(msg.getSrc()));

@@ -14,9 +14,12 @@ import javax.crypto.spec.SecretKeySpec;
 import org.jgroups.BytesMessage;
 import org.jgroups.Header;
 import org.jgroups.Message;
+import org.jgroups.View;
 import org.jgroups.conf.ClassConfigurator;
+import org.jgroups.protocols.AUTH;
 import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.protocols.SYM_ENCRYPT;
+import org.jgroups.protocols.UNICAST3;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
 import org.jgroups.util.ByteArray;
@@ -31,9 +34,10 @@ import org.jgroups.util.Util;
  * <p>Plain {@code SYM_ENCRYPT} drops every message it cannot decrypt, so a joiner with a wrong
  * secret never reaches {@code AUTH}: it waits out its join timeout and then runs alone, a silent
  * split. This protocol lets exactly two kinds of messages pass unencrypted so that {@code AUTH}
- * (above it) can refuse the joiner and the joiner learns why: a join or merge request without a
- * payload (nothing secret in it; {@code AUTH} checks its token), and a join response that carries
- * only a failure reason (it can only make a join fail, never admit anyone).
+ * (above it) can refuse the joiner and the joiner learns why: a join request without a payload
+ * (nothing secret in it; {@code AUTH} checks its token), and a join response that carries only a
+ * failure reason (it can only make a join fail, never admit anyone); each only where it belongs
+ * ({@link #passesInPlain}).
  *
  * <p>Plain {@code SYM_ENCRYPT} with its defaults would encrypt in ECB mode (the JDK's "AES"), in
  * which equal plaintext blocks give equal ciphertext, would check nothing (a changed ciphertext
@@ -54,6 +58,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** Our protocol id, outside the range JGroups reserves for its own protocols. */
   public static final short ID = 1917;
   private static final short GMS_ID = ClassConfigurator.getProtocolId(GMS.class);
+  private static final short AUTH_ID = ClassConfigurator.getProtocolId(AUTH.class);
+  private static final short UNICAST3_ID = ClassConfigurator.getProtocolId(UNICAST3.class);
 
   static {
     if (ClassConfigurator.getProtocol(ID) == null) {
@@ -182,34 +188,109 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     }
   }
 
+  /** A message from below: one of the two kinds let through in clear, or a sealed one, opened. */
   @Override
   public Object up(Message msg) {
-    return passesInPlain(msg) ? up_prot.up(msg) : super.up(msg);
+    if (passesInPlain(msg)) {
+      return up_prot.up(msg);
+    }
+    Message opened = open(msg);
+    return opened == null ? null : up_prot.up(opened);
   }
 
+  /**
+   * A batch from below: each message opened, and kept in the batch only if what was sealed agrees
+   * with the batch's envelope, which came in clear: its sender, its destination, and whether it
+   * is out of band. The protocols above take the envelope's word for all three, so a sealed
+   * message put into another envelope (sent again as another member's, to all, or out of band) would
+   * slip past their duplicate checks and ordering; one that does not agree goes up on its own,
+   * where they read what was sealed.
+   */
   @Override
   public void up(MessageBatch batch) {
-    List<Message> plain = new ArrayList<>();
-    batch.removeIf(m -> passesInPlain(m) && plain.add(m), true);
-    plain.forEach(this::up);
+    List<Message> kept = new ArrayList<>(batch.size());
+    List<Message> apart = new ArrayList<>();
+    boolean oob = batch.mode() == MessageBatch.Mode.OOB;
+    for (Message msg : batch) {
+      if (passesInPlain(msg)) {
+        apart.add(msg);
+        continue;
+      }
+      Message opened = open(msg);
+      if (opened != null) {
+        boolean fits = java.util.Objects.equals(opened.getSrc(), batch.sender())
+            && java.util.Objects.equals(opened.getDest(), batch.dest()) && opened.isFlagSet(Message.Flag.OOB) == oob;
+        (fits ? kept : apart).add(opened);
+      }
+    }
+    batch.clear();
+    kept.forEach(batch::add);
     if (!batch.isEmpty()) {
-      super.up(batch);
+      up_prot.up(batch);
+    }
+    apart.forEach(up_prot::up);
+  }
+
+  /**
+   * A sealed message, opened (see {@link #_decrypt}), or null if it is to be dropped: no encryption
+   * header, no seal that checks, or sealed for another member (a unicast sent again to this one).
+   */
+  private Message open(Message msg) {
+    if (msg.getHeader(this.id) == null) {
+      log.warn("%s: dropped a message from %s without an encryption header", local_addr, msg.getSrc());
+      return null;
+    }
+    try {
+      Message opened = decrypt(null, msg.copy(true, true)); // a copy: the buffer is kept for retransmissions
+      if (opened != null && opened.getDest() != null && !opened.getDest().equals(local_addr)) {
+        log.warn("%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
+        return null;
+      }
+      return opened;
+    } catch (Exception e) {
+      log.warn("%s: dropped a message from %s: %s", local_addr, msg.getSrc(), e);
+      return null;
     }
   }
 
   /**
    * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. So
-   * does a bare join or merge request: sealed, it would be dropped by a member with another secret
-   * before its {@code AUTH} could refuse it and say why.
+   * does a bare join request: sealed, it would be dropped by a member with another secret before
+   * its {@code AUTH} could refuse it and say why.
    */
   @Override
   public Object down(Message msg) {
-    return isRejection(msg) || isBareRequest(msg) ? down_prot.down(msg) : super.down(msg);
+    return isRejection(msg) || isBareJoin(msg) ? down_prot.down(msg) : super.down(msg);
   }
 
-  /** A bare request has nothing to decrypt, even with our header; a rejection arrives without one. */
+  /**
+   * The two kinds of messages taken in clear, each only where it belongs, and carrying nothing but
+   * the headers it is sent with (GMS, AUTH, UNICAST3, the transport's), so that no other protocol's header rides
+   * in on it: a bare join request from a member not in this node's view, asking to join as its
+   * sender (AUTH then checks its proof), and, while this node has no view yet (it is joining), a
+   * rejection.
+   */
   private boolean passesInPlain(Message msg) {
-    return isBareRequest(msg) || (msg.getHeader(this.id) == null && isRejection(msg));
+    if (msg.getHeader(this.id) != null || !onlyJoinHeaders(msg)) {
+      return false;
+    }
+    View current = view;
+    if (isBareJoin(msg)) {
+      return (current == null || !current.containsMember(msg.getSrc()))
+          && java.util.Objects.equals(gmsHeader(msg).getMember(), msg.getSrc());
+    }
+    return current == null && isRejection(msg);
+  }
+
+  /** Whether the message carries no headers but those a join request is sent with, and the transport's. */
+  private boolean onlyJoinHeaders(Message msg) {
+    short transport = getTransport().getId();
+    for (short id : msg.getHeaders().keySet()) {
+      if (id != GMS_ID && id != AUTH_ID && id != UNICAST3_ID && id != transport) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static GMS.GmsHeader gmsHeader(Message msg) {
@@ -217,15 +298,14 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     return h instanceof GMS.GmsHeader gms ? gms : null;
   }
 
-  /** A join or merge request without a payload: nothing secret in it, and AUTH checks its token. */
-  private static boolean isBareRequest(Message msg) {
+  /** A join request without a payload: nothing secret in it, and AUTH checks its token. */
+  private static boolean isBareJoin(Message msg) {
     GMS.GmsHeader gms = gmsHeader(msg);
     if (gms == null || msg.hasPayload()) {
       return false;
     }
     byte type = gms.getType();
-    return type == GMS.GmsHeader.JOIN_REQ || type == GMS.GmsHeader.JOIN_REQ_WITH_STATE_TRANSFER
-        || type == GMS.GmsHeader.MERGE_REQ;
+    return type == GMS.GmsHeader.JOIN_REQ || type == GMS.GmsHeader.JOIN_REQ_WITH_STATE_TRANSFER;
   }
 
   /** A join response that carries only a failure reason: it can make a join fail, never admit anyone. */

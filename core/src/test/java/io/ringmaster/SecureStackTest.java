@@ -20,10 +20,20 @@ import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.EmptyMessage;
+import org.jgroups.Message;
+import org.jgroups.conf.ClassConfigurator;
 import org.jgroups.protocols.AUTH;
+import org.jgroups.protocols.AuthHeader;
 import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.protocols.FRAG2;
+import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.protocols.pbcast.JoinRsp;
+import org.jgroups.protocols.pbcast.NAKACK2;
+import org.jgroups.protocols.pbcast.NakAckHeader2;
 import org.jgroups.stack.ProtocolStack;
+import org.jgroups.util.AsciiString;
+import org.jgroups.util.MessageBatch;
+import org.jgroups.util.Util;
 import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 
@@ -76,10 +86,9 @@ class SecureStackTest {
       await("the message, at the top of a's stack").atMost(WAIT)
           .until(() -> aTop.probesUp().contains("wiretap:through 1"));
       bBelow.sendDown(new BytesMessage(toA, original.payload()).putHeader(SharedSecretEncrypt.ID, original.sealed()));
-      b.channel().send(WireTap.probe(toA, "through 2"));
-      await("the message after the copy").atMost(WAIT).until(() -> aTop.probesUp().contains("wiretap:through 2"));
-      assertEquals(2, aBelow.passedUp.stream().filter(m -> Arrays.equals(m.payload(), original.payload())).count(),
-          "the copy reached a");
+      // a's taps record a message once it has gone all the way up: then the copy's journey is over.
+      await("the copy, through a's stack").atMost(WAIT)
+          .until(() -> aBelow.passedUp.stream().filter(m -> Arrays.equals(m.payload(), original.payload())).count() == 2);
       assertEquals(1, aTop.probesUp().stream().filter("wiretap:through 1"::equals).count(),
           "a replayed message got through");
 
@@ -95,13 +104,60 @@ class SecureStackTest {
           new EncryptHeader((byte) 0, copied.version(), copied.iv()).needsDeserialization(true)));
       bAbove.sendDown(WireTap.probe(toA, "sealed"));
       await("the sealed message, opened").atMost(WAIT).until(() -> aAbove.probesUp().contains("wiretap:sealed"));
-      assertTrue(aBelow.probesUp().contains("wiretap:plain"), "the plain message reached a");
-      assertTrue(aBelow.passedUp.stream().anyMatch(m -> m.sealed() != null && m.payload().length == 0),
-          "the forged message reached a");
+      await("the plain message, through a's encryption").atMost(WAIT)
+          .until(() -> aBelow.probesUp().contains("wiretap:plain"));
+      await("the forged message, through a's encryption").atMost(WAIT)
+          .until(() -> aBelow.passedUp.stream().anyMatch(m -> m.sealed() != null && m.payload().length == 0));
       assertFalse(aAbove.probesUp().contains("wiretap:plain"), "a plain message got past the encryption");
       assertTrue(aAbove.passedUp.stream().noneMatch(m -> m.sealed() != null),
           "a message got past the encryption without being opened");
       assertFalse(aBelow.probesUp().contains("wiretap:sealed"), "the sealed message was readable on the wire");
+
+      // Join requests are taken in clear only from a non-member, asking to join as its sender, with
+      // no other protocol's header; a rejection only while this node has no view. One of each that
+      // breaks a rule, and one good join request (from a stranger, whom AUTH then refuses).
+      Address b0 = b.channel().getAddress();
+      Address stranger = org.jgroups.util.UUID.randomUUID();
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      List<Message> forged = List.of(
+          new EmptyMessage(toA).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0)),
+          new EmptyMessage(toA).setSrc(stranger).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0)),
+          new EmptyMessage(toA).setSrc(stranger).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
+              .putHeader(ClassConfigurator.getProtocolId(NAKACK2.class), NakAckHeader2.createMessageHeader(1)),
+          new BytesMessage(toA, Util.streamableToByteBuffer(new JoinRsp("refused")))
+              .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP)));
+      forged.forEach(bBelow::sendDown);
+      SharedSecretAuthToken noProof = new SharedSecretAuthToken();
+      noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
+      bBelow.sendDown(new EmptyMessage(toA).setSrc(stranger)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
+          .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
+      await("all five, through a's encryption").atMost(WAIT).until(() -> aBelow.passedUp.stream()
+          .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP")).count() == 5);
+      assertEquals(List.of("JOIN_REQ from " + stranger), aAbove.passedUp.stream()
+          .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP"))
+          .map(m -> (m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP") + " from "
+              + m.headers().replaceAll(".*mbr=([^,]*),.*", "$1")).toList(), "what got past the encryption in clear");
+
+      // A sealed message in a batch whose envelope (sent in clear) names another sender goes up on
+      // its own, under the sender that was sealed; in its own sender's batch, it stays in the batch.
+      int sentBefore = bBelow.sentBy(test).size();
+      bAbove.sendDown(WireTap.probe(toA, "enveloped"));
+      WireTap.Seen enveloped = bBelow.sentBy(test).get(sentBefore);
+      await("it arrives the usual way").atMost(WAIT).until(() -> aAbove.probesUp().contains("wiretap:enveloped"));
+      SharedSecretEncrypt encryptionOfA = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      for (Address envelope : List.of(stranger, b0)) {
+        MessageBatch batch = new MessageBatch(toA, envelope, new AsciiString(cluster.name), false,
+            MessageBatch.Mode.REG, 1);
+        batch.add(new BytesMessage(toA, enveloped.payload()).setSrc(envelope)
+            .putHeader(SharedSecretEncrypt.ID, enveloped.sealed()));
+        int upBefore = aAbove.passedUp.size();
+        encryptionOfA.up(batch);
+        List<WireTap.Seen> up = aAbove.passedUp.subList(upBefore, aAbove.passedUp.size());
+        assertEquals(1, up.size());
+        assertEquals("wiretap:enveloped", up.get(0).probe());
+        assertEquals(envelope == b0 ? b0 : null, up.get(0).batchSender(), "in a batch from " + envelope);
+      }
 
       // The same 200 bytes sent twice: two ciphertexts that differ, and no block repeated in
       // either, though the plaintext repeats one block (ECB would give equal blocks).
@@ -150,6 +206,11 @@ class SecureStackTest {
     assertFalse(member.authenticate(received, new BytesMessage().setSrc(other)), "replayed from another address");
     assertFalse(token(joiner, "another-secret").authenticate(received, new BytesMessage().setSrc(joiner)),
         "checked under another secret");
+    short gms = ClassConfigurator.getProtocolId(GMS.class);
+    assertTrue(member.authenticate(received, new BytesMessage().setSrc(joiner)
+        .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, joiner))), "joining as itself");
+    assertFalse(member.authenticate(received, new BytesMessage().setSrc(joiner)
+        .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, other))), "the proof, to admit another address");
   }
 
   /** A token of a stack whose address is {@code self}, initialized with {@code secret}. */

@@ -25,8 +25,12 @@ import org.jgroups.util.MessageBatch;
 final class WireTap extends Protocol {
   private static final byte[] PROBE = "wiretap:".getBytes(StandardCharsets.US_ASCII);
 
-  /** A message as it passed: its payload, its encryption header if it had one, and the sending thread (down only). */
-  record Seen(byte[] payload, EncryptHeader sealed, Thread thread) {
+  /**
+   * A message as it passed: its payload, its encryption header if it had one, its headers as
+   * JGroups prints them, the sending thread (down only), and the sender the batch it came up in
+   * named (null if it came up alone).
+   */
+  record Seen(byte[] payload, EncryptHeader sealed, String headers, Thread thread, Address batchSender) {
     String probe() {
       return payload.length >= PROBE.length && Arrays.equals(payload, 0, PROBE.length, PROBE, 0, PROBE.length)
           ? new String(payload, StandardCharsets.US_ASCII) : null;
@@ -70,7 +74,7 @@ final class WireTap extends Protocol {
       corruptNextFrom = null;
       msg.getArray()[msg.getOffset() + msg.getLength() / 2] ^= 0x10;
     }
-    Seen seen = seen(msg, Thread.currentThread()); // before the layers below may change it
+    Seen seen = seen(msg, Thread.currentThread(), null); // before the layers below may change it
     Object result = down_prot.down(msg);
     sentDown.add(seen);
     return result;
@@ -78,32 +82,37 @@ final class WireTap extends Protocol {
 
   @Override
   public Object up(Message msg) {
-    Seen seen = seen(msg, null);
+    Seen seen = seen(msg, null, null);
     if (seen.probe() != null && swallows.test(seen.probe())) {
       passedUp.add(seen);
       return null;
     }
-    Object result = up_prot.up(msg);
-    passedUp.add(seen);
-    return result;
+    try {
+      return up_prot.up(msg);
+    } finally {
+      passedUp.add(seen);
+    }
   }
 
   @Override
   public void up(MessageBatch batch) {
     List<Seen> seen = new ArrayList<>();
     batch.removeIf(m -> {
-      Seen s = seen(m, null);
+      Seen s = seen(m, null, batch.sender());
       seen.add(s);
       return s.probe() != null && swallows.test(s.probe());
     }, true);
-    if (!batch.isEmpty()) {
-      up_prot.up(batch);
+    try {
+      if (!batch.isEmpty()) {
+        up_prot.up(batch);
+      }
+    } finally {
+      passedUp.addAll(seen);
     }
-    passedUp.addAll(seen);
   }
 
-  private static Seen seen(Message msg, Thread thread) {
-    return new Seen(payload(msg), msg.getHeader(SharedSecretEncrypt.ID), thread);
+  private static Seen seen(Message msg, Thread thread, Address batchSender) {
+    return new Seen(payload(msg), msg.getHeader(SharedSecretEncrypt.ID), msg.printHeaders(), thread, batchSender);
   }
 
   private static byte[] payload(Message msg) {
