@@ -57,8 +57,9 @@ final class KvService {
   static final Duration WRITE_DEADLINE = Duration.ofSeconds(10);
   static final Duration READY_WAIT = Duration.ofSeconds(1);
   /**
-   * How long an owner still taking a key in waits for its previous owners' copies: twice, at most
-   * (two steps back), within a reader's {@link #CALL_TIMEOUT}.
+   * How long each step back to a key's previous owners may take: a peer that may go {@code n}
+   * steps back waits {@code n} times this for its previous owners' copies, so that the step after
+   * it has its own time; two steps fit a reader's {@link #CALL_TIMEOUT}.
    */
   static final Duration PREVIOUS_OWNER_TIMEOUT = Duration.ofMillis(900);
   /** How many steps back a read may go to the previous owners of a key still moving ({@link #ownCopy}). */
@@ -514,7 +515,7 @@ final class KvService {
    */
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
     String key = in.readUTF();
-    return ownCopy(key, in.readUnsignedByte(), true).thenApply(Wire::getReply);
+    return ownCopy(key, Math.min(in.readUnsignedByte(), STEPS_BACK), true).thenApply(Wire::getReply);
   }
 
   /**
@@ -523,10 +524,10 @@ final class KvService {
    * still hold it, and none of the owners that readers ask may have it yet: then, if
    * {@code stepsBack} allows, the previous owners are asked (with one step fewer: a previous owner
    * may itself be taking the key in from the one before, after two joins in a row), within
-   * {@link #PREVIOUS_OWNER_TIMEOUT}, and the newest copy counts. A read that comes as the first
-   * step, from a reader, goes back only if this peer owns the key in its own ring: one that no
-   * longer does (a newer ring gave the key to another peer, which may hold a newer copy or a
-   * delete) answers with what it holds. This peer's own copy is read again once the previous
+   * {@link #PREVIOUS_OWNER_TIMEOUT} per step left, and the newest copy counts. A read that comes
+   * as the first step, from a reader, goes back only if this peer owns the key in its own ring:
+   * one that no longer does (a newer ring gave the key to another peer, which may hold a newer
+   * copy or a delete) answers with what it holds. This peer's own copy is read again once the previous
    * owners answered: a hand-off may have brought it meanwhile, and the previous owner then dropped
    * it.
    *
@@ -542,9 +543,10 @@ final class KvService {
       return CompletableFuture.completedFuture(mine);
     }
     byte[] request = Wire.get(key, stepsBack - 1);
+    Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);
     List<CompletableFuture<Optional<Entry>>> calls = before.stream()
-        .map(owner -> (fromWorker ? rpc.callFromWorker(owner, request, PREVIOUS_OWNER_TIMEOUT)
-            : rpc.call(owner, request, PREVIOUS_OWNER_TIMEOUT)).thenApply(KvService::getReply)
+        .map(owner -> (fromWorker ? rpc.callFromWorker(owner, request, timeout)
+            : rpc.call(owner, request, timeout)).thenApply(KvService::getReply)
             .exceptionally(failed -> Optional.empty()))
         .toList();
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
