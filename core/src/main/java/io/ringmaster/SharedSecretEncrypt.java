@@ -202,9 +202,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * A batch from below: each message opened, and kept in the batch only if what was sealed agrees
    * with the batch's envelope, which came in clear: its sender, its destination, and whether it
    * is out of band. The protocols above take the envelope's word for all three, so a sealed
-   * message put into another envelope (sent again as another member's, to all, or out of band) would
-   * slip past their duplicate checks and ordering; one that does not agree goes up on its own,
-   * where they read what was sealed.
+   * message put into another envelope (sent again as another member's, to all, or out of band)
+   * would slip past their duplicate checks and ordering; one that does not agree goes up on its
+   * own, where they read what was sealed.
    */
   @Override
   public void up(MessageBatch batch) {
@@ -219,7 +219,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       Message opened = open(msg);
       if (opened != null) {
         boolean fits = java.util.Objects.equals(opened.getSrc(), batch.sender())
-            && java.util.Objects.equals(opened.getDest(), batch.dest()) && opened.isFlagSet(Message.Flag.OOB) == oob;
+            && java.util.Objects.equals(opened.getDest(), batch.dest())
+            && opened.isFlagSet(Message.Flag.OOB) == oob;
         (fits ? kept : apart).add(opened);
       }
     }
@@ -265,10 +266,10 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /**
    * The two kinds of messages taken in clear, each only where it belongs, and carrying nothing but
-   * the headers it is sent with (GMS, AUTH, UNICAST3, the transport's), so that no other protocol's header rides
-   * in on it: a bare join request from a member not in this node's view, asking to join as its
-   * sender (AUTH then checks its proof), and, while this node has no view yet (it is joining), a
-   * rejection.
+   * the headers it is sent with (GMS, AUTH, UNICAST3, the transport's), so that no other
+   * protocol's header rides in on it: a bare join request from a member not in this node's view,
+   * asking to join as its sender (AUTH then checks its proof), and, while this node has no view
+   * yet (it is joining), a rejection.
    */
   private boolean passesInPlain(Message msg) {
     if (msg.getHeader(this.id) != null || !onlyJoinHeaders(msg)) {
