@@ -255,13 +255,24 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   }
 
   /**
-   * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. So
-   * does a bare join request: sealed, it would be dropped by a member with another secret before
-   * its {@code AUTH} could refuse it and say why.
+   * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. A
+   * bare join request goes out twice, with one sequence number: sealed, for a coordinator that
+   * already lists this node (it added it, and the reply was late or its sender crashed; it takes
+   * no join request in clear from a member, and JGroups counts on the repeat being answered), and
+   * in clear, for one with another secret, whose {@code AUTH} can then refuse it and say why. The
+   * reliable protocol above the coordinator's encryption drops whichever comes second.
    */
   @Override
   public Object down(Message msg) {
-    return isRejection(msg) || isBareJoin(msg) ? down_prot.down(msg) : super.down(msg);
+    if (isRejection(msg)) {
+      return down_prot.down(msg);
+    }
+    if (isBareJoin(msg)) {
+      Object result = super.down(msg); // sealed first: the transport may add its header to the one it sends
+      down_prot.down(msg);
+      return result;
+    }
+    return super.down(msg);
   }
 
   /**

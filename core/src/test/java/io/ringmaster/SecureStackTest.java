@@ -139,6 +139,13 @@ class SecureStackTest {
           .map(m -> (m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP") + " from "
               + m.headers().replaceAll(".*mbr=([^,]*),.*", "$1")).toList(), "what got past the encryption in clear");
 
+      // A member's own join request (as when it repeats one the coordinator has already answered by
+      // adding it) goes out sealed as well as in clear: the sealed copy gets through.
+      bAbove.sendDown(new EmptyMessage(toA).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
+          .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
+      await("b's join request, past a's encryption").atMost(WAIT).until(() -> aAbove.passedUp.stream()
+          .anyMatch(m -> m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
+
       // A sealed message in a batch whose envelope (sent in clear) names another sender goes up on
       // its own, under the sender that was sealed; in its own sender's batch, it stays in the batch.
       int sentBefore = bBelow.sentBy(test).size();
