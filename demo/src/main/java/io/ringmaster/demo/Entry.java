@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import io.ringmaster.ring.HashRing;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * One stored key: its value and version, or a tombstone. Tombstones carry a version like values,
@@ -47,6 +48,11 @@ record Entry(String key, String value, Version version, boolean deleted) {
       return deleted;
     }
     return value.compareTo(other.value) > 0;
+  }
+
+  /** Of two copies, each maybe none, the one that wins: {@code b} if it supersedes {@code a} or {@code a} is none. */
+  static Optional<Entry> newer(Optional<Entry> a, Optional<Entry> b) {
+    return b.isPresent() && (a.isEmpty() || b.get().supersedes(a.get())) ? b : a;
   }
 
   long position() {

@@ -429,8 +429,9 @@ final class KvService {
     String servedBy = held.keySet().iterator().next(); // a miss names an owner that said so
     Optional<Entry> newest = Optional.empty();
     for (Map.Entry<String, Optional<Entry>> copy : held.entrySet()) {
-      if (copy.getValue().isPresent() && (newest.isEmpty() || copy.getValue().get().supersedes(newest.get()))) {
-        newest = copy.getValue();
+      Optional<Entry> winner = Entry.newer(newest, copy.getValue());
+      if (winner != newest) {
+        newest = winner;
         servedBy = copy.getKey();
       }
     }
@@ -553,10 +554,7 @@ final class KvService {
       Optional<Entry> own = store.readable(key);
       Optional<Entry> newest = own;
       for (CompletableFuture<Optional<Entry>> call : calls) {
-        Optional<Entry> theirs = call.join();
-        if (theirs.isPresent() && (newest.isEmpty() || theirs.get().supersedes(newest.get()))) {
-          newest = theirs;
-        }
+        newest = Entry.newer(newest, call.join());
       }
       if (newest != own) {
         counters.readsFromPreviousOwners.increment();
