@@ -79,20 +79,26 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   @Override
   public void init() throws Exception {
-    sym_algorithm = TRANSFORMATION;
-    sym_iv_length = IV_LENGTH;
     if (keystore_name == null && secret_key == null) {
       setSecretKey(SharedSecret.aesKey(SharedSecret.require(getClass().getSimpleName())));
+    } else if (secret_key == null) {
+      readSecretKeyFromKeystore();
     }
-    super.init();
+    // Checked before SYM_ENCRYPT sees the key: it would take a key of another algorithm as the
+    // cipher to use (and fail to find a cipher of that name, or use it), and it digests the key's
+    // bytes, which a key that does not give them fails with a bare NullPointerException.
     byte[] encoded = secret_key.getEncoded();
     if (!"AES".equals(secret_key.getAlgorithm()) || encoded == null
         || encoded.length != 16 && encoded.length != 24 && encoded.length != 32) {
       throw new IllegalArgumentException(getClass().getSimpleName() + " needs an AES key of 128, 192 or 256 bits"
-          + " whose bytes it can read; keystore_name " + keystore_name + ", alias " + alias + " gives a "
+          + " whose bytes it can read; " + (keystore_name == null ? "the key set in code"
+          : "keystore_name " + keystore_name + ", alias " + alias) + " gives a "
           + secret_key.getAlgorithm() + " key" + (encoded == null ? " that does not give its bytes"
           : " of " + encoded.length * 8 + " bits"));
     }
+    sym_algorithm = TRANSFORMATION;
+    sym_iv_length = IV_LENGTH;
+    super.init();
     // The MAC key from the AES key, whichever way that came (the secret, or a keystore).
     MessageDigest sha256 = MessageDigest.getInstance("SHA-256");
     sha256.update(MAC_KEY_LABEL);

@@ -1,0 +1,115 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.util.SplittableRandom;
+import javax.crypto.SecretKey;
+import javax.crypto.spec.SecretKeySpec;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The key {@link SharedSecretEncrypt} takes from a keystore ({@code keystore_name}) or from code
+ * instead of the shared secret: an AES key of 128, 192 or 256 bits is used as it is, and anything
+ * else fails the start with a message that names where the key came from and what it is, before
+ * JGroups would take the key's algorithm as the cipher to use.
+ */
+class SharedSecretEncryptKeyTest {
+  private static final String PASSWORD = "keystore-password";
+  private static final String ALIAS = "ringmaster";
+
+  @TempDir Path dir;
+
+  @Test
+  void anAesKeyFromAKeystore_isTheKeyUsed() throws Exception {
+    byte[] bytes = randomBytes(32);
+    Path store = keystore(new SecretKeySpec(bytes, "AES"));
+
+    SharedSecretEncrypt encrypt = fromKeystore(store);
+    encrypt.init();
+
+    assertArrayEquals(bytes, encrypt.secretKey().getEncoded());
+    assertEquals("AES/CBC/PKCS5Padding", encrypt.symAlgorithm());
+  }
+
+  @Test
+  void aKeystoreKeyOfAnotherAlgorithm_failsNamingTheKeystoreAndAlias() throws Exception {
+    Path store = keystore(new SecretKeySpec(randomBytes(32), "HmacSHA256"));
+
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> fromKeystore(store).init());
+
+    assertTrue(e.getMessage().contains("keystore_name " + store + ", alias " + ALIAS), e.getMessage());
+    assertTrue(e.getMessage().contains("gives a HmacSHA256 key of 256 bits"), e.getMessage());
+  }
+
+  @Test
+  void aKeystoreAesKeyOfAnUnusableLength_failsGivingTheLength() throws Exception {
+    Path store = keystore(new SecretKeySpec(randomBytes(8), "AES"));
+
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> fromKeystore(store).init());
+
+    assertTrue(e.getMessage().contains("gives a AES key of 64 bits"), e.getMessage());
+  }
+
+  @Test
+  void aKeyThatDoesNotGiveItsBytes_failsSayingSo() {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(new OpaqueAesKey());
+
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, encrypt::init);
+
+    assertTrue(e.getMessage().contains("the key set in code gives a AES key that does not give its bytes"),
+        e.getMessage());
+  }
+
+  private SharedSecretEncrypt fromKeystore(Path store) {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.keystoreName(store.toString()).alias(ALIAS).storePassword(PASSWORD);
+    return encrypt;
+  }
+
+  private Path keystore(SecretKey key) throws Exception {
+    KeyStore store = KeyStore.getInstance("JCEKS");
+    store.load(null, null);
+    store.setEntry(ALIAS, new KeyStore.SecretKeyEntry(key), new KeyStore.PasswordProtection(PASSWORD.toCharArray()));
+    Path file = dir.resolve("ring.jceks");
+    try (OutputStream out = Files.newOutputStream(file)) {
+      store.store(out, PASSWORD.toCharArray());
+    }
+    return file;
+  }
+
+  private static byte[] randomBytes(int n) {
+    byte[] bytes = new byte[n];
+    SplittableRandom random = new SplittableRandom(n);
+    for (int i = 0; i < n; i++) {
+      bytes[i] = (byte) random.nextInt(256);
+    }
+    return bytes;
+  }
+
+  /** An AES key kept in a device, say, that will not give its bytes. */
+  private static final class OpaqueAesKey implements SecretKey {
+    @Override
+    public String getAlgorithm() {
+      return "AES";
+    }
+
+    @Override
+    public String getFormat() {
+      return null;
+    }
+
+    @Override
+    public byte[] getEncoded() {
+      return null;
+    }
+  }
+}
