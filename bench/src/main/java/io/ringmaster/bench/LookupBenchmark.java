@@ -72,13 +72,15 @@ public class LookupBenchmark {
 
     String[] strings;
     byte[][] bytes;
+    HashRing ring;
     Locator locator;
 
     @Setup
     public void setup() {
       strings = Keys.STRINGS;
       bytes = Keys.BYTES;
-      locator = createChecked(impl, members, virtualNodes);
+      ring = ring(members, virtualNodes);
+      locator = createChecked(impl, members, virtualNodes, ring);
     }
   }
 
@@ -95,12 +97,14 @@ public class LookupBenchmark {
     public String impl;
 
     String[] strings;
+    HashRing ring;
     Locator locator;
 
     @Setup
     public void setup() {
       strings = Keys.STRINGS;
-      locator = createChecked(impl, members, virtualNodes);
+      ring = ring(members, virtualNodes);
+      locator = createChecked(impl, members, virtualNodes, ring);
     }
   }
 
@@ -118,14 +122,25 @@ public class LookupBenchmark {
    * Builds the rival; for {@code treemap} and {@code sorted}, first checks on 100,000 keys that it
    * owns every key as {@link HashRing} does ({@code treemap}: owners(key, 3) included), so that
    * they compute the same thing.
+   *
+   * <p>Every fork, whatever its rival, first builds the same {@link HashRing} (the {@code
+   * ringmaster} rival is that ring), so that the heap has the same history before the
+   * measurement in every fork, and the keys lie in it the same way. They did not when only some
+   * rivals built a ring: the collections that building one causes move the keys, and where the
+   * keys lie changed what hashing them costs. On a 2026-12-02 Intel Xeon VM the hash alone of the
+   * byte[] keys took 20.7 ns in the fork that built nothing and 10.9 ns once every fork built the
+   * ring, while the ring's lookup took 27.5 and 28.0 ns: the floor was inflated, and the ratio
+   * flattered the ring (1.33 times instead of 2.58; {@code docs/performance.md}, runs 9 and 10).
+   * The ring is kept in the state, so that it stays reachable in every fork alike.
    */
-  static Locator createChecked(String impl, int members, int virtualNodes) {
+  static Locator createChecked(String impl, int members, int virtualNodes, HashRing ring) {
     List<Member> list = Fixtures.members(0, members);
-    Locator locator = Locator.create(impl, list, virtualNodes);
+    Locator locator = Locator.RINGMASTER.equals(impl)
+        ? new Locator.Ringmaster(ring)
+        : Locator.create(impl, list, virtualNodes);
     if (!(locator instanceof Locator.SortedArray || locator instanceof Locator.TreeMapLocator)) {
       return locator;
     }
-    HashRing ring = HashRing.builder().virtualNodes(virtualNodes).addAll(list).build();
     int differ = 0;
     for (int i = 0; i < 100_000; i++) {
       String key = Keys.STRINGS[i];
@@ -138,6 +153,11 @@ public class LookupBenchmark {
       throw new IllegalStateException(impl + " and ringmaster disagree on " + differ + " keys");
     }
     return locator;
+  }
+
+  /** The ring every fork builds first (see {@link #createChecked}). */
+  static HashRing ring(int members, int virtualNodes) {
+    return HashRing.builder().virtualNodes(virtualNodes).addAll(Fixtures.members(0, members)).build();
   }
 
   @Benchmark
