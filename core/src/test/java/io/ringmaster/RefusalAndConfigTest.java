@@ -3,6 +3,7 @@ package io.ringmaster;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,6 +17,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -113,6 +116,41 @@ class RefusalAndConfigTest {
       assertFalse(twin.get(0).isInRing(), "refused");
       assertEquals(List.of("a", "b"), b.members().stream().map(Member::id).sorted().toList());
       assertEquals(a.ring().checksum(), b.ring().checksum(), "one ring, so one owner per range");
+    }
+  }
+
+  @Test
+  void start_onAnInterruptedThread_failsSayingSo_closesTheNode_andKeepsTheFlag() throws Exception {
+    try (TestCluster cluster = new TestCluster("interrupted-start")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.builder("b").build();
+      AtomicReference<Throwable> thrown = new AtomicReference<>();
+      AtomicBoolean flagAfter = new AtomicBoolean();
+      Thread starter = new Thread(() -> {
+        Thread.currentThread().interrupt();
+        try {
+          b.start();
+        } catch (Throwable e) {
+          thrown.set(e);
+        }
+        flagAfter.set(Thread.currentThread().isInterrupted());
+      }, "interrupted-starter");
+      starter.start();
+      starter.join(WAIT.toMillis());
+      assertFalse(starter.isAlive(), "start() returned");
+      // The node's threads end (a pool counts as terminated just before its last thread exits).
+      await("the node's threads end").atMost(WAIT).until(() -> Thread.getAllStackTraces().keySet().stream()
+          .filter(Thread::isAlive).map(Thread::getName).noneMatch(name -> name.matches("ringmaster-[a-z]+-b-\\d+")));
+
+      RingmasterException e = assertInstanceOf(RingmasterException.class, thrown.get());
+      assertEquals("interrupted while starting node b", e.getMessage());
+      assertTrue(flagAfter.get(), "the caller's interrupt is kept");
+      assertTrue(b.channel().isClosed(), "the node's channel is closed");
+      assertFalse(b.isInRing());
+      IllegalStateException again = assertThrows(IllegalStateException.class, b::start);
+      assertTrue(again.getMessage().startsWith("node b is closed"), again.getMessage());
+      await("a's ring without b").atMost(WAIT)
+          .until(() -> a.members().stream().map(Member::id).toList().equals(List.of("a")));
     }
   }
 

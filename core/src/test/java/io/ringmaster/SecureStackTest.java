@@ -92,6 +92,19 @@ class SecureStackTest {
       assertEquals(1, aTop.probesUp().stream().filter("wiretap:through 1"::equals).count(),
           "a replayed message got through");
 
+      // A message b sealed for another member, sent again to a under its own encryption header: a
+      // opens it, sees whom it was sealed for, and drops it.
+      Address elsewhere = org.jgroups.util.UUID.randomUUID();
+      int sentElsewhere = bBelow.sentBy(test).size();
+      bAbove.sendDown(WireTap.probe(elsewhere, "for another member"));
+      WireTap.Seen forOther = bBelow.sentBy(test).get(sentElsewhere);
+      assertTrue(forOther.sealed() != null, "sealed on its way out");
+      bBelow.sendDown(new BytesMessage(toA, forOther.payload()).putHeader(SharedSecretEncrypt.ID, forOther.sealed()));
+      await("the message sealed for another member, through a's encryption").atMost(WAIT)
+          .until(() -> aBelow.passedUp.stream().anyMatch(m -> Arrays.equals(m.payload(), forOther.payload())));
+      assertFalse(aAbove.probesUp().contains("wiretap:for another member"),
+          "a message sealed for another member got past a's encryption");
+
       // From b to a, each past b's encryption, as by someone without the key: a plain message, and
       // one with no payload that carries an encryption header copied from the wire. Then a sealed
       // message: once it is up, the two before it from the same sender have been dealt with.
