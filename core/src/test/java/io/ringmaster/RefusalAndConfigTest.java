@@ -155,6 +155,50 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void close_whileStartWaitsToJoin_startGivesUpOnceItsConnectReturns_andNoListenerHearsAnything() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-during-start")) {
+      Ringmaster a = cluster.start("a");
+      TestCluster.discard(a).discardAll(true); // b's join requests go unanswered until this is undone
+      Ringmaster b = cluster.builder("b").startTimeout(WAIT).build();
+      List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+      b.addOwnershipListener(heard::add);
+      b.addMembershipListener(heard::add);
+      AtomicReference<Throwable> startFailure = new AtomicReference<>();
+      Thread starter = new Thread(() -> {
+        try {
+          b.start();
+        } catch (Throwable e) {
+          startFailure.set(e);
+        }
+      }, "starter");
+      starter.start();
+      await("b trying to join").atMost(WAIT).until(() -> {
+        try {
+          return b.channel().isConnecting();
+        } catch (IllegalStateException notYet) {
+          return false;
+        }
+      });
+      Thread closer = new Thread(b::close, "closer");
+      closer.start();
+      // close() has marked the start as failed and waits for start() to let go of the node.
+      await("close() waiting for start()").atMost(WAIT).until(() -> closer.getState() == Thread.State.BLOCKED);
+      TestCluster.discard(a).discardAll(false); // b's next join request is answered: its connect returns
+
+      starter.join(WAIT.toMillis());
+      closer.join(WAIT.toMillis());
+      assertFalse(starter.isAlive() || closer.isAlive(), "start() and close() returned");
+      RingmasterException e = assertInstanceOf(RingmasterException.class, startFailure.get());
+      assertTrue(e.getMessage().endsWith(": node b was closed while it started"), e.getMessage());
+      assertFalse(b.isInRing());
+      assertTrue(b.channel().isClosed());
+      assertEquals(List.of(), heard, "b's listeners heard something");
+      await("a's ring without b").atMost(WAIT)
+          .until(() -> a.members().stream().map(Member::id).toList().equals(List.of("a")));
+    }
+  }
+
+  @Test
   void secureStack_rightSecretJoins_wrongSecretIsRefused() {
     try (TestCluster cluster = new TestCluster("secure")) {
       String stack = "ringmaster/jgroups/secure-tcp.xml";
