@@ -169,6 +169,9 @@ public final class Ringmaster implements AutoCloseable {
    *                             the stack cannot start, or {@link #close()} was called meanwhile;
    *                             the node is then closed (build a new one, with the same settings,
    *                             to try again)
+   * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
+   *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
+   *                                  message names it); the node is then closed
    * @throws IllegalStateException if {@code start()} was called before, or the node is closed
    */
   public synchronized Ringmaster start() {

@@ -124,13 +124,16 @@ public class LookupBenchmark {
    * they compute the same thing.
    *
    * <p>Every fork, whatever its rival, first builds the same {@link HashRing} (the {@code
-   * ringmaster} rival is that ring), so that the heap has the same history before the
-   * measurement in every fork, and the keys lie in it the same way. They did not when only some
-   * rivals built a ring: the collections that building one causes move the keys, and where the
-   * keys lie changed what hashing them costs. On a 2026-12-02 Intel Xeon VM the hash alone of the
-   * byte[] keys took 20.7 ns in the fork that built nothing and 10.9 ns once every fork built the
-   * ring, while the ring's lookup took 27.5 and 28.0 ns: the floor was inflated, and the ratio
-   * flattered the ring (1.33 times instead of 2.58; {@code docs/performance.md}, runs 9 and 10).
+   * ringmaster} rival is that ring), so that the forks of the ring, of the floor ({@code
+   * hashonly}) and of {@code jump} have the same heap history before the measurement, and the
+   * keys lie in it the same way ({@code treemap} and {@code sorted} also run the check below and
+   * build their own structures, and {@code ketama} its own, so theirs still differ). They did not
+   * when only some rivals built a ring: the collections that building one causes move the keys,
+   * and where the keys lie changed what hashing them costs. On a 2026-12-02 Intel Xeon VM the
+   * hash alone of the byte[] keys took 20.7 ns in the fork that built nothing and 10.9 ns once
+   * every fork built the ring, while the ring's lookup took 27.5 and 28.0 ns: the floor was
+   * inflated, and the ratio flattered the ring (1.33 times instead of 2.58;
+   * {@code docs/performance.md}, runs 9 and 10).
    * The ring is kept in the state, so that it stays reachable in every fork alike.
    */
   static Locator createChecked(String impl, int members, int virtualNodes, HashRing ring) {

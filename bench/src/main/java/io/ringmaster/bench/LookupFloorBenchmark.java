@@ -43,7 +43,10 @@ import org.openjdk.jmh.infra.Blackhole;
  *       what the comparison itself costs, pair by pair;
  *   <li>{@code ringmaster}: the real lookup, which reads the bucket index, then the entries that
  *       hold the tokens' fingerprints and owners: two dependent reads, and a comparison between
- *       them and the owner.
+ *       them and the owner;
+ *   <li>{@code hashOnlyString}, {@code ringmasterString}: the hash alone and the real lookup of
+ *       the same keys as {@code String}s, so that {@link LookupBenchmark}'s String figures have a
+ *       second measurement over another setup.
  * </ul>
  * The tables hold random member indices, so nothing can be predicted or folded; their answers
  * are meaningless. The results bound what layout work can win: a lookup cannot beat the read
@@ -66,6 +69,7 @@ public class LookupFloorBenchmark {
   public int virtualNodes;
 
   byte[][] keys;
+  String[] strings;
   HashRing ring;
   Member[] memberArray;
   /** One cell per token, rounded up to a power of two. */
@@ -96,6 +100,7 @@ public class LookupFloorBenchmark {
   @Setup
   public void setup() {
     keys = LookupBenchmark.Keys.BYTES;
+    strings = LookupBenchmark.Keys.STRINGS;
     ring = HashRing.builder().virtualNodes(virtualNodes).addAll(Fixtures.members(0, members)).build();
     memberArray = ring.members().toArray(new Member[0]);
     int tokens = ring.tokenCount();
@@ -183,5 +188,17 @@ public class LookupFloorBenchmark {
   @Benchmark
   public void ringmaster(LookupBenchmark.Cursor c, Blackhole bh) {
     bh.consume(ring.ownerOf(keys[c.next()]));
+  }
+
+  /** The hash alone of the keys as {@code String}s: the String floor, over this benchmark's heap. */
+  @Benchmark
+  public void hashOnlyString(LookupBenchmark.Cursor c, Blackhole bh) {
+    bh.consume(HashRing.position(strings[c.next()]));
+  }
+
+  /** {@link HashRing#ownerOf(String)} over the same heap as {@link #hashOnlyString}. */
+  @Benchmark
+  public void ringmasterString(LookupBenchmark.Cursor c, Blackhole bh) {
+    bh.consume(ring.ownerOf(strings[c.next()]));
   }
 }
