@@ -166,7 +166,9 @@ public final class Ringmaster implements AutoCloseable {
    * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
    *                             the cluster's, or a live member holds the same node id: the message
    *                             says which; listeners hear nothing, since no ring was installed), or
-   *                             the stack cannot start, or {@link #close()} was called meanwhile;
+   *                             the stack cannot start, or {@link #close()} was called meanwhile,
+   *                             or the calling thread is interrupted (on entry, or while it waits
+   *                             for the first ring; its interrupt flag is set again);
    *                             the node is then closed (build a new one, with the same settings,
    *                             to try again)
    * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
@@ -188,6 +190,11 @@ public final class Ringmaster implements AutoCloseable {
     }
     lifecycle = Lifecycle.RUNNING;
     try {
+      if (Thread.interrupted()) {
+        // Checked first, as blocking calls do: JGroups' connect keeps an interrupt for later, and
+        // the wait for the first ring notices it only if the ring has not come by then.
+        throw new InterruptedException();
+      }
       node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
         try {
           gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, newcomers));

@@ -120,10 +120,13 @@ class RefusalAndConfigTest {
   }
 
   @Test
-  void start_onAnInterruptedThread_failsSayingSo_closesTheNode_andKeepsTheFlag() throws Exception {
+  void start_onAnInterruptedThread_failsSayingSo_withoutJoining_andKeepsTheFlag() throws Exception {
     try (TestCluster cluster = new TestCluster("interrupted-start")) {
       Ringmaster a = cluster.start("a");
-      Ringmaster b = cluster.builder("b").build();
+      Ringmaster b = cluster.builder("interrupted-b").build();
+      List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+      b.addOwnershipListener(heard::add);
+      b.addMembershipListener(heard::add);
       AtomicReference<Throwable> thrown = new AtomicReference<>();
       AtomicBoolean flagAfter = new AtomicBoolean();
       Thread starter = new Thread(() -> {
@@ -135,22 +138,23 @@ class RefusalAndConfigTest {
         }
         flagAfter.set(Thread.currentThread().isInterrupted());
       }, "interrupted-starter");
-      starter.start();
-      starter.join(WAIT.toMillis());
-      assertFalse(starter.isAlive(), "start() returned");
-      // The node's threads end (a pool counts as terminated just before its last thread exits).
-      await("the node's threads end").atMost(WAIT).until(() -> Thread.getAllStackTraces().keySet().stream()
-          .filter(Thread::isAlive).map(Thread::getName).noneMatch(name -> name.matches("ringmaster-[a-z]+-b-\\d+")));
+      try {
+        starter.start();
+        starter.join(WAIT.toMillis());
+        assertFalse(starter.isAlive(), "start() returned");
 
-      RingmasterException e = assertInstanceOf(RingmasterException.class, thrown.get());
-      assertEquals("interrupted while starting node b", e.getMessage());
-      assertTrue(flagAfter.get(), "the caller's interrupt is kept");
-      assertTrue(b.channel().isClosed(), "the node's channel is closed");
-      assertFalse(b.isInRing());
-      IllegalStateException again = assertThrows(IllegalStateException.class, b::start);
-      assertTrue(again.getMessage().startsWith("node b is closed"), again.getMessage());
-      await("a's ring without b").atMost(WAIT)
-          .until(() -> a.members().stream().map(Member::id).toList().equals(List.of("a")));
+        RingmasterException e = assertInstanceOf(RingmasterException.class, thrown.get());
+        assertEquals("interrupted while starting node interrupted-b", e.getMessage());
+        assertTrue(flagAfter.get(), "the caller's interrupt is kept");
+        IllegalStateException noChannel = assertThrows(IllegalStateException.class, b::channel);
+        assertTrue(noChannel.getMessage().endsWith("is not started"), "it never connected: " + noChannel.getMessage());
+        assertEquals(List.of(), heard, "its listeners heard something");
+        IllegalStateException again = assertThrows(IllegalStateException.class, b::start);
+        assertTrue(again.getMessage().startsWith("node interrupted-b is closed"), again.getMessage());
+        assertEquals(List.of("a"), a.members().stream().map(Member::id).toList());
+      } finally {
+        b.close();
+      }
     }
   }
 
@@ -159,7 +163,7 @@ class RefusalAndConfigTest {
     try (TestCluster cluster = new TestCluster("close-during-start")) {
       Ringmaster a = cluster.start("a");
       TestCluster.discard(a).discardAll(true); // b's join requests go unanswered until this is undone
-      Ringmaster b = cluster.builder("b").startTimeout(WAIT).build();
+      Ringmaster b = cluster.builder("closing-b").startTimeout(WAIT).build();
       List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
       b.addOwnershipListener(heard::add);
       b.addMembershipListener(heard::add);
@@ -171,30 +175,35 @@ class RefusalAndConfigTest {
           startFailure.set(e);
         }
       }, "starter");
-      starter.start();
-      await("b trying to join").atMost(WAIT).until(() -> {
-        try {
-          return b.channel().isConnecting();
-        } catch (IllegalStateException notYet) {
-          return false;
-        }
-      });
-      Thread closer = new Thread(b::close, "closer");
-      closer.start();
-      // close() has marked the start as failed and waits for start() to let go of the node.
-      await("close() waiting for start()").atMost(WAIT).until(() -> closer.getState() == Thread.State.BLOCKED);
-      TestCluster.discard(a).discardAll(false); // b's next join request is answered: its connect returns
+      try {
+        starter.start();
+        await("b trying to join").atMost(WAIT).until(() -> {
+          try {
+            return b.channel().isConnecting();
+          } catch (IllegalStateException notYet) {
+            return false;
+          }
+        });
+        Thread closer = new Thread(b::close, "closer");
+        closer.start();
+        // close() has marked the start as failed and waits for start() to let go of the node.
+        await("close() waiting for start()").atMost(WAIT).until(() -> closer.getState() == Thread.State.BLOCKED);
+        TestCluster.discard(a).discardAll(false); // b's next join request is answered: its connect returns
 
-      starter.join(WAIT.toMillis());
-      closer.join(WAIT.toMillis());
-      assertFalse(starter.isAlive() || closer.isAlive(), "start() and close() returned");
-      RingmasterException e = assertInstanceOf(RingmasterException.class, startFailure.get());
-      assertTrue(e.getMessage().endsWith(": node b was closed while it started"), e.getMessage());
-      assertFalse(b.isInRing());
-      assertTrue(b.channel().isClosed());
-      assertEquals(List.of(), heard, "b's listeners heard something");
-      await("a's ring without b").atMost(WAIT)
-          .until(() -> a.members().stream().map(Member::id).toList().equals(List.of("a")));
+        starter.join(WAIT.toMillis());
+        closer.join(WAIT.toMillis());
+        assertFalse(starter.isAlive() || closer.isAlive(), "start() and close() returned");
+        RingmasterException e = assertInstanceOf(RingmasterException.class, startFailure.get());
+        assertTrue(e.getMessage().endsWith(": node closing-b was closed while it started"), e.getMessage());
+        assertFalse(b.isInRing());
+        assertTrue(b.channel().isClosed());
+        assertEquals(List.of(), heard, "b's listeners heard something");
+        await("a's ring without b").atMost(WAIT)
+            .until(() -> a.members().stream().map(Member::id).toList().equals(List.of("a")));
+      } finally {
+        TestCluster.discard(a).discardAll(false);
+        b.close(); // returns once the close() above has, if it ran
+      }
     }
   }
 
