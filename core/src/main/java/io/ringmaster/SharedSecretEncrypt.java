@@ -79,9 +79,10 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   @Override
   public void init() throws Exception {
+    boolean fromKeystore = keystore_name != null && secret_key == null;
     if (keystore_name == null && secret_key == null) {
       setSecretKey(SharedSecret.aesKey(SharedSecret.require(getClass().getSimpleName())));
-    } else if (secret_key == null) {
+    } else if (fromKeystore) {
       readSecretKeyFromKeystore();
     }
     // Checked before SYM_ENCRYPT sees the key: it would take a key of another algorithm as the
@@ -91,7 +92,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     if (!"AES".equals(secret_key.getAlgorithm()) || encoded == null
         || encoded.length != 16 && encoded.length != 24 && encoded.length != 32) {
       throw new IllegalArgumentException(getClass().getSimpleName() + " needs an AES key of 128, 192 or 256 bits"
-          + " whose bytes it can read; " + (keystore_name == null ? "the key set in code"
+          + " whose bytes it can read; " + (!fromKeystore ? "the key set in code"
           : "keystore_name " + keystore_name + ", alias " + alias) + " gives a "
           + secret_key.getAlgorithm() + " key" + (encoded == null ? " that does not give its bytes"
           : " of " + encoded.length * 8 + " bits"));
@@ -240,11 +241,19 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /**
    * A sealed message, opened (see {@link #_decrypt}), or null if it is to be dropped: no encryption
-   * header, no seal that checks, or sealed for another member (a unicast sent again to this one).
+   * header, sealed under another key, no seal that checks, or sealed for another member (a unicast
+   * sent again to this one). Each drop is logged.
    */
   private Message open(Message msg) {
-    if (msg.getHeader(this.id) == null) {
+    EncryptHeader header = msg.getHeader(this.id);
+    if (header == null) {
       log.warn("%s: dropped a message from %s without an encryption header", local_addr, msg.getSrc());
+      return null;
+    }
+    if (!Arrays.equals(header.version(), symVersion())) {
+      // SYM_ENCRYPT would drop it too, but silently where the sender is a member: a member whose
+      // key differs (another keystore key, with the same secret for AUTH) would go unnoticed.
+      log.warn("%s: dropped a message from %s sealed under another key", local_addr, msg.getSrc());
       return null;
     }
     try {

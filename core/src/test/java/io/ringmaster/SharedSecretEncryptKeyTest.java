@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.util.SplittableRandom;
 import javax.crypto.SecretKey;
@@ -28,15 +30,27 @@ class SharedSecretEncryptKeyTest {
   @TempDir Path dir;
 
   @Test
-  void anAesKeyFromAKeystore_isTheKeyUsed() throws Exception {
+  void anAesKeyFromAKeystore_sealsAsTheSameKeySetInCode() throws Exception {
     byte[] bytes = randomBytes(32);
-    Path store = keystore(new SecretKeySpec(bytes, "AES"));
+    SharedSecretEncrypt fromStore = fromKeystore(keystore(new SecretKeySpec(bytes, "AES")));
+    fromStore.init();
+    SharedSecretEncrypt inCode = new SharedSecretEncrypt();
+    inCode.setSecretKey(new SecretKeySpec(bytes, "AES"));
+    inCode.init();
+    SharedSecretEncrypt otherKey = new SharedSecretEncrypt();
+    otherKey.setSecretKey(new SecretKeySpec(randomBytes(16), "AES"));
+    otherKey.init();
 
-    SharedSecretEncrypt encrypt = fromKeystore(store);
-    encrypt.init();
-
-    assertArrayEquals(bytes, encrypt.secretKey().getEncoded());
-    assertEquals("AES/CBC/PKCS5Padding", encrypt.symAlgorithm());
+    assertArrayEquals(bytes, fromStore.secretKey().getEncoded());
+    assertEquals(16, fromStore.simIvLength(), "a 16-byte IV for AES-CBC");
+    byte[] plain = "a message, sealed whole".getBytes(StandardCharsets.UTF_8);
+    byte[] iv = randomBytes(16);
+    byte[] sealed = fromStore.code(plain, 0, plain.length, iv, false);
+    assertArrayEquals(plain, inCode.code(sealed, 0, sealed.length, iv, true), "opened by the same key set in code");
+    byte[] back = inCode.code(plain, 0, plain.length, iv, false);
+    assertArrayEquals(plain, fromStore.code(back, 0, back.length, iv, true), "and the other way round");
+    assertThrows(GeneralSecurityException.class, () -> otherKey.code(sealed, 0, sealed.length, iv, true),
+        "opened under another key");
   }
 
   @Test
@@ -86,9 +100,11 @@ class SharedSecretEncryptKeyTest {
     return file;
   }
 
+  private static final SplittableRandom RANDOM = new SplittableRandom(20261202);
+
   private static byte[] randomBytes(int n) {
     byte[] bytes = new byte[n];
-    SplittableRandom random = new SplittableRandom(n);
+    SplittableRandom random = RANDOM.split();
     for (int i = 0; i < n; i++) {
       bytes[i] = (byte) random.nextInt(256);
     }
