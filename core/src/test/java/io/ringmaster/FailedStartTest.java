@@ -6,15 +6,23 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.jgroups.Address;
+import org.jgroups.View;
 import org.junit.jupiter.api.Test;
 
 /**
  * Once start() has given up (its first view refused the node, or no ring came within
  * startTimeout), no later view publishes a ring: the listeners of a node whose start() failed hear
- * nothing, and its lookups see no ring. Once close() has gone past a point, no listener is taken
- * that would never be called. Views and calls are fed to the node's view handling directly, in
+ * nothing, and its lookups see no ring. A view whose ring cannot be built fails the start, saying
+ * why, or, after the first ring, is skipped, keeping the last ring. Once close() has gone past a
+ * point, no listener is taken that would never be called. Views and calls are fed to the node's view handling directly, in
  * the order a race would produce.
  */
 class FailedStartTest {
@@ -39,6 +47,48 @@ class FailedStartTest {
       a.view(1, a.self);
       assertNothingPublished(a);
     }
+  }
+
+  @Test
+  void aViewWhoseRingCannotBeBuilt_failsTheStart_sayingWhy() throws Exception {
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.install(tooLargeARing(1, a.self));
+
+      ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
+      String message = e.getCause().getMessage();
+      assertTrue(message.startsWith("view [" + a.self + "|1] could not be installed: ring would have ")
+          && message.contains(" tokens, more than " + HashRing.MAX_TOKENS), message);
+      assertNothingPublished(a);
+    }
+  }
+
+  @Test
+  void aLaterViewWhoseRingCannotBeBuilt_keepsTheLastRing_andTheNextViewInstalls() throws Exception {
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.view(1, a.self);
+      a.install(tooLargeARing(2, a.self));
+      assertEquals(1, a.node.state().viewId(), "the last good ring is kept");
+      assertEquals(1, a.ownership.size(), a.ownership.toString());
+
+      Address b = meta("b").newAddress();
+      a.view(3, a.self, b);
+      assertEquals(3, a.node.state().viewId(), "the view thread goes on");
+      assertEquals(List.of("a", "b"), a.node.state().ring().members().stream().map(Member::id).toList());
+    }
+  }
+
+  /**
+   * A view with {@code self} and 32 members of the largest weight: together more tokens than a
+   * ring may hold, so building its ring fails.
+   */
+  private static View tooLargeARing(long id, Address self) {
+    List<Address> members = new ArrayList<>(List.of(self));
+    double heaviest = HashRing.MAX_TOKENS_PER_MEMBER / 64.0; // FedNode's members have 64 virtual nodes
+    int heavy = HashRing.MAX_TOKENS / HashRing.MAX_TOKENS_PER_MEMBER + 1; // over the limit without self
+    for (int i = 0; i < heavy; i++) {
+      members.add(meta("heavy-" + i, heaviest, "").newAddress());
+    }
+    return View.create(self, id, members.toArray(new Address[0]));
   }
 
   private static void assertNothingPublished(FedNode a) {
