@@ -92,6 +92,22 @@ class SecureStackTest {
       assertEquals(1, aTop.probesUp().stream().filter("wiretap:through 1"::equals).count(),
           "a replayed message got through");
 
+      // A message sealed whole, as b seals, but under another key (another secret, or another
+      // keystore key): a drops it.
+      SharedSecretEncrypt otherKey = new SharedSecretEncrypt();
+      otherKey.setSecretKey(SharedSecret.aesKey("not-the-s3cret-wire"));
+      otherKey.init();
+      Message underOtherKey = otherKey.encrypt(WireTap.probe(toA, "under another key").setSrc(b.channel().getAddress()));
+      bBelow.sendDown(underOtherKey);
+      bAbove.sendDown(WireTap.probe(toA, "after the other key"));
+      await("the sealed message after it").atMost(WAIT)
+          .until(() -> aAbove.probesUp().contains("wiretap:after the other key"));
+      await("the message under another key, through a's encryption").atMost(WAIT)
+          .until(() -> aBelow.passedUp.stream().anyMatch(m -> m.sealed() != null
+              && !Arrays.equals(m.sealed().version(), encryptionVersion(a))));
+      assertFalse(aAbove.probesUp().contains("wiretap:under another key"),
+          "a message sealed under another key got past a's encryption");
+
       // A message b sealed for another member, sent again to a under its own encryption header: a
       // opens it, sees whom it was sealed for, and drops it.
       Address elsewhere = org.jgroups.util.UUID.randomUUID();
@@ -263,6 +279,12 @@ class SecureStackTest {
     WireTap tap = new WireTap(swallows);
     node.channel().getProtocolStack().insertProtocol(tap, where, SharedSecretEncrypt.class);
     return tap;
+  }
+
+  /** The version (a digest of the key) that the node's encryption puts in what it seals. */
+  private static byte[] encryptionVersion(Ringmaster node) {
+    SharedSecretEncrypt encryption = node.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+    return encryption.symVersion();
   }
 
   private static boolean contains(byte[] haystack, byte[] needle) {
