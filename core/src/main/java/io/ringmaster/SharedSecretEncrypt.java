@@ -7,6 +7,7 @@ import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import javax.crypto.Cipher;
 import javax.crypto.Mac;
 import javax.crypto.spec.IvParameterSpec;
@@ -225,8 +226,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       }
       Message opened = open(msg);
       if (opened != null) {
-        boolean fits = java.util.Objects.equals(opened.getSrc(), batch.sender())
-            && java.util.Objects.equals(opened.getDest(), batch.dest())
+        boolean fits = Objects.equals(opened.getSrc(), batch.sender())
+            && Objects.equals(opened.getDest(), batch.dest())
             && opened.isFlagSet(Message.Flag.OOB) == oob;
         (fits ? kept : apart).add(opened);
       }
@@ -304,7 +305,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     View current = view;
     if (isBareJoin(msg)) {
       return (current == null || !current.containsMember(msg.getSrc()))
-          && java.util.Objects.equals(gmsHeader(msg).getMember(), msg.getSrc());
+          && Objects.equals(gmsHeader(msg).getMember(), msg.getSrc());
     }
     return current == null && isRejection(msg);
   }

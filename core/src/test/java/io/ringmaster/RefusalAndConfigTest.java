@@ -124,9 +124,7 @@ class RefusalAndConfigTest {
     try (TestCluster cluster = new TestCluster("interrupted-start")) {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.builder("interrupted-b").build();
-      List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
-      b.addOwnershipListener(heard::add);
-      b.addMembershipListener(heard::add);
+      List<Object> heard = everythingHeardBy(b);
       AtomicReference<Throwable> thrown = new AtomicReference<>();
       AtomicBoolean flagAfter = new AtomicBoolean();
       Thread starter = new Thread(() -> {
@@ -164,9 +162,7 @@ class RefusalAndConfigTest {
       Ringmaster a = cluster.start("a");
       TestCluster.discard(a).discardAll(true); // b's join requests go unanswered until this is undone
       Ringmaster b = cluster.builder("closing-b").startTimeout(WAIT).build();
-      List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
-      b.addOwnershipListener(heard::add);
-      b.addMembershipListener(heard::add);
+      List<Object> heard = everythingHeardBy(b);
       AtomicReference<Throwable> startFailure = new AtomicReference<>();
       Thread starter = new Thread(() -> {
         try {
@@ -638,6 +634,14 @@ class RefusalAndConfigTest {
     assertEquals(List.of("a", "z", "http://a", Optional.of("127.0.0.1"), Optional.of("127.0.0.1[7800]"), "v1"),
         List.of(config.nodeId(), config.zone(), config.endpoint(), config.bindAddress(), config.initialHosts(),
             config.applicationVersion()));
+  }
+
+  /** Every ownership and membership change the node's listeners hear, in order. */
+  private static List<Object> everythingHeardBy(Ringmaster node) {
+    List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    node.addOwnershipListener(heard::add);
+    node.addMembershipListener(heard::add);
+    return heard;
   }
 
   private static void assertConfigError(Path dir, String json, String... expected) throws IOException {
