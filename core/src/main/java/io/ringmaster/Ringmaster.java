@@ -1344,13 +1344,18 @@ public final class Ringmaster implements AutoCloseable {
     }
 
     /**
-     * TCPPING's initial hosts, as {@code 127.0.0.1[7800],10.0.0.2[7800]}: each port is probed with
-     * the {@code port_range} ports after it that the stack's TCPPING sets, as the same string in the
-     * stack file would be. The stack must have TCPPING ({@code localhost-tcp.xml} and
+     * TCPPING's initial hosts, as {@code 127.0.0.1[7800],db-2.example.com[7800]}, taken exactly as
+     * the same string in the stack file: each port is probed with the {@code port_range} ports
+     * after it that the stack's TCPPING sets, and a host name that does not resolve when the node
+     * starts (a peer not in DNS yet) is logged by JGroups and tried again at each discovery. Only
+     * the form is checked here. The stack must have TCPPING ({@code localhost-tcp.xml} and
      * {@code secure-tcp.xml} do): building fails otherwise.
+     *
+     * @throws IllegalArgumentException for an entry not of the form {@code host[port]}, or a port
+     *                                  outside 1..65535, naming the entry
      */
     public Builder initialHosts(String initialHosts) {
-      Stacks.parseHosts(nonEmpty("initialHosts", initialHosts));
+      Stacks.checkHosts(nonEmpty("initialHosts", initialHosts));
       this.initialHosts = initialHosts;
       return this;
     }

@@ -2,27 +2,19 @@ package io.ringmaster;
 
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
-import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 import org.jgroups.JChannel;
-import org.jgroups.PhysicalAddress;
 import org.jgroups.conf.ConfiguratorFactory;
 import org.jgroups.conf.ProtocolConfiguration;
+import org.jgroups.conf.ProtocolStackConfigurator;
 import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
-import org.jgroups.stack.IpAddress;
 import org.jgroups.stack.ProtocolStack;
-import org.jgroups.util.StackType;
 import org.jgroups.util.Util;
 
 /** Loads a JGroups stack and applies the node's network settings to it. */
@@ -115,17 +107,20 @@ final class Stacks {
   }
 
   static JChannel create(RingmasterConfig config) throws Exception {
-    JChannel channel;
+    ProtocolStackConfigurator stack;
     try (InputStream in = open(config.jgroupsConfig())) {
       if (in == null) {
         checkExists(config.jgroupsConfig());
       }
-      SharedSecret.forNextStack(config.secret());
-      try {
-        channel = new JChannel(in);
-      } finally {
-        SharedSecret.forNextStack(java.util.Optional.empty());
-      }
+      stack = ConfiguratorFactory.getStackConfigurator(in);
+    }
+    configureBeforeInit(stack.getProtocolStack(), config);
+    JChannel channel;
+    SharedSecret.forNextStack(config.secret());
+    try {
+      channel = new JChannel(stack);
+    } finally {
+      SharedSecret.forNextStack(java.util.Optional.empty());
     }
     try {
       configure(channel, config);
@@ -134,6 +129,22 @@ final class Stacks {
       throw e;
     }
     return channel;
+  }
+
+  /**
+   * The settings a protocol reads while the stack is initialized, written into the stack's
+   * configuration as if they were in the stack file. TCPPING's {@code initial_hosts}: it resolves
+   * them then and, while a host does not resolve (a peer whose DNS name does not exist yet), again
+   * at each discovery; it also probes each port at the transport's bind address (JGroups'
+   * JGRP-2910), so that is set here too. A list handed to TCPPING after it was initialized would be
+   * taken as it is, never resolved again.
+   */
+  private static void configureBeforeInit(List<ProtocolConfiguration> protocols, RingmasterConfig config) {
+    config.initialHosts().ifPresent(hosts -> protocols.stream()
+        .filter(p -> isProtocol(p.getProtocolName(), "TCPPING"))
+        .forEach(p -> p.getProperties().put("initial_hosts", hosts)));
+    // The transport is the stack file's first protocol.
+    config.bindAddress().ifPresent(address -> protocols.get(0).getProperties().put("bind_addr", address));
   }
 
   private static void configure(JChannel channel, RingmasterConfig config) throws Exception {
@@ -166,54 +177,36 @@ final class Stacks {
       }
     }
     config.bindPort().ifPresent(transport::setBindPort);
-    if (config.initialHosts().isPresent()) {
-      TCPPING ping = stack.findProtocol(TCPPING.class);
-      if (ping == null) {
-        throw new IllegalArgumentException("initialHosts is set but stack " + config.jgroupsConfig()
-            + " has no TCPPING");
-      }
-      // TCPPING expanded its own initial_hosts when the channel was built; a list set now is
-      // taken as it is, so it gets the same expansion here.
-      ping.setInitialHosts2(expand(config.initialHosts().get(), ping.getPortRange(), transport.getBindAddr()));
+    if (config.initialHosts().isPresent() && stack.findProtocol(TCPPING.class) == null) {
+      throw new IllegalArgumentException("initialHosts is set but stack " + config.jgroupsConfig()
+          + " has no TCPPING");
     }
   }
 
   /**
-   * {@code hosts} as TCPPING expands the {@code initial_hosts} of a stack file: every address of
-   * each host of the bind address's family, each port with the {@code portRange} ports after it,
-   * each also at the bind address (JGroups' JGRP-2910).
+   * Checks the form of {@code host[port],host[port]}, failing with the setting and the bad entry. The
+   * hosts are not resolved here: TCPPING resolves them when the node starts, and a host that does
+   * not resolve yet is tried again at each discovery, as in a stack file.
    */
-  static List<PhysicalAddress> expand(String hosts, int portRange, InetAddress bindAddress) {
-    StackType family = bindAddress == null ? Util.getIpStackType()
-        : bindAddress instanceof Inet6Address ? StackType.IPv6 : StackType.IPv4;
-    List<PhysicalAddress> listed = new ArrayList<>();
-    List<String> unresolved = new ArrayList<>();
-    if (!Util.parseCommaDelimitedHostsInto(listed, unresolved, hosts, 0, portRange, family)) {
-      LOG.log(Level.WARNING, "initialHosts: cannot resolve {0} now; discovery goes on without them", unresolved);
-    }
-    Set<PhysicalAddress> out = new LinkedHashSet<>(listed);
-    if (bindAddress != null) {
-      listed.forEach(a -> out.add(new IpAddress(bindAddress, ((IpAddress) a).getPort())));
-    }
-    return new ArrayList<>(out);
-  }
-
-  /** Parses {@code host[port],host[port]}; fails naming the setting and the bad entry. */
-  static List<InetSocketAddress> parseHosts(String hosts) {
-    List<InetSocketAddress> out = new ArrayList<>();
-    for (String entry : hosts.split(",")) {
+  static void checkHosts(String hosts) {
+    for (String entry : hosts.split(",", -1)) {
       String e = entry.trim();
       int open = e.indexOf('[');
-      if (open <= 0 || !e.endsWith("]")) {
+      // JGroups splits the list at whitespace too, and reads the port up to the first ']'.
+      if (open <= 0 || e.indexOf(']') != e.length() - 1 || e.chars().anyMatch(Character::isWhitespace)) {
         throw new IllegalArgumentException("initialHosts entry must look like 127.0.0.1[7800]: \"" + e + "\"");
       }
+      String port = e.substring(open + 1, e.length() - 1);
+      int p;
       try {
-        int port = Integer.parseInt(e.substring(open + 1, e.length() - 1));
-        out.add(new InetSocketAddress(InetAddress.getByName(e.substring(0, open)), port));
-      } catch (UnknownHostException | IllegalArgumentException bad) {
-        throw new IllegalArgumentException("initialHosts entry is not host[port]: \"" + e + "\" (" + bad.getMessage() + ")");
+        p = Integer.parseInt(port);
+      } catch (NumberFormatException notANumber) {
+        p = -1;
+      }
+      if (p < 1 || p > Ringmaster.Builder.MAX_PORT) {
+        throw new IllegalArgumentException("initialHosts entry \"" + e + "\": the port must be a number in 1.."
+            + Ringmaster.Builder.MAX_PORT + ", not \"" + port + "\"");
       }
     }
-    return out;
   }
 }

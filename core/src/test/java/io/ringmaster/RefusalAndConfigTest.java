@@ -15,10 +15,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jgroups.protocols.TCPPING;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -236,6 +239,37 @@ class RefusalAndConfigTest {
       assertEquals(List.of("a", "b"), b.members().stream().map(Member::id).sorted().toList(),
           "b's first ring, from its join");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+    }
+  }
+
+  /**
+   * A host name in initialHosts that does not resolve yet (a peer not yet in DNS) neither fails
+   * the build nor drops the name: b starts and joins a through the host that does resolve, and its
+   * TCPPING, which got the list as if from the stack file, keeps the name to resolve again at each
+   * discovery. Entries of the wrong form still fail at once, naming the entry.
+   */
+  @Test
+  void initialHosts_aHostNotResolvableYet_isKeptForLaterDiscoveries_andTheNodeStarts() {
+    String notYet = "peer-not-in-dns-yet.invalid";
+    try (TestCluster cluster = new TestCluster("initial-hosts-dns")) {
+      String stack = "ringmaster/jgroups/localhost-tcp.xml";
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack).bindPort(7864)
+          .initialHosts("127.0.0.1[7864]"));
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack).bindPort(7865)
+          .initialHosts(notYet + "[7864],127.0.0.1[7864]"));
+      assertEquals(List.of("a", "b"), b.members().stream().map(Member::id).sorted().toList(),
+          "b's first ring, from its join");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      TCPPING ping = b.channel().getProtocolStack().findProtocol(TCPPING.class);
+      assertEquals(Set.of(notYet), Set.copyOf((Collection<?>) ping.getValue("unresolved_hosts")),
+          "the name TCPPING resolves again at each discovery");
+      assertEquals(false, ping.getValue("initial_hosts_set_programmatically"),
+          "a list set programmatically is never resolved again");
+    }
+    for (String bad : List.of("a[7800] [7801]", "a[7800]x", "a[]", "a[0]", "a[65536]", "a[78x0]", "a[7800],", "[7800]")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().initialHosts(bad), bad);
+      assertTrue(e.getMessage().startsWith("initialHosts entry "), e.getMessage());
     }
   }
 
