@@ -7,7 +7,6 @@ import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,7 +18,8 @@ import java.util.Set;
  * in view order):
  * <ul>
  *   <li>lost ranges: push their entries to the new owners, then drop them here, keeping any key
- *       this peer owns again by the time the push is done, or that was written meanwhile;
+ *       this peer owns again by the time the push is done, that was written meanwhile, or whose
+ *       owners by then are not all among those that took it (a peer joined meanwhile);
  *   <li>gained ranges: pull their entries from every previous owner still in the ring (after a
  *       crash, the surviving replicas).
  * </ul>
@@ -140,37 +140,28 @@ final class Rebalancer implements OwnershipListener {
     events.publish(Events.leaving(routing.self(), viewId));
   }
 
-  /** A lost range's entries as scanned, and the live new owners they go to. */
-  private record Handoff(List<String> destinations, List<Entry> entries) {}
-
   private boolean handOff(OwnershipChange change) {
     if (change.lost().isEmpty()) {
       return true;
     }
     long started = System.nanoTime();
-    List<Handoff> handoffs = new ArrayList<>();
+    List<Entry> scanned = new ArrayList<>();
     Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
     for (RingDiff.Lost lost : change.lost()) {
       List<Entry> entries = store.scan(lost.range());
-      List<String> destinations = transfers.liveOthers(lost.destinations());
-      handoffs.add(new Handoff(destinations, entries));
-      for (String d : destinations) {
+      scanned.addAll(entries);
+      for (String d : transfers.liveOthers(lost.destinations())) {
         perDestination.computeIfAbsent(d, k -> new ArrayList<>()).addAll(entries);
       }
     }
+    Set<String> acked = new HashSet<>();
     Set<String> failed = new HashSet<>();
-    perDestination.forEach((destination, entries) -> {
-      if (!transfers.push(destination, entries, Wire.PushKind.MIGRATION)) {
-        failed.add(destination);
-      }
-    });
-    long moved = 0;
-    for (Handoff h : handoffs) {
-      // No live destination: keep the entries; the sweep hands them to whoever owns them later.
-      if (!h.destinations().isEmpty() && Collections.disjoint(h.destinations(), failed)) {
-        moved += transfers.dropUnowned(h.entries());
-      }
-    }
+    perDestination.forEach((destination, entries) ->
+        (transfers.push(destination, entries, Wire.PushKind.MIGRATION) ? acked : failed).add(destination));
+    // Entries with no live destination, or a destination that failed, or an owner by now that got
+    // none of them (it joined after this change), stay: the sweep (or the drain, for a leave)
+    // hands them to whoever owns them then.
+    long moved = transfers.dropHandedOff(scanned, acked);
     counters.keysMigratedOut.add(moved);
     events.publish(Events.migration("out", change, moved, change.lost().size(), List.copyOf(perDestination.keySet()),
         millisSince(started), failed.isEmpty()));
@@ -216,7 +207,7 @@ final class Rebalancer implements OwnershipListener {
           acked &= transfers.push(owner, group.getValue(), Wire.PushKind.MIGRATION);
         }
         if (acked) {
-          moved += transfers.dropUnowned(group.getValue());
+          moved += transfers.dropHandedOff(group.getValue(), group.getKey());
         }
         complete &= acked;
       }

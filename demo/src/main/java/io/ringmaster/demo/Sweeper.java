@@ -70,7 +70,7 @@ final class Sweeper {
       // Dropped only if the ring did not change during the pushes: else the next sweep, on the new
       // ring, hands them to its owners first.
       if (ok && routing.ring() == ring) {
-        moved += transfers.dropUnowned(group.getValue());
+        moved += transfers.dropHandedOff(group.getValue(), live);
         peers.addAll(live);
       }
     }

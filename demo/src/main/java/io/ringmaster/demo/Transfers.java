@@ -6,6 +6,7 @@ import java.io.DataInputStream;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
@@ -170,11 +171,20 @@ final class Transfers {
     }
   }
 
-  /** Drops the entries this peer does not own now, unless rewritten since they were read. */
-  long dropUnowned(List<Entry> entries) {
+  /**
+   * Drops the entries that every owner has now acknowledged, unless this peer owns them or they
+   * were rewritten since they were read. The owners are those of the ring this peer routes by at
+   * the drop, not at the push: a member that joined meanwhile (a joiner during a leave, say) may own
+   * some of them now without having got them, and its pull from here may already be over, so those
+   * are kept for a later pass, the leave's drain or the sweep, to hand to it.
+   *
+   * @param acked the peers that acknowledged the pushes of these entries
+   */
+  long dropHandedOff(List<Entry> entries, Collection<String> acked) {
     long dropped = 0;
     for (Entry e : entries) {
-      if (routing.isOwner(e.key())) {
+      List<String> owners = routing.owners(e.key());
+      if (owners.isEmpty() || routing.indexOfSelf(owners) >= 0 || !acked.containsAll(owners)) {
         continue;
       }
       if (routing.isLeaving()) {

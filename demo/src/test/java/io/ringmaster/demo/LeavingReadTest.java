@@ -45,7 +45,7 @@ class LeavingReadTest {
 
     List<Entry> held = List.copyOf(b.store().all());
     assertTrue(b.transfers().push("a", held, Wire.PushKind.MIGRATION), "the hand-off to a");
-    assertEquals(1, b.transfers().dropUnowned(held));
+    assertEquals(1, b.transfers().dropHandedOff(held, List.of("a")));
     assertTrue(b.store().get(key).isEmpty(), "b dropped what it handed off");
     // Through a, whose ring still names b as the owner (b has not left the view yet).
     assertEquals(List.of("b"), a.routing().owners(key));

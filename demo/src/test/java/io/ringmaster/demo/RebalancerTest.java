@@ -23,6 +23,7 @@ import org.junit.jupiter.api.Test;
  */
 class RebalancerTest {
   private static final int KEYS = 5;
+  private final String cluster = InJvmPeer.clusterName("rebalancer");
   private final List<InJvmPeer> peers = new ArrayList<>();
   private InJvmPeer a;
   private InJvmPeer b;
@@ -31,11 +32,15 @@ class RebalancerTest {
 
   /** Starts a and b; b refuses its first {@code handoffsBRefuses} hand-off pushes; a holds KEYS entries. */
   private List<Entry> start(int handoffsBRefuses) throws Exception {
-    String cluster = InJvmPeer.clusterName("rebalancer");
     peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
     aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses));
     peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB));
     InJvmPeer.awaitOneRing(peers);
+    return putInA();
+  }
+
+  /** KEYS entries, stored in a's store only. */
+  private List<Entry> putInA() {
     List<Entry> held = new ArrayList<>();
     for (int i = 0; i < KEYS; i++) {
       Entry e = Entry.of("key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "a"));
@@ -87,6 +92,35 @@ class RebalancerTest {
     assertEquals(1, a.counters().migrationsCompleted.sum());
     assertEquals(0, a.counters().migrationsFailed.sum());
     assertTrue(a.routing().isLeaving());
+  }
+
+  /**
+   * A peer that joins while a leaves: a's LEAVING change, computed before c joined, names only b as
+   * the new owner, but once c is in, c owns every key too (two replicas, two peers left). The
+   * hand-off to b alone must not drop a's copies: the drain hands them to c as well. (These peers
+   * have no rebalancer, so c pulls nothing: as a real c whose pulls from a were over before a
+   * stored the entries by its old ring.)
+   */
+  @Test
+  void aPeerThatJoinsDuringTheLeave_getsTheEntriesTheLeaveNamedOnlyOthersFor() throws Exception {
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(peers);
+    OwnershipChange staleLeave = leavingOfA();
+    InJvmPeer c = InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties());
+    peers.add(c);
+    InJvmPeer.awaitOneRing(peers);
+    List<Entry> held = putInA();
+
+    assertTimeoutPreemptively(Duration.ofSeconds(20),
+        () -> rebalancerOfA(Duration.ofSeconds(15)).onOwnershipChange(staleLeave));
+
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
+      assertEquals(Optional.of(e), c.store().get(e.key()), "c, which joined during the leave, took " + e.key());
+    }
+    assertEquals(0, a.store().size(), "a dropped what both owners took");
+    assertEquals(1, a.counters().migrationsCompleted.sum());
   }
 
   @Test
