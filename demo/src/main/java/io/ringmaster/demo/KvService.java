@@ -541,7 +541,8 @@ final class KvService {
     }
     List<String> before = previousOwners.apply(key).stream().filter(routing::isLive).toList();
     if (before.isEmpty()) {
-      return CompletableFuture.completedFuture(mine);
+      // Read again: the pull that brought the key in may have ended since the first read.
+      return CompletableFuture.completedFuture(store.readable(key));
     }
     byte[] request = Wire.get(key, stepsBack - 1);
     Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);

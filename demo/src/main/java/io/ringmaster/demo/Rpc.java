@@ -234,10 +234,21 @@ final class Rpc implements AutoCloseable {
     if (target.isEmpty()) {
       return CompletableFuture.failedFuture(new IllegalStateException(memberId + " is not in the view"));
     }
+    return call(memberId, target.get(), request, timeout);
+  }
+
+  /**
+   * As {@link #call(String, byte[], Duration)}, to one process of the member: fails at once if
+   * another process holds its id now (restarted under it).
+   */
+  CompletableFuture<DataInputStream> call(String memberId, Address process, byte[] request, Duration timeout) {
+    if (!node.addressOf(memberId).equals(Optional.of(process))) {
+      return CompletableFuture.failedFuture(new IllegalStateException(memberId + " is not in the view as " + process));
+    }
     CompletableFuture<DataInputStream> result = new CompletableFuture<>();
     CompletableFuture<Object> request0;
     try {
-      Message msg = new BytesMessage(target.get(), request).setFlag(Message.Flag.OOB);
+      Message msg = new BytesMessage(process, request).setFlag(Message.Flag.OOB);
       request0 = dispatcher.sendMessageWithFuture(msg, RequestOptions.SYNC().timeout(timeout.toMillis()));
     } catch (Exception e) {
       return CompletableFuture.failedFuture(e);

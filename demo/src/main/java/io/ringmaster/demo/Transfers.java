@@ -90,11 +90,51 @@ final class Transfers {
     return cause instanceof Rpc.RemoteError && (peer + ": " + leavingRefusal(peer)).equals(cause.getMessage());
   }
 
-  /** Pushes entries in pages; whether the destination acknowledged them all. */
+  /**
+   * Pushes entries in pages; whether the destination acknowledged them all. Every page goes to the
+   * one process that holds the destination's id when the push starts: a destination restarted
+   * under its id between two pages has lost the pages its old process took, so the push starts
+   * again, at the new process (at most {@link #ATTEMPTS} times in all).
+   */
   boolean push(String destination, List<Entry> entries, Wire.PushKind kind) {
     Waits.until(() -> ready.test(destination), READY_WAIT);
+    for (int round = 1; ; round++) {
+      Optional<Address> process = routing.addressOf(destination);
+      if (process.isEmpty()) {
+        LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: it is not in the view", routing.self(),
+            entries.size(), destination);
+        return false;
+      }
+      PushOutcome outcome = pushPages(destination, process.get(), entries, kind);
+      if (outcome != PushOutcome.NEW_PROCESS) {
+        return outcome == PushOutcome.ACKNOWLEDGED;
+      }
+      if (round >= ATTEMPTS) {
+        LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: its process changed {3} times during the"
+            + " push", routing.self(), entries.size(), destination, round);
+        return false;
+      }
+      LOG.log(Level.INFO, "{0}: {1} was restarted during a push; pushing its {2} entries again, from the first",
+          routing.self(), destination, entries.size());
+    }
+  }
+
+  /** How a push to one process ended. */
+  private enum PushOutcome {
+    /** That process acknowledged every page. */
+    ACKNOWLEDGED,
+    /** It failed, for good. */
+    FAILED,
+    /** Another process holds the destination's id now. */
+    NEW_PROCESS
+  }
+
+  /** Test seam: called with each page's number once its process acknowledged it. */
+  volatile java.util.function.IntConsumer afterPage = page -> { };
+
+  private PushOutcome pushPages(String destination, Address process, List<Entry> entries, Wire.PushKind kind) {
     int from = 0;
-    while (from < entries.size()) {
+    for (int pageNumber = 1; from < entries.size(); pageNumber++) {
       int to = from;
       int bytes = 0;
       while (to < entries.size() && (to == from || bytes + entries.get(to).weight() <= PAGE_BYTES)) {
@@ -102,30 +142,32 @@ final class Transfers {
       }
       byte[] request = Wire.push(new Wire.PushRequest(kind, routing.self(), entries.subList(from, to)));
       for (int attempt = 1; ; attempt++) {
-        Optional<Address> process = routing.addressOf(destination); // the one a refusal comes from
         try {
-          rpc.call(destination, request, PUSH_TIMEOUT).get();
+          rpc.call(destination, process, request, PUSH_TIMEOUT).get();
           break;
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          return false;
+          return PushOutcome.FAILED;
         } catch (ExecutionException e) {
           Throwable cause = Rpc.unwrap(e);
           boolean leaving = refusedAsLeaving(cause, destination);
           if (leaving) {
-            routing.markLeaving(destination, process); // it will not take data again: no point retrying
+            routing.markLeaving(destination, Optional.of(process)); // it will not take data again: no point retrying
+          } else if (routing.isLive(destination) && !routing.addressOf(destination).equals(Optional.of(process))) {
+            return PushOutcome.NEW_PROCESS;
           }
           if (leaving || attempt >= ATTEMPTS || !routing.isLive(destination)) {
             LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: {3}", routing.self(), to - from,
                 destination, cause);
-            return false;
+            return PushOutcome.FAILED;
           }
           Waits.pause(Duration.ofMillis(200L * attempt));
         }
       }
+      afterPage.accept(pageNumber);
       from = to;
     }
-    return true;
+    return PushOutcome.ACKNOWLEDGED;
   }
 
   /**

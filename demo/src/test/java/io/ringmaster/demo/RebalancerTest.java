@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -121,6 +122,48 @@ class RebalancerTest {
     }
     assertEquals(0, a.store().size(), "a dropped what both owners took");
     assertEquals(1, a.counters().migrationsCompleted.sum());
+  }
+
+  /**
+   * A push of several pages to b, whose process is replaced under its id after the first page: the
+   * new process never got that page, so the push starts again at it, and reports success only once
+   * the new process holds every entry. (Sent by id page after page, the later pages would reach the
+   * new process and the push would succeed without the first page's entries there.)
+   */
+  @Test
+  void aPush_toAPeerRestartedBetweenPages_startsAgainAtItsNewProcess() throws Exception {
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(peers);
+    List<Entry> entries = new ArrayList<>();
+    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    for (int i = 0; i < 6; i++) { // three pages
+      entries.add(Entry.of("big-" + i, big + i, new Version(VersionClock.systemMicros(), "a")));
+    }
+    List<Integer> pagesAcked = new ArrayList<>();
+    AtomicReference<InJvmPeer> restarted = new AtomicReference<>();
+    a.transfers().afterPage = page -> {
+      pagesAcked.add(page);
+      if (page == 1 && restarted.get() == null) {
+        try {
+          b.close();
+          peers.remove(b);
+          InJvmPeer again = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
+          peers.add(again);
+          restarted.set(again);
+          InJvmPeer.awaitOneRing(peers);
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+      }
+    };
+
+    assertTrue(a.transfers().push("b", entries, Wire.PushKind.MIGRATION), "the push to b's new process");
+
+    assertEquals(List.of(1, 1, 2, 3), pagesAcked, "page 1 to the old process, then all three to the new one");
+    for (Entry e : entries) {
+      assertEquals(Optional.of(e), restarted.get().store().get(e.key()), "b's new process holds " + e.key());
+    }
   }
 
   @Test
