@@ -649,18 +649,25 @@ final class ClusterNode {
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is
    *                running (empty for a caller that is no listener)
+   * @param closing whether the caller is close(), which launches what a same-thread listener's
+   *                callback holds up, as a listener calling this does
    */
-  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running)
-      throws InterruptedException {
+  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running,
+                                boolean closing) throws InterruptedException {
     // A ring is published and its callbacks queued under this lock: taking it once makes sure the
     // callbacks of the ring the caller may have just read are queued, so they are waited for.
     synchronized (publishLock) {
       // nothing to do inside: acquiring the lock is the point
     }
-    // A listener on a same-thread executor calling close() holds up the launch of the deliveries
-    // queued after its own: launch them here, or they could not finish before it returns.
-    ownershipListeners.forEach(SerialDelivery::launch);
-    membershipListeners.forEach(SerialDelivery::launch);
+    if (closing || !running.isEmpty()) {
+      // A listener on a same-thread executor calling this (or close()) holds up the launch of the
+      // deliveries queued after its own: launch them here, or they could not finish before it
+      // returns. Any other caller leaves the launches to the thread that queued them: a same-thread
+      // listener's callback would otherwise run on the caller's thread (an application's, or a
+      // JGroups thread), while the caller means only to wait.
+      ownershipListeners.forEach(SerialDelivery::launch);
+      membershipListeners.forEach(SerialDelivery::launch);
+    }
     if (running.isEmpty()) {
       // A caller that runs no callback: no listener waits for it, so it is in no circle.
       boolean idle = true;

@@ -416,7 +416,7 @@ public final class Ringmaster implements AutoCloseable {
         awaitThroughInterrupts(node.queueLeaving(),
             Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
-      listeners = node.awaitListeners(deadline, unwaited, runningHere());
+      listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -526,7 +526,7 @@ public final class Ringmaster implements AutoCloseable {
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
         if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(
-            System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere()) == ClusterNode.ListenersState.BUSY) {
+            System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere(), true) == ClusterNode.ListenersState.BUSY) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
           listenerPool.shutdownNow(); // interrupts this thread too: undone below
           if (!wasInterrupted) {
@@ -781,7 +781,7 @@ public final class Ringmaster implements AutoCloseable {
    */
   public boolean awaitListeners(Duration timeout) throws InterruptedException {
     long deadline = deadline(timeout);
-    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere()) == ClusterNode.ListenersState.IDLE;
+    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere(), false) == ClusterNode.ListenersState.IDLE;
   }
 
   /**
@@ -976,17 +976,25 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Adds an ownership listener run on {@code executor}, one call at a time.
+   * Adds an ownership listener run on {@code executor}, one call at a time. An executor that
+   * refuses a callback (a bounded pool that is full, or shut down) would hand the listener a
+   * sequence with a gap: the listener is removed instead, with an error logged that names it;
+   * register it again to start over from the current ownership.
    *
    * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
    *                               would never be called
+   * @throws java.util.concurrent.RejectedExecutionException if the executor refused the first
+   *                               callback (the current ownership, on a running node): the listener
+   *                               was not added
    */
   public Registration addOwnershipListener(OwnershipListener listener, Executor executor) {
     requireOpen(listener, executor);
     SerialDelivery<OwnershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
         listener::onOwnershipChange, executor, this, () -> node.removeOwnershipListener(self[0]));
-    return node.addOwnershipListener(self[0]);
+    node.addOwnershipListener(self[0]);
+    self[0].requireAccepted();
+    return self[0];
   }
 
   /** Ownership listeners registered now (for tests). */
@@ -1045,17 +1053,24 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Adds a membership listener run on {@code executor}, one call at a time.
+   * Adds a membership listener run on {@code executor}, one call at a time. An executor that
+   * refuses a callback gets the listener removed, as for {@link #addOwnershipListener(OwnershipListener,
+   * Executor)}.
    *
    * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
    *                               would never be called
+   * @throws java.util.concurrent.RejectedExecutionException if the executor refused the first
+   *                               callback (the current members, on a running node): the listener
+   *                               was not added
    */
   public Registration addMembershipListener(MembershipListener listener, Executor executor) {
     requireOpen(listener, executor);
     SerialDelivery<MembershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
         listener::onMembershipChange, executor, this, () -> node.removeMembershipListener(self[0]));
-    return node.addMembershipListener(self[0]);
+    node.addMembershipListener(self[0]);
+    self[0].requireAccepted();
+    return self[0];
   }
 
   /**

@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -42,6 +43,8 @@ final class SerialDelivery<E> implements Registration {
   private boolean closed;
   /** The thread running the listener's callbacks, or null between drains. */
   private volatile Thread runner;
+  /** What the executor threw when it refused a callback, which removed the listener; else null. */
+  private volatile Throwable refusal;
 
   /**
    * @param owner   the node, for {@link #callingExecutor}
@@ -88,6 +91,19 @@ final class SerialDelivery<E> implements Registration {
 
   String name() {
     return name;
+  }
+
+  /**
+   * Fails if the executor refused a callback, which removed the listener: for the call that adds
+   * it, whose first callback (the current ownership) it launches, so that the caller learns the
+   * listener will never be called instead of holding a registration that does nothing.
+   */
+  void requireAccepted() {
+    Throwable refused = refusal;
+    if (refused != null) {
+      throw new RejectedExecutionException(name + ": its executor refused a callback as the listener was"
+          + " added (" + refused + "), so it was removed", refused);
+    }
   }
 
   Executor executor() {
@@ -144,6 +160,7 @@ final class SerialDelivery<E> implements Registration {
         queue.clear();
         notifyAll();
       }
+      refusal = e;
       if (owner instanceof Ringmaster node && node.stopping()) {
         // The node's pools stop at the end of close(), after the LEAVING change: a close() from a
         // callback can still see a report handed on after it, which the node would not deliver.

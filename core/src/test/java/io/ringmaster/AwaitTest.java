@@ -3,6 +3,7 @@ package io.ringmaster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -44,6 +45,48 @@ class AwaitTest {
       cluster.start("c");
       HashRing ring = three.get(WAIT.toSeconds(), TimeUnit.SECONDS);
       assertEquals(List.of("a", "b", "c"), ring.members().stream().map(Member::id).toList());
+    }
+  }
+
+  /**
+   * awaitListeners only waits: a same-thread listener's callback that another same-thread
+   * listener's callback holds up (queued, not yet launched) runs on the node's thread once that
+   * one returns, never on the thread that waits (an application's thread, or a JGroups one).
+   */
+  @Test
+  void awaitListeners_fromAnApplicationThread_neverRunsAHeldUpCallbackOnIt() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-thread")) {
+      Ringmaster a = cluster.start("a");
+      CountDownLatch inFirst = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      a.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          inFirst.countDown();
+          try {
+            release.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run);
+      List<Thread> secondRanOn = new CopyOnWriteArrayList<>();
+      a.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          secondRanOn.add(Thread.currentThread());
+        }
+      }, Runnable::run);
+      try {
+        cluster.start("b"); // a's view thread runs the first listener's callback for the join, which blocks
+        assertTrue(inFirst.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+
+        assertFalse(a.awaitListeners(Duration.ofMillis(200)), "the first listener is still busy");
+        assertEquals(List.of(), secondRanOn, "the second listener's callback did not run on the waiting thread");
+      } finally {
+        release.countDown();
+      }
+      assertTrue(a.awaitListeners(WAIT));
+      assertEquals(1, secondRanOn.size());
+      assertNotEquals(Thread.currentThread(), secondRanOn.get(0));
     }
   }
 

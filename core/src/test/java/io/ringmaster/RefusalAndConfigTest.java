@@ -19,6 +19,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.protocols.TCPPING;
@@ -270,6 +272,35 @@ class RefusalAndConfigTest {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().initialHosts(bad), bad);
       assertTrue(e.getMessage().startsWith("initialHosts entry "), e.getMessage());
+    }
+  }
+
+  /**
+   * An executor that refuses the first callback of a listener added to a running node (the current
+   * ownership, the current members): adding fails saying so, and the listener is not kept, instead
+   * of returning a registration that will never be called.
+   */
+  @Test
+  void addingAListener_whoseExecutorRefusesItsFirstCallback_failsAndKeepsNothing() {
+    try (TestCluster cluster = new TestCluster("refused-first-callback")) {
+      Ringmaster a = cluster.start(cluster.builder("a"));
+      Executor full = task -> {
+        throw new RejectedExecutionException("queue full");
+      };
+      List<Object> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      RejectedExecutionException e = assertThrows(RejectedExecutionException.class,
+          () -> a.addOwnershipListener(seen::add, full));
+      assertTrue(e.getMessage().startsWith("ownership listener ") && e.getMessage().contains("queue full"),
+          e.getMessage());
+      assertEquals(0, a.ownershipListenerCount());
+      e = assertThrows(RejectedExecutionException.class, () -> a.addMembershipListener(seen::add, full));
+      assertTrue(e.getMessage().startsWith("membership listener ") && e.getMessage().contains("queue full"),
+          e.getMessage());
+      assertEquals(0, a.membershipListenerCount());
+      assertEquals(List.of(), seen);
+      // An executor that takes them is fine.
+      a.addOwnershipListener(change -> { }, Runnable::run);
+      assertEquals(1, a.ownershipListenerCount());
     }
   }
 
@@ -618,20 +649,6 @@ class RefusalAndConfigTest {
       org.awaitility.Awaitility.await().atMost(WAIT).until(() -> good.foldMatches(a.ring(), "a", 1));
       assertTrue(calls.get() > 1, "the executor was asked for the join's change");
       assertEquals(listenersBefore[0] + 1, a.ownershipListenerCount(), "the throwing listener was removed");
-    }
-  }
-
-  @Test
-  void listener_executorRejectsTheInitialChange_listenerIsNotLeftRegistered() {
-    try (TestCluster cluster = new TestCluster("rejected-initial")) {
-      Ringmaster node = cluster.start("a");
-      int before = node.ownershipListenerCount();
-      List<OwnershipChange> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
-      node.addOwnershipListener(seen::add, task -> {
-        throw new java.util.concurrent.RejectedExecutionException("full");
-      });
-      assertEquals(before, node.ownershipListenerCount(), "the rejected listener was removed");
-      assertEquals(List.of(), seen);
     }
   }
 
