@@ -350,7 +350,9 @@ public final class Ringmaster implements AutoCloseable {
    * node's channel is closed by then; a listener that hands data off on its LEAVING change should
    * call close() from another thread. The other listeners are waited for as usual, except those
    * on the caller's own executor when that is not the node's pool (a serial executor would run
-   * them only after the caller returns). The calling thread is not interrupted. A listener that
+   * them only after the caller returns; so, on an executor of yours with many threads, those
+   * listeners may still be running their LEAVING change when the channel closes: give a listener
+   * that calls close() an executor of its own, or the node's pool). The calling thread is not interrupted. A listener that
    * calls close() while another close() is under way returns at once, since that close() may be
    * waiting for it.
    *
@@ -1304,9 +1306,8 @@ public final class Ringmaster implements AutoCloseable {
      * it only when members of the old and the new version cannot work together, and then as you
      * would change {@code replicas}: with a full restart (or under another cluster name), since a
      * node with the new version is refused while any member has the old one; a rolling upgrade
-     * between compatible versions keeps it. Set it only once every member runs a Ringmaster build
-     * that knows it (this one or later): an older build ignores it. It travels in the node's JGroups
-     * address, so keep it short; at most 255 UTF-8 bytes.
+     * between compatible versions keeps it. It travels in the node's JGroups address, so keep it
+     * short; at most 255 UTF-8 bytes.
      */
     public Builder applicationVersion(String applicationVersion) {
       NodeMetadata.checkFits("applicationVersion", wellFormed("applicationVersion",

@@ -12,7 +12,8 @@ import java.util.Optional;
  * @param viewsSeen        views handled since start
  * @param ringBuilds       views that changed the ring
  * @param lastRingBuild    time from a view's arrival on the view thread to its ring being built
- * @param pendingCallbacks listener callbacks queued or running (the listener lag), plus one while
+ * @param pendingCallbacks ownership and membership listener callbacks queued or running (the
+ *                         listener lag; divergence reports are not counted), plus one while
  *                         a view's ring is being published and its callbacks queued: read after
  *                         {@code ring()}, 0 means every callback for that ring has run
  * @param divergences      checksum messages of this node's view that disagreed with it: another
