@@ -62,9 +62,9 @@ final class PullRetries {
     retries.add(r);
   }
 
-  /** Retries waiting for their turn. */
+  /** Retries waiting for their turn or running: none means no failed pull is left to finish. */
   synchronized int pending() {
-    return retries.size();
+    return retries.size() + running.size();
   }
 
   /** The sources of the retries, waiting or running, whose ranges hold ring position {@code position}. */

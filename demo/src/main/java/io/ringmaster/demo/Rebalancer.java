@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 
 /**
  * Moves data when ownership changes, driven only by the node's ownership callbacks (one at a time,
@@ -94,7 +95,9 @@ final class Rebalancer implements OwnershipListener {
       // Each step runs even if the one before it threw: a leave still drains everything it holds,
       // and nothing else would pull what this peer gained. The first failure is thrown at the end.
       Steps steps = new Steps();
-      boolean handedOff = steps.run(() -> handOff(change));
+      // A leave's pushes end with its budget; other hand-offs take what they take.
+      BooleanSupplier expired = leaving ? () -> System.nanoTime() - deadline >= 0 : () -> false;
+      boolean handedOff = steps.run(() -> handOff(change, expired));
       if (leaving) {
         handedOff = steps.run(() -> drain(deadline));
       }
@@ -140,28 +143,37 @@ final class Rebalancer implements OwnershipListener {
     events.publish(Events.leaving(routing.self(), viewId));
   }
 
-  private boolean handOff(OwnershipChange change) {
+  /** A lost range's entries as scanned, and the live new owners they go to. */
+  private record Handoff(List<String> destinations, List<Entry> entries) {}
+
+  private boolean handOff(OwnershipChange change, BooleanSupplier expired) {
     if (change.lost().isEmpty()) {
       return true;
     }
     long started = System.nanoTime();
-    List<Entry> scanned = new ArrayList<>();
+    List<Handoff> handoffs = new ArrayList<>();
     Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
     for (RingDiff.Lost lost : change.lost()) {
       List<Entry> entries = store.scan(lost.range());
-      scanned.addAll(entries);
-      for (String d : transfers.liveOthers(lost.destinations())) {
+      List<String> destinations = transfers.liveOthers(lost.destinations());
+      handoffs.add(new Handoff(destinations, entries));
+      for (String d : destinations) {
         perDestination.computeIfAbsent(d, k -> new ArrayList<>()).addAll(entries);
       }
     }
     Set<String> acked = new HashSet<>();
     Set<String> failed = new HashSet<>();
     perDestination.forEach((destination, entries) ->
-        (transfers.push(destination, entries, Wire.PushKind.MIGRATION) ? acked : failed).add(destination));
-    // Entries with no live destination, or a destination that failed, or an owner by now that got
-    // none of them (it joined after this change), stay: the sweep (or the drain, for a leave)
-    // hands them to whoever owns them then.
-    long moved = transfers.dropHandedOff(scanned, acked);
+        (transfers.push(destination, entries, Wire.PushKind.MIGRATION, expired) ? acked : failed).add(destination));
+    long moved = 0;
+    for (Handoff h : handoffs) {
+      // Only the destinations this range's entries went to, and took them, count for its drop: an
+      // entry whose owners by now include any other peer (its destination refused, or a peer
+      // joined since this change) stays, for the drain of a leave or the sweep to hand on.
+      List<String> took = new ArrayList<>(h.destinations());
+      took.retainAll(acked);
+      moved += transfers.dropHandedOff(h.entries(), took);
+    }
     counters.keysMigratedOut.add(moved);
     events.publish(Events.migration("out", change, moved, change.lost().size(), List.copyOf(perDestination.keySet()),
         millisSince(started), failed.isEmpty()));
@@ -173,7 +185,8 @@ final class Rebalancer implements OwnershipListener {
    * owned: what else its store holds (a push that failed or that a peer refused because it is
    * leaving too, data pushed here before this peer started to leave) goes to its owners in the
    * ring left behind, without this peer and without the peers found leaving. Passes repeat, each
-   * after the ring changed or half a second, until one hands off everything or the budget is spent;
+   * after the ring changed or half a second, until one hands off everything on a ring that did not
+   * change during it, or the budget is spent;
    * writes that arrive meanwhile are forwarded by the write path.
    *
    * @return whether everything was handed off
@@ -204,7 +217,8 @@ final class Rebalancer implements OwnershipListener {
       for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
         boolean acked = !group.getKey().isEmpty(); // no owner at all: every other peer is gone
         for (String owner : group.getKey()) {
-          acked &= transfers.push(owner, group.getValue(), Wire.PushKind.MIGRATION);
+          acked &= transfers.push(owner, group.getValue(), Wire.PushKind.MIGRATION,
+              () -> System.nanoTime() - deadline >= 0);
         }
         if (acked) {
           moved += transfers.dropHandedOff(group.getValue(), group.getKey());
@@ -212,7 +226,9 @@ final class Rebalancer implements OwnershipListener {
         complete &= acked;
       }
       counters.keysMigratedOut.add(moved);
-      if (complete) {
+      // A ring changed during the pass (a peer joined, say) may give entries to owners that were
+      // not pushed to: they were kept, and the next pass hands them on.
+      if (complete && routing.ring() == ring) {
         return LeaveOutcome.COMPLETE;
       }
       if (routing.onlyLeaversLeft()) {

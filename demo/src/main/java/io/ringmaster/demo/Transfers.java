@@ -10,6 +10,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -97,7 +98,16 @@ final class Transfers {
    * again, at the new process (at most {@link #ATTEMPTS} times in all).
    */
   boolean push(String destination, List<Entry> entries, Wire.PushKind kind) {
-    Waits.until(() -> ready.test(destination), READY_WAIT);
+    return push(destination, entries, kind, () -> false);
+  }
+
+  /**
+   * As {@link #push(String, List, Wire.PushKind)}, giving up (unacknowledged) once {@code expired}:
+   * tested before each page and each attempt, so that a push to a slow peer ends within about one
+   * {@link #PUSH_TIMEOUT} of it (a leave's budget).
+   */
+  boolean push(String destination, List<Entry> entries, Wire.PushKind kind, BooleanSupplier expired) {
+    Waits.until(() -> ready.test(destination) || expired.getAsBoolean(), READY_WAIT);
     for (int round = 1; ; round++) {
       Optional<Address> process = routing.addressOf(destination);
       if (process.isEmpty()) {
@@ -105,7 +115,7 @@ final class Transfers {
             entries.size(), destination);
         return false;
       }
-      PushOutcome outcome = pushPages(destination, process.get(), entries, kind);
+      PushOutcome outcome = pushPages(destination, process.get(), entries, kind, expired);
       if (outcome != PushOutcome.NEW_PROCESS) {
         return outcome == PushOutcome.ACKNOWLEDGED;
       }
@@ -132,7 +142,8 @@ final class Transfers {
   /** Test seam: called with each page's number once its process acknowledged it. */
   volatile java.util.function.IntConsumer afterPage = page -> { };
 
-  private PushOutcome pushPages(String destination, Address process, List<Entry> entries, Wire.PushKind kind) {
+  private PushOutcome pushPages(String destination, Address process, List<Entry> entries, Wire.PushKind kind,
+                                BooleanSupplier expired) {
     int from = 0;
     for (int pageNumber = 1; from < entries.size(); pageNumber++) {
       int to = from;
@@ -142,6 +153,11 @@ final class Transfers {
       }
       byte[] request = Wire.push(new Wire.PushRequest(kind, routing.self(), entries.subList(from, to)));
       for (int attempt = 1; ; attempt++) {
+        if (expired.getAsBoolean()) {
+          LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} given up: out of time", routing.self(),
+              entries.size() - from, destination);
+          return PushOutcome.FAILED;
+        }
         try {
           rpc.call(destination, process, request, PUSH_TIMEOUT).get();
           break;
@@ -220,7 +236,7 @@ final class Transfers {
    * some of them now without having got them, and its pull from here may already be over, so those
    * are kept for a later pass, the leave's drain or the sweep, to hand to it.
    *
-   * @param acked the peers that acknowledged the pushes of these entries
+   * @param acked peers that took every one of these entries: each acknowledged a push of them all
    */
   long dropHandedOff(List<Entry> entries, Collection<String> acked) {
     long dropped = 0;

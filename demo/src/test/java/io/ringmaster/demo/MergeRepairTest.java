@@ -65,7 +65,7 @@ class MergeRepairTest extends WithPeerCluster {
             .noneMatch(p -> cluster.json(p, "/stats").path("repairRetryPending").asBoolean(true)));
 
     String log = Files.readString(cluster.peer("c").log());
-    assertTrue(log.contains("could not reach") && log.matches("(?s).*done after \\d+ failed rounds.*"),
+    assertTrue(log.contains("could not reach") && log.matches("(?s).*repair after merge view \\d+ done after \\d+ failed rounds.*"),
         "c's first repair was refused, and its second went through: see " + cluster.peer("c").log());
     for (String key : keys) {
       assertEquals("v-" + key, PeerCluster.parse(cluster.get("a", key).body()).path("value").asText(), key);
