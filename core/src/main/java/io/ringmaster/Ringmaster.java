@@ -995,8 +995,19 @@ public final class Ringmaster implements AutoCloseable {
     self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
         listener::onOwnershipChange, executor, this, () -> node.removeOwnershipListener(self[0]));
     node.addOwnershipListener(self[0]);
-    self[0].requireAccepted();
+    requireAccepted(self[0]);
     return self[0];
+  }
+
+  /**
+   * Fails if the executor refused a callback as the listener was added, which removed it: as for a
+   * closed node if this node is closing (its pool stopped), else naming the listener.
+   */
+  private void requireAccepted(SerialDelivery<?> delivery) {
+    if (delivery.refused() && stopping()) {
+      throw ClusterNode.closedToListeners(config.nodeId());
+    }
+    delivery.requireAccepted();
   }
 
   /** Ownership listeners registered now (for tests). */
@@ -1071,7 +1082,7 @@ public final class Ringmaster implements AutoCloseable {
     self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
         listener::onMembershipChange, executor, this, () -> node.removeMembershipListener(self[0]));
     node.addMembershipListener(self[0]);
-    self[0].requireAccepted();
+    requireAccepted(self[0]);
     return self[0];
   }
 

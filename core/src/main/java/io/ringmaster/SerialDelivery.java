@@ -98,6 +98,11 @@ final class SerialDelivery<E> implements Registration {
    * it, whose first callback (the current ownership) it launches, so that the caller learns the
    * listener will never be called instead of holding a registration that does nothing.
    */
+  /** Whether the executor refused a callback, which removed the listener. */
+  boolean refused() {
+    return refusal != null;
+  }
+
   void requireAccepted() {
     Throwable refused = refusal;
     if (refused != null) {

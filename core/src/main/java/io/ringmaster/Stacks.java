@@ -3,6 +3,7 @@ package io.ringmaster;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -139,12 +140,20 @@ final class Stacks {
    * JGRP-2910), so that is set here too. A list handed to TCPPING after it was initialized would be
    * taken as it is, never resolved again.
    */
-  private static void configureBeforeInit(List<ProtocolConfiguration> protocols, RingmasterConfig config) {
-    config.initialHosts().ifPresent(hosts -> protocols.stream()
-        .filter(p -> isProtocol(p.getProtocolName(), "TCPPING"))
-        .forEach(p -> p.getProperties().put("initial_hosts", hosts)));
-    // The transport is the stack file's first protocol.
-    config.bindAddress().ifPresent(address -> protocols.get(0).getProperties().put("bind_addr", address));
+  private static void configureBeforeInit(List<ProtocolConfiguration> protocols, RingmasterConfig config)
+      throws UnknownHostException {
+    for (ProtocolConfiguration p : protocols) {
+      if (config.initialHosts().isPresent() && isProtocol(p.getProtocolName(), "TCPPING")) {
+        p.getProperties().put("initial_hosts", config.initialHosts().get());
+        p.getProperties().remove("initial_hosts_file"); // TCPPING would read the file instead
+      }
+    }
+    if (config.bindAddress().isPresent()) {
+      // The transport is the stack file's first protocol. An address, not the name: JGroups reads
+      // some names as keywords (site_local, match-...), and keeps only one family's addresses.
+      protocols.get(0).getProperties().put("bind_addr",
+          InetAddress.getByName(config.bindAddress().get()).getHostAddress());
+    }
   }
 
   private static void configure(JChannel channel, RingmasterConfig config) throws Exception {
@@ -192,8 +201,10 @@ final class Stacks {
     for (String entry : hosts.split(",", -1)) {
       String e = entry.trim();
       int open = e.indexOf('[');
-      // JGroups splits the list at whitespace too, and reads the port up to the first ']'.
-      if (open <= 0 || e.indexOf(']') != e.length() - 1 || e.chars().anyMatch(Character::isWhitespace)) {
+      // JGroups splits the list at whitespace too, reads the port up to the first ']', and
+      // substitutes ${...} in a stack's values.
+      if (open <= 0 || e.indexOf(']') != e.length() - 1
+          || e.chars().anyMatch(c -> Character.isWhitespace(c) || c == '$' || c == '{' || c == '}')) {
         throw new IllegalArgumentException("initialHosts entry must look like 127.0.0.1[7800]: \"" + e + "\"");
       }
       String port = e.substring(open + 1, e.length() - 1);

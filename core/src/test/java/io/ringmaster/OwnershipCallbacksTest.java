@@ -652,6 +652,25 @@ class OwnershipCallbacksTest {
 
   @Test
   void listener_throws_isLoggedAndLaterCallbacksStillCome() {
+    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.logging.Handler handler = new java.util.logging.Handler() {
+      @Override
+      public void publish(java.util.logging.LogRecord record) {
+        if (record.getThrown() != null && "listener bug, on purpose".equals(record.getThrown().getMessage())) {
+          logged.add(record);
+        }
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
+    logger.addHandler(handler);
     try (TestCluster cluster = new TestCluster("throwing")) {
       AtomicInteger calls = new AtomicInteger();
       OwnershipRecorder recorder = new OwnershipRecorder(7);
@@ -667,6 +686,14 @@ class OwnershipCallbacksTest {
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       await().atMost(WAIT).until(() -> calls.get() == 2);
       await().atMost(WAIT).until(() -> recorder.foldMatches(a.ring(), "a", 1));
+      await().atMost(WAIT).until(() -> logged.size() == 2);
+      for (java.util.logging.LogRecord r : logged) {
+        assertEquals(java.util.logging.Level.SEVERE, r.getLevel());
+        assertTrue(r.getMessage().startsWith("ownership listener ") && r.getMessage().contains(" of a threw;"),
+            r.getMessage());
+      }
+    } finally {
+      logger.removeHandler(handler);
     }
   }
 
