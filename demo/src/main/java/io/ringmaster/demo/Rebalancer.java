@@ -7,12 +7,15 @@ import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import org.jgroups.Address;
 
 /**
  * Moves data when ownership changes, driven only by the node's ownership callbacks (one at a time,
@@ -161,17 +164,17 @@ final class Rebalancer implements OwnershipListener {
         perDestination.computeIfAbsent(d, k -> new ArrayList<>()).addAll(entries);
       }
     }
-    Set<String> acked = new HashSet<>();
+    Map<String, Address> acked = new HashMap<>();
     Set<String> failed = new HashSet<>();
-    perDestination.forEach((destination, entries) ->
-        (transfers.push(destination, entries, Wire.PushKind.MIGRATION, expired) ? acked : failed).add(destination));
+    perDestination.forEach((destination, entries) -> transfers.pushTo(destination, entries,
+        Wire.PushKind.MIGRATION, expired).ifPresentOrElse(p -> acked.put(destination, p), () -> failed.add(destination)));
     long moved = 0;
     for (Handoff h : handoffs) {
       // Only the destinations this range's entries went to, and took them, count for its drop: an
       // entry whose owners by now include any other peer (its destination refused, or a peer
       // joined since this change) stays, for the drain of a leave or the sweep to hand on.
-      List<String> took = new ArrayList<>(h.destinations());
-      took.retainAll(acked);
+      Map<String, Address> took = new HashMap<>(acked);
+      took.keySet().retainAll(h.destinations());
       moved += transfers.dropHandedOff(h.entries(), took);
     }
     counters.keysMigratedOut.add(moved);
@@ -216,12 +219,15 @@ final class Rebalancer implements OwnershipListener {
       long moved = 0;
       for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
         boolean acked = !group.getKey().isEmpty(); // no owner at all: every other peer is gone
+        Map<String, Address> took = new HashMap<>();
         for (String owner : group.getKey()) {
-          acked &= transfers.push(owner, group.getValue(), Wire.PushKind.MIGRATION,
+          Optional<Address> process = transfers.pushTo(owner, group.getValue(), Wire.PushKind.MIGRATION,
               () -> System.nanoTime() - deadline >= 0);
+          process.ifPresent(p -> took.put(owner, p));
+          acked &= process.isPresent();
         }
         if (acked) {
-          moved += transfers.dropHandedOff(group.getValue(), group.getKey());
+          moved += transfers.dropHandedOff(group.getValue(), took);
         }
         complete &= acked;
       }

@@ -6,8 +6,8 @@ import java.io.DataInputStream;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.function.BooleanSupplier;
@@ -98,31 +98,34 @@ final class Transfers {
    * again, at the new process (at most {@link #ATTEMPTS} times in all).
    */
   boolean push(String destination, List<Entry> entries, Wire.PushKind kind) {
-    return push(destination, entries, kind, () -> false);
+    return pushTo(destination, entries, kind, () -> false).isPresent();
   }
 
   /**
    * As {@link #push(String, List, Wire.PushKind)}, giving up (unacknowledged) once {@code expired}:
-   * tested before each page and each attempt, so that a push to a slow peer ends within about one
-   * {@link #PUSH_TIMEOUT} of it (a leave's budget).
+   * tested before each attempt after a page's first, so that a push to a slow peer ends within
+   * about one {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried
+   * once.
+   *
+   * @return the process that acknowledged every page, for {@link #dropHandedOff}; empty if none did
    */
-  boolean push(String destination, List<Entry> entries, Wire.PushKind kind, BooleanSupplier expired) {
+  Optional<Address> pushTo(String destination, List<Entry> entries, Wire.PushKind kind, BooleanSupplier expired) {
     Waits.until(() -> ready.test(destination) || expired.getAsBoolean(), READY_WAIT);
     for (int round = 1; ; round++) {
       Optional<Address> process = routing.addressOf(destination);
       if (process.isEmpty()) {
         LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: it is not in the view", routing.self(),
             entries.size(), destination);
-        return false;
+        return Optional.empty();
       }
       PushOutcome outcome = pushPages(destination, process.get(), entries, kind, expired);
       if (outcome != PushOutcome.NEW_PROCESS) {
-        return outcome == PushOutcome.ACKNOWLEDGED;
+        return outcome == PushOutcome.ACKNOWLEDGED ? process : Optional.empty();
       }
       if (round >= ATTEMPTS) {
         LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: its process changed {3} times during the"
             + " push", routing.self(), entries.size(), destination, round);
-        return false;
+        return Optional.empty();
       }
       LOG.log(Level.INFO, "{0}: {1} was restarted during a push; pushing its {2} entries again, from the first",
           routing.self(), destination, entries.size());
@@ -153,7 +156,7 @@ final class Transfers {
       }
       byte[] request = Wire.push(new Wire.PushRequest(kind, routing.self(), entries.subList(from, to)));
       for (int attempt = 1; ; attempt++) {
-        if (expired.getAsBoolean()) {
+        if (attempt > 1 && expired.getAsBoolean()) {
           LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} given up: out of time", routing.self(),
               entries.size() - from, destination);
           return PushOutcome.FAILED;
@@ -234,15 +237,17 @@ final class Transfers {
    * were rewritten since they were read. The owners are those of the ring this peer routes by at
    * the drop, not at the push: a member that joined meanwhile (a joiner during a leave, say) may own
    * some of them now without having got them, and its pull from here may already be over, so those
-   * are kept for a later pass, the leave's drain or the sweep, to hand to it.
+   * are kept for a later pass, the leave's drain or the sweep, to hand to it. An owner counts only
+   * while the process that acknowledged holds its id: one restarted since has lost what it took.
    *
-   * @param acked peers that took every one of these entries: each acknowledged a push of them all
+   * @param took the peers that took every one of these entries, each with the process that
+   *             acknowledged a push of them all
    */
-  long dropHandedOff(List<Entry> entries, Collection<String> acked) {
+  long dropHandedOff(List<Entry> entries, Map<String, Address> took) {
     long dropped = 0;
     for (Entry e : entries) {
       List<String> owners = routing.owners(e.key());
-      if (owners.isEmpty() || routing.indexOfSelf(owners) >= 0 || !acked.containsAll(owners)) {
+      if (owners.isEmpty() || routing.indexOfSelf(owners) >= 0 || !tookAll(owners, took)) {
         continue;
       }
       if (routing.isLeaving()) {
@@ -256,6 +261,17 @@ final class Transfers {
       }
     }
     return dropped;
+  }
+
+  /** Whether each owner took the entries, through the process that holds its id now. */
+  private boolean tookAll(List<String> owners, Map<String, Address> took) {
+    for (String owner : owners) {
+      Address process = took.get(owner);
+      if (process == null || !routing.addressOf(owner).equals(Optional.of(process))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** The ids of the members that are in the ring this peer routes by, this peer excepted. */

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -44,8 +46,9 @@ class LeavingReadTest {
     assertEquals(Optional.of("v1"), value(b.kv().get(key)), "read through b, before its hand-off");
 
     List<Entry> held = List.copyOf(b.store().all());
-    assertTrue(b.transfers().push("a", held, Wire.PushKind.MIGRATION), "the hand-off to a");
-    assertEquals(1, b.transfers().dropHandedOff(held, List.of("a")));
+    Optional<Address> took = b.transfers().pushTo("a", held, Wire.PushKind.MIGRATION, () -> false);
+    assertTrue(took.isPresent(), "the hand-off to a");
+    assertEquals(1, b.transfers().dropHandedOff(held, Map.of("a", took.get())));
     assertTrue(b.store().get(key).isEmpty(), "b dropped what it handed off");
     // Through a, whose ring still names b as the owner (b has not left the view yet).
     assertEquals(List.of("b"), a.routing().owners(key));

@@ -11,9 +11,11 @@ import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
+import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -207,6 +209,32 @@ class RebalancerTest {
     }
     assertEquals(0, a.store().size(), "a dropped what b took");
     assertEquals(1, a.counters().migrationsCompleted.sum());
+  }
+
+  /**
+   * A drop after the destination's process was replaced under its id: the new process never got
+   * what the old one took, so nothing is dropped until the new process acknowledges it too.
+   */
+  @Test
+  void aDrop_afterTheDestinationRestarted_keepsWhatOnlyItsOldProcessTook() throws Exception {
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(peers);
+    List<Entry> held = putInA();
+    a.routing().startLeaving(); // a routes by the ring without it: b owns every key
+    Optional<Address> oldProcess = a.transfers().pushTo("b", held, Wire.PushKind.MIGRATION, () -> false);
+    assertTrue(oldProcess.isPresent(), "b's first process took them");
+    b.close();
+    peers.remove(b);
+    InJvmPeer again = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
+    peers.add(again);
+    InJvmPeer.awaitOneRing(peers);
+
+    assertEquals(0, a.transfers().dropHandedOff(held, Map.of("b", oldProcess.get())), "b's new process has none");
+    assertEquals(KEYS, a.store().size());
+    Optional<Address> newProcess = a.transfers().pushTo("b", held, Wire.PushKind.MIGRATION, () -> false);
+    assertTrue(newProcess.isPresent() && !newProcess.equals(oldProcess));
+    assertEquals(KEYS, a.transfers().dropHandedOff(held, Map.of("b", newProcess.get())), "dropped once it took them");
   }
 
   @Test
