@@ -37,11 +37,26 @@ class RebalancerTest {
 
   /** Starts a and b; b refuses its first {@code handoffsBRefuses} hand-off pushes; a holds KEYS entries. */
   private List<Entry> start(int handoffsBRefuses) throws Exception {
+    startAAndB(InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses)));
+    return putInA();
+  }
+
+  /** Starts a, and b with these aids, in one ring. */
+  private void startAAndB(TestingAids forB) throws Exception {
     peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
-    aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses));
+    aidsOfB = forB;
     peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB));
     InJvmPeer.awaitOneRing(peers);
-    return putInA();
+  }
+
+  /** Closes b and starts it again, a new process under its id, and waits for one ring; returns it. */
+  private InJvmPeer restartB() throws Exception {
+    b.close();
+    peers.remove(b);
+    InJvmPeer again = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
+    peers.add(again);
+    InJvmPeer.awaitOneRing(peers);
+    return again;
   }
 
   /** KEYS entries, stored in a's store only. */
@@ -118,9 +133,7 @@ class RebalancerTest {
    */
   @Test
   void aPeerThatJoinsDuringTheLeave_getsTheEntriesTheLeaveNamedOnlyOthersFor() throws Exception {
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
-    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB(TestingAids.fromSystemProperties());
     OwnershipChange staleLeave = leavingOfA();
     InJvmPeer c = InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties());
     peers.add(c);
@@ -146,9 +159,7 @@ class RebalancerTest {
    */
   @Test
   void aPush_toAPeerRestartedBetweenPages_startsAgainAtItsNewProcess() throws Exception {
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
-    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB(TestingAids.fromSystemProperties());
     List<Entry> entries = new ArrayList<>();
     String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
     for (int i = 0; i < 6; i++) { // three pages
@@ -160,12 +171,7 @@ class RebalancerTest {
       pagesAcked.add(page);
       if (page == 1 && restarted.get() == null) {
         try {
-          b.close();
-          peers.remove(b);
-          InJvmPeer again = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
-          peers.add(again);
-          restarted.set(again);
-          InJvmPeer.awaitOneRing(peers);
+          restarted.set(restartB());
         } catch (Exception e) {
           throw new AssertionError(e);
         }
@@ -217,18 +223,12 @@ class RebalancerTest {
    */
   @Test
   void aDrop_afterTheDestinationRestarted_keepsWhatOnlyItsOldProcessTook() throws Exception {
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
-    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB(TestingAids.fromSystemProperties());
     List<Entry> held = putInA();
     a.routing().startLeaving(); // a routes by the ring without it: b owns every key
     Optional<Address> oldProcess = a.transfers().pushTo("b", held, Wire.PushKind.MIGRATION, () -> false);
     assertTrue(oldProcess.isPresent(), "b's first process took them");
-    b.close();
-    peers.remove(b);
-    InJvmPeer again = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
-    peers.add(again);
-    InJvmPeer.awaitOneRing(peers);
+    restartB();
 
     assertEquals(0, a.transfers().dropHandedOff(held, Map.of("b", oldProcess.get())), "b's new process has none");
     assertEquals(KEYS, a.store().size());
