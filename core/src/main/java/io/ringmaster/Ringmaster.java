@@ -352,9 +352,9 @@ public final class Ringmaster implements AutoCloseable {
    * on the caller's own executor when that is not the node's pool (a serial executor would run
    * them only after the caller returns; so, on an executor of yours with many threads, those
    * listeners may still be running their LEAVING change when the channel closes: give a listener
-   * that calls close() an executor of its own, or the node's pool). The calling thread is not interrupted. A listener that
-   * calls close() while another close() is under way returns at once, since that close() may be
-   * waiting for it.
+   * that calls close() an executor of its own, or the node's pool). The calling thread is not
+   * interrupted. A listener that calls close() while another close() is under way returns at once,
+   * since that close() may be waiting for it.
    *
    * <p>A thread whose interrupt flag is set when it calls close() (a {@code finally} after a
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its

@@ -93,16 +93,16 @@ final class SerialDelivery<E> implements Registration {
     return name;
   }
 
-  /**
-   * Fails if the executor refused a callback, which removed the listener: for the call that adds
-   * it, whose first callback (the current ownership) it launches, so that the caller learns the
-   * listener will never be called instead of holding a registration that does nothing.
-   */
   /** Whether the executor refused a callback, which removed the listener. */
   boolean refused() {
     return refusal != null;
   }
 
+  /**
+   * Fails if the executor refused a callback, which removed the listener: for the call that adds
+   * it, whose first callback (the current ownership) it launches, so that the caller learns the
+   * listener will never be called instead of holding a registration that does nothing.
+   */
   void requireAccepted() {
     Throwable refused = refusal;
     if (refused != null) {

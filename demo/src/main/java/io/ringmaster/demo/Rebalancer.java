@@ -166,8 +166,11 @@ final class Rebalancer implements OwnershipListener {
     }
     Map<String, Address> acked = new HashMap<>();
     Set<String> failed = new HashSet<>();
-    perDestination.forEach((destination, entries) -> transfers.pushTo(destination, entries,
-        Wire.PushKind.MIGRATION, expired).ifPresentOrElse(p -> acked.put(destination, p), () -> failed.add(destination)));
+    for (Map.Entry<String, List<Entry>> push : perDestination.entrySet()) {
+      String destination = push.getKey();
+      transfers.pushTo(destination, push.getValue(), Wire.PushKind.MIGRATION, expired)
+          .ifPresentOrElse(process -> acked.put(destination, process), () -> failed.add(destination));
+    }
     long moved = 0;
     for (Handoff h : handoffs) {
       // Only the destinations this range's entries went to, and took them, count for its drop: an
