@@ -307,6 +307,8 @@ final class KvService {
     Optional<UUID> mine = counted ? routing.ownProcess() : Optional.empty();
     Wire.WriteReply here = new Wire.WriteReply(mine.isPresent() ? Map.of(routing.self(), mine.get()) : Map.of(),
         store.get(e.key()).map(Entry::version).orElse(e.version()));
+    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e.key(), here)
+        : CompletableFuture.completedFuture(here);
     List<String> extra = new ArrayList<>(owners);
     for (String target : r.targets()) {
       if (counted || !target.equals(routing.self())) {
@@ -316,7 +318,7 @@ final class KvService {
     extra.removeIf(routing::isSelf);
     extra.removeAll(named.ids());
     if (extra.isEmpty()) {
-      return CompletableFuture.completedFuture(here);
+      return own;
     }
     if (r.hops() >= MAX_HOPS) {
       return CompletableFuture.failedFuture(new IllegalStateException(
@@ -338,12 +340,43 @@ final class KvService {
         }
       }).thenApply(KvService::reply));
     }
+    calls.add(own);
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(done -> {
       Wire.WriteReply all = here;
       for (CompletableFuture<Wire.WriteReply> c : calls) {
         all = all.merge(c.join());
       }
       return all;
+    });
+  }
+
+  /**
+   * This owner's reply to a write, with the newest version the key's previous owners hold while
+   * the key is still coming in here: an older write there, stamped higher by a faster clock, would
+   * otherwise win over this one when the pull brings it, after this one was acknowledged. Held here,
+   * that version makes the writer stamp its write again past it, as for a newer copy held here. A
+   * previous owner that does not answer within {@link #PREVIOUS_OWNER_TIMEOUT} is not counted.
+   * Sent from a worker: this runs on a JGroups thread.
+   */
+  private CompletableFuture<Wire.WriteReply> withPreviousOwners(String key, Wire.WriteReply here) {
+    List<String> before = previousOwners.apply(key).stream().filter(routing::isLive).toList();
+    if (before.isEmpty()) {
+      return CompletableFuture.completedFuture(here);
+    }
+    byte[] request = Wire.get(key, 0);
+    List<CompletableFuture<Optional<Entry>>> calls = before.stream()
+        .map(owner -> rpc.callFromWorker(owner, request, PREVIOUS_OWNER_TIMEOUT).thenApply(KvService::getReply)
+            .exceptionally(failed -> Optional.empty()))
+        .toList();
+    return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
+      Version held = here.held();
+      for (CompletableFuture<Optional<Entry>> call : calls) {
+        Optional<Version> there = call.join().map(Entry::version);
+        if (there.isPresent() && there.get().isNewerThan(held)) {
+          held = there.get();
+        }
+      }
+      return new Wire.WriteReply(here.storedBy(), held);
     });
   }
 
