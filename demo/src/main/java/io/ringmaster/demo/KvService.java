@@ -359,15 +359,10 @@ final class KvService {
    * Sent from a worker: this runs on a JGroups thread.
    */
   private CompletableFuture<Wire.WriteReply> withPreviousOwners(String key, Wire.WriteReply here) {
-    List<String> before = previousOwners.apply(key).stream().filter(routing::isLive).toList();
-    if (before.isEmpty()) {
+    List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, 0, PREVIOUS_OWNER_TIMEOUT, true);
+    if (calls.isEmpty()) {
       return CompletableFuture.completedFuture(here);
     }
-    byte[] request = Wire.get(key, 0);
-    List<CompletableFuture<Optional<Entry>>> calls = before.stream()
-        .map(owner -> rpc.callFromWorker(owner, request, PREVIOUS_OWNER_TIMEOUT).thenApply(KvService::getReply)
-            .exceptionally(failed -> Optional.empty()))
-        .toList();
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
       Version held = here.held();
       for (CompletableFuture<Optional<Entry>> call : calls) {
@@ -572,18 +567,12 @@ final class KvService {
     if (mine.isPresent() || stepsBack <= 0 || stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self())) {
       return CompletableFuture.completedFuture(mine);
     }
-    List<String> before = previousOwners.apply(key).stream().filter(routing::isLive).toList();
-    if (before.isEmpty()) {
+    List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, stepsBack - 1,
+        PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack), fromWorker);
+    if (calls.isEmpty()) {
       // Read again: the pull that brought the key in may have ended since the first read.
       return CompletableFuture.completedFuture(store.readable(key));
     }
-    byte[] request = Wire.get(key, stepsBack - 1);
-    Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);
-    List<CompletableFuture<Optional<Entry>>> calls = before.stream()
-        .map(owner -> (fromWorker ? rpc.callFromWorker(owner, request, timeout)
-            : rpc.call(owner, request, timeout)).thenApply(KvService::getReply)
-            .exceptionally(failed -> Optional.empty()))
-        .toList();
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
       Optional<Entry> own = store.readable(key);
       Optional<Entry> newest = own;
@@ -595,5 +584,21 @@ final class KvService {
       }
       return newest;
     });
+  }
+
+  /**
+   * Asks the live previous owners of a key still coming in here for their copies, each going back
+   * {@code stepsBack} more steps, within {@code timeout}; one that fails answers with none. Empty if
+   * the key is not coming in.
+   *
+   * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
+   */
+  private List<CompletableFuture<Optional<Entry>>> askPreviousOwners(String key, int stepsBack, Duration timeout,
+                                                                     boolean fromWorker) {
+    byte[] request = Wire.get(key, stepsBack);
+    return previousOwners.apply(key).stream().filter(routing::isLive)
+        .map(owner -> (fromWorker ? rpc.callFromWorker(owner, request, timeout) : rpc.call(owner, request, timeout))
+            .thenApply(KvService::getReply).exceptionally(failed -> Optional.empty()))
+        .toList();
   }
 }
