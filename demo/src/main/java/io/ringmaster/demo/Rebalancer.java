@@ -204,8 +204,8 @@ final class Rebalancer implements OwnershipListener {
   }
 
   /** How the last leave's hand-off ended, if this peer has left (or begun to). */
-  java.util.Optional<LeaveOutcome> leaveOutcome() {
-    return java.util.Optional.ofNullable(leaveOutcome);
+  Optional<LeaveOutcome> leaveOutcome() {
+    return Optional.ofNullable(leaveOutcome);
   }
 
   private LeaveOutcome drainPasses(long deadline) {
@@ -221,14 +221,10 @@ final class Rebalancer implements OwnershipListener {
       boolean complete = true;
       long moved = 0;
       for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
-        boolean acked = !group.getKey().isEmpty(); // no owner at all: every other peer is gone
-        Map<String, Address> took = new HashMap<>();
-        for (String owner : group.getKey()) {
-          Optional<Address> process = transfers.pushTo(owner, group.getValue(), Wire.PushKind.MIGRATION,
-              () -> System.nanoTime() - deadline >= 0);
-          process.ifPresent(p -> took.put(owner, p));
-          acked &= process.isPresent();
-        }
+        Map<String, Address> took = transfers.pushToEach(group.getKey(), group.getValue(), Wire.PushKind.MIGRATION,
+            () -> System.nanoTime() - deadline >= 0);
+        // No owner at all: every other peer is gone.
+        boolean acked = !group.getKey().isEmpty() && took.size() == group.getKey().size();
         if (acked) {
           moved += transfers.dropHandedOff(group.getValue(), took);
         }

@@ -3,11 +3,9 @@ package io.ringmaster.demo;
 import io.ringmaster.ring.HashRing;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.IntSupplier;
@@ -66,13 +64,8 @@ final class Sweeper {
       }
       // Every owner, or none: an owner of this ring that is gone means the ring is changing, and
       // the owners of the next one may already have pulled from those pushed to here, too early.
-      boolean ok = !live.isEmpty() && live.size() == group.getKey().size();
-      Map<String, Address> took = new HashMap<>();
-      for (String owner : live) {
-        Optional<Address> process = transfers.pushTo(owner, group.getValue(), Wire.PushKind.SWEEP, () -> false);
-        process.ifPresent(p -> took.put(owner, p));
-        ok &= process.isPresent();
-      }
+      Map<String, Address> took = transfers.pushToEach(live, group.getValue(), Wire.PushKind.SWEEP, () -> false);
+      boolean ok = !live.isEmpty() && live.size() == group.getKey().size() && took.size() == live.size();
       // Dropped only if the ring did not change during the pushes: else the next sweep, on the new
       // ring, hands them to its owners first.
       if (ok && routing.ring() == ring) {

@@ -6,6 +6,7 @@ import java.io.DataInputStream;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -130,6 +131,21 @@ final class Transfers {
       LOG.log(Level.INFO, "{0}: {1} was restarted during a push; pushing its {2} entries again, from the first",
           routing.self(), destination, entries.size());
     }
+  }
+
+  /**
+   * Pushes the same entries to each destination in turn, every one of them even after one failed.
+   *
+   * @return the destinations that took them all, each with the process that acknowledged, for
+   *         {@link #dropHandedOff}
+   */
+  Map<String, Address> pushToEach(List<String> destinations, List<Entry> entries, Wire.PushKind kind,
+                                  BooleanSupplier expired) {
+    Map<String, Address> took = new HashMap<>();
+    for (String destination : destinations) {
+      pushTo(destination, entries, kind, expired).ifPresent(process -> took.put(destination, process));
+    }
+    return took;
   }
 
   /** How a push to one process ended. */
