@@ -30,6 +30,7 @@ import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
+import org.jgroups.ViewId;
 import org.jgroups.util.UUID;
 
 /**
@@ -91,6 +92,12 @@ final class ClusterNode {
   private final AtomicReference<CompletableFuture<Void>> published =
       new AtomicReference<>(new CompletableFuture<>());
   private volatile Address localAddress;
+  /**
+   * The last view this node handled, and its own address then: read and written on the view
+   * thread only. A view not newer than it, at the same address, is skipped.
+   */
+  private ViewId lastViewId;
+  private Address lastViewSelf;
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
   /** Set when the node shuts down: no ring is published and no callback queued after it. */
@@ -221,6 +228,18 @@ final class ClusterNode {
       LOG.log(Level.DEBUG, "{0}: view {1} is from before this node rejoined; skipped", local.id(), view.getViewId());
       return;
     }
+    ViewId id = view.getViewId();
+    if (lastViewId != null && id.compareToIDs(lastViewId) <= 0 && Objects.equals(self, lastViewSelf)) {
+      // JGroups installs only views newer than its last, but hands each up after releasing its
+      // lock, so two installs on two threads (a coordinator's late view, and its successor's)
+      // can reach the channel in the wrong order. Installing the older one would take the ring
+      // back to its members until the next view, behind every peer's and out of view order.
+      LOG.log(Level.WARNING, "{0}: view {1} came after view {2}, which is newer; skipped", local.id(), id,
+          lastViewId);
+      return;
+    }
+    lastViewId = id;
+    lastViewSelf = self;
     viewsSeen.incrementAndGet();
     long started = System.nanoTime();
     Snapshot previous = state;

@@ -882,15 +882,15 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Whether this node is among the key's owners (primary or backup). False while the node is not
-   * in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
+   * Whether this node is among the key's owners (primary or backup). Allocation-free. False while
+   * the node is not in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
    * {@link #ownerOf(String)} fails); after {@link #close()}, answers for the last ring.
    */
   public boolean isLocal(String key) {
     return isLocalAt(HashRing.position(key));
   }
 
-  /** Whether this node is among the owners (primary or backup) of a key given as bytes. */
+  /** Whether this node is among the owners (primary or backup) of a key given as bytes. Allocation-free. */
   public boolean isLocal(byte[] key) {
     return isLocalAt(HashRing.position(key));
   }
@@ -914,7 +914,7 @@ public final class Ringmaster implements AutoCloseable {
   private boolean isLocalAt(long position) {
     ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
     return s.localInRing() && !s.ring().isEmpty()
-        && s.ring().ownersOfPosition(position, config.replicas()).contains(localMember);
+        && s.ring().isOwnerOfPosition(position, config.replicas(), localMember);
   }
 
   private boolean isPrimaryAt(long position) {

@@ -116,6 +116,10 @@ public final class HashRing {
   /** {@code 64 - bucketBits}: a position's bucket is its top {@code bucketBits} (unsigned) bits. */
   private final int shift;
   private final int bucketBits;
+  /** Replica counts whose walk {@link #isOwnerOfPosition} records in {@link #WALK_SCRATCH}. */
+  static final int WALK_SCRATCH_SIZE = 256;
+  /** Each thread's room for a walk's picks (1 KB, taken on its first {@link #isOwnerOfPosition}). */
+  private static final ThreadLocal<int[]> WALK_SCRATCH = ThreadLocal.withInitial(() -> new int[WALK_SCRATCH_SIZE]);
   /** Each member's share, computed on first use: only {@link #share(String)} needs it. */
   private volatile double[] shares;
   private final long checksum;
@@ -307,6 +311,35 @@ public final class HashRing {
     return Collections.unmodifiableList(Arrays.asList(result));
   }
 
+  /**
+   * Whether {@code member} is among the first {@code n} owners of a ring position (as
+   * {@code ownersOfPosition(position, n).contains(member)}), without allocating: the walk's picks
+   * go to a per-thread array for {@code n} up to {@value #WALK_SCRATCH_SIZE}. False for a member
+   * that is not in the ring, or is in it with another weight or zone.
+   *
+   * @throws IllegalArgumentException if {@code n < 1}
+   * @throws IllegalStateException if the ring has no tokens
+   */
+  public boolean isOwnerOfPosition(long position, int n, Member member) {
+    if (n < 1) {
+      throw new IllegalArgumentException("replica count n must be at least 1: " + n);
+    }
+    Integer m = indexOfId.get(Objects.requireNonNull(member, "member").id());
+    int i = tokenIndex(position); // first, so that a ring without tokens fails as a lookup does
+    if (m == null || !members[m].equals(member)) {
+      return false;
+    }
+    int want = Math.min(n, tokenMembers);
+    int[] out = want <= WALK_SCRATCH_SIZE ? WALK_SCRATCH.get() : new int[want];
+    int count = walk(i, want, out);
+    for (int q = 0; q < count; q++) {
+      if (out[q] == m) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Index of the first token at or after {@code p}, wrapping to 0. */
   int tokenIndex(long p) {
     int i = slot(p);
@@ -415,8 +448,9 @@ public final class HashRing {
   }
 
   /**
-   * The replica walk from token {@code start}: fills {@code out} with up to {@code out.length}
-   * member indices, zone-distinct ones first, and returns how many it found.
+   * The replica walk from token {@code start}: fills {@code out} with up to {@code want} member
+   * indices ({@code out} must have room for them), zone-distinct ones first, and returns how many
+   * it found.
    */
   int walk(int start, int want, int[] out) {
     int n = hi.length;

@@ -69,6 +69,66 @@ class HashRingTest {
   }
 
   @Test
+  void isOwnerOfPosition_randomRings_answersAsTheLiteralSpecsOwners() {
+    SplittableRandom random = new SplittableRandom(21);
+    for (int trial = 0; trial < 40; trial++) {
+      List<Member> members = randomMembers(random, random.nextInt(1, 12), random.nextInt(0, 4), true);
+      members.add(Member.of("always-" + trial));
+      int v = random.nextInt(1, 40);
+      HashRing ring = ring(v, members);
+      ReferenceRing reference = new ReferenceRing(v, members);
+      List<Long> positions = new ArrayList<>(reference.positions());
+      for (int k = 0; k < 200; k++) {
+        positions.add(random.nextLong());
+      }
+      positions.addAll(List.of(Long.MIN_VALUE, Long.MAX_VALUE));
+      for (long p : positions) {
+        int n = random.nextInt(1, 7);
+        List<Member> owners = reference.ownersOfPosition(p, n);
+        for (Member m : members) {
+          assertEquals(owners.contains(m), ring.isOwnerOfPosition(p, n, m), () -> m + " at " + p + " n=" + n);
+        }
+        Member first = members.get(0);
+        // The id alone is not enough: the member must be in the ring as it is.
+        Member reweighted = new Member(first.id(), first.weight() + 1, first.zone());
+        assertEquals(false, ring.isOwnerOfPosition(p, n, reweighted));
+        assertEquals(false, ring.isOwnerOfPosition(p, n, Member.of("not-in-the-ring")));
+        // Beyond the per-thread room for the walk: the same answer, from an array of its own.
+        assertEquals(reference.ownersOfPosition(p, 300).contains(first), ring.isOwnerOfPosition(p, 300, first));
+      }
+    }
+    HashRing ring = ring(8, List.of(Member.of("a")));
+    assertThrows(IllegalArgumentException.class, () -> ring.isOwnerOfPosition(0, 0, Member.of("a")));
+    assertThrows(IllegalStateException.class,
+        () -> ring(8, List.of(Member.of("z", 0.0))).isOwnerOfPosition(0, 1, Member.of("z", 0.0)));
+  }
+
+  @Test
+  void isOwnerOfPosition_afterWarmUp_allocatesNothing() {
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    SplittableRandom random = new SplittableRandom(22);
+    List<Member> members = randomMembers(random, 50, 3, false);
+    HashRing ring = ring(64, members);
+    Member probe = members.get(7);
+    int calls = 200_000;
+    int owned = 0;
+    for (int round = 0; round < 2; round++) { // the first round warms the class, the walk and the thread's array
+      long before = threads.getCurrentThreadAllocatedBytes();
+      for (int k = 0; k < calls; k++) {
+        owned += ring.isOwnerOfPosition(random.nextLong(), 3, probe) ? 1 : 0;
+      }
+      long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+      if (round == 1) {
+        // A list of owners per call would be some 100 bytes each, 20 MB in all; allow the JIT's
+        // and the counter's own noise, far below one byte a call.
+        assertTrue(allocated < calls / 10, allocated + " bytes for " + calls + " calls");
+      }
+    }
+    assertTrue(owned > 0 && owned < 2 * calls, "owned " + owned); // the loop's answers are used
+  }
+
+  @Test
   void build_anyInsertionOrder_givesEqualRings() {
     SplittableRandom random = new SplittableRandom(2);
     for (int trial = 0; trial < 20; trial++) {
@@ -79,6 +139,7 @@ class HashRingTest {
       HashRing b = ring(64, shuffled);
       HashRing c = ring(64, List.of()).withMembers(shuffled.subList(0, 10)).withMembers(shuffled);
       for (HashRing other : List.of(b, c)) {
+        assertSameTokens(a, other, "trial " + trial);
         assertEquals(a, other);
         assertEquals(a.checksum(), other.checksum());
         assertEquals(a.members(), other.members());
