@@ -14,7 +14,10 @@ import java.util.function.ToLongFunction;
  *
  * <p>A range whose {@code end} is below its {@code start} wraps past {@link Long#MAX_VALUE} to
  * {@link Long#MIN_VALUE}. A range with {@code start == end} is the whole circle: it is what a
- * member that owns everything (the only member of a ring) is reported to own.
+ * member that owns everything (the only member of a ring) is reported to own, starting after one
+ * of its tokens; {@link #full()} starts after {@link Long#MIN_VALUE}. Such ranges hold the same
+ * positions but are different records ({@code equals} compares start and end): test a range
+ * with {@link #isFull()}.
  *
  * <p>A key's position is {@link HashRing#position(String)}; {@link #contains(String)} tests it.
  */
@@ -30,7 +33,11 @@ public record KeyRange(long start, long end) {
     return start == end;
   }
 
-  /** Whether this range passes from {@link Long#MAX_VALUE} to {@link Long#MIN_VALUE}. */
+  /**
+   * Whether {@code end <= start}: the range passes from {@link Long#MAX_VALUE} to
+   * {@link Long#MIN_VALUE}, or starts right after {@code MAX_VALUE} (then it holds
+   * {@code MIN_VALUE} to {@code end}), or is the whole circle.
+   */
   public boolean wraps() {
     return end <= start;
   }

@@ -66,7 +66,10 @@ public record Member(String id, double weight, String zone) {
    * The number of tokens a member of this weight gets in a ring of {@code virtualNodes} per unit of
    * weight: {@code virtualNodes * weight} in double precision, rounded to the nearest integer,
    * halves up ({@code docs/ring-spec.md}). A ring refuses more than
-   * {@link HashRing#MAX_TOKENS_PER_MEMBER}; a weight above 0 that gives 0 owns nothing.
+   * {@link HashRing#MAX_TOKENS_PER_MEMBER}; a weight above 0 that gives 0 owns nothing. Checks
+   * nothing: it is meant for {@code virtualNodes >= 1} and a weight a {@link Member} accepts (for
+   * others it returns what {@link Math#round(double)} makes of the product: 0 for NaN, and
+   * {@link Long#MAX_VALUE} past 2^63).
    */
   public static long tokenCount(int virtualNodes, double weight) {
     return Math.round(virtualNodes * weight);

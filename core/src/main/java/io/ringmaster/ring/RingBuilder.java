@@ -175,7 +175,9 @@ final class RingBuilder {
   static int tokenCount(Member m, int virtualNodes) {
     long n = Member.tokenCount(virtualNodes, m.weight());
     if (n > HashRing.MAX_TOKENS_PER_MEMBER) {
-      throw new IllegalArgumentException("member " + Member.quote(m.id()) + " would get " + n
+      // Past 2^63, Math.round gives Long.MAX_VALUE: say the product instead.
+      String count = n < Long.MAX_VALUE ? Long.toString(n) : "about " + (virtualNodes * m.weight());
+      throw new IllegalArgumentException("member " + Member.quote(m.id()) + " would get " + count
           + " tokens (virtualNodes " + virtualNodes + " * weight " + m.weight() + "), more than "
           + HashRing.MAX_TOKENS_PER_MEMBER);
     }

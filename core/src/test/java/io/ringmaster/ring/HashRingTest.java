@@ -560,6 +560,8 @@ class HashRingTest {
     }
     assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
     assertMessage("weight 1.0E20", () -> ring(8, List.of(Member.of("big", 1e20))));
+    assertMessage("would get about 8.0E20 tokens", () -> ring(8, List.of(Member.of("big", 1e20))));
+    assertMessage("would get 16777224 tokens", () -> ring(8, List.of(Member.of("big", 2_097_153))));
     // 33 members of 2^24 tokens each: refused before a token is hashed or an array allocated.
     List<Member> many = new ArrayList<>();
     for (int m = 0; m < 33; m++) {

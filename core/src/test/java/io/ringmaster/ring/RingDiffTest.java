@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.RingDiff.Role;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -83,6 +84,29 @@ class RingDiffTest {
     }
   }
 
+  /**
+   * Checks that each list of a diff is merged as far as it can be: no range touches the next one
+   * (the last and the first included, across the wrap) with the same owners and roles.
+   */
+  static void assertCoalesced(RingDiff diff) {
+    assertCoalesced(diff.gained().stream().map(g -> new Object[] {g.range(), g.sources(), g.role()}).toList(), diff);
+    assertCoalesced(diff.lost().stream().map(l -> new Object[] {l.range(), l.destinations(), l.role()}).toList(), diff);
+    assertCoalesced(diff.roleChanges().stream().map(r -> new Object[] {r.range(), r.before(), r.after()}).toList(),
+        diff);
+  }
+
+  /** Each entry: its range, then what must differ between touching ranges. */
+  private static void assertCoalesced(List<Object[]> entries, RingDiff diff) {
+    for (int k = 0; k < entries.size() && entries.size() > 1; k++) {
+      Object[] a = entries.get(k);
+      Object[] b = entries.get((k + 1) % entries.size());
+      boolean touch = ((KeyRange) a[0]).end() == ((KeyRange) b[0]).start();
+      boolean same = Arrays.equals(Arrays.copyOfRange(a, 1, a.length), Arrays.copyOfRange(b, 1, b.length));
+      assertFalse(touch && same, () -> "not merged: " + Arrays.toString(a) + " and " + Arrays.toString(b)
+          + " in " + diff);
+    }
+  }
+
   private static List<Long> probes(HashRing before, HashRing after, RingDiff diff, SplittableRandom random) {
     List<Long> probes = new ArrayList<>();
     for (HashRing r : List.of(before, after)) {
@@ -153,6 +177,7 @@ class RingDiffTest {
           for (long p : probes(ring, next, diff, random)) {
             check(ring, next, diff, p);
           }
+          assertCoalesced(diff);
         }
         ring = next;
       }
