@@ -187,8 +187,9 @@ final class Stacks {
     }
     config.bindPort().ifPresent(transport::setBindPort);
     if (config.initialHosts().isPresent() && stack.findProtocol(TCPPING.class) == null) {
-      throw new IllegalArgumentException("initialHosts is set but stack " + config.jgroupsConfig()
-          + " has no TCPPING");
+      // The builder checks this first; a stack whose protocols resolve differently at start comes here.
+      throw new IllegalArgumentException("initialHosts is set (\"" + config.initialHosts().get()
+          + "\"), but jgroupsConfig " + config.jgroupsConfig() + " has no TCPPING");
     }
   }
 
