@@ -146,11 +146,16 @@ function renderTable(ring) {
     cell(tr, m.backupKeys ?? '\u2013', 'num');
     const p = peers.get(m.id);
     if (p) {
-      const same = p.agrees ?? (p.checksum === ring.checksum && String(p.viewId) === String(ring.viewId));
-      const state = same ? 'agree-ok' : settling(p, ring) ? 'muted' : 'agree-bad';
+      const matches = p.checksum === ring.checksum && String(p.viewId) === String(ring.viewId);
+      const same = p.agrees ?? matches;
+      // A report that matches but is not recent (agrees false) is no divergence: muted, as the
+      // badge's "no recent report" is neutral.
+      const stale = matches && !same;
+      const state = same ? 'agree-ok' : stale || settling(p, ring) ? 'muted' : 'agree-bad';
       const td = cell(tr, `${p.viewId} / ${String(p.checksum).slice(0, 8)}`, state);
       td.dataset.checksum = p.checksum;
-      td.title = `view ${p.viewId}, checksum ${p.checksum}`;
+      td.title = `view ${p.viewId}, checksum ${p.checksum}`
+          + (stale && p.ageMillis != null ? `; last report ${Math.round(p.ageMillis / 1000)} s ago` : '');
     } else {
       cell(tr, 'no report yet', 'muted');
     }

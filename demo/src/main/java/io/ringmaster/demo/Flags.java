@@ -90,6 +90,10 @@ final class Flags {
     return string(flag).map(v -> {
       try {
         double d = Double.parseDouble(v);
+        if (d == 0 && nonZeroDecimal(v)) {
+          // 1e-400 parses to 0: a weight that asked for a share would silently own nothing.
+          throw new UsageException(flag + " is too small to tell from 0 as a double: " + v);
+        }
         if (d >= 0 && Double.isFinite(d)) {
           return d;
         }
@@ -98,6 +102,15 @@ final class Flags {
       }
       throw new UsageException(flag + " must be a finite number >= 0: " + v);
     });
+  }
+
+  /** Whether {@code v} is a decimal number other than 0 (false for any other form Java parses). */
+  private static boolean nonZeroDecimal(String v) {
+    try {
+      return new java.math.BigDecimal(v.trim()).signum() != 0;
+    } catch (NumberFormatException otherForm) { // "0d", a hex float: left to Double.parseDouble
+      return false;
+    }
   }
 
   Optional<Path> path(String flag) {

@@ -70,7 +70,10 @@ final class HttpApi implements HttpHandler {
       route(exchange);
     } catch (HttpError e) {
       exchange.getResponseHeaders().putAll(multi(e.headers()));
-      send(exchange, e.status(), new ErrorReply(e.getMessage()));
+      // A body that cannot be read (its error cuts the connection) is not read again, nor is one
+      // a 413 has read as far as it reads.
+      boolean drain = e.status() != 413 && !e.headers().containsKey("Connection");
+      sendRaw(exchange, e.status(), Json.bytes(new ErrorReply(e.getMessage())), drain);
     } catch (KvService.Unavailable e) {
       send(exchange, 503, new ErrorReply(e.getMessage()));
     } catch (IOException e) {
@@ -95,6 +98,12 @@ final class HttpApi implements HttpHandler {
 
   private void route(HttpExchange ex) throws IOException {
     String method = ex.getRequestMethod();
+    if (!method.equals("PUT")) {
+      // Only a PUT has a body to read. Another request's body (a GET or DELETE sent with one) is
+      // read now, not after the work: the server counts a request as arriving until its body is
+      // read, and cuts one that takes more than 10 s, such as a DELETE waiting for an owner.
+      discardQuietly(ex);
+    }
     java.net.URI uri = ex.getRequestURI();
     // A request path starting "//" parses as an authority and a path ("//kv/a": "kv" and "/a"):
     // put it back together, so a reply names the path the client sent.
@@ -387,19 +396,21 @@ final class HttpApi implements HttpHandler {
   }
 
   static void send(HttpExchange ex, int status, Object reply) {
-    sendRaw(ex, status, Json.bytes(reply));
+    sendRaw(ex, status, Json.bytes(reply), true);
   }
 
   private static void sendRaw(HttpExchange ex, int status, String json) {
-    sendRaw(ex, status, json.getBytes(StandardCharsets.UTF_8));
+    sendRaw(ex, status, json.getBytes(StandardCharsets.UTF_8), true);
   }
 
-  private static void sendRaw(HttpExchange ex, int status, byte[] body) {
-    if (status != 413 && !ex.getResponseHeaders().containsKey("Connection")) {
-      // A body nobody read (a GET or DELETE sent with one, a request refused before its body was
-      // read): read it now, or a large one left unread makes the close a reset that can destroy
-      // the reply. Not after a 413, which read as far as it reads, nor when the connection is to
-      // be cut (a body that cannot be read).
+  /**
+   * Sends a reply, first reading what is left of the request body if {@code drain}: a request
+   * refused before its body was read, say. A large body left unread makes the close a reset that
+   * can destroy the reply. (Not decided by a {@code Connection} header: the JDK's server sets one
+   * on every HTTP/1.0 exchange.)
+   */
+  private static void sendRaw(HttpExchange ex, int status, byte[] body, boolean drain) {
+    if (drain) {
       discardQuietly(ex);
     }
     try {

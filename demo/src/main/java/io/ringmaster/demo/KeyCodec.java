@@ -19,7 +19,10 @@ final class KeyCodec {
   /**
    * Decodes a raw path segment strictly: {@code %XX} escapes and literal characters (which the
    * JDK server hands over as ISO-8859-1, one per byte received) become bytes that must be UTF-8.
-   * Unlike {@code URLDecoder}, {@code +} stays a plus sign.
+   * Unlike {@code URLDecoder}, {@code +} stays a plus sign. (Literal bytes outside ASCII reach
+   * this only when the JDK's URI parser accepts the characters they read as: the UTF-8 of
+   * {@code é} does, that of {@code €} does not, and gets the server's own 400. Clients
+   * percent-encode them.)
    *
    * @throws HttpError 400 naming the problem
    */

@@ -96,6 +96,15 @@ final class Launcher {
       err.println("error: cannot create a temporary log directory: " + e);
       return 1;
     }
+    if (options.logDir().isPresent()) {
+      try { // a directory that exists but takes no files would fail each peer's start with only a path
+        Files.delete(Files.createTempFile(logDir, ".write-check-", ""));
+      } catch (IOException e) {
+        err.println("error: --log-dir " + options.logDir().get() + ": cannot write a file in the directory: " + e);
+        err.println("usage: " + ClusterOptions.USAGE);
+        return 2;
+      }
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(this::stopAll, "stop-peers"));
     out.println("cluster \"" + options.cluster() + "\", " + options.peers() + " peers, replicas "
         + options.replicas() + "; peer logs in " + logDir);
@@ -182,7 +191,7 @@ final class Launcher {
       try {
         started.add(spawn(taken));
       } catch (IOException e) {
-        err.println("error: cannot start a peer: " + e.getMessage());
+        err.println("error: cannot start a peer: " + e); // the class too: some say only a path
         if (isStopping() || e instanceof PortNotAllowed) {
           break; // the same for every other peer
         }

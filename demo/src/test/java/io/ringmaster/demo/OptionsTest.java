@@ -51,6 +51,8 @@ class OptionsTest {
     assertEquals("--replicas must be a whole number in 1..255: 0", refusal("--id", "p", "--http-port", "1", "--replicas", "0"));
     assertEquals("--weight must be a finite number >= 0: -1", refusal("--id", "p", "--http-port", "1", "--weight", "-1"));
     assertEquals("--weight must be a finite number >= 0: NaN", refusal("--id", "p", "--http-port", "1", "--weight", "NaN"));
+    assertEquals("--weight is too small to tell from 0 as a double: 1e-400",
+        refusal("--id", "p", "--http-port", "1", "--weight", "1e-400"));
     assertEquals("unknown flag --port", refusal("--id", "p", "--port", "1"));
     assertEquals("--id needs a value", refusal("--id", "--http-port", "1"));
     assertEquals("--id is given twice", refusal("--id", "a", "--id", "b", "--http-port", "1"));
@@ -138,6 +140,22 @@ class OptionsTest {
     assertEquals(2, code);
     String[] lines = err.toString(StandardCharsets.UTF_8).split("\n");
     assertTrue(lines[0].startsWith("error: --log-dir " + file + ": cannot create the directory: "), lines[0]);
+    assertTrue(lines[1].startsWith("usage: cluster"), lines[1]);
+  }
+
+  /**
+   * A directory that exists but takes no files: /proc, where even root (as CI runs) cannot create
+   * one. Before, each peer's start failed with a line naming only the log file's path.
+   */
+  @Test
+  void launcher_logDirThatTakesNoFiles_exits2NamingTheFlag() {
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = new Launcher(ClusterOptions.parse(new String[] {"--log-dir", "/proc"}, 0), System.out,
+        new PrintStream(err, true, StandardCharsets.UTF_8)).run(InputStream.nullInputStream());
+    assertEquals(2, code);
+    String[] lines = err.toString(StandardCharsets.UTF_8).split("\n");
+    assertTrue(lines[0].startsWith("error: --log-dir /proc: cannot write a file in the directory: java.nio.file."),
+        lines[0]);
     assertTrue(lines[1].startsWith("usage: cluster"), lines[1]);
   }
 
