@@ -21,7 +21,7 @@ import java.util.function.Supplier;
  *       worst over the sets, and the wall-clock build time (mean of the 5 builds, after a warm-up;
  *       {@link BuildBenchmark} is the careful measurement);
  *   <li>keys moved when {@code node-<set>-new} joins and when {@code node-<set>-0} leaves, counted
- *       over 200,000 random keys, against the optimum {@code 1/(N+1)} and {@code 1/N}; and how
+ *       over the lookup benchmarks' 2^20 keys, against the optimum {@code 1/(N+1)} and {@code 1/N}; and how
  *       many moved keys went anywhere but to the joining member (or came from anywhere but the
  *       leaving one), which consistent hashing says is 0;
  *   <li>retained heap per token, ours and {@link TreeMapRing}'s: used heap after
@@ -37,7 +37,8 @@ public final class BalanceReport {
   static final int[] MEMBERS = {10, 100, 1000};
   static final int[] VIRTUAL_NODES = {64, 100, 128, 256, 512, 1024, 2048};
   static final int SETS = 5;
-  static final int KEYS = 200_000;
+  /** The lookup benchmarks' keys: 2^20 draws, about 619,000 distinct. */
+  static final int KEYS = LookupBenchmark.KEY_COUNT;
   /** Total tokens kept alive per heap measurement. */
   static final int HEAP_TOKENS = 2_000_000;
 
@@ -90,7 +91,7 @@ public final class BalanceReport {
   }
 
   static void balanceAndMoves() {
-    String[] keys = Fixtures.stringKeys(KEYS, Fixtures.KEY_SEED + 1);
+    String[] keys = LookupBenchmark.Keys.STRINGS; // the same keys the lookups are timed on
     StringBuilder balance = new StringBuilder();
     StringBuilder moves = new StringBuilder();
     balance.append("## Balance: share of the most and least loaded member, relative to the mean 1/N\n\n")

@@ -4,6 +4,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -15,6 +16,7 @@ import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
@@ -22,8 +24,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code virtualNodes} tokens, {@code after = before.with(node-0-new)}. {@code member=joining} diffs
  * the new member (it only gains); {@code member=existing} diffs the first of
  * {@code node-0-0, node-0-1, ...} that loses ranges both at 1 and at 3 replicas (the same member
- * for both replica counts). The setup prints the chosen member and the sizes
- * of its diff.
+ * for both replica counts): {@code node-0-8} at V = 256, {@code node-0-3} at V = 1024, named here
+ * rather than searched for, so that the setup computes no diff and a cold run ({@code -bm ss -wi 0})
+ * times a JVM's first call. The tear-down checks that choice and prints the sizes of the diff.
  *
  * <p>Run: {@code java -jar bench/target/benchmarks.jar DiffBenchmark -prof gc}; the run measured in
  * {@code docs/performance.md}:
@@ -39,7 +42,7 @@ public class DiffBenchmark {
   @Param({"1000"})
   public int members;
 
-  @Param({"256"})
+  @Param({"256", "1024"})
   public int virtualNodes;
 
   @Param({"joining", "existing"})
@@ -47,6 +50,9 @@ public class DiffBenchmark {
 
   @Param({"1", "3"})
   public int replicas;
+
+  /** The first member that loses ranges at 1 and at 3 replicas, by "members/virtualNodes". */
+  private static final Map<String, String> FIRST_LOSING = Map.of("1000/256", "node-0-8", "1000/1024", "node-0-3");
 
   private HashRing before;
   private HashRing after;
@@ -60,22 +66,36 @@ public class DiffBenchmark {
     after = before.with(joining);
     memberId = switch (member) {
       case "joining" -> joining.id();
-      case "existing" -> firstLosing(list);
+      case "existing" -> FIRST_LOSING.get(members + "/" + virtualNodes);
       default -> throw new IllegalArgumentException("unknown member: " + member);
     };
+    if (memberId == null) {
+      throw new IllegalArgumentException("no existing member chosen for members " + members + ", virtualNodes "
+          + virtualNodes + ": add it to FIRST_LOSING");
+    }
+  }
+
+  /** After the measurement: checks the chosen member, and prints the diff's sizes. */
+  @TearDown
+  public void check() {
+    if (member.equals("existing")) {
+      List<Member> list = Fixtures.members(0, members);
+      String first = null;
+      for (Member m : list) {
+        if (!RingDiff.compute(before, after, m.id(), 1).lost().isEmpty()
+            && !RingDiff.compute(before, after, m.id(), 3).lost().isEmpty()) {
+          first = m.id();
+          break;
+        }
+      }
+      if (!memberId.equals(first)) {
+        throw new IllegalStateException("FIRST_LOSING names " + memberId + ", but the first member that loses"
+            + " ranges at 1 and 3 replicas is " + first);
+      }
+    }
     RingDiff d = RingDiff.compute(before, after, memberId, replicas);
     System.out.printf("%n[diff] member %s, replicas %d: %d gained, %d lost, %d role changes%n",
         memberId, replicas, d.gained().size(), d.lost().size(), d.roleChanges().size());
-  }
-
-  private String firstLosing(List<Member> list) {
-    for (Member m : list) {
-      if (!RingDiff.compute(before, after, m.id(), 1).lost().isEmpty()
-          && !RingDiff.compute(before, after, m.id(), 3).lost().isEmpty()) {
-        return m.id();
-      }
-    }
-    throw new IllegalStateException("no member loses ranges at 1 and 3 replicas");
   }
 
   @Benchmark
