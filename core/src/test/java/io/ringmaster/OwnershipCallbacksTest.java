@@ -125,9 +125,15 @@ class OwnershipCallbacksTest {
         mostAtOnce.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
         try {
           views.add(change.viewId());
-          if (views.size() == 1) { // held until the ring with c has been published on b, and a second
+          if (views.size() == 1) {
+            // Held until the ring with c has been published on b and its callback is queued behind
+            // this one (b's only listener: this one callback running, the next waiting), then while
+            // the next one, were it handed to the executor, would have a second to start beside it.
             b.get().awaitRing(r -> r.contains("c"), WAIT);
-            secondStarted.await(1, TimeUnit.SECONDS); // returns early only if the next callback runs beside this one
+            await("the next callback queued").atMost(WAIT)
+                .until(() -> b.get().stats().pendingCallbacks() >= 2 || secondStarted.getCount() == 0);
+            await("the next callback not started").during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(3))
+                .until(() -> secondStarted.getCount() == 1);
           } else {
             secondStarted.countDown();
           }
@@ -612,7 +618,7 @@ class OwnershipCallbacksTest {
         Thread closer = new Thread(b::close, "closer");
         closer.start();
         // It waits for start() to return (start holds the node's lock), having told it to give up.
-        await("close() waits for start()").atMost(WAIT).until(() -> blockedIn(closer, "close"));
+        await("close() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
         HoldsViews.release();
         ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
             TimeUnit.MILLISECONDS));
@@ -630,17 +636,6 @@ class OwnershipCallbacksTest {
     }
   }
 
-  /**
-   * Whether {@code t} waits for a monitor in a method named {@code method} of {@link Ringmaster}
-   * itself, the top frame: not for another lock, say a class being loaded, on its way there.
-   */
-  private static boolean blockedIn(Thread t, String method) {
-    // Blocked before and after the stack is taken: the stack shows where it is blocked.
-    boolean blocked = t.getState() == Thread.State.BLOCKED;
-    StackTraceElement[] stack = t.getStackTrace();
-    return blocked && stack.length > 0 && stack[0].getClassName().equals(Ringmaster.class.getName())
-        && stack[0].getMethodName().equals(method) && t.getState() == Thread.State.BLOCKED;
-  }
 
   /** Whether {@code t} is waiting, inside a method named {@code method} of {@link Ringmaster}. */
   private static boolean waitingIn(Thread t, String method) {
@@ -708,7 +703,9 @@ class OwnershipCallbacksTest {
         n.addOwnershipListener(change -> {
           entered.incrementAndGet();
           try {
-            release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+            // Far past the three joins' waits below, however slow the machine: released by the
+            // test, or interrupted when the cluster closes.
+            release.await(5, TimeUnit.MINUTES);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }

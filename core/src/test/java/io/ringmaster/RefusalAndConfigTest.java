@@ -188,7 +188,7 @@ class RefusalAndConfigTest {
         Thread closer = new Thread(b::close, "closer");
         closer.start();
         // close() has marked the start as failed and waits for start() to let go of the node.
-        await("close() waiting for start()").atMost(WAIT).until(() -> closer.getState() == Thread.State.BLOCKED);
+        await("close() waiting for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
         TestCluster.discard(a).discardAll(false); // b's next join request is answered: its connect returns
 
         starter.join(WAIT.toMillis());

@@ -214,4 +214,16 @@ final class TestCluster implements AutoCloseable {
     awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly)).toList(), failures);
     throwFirst(failures, "stopping the test cluster failed");
   }
+
+  /**
+   * Whether {@code t} waits for a monitor in a method named {@code method} of {@link Ringmaster}
+   * itself, the top frame: not for another lock, say a class being loaded, on its way there.
+   */
+  static boolean blockedIn(Thread t, String method) {
+    // Blocked before and after the stack is taken: the stack shows where it is blocked.
+    boolean blocked = t.getState() == Thread.State.BLOCKED;
+    StackTraceElement[] stack = t.getStackTrace();
+    return blocked && stack.length > 0 && stack[0].getClassName().equals(Ringmaster.class.getName())
+        && stack[0].getMethodName().equals(method) && t.getState() == Thread.State.BLOCKED;
+  }
 }

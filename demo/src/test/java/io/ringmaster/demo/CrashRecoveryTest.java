@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -35,28 +37,25 @@ class CrashRecoveryTest extends WithPeerCluster {
     cluster.kill("peer-3");
     List<String> survivors = List.of("peer-1", "peer-2", "peer-4");
 
-    long[] writesDoneAt = {0};
-    writes.whenComplete((ok, failed) -> writesDoneAt[0] = System.nanoTime());
+    // The moment the writes end, taken as they complete (a callback's field, read after get(),
+    // could still be unset: get() returns once the future completes, maybe before its callbacks ran).
+    CompletableFuture<Long> writesDoneAt = writes.thenApply(done -> System.nanoTime());
 
-    // Keys acknowledged before the kill, read through the survivors in turn until one full pass
-    // finds every one of them: reads fall back to the surviving replica at once, so this is
-    // mostly how long failure detection and one pass take.
-    long readableMillis = -1;
-    long passStartedMillis = 0;
-    while (readableMillis < 0) {
-      passStartedMillis = millisSince(killedAt);
-      List<String> missing = writer.mismatches(survivors.get((int) (passStartedMillis % survivors.size())),
-          beforeKill.keySet(), KeyWriter::anyWritten);
-      if (missing.isEmpty()) {
-        readableMillis = millisSince(killedAt);
-      } else {
-        assertTrue(millisSince(killedAt) < 60_000, () -> "still unreadable after 60 s: " + missing.size()
-            + ", e.g. " + missing.get(0));
-      }
-    }
+    // Keys acknowledged before the kill, read through the survivors in turn (one full pass each
+    // time the condition is polled) until one pass finds every one of them: reads fall back to the
+    // surviving replica at once, so this is mostly how long failure detection and one pass take.
+    AtomicInteger passes = new AtomicInteger();
+    AtomicLong passStartedMillis = new AtomicLong();
+    await("every key acknowledged before the kill readable through a survivor").atMost(Duration.ofSeconds(60))
+        .pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
+          passStartedMillis.set(millisSince(killedAt));
+          List<String> missing = writer.mismatches(survivors.get(passes.getAndIncrement() % survivors.size()),
+              beforeKill.keySet(), KeyWriter::anyWritten);
+          assertTrue(missing.isEmpty(), () -> missing.size() + " unreadable, e.g. " + missing.get(0));
+        });
+    long readableMillis = millisSince(killedAt);
 
-    writes.get(90, TimeUnit.SECONDS);
-    long writesDoneMillis = (writesDoneAt[0] - killedAt) / 1_000_000;
+    long writesDoneMillis = (writesDoneAt.get(90, TimeUnit.SECONDS) - killedAt) / 1_000_000;
     cluster.awaitSettled(survivors, Duration.ofSeconds(60));
     long settledMillis = millisSince(killedAt);
 
@@ -100,7 +99,7 @@ class CrashRecoveryTest extends WithPeerCluster {
     String figures = String.format("kill -9 of peer-3 with %d of %d keys acknowledged (2 replicas, 4 peers): all keys "
             + "acknowledged before the kill read back by %d ms (first complete pass started at %d ms); all writes "
             + "acknowledged by %d ms (%d attempts retried); ring agreed, migrations and sweeps done by %d ms; all %d keys "
-            + "verified on each of %d survivors by %d ms", beforeKill.size(), KEYS, readableMillis, passStartedMillis,
+            + "verified on each of %d survivors by %d ms", beforeKill.size(), KEYS, readableMillis, passStartedMillis.get(),
         writesDoneMillis, writer.failedAttempts.get(), settledMillis, KEYS, survivors.size(), verifiedMillis);
     LOG.log(System.Logger.Level.INFO, figures);
     System.out.println(figures);

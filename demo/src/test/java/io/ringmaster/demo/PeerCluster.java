@@ -154,7 +154,8 @@ final class PeerCluster implements AutoCloseable {
 
   void awaitReady(TestPeer peer) {
     await("peer " + peer.name() + " serving HTTP (log " + peer.log() + ")").atMost(Duration.ofSeconds(60))
-        .pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+        // Only a connection that fails (not serving yet) is waited out: a peer that exited fails at once.
+        .pollInterval(Duration.ofMillis(100)).ignoreExceptionsInstanceOf(java.io.UncheckedIOException.class)
         .until(() -> {
           if (!peer.process().isAlive()) {
             throw new AssertionError(peer.name() + " exited with " + peer.process().exitValue() + "; see " + peer.log());
