@@ -126,9 +126,10 @@ class OwnershipCallbacksTest {
         try {
           views.add(change.viewId());
           if (views.size() == 1) {
-            // Held until the ring with c has been published on b and its callback is queued behind
-            // this one (b's only listener: this one callback running, the next waiting), then while
-            // the next one, were it handed to the executor, would have a second to start beside it.
+            // Held until the ring with c has been published on b and b counts a second callback
+            // pending (b's only listener: this one running, the next queued or being queued), then
+            // while the next one, were it handed to the executor, would have a second to start
+            // beside it.
             b.get().awaitRing(r -> r.contains("c"), WAIT);
             await("the next callback queued").atMost(WAIT)
                 .until(() -> b.get().stats().pendingCallbacks() >= 2 || secondStarted.getCount() == 0);

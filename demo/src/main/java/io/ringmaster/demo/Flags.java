@@ -90,11 +90,11 @@ final class Flags {
     return string(flag).map(v -> {
       try {
         double d = Double.parseDouble(v);
-        if (d == 0 && nonZeroDecimal(v)) {
+        if (d == 0 && decimalSign(v) > 0) {
           // 1e-400 parses to 0: a weight that asked for a share would silently own nothing.
           throw new UsageException(flag + " is too small to tell from 0 as a double: " + v);
         }
-        if (d >= 0 && Double.isFinite(d)) {
+        if (d >= 0 && Double.isFinite(d) && decimalSign(v) >= 0) { // -1e-400 is no weight >= 0 either
           return d;
         }
       } catch (NumberFormatException notANumber) {
@@ -104,12 +104,15 @@ final class Flags {
     });
   }
 
-  /** Whether {@code v} is a decimal number other than 0 (false for any other form Java parses). */
-  private static boolean nonZeroDecimal(String v) {
+  /**
+   * The sign of {@code v} read as an exact decimal: 1, 0 or -1 (0 for any other form Java parses,
+   * such as "0d" or a hex float, left to {@code Double.parseDouble}).
+   */
+  private static int decimalSign(String v) {
     try {
-      return new java.math.BigDecimal(v.trim()).signum() != 0;
-    } catch (NumberFormatException otherForm) { // "0d", a hex float: left to Double.parseDouble
-      return false;
+      return new java.math.BigDecimal(v.trim()).signum();
+    } catch (NumberFormatException otherForm) {
+      return 0;
     }
   }
 

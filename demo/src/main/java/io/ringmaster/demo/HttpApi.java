@@ -101,8 +101,15 @@ final class HttpApi implements HttpHandler {
     if (!method.equals("PUT")) {
       // Only a PUT has a body to read. Another request's body (a GET or DELETE sent with one) is
       // read now, not after the work: the server counts a request as arriving until its body is
-      // read, and cuts one that takes more than 10 s, such as a DELETE waiting for an owner.
-      discardQuietly(ex);
+      // read, and cuts one that takes more than 10 s, such as a DELETE waiting for an owner. One
+      // that cannot be read is refused now, and not read again before the reply: reading on past
+      // a malformed chunk would wait for the client.
+      InputStream in = ex.getRequestBody();
+      try {
+        discard(in, DRAIN_BYTES);
+      } catch (IOException | RuntimeException e) {
+        throw unreadable(in, e);
+      }
     }
     java.net.URI uri = ex.getRequestURI();
     // A request path starting "//" parses as an authority and a path ("//kv/a": "kv" and "/a"):
@@ -288,7 +295,19 @@ final class HttpApi implements HttpHandler {
         throw new HttpError(413, "value too large: over " + max + " bytes");
       }
       in.close();
-    } catch (IndexOutOfBoundsException e) {
+    } catch (IOException | IndexOutOfBoundsException e) {
+      throw unreadable(in, e);
+    }
+    return KeyCodec.utf8(body, "the value");
+  }
+
+  /**
+   * The 400 for a request body that cannot be read: a malformed chunk, a connection cut
+   * mid-body. The request's fault, not the server's; the server cuts the connection after the
+   * reply ({@code Connection: close}), as the rest of the body cannot be told from the next request.
+   */
+  private static HttpError unreadable(InputStream in, Exception e) {
+    if (e instanceof IndexOutOfBoundsException) {
       // The JDK's chunk reader sums a chunk size's hex digits in an int, which wraps: one that
       // lands negative (80000000 to ffffffff) makes every read fail at once, unchecked. The
       // server's own close of the stream would fail so too, after the reply, and leave the
@@ -300,15 +319,11 @@ final class HttpApi implements HttpHandler {
       } catch (IOException | RuntimeException alsoUnreadable) {
         // expected: the same failure
       }
-      throw new HttpError(400, "cannot read the request body: malformed chunk size", Map.of("Connection", "close"));
-    } catch (IOException e) {
-      // A body that cannot be read (a malformed chunk, a connection cut mid-body) is the request's
-      // fault, not the server's. The stream stays open: closing it would read on past the error
-      // for the rest of the body, which a malformed one may never send, before the reply went
-      // out. The server cuts the connection after the reply (Connection: close).
-      throw new HttpError(400, "cannot read the request body: " + e.getMessage(), Map.of("Connection", "close"));
+      return new HttpError(400, "cannot read the request body: malformed chunk size", Map.of("Connection", "close"));
     }
-    return KeyCodec.utf8(body, "the value");
+    // Otherwise the stream stays open: closing it would read on past the error for the rest of
+    // the body, which a malformed one may never send, before the reply went out.
+    return new HttpError(400, "cannot read the request body: " + e.getMessage(), Map.of("Connection", "close"));
   }
 
   /**

@@ -53,6 +53,8 @@ class OptionsTest {
     assertEquals("--weight must be a finite number >= 0: NaN", refusal("--id", "p", "--http-port", "1", "--weight", "NaN"));
     assertEquals("--weight is too small to tell from 0 as a double: 1e-400",
         refusal("--id", "p", "--http-port", "1", "--weight", "1e-400"));
+    assertEquals("--weight must be a finite number >= 0: -1e-400",
+        refusal("--id", "p", "--http-port", "1", "--weight", "-1e-400"));
     assertEquals("unknown flag --port", refusal("--id", "p", "--port", "1"));
     assertEquals("--id needs a value", refusal("--id", "--http-port", "1"));
     assertEquals("--id is given twice", refusal("--id", "a", "--id", "b", "--http-port", "1"));
