@@ -50,6 +50,25 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
       throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
         .virtualNodes(64).replicas(2)).build().start();
+    InJvmPeer peer;
+    try {
+      peer = assemble(node, id, aids, timeouts, writes);
+    } catch (RuntimeException | Error e) { // the node is started: it must not outlive a failed start
+      node.close();
+      throw e;
+    }
+    try {
+      peer.rpc().start();
+    } catch (Exception e) {
+      peer.close();
+      throw e;
+    }
+    return peer;
+  }
+
+  /** The peer's parts around a started node, its RPC not started yet. */
+  private static InJvmPeer assemble(Ringmaster node, String id, TestingAids aids, KvService.WriteTimeouts timeouts,
+                                    Function<KvService, Rpc.QuickHandler> writes) {
     Routing routing = new Routing(node);
     ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));
@@ -64,14 +83,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     rpc.handleQuickly(Wire.OP_WRITE, writes.apply(kv));
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PUSH, transfers::handlePush);
-    InJvmPeer peer = new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer);
-    try {
-      rpc.start();
-    } catch (Exception e) {
-      peer.close();
-      throw e;
-    }
-    return peer;
+    return new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer);
   }
 
   /**

@@ -145,8 +145,9 @@ final class KeyWriter implements AutoCloseable {
     threads.shutdownNow();
     readThreads.shutdownNow();
     try {
-      threads.awaitTermination(10, TimeUnit.SECONDS);
-      readThreads.awaitTermination(10, TimeUnit.SECONDS);
+      if (!threads.awaitTermination(10, TimeUnit.SECONDS) || !readThreads.awaitTermination(10, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the writer's threads did not stop within 10 s of an interrupt");
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }

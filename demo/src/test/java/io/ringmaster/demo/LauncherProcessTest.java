@@ -41,6 +41,11 @@ class LauncherProcessTest extends WithPeerCluster {
       launcher.descendants().forEach(children::add);
       launcher.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
     }
+    // And what they started, even where the test failed before it could list it (the stand-in
+    // launcher's background sleep, say).
+    for (ProcessHandle child : List.copyOf(children)) {
+      child.descendants().filter(d -> !children.contains(d)).forEach(children::add);
+    }
     for (ProcessHandle child : children) {
       child.destroyForcibly();
       if (!Main.exitedUnreaped(child.pid())) { // a zombie is gone already; whoever adopts it collects it

@@ -38,7 +38,9 @@ class PeerHttpTest {
 
   @AfterEach
   void tearDown() throws Exception {
-    cluster.close();
+    if (cluster != null) { // null if its constructor failed: that failure is the one to report
+      cluster.close();
+    }
   }
 
   private HttpResponse<String> send(String method, String path, String body) {
