@@ -71,8 +71,8 @@ public class DiffBenchmark {
     };
     if (memberId == null) { // other sizes: searched for, at the cost of diffs computed before the measurement
       memberId = firstLosing();
-      System.out.printf("%n[diff] members %d, virtualNodes %d: %s searched for (a cold run is not a JVM's first diff)%n",
-          members, virtualNodes, memberId);
+      System.out.printf("%n[diff] members %d, virtualNodes %d: %s searched for"
+          + " (a cold run is not a JVM's first diff)%n", members, virtualNodes, memberId);
     }
   }
 

@@ -113,7 +113,10 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     private final List<Pending> lost = new ArrayList<>();
     private final List<Pending> roles = new ArrayList<>();
 
-    /** {@code mb} and {@code ma}: the member's index in each ring, or -1 where it is not in it (or does not hold its id). */
+    /**
+     * {@code mb} and {@code ma}: the member's index in each ring, or -1 where it is not in it (or
+     * does not hold its id).
+     */
     Computation(HashRing before, int mb, HashRing after, int ma, String memberId, int replicas) {
       this.before = before;
       this.after = after;
