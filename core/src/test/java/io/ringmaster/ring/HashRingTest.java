@@ -2,6 +2,7 @@ package io.ringmaster.ring;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -91,8 +92,8 @@ class HashRingTest {
         Member first = members.get(0);
         // The id alone is not enough: the member must be in the ring as it is.
         Member reweighted = new Member(first.id(), first.weight() + 1, first.zone());
-        assertEquals(false, ring.isOwnerOfPosition(p, n, reweighted));
-        assertEquals(false, ring.isOwnerOfPosition(p, n, Member.of("not-in-the-ring")));
+        assertFalse(ring.isOwnerOfPosition(p, n, reweighted));
+        assertFalse(ring.isOwnerOfPosition(p, n, Member.of("not-in-the-ring")));
       }
     }
     // More owners wanted than the per-thread room for the walk holds: an array of its own.
