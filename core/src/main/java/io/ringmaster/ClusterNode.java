@@ -50,7 +50,7 @@ final class ClusterNode {
    * the view: two partitions can reach the same number under different coordinators.
    */
   record Snapshot(long viewId, Address viewCreator, HashRing ring, Map<String, Address> addresses,
-                  Map<String, NodeMetadata> metadata, boolean localInRing) {}
+                  Map<String, NodeMetadata> metadata, boolean localInRing, List<MembershipChange.Refusal> refused) {}
 
   /** Tells the members new to the ring in a view which members the ring had before it. */
   interface RingBeforeSender {
@@ -118,7 +118,7 @@ final class ClusterNode {
     this.local = local;
     this.viewThread = viewThread;
     this.ringBeforeTimeout = ringBeforeTimeout;
-    this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false);
+    this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false, List.of());
   }
 
   void setLocalAddress(Address address) {
@@ -247,8 +247,9 @@ final class ClusterNode {
     Map<String, Address> addresses = new LinkedHashMap<>();
     Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
     List<MembershipChange.Refusal> refused = new ArrayList<>();
+    List<MembershipChange.Refusal> refusedNow = new ArrayList<>();
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
-    String refusal = admit(view, self, reference, addresses, metadata, refused);
+    String refusal = admit(view, self, reference, addresses, metadata, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
@@ -267,7 +268,7 @@ final class ClusterNode {
     HashRing ring = base.withMembers(members);
     long viewId = view.getViewId().getId();
     Snapshot next = new Snapshot(viewId, view.getViewId().getCreator(), ring, Map.copyOf(addresses),
-        Map.copyOf(metadata), localIn);
+        Map.copyOf(metadata), localIn, List.copyOf(refusedNow));
     if (ring != previous.ring()) {
       ringBuilds.incrementAndGet();
     }
@@ -346,10 +347,17 @@ final class ClusterNode {
     CompletableFuture<List<Member>> told = ringsBefore.computeIfAbsent(key, k -> new CompletableFuture<>());
     try {
       return ring.withMembers(told.get(ringBeforeTimeout.toMillis(), TimeUnit.MILLISECONDS)).without(local.id());
-    } catch (TimeoutException | ExecutionException | IllegalArgumentException e) {
+    } catch (TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: no member said within {1} ms which members the ring had before view {2};"
           + " the sources of this node''s first ranges may name members that joined with it",
           local.id(), ringBeforeTimeout.toMillis(), view.getViewId());
+      return ring.without(local.id());
+    } catch (ExecutionException | IllegalArgumentException e) {
+      // The answer names members no ring can hold (two with one id, say): a sender's bug, or not
+      // a Ringmaster message. The stand-in below is as good as no answer.
+      LOG.log(Level.WARNING, local.id() + ": the members the ring had before view " + view.getViewId() + ", as a"
+          + " member told them, make no ring; the sources of this node's first ranges may name members that"
+          + " joined with it", e);
       return ring.without(local.id());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the node is closing
@@ -412,10 +420,12 @@ final class ClusterNode {
    *                  {@link RingmasterMembershipPolicy} keeps a member with the cluster's
    *                  parameters there
    * @param refused   receives the members refused in this view that no earlier view refused
+   * @param refusedNow receives every member refused in this view, in view order
    * @return why this node itself was refused, or null
    */
   private String admit(View view, Address self, NodeMetadata reference, Map<String, Address> addresses,
-                       Map<String, NodeMetadata> metadata, List<MembershipChange.Refusal> refused) {
+                       Map<String, NodeMetadata> metadata, List<MembershipChange.Refusal> refused,
+                       List<MembershipChange.Refusal> refusedNow) {
     Address referenceAddress = null;
     String ownRefusal = null;
     synchronized (reportedRefusals) {
@@ -454,10 +464,12 @@ final class ClusterNode {
       if (a.equals(self)) {
         ownRefusal = reason;
       }
+      MembershipChange.Refusal r = new MembershipChange.Refusal(m.id(), a.equals(self), reason);
+      refusedNow.add(r);
       synchronized (reportedRefusals) {
         if (reportedRefusals.add(a)) {
           refusals.incrementAndGet();
-          refused.add(new MembershipChange.Refusal(m.id(), a.equals(self), reason));
+          refused.add(r);
           LOG.log(Level.WARNING, "{0}: {1}", local.id(), reason);
         }
       }
@@ -537,13 +549,13 @@ final class ClusterNode {
       if (s.localInRing()) {
         RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
         if (!initial.isEmpty()) {
-          launch = delivery.enqueue(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(),
-              s.ring(), initial));
+          launch = delivery.enqueueFirst(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(),
+              emptyRing(), s.ring(), initial));
         }
       }
     }
     if (launch) {
-      delivery.launch();
+      delivery.launchFirst();
     }
     return delivery;
   }
@@ -566,8 +578,8 @@ final class ClusterNode {
 
   /**
    * Registers a membership listener. On a running node it first gets the current members as joined
-   * from nothing (previous view -1), as a listener registered before start() gets the first view:
-   * folding its changes in order gives the current members. Under the publish lock, so that this
+   * from nothing (previous view -1), with the members refused now, as a listener registered before
+   * start() gets the first view: folding its changes in order gives the current members. Under the publish lock, so that this
    * comes before any later change.
    */
   Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {
@@ -580,12 +592,12 @@ final class ClusterNode {
       Snapshot s = state;
       if (s.viewId() >= 0) {
         List<Member> members = s.ring().members();
-        launch = delivery.enqueue(new MembershipChange(-1, s.viewId(), members, members, List.of(), List.of(),
-            List.of()));
+        launch = delivery.enqueueFirst(new MembershipChange(-1, s.viewId(), members, members, List.of(), List.of(),
+            s.refused()));
       }
     }
     if (launch) {
-      delivery.launch();
+      delivery.launchFirst();
     }
     return delivery;
   }
@@ -603,7 +615,15 @@ final class ClusterNode {
    * ring to the ring without this member, and stops ownership callbacks after it.
    */
   CompletableFuture<Void> queueLeaving() {
-    return CompletableFuture.runAsync(this::announceLeaving, viewThread);
+    CompletableFuture<Void> queued = new CompletableFuture<>();
+    viewThread.execute(() -> {
+      try {
+        announceLeaving(queued);
+      } catch (RuntimeException | Error e) {
+        // In the future already: close(), waiting for it, reports it.
+      }
+    });
+    return queued;
   }
 
   /**
@@ -611,19 +631,34 @@ final class ClusterNode {
    * the ring without this member, and stops ownership callbacks after it.
    */
   void announceLeaving() {
+    announceLeaving(new CompletableFuture<>());
+  }
+
+  /**
+   * As {@link #announceLeaving()}, completing {@code queued} once the change is queued: before the
+   * launches, where a listener on a same-thread executor runs its callback, which close() then
+   * waits for as it does for any other (up to leaveTimeout).
+   */
+  private void announceLeaving(CompletableFuture<Void> queued) {
     List<SerialDelivery<?>> idle = new ArrayList<>();
-    synchronized (publishLock) {
-      Snapshot s = state;
-      if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
-        HashRing without = s.ring().without(local.id());
-        RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
-        if (!diff.isEmpty()) {
-          enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(), s.viewId(),
-              s.ring(), without, diff), idle);
+    try {
+      synchronized (publishLock) {
+        Snapshot s = state;
+        if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
+          HashRing without = s.ring().without(local.id());
+          RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
+          if (!diff.isEmpty()) {
+            enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
+                s.viewId(), s.ring(), without, diff), idle);
+          }
         }
+        left = true;
       }
-      left = true;
+    } catch (RuntimeException | Error e) {
+      queued.completeExceptionally(e);
+      throw e;
     }
+    queued.complete(null);
     idle.forEach(SerialDelivery::launch);
   }
 

@@ -24,10 +24,14 @@ import java.util.Set;
 final class Json {
   static final ObjectMapper MAPPER = new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
 
-  /** Config files: a key given twice, or anything after the object, is a mistake to report. */
+  /**
+   * Config files: a key given twice, or anything after the object, is a mistake to report. Numbers
+   * with a fraction or exponent are read exactly, so that one a double cannot hold is reported too.
+   */
   private static final ObjectMapper STRICT = new ObjectMapper()
       .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
 
   private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
       "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts",
@@ -113,7 +117,12 @@ final class Json {
     if (!v.isNumber()) {
       throw new IllegalArgumentException("must be a number, not " + v);
     }
-    return v.asDouble();
+    double d = v.asDouble();
+    if (d == 0 && v.decimalValue().signum() != 0) {
+      // 1e-400 is 0 as a double: a weight that asked for a share would silently own nothing.
+      throw new IllegalArgumentException("is too small to tell from 0 as a double: " + v);
+    }
+    return d;
   }
 
   /** A whole number for a setting whose builder checks {@code range}, which an int may overflow. */

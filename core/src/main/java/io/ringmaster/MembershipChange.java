@@ -21,7 +21,9 @@ import java.util.List;
  * @param subgroups      for a merge after a partition, the members of each merged side as this
  *                       node's view had them; empty for any other view
  * @param refused        JGroups members of the view kept out of the ring, each reported in the
- *                       first view that holds it; non-null, usually empty
+ *                       first view that holds it; a listener added to a running node gets in its
+ *                       first change (previous view -1) every member refused then; non-null,
+ *                       usually empty
  */
 public record MembershipChange(long previousViewId, long viewId, List<Member> members, List<Member> joined,
                                List<Member> left, List<List<Member>> subgroups, List<Refusal> refused) {

@@ -521,10 +521,12 @@ public final class Ringmaster implements AutoCloseable {
     }
     attempt(failures, () -> stop(viewThread, caller == Pool.VIEW));
     try {
-      // A view being installed or a gossip round in flight finishes before close() returns.
-      await(viewThread, caller == Pool.VIEW);
-      await(gossipTimer, caller == Pool.GOSSIP);
-      await(rejoinThread, false);
+      // A view being installed or a gossip round in flight finishes before close() returns, unless
+      // it ignores the interrupt for a second (a listener on the view thread, say): then a warning
+      // names the thread left running.
+      await(viewThread, "view thread", caller == Pool.VIEW);
+      await(gossipTimer, "gossip thread", caller == Pool.GOSSIP);
+      await(rejoinThread, "rejoin thread", false);
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
         if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(
@@ -578,9 +580,10 @@ public final class Ringmaster implements AutoCloseable {
     }
   }
 
-  private static void await(ExecutorService pool, boolean runsCaller) throws InterruptedException {
-    if (!runsCaller) {
-      pool.awaitTermination(1, TimeUnit.SECONDS);
+  private void await(ExecutorService pool, String name, boolean runsCaller) throws InterruptedException {
+    if (!runsCaller && !pool.awaitTermination(1, TimeUnit.SECONDS)) {
+      LOG.log(Level.WARNING, "{0}: the {1} still runs a task a second after close() interrupted it; close()"
+          + " returns without waiting for it", config.nodeId(), name);
     }
   }
 

@@ -26,7 +26,8 @@ import java.util.Optional;
  * @param gossipReceived   checksum messages received
  * @param refusedMembers   refusals seen since start: members kept out of the ring of a view
  *                         (parameter mismatch or duplicate id); a running total, not how many are
- *                         refused now (see {@link MembershipChange#refused()} for that)
+ *                         refused now (a membership listener's first change lists those:
+ *                         {@link MembershipChange#refused()})
  * @param lastChange       when ownership or membership last changed, if ever
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,

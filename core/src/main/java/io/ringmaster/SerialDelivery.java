@@ -40,6 +40,11 @@ final class SerialDelivery<E> implements Registration {
   private boolean delivering;
   /** Set by the {@link #enqueue} that found the listener idle, until its {@link #launch()}. */
   private boolean launchPending;
+  /**
+   * Set by {@link #enqueueFirst} until {@link #launchFirst}: the thread adding the listener launches
+   * its first callback itself, so that it is the one to see the executor refuse it.
+   */
+  private boolean held;
   private boolean closed;
   /** The thread running the listener's callbacks, or null between drains. */
   private volatile Thread runner;
@@ -140,13 +145,36 @@ final class SerialDelivery<E> implements Registration {
   }
 
   /**
+   * Queues the first event of a listener being added (the current ownership or members), which
+   * only {@link #launchFirst} launches: another thread's {@link #launch()} (close(), or a
+   * listener's awaitListeners()) leaves it, so that the executor's refusal, if any, reaches the
+   * thread adding the listener before {@link #requireAccepted} looks for it.
+   */
+  synchronized boolean enqueueFirst(E event) {
+    held = enqueue(event);
+    return held;
+  }
+
+  /** Launches the event of {@link #enqueueFirst}, and lets anyone launch from now on. */
+  void launchFirst() {
+    launch(true);
+  }
+
+  /**
    * Hands the queued events to the executor, if an {@link #enqueue} asked for it and no one has
    * done it yet: anyone may call it, once or more (close() does, for deliveries a same-thread
-   * listener's callback holds up).
+   * listener's callback holds up), except while a first event waits for {@link #launchFirst}.
    */
   void launch() {
+    launch(false);
+  }
+
+  private void launch(boolean first) {
     synchronized (this) {
-      if (!launchPending) {
+      if (first) {
+        held = false;
+      }
+      if (!launchPending || held) {
         return;
       }
       launchPending = false;

@@ -9,6 +9,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
@@ -34,6 +35,13 @@ class DuplicateIdMergeTest {
       assertTrue(merged.refused().get(0).local(), "this node is the one refused");
       assertTrue(merged.refused().get(0).reason().contains("node id \"b\" is already held by member"),
           merged.refused().get(0).reason());
+      // A membership listener added now learns it in its first change, with the members then.
+      List<MembershipChange> late = new CopyOnWriteArrayList<>();
+      f.node.addMembershipListener(new SerialDelivery<>("late", late::add, Runnable::run, f, () -> { }));
+      assertEquals(1, late.size(), late.toString());
+      assertEquals(-1, late.get(0).previousViewId());
+      assertEquals(merged.members(), late.get(0).members());
+      assertEquals(merged.refused(), late.get(0).refused(), "the refusal of an earlier view, still in force");
       // In its ring, "b" was itself; now it is the holder: that "b" joins, with a, and this one leaves.
       assertEquals(List.of("a", "b"), merged.joined().stream().map(m -> m.id()).toList(), merged.toString());
       assertEquals(List.of("b"), merged.left().stream().map(m -> m.id()).toList(), merged.toString());
@@ -73,6 +81,9 @@ class DuplicateIdMergeTest {
       assertEquals(7, takeover.viewId());
       assertEquals(List.of(f.b.member()), takeover.left(), takeover.toString());
       assertEquals(List.of(f.b.member()), takeover.joined(), takeover.toString());
+      List<MembershipChange> late = new CopyOnWriteArrayList<>();
+      f.node.addMembershipListener(new SerialDelivery<>("late", late::add, Runnable::run, f, () -> { }));
+      assertEquals(List.of(), late.get(0).refused(), "a listener added now hears of no refusal: it is over");
       OwnershipChange admitted = f.lastOwnership();
       assertEquals(7, admitted.viewId());
       HashRing ring = admitted.ring();

@@ -318,6 +318,47 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * close() waits for the view thread to queue the LEAVING change, then up to leaveTimeout for the
+   * listeners. A listener on a same-thread executor runs its LEAVING callback on the view thread:
+   * one still handing off after leaveTimeout is a busy listener, not a leave that was never
+   * announced, and close() does not wait for it past leaveTimeout plus the pools' second.
+   */
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_sameThreadListenerStillHandingOff_isReportedBusy_notAsALeaveNeverAnnounced() throws Exception {
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
+         TestCluster cluster = new TestCluster("close-handing-off")) {
+      cluster.start("keeper");
+      CountDownLatch release = new CountDownLatch(1);
+      CountDownLatch leaving = new CountDownLatch(1);
+      AtomicBoolean interrupted = new AtomicBoolean();
+      AtomicReference<Ringmaster> self = new AtomicReference<>();
+      OwnershipListener handingOff = change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          leaving.countDown();
+          try {
+            release.await(); // a hand-off that outlasts leaveTimeout
+          } catch (InterruptedException e) {
+            interrupted.set(true); // the shutdown of the view thread, after leaveTimeout
+          }
+        }
+      };
+      startListening(cluster, cluster.builder("leaver").leaveTimeout(Duration.ofMillis(200)), Runnable::run,
+          handingOff, self);
+      try {
+        self.get().close();
+        assertEquals(0, leaving.getCount(), "the LEAVING change reached the listener");
+        await().atMost(WAIT).untilTrue(interrupted);
+      } finally {
+        release.countDown();
+      }
+      List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
+      assertTrue(warnings.stream().anyMatch(m -> m.contains("listeners still busy after leaveTimeout")), warnings::toString);
+      assertTrue(warnings.stream().noneMatch(m -> m.contains("could not announce the leave")), warnings::toString);
+    }
+  }
+
   /** For listeners: waits for the test to add the other listeners (never for long). */
   private static void awaitQuietly(CountDownLatch latch) {
     try {
@@ -648,26 +689,9 @@ class OwnershipCallbacksTest {
 
   @Test
   void listener_throws_isLoggedAndLaterCallbacksStillCome() {
-    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.logging.Handler handler = new java.util.logging.Handler() {
-      @Override
-      public void publish(java.util.logging.LogRecord record) {
-        if (record.getThrown() != null && "listener bug, on purpose".equals(record.getThrown().getMessage())) {
-          logged.add(record);
-        }
-      }
-
-      @Override
-      public void flush() {
-      }
-
-      @Override
-      public void close() {
-      }
-    };
-    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
-    logger.addHandler(handler);
-    try (TestCluster cluster = new TestCluster("throwing")) {
+    try (NodeLog log = new NodeLog(r -> r.getThrown() != null
+             && "listener bug, on purpose".equals(r.getThrown().getMessage()));
+         TestCluster cluster = new TestCluster("throwing")) {
       AtomicInteger calls = new AtomicInteger();
       OwnershipRecorder recorder = new OwnershipRecorder(7);
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
@@ -682,14 +706,12 @@ class OwnershipCallbacksTest {
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       await().atMost(WAIT).until(() -> calls.get() == 2);
       await().atMost(WAIT).until(() -> recorder.foldMatches(a.ring(), "a", 1));
-      await().atMost(WAIT).until(() -> logged.size() == 2);
-      for (java.util.logging.LogRecord r : logged) {
+      await().atMost(WAIT).until(() -> log.records().size() == 2);
+      for (java.util.logging.LogRecord r : log.records()) {
         assertEquals(java.util.logging.Level.SEVERE, r.getLevel());
         assertTrue(r.getMessage().startsWith("ownership listener ") && r.getMessage().contains(" of a threw;"),
             r.getMessage());
       }
-    } finally {
-      logger.removeHandler(handler);
     }
   }
 

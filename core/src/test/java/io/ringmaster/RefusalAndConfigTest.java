@@ -365,6 +365,10 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"gossipIntervalMillis\": 0}", "gossipInterval", "between 1 ms", ": 0 ms");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 86400001}", "leaveTimeout",
         "24 hours", "86400001 ms");
+    for (String tiny : List.of("1e-400", "-1e-400")) {
+      assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": " + tiny + "}", "setting \"weight\"",
+          "too small to tell from 0 as a double", tiny.toUpperCase(java.util.Locale.ROOT));
+    }
     assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 0.0001}", "weight 1.0E-4 with virtualNodes 1024 gives 0 tokens",
         "(settings from config file " + dir);
     Path bom = Files.writeString(dir.resolve("bom.json"), "\uFEFF{\"nodeId\": \"a\", \"weight\": 2}");
@@ -551,28 +555,8 @@ class RefusalAndConfigTest {
    */
   @Test
   void listener_executorRefuses_isAnErrorWhileTheNodeRuns_andDebugOnceItStopped() {
-    java.util.List<java.util.logging.Level> levels = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.logging.Handler handler = new java.util.logging.Handler() {
-      @Override
-      public void publish(java.util.logging.LogRecord record) {
-        if (record.getMessage().contains("refused") || record.getMessage().contains("not run")) {
-          levels.add(record.getLevel());
-        }
-      }
-
-      @Override
-      public void flush() {
-      }
-
-      @Override
-      public void close() {
-      }
-    };
-    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
-    java.util.logging.Level before = logger.getLevel();
-    logger.setLevel(java.util.logging.Level.ALL);
-    logger.addHandler(handler);
-    try (TestCluster cluster = new TestCluster("refusing-executor")) {
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("refused") || r.getMessage().contains("not run"));
+         TestCluster cluster = new TestCluster("refusing-executor")) {
       java.util.concurrent.atomic.AtomicInteger tasks = new java.util.concurrent.atomic.AtomicInteger();
       java.util.concurrent.Executor firstOnly = task -> {
         if (tasks.incrementAndGet() > 1) {
@@ -583,17 +567,14 @@ class RefusalAndConfigTest {
       Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> { }, firstOnly));
       org.awaitility.Awaitility.await().atMost(WAIT).until(() -> tasks.get() == 1); // the initial change
       a.close(); // its LEAVING change is refused
-      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE), levels, "the LEAVING change was refused");
+      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE), log.levels(), "the LEAVING change was refused");
 
       Ringmaster stopped = Ringmaster.builder().nodeId("stopped").jgroupsConfig(TestCluster.STACK).build();
       stopped.close();
       boolean[] removed = {false};
       new SerialDelivery<String>("test listener", x -> { }, firstOnly, stopped, () -> removed[0] = true).submit("x");
-      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE, java.util.logging.Level.FINE), levels);
+      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE, java.util.logging.Level.FINE), log.levels());
       assertTrue(removed[0]);
-    } finally {
-      logger.removeHandler(handler);
-      logger.setLevel(before);
     }
   }
 

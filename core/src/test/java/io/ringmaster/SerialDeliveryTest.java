@@ -2,12 +2,15 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Filter;
 import java.util.logging.Logger;
@@ -37,6 +40,35 @@ class SerialDeliveryTest {
     assertEquals(Boolean.TRUE, outerIdle.get(), "the outer callback is up this thread's stack: nothing to wait for");
     assertTrue(System.nanoTime() - started < ONE_MINUTE, "returned before the deadline");
     assertEquals(0, outer.get().pending());
+  }
+
+  /**
+   * The first callback of a listener being added is launched by the thread adding it, not by
+   * another thread's launch in between (a close(), or a listener's awaitListeners()): a refusal
+   * seen on that other thread would reach the adding thread too late, and it would return a
+   * registration for a listener already removed.
+   */
+  @Test
+  void aFirstEvent_isLaunchedOnlyByTheAddingThread_whichSoSeesTheExecutorRefuseIt() throws Exception {
+    AtomicInteger offered = new AtomicInteger();
+    AtomicInteger removed = new AtomicInteger();
+    Executor refusing = task -> {
+      offered.incrementAndGet();
+      throw new RejectedExecutionException("pool full");
+    };
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, refusing, new Object(),
+        removed::incrementAndGet);
+    assertTrue(delivery.enqueueFirst("initial"));
+    Thread other = new Thread(delivery::launch, "another launcher");
+    other.start();
+    other.join();
+    assertEquals(0, offered.get(), "another thread's launch leaves the first event to the adding thread");
+
+    delivery.launchFirst();
+    assertEquals(1, offered.get());
+    assertEquals(1, removed.get(), "the refusal removed the listener");
+    RejectedExecutionException e = assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
+    assertTrue(e.getMessage().contains("pool full"), e.getMessage());
   }
 
   @Test
