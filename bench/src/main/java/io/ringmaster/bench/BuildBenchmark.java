@@ -36,7 +36,7 @@ public class BuildBenchmark {
   @Param({"10", "100", "1000"})
   public int members;
 
-  @Param({"256", "1024"})
+  @Param({"100", "256", "1024"})
   public int virtualNodes;
 
   @Param({"ringmaster", "treemap"})
