@@ -354,12 +354,17 @@ final class KvService {
    * This owner's reply to a write, with the newest version the key's previous owners hold while
    * the key is still coming in here: an older write there, stamped higher by a faster clock, would
    * otherwise win over this one when the pull brings it, after this one was acknowledged. Held here,
-   * that version makes the writer stamp its write again past it, as for a newer copy held here. A
-   * previous owner that does not answer within {@link #PREVIOUS_OWNER_TIMEOUT} is not counted.
-   * Sent from a worker: this runs on a JGroups thread.
+   * that version makes the writer stamp its write again past it, as for a newer copy held here.
+   * The previous owners go back a step in turn if they are taking the key in too (two joins in a
+   * row), as for a read. Unlike a read, this fails if one of them does not answer within
+   * {@link #PREVIOUS_OWNER_TIMEOUT} a step (busy, or crashed and not yet out of the view): the
+   * write is not acknowledged here, and the writer tries again until its deadline, rather than
+   * acknowledged with a stamp that a copy still coming in may beat. Sent from a worker: this runs
+   * on a JGroups thread.
    */
   private CompletableFuture<Wire.WriteReply> withPreviousOwners(String key, Wire.WriteReply here) {
-    List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, 0, PREVIOUS_OWNER_TIMEOUT, true);
+    List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, STEPS_BACK - 1,
+        PREVIOUS_OWNER_TIMEOUT.multipliedBy(STEPS_BACK), true, true);
     if (calls.isEmpty()) {
       return CompletableFuture.completedFuture(here);
     }
@@ -419,8 +424,8 @@ final class KvService {
     List<CompletableFuture<Optional<Entry>>> calls = new ArrayList<>();
     for (String owner : asked) {
       calls.add(routing.isSelf(owner)
-          ? ownCopy(key, STEPS_BACK, false)
-          : rpc.call(owner, Wire.get(key, STEPS_BACK), CALL_TIMEOUT).thenApply(KvService::getReply));
+          ? ownCopy(key, STEPS_BACK, false, false)
+          : rpc.call(owner, Wire.get(key, STEPS_BACK, false), CALL_TIMEOUT).thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
     // When the first copy arrived, from whichever owner: the others get READ_GRACE from then.
@@ -544,7 +549,8 @@ final class KvService {
    */
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
     String key = in.readUTF();
-    return ownCopy(key, Math.min(in.readUnsignedByte(), STEPS_BACK), true).thenApply(Wire::getReply);
+    int stepsBack = Math.min(in.readUnsignedByte(), STEPS_BACK);
+    return ownCopy(key, stepsBack, true, in.readBoolean()).thenApply(Wire::getReply);
   }
 
   /**
@@ -561,14 +567,17 @@ final class KvService {
    * it.
    *
    * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
+   * @param strict     whether a previous owner that does not answer fails the read (a write's
+   *                   check, {@link #withPreviousOwners}), rather than counting as holding nothing
    */
-  private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromWorker) {
+  private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromWorker,
+                                                     boolean strict) {
     Optional<Entry> mine = store.readable(key);
     if (mine.isPresent() || stepsBack <= 0 || stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self())) {
       return CompletableFuture.completedFuture(mine);
     }
     List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, stepsBack - 1,
-        PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack), fromWorker);
+        PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack), fromWorker, strict);
     if (calls.isEmpty()) {
       // Read again: the pull that brought the key in may have ended since the first read.
       return CompletableFuture.completedFuture(store.readable(key));
@@ -588,17 +597,24 @@ final class KvService {
 
   /**
    * Asks the live previous owners of a key still coming in here for their copies, each going back
-   * {@code stepsBack} more steps, within {@code timeout}; one that fails answers with none. Empty if
-   * the key is not coming in.
+   * {@code stepsBack} more steps, within {@code timeout}; one that fails answers with none, or, if
+   * {@code strict}, fails its call with the reason. Empty if the key is not coming in.
    *
    * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
    */
   private List<CompletableFuture<Optional<Entry>>> askPreviousOwners(String key, int stepsBack, Duration timeout,
-                                                                     boolean fromWorker) {
-    byte[] request = Wire.get(key, stepsBack);
-    return previousOwners.apply(key).stream().filter(routing::isLive)
-        .map(owner -> (fromWorker ? rpc.callFromWorker(owner, request, timeout) : rpc.call(owner, request, timeout))
-            .thenApply(KvService::getReply).exceptionally(failed -> Optional.empty()))
-        .toList();
+                                                                     boolean fromWorker, boolean strict) {
+    byte[] request = Wire.get(key, stepsBack, strict);
+    return previousOwners.apply(key).stream().filter(routing::isLive).map(owner -> {
+      CompletableFuture<Optional<Entry>> call = (fromWorker ? rpc.callFromWorker(owner, request, timeout)
+          : rpc.call(owner, request, timeout)).thenApply(KvService::getReply);
+      return call.exceptionally(failed -> {
+        if (strict) {
+          throw new Rpc.Declined("previous owner " + owner + " of \"" + key + "\", which is still coming in to "
+              + routing.self() + ", did not say which version it holds: " + Rpc.unwrap(failed));
+        }
+        return Optional.empty();
+      });
+    }).toList();
   }
 }

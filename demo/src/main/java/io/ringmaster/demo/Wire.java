@@ -31,7 +31,7 @@ import java.util.UUID;
  */
 final class Wire {
   /** Names these messages; a change to any of them must change it. */
-  static final String APPLICATION_VERSION = "ringmaster-demo/3";
+  static final String APPLICATION_VERSION = "ringmaster-demo/4";
 
   static final byte OP_WRITE = 'W';
   static final byte OP_GET = 'G';
@@ -135,12 +135,14 @@ final class Wire {
   /**
    * A read of one key. A peer asked that holds no copy and is still taking the key in asks the
    * key's previous owners ({@link Incoming}) with one step fewer: {@code stepsBack} is how many
-   * more times the read may go back so, 0 for none.
+   * more times the read may go back so, 0 for none. A {@code strict} read fails if a previous
+   * owner asked does not answer, where another read counts it as holding nothing.
    */
-  static byte[] get(String key, int stepsBack) {
+  static byte[] get(String key, int stepsBack, boolean strict) {
     return bytes(OP_GET, out -> {
       out.writeUTF(key);
       out.writeByte(stepsBack);
+      out.writeBoolean(strict);
     });
   }
 

@@ -1,0 +1,78 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A write to an owner still taking the key in counts the version the key's previous owners hold
+ * ({@link KvService}'s check before it acknowledges): an older write there, stamped higher by a
+ * faster clock, would otherwise replace the acknowledged one when the pulls bring it. Three real
+ * nodes in this JVM (the in-memory JGroups stack), one replica. The key has moved twice, as after
+ * two joins in a row: from a to b, then from b to c, and neither pull is done. Each key service is
+ * told so, as {@link Incoming} would tell it: c's previous owner for the key is b, b's is a.
+ */
+class WriteToKeyComingInTest {
+  private static final Map<String, List<String>> PREVIOUS_OWNER = Map.of("c", List.of("b"), "b", List.of("a"));
+  /** c's writes: a deadline short enough for a test, long enough for two steps back. */
+  private static final KvService.WriteTimeouts SHORT = new KvService.WriteTimeouts(Duration.ofSeconds(3),
+      Duration.ofSeconds(4));
+  private final List<InJvmPeer> peers = new ArrayList<>();
+  private String key;
+
+  @BeforeEach
+  void startThreePeers() throws Exception {
+    String cluster = InJvmPeer.clusterName("write-coming-in");
+    for (String id : List.of("a", "b", "c")) {
+      List<String> previous = PREVIOUS_OWNER.getOrDefault(id, List.of());
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1),
+          SHORT, kv -> kv::handleWrite, k -> k.equals(key) ? previous : List.of()));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    key = peers.get(2).keyOwnedBy(Set.of("c"));
+  }
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  @Test
+  void aWriteToTheNewestOwner_isStampedPastTheVersionTwoStepsBack() {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    // a, the owner two joins ago, holds a write stamped a minute ahead of c's clock; b holds nothing yet.
+    Version ahead = new Version(VersionClock.systemMicros() + 60_000_000L, "a");
+    a.store().merge(Entry.of(key, "older, from a fast clock", ahead));
+
+    KvService.Written written = c.kv().put(key, "newer");
+
+    assertEquals(List.of("c"), written.owners());
+    assertTrue(written.version().isNewerThan(ahead),
+        "c asked b, which asked a, and the write was stamped past a's version: " + written.version());
+    Entry held = c.store().get(key).orElseThrow();
+    assertEquals("newer", held.value());
+    assertEquals(written.version(), held.version());
+  }
+
+  @Test
+  void aPreviousOwnerThatDoesNotAnswer_failsTheWrite_ratherThanAcknowledgingItUnchecked() {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    a.rpc().close(); // a is still in the view, but answers nothing: b cannot tell what a holds
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> c.kv().put(key, "unchecked"));
+
+    assertTrue(failed.getMessage().contains("previous owner a of \"" + key + "\"")
+        && failed.getMessage().contains("did not say which version it holds"), failed.getMessage());
+  }
+}
