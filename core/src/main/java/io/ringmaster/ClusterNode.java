@@ -620,7 +620,11 @@ final class ClusterNode {
       try {
         announceLeaving(queued);
       } catch (RuntimeException | Error e) {
-        // In the future already: close(), waiting for it, reports it.
+        if (queued.isCompletedExceptionally()) {
+          return; // in the future: close(), waiting for it, reports it
+        }
+        // Thrown by a launch, once the change was queued: close() is no longer waiting for it.
+        LOG.log(Level.ERROR, local.id() + ": the LEAVING change was queued, but launching its callbacks failed", e);
       }
     });
     return queued;
@@ -703,22 +707,21 @@ final class ClusterNode {
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is
    *                running (empty for a caller that is no listener)
-   * @param closing whether the caller is close(), which launches what a same-thread listener's
-   *                callback holds up, as a listener calling this does
    */
-  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running,
-                                boolean closing) throws InterruptedException {
+  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running)
+      throws InterruptedException {
     // A ring is published and its callbacks queued under this lock: taking it once makes sure the
     // callbacks of the ring the caller may have just read are queued, so they are waited for.
     synchronized (publishLock) {
       // nothing to do inside: acquiring the lock is the point
     }
-    if (closing || !running.isEmpty()) {
+    if (!running.isEmpty()) {
       // A listener on a same-thread executor calling this (or close()) holds up the launch of the
       // deliveries queued after its own: launch them here, or they could not finish before it
-      // returns. Any other caller leaves the launches to the thread that queued them: a same-thread
-      // listener's callback would otherwise run on the caller's thread (an application's, or a
-      // JGroups thread), while the caller means only to wait.
+      // returns. Any other caller, close() on an application's thread included, leaves the launches
+      // to the thread that queued them: a same-thread listener's callback would otherwise run on
+      // the caller's thread (an application's, or a JGroups thread), with no time limit, while the
+      // caller means only to wait, up to its deadline.
       ownershipListeners.forEach(SerialDelivery::launch);
       membershipListeners.forEach(SerialDelivery::launch);
     }

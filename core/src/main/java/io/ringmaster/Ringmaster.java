@@ -389,7 +389,8 @@ public final class Ringmaster implements AutoCloseable {
           return;
         }
       }
-      // Outside the lock: a listener on a same-thread executor may run here. start() has returned
+      // Outside the lock: called from a same-thread listener's callback, this runs the callbacks
+      // queued behind that one (see ClusterNode.awaitListeners). start() has returned
       // (a second call fails: the node is started), and closeCalled keeps a second close() out.
       leave(ownPool.get());
     } finally {
@@ -418,7 +419,7 @@ public final class Ringmaster implements AutoCloseable {
         awaitThroughInterrupts(node.queueLeaving(),
             Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
-      listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
+      listeners = node.awaitListeners(deadline, unwaited, runningHere());
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -530,7 +531,7 @@ public final class Ringmaster implements AutoCloseable {
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
         if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(
-            System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere(), true) == ClusterNode.ListenersState.BUSY) {
+            System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere()) == ClusterNode.ListenersState.BUSY) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
           listenerPool.shutdownNow(); // interrupts this thread too: undone below
           if (!wasInterrupted) {
@@ -786,7 +787,7 @@ public final class Ringmaster implements AutoCloseable {
    */
   public boolean awaitListeners(Duration timeout) throws InterruptedException {
     long deadline = deadline(timeout);
-    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere(), false) == ClusterNode.ListenersState.IDLE;
+    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere()) == ClusterNode.ListenersState.IDLE;
   }
 
   /**

@@ -146,8 +146,8 @@ final class SerialDelivery<E> implements Registration {
 
   /**
    * Queues the first event of a listener being added (the current ownership or members), which
-   * only {@link #launchFirst} launches: another thread's {@link #launch()} (close(), or a
-   * listener's awaitListeners()) leaves it, so that the executor's refusal, if any, reaches the
+   * only {@link #launchFirst} launches: another thread's {@link #launch()} (a listener's
+   * close() or awaitListeners()) leaves it, so that the executor's refusal, if any, reaches the
    * thread adding the listener before {@link #requireAccepted} looks for it.
    */
   synchronized boolean enqueueFirst(E event) {
@@ -162,8 +162,8 @@ final class SerialDelivery<E> implements Registration {
 
   /**
    * Hands the queued events to the executor, if an {@link #enqueue} asked for it and no one has
-   * done it yet: anyone may call it, once or more (close() does, for deliveries a same-thread
-   * listener's callback holds up), except while a first event waits for {@link #launchFirst}.
+   * done it yet: anyone may call it, once or more (a listener calling close() or awaitListeners()
+   * does, for the deliveries its own callback holds up on a same-thread executor), except while a first event waits for {@link #launchFirst}.
    */
   void launch() {
     launch(false);

@@ -322,7 +322,9 @@ class OwnershipCallbacksTest {
    * close() waits for the view thread to queue the LEAVING change, then up to leaveTimeout for the
    * listeners. A listener on a same-thread executor runs its LEAVING callback on the view thread:
    * one still handing off after leaveTimeout is a busy listener, not a leave that was never
-   * announced, and close() does not wait for it past leaveTimeout plus the pools' second.
+   * announced, and close() does not wait for it past leaveTimeout plus the pools' second. No
+   * callback runs on the closing thread, not even that of a second same-thread listener, held up
+   * behind the first: close() only waits.
    */
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -331,24 +333,35 @@ class OwnershipCallbacksTest {
          TestCluster cluster = new TestCluster("close-handing-off")) {
       cluster.start("keeper");
       CountDownLatch release = new CountDownLatch(1);
-      CountDownLatch leaving = new CountDownLatch(1);
+      AtomicReference<Thread> leavingOn = new AtomicReference<>();
       AtomicBoolean interrupted = new AtomicBoolean();
-      AtomicReference<Ringmaster> self = new AtomicReference<>();
       OwnershipListener handingOff = change -> {
         if (change.reason() == OwnershipChange.Reason.LEAVING) {
-          leaving.countDown();
+          leavingOn.set(Thread.currentThread());
           try {
-            release.await(); // a hand-off that outlasts leaveTimeout
+            // A hand-off that outlasts leaveTimeout. Bounded: were the callback to run on the
+            // closing thread, close() would return only after this, and the test fail below.
+            release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
           } catch (InterruptedException e) {
             interrupted.set(true); // the shutdown of the view thread, after leaveTimeout
           }
         }
       };
-      startListening(cluster, cluster.builder("leaver").leaveTimeout(Duration.ofMillis(200)), Runnable::run,
-          handingOff, self);
+      List<Thread> heldUpOn = new CopyOnWriteArrayList<>();
+      Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofMillis(200)), node -> {
+        node.addOwnershipListener(handingOff, Runnable::run);
+        node.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            heldUpOn.add(Thread.currentThread());
+          }
+        }, Runnable::run);
+      });
       try {
-        self.get().close();
-        assertEquals(0, leaving.getCount(), "the LEAVING change reached the listener");
+        leaver.close();
+        assertFalse(heldUpOn.contains(Thread.currentThread()), "the held-up callback did not run on the closing thread");
+        await().atMost(WAIT).until(() -> leavingOn.get() != null);
+        assertTrue(leavingOn.get().getName().startsWith("ringmaster-view-leaver"),
+            "the LEAVING callback ran on the view thread, not on the closing one: " + leavingOn.get().getName());
         await().atMost(WAIT).untilTrue(interrupted);
       } finally {
         release.countDown();

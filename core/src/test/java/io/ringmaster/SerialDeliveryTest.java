@@ -44,7 +44,7 @@ class SerialDeliveryTest {
 
   /**
    * The first callback of a listener being added is launched by the thread adding it, not by
-   * another thread's launch in between (a close(), or a listener's awaitListeners()): a refusal
+   * another thread's launch in between (a listener's close() or awaitListeners()): a refusal
    * seen on that other thread would reach the adding thread too late, and it would return a
    * registration for a listener already removed.
    */
