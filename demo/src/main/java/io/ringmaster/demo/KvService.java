@@ -307,7 +307,7 @@ final class KvService {
     Optional<UUID> mine = counted ? routing.ownProcess() : Optional.empty();
     Wire.WriteReply here = new Wire.WriteReply(mine.isPresent() ? Map.of(routing.self(), mine.get()) : Map.of(),
         store.get(e.key()).map(Entry::version).orElse(e.version()));
-    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e.key(), here)
+    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e.key(), here, forwardTimeout(r.hops()))
         : CompletableFuture.completedFuture(here);
     List<String> extra = new ArrayList<>(owners);
     for (String target : r.targets()) {
@@ -329,8 +329,7 @@ final class KvService {
     targets.addAll(owners);
     // The names as received, not only those taken here: each receiver checks them against its own view.
     byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, union(r.leaving(), routing.leavers())));
-    // Each hop waits less than the one before it, so the sender hears a failure before its own timeout.
-    Duration timeout = CALL_TIMEOUT.minusMillis(400L * (r.hops() + 1));
+    Duration timeout = forwardTimeout(r.hops());
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
     for (String owner : extra) {
       Optional<Address> process = routing.addressOf(owner); // the one a refusal comes from
@@ -351,20 +350,30 @@ final class KvService {
   }
 
   /**
+   * How long a peer that received a write {@code hops} hops from the writer waits for the calls it
+   * makes for it (forwards, and the check of {@link #withPreviousOwners}): each hop waits less than
+   * the one before it, so that its sender hears a failure, with its reason, before its own timeout.
+   */
+  private static Duration forwardTimeout(int hops) {
+    return CALL_TIMEOUT.minusMillis(400L * (hops + 1));
+  }
+
+  /**
    * This owner's reply to a write, with the newest version the key's previous owners hold while
    * the key is still coming in here: an older write there, stamped higher by a faster clock, would
    * otherwise win over this one when the pull brings it, after this one was acknowledged. Held here,
    * that version makes the writer stamp its write again past it, as for a newer copy held here.
    * The previous owners go back a step in turn if they are taking the key in too (two joins in a
-   * row), as for a read. Unlike a read, this fails if one of them does not answer within
-   * {@link #PREVIOUS_OWNER_TIMEOUT} a step (busy, or crashed and not yet out of the view): the
-   * write is not acknowledged here, and the writer tries again until its deadline, rather than
-   * acknowledged with a stamp that a copy still coming in may beat. Sent from a worker: this runs
-   * on a JGroups thread.
+   * row), as for a read. Unlike a read, this fails if one of them does not answer in time (busy,
+   * or crashed and not yet out of the view): the write is not acknowledged here, and the writer
+   * tries again until its deadline, rather than acknowledged with a stamp that a copy still coming
+   * in may beat. In time: within {@link #PREVIOUS_OWNER_TIMEOUT} a step, and within {@code budget},
+   * the time this peer's sender leaves it. Sent from a worker: this runs on a JGroups thread.
    */
-  private CompletableFuture<Wire.WriteReply> withPreviousOwners(String key, Wire.WriteReply here) {
+  private CompletableFuture<Wire.WriteReply> withPreviousOwners(String key, Wire.WriteReply here, Duration budget) {
+    Duration steps = PREVIOUS_OWNER_TIMEOUT.multipliedBy(STEPS_BACK);
     List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, STEPS_BACK - 1,
-        PREVIOUS_OWNER_TIMEOUT.multipliedBy(STEPS_BACK), true, true);
+        budget.compareTo(steps) < 0 ? budget : steps, true, true);
     if (calls.isEmpty()) {
       return CompletableFuture.completedFuture(here);
     }

@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletionException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -74,5 +76,26 @@ class WriteToKeyComingInTest {
 
     assertTrue(failed.getMessage().contains("previous owner a of \"" + key + "\"")
         && failed.getMessage().contains("did not say which version it holds"), failed.getMessage());
+  }
+
+  /**
+   * A write forwarded from peer to peer leaves each peer less time (0.4 s less a hop), and the
+   * check keeps within it, so that the sender hears why before its own call gives up. Three hops
+   * out, c has 0.4 s: it stops waiting for b, which waits 0.9 s for a, and says b did not answer
+   * (with all the time of a direct call, it would have had b's answer, naming a).
+   */
+  @Test
+  void aForwardedWrite_checksWithinTheTimeItsSenderLeavesIt() {
+    InJvmPeer c = peers.get(2);
+    peers.get(0).rpc().close();
+    Entry write = Entry.of(key, "forwarded", new Version(VersionClock.systemMicros(), "c"));
+
+    Throwable failed = assertThrows(CompletionException.class,
+        () -> c.kv().storeAndForward(new Wire.WriteRequest(write, Set.of("c"), KvService.MAX_HOPS)).join()).getCause();
+
+    assertTrue(failed instanceof Rpc.Declined, failed::toString);
+    assertTrue(failed.getMessage().startsWith("previous owner b of \"" + key + "\""), failed.getMessage());
+    assertFalse(failed.getMessage().contains("previous owner a"), "c did not wait for b's own step: "
+        + failed.getMessage());
   }
 }
