@@ -72,6 +72,8 @@ final class ClusterNode {
   private static final int MAX_RINGS_BEFORE = 16;
 
   private final NodeMetadata local;
+  /** The node's own listener pool, or null: see {@link #launchAll}. */
+  private final Executor listenerPool;
   private final ExecutorService viewThread;
   private final Duration ringBeforeTimeout;
   private final Map<ViewKey, CompletableFuture<List<Member>>> ringsBefore = new ConcurrentHashMap<>();
@@ -110,12 +112,21 @@ final class ClusterNode {
   final AtomicLong lastChangeMillis = new AtomicLong();
   final AtomicLong refusals = new AtomicLong();
 
+  /** A node whose listeners all run on executors of their own (for tests that feed it views). */
+  ClusterNode(NodeMetadata local, ExecutorService viewThread, Duration ringBeforeTimeout) {
+    this(local, viewThread, ringBeforeTimeout, null);
+  }
+
   /**
    * @param ringBeforeTimeout how long this node's first view waits for an old member to say which
    *                          members the ring had before it (see {@link #ringBeforeJoining})
+   * @param listenerPool      the node's own listener pool (null for none), whose listeners are
+   *                          launched first: handing a callback to it never runs it on the launching
+   *                          thread, so a same-thread listener's long callback cannot hold them up
    */
-  ClusterNode(NodeMetadata local, ExecutorService viewThread, Duration ringBeforeTimeout) {
+  ClusterNode(NodeMetadata local, ExecutorService viewThread, Duration ringBeforeTimeout, Executor listenerPool) {
     this.local = local;
+    this.listenerPool = listenerPool;
     this.viewThread = viewThread;
     this.ringBeforeTimeout = ringBeforeTimeout;
     this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false, List.of());
@@ -323,7 +334,7 @@ final class ClusterNode {
         tellNewcomers(view, self, previous, next);
       }
     } finally {
-      idle.forEach(SerialDelivery::launch); // outside the lock: no listener code runs under it
+      launchAll(idle); // outside the lock: no listener code runs under it
     }
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
@@ -625,6 +636,9 @@ final class ClusterNode {
         }
         // Thrown by a launch, once the change was queued: close() is no longer waiting for it.
         LOG.log(Level.ERROR, local.id() + ": the LEAVING change was queued, but launching its callbacks failed", e);
+        if (e instanceof Error error) {
+          throw error;
+        }
       }
     });
     return queued;
@@ -663,7 +677,34 @@ final class ClusterNode {
       throw e;
     }
     queued.complete(null);
-    idle.forEach(SerialDelivery::launch);
+    launchAll(idle);
+  }
+
+  /**
+   * Launches deliveries just queued: those on the node's listener pool first, since a listener on
+   * a same-thread executor runs its callback in its launch and may hold this thread for long (a
+   * hand-off on LEAVING, say); then the others, in the order they were added. A launch that throws
+   * (the executor's refusal does not: the listener is removed) is logged, and the others go on.
+   */
+  private void launchAll(List<SerialDelivery<?>> idle) {
+    for (SerialDelivery<?> d : idle) {
+      if (d.executor() == listenerPool) {
+        launchIsolated(d);
+      }
+    }
+    for (SerialDelivery<?> d : idle) {
+      if (d.executor() != listenerPool) {
+        launchIsolated(d);
+      }
+    }
+  }
+
+  private void launchIsolated(SerialDelivery<?> d) {
+    try {
+      d.launch();
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, local.id() + ": launching the callbacks of " + d.name() + " failed", e);
+    }
   }
 
   /**

@@ -137,7 +137,7 @@ public final class Ringmaster implements AutoCloseable {
     // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
     Duration halfStart = config.startTimeout().dividedBy(2); // leaves start() time for the rest
     this.node = new ClusterNode(metadata, viewThread,
-        halfStart.compareTo(RING_BEFORE_TIMEOUT) < 0 ? halfStart : RING_BEFORE_TIMEOUT);
+        halfStart.compareTo(RING_BEFORE_TIMEOUT) < 0 ? halfStart : RING_BEFORE_TIMEOUT, listenerPool);
   }
 
   /** A builder with the defaults of {@link Builder}. */

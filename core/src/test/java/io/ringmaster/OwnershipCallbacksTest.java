@@ -324,7 +324,8 @@ class OwnershipCallbacksTest {
    * one still handing off after leaveTimeout is a busy listener, not a leave that was never
    * announced, and close() does not wait for it past leaveTimeout plus the pools' second. No
    * callback runs on the closing thread, not even that of a second same-thread listener, held up
-   * behind the first: close() only waits.
+   * behind the first: close() only waits, and the second gets its change on the view thread once
+   * the first returns. A listener on the node's pool is not held up: it is handed the change first.
    */
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -348,13 +349,19 @@ class OwnershipCallbacksTest {
         }
       };
       List<Thread> heldUpOn = new CopyOnWriteArrayList<>();
-      Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofMillis(200)), node -> {
+      List<Boolean> onPoolWhileTheFirstHandsOff = new CopyOnWriteArrayList<>();
+      Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofSeconds(1)), node -> {
         node.addOwnershipListener(handingOff, Runnable::run);
         node.addOwnershipListener(change -> {
           if (change.reason() == OwnershipChange.Reason.LEAVING) {
             heldUpOn.add(Thread.currentThread());
           }
         }, Runnable::run);
+        node.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            onPoolWhileTheFirstHandsOff.add(!interrupted.get());
+          }
+        });
       });
       try {
         leaver.close();
@@ -363,6 +370,11 @@ class OwnershipCallbacksTest {
         assertTrue(leavingOn.get().getName().startsWith("ringmaster-view-leaver"),
             "the LEAVING callback ran on the view thread, not on the closing one: " + leavingOn.get().getName());
         await().atMost(WAIT).untilTrue(interrupted);
+        await().atMost(WAIT).until(() -> !heldUpOn.isEmpty());
+        assertTrue(heldUpOn.get(0).getName().startsWith("ringmaster-view-leaver"),
+            "the held-up callback ran on the view thread, once the first returned: " + heldUpOn.get(0).getName());
+        assertEquals(List.of(true), onPoolWhileTheFirstHandsOff,
+            "the pool's listener got its LEAVING change while the same-thread one still handed off");
       } finally {
         release.countDown();
       }
