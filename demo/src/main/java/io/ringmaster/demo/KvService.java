@@ -59,7 +59,8 @@ final class KvService {
   /**
    * How long each step back to a key's previous owners may take: a peer that may go {@code n}
    * steps back waits {@code n} times this for its previous owners' copies, so that the step after
-   * it has its own time; two steps fit a reader's {@link #CALL_TIMEOUT}.
+   * it has its own time; two steps fit a reader's {@link #CALL_TIMEOUT}. A write's check waits
+   * less where its sender leaves it less time (see {@link #forwardTimeout}).
    */
   static final Duration PREVIOUS_OWNER_TIMEOUT = Duration.ofMillis(900);
   /** How many steps back a read may go to the previous owners of a key still moving ({@link #ownCopy}). */
@@ -355,7 +356,8 @@ final class KvService {
    * the one before it, so that its sender hears a failure, with its reason, before its own timeout.
    */
   private static Duration forwardTimeout(int hops) {
-    return CALL_TIMEOUT.minusMillis(400L * (hops + 1));
+    // A request claiming more hops than any peer forwards (a broken or hostile sender) still gets time.
+    return CALL_TIMEOUT.minusMillis(400L * (Math.min(hops, MAX_HOPS) + 1));
   }
 
   /**
