@@ -631,14 +631,9 @@ final class ClusterNode {
       try {
         announceLeaving(queued);
       } catch (RuntimeException | Error e) {
-        if (queued.isCompletedExceptionally()) {
-          return; // in the future: close(), waiting for it, reports it
-        }
-        // Thrown by a launch, once the change was queued: close() is no longer waiting for it.
-        LOG.log(Level.ERROR, local.id() + ": the LEAVING change was queued, but launching its callbacks failed", e);
-        if (e instanceof Error error) {
-          throw error;
-        }
+        // Before the change was queued: in the future, which close() waits for and reports. After:
+        // an Error from a launch, which launchAll logged once every launch was tried; the view
+        // thread goes on, as after a view that fails to install.
       }
     });
     return queued;
@@ -681,29 +676,40 @@ final class ClusterNode {
   }
 
   /**
-   * Launches deliveries just queued: those on the node's listener pool first, since a listener on
-   * a same-thread executor runs its callback in its launch and may hold this thread for long (a
-   * hand-off on LEAVING, say); then the others, in the order they were added. A launch that throws
-   * (the executor's refusal does not: the listener is removed) is logged, and the others go on.
+   * Launches queued deliveries: those on the node's listener pool first, since a listener on a
+   * same-thread executor runs its callback in its launch and may hold this thread for long (a
+   * hand-off on LEAVING, say); then the others, in the order given (ownership listeners before
+   * membership listeners, each in the order added). A launch that throws (the executor's refusal
+   * does not: the listener is removed) is logged and the others still go; an Error is rethrown
+   * once they have.
    */
-  private void launchAll(List<SerialDelivery<?>> idle) {
-    for (SerialDelivery<?> d : idle) {
-      if (d.executor() == listenerPool) {
-        launchIsolated(d);
+  private void launchAll(List<? extends SerialDelivery<?>> deliveries) {
+    Error first = null;
+    for (boolean onPool : new boolean[] {true, false}) {
+      for (SerialDelivery<?> d : deliveries) {
+        if ((d.executor() == listenerPool) == onPool) {
+          Error e = launchIsolated(d);
+          first = first == null ? e : first;
+        }
       }
     }
-    for (SerialDelivery<?> d : idle) {
-      if (d.executor() != listenerPool) {
-        launchIsolated(d);
-      }
+    if (first != null) {
+      throw first;
     }
   }
 
-  private void launchIsolated(SerialDelivery<?> d) {
+  /** Launches one delivery: a failure is logged (if the logger can), and returned if an Error. */
+  private Error launchIsolated(SerialDelivery<?> d) {
     try {
       d.launch();
-    } catch (RuntimeException e) {
-      LOG.log(Level.ERROR, local.id() + ": launching the callbacks of " + d.name() + " failed", e);
+      return null;
+    } catch (RuntimeException | Error e) {
+      try {
+        LOG.log(Level.ERROR, local.id() + ": launching the callbacks of " + d.name() + " failed", e);
+      } catch (RuntimeException | Error logging) {
+        // the logger itself fails: the other deliveries must still be launched
+      }
+      return e instanceof Error error ? error : null;
     }
   }
 
@@ -763,8 +769,9 @@ final class ClusterNode {
       // to the thread that queued them: a same-thread listener's callback would otherwise run on
       // the caller's thread (an application's, or a JGroups thread), with no time limit, while the
       // caller means only to wait, up to its deadline.
-      ownershipListeners.forEach(SerialDelivery::launch);
-      membershipListeners.forEach(SerialDelivery::launch);
+      List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
+      all.addAll(membershipListeners);
+      launchAll(all);
     }
     if (running.isEmpty()) {
       // A caller that runs no callback: no listener waits for it, so it is in no circle.

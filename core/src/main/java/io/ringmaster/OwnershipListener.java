@@ -8,7 +8,8 @@ package io.ringmaster;
  * block (to move data, say) without delaying ring installation or other listeners, unless its
  * executor runs tasks on the calling thread ({@code Runnable::run}, a pool with
  * {@code CallerRunsPolicy}) or blocks in {@code execute()}: the node hands callbacks over from its
- * view thread, so such an executor holds up later rings and every listener. An exception it
+ * view thread, so such an executor holds up later rings, and the current change of the listeners
+ * on executors of yours handed it after this one (the node's own pool is handed it first). An exception it
  * throws is logged and does not stop later calls.
  *
  * <p>The fold invariant: starting from nothing and applying every change in order gives exactly

@@ -373,6 +373,7 @@ class OwnershipCallbacksTest {
         await().atMost(WAIT).until(() -> !heldUpOn.isEmpty());
         assertTrue(heldUpOn.get(0).getName().startsWith("ringmaster-view-leaver"),
             "the held-up callback ran on the view thread, once the first returned: " + heldUpOn.get(0).getName());
+        await().atMost(WAIT).until(() -> !onPoolWhileTheFirstHandsOff.isEmpty());
         assertEquals(List.of(true), onPoolWhileTheFirstHandsOff,
             "the pool's listener got its LEAVING change while the same-thread one still handed off");
       } finally {

@@ -14,8 +14,9 @@ import java.util.function.Function;
 /**
  * The ranges this peer gained and has not finished taking in, each with the peers that held it
  * before: from the moment a change is published (a listener on the publishing thread notes it,
- * before the rebalancer, which may still be busy with an earlier change, gets to it) until the
- * rebalancer's pulls for it are done, and for as long as a pull of it is retried. Meanwhile this
+ * right after the change is handed to the rebalancer, which is on the node's pool and may still be
+ * busy with an earlier change) until the rebalancer's pulls for it are done, and for as long as a
+ * pull of it is retried. Meanwhile this
  * peer owns keys it may not hold yet, while their previous owners still do; a read that misses
  * here asks them ({@link KvService}), so that a key acknowledged before the change does not read
  * as missing while it moves.
@@ -29,7 +30,8 @@ final class Incoming {
   private final List<Pending> pending = new CopyOnWriteArrayList<>();
   /**
    * Changes done before they were noted as arrived (guarded by this): both listeners get a change
-   * at once, and a busy rebalancer can take it up, and finish it, before the other listener runs.
+   * at once, the rebalancer's first (the node's pool is handed each change first), and it can take
+   * a change up, and finish it, before the other listener runs.
    */
   private final List<OwnershipChange> doneFirst = new ArrayList<>();
   private final Function<Long, List<String>> retriedFrom;
@@ -46,7 +48,7 @@ final class Incoming {
   /** A change was published: what it gains is coming in. Quick, and safe on the node's view thread. */
   synchronized void arrived(OwnershipChange change) {
     if (doneFirst.removeIf(c -> c == change)) {
-      return; // the rebalancer, busy when it was published, took it up and finished it before this ran
+      return; // the rebalancer took it up and finished it before this ran
     }
     if (!change.gained().isEmpty()) {
       pending.add(new Pending(change, gainedWithSources(change, self, replicas)));
