@@ -631,9 +631,8 @@ final class ClusterNode {
       try {
         announceLeaving(queued);
       } catch (RuntimeException | Error e) {
-        // Before the change was queued: in the future, which close() waits for and reports. After:
-        // an Error from a launch, which launchAll logged once every launch was tried; the view
-        // thread goes on, as after a view that fails to install.
+        // Thrown before the change was queued (the launches throw nothing): in the future, which
+        // close() waits for and reports.
       }
     });
     return queued;
@@ -679,37 +678,30 @@ final class ClusterNode {
    * Launches queued deliveries: those on the node's listener pool first, since a listener on a
    * same-thread executor runs its callback in its launch and may hold this thread for long (a
    * hand-off on LEAVING, say); then the others, in the order given (ownership listeners before
-   * membership listeners, each in the order added). A launch that throws (the executor's refusal
-   * does not: the listener is removed) is logged and the others still go; an Error is rethrown
-   * once they have.
+   * membership listeners, each in the order added). Never throws: a launch that does (the
+   * executor's refusal does not: the listener is removed; what is left is the logging of that
+   * refusal failing) is logged, and the others still go, so that no listener is left unlaunched
+   * and the caller (publishing a ring, queueing the LEAVING change) carries on.
    */
   private void launchAll(List<? extends SerialDelivery<?>> deliveries) {
-    Error first = null;
     for (boolean onPool : new boolean[] {true, false}) {
       for (SerialDelivery<?> d : deliveries) {
         if ((d.executor() == listenerPool) == onPool) {
-          Error e = launchIsolated(d);
-          first = first == null ? e : first;
+          launchIsolated(d);
         }
       }
     }
-    if (first != null) {
-      throw first;
-    }
   }
 
-  /** Launches one delivery: a failure is logged (if the logger can), and returned if an Error. */
-  private Error launchIsolated(SerialDelivery<?> d) {
+  private void launchIsolated(SerialDelivery<?> d) {
     try {
       d.launch();
-      return null;
     } catch (RuntimeException | Error e) {
       try {
         LOG.log(Level.ERROR, local.id() + ": launching the callbacks of " + d.name() + " failed", e);
       } catch (RuntimeException | Error logging) {
         // the logger itself fails: the other deliveries must still be launched
       }
-      return e instanceof Error error ? error : null;
     }
   }
 

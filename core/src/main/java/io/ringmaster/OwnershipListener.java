@@ -9,8 +9,9 @@ package io.ringmaster;
  * executor runs tasks on the calling thread ({@code Runnable::run}, a pool with
  * {@code CallerRunsPolicy}) or blocks in {@code execute()}: the node hands callbacks over from its
  * view thread, so such an executor holds up later rings, and the current change of the listeners
- * on executors of yours handed it after this one (the node's own pool is handed it first). An exception it
- * throws is logged and does not stop later calls.
+ * on executors of yours handed it after this one (the node's own pool is handed each change first,
+ * then ownership listeners, then membership listeners). An exception it throws is logged and does
+ * not stop later calls.
  *
  * <p>The fold invariant: starting from nothing and applying every change in order gives exactly
  * the member's current ownership; a listener added to a running node first gets the current

@@ -187,27 +187,32 @@ final class SerialDelivery<E> implements Registration {
       // this one). Skipping this callback and delivering later ones would hand the listener a
       // sequence with a gap (the fold would no longer give its ownership): remove it instead,
       // loudly. Nothing escapes to the publisher, so other listeners still get the change.
-      boolean leaving;
+      boolean leaving = false;
       synchronized (this) {
-        leaving = queue.stream().anyMatch(SerialDelivery::isLeaving);
         running = false;
         closed = true;
+        for (E event : queue) {
+          leaving |= isLeaving(event);
+        }
         queue.clear();
         notifyAll();
       }
       refusal = e;
-      if (owner instanceof Ringmaster node && node.stopping() && !leaving) {
-        // The node's pools stop at the end of close(), after the LEAVING change: a close() from a
-        // callback can still see a report handed on after it, which the node would not deliver.
-        LOG.log(System.Logger.Level.DEBUG, "{0}: node closing, callback not run ({1})", name, e);
-      } else if (leaving) {
-        LOG.log(System.Logger.Level.ERROR, name + ": its executor refused the LEAVING change (" + e + "); the"
-            + " listener never heard this node leave", e);
-      } else {
-        LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener is"
-            + " removed so that it never sees a sequence with a gap. Register it again to start over.", e);
+      try {
+        if (owner instanceof Ringmaster node && node.stopping() && !leaving) {
+          // The node's pools stop at the end of close(), after the LEAVING change: a close() from a
+          // callback can still see a report handed on after it, which the node would not deliver.
+          LOG.log(System.Logger.Level.DEBUG, "{0}: node closing, callback not run ({1})", name, e);
+        } else if (leaving) {
+          LOG.log(System.Logger.Level.ERROR, name + ": its executor refused the LEAVING change (" + e + "); the"
+              + " listener never heard this node leave", e);
+        } else {
+          LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener"
+              + " is removed so that it never sees a sequence with a gap. Register it again to start over.", e);
+        }
+      } finally {
+        onClose.run(); // removed even if the logging failed
       }
-      onClose.run();
     }
   }
 

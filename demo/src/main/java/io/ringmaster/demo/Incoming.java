@@ -16,10 +16,9 @@ import java.util.function.Function;
  * before: from the moment a change is published (a listener on the publishing thread notes it,
  * right after the change is handed to the rebalancer, which is on the node's pool and may still be
  * busy with an earlier change) until the rebalancer's pulls for it are done, and for as long as a
- * pull of it is retried. Meanwhile this
- * peer owns keys it may not hold yet, while their previous owners still do; a read that misses
- * here asks them ({@link KvService}), so that a key acknowledged before the change does not read
- * as missing while it moves.
+ * pull of it is retried. Meanwhile this peer owns keys it may not hold yet, while their previous
+ * owners still do; a read that misses here asks them ({@link KvService}), so that a key
+ * acknowledged before the change does not read as missing while it moves.
  */
 final class Incoming {
   private final String self;
