@@ -210,8 +210,11 @@ final class SerialDelivery<E> implements Registration {
           LOG.log(System.Logger.Level.ERROR, name + ": its executor refused a callback (" + e + "); the listener"
               + " is removed so that it never sees a sequence with a gap. Register it again to start over.", e);
         }
+      } catch (RuntimeException | Error logging) {
+        // The logger fails: the refusal stays in requireAccepted(); the launches after this one,
+        // to other listeners (a ring change, a divergence report), must still go.
       } finally {
-        onClose.run(); // removed even if the logging failed
+        onClose.run();
       }
     }
   }

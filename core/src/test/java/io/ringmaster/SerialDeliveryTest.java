@@ -112,4 +112,29 @@ class SerialDeliveryTest {
     assertEquals(List.of("first", "second"), delivered);
     assertEquals(0, delivery.pending(), "not left marked running");
   }
+
+  /**
+   * An executor's refusal removes the listener and stays for requireAccepted, even while logging
+   * it throws: the launch does not throw, so the launches to other listeners after it still go.
+   */
+  @Test
+  void aRefusal_whileLoggingThrows_stillRemovesTheListener_andTheLaunchDoesNotThrow() {
+    Logger log = Logger.getLogger(Ringmaster.class.getName());
+    Filter before = log.getFilter();
+    AtomicInteger removed = new AtomicInteger();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, task -> {
+      throw new RejectedExecutionException("pool full");
+    }, new Object(), removed::incrementAndGet);
+    log.setFilter(record -> {
+      throw new IllegalStateException("a logging filter's bug");
+    });
+    try {
+      delivery.submit("refused");
+    } finally {
+      log.setFilter(before);
+    }
+    assertEquals(1, removed.get(), "the listener was removed");
+    assertTrue(delivery.refused());
+    assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
+  }
 }
