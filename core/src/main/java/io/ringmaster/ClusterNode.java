@@ -678,29 +678,15 @@ final class ClusterNode {
    * Launches queued deliveries: those on the node's listener pool first, since a listener on a
    * same-thread executor runs its callback in its launch and may hold this thread for long (a
    * hand-off on LEAVING, say); then the others, in the order given (ownership listeners before
-   * membership listeners, each in the order added). Never throws: a launch that does (the
-   * executor's refusal does not: the listener is removed; what is left is the logging of that
-   * refusal failing) is logged, and the others still go, so that no listener is left unlaunched
-   * and the caller (publishing a ring, queueing the LEAVING change) carries on.
+   * membership listeners, each in the order added). Never throws ({@link SerialDelivery#launch()}
+   * does not: an executor's refusal removes its listener), so every delivery is launched.
    */
   private void launchAll(List<? extends SerialDelivery<?>> deliveries) {
     for (boolean onPool : new boolean[] {true, false}) {
       for (SerialDelivery<?> d : deliveries) {
         if ((d.executor() == listenerPool) == onPool) {
-          launchIsolated(d);
+          d.launch();
         }
-      }
-    }
-  }
-
-  private void launchIsolated(SerialDelivery<?> d) {
-    try {
-      d.launch();
-    } catch (RuntimeException | Error e) {
-      try {
-        LOG.log(Level.ERROR, local.id() + ": launching the callbacks of " + d.name() + " failed", e);
-      } catch (RuntimeException | Error logging) {
-        // the logger itself fails: the other deliveries must still be launched
       }
     }
   }

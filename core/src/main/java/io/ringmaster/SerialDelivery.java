@@ -163,7 +163,9 @@ final class SerialDelivery<E> implements Registration {
   /**
    * Hands the queued events to the executor, if an {@link #enqueue} asked for it and no one has
    * done it yet: anyone may call it, once or more (a listener calling close() or awaitListeners()
-   * does, for the deliveries its own callback holds up on a same-thread executor), except while a first event waits for {@link #launchFirst}.
+   * does, for the deliveries its own callback holds up on a same-thread executor), except while a
+   * first event waits for {@link #launchFirst}. Never throws: an executor's refusal removes the
+   * listener (even if logging it fails), so the launches to other listeners after this one go on.
    */
   void launch() {
     launch(false);
