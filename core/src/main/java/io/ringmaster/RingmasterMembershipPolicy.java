@@ -96,8 +96,9 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
       return new ArrayList<>();
     }
     Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups, Optional.empty());
-    if (groups.stream().allMatch(g -> ledBy(g, winning))) {
-      // One configuration on every side (the usual case): JGroups' coordinator, the one whose
+    if (groups.stream().allMatch(g -> firstRingmasterMember(g).isEmpty() || ledBy(g, winning))) {
+      // One configuration on every side with a Ringmaster node (the usual case; a side of plain
+      // JGroups members only takes no part in it): JGroups' coordinator, the one whose
       // address sorts lowest. If the merge view's creator installs one view of its own while the
       // merge runs (JGroups 5.5 keeps handling joins and leaves then), both can carry the same id
       // and creator: its side drops the merge view, the other side installs it, and MERGE3,

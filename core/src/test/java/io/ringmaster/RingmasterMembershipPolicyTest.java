@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import org.jgroups.Address;
 import org.jgroups.util.UUID;
@@ -156,6 +157,34 @@ class RingmasterMembershipPolicyTest {
       merged.add(node("x", 64)); // JGroups trims the list it gets: it must be its own
     }
     assertTrue(lowestAlone > 0 && lowestAlone < 40, "both orders were tried: " + lowestAlone);
+  }
+
+  /**
+   * A side of plain JGroups members only (a monitor, say) leaves the order as it is with one
+   * configuration: the lowest coordinator first, the duplicate id kept on its side.
+   */
+  @Test
+  void merge_oneConfiguration_withASideOfPlainMembersOnly_lowestCoordinatorFirst() {
+    int plainFirst = 0;
+    for (int trial = 0; trial < 40; trial++) { // random addresses: any side's coordinator may sort lowest
+      Address c = node("c", 64);
+      Address d = node("d", 64);
+      Address a = node("a", 64);
+      Address b = node("d", 64); // d's id on the other side, off its coordinator
+      Address e = node("e", 64);
+      Address plain = UUID.randomUUID();
+      List<Collection<Address>> sides = List.of(List.of(a, b, e), List.of(c, d), List.of(plain));
+      List<Address> merged = policy.getNewMembership(sides);
+      assertEquals(merged, policy.getNewMembership(List.of(List.of(plain), List.of(c, d), List.of(a, b, e))),
+          "whatever the order JGroups hands the sides over in");
+      Address lowest = java.util.stream.Stream.of(a, c, plain).min(Comparator.naturalOrder()).orElseThrow();
+      assertEquals(lowest, merged.get(0), "the lowest coordinator, whatever the sizes: " + merged);
+      Address lowerOfTwo = a.compareTo(c) < 0 ? a : c;
+      assertEquals(lowerOfTwo == c, merged.indexOf(d) < merged.indexOf(b),
+          "the id d stays on the lower Ringmaster coordinator's side: " + merged);
+      plainFirst += merged.get(0) == plain ? 1 : 0;
+    }
+    assertTrue(plainFirst > 0 && plainFirst < 40, "the plain side came first in some trials only: " + plainFirst);
   }
 
   @Test
