@@ -330,7 +330,7 @@ final class ClusterNode {
     // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
     wakeWaiters();
     try {
-      if (localIn && previous.localInRing() && !(view instanceof MergeView)) {
+      if (localIn && previous.localInRing() && !(view instanceof MergeView) && viewId == previous.viewId() + 1) {
         tellNewcomers(view, self, previous, next);
       }
     } finally {
@@ -381,9 +381,12 @@ final class ClusterNode {
   /**
    * Tells the members new to the ring in this view which members it had before, if this node is
    * one of the first {@value #RING_BEFORE_SENDERS} members of the view (in view order) that were in
-   * the ring before and still are. Every old member installed the same previous view, so they agree
-   * on who they are; more than one, so that a sender that has just crashed (it leaves the view only
-   * later) does not leave the newcomers waiting. A newcomer takes the first answer.
+   * the ring before and still are. Only a node whose last view is the one just before this one
+   * tells: those all installed the same previous view, so they agree on who they are and on the
+   * ring they had. A node that skipped a view (a leaving coordinator's last view, overtaken by its
+   * successor's next one) would name members that have left. More than one, so that a sender that
+   * has just crashed (it leaves the view only later) does not leave the newcomers waiting. A
+   * newcomer takes the first answer.
    */
   private void tellNewcomers(View view, Address self, Snapshot previous, Snapshot next) {
     Set<Address> before = new HashSet<>(previous.addresses().values());

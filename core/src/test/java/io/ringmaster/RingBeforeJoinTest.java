@@ -91,6 +91,30 @@ class RingBeforeJoinTest {
     }
   }
 
+  /**
+   * A member that skipped a view (a leaving coordinator's last view came after its successor's
+   * next one) had another ring before this view than the others: it does not answer, so a newcomer
+   * is never told of a member that has left.
+   */
+  @Test
+  void oldMember_thatSkippedTheViewBefore_tellsNobody() throws Exception {
+    Address c = C.newAddress();
+    Address d = D.newAddress();
+    Address b = B.newAddress();
+    Address e = E.newAddress();
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      List<String> sent = new CopyOnWriteArrayList<>();
+      node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " "
+          + members.stream().map(Member::id).toList()));
+      node.node.ringBeforeArrived(5, (UUID) c, List.of(C.member(), D.member()));
+      node.install(View.create(c, 5, c, d, b)); // b joins
+      node.install(View.create(d, 7, d, b, e)); // view 6 (c left: d, b) never reached b; e joins in 7
+      assertEquals(List.of(), sent, "b's ring before view 7 still has c");
+      node.install(View.create(d, 8, d, b, e, A.newAddress())); // its last view is 7: it tells again
+      assertEquals(List.of("8 [b, d, e]"), sent);
+    }
+  }
+
   @Test
   void oldMember_tellsTheNewcomers_beforeItsListenersRun_evenOneThatHoldsTheViewThread() throws Exception {
     Address a = A.newAddress();
