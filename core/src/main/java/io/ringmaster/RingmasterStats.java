@@ -17,8 +17,9 @@ import java.util.Optional;
  *                         a view's ring is being published and its callbacks queued: read after
  *                         {@code ring()}, 0 means every callback for that ring has run
  * @param divergences      checksum messages of this node's view that disagreed with it: another
- *                         checksum, or a sender that is not the member holding its id (a node the
- *                         cluster refuses); a running total
+ *                         checksum, or a sender in the ring as an id this node's ring gives
+ *                         another member or none (the same view id with two member lists, after a
+ *                         merge race); a running total
  * @param rejoins          times this node left and joined the cluster again because its view had
  *                         an id its peers' view also had, with other members (a JGroups merge race)
  * @param gossipSent       checksum messages sent (a node the cluster refuses sends none; it asks a

@@ -285,6 +285,11 @@ public final class HashRing {
    * members in zones not yet taken first, then any member not yet taken. Fewer than {@code n}
    * when the ring has fewer members with tokens.
    *
+   * <p>The walk goes on until it has seen {@code min(n, zones)} zones, so its cost follows the
+   * sparsest of the zones it must find: a few tokens when every zone holds a fair share of the
+   * ring, but about half the ring's tokens when a zone holds only a handful (one member of very
+   * low weight alone in its zone, say). Keep zones of comparable weight when {@code n > 1}.
+   *
    * @throws IllegalArgumentException if {@code n < 1}
    * @throws IllegalStateException if the ring has no tokens
    */
