@@ -6,12 +6,19 @@ import java.security.Key;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAccumulator;
 import javax.crypto.Cipher;
 import javax.crypto.Mac;
 import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
+import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Header;
 import org.jgroups.Message;
@@ -23,7 +30,9 @@ import org.jgroups.protocols.SYM_ENCRYPT;
 import org.jgroups.protocols.UNICAST3;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
+import org.jgroups.util.Bits;
 import org.jgroups.util.ByteArray;
+import org.jgroups.util.ByteArrayDataOutputStream;
 import org.jgroups.util.MessageBatch;
 import org.jgroups.util.Util;
 
@@ -50,10 +59,16 @@ import org.jgroups.util.Util;
  * mode under a random 16-byte IV (carried in the outer message's encryption header), then followed
  * by an HMAC-SHA256 of the IV and the ciphertext (encrypt-then-MAC), under a second key derived
  * from the AES key. The receiver checks the MAC before it decrypts, and drops a message whose MAC
- * does not match or that is not sealed so; the message it passes up is the one that was sealed,
- * so the reliable protocols above see the sequence numbers that were sealed, and drop a copy sent
- * again. What it does not cover (the protocols below it, and the headers they add) is in
- * {@code docs/operations.md}.
+ * does not match or that is not sealed so; the message it passes up is the one that was sealed.
+ * Each sealed message also carries its sender's next seal number, and a copy sent again is
+ * dropped here ({@link SealedCopies}): the reliable protocols above would take a copy as new once
+ * they have forgotten a connection (after its sender left, or a connection replaced), and a
+ * message without reliability has nothing else to stop it. What it does not cover (the protocols
+ * below it, and the headers they add) is in {@code docs/operations.md}.
+ *
+ * <p>The cipher and the MAC are fixed: {@code sym_algorithm} and {@code sym_iv_length} may be
+ * left unset or given their only values ({@value #TRANSFORMATION}, 16); {@code provider}, if set,
+ * supplies both.
  */
 public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** Our protocol id, outside the range JGroups reserves for its own protocols. */
@@ -71,12 +86,22 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private static final String TRANSFORMATION = "AES/CBC/PKCS5Padding";
   private static final int IV_LENGTH = 16;
   private static final int MAC_LENGTH = 32;
-  private static final byte[] MAC_KEY_LABEL = "ringmaster/sym-encrypt-mac/1".getBytes(StandardCharsets.US_ASCII);
+  // Names the seal's format (a seal number, then the message): a build sealing another fails every check.
+  private static final byte[] MAC_KEY_LABEL = "ringmaster/sym-encrypt-mac/2".getBytes(StandardCharsets.US_ASCII);
+  /** How many senders that left the view a node remembers the seal numbers of. */
+  static final int DEPARTED_KEPT = 8_192;
 
   private volatile SecretKeySpec macKey;
   // One of each per thread, set up with the key once and initialized again for each message.
-  private final ThreadLocal<Cipher> ciphers = ThreadLocal.withInitial(SharedSecretEncrypt::newCipher);
+  private final ThreadLocal<Cipher> ciphers = ThreadLocal.withInitial(this::newCipher);
   private final ThreadLocal<Mac> macs = ThreadLocal.withInitial(this::newMac);
+  /** The highest seal number this node has given: a series started later starts above it. */
+  private final LongAccumulator highestSeal = new LongAccumulator(Math::max, Long.MIN_VALUE);
+  /** This node's seal numbers for messages to all members: each takes the next. */
+  private final AtomicLong sealsToAll = new AtomicLong(firstSeal());
+  /** Its seal numbers for messages to one member, by member. */
+  private final Map<Address, AtomicLong> sealsTo = new ConcurrentHashMap<>();
+  private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
 
   @Override
   public void init() throws Exception {
@@ -98,13 +123,24 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
           + secret_key.getAlgorithm() + " key" + (encoded == null ? " that does not give its bytes"
           : " of " + encoded.length * 8 + " bits"));
     }
+    // Encrypt's own defaults ("AES", no IV) are taken for "not set": they are replaced below.
+    if (sym_algorithm != null && !sym_algorithm.equals("AES") && !sym_algorithm.equals(TRANSFORMATION)) {
+      throw new IllegalArgumentException(getClass().getSimpleName() + " encrypts with " + TRANSFORMATION
+          + " only; sym_algorithm " + sym_algorithm + " is not supported: leave sym_algorithm unset");
+    }
+    if (sym_iv_length != 0 && sym_iv_length != IV_LENGTH) {
+      throw new IllegalArgumentException(getClass().getSimpleName() + " uses a " + IV_LENGTH + "-byte IV;"
+          + " sym_iv_length " + sym_iv_length + " is not supported: leave sym_iv_length unset");
+    }
     sym_algorithm = TRANSFORMATION;
     sym_iv_length = IV_LENGTH;
-    super.init();
     // The MAC key from the AES key, whichever way that came (the secret, or a keystore).
     MessageDigest sha256 = MessageDigest.getInstance("SHA-256");
     sha256.update(MAC_KEY_LABEL);
     macKey = new SecretKeySpec(sha256.digest(encoded), "HmacSHA256");
+    newCipher(); // a provider that lacks either fails the start here, naming itself
+    newMac();
+    super.init();
   }
 
   /**
@@ -116,7 +152,15 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     if (msg.getSrc() == null) {
       msg.setSrc(local_addr); // sealed with its sender, as Encrypt does (JGRP-2680)
     }
-    ByteArray whole = Util.messageToBuffer(msg);
+    ByteArrayDataOutputStream out = new ByteArrayDataOutputStream(Long.BYTES + Short.BYTES + msg.size());
+    Address dest = msg.getDest();
+    long seal = (dest == null ? sealsToAll : sealsTo.computeIfAbsent(dest, d -> new AtomicLong(firstSeal())))
+        .incrementAndGet();
+    highestSeal.accumulate(seal);
+    out.writeLong(seal);
+    out.writeShort(msg.getType()); // then the message, as Util.messageToBuffer writes it
+    msg.writeTo(out);
+    ByteArray whole = out.getBuffer();
     byte[] iv = makeIv();
     return new BytesMessage(msg.getDest())
         .setArray(code(whole.array(), whole.offset(), whole.length(), iv, false))
@@ -156,11 +200,13 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /**
    * Opens a sealed message with {@link #code} (the MAC first), on this thread's cipher, and returns
-   * the message that was sealed. A message that is not sealed whole (no payload, or marked as a
-   * payload alone) comes from someone without the secret: dropped, with null rather than an
-   * exception, which Encrypt's batch handling would log by reading the payload it lacks. {@code key}
-   * is an earlier key version's only with ASYM_ENCRYPT, which keeps those; here there is one key,
-   * the current one, which {@link #code} uses.
+   * the message that was sealed; or null (the message is dropped, and the drop logged) if it was
+   * sealed for another member (a unicast sent again to this one), or is a copy of one taken before
+   * ({@link SealedCopies}). A message that is not sealed whole (no payload, or marked as a payload
+   * alone) comes from someone without the secret: dropped too, with null rather than an
+   * exception, which Encrypt's batch handling would log by reading the payload it lacks.
+   * {@code key} is an earlier key version's only with ASYM_ENCRYPT, which keeps those; here there
+   * is one key, the current one, which {@link #code} uses.
    */
   @Override
   protected Message _decrypt(Cipher pooled, Key key, Message msg, EncryptHeader hdr) throws Exception {
@@ -168,7 +214,42 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       log.warn("%s: dropped a message from %s that is not sealed whole", local_addr, msg.getSrc());
       return null;
     }
-    return super._decrypt(null, key, msg, hdr);
+    byte[] plain = code(msg.getArray(), msg.getOffset(), msg.getLength(), hdr.iv(), true);
+    if (plain.length < Long.BYTES) {
+      throw new GeneralSecurityException("a sealed message without a seal number");
+    }
+    long seal = Bits.readLong(plain, 0);
+    Message opened = Util.messageFromBuffer(plain, Long.BYTES, plain.length - Long.BYTES);
+    if (opened.getDest() != null && !opened.getDest().equals(local_addr)) {
+      log.warn("%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
+      return null;
+    }
+    if (opened.getSrc() == null || !copies.admit(opened.getSrc(), opened.getDest() == null, seal)) {
+      log.warn("%s: dropped a copy of a message from %s (seal number %d), sent again", local_addr, opened.getSrc(),
+          seal);
+      return null;
+    }
+    return opened;
+  }
+
+  /**
+   * Forgets the seal numbers of members that left, and those for them: one that comes back starts
+   * a new series, above every number this node has given.
+   */
+  @Override
+  protected void handleView(View view) {
+    super.handleView(view);
+    Set<Address> members = new HashSet<>(view.getMembers());
+    copies.retain(members);
+    sealsTo.keySet().retainAll(members);
+  }
+
+  /**
+   * Where a series of seal numbers starts: above every number this node has given, and above
+   * those of a node that had its address before (see {@link SealedCopies}).
+   */
+  private long firstSeal() {
+    return Math.max(System.currentTimeMillis() * 1_000_000L, highestSeal.get());
   }
 
   private byte[] mac(byte[] iv, byte[] buf, int offset, int length) {
@@ -178,22 +259,30 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     return mac.doFinal();
   }
 
-  private static Cipher newCipher() {
+  private Cipher newCipher() {
     try {
-      return Cipher.getInstance(TRANSFORMATION);
+      return hasProvider() ? Cipher.getInstance(TRANSFORMATION, provider) : Cipher.getInstance(TRANSFORMATION);
     } catch (GeneralSecurityException e) {
-      throw new IllegalStateException(TRANSFORMATION + " unavailable", e);
+      throw new IllegalArgumentException(TRANSFORMATION + " unavailable" + fromProvider() + ": " + e.getMessage(), e);
     }
   }
 
   private Mac newMac() {
     try {
-      Mac mac = Mac.getInstance("HmacSHA256");
+      Mac mac = hasProvider() ? Mac.getInstance("HmacSHA256", provider) : Mac.getInstance("HmacSHA256");
       mac.init(macKey);
       return mac;
     } catch (GeneralSecurityException e) {
-      throw new IllegalStateException("HmacSHA256 unavailable", e);
+      throw new IllegalArgumentException("HmacSHA256 unavailable" + fromProvider() + ": " + e.getMessage(), e);
     }
+  }
+
+  private boolean hasProvider() {
+    return provider != null && !provider.isBlank();
+  }
+
+  private String fromProvider() {
+    return hasProvider() ? " from provider " + provider : "";
   }
 
   /** A message from below: one of the two kinds let through in clear, or a sealed one, opened. */
@@ -242,8 +331,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /**
    * A sealed message, opened (see {@link #_decrypt}), or null if it is to be dropped: no encryption
-   * header, sealed under another key, no seal that checks, or sealed for another member (a unicast
-   * sent again to this one). Each drop is logged.
+   * header, sealed under another key, no seal that checks, sealed for another member, or a copy
+   * sent again. Each drop is logged.
    */
   private Message open(Message msg) {
     EncryptHeader header = msg.getHeader(this.id);
@@ -258,12 +347,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       return null;
     }
     try {
-      Message opened = decrypt(null, msg.copy(true, true)); // a copy: the buffer is kept for retransmissions
-      if (opened != null && opened.getDest() != null && !opened.getDest().equals(local_addr)) {
-        log.warn("%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
-        return null;
-      }
-      return opened;
+      return decrypt(null, msg.copy(true, true)); // a copy: the buffer is kept for retransmissions
     } catch (Exception e) {
       log.warn("%s: dropped a message from %s: %s", local_addr, msg.getSrc(), e);
       return null;

@@ -26,6 +26,7 @@ import org.jgroups.protocols.AUTH;
 import org.jgroups.protocols.AuthHeader;
 import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.protocols.FRAG2;
+import org.jgroups.protocols.UNICAST3;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
 import org.jgroups.protocols.pbcast.NAKACK2;
@@ -79,7 +80,7 @@ class SecureStackTest {
       assertTrue(aBelow.sentDown.stream().noneMatch(m -> contains(m.payload(), id)), "a's id in clear on the wire");
 
       // A message sent through b's whole stack, then its sealed bytes sent again under nothing but
-      // the encryption header: the sequence number sealed inside makes the copy a duplicate.
+      // the encryption header: its seal number makes the copy one, dropped by the encryption.
       int sent = bBelow.sentBy(test).size();
       b.channel().send(WireTap.probe(toA, "through 1"));
       WireTap.Seen original = bBelow.sentBy(test).get(sent);
@@ -91,6 +92,24 @@ class SecureStackTest {
           .until(() -> aBelow.passedUp.stream().filter(m -> Arrays.equals(m.payload(), original.payload())).count() == 2);
       assertEquals(1, aTop.probesUp().stream().filter("wiretap:through 1"::equals).count(),
           "a replayed message got through");
+      assertEquals(1, aAbove.probesUp().stream().filter("wiretap:through 1"::equals).count(),
+          "the copy got past the encryption");
+
+      // The same for messages no protocol above the encryption would know again (sent past the
+      // reliable ones, as a message is once they have forgotten its connection): to a, and to all.
+      for (Address to : java.util.Arrays.asList(toA, null)) {
+        String text = "once " + (to == null ? "to all" : "to a");
+        int sentOnce = bBelow.sentBy(test).size();
+        bAbove.sendDown(WireTap.probe(to, text));
+        WireTap.Seen once = bBelow.sentBy(test).get(sentOnce);
+        await("the message, past a's encryption").atMost(WAIT)
+            .until(() -> aAbove.probesUp().contains("wiretap:" + text));
+        bBelow.sendDown(new BytesMessage(to, once.payload()).putHeader(SharedSecretEncrypt.ID, once.sealed()));
+        await("its copy, through a's encryption").atMost(WAIT)
+            .until(() -> aBelow.passedUp.stream().filter(m -> Arrays.equals(m.payload(), once.payload())).count() == 2);
+        assertEquals(1, aAbove.probesUp().stream().filter(("wiretap:" + text)::equals).count(),
+            "a copy of a message " + text + " got past the encryption");
+      }
 
       // A message sealed whole, as b seals, but under another key (another secret, or another
       // keystore key): a drops it.
@@ -177,16 +196,14 @@ class SecureStackTest {
 
       // A sealed message in a batch whose envelope (sent in clear) names another sender goes up on
       // its own, under the sender that was sealed; in its own sender's batch, it stays in the batch.
-      int sentBefore = bBelow.sentBy(test).size();
-      bAbove.sendDown(WireTap.probe(toA, "enveloped"));
-      WireTap.Seen enveloped = bBelow.sentBy(test).get(sentBefore);
-      await("it arrives the usual way").atMost(WAIT).until(() -> aAbove.probesUp().contains("wiretap:enveloped"));
+      // Each sealed by b's encryption, and not sent: a copy of one a has taken would be dropped.
       SharedSecretEncrypt encryptionOfA = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      SharedSecretEncrypt encryptionOfB = b.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       for (Address envelope : List.of(stranger, b0)) {
+        Message enveloped = encryptionOfB.encrypt(WireTap.probe(toA, "enveloped").setSrc(b0));
         MessageBatch batch = new MessageBatch(toA, envelope, new AsciiString(cluster.name), false,
             MessageBatch.Mode.REG, 1);
-        batch.add(new BytesMessage(toA, enveloped.payload()).setSrc(envelope)
-            .putHeader(SharedSecretEncrypt.ID, enveloped.sealed()));
+        batch.add(enveloped.setSrc(envelope));
         int upBefore = aAbove.passedUp.size();
         encryptionOfA.up(batch);
         List<WireTap.Seen> up = aAbove.passedUp.subList(upBefore, aAbove.passedUp.size());
@@ -226,6 +243,48 @@ class SecureStackTest {
           "a changed message got past the integrity check: " + aAbove.probesUp());
 
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+    }
+  }
+
+  /**
+   * A reliable unicast sent again once its sender has replaced its connection to the receiver
+   * (as after an idle connection was closed): the receiver's reliable protocol takes a copy that
+   * opens a connection as new, so only the seal number tells it for a copy.
+   */
+  @Test
+  void aCopyOfTheFirstMessageOfAReplacedConnection_isDropped() throws Exception {
+    try (TestCluster cluster = new TestCluster("secure-replay")) {
+      Ringmaster a = cluster.start(cluster.builder("alpha-9Rw1").jgroupsConfig(STACK).bindPort(7952)
+          .initialHosts("127.0.0.1[7952]").secret("s3cret-replay").gossipInterval(Duration.ofHours(1)));
+      Ringmaster b = cluster.start(cluster.builder("bravo-2Lm6").jgroupsConfig(STACK).bindPort(7953)
+          .initialHosts("127.0.0.1[7952]").secret("s3cret-replay").gossipInterval(Duration.ofHours(1)));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      WireTap aBelow = tap(a, ProtocolStack.Position.BELOW, p -> false);
+      WireTap aTop = new WireTap(p -> true);
+      a.channel().getProtocolStack().insertProtocol(aTop, ProtocolStack.Position.ABOVE, FRAG2.class);
+      WireTap bBelow = tap(b, ProtocolStack.Position.BELOW, p -> false);
+      Thread test = Thread.currentThread();
+      Address toA = a.channel().getAddress();
+      UNICAST3 unicastOfB = b.channel().getProtocolStack().findProtocol(UNICAST3.class);
+
+      unicastOfB.removeSendConnection(toA);
+      int sent = bBelow.sentBy(test).size();
+      b.channel().send(WireTap.probe(toA, "first of a connection"));
+      WireTap.Seen first = bBelow.sentBy(test).get(sent);
+      // Each taken before the next connection: one replaced before its message is acknowledged
+      // drops the message.
+      await("it, at the top of a's stack").atMost(WAIT)
+          .until(() -> aTop.probesUp().contains("wiretap:first of a connection"));
+      unicastOfB.removeSendConnection(toA);
+      b.channel().send(WireTap.probe(toA, "first of the next"));
+      await("the next, at the top of a's stack").atMost(WAIT)
+          .until(() -> aTop.probesUp().contains("wiretap:first of the next"));
+
+      bBelow.sendDown(new BytesMessage(toA, first.payload()).putHeader(SharedSecretEncrypt.ID, first.sealed()));
+      await("the copy, through a's stack").atMost(WAIT)
+          .until(() -> aBelow.passedUp.stream().filter(m -> Arrays.equals(m.payload(), first.payload())).count() == 2);
+      assertEquals(1, aTop.probesUp().stream().filter("wiretap:first of a connection"::equals).count(),
+          "a copy of a connection's first message got through");
     }
   }
 

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The key {@link SharedSecretEncrypt} takes from a keystore ({@code keystore_name}) or from code
  * instead of the shared secret: an AES key of 128, 192 or 256 bits is used as it is, and anything
  * else fails the start with a message that names where the key came from and what it is, before
- * JGroups would take the key's algorithm as the cipher to use.
+ * JGroups would take the key's algorithm as the cipher to use. And the cipher settings it takes.
  */
 class SharedSecretEncryptKeyTest {
   private static final String PASSWORD = "keystore-password";
@@ -81,6 +81,39 @@ class SharedSecretEncryptKeyTest {
 
     assertTrue(e.getMessage().contains("the key set in code gives a AES key that does not give its bytes"),
         e.getMessage());
+  }
+
+  /** The cipher and the MAC are fixed: a setting that would change them fails the start, naming itself. */
+  @Test
+  void settingsForAnotherCipher_failTheStartNamingTheSettingAndValue() throws Exception {
+    SharedSecretEncrypt gcm = inCode().symAlgorithm("AES/GCM/NoPadding");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, gcm::init);
+    assertTrue(e.getMessage().contains("sym_algorithm AES/GCM/NoPadding is not supported"), e.getMessage());
+
+    SharedSecretEncrypt shortIv = inCode().symIvLength(12);
+    e = assertThrows(IllegalArgumentException.class, shortIv::init);
+    assertTrue(e.getMessage().contains("sym_iv_length 12 is not supported"), e.getMessage());
+
+    SharedSecretEncrypt noSuchProvider = inCode();
+    noSuchProvider.setValue("provider", "NoSuchProvider");
+    e = assertThrows(IllegalArgumentException.class, noSuchProvider::init);
+    assertTrue(e.getMessage().contains("from provider NoSuchProvider"), e.getMessage());
+
+    SharedSecretEncrypt sunJce = inCode().symAlgorithm("AES/CBC/PKCS5Padding").symIvLength(16);
+    sunJce.setValue("provider", "SunJCE");
+    sunJce.init(); // the only values, and a provider that has both
+    SharedSecretEncrypt plain = inCode();
+    plain.init();
+    byte[] message = "sealed by one, opened by the other".getBytes(StandardCharsets.UTF_8);
+    byte[] iv = randomBytes(16);
+    byte[] sealed = sunJce.code(message, 0, message.length, iv, false);
+    assertArrayEquals(message, plain.code(sealed, 0, sealed.length, iv, true));
+  }
+
+  private static SharedSecretEncrypt inCode() {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
+    return encrypt;
   }
 
   private SharedSecretEncrypt fromKeystore(Path store) {

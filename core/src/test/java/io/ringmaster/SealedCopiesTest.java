@@ -1,0 +1,115 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import org.jgroups.Address;
+import org.jgroups.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Which sealed messages {@link SharedSecretEncrypt} takes, by their seal numbers: each number of a
+ * series once, however the series is reordered within the window; a copy never; and the senders
+ * that left, for as long as they are remembered.
+ */
+class SealedCopiesTest {
+  private static final int W = SealedCopies.WINDOW;
+
+  /**
+   * A series delivered out of order (each number at most half a window from its place), with
+   * copies of random earlier numbers mixed in: every number taken exactly once, every copy dropped.
+   */
+  @Test
+  void reorderedSeriesWithCopies_eachNumberTakenOnce() {
+    Random random = new Random(20261203);
+    for (int trial = 0; trial < 200; trial++) {
+      SealedCopies copies = new SealedCopies(16);
+      Address sender = UUID.randomUUID();
+      long first = random.nextLong() >>> 2; // anywhere a series may start
+      int n = 1 + random.nextInt(5 * W);
+      List<Long> order = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        order.add(first + i);
+      }
+      int block = 1 + random.nextInt(W / 2);
+      for (int from = 0; from < n; from += block) {
+        Collections.shuffle(order.subList(from, Math.min(n, from + block)), random);
+      }
+      Set<Long> taken = new HashSet<>();
+      for (long seal : order) {
+        assertTrue(copies.admit(sender, false, seal), "trial " + trial + ": " + seal + " taken the first time");
+        taken.add(seal);
+        long earlier = first + random.nextInt((int) (seal - first) + 1);
+        if (taken.contains(earlier)) {
+          assertFalse(copies.admit(sender, false, earlier), "trial " + trial + ": a copy of " + earlier);
+        }
+      }
+      assertEquals(n, taken.size());
+    }
+  }
+
+  @Test
+  void aNumberAWindowBelowTheHighest_isDropped_oneLessIsTakenOnce() {
+    SealedCopies copies = new SealedCopies(16);
+    Address sender = UUID.randomUUID();
+    long high = 5_000_000L;
+    assertTrue(copies.admit(sender, true, high));
+    assertFalse(copies.admit(sender, true, high - W), "a window below: too late to tell from a copy");
+    assertTrue(copies.admit(sender, true, high - W + 1), "just inside the window, never taken");
+    assertFalse(copies.admit(sender, true, high - W + 1), "its copy");
+    assertTrue(copies.admit(sender, true, high + 3 * W), "a jump ahead");
+    assertFalse(copies.admit(sender, true, high), "what was taken before the jump is now far below");
+    assertTrue(copies.admit(sender, true, high + 3 * W - 1), "numbers skipped by the jump are free");
+  }
+
+  /** The series to all and the series to this node are told apart, as are two senders. */
+  @Test
+  void seriesAndSenders_areKeptApart() {
+    SealedCopies copies = new SealedCopies(16);
+    Address a = UUID.randomUUID();
+    Address b = UUID.randomUUID();
+    assertTrue(copies.admit(a, true, 77));
+    assertTrue(copies.admit(a, false, 77));
+    assertTrue(copies.admit(b, true, 77));
+    assertFalse(copies.admit(a, true, 77));
+    assertFalse(copies.admit(a, false, 77));
+    assertFalse(copies.admit(b, true, 77));
+  }
+
+  /**
+   * Senders that left are remembered until {@code departedKept} others left after them; one that
+   * is back in the view is not forgotten for having left before.
+   */
+  @Test
+  void departedSenders_rememberedUpToTheLimit_oldestForgottenFirst() {
+    SealedCopies copies = new SealedCopies(2);
+    Address stays = UUID.randomUUID();
+    Address first = UUID.randomUUID();
+    Address second = UUID.randomUUID();
+    Address third = UUID.randomUUID();
+    Address returns = UUID.randomUUID();
+    for (Address a : List.of(stays, first, second, third, returns)) {
+      assertTrue(copies.admit(a, false, 10));
+    }
+    copies.retain(Set.of(stays, second, third)); // first and returns leave
+    copies.retain(Set.of(stays, third, returns)); // second leaves; returns is back
+    assertEquals(5, copies.senders(), "two departed, both remembered");
+    copies.retain(Set.of(stays, returns)); // third leaves: first, the oldest departed, is forgotten
+    assertEquals(4, copies.senders());
+    assertTrue(copies.admit(first, false, 10), "forgotten: its number is new again");
+    for (Address a : List.of(stays, second, third, returns)) {
+      assertFalse(copies.admit(a, false, 10), a + " still remembered");
+    }
+    copies.retain(Set.of(stays)); // returns leaves again, and first (heard again) is marked departed
+    assertEquals(3, copies.senders(), "the two departed last, and the one that stays");
+    assertFalse(copies.admit(stays, false, 10));
+    assertFalse(copies.admit(returns, false, 10), "its later departure counts, not its first");
+  }
+}
