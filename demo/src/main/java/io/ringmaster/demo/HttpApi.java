@@ -71,9 +71,18 @@ final class HttpApi implements HttpHandler {
     } catch (HttpError e) {
       exchange.getResponseHeaders().putAll(multi(e.headers()));
       // A body that cannot be read (its error cuts the connection) is not read again, nor is one
-      // a 413 has read as far as it reads.
-      boolean drain = e.status() != 413 && !e.headers().containsKey("Connection");
-      sendRaw(exchange, e.status(), Json.bytes(new ErrorReply(e.getMessage())), drain);
+      // a 413 has read as far as it reads. Any other is read now, before the reply (a value read
+      // to its end reads as empty): one refused before it was read may turn out malformed, and
+      // then the reply cuts the connection just the same.
+      if (e.status() != 413 && !e.headers().containsKey("Connection")) {
+        InputStream in = exchange.getRequestBody();
+        try {
+          discard(in, DRAIN_BYTES);
+        } catch (IOException | RuntimeException malformed) {
+          exchange.getResponseHeaders().putAll(multi(unreadable(in, malformed).headers()));
+        }
+      }
+      sendRaw(exchange, e.status(), Json.bytes(new ErrorReply(e.getMessage())), false);
     } catch (KvService.Unavailable e) {
       send(exchange, 503, new ErrorReply(e.getMessage()));
     } catch (IOException e) {
@@ -294,7 +303,6 @@ final class HttpApi implements HttpHandler {
         discard(in, DRAIN_BYTES);
         throw new HttpError(413, "value too large: over " + max + " bytes");
       }
-      in.close();
     } catch (IOException | IndexOutOfBoundsException e) {
       throw unreadable(in, e);
     }

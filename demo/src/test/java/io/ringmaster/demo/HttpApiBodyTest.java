@@ -53,26 +53,32 @@ class HttpApiBodyTest {
    * request asks to keep the connection; the server cuts it after the reply (the rest of a
    * malformed body cannot be told from the next request), so reading to the end returns. A GET
    * or DELETE sent with such a body gets the same at once: its body is read before the route,
-   * and not read again (reading on past the bad chunk would wait for the client, 10 s).
+   * and not read again (reading on past the bad chunk would wait for the client, 10 s). So does a
+   * PUT refused before its body is read (no route, no key, a bad query): the refusal is its
+   * reply, and its body, found malformed when read before that reply, is not read again.
    */
   @ParameterizedTest
-  @ValueSource(strings = {"PUT /kv/k zz", "PUT /kv/k ffffffff", "PUT /kv/k 80000000", "GET /stats zz",
-      "DELETE /kv/k zz", "GET /stats 80000000"})
-  void malformedChunkedBody_is400WithAReason(String request) throws Exception {
-    String[] r = request.split(" ");
+  @ValueSource(strings = {"PUT /kv/k zz 400 cannot read the request body",
+      "PUT /kv/k ffffffff 400 cannot read the request body", "PUT /kv/k 80000000 400 cannot read the request body",
+      "GET /stats zz 400 cannot read the request body", "DELETE /kv/k zz 400 cannot read the request body",
+      "GET /stats 80000000 400 cannot read the request body", "PUT /kv/ 80000000 400 empty key",
+      "PUT /kv/ zz 400 empty key", "PUT /nowhere 80000000 404 no route", "PUT /nowhere zz 404 no route",
+      "PUT /kv/k?x=1 80000000 400 unknown query parameter", "PUT /kv/k?x=1 zz 400 unknown query parameter"})
+  void malformedChunkedBody_isRefusedWithAReason_andTheConnectionCut(String request) throws Exception {
+    String[] r = request.split(" ", 5);
     String chunkSize = r[2];
     // The body is read before any service is used, so none is needed here.
     HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
     http.start();
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
-      s.setSoTimeout(10_000);
+      s.setSoTimeout(5_000);
       s.getOutputStream().write((r[0] + " " + r[1] + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
           + chunkSize + "\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
       InputStream in = s.getInputStream();
       String reply = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
-      assertTrue(reply.startsWith("HTTP/1.1 400 "), reply);
-      assertTrue(reply.contains("cannot read the request body"), reply);
+      assertTrue(reply.startsWith("HTTP/1.1 " + r[3] + " "), reply);
+      assertTrue(reply.contains("{\"error\":\"" + r[4]), reply);
       assertTrue(reply.contains("\r\nConnection: close\r\n"), reply);
     } finally {
       http.stop(0);
