@@ -121,10 +121,10 @@ final class HttpApi implements HttpHandler {
       }
     }
     java.net.URI uri = ex.getRequestURI();
-    // A request path starting "//" parses as an authority and a path ("//kv/a": "kv" and "/a"):
-    // put it back together, so a reply names the path the client sent.
-    String path = uri.getScheme() == null && uri.getRawAuthority() != null
-        ? "//" + uri.getRawAuthority() + uri.getRawPath() : uri.getRawPath();
+    // The path as the client sent it, up to any query or fragment. Not the URI's path: one starting
+    // "//" parses as an authority and a path ("//kv/a": "kv" and "/a"; "///kv/a": an empty one and
+    // "/kv/a"), and is no route. A target in absolute form ("http://host/kv/a") is served as its path.
+    String path = uri.getScheme() != null ? uri.getRawPath() : uri.toString().split("[?#]", 2)[0];
     if (uri.getRawFragment() != null) {
       // "PUT /kv/a#b" would otherwise write "a": a "#" in a key is sent as %23.
       throw new HttpError(400, "a request path has no fragment (a \"#\" and what follows): send a \"#\" in a"

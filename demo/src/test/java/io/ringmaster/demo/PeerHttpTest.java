@@ -109,6 +109,13 @@ class PeerHttpTest {
     String doubleSlash = rawRequest("GET //kv/a HTTP/1.1");
     assertTrue(doubleSlash.startsWith("HTTP/1.1 404") && doubleSlash.contains("no route GET //kv/a"), doubleSlash);
     assertEquals(200, send("PUT", "/kv/frag", "v").statusCode());
+    // Nor is "///kv/frag" a read of "frag" (java.net.URI reads an empty authority and "/kv/frag"):
+    // every path starting "//" is a 404 naming the path sent.
+    String tripleSlash = rawRequest("GET ///kv/frag HTTP/1.1");
+    assertTrue(tripleSlash.startsWith("HTTP/1.1 404") && tripleSlash.contains("no route GET ///kv/frag;"), tripleSlash);
+    String quadrupleSlash = rawRequest("GET ////kv/a HTTP/1.1");
+    assertTrue(quadrupleSlash.startsWith("HTTP/1.1 404") && quadrupleSlash.contains("no route GET ////kv/a;"),
+        quadrupleSlash);
     // A "#" that a raw client did not escape: not a read of "frag".
     String fragment = rawRequest("GET /kv/frag#ment HTTP/1.1");
     assertTrue(fragment.startsWith("HTTP/1.1 400") && fragment.contains("has no fragment"), fragment);
