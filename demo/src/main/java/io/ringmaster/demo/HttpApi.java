@@ -22,7 +22,10 @@ import java.util.function.Supplier;
  */
 final class HttpApi implements HttpHandler {
   private static final System.Logger LOG = System.getLogger(HttpApi.class.getName());
-  /** Bodies over the limit are read this far, so the client gets the 413 instead of a reset. */
+  /**
+   * Bodies over the limit are read this far, so that a client sending no more than this before it
+   * reads the reply gets the 413 instead of a reset.
+   */
   private static final int DRAIN_BYTES = 1024 * 1024;
   static final int MAX_KEYS_LISTED = 100_000;
   /**
