@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import io.ringmaster.Ringmaster;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -90,11 +91,11 @@ final class Flags {
     return string(flag).map(v -> {
       try {
         double d = Double.parseDouble(v);
-        if (d == 0 && decimalSign(v) > 0) {
+        if (d == 0 && exactSign(v) > 0) {
           // 1e-400 parses to 0: a weight that asked for a share would silently own nothing.
           throw new UsageException(flag + " is too small to tell from 0 as a double: " + v);
         }
-        if (d >= 0 && Double.isFinite(d) && decimalSign(v) >= 0) { // -1e-400 is no weight >= 0 either
+        if (d >= 0 && Double.isFinite(d) && exactSign(v) >= 0) { // -1e-400 is no weight >= 0 either
           return d;
         }
       } catch (NumberFormatException notANumber) {
@@ -105,15 +106,20 @@ final class Flags {
   }
 
   /**
-   * The sign of {@code v} read as an exact decimal: 1, 0 or -1 (0 for any other form Java parses,
-   * such as "0d" or a hex float, left to {@code Double.parseDouble}).
+   * The sign of the number {@code v} spells, read exactly: 1, 0 or -1, for a finite number in any
+   * form {@code Double.parseDouble} reads (decimal or hex, with or without an f or d suffix). Only
+   * a zero is 0: 1e-400, 1e-400d and 0x1p-2000 are 1, though each parses to 0.
    */
-  private static int decimalSign(String v) {
-    try {
-      return new java.math.BigDecimal(v.trim()).signum();
-    } catch (NumberFormatException otherForm) {
+  private static int exactSign(String v) {
+    String s = v.trim().toLowerCase(Locale.ROOT);
+    int x = s.indexOf('x');
+    // The significand: before the exponent (e, or p in hex) and, in hex, after the 0x. An f or d
+    // suffix it keeps (a decimal without an exponent) counts as no digit.
+    String significand = x < 0 ? s.split("e", 2)[0] : s.substring(x + 1).split("p", 2)[0];
+    if (!significand.matches(x < 0 ? ".*[1-9].*" : ".*[1-9a-f].*")) {
       return 0;
     }
+    return s.startsWith("-") ? -1 : 1;
   }
 
   Optional<Path> path(String flag) {

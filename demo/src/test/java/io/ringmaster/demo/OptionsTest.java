@@ -55,6 +55,17 @@ class OptionsTest {
         refusal("--id", "p", "--http-port", "1", "--weight", "1e-400"));
     assertEquals("--weight must be a finite number >= 0: -1e-400",
         refusal("--id", "p", "--http-port", "1", "--weight", "-1e-400"));
+    // The other forms Java reads, a suffix or hex, are no way past it.
+    for (String tiny : List.of("1e-400d", "0x1p-2000")) {
+      assertEquals("--weight is too small to tell from 0 as a double: " + tiny,
+          refusal("--id", "p", "--http-port", "1", "--weight", tiny));
+      assertEquals("--weight must be a finite number >= 0: -" + tiny,
+          refusal("--id", "p", "--http-port", "1", "--weight", "-" + tiny));
+    }
+    for (String zero : List.of("0", "0d", "0x0p0")) {
+      assertEquals(Optional.of(0.0),
+          PeerOptions.parse(new String[] {"--id", "p", "--http-port", "1", "--weight", zero}, 0).weight(), zero);
+    }
     assertEquals("unknown flag --port", refusal("--id", "p", "--port", "1"));
     assertEquals("--id needs a value", refusal("--id", "--http-port", "1"));
     assertEquals("--id is given twice", refusal("--id", "a", "--id", "b", "--http-port", "1"));
