@@ -381,10 +381,11 @@ final class ClusterNode {
   /**
    * Tells the members new to the ring in this view which members it had before, if this node is
    * one of the first {@value #RING_BEFORE_SENDERS} members of the view (in view order) that were in
-   * the ring before and still are. Only a node whose last view is the one just before this one
-   * tells: those all installed the same previous view, so they agree on who they are and on the
-   * ring they had. A node that skipped a view (a leaving coordinator's last view, overtaken by its
-   * successor's next one) would name members that have left. More than one, so that a sender that
+   * the ring before and still are. Only a node whose last view has the id just before this one's
+   * tells, so that a node that skipped a view (a leaving coordinator's last view, overtaken by its
+   * successor's next one) does not name members that have left; those that tell installed views
+   * of the same id, which are the same view unless JGroups gave two views one id (then a
+   * newcomer may be told a ring that still has a member that left). More than one, so that a sender that
    * has just crashed (it leaves the view only later) does not leave the newcomers waiting. A
    * newcomer takes the first answer.
    */

@@ -35,8 +35,9 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       correct node joining a view where a misconfigured node leads one correct member turns it
  *       round.</li>
  *   <li>On a merge, the winning parameters are those the most node ids hold across all
- *       subgroups (ties: those of the member whose address sorts lowest). If every subgroup is
- *       led by a member with them (one configuration everywhere, the usual case), JGroups'
+ *       subgroups (ties: those of the member whose address sorts lowest). If every subgroup with
+ *       a Ringmaster member is led by a member with them (one configuration everywhere, the usual
+ *       case; a subgroup of plain JGroups members only does not count), JGroups'
  *       coordinator stands: the one whose address sorts lowest comes first, then the rest of its
  *       side, then the other sides by their coordinators' addresses, so that of two members with
  *       one id, the one on the side of the lower coordinator keeps the id. Otherwise, of the

@@ -287,8 +287,9 @@ public final class HashRing {
    *
    * <p>The walk goes on until it has seen {@code min(n, zones)} zones, so its cost follows the
    * sparsest of the zones it must find: a few tokens when every zone holds a fair share of the
-   * ring, but about half the ring's tokens when a zone holds only a handful (one member of very
-   * low weight alone in its zone, say). Keep zones of comparable weight when {@code n > 1}.
+   * ring, but about half the ring's tokens when a zone it must find (with no more zones than
+   * {@code n}, every zone) holds only a handful (one member of very low weight alone in its zone,
+   * say). Keep zones of comparable weight when {@code n > 1}.
    *
    * @throws IllegalArgumentException if {@code n < 1}
    * @throws IllegalStateException if the ring has no tokens
