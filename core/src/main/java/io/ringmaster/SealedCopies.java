@@ -10,19 +10,25 @@ import org.jgroups.Address;
 /**
  * The seal numbers this node has taken from each sender, so that {@link SharedSecretEncrypt}
  * drops a sealed message sent again, whatever the protocols above it would make of the copy.
- * A node numbers the messages it seals for all members in one series, and those it seals for
- * each member in a series of that member's, each message one higher than the one before in its
- * series (a series starts at the time it starts in milliseconds times a million, so one started
- * again, for a member that came back under its old address, starts above its old numbers). A
- * member takes each series a sender sends it without gaps, in the order sealed but for the
- * reordering of concurrent delivery. Per sender and series (to all, or to this node), this keeps
- * the highest number taken and which of the {@value #WINDOW} below it were taken: a number taken
- * before, or further below the highest than that, is a copy (or so late that the reliable
- * protocols above have sent the message again, under a new number, by then).
  *
- * <p>A sender that leaves the view is remembered until {@code departedKept} others have left
- * after it: a copy of one of its messages sent later is dropped too. A sender that this node has
- * forgotten, or never heard from, starts afresh with its first sealed message.
+ * <p>A node numbers what it seals in series: one for the messages to all members and one for
+ * those to each member, each split in two, regular messages and out-of-band ones, since the
+ * transport delivers the two kinds apart (a sender's regular messages one batch at a time, in
+ * the order they came; out-of-band ones at once, on any thread). Each message is one higher than
+ * the one before in its series; a series starts at the time in milliseconds times a million,
+ * and above every number its node has given, so one started again (for a member that left and
+ * came back) starts above its old numbers. So a receiver takes each series of a sender in the
+ * order sealed, give or take the few messages being sent or delivered at once. Per sender and
+ * series, this keeps the highest number taken and which of the {@value #WINDOW} below it were
+ * taken: a number taken before, or further below the highest than that, is a copy (or so late
+ * that the reliable protocols above have sent the message again, under a new number, by then).
+ * A series' first number taken counts as if every number below it had been taken too: a member
+ * that joined late takes nothing sealed before its first message from that sender.
+ *
+ * <p>What gets through: a number within the window, of a message this node never took (one sent
+ * while it was on the other side of a partition, say); and any message of a sender that this
+ * node has forgotten. A sender that leaves the view is remembered until {@code departedKept}
+ * others have left after it.
  *
  * <p>Thread-safe: {@link #admit} takes the sender's own lock only; {@link #retain} (on view
  * changes) takes this object's.
@@ -50,12 +56,13 @@ final class SealedCopies {
 
   /**
    * Whether a message {@code sender} sealed with {@code seal}, for all members or for this one
-   * ({@code toAll}), is taken: false for a copy of one taken before, or for one more than
-   * {@value #WINDOW} below the highest taken from that series.
+   * ({@code toAll}), out of band or not, is taken: false for a copy of one taken before, for one
+   * more than {@value #WINDOW} below the highest taken from that series, or for one below the
+   * series' first.
    */
-  boolean admit(Address sender, boolean toAll, long seal) {
+  boolean admit(Address sender, boolean toAll, boolean outOfBand, long seal) {
     Sender s = senders.computeIfAbsent(sender, a -> new Sender());
-    return (toAll ? s.toAll : s.toThisNode).admit(seal);
+    return s.series[(toAll ? 2 : 0) + (outOfBand ? 1 : 0)].admit(seal);
   }
 
   /**
@@ -102,10 +109,9 @@ final class SealedCopies {
 
   private record Departure(Address sender, long change) {}
 
-  /** One sender's two series. */
+  /** One sender's four series: to this node or to all, each regular or out of band. */
   private static final class Sender {
-    final Window toAll = new Window();
-    final Window toThisNode = new Window();
+    final Window[] series = {new Window(), new Window(), new Window(), new Window()};
     /** The view change the sender left in, 0 while it is a member. Guarded by the SealedCopies. */
     long departedIn;
   }
@@ -120,7 +126,7 @@ final class SealedCopies {
       if (!any) {
         any = true;
         highest = seal;
-        mark(seal);
+        Arrays.fill(taken, -1L); // the numbers below the first: taken
         return true;
       }
       if (seal > highest) {

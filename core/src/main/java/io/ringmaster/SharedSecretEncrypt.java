@@ -60,15 +60,17 @@ import org.jgroups.util.Util;
  * by an HMAC-SHA256 of the IV and the ciphertext (encrypt-then-MAC), under a second key derived
  * from the AES key. The receiver checks the MAC before it decrypts, and drops a message whose MAC
  * does not match or that is not sealed so; the message it passes up is the one that was sealed.
- * Each sealed message also carries its sender's next seal number, and a copy sent again is
- * dropped here ({@link SealedCopies}): the reliable protocols above would take a copy as new once
- * they have forgotten a connection (after its sender left, or a connection replaced), and a
- * message without reliability has nothing else to stop it. What it does not cover (the protocols
- * below it, and the headers they add) is in {@code docs/operations.md}.
+ * Each sealed message also carries a seal number, and a copy of a message this node has taken is
+ * dropped here ({@link SealedCopies}, which says what gets through): the reliable protocols above
+ * would take a copy as new once they have forgotten a connection (after its sender left, or a
+ * connection replaced), and nothing above stops a copy of a message sent without reliability.
+ * What it does not cover (the protocols below it, and the headers they add) is in
+ * {@code docs/operations.md}.
  *
- * <p>The cipher and the MAC are fixed: {@code sym_algorithm} and {@code sym_iv_length} may be
- * left unset or given their only values ({@value #TRANSFORMATION}, 16); {@code provider}, if set,
- * supplies both.
+ * <p>The cipher and the MAC are fixed: {@code sym_algorithm} may be left unset (JGroups' default,
+ * "AES", counts as unset) or set to {@value #TRANSFORMATION}, and {@code sym_iv_length} unset or
+ * 16; anything else fails the start. {@code provider}, if set, supplies both the cipher and the
+ * MAC.
  */
 public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** Our protocol id, outside the range JGroups reserves for its own protocols. */
@@ -89,7 +91,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   // Names the seal's format (a seal number, then the message): a build sealing another fails every check.
   private static final byte[] MAC_KEY_LABEL = "ringmaster/sym-encrypt-mac/2".getBytes(StandardCharsets.US_ASCII);
   /** How many senders that left the view a node remembers the seal numbers of. */
-  static final int DEPARTED_KEPT = 8_192;
+  static final int DEPARTED_KEPT = 4_096;
+  /** How many series a node keeps for destinations outside its view (joiners, say) before it drops them. */
+  private static final int SERIES_OUTSIDE_THE_VIEW = 1_024;
+  /** How far above every number given a new series starts: more than the numbers being given at once. */
+  private static final long SERIES_GAP = 1L << 20;
 
   private volatile SecretKeySpec macKey;
   // One of each per thread, set up with the key once and initialized again for each message.
@@ -97,10 +103,12 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private final ThreadLocal<Mac> macs = ThreadLocal.withInitial(this::newMac);
   /** The highest seal number this node has given: a series started later starts above it. */
   private final LongAccumulator highestSeal = new LongAccumulator(Math::max, Long.MIN_VALUE);
-  /** This node's seal numbers for messages to all members: each takes the next. */
-  private final AtomicLong sealsToAll = new AtomicLong(firstSeal());
+  /** This node's seal numbers for messages to all members (see {@link SealedCopies}). */
+  private final Series sealsToAll = new Series(firstSeal());
   /** Its seal numbers for messages to one member, by member. */
-  private final Map<Address, AtomicLong> sealsTo = new ConcurrentHashMap<>();
+  private final Map<Address, Series> sealsTo = new ConcurrentHashMap<>();
+  /** The members of the last view. */
+  private volatile Set<Address> members = Set.of();
   private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
 
   @Override
@@ -154,8 +162,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     }
     ByteArrayDataOutputStream out = new ByteArrayDataOutputStream(Long.BYTES + Short.BYTES + msg.size());
     Address dest = msg.getDest();
-    long seal = (dest == null ? sealsToAll : sealsTo.computeIfAbsent(dest, d -> new AtomicLong(firstSeal())))
-        .incrementAndGet();
+    Series series = dest == null ? sealsToAll : sealsTo.get(dest);
+    if (series == null) {
+      series = newSeries(dest);
+    }
+    long seal = (msg.isFlagSet(Message.Flag.OOB) ? series.outOfBand : series.regular).incrementAndGet();
     highestSeal.accumulate(seal);
     out.writeLong(seal);
     out.writeShort(msg.getType()); // then the message, as Util.messageToBuffer writes it
@@ -224,7 +235,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       log.warn("%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
       return null;
     }
-    if (opened.getSrc() == null || !copies.admit(opened.getSrc(), opened.getDest() == null, seal)) {
+    if (opened.getSrc() == null
+        || !copies.admit(opened.getSrc(), opened.getDest() == null, opened.isFlagSet(Message.Flag.OOB), seal)) {
       log.warn("%s: dropped a copy of a message from %s (seal number %d), sent again", local_addr, opened.getSrc(),
           seal);
       return null;
@@ -239,17 +251,50 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   protected void handleView(View view) {
     super.handleView(view);
-    Set<Address> members = new HashSet<>(view.getMembers());
-    copies.retain(members);
-    sealsTo.keySet().retainAll(members);
+    Set<Address> now = new HashSet<>(view.getMembers());
+    members = now;
+    copies.retain(now);
+    sealsTo.keySet().retainAll(now);
   }
 
   /**
-   * Where a series of seal numbers starts: above every number this node has given, and above
-   * those of a node that had its address before (see {@link SealedCopies}).
+   * The series for a member this node has not sealed for since its last view. Those of
+   * destinations outside the view (a joiner's, or one that anyone can make this node answer with
+   * a join request in clear) are dropped once there are too many of them: only a view change
+   * would, and anyone can ask for them.
+   */
+  private Series newSeries(Address dest) {
+    Series series = sealsTo.computeIfAbsent(dest, d -> new Series(firstSeal()));
+    Set<Address> now = members;
+    if (sealsTo.size() > now.size() + SERIES_OUTSIDE_THE_VIEW) {
+      sealsTo.keySet().removeIf(a -> !now.contains(a));
+    }
+    return series;
+  }
+
+  /** How many destinations this node keeps a series of seal numbers for. */
+  int seriesKept() {
+    return sealsTo.size();
+  }
+
+  /**
+   * Where a series of seal numbers starts: above every number this node has given, with room for
+   * those being given at this moment, and above those of a node that had its address before (see
+   * {@link SealedCopies}).
    */
   private long firstSeal() {
-    return Math.max(System.currentTimeMillis() * 1_000_000L, highestSeal.get());
+    return Math.max(System.currentTimeMillis() * 1_000_000L, highestSeal.get() + SERIES_GAP);
+  }
+
+  /** The seal numbers for one destination (or all): regular messages, and out-of-band ones. */
+  private static final class Series {
+    final AtomicLong regular;
+    final AtomicLong outOfBand;
+
+    Series(long first) {
+      regular = new AtomicLong(first);
+      outOfBand = new AtomicLong(first);
+    }
   }
 
   private byte[] mac(byte[] iv, byte[] buf, int offset, int length) {

@@ -16,15 +16,17 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Which sealed messages {@link SharedSecretEncrypt} takes, by their seal numbers: each number of a
- * series once, however the series is reordered within the window; a copy never; and the senders
- * that left, for as long as they are remembered.
+ * series once, however the series is reordered within the window; a copy never, nor a number
+ * below a series' first; the four series of a sender apart; and the senders that left, for as
+ * long as they are remembered.
  */
 class SealedCopiesTest {
   private static final int W = SealedCopies.WINDOW;
 
   /**
-   * A series delivered out of order (each number at most half a window from its place), with
-   * copies of random earlier numbers mixed in: every number taken exactly once, every copy dropped.
+   * A series delivered out of order after its first number (each at most half a window from its
+   * place), with copies of random earlier numbers mixed in: every number taken exactly once, every
+   * copy dropped.
    */
   @Test
   void reorderedSeriesWithCopies_eachNumberTakenOnce() {
@@ -39,16 +41,16 @@ class SealedCopiesTest {
         order.add(first + i);
       }
       int block = 1 + random.nextInt(W / 2);
-      for (int from = 0; from < n; from += block) {
+      for (int from = 1; from < n; from += block) {
         Collections.shuffle(order.subList(from, Math.min(n, from + block)), random);
       }
       Set<Long> taken = new HashSet<>();
       for (long seal : order) {
-        assertTrue(copies.admit(sender, false, seal), "trial " + trial + ": " + seal + " taken the first time");
+        assertTrue(copies.admit(sender, false, false, seal), "trial " + trial + ": " + seal + " taken the first time");
         taken.add(seal);
         long earlier = first + random.nextInt((int) (seal - first) + 1);
         if (taken.contains(earlier)) {
-          assertFalse(copies.admit(sender, false, earlier), "trial " + trial + ": a copy of " + earlier);
+          assertFalse(copies.admit(sender, false, false, earlier), "trial " + trial + ": a copy of " + earlier);
         }
       }
       assertEquals(n, taken.size());
@@ -59,28 +61,72 @@ class SealedCopiesTest {
   void aNumberAWindowBelowTheHighest_isDropped_oneLessIsTakenOnce() {
     SealedCopies copies = new SealedCopies(16);
     Address sender = UUID.randomUUID();
-    long high = 5_000_000L;
-    assertTrue(copies.admit(sender, true, high));
-    assertFalse(copies.admit(sender, true, high - W), "a window below: too late to tell from a copy");
-    assertTrue(copies.admit(sender, true, high - W + 1), "just inside the window, never taken");
-    assertFalse(copies.admit(sender, true, high - W + 1), "its copy");
-    assertTrue(copies.admit(sender, true, high + 3 * W), "a jump ahead");
-    assertFalse(copies.admit(sender, true, high), "what was taken before the jump is now far below");
-    assertTrue(copies.admit(sender, true, high + 3 * W - 1), "numbers skipped by the jump are free");
+    long first = 5_000_000L;
+    long high = first + W + 5;
+    assertTrue(copies.admit(sender, true, false, first));
+    assertTrue(copies.admit(sender, true, false, high), "ahead, leaving numbers on their way");
+    assertFalse(copies.admit(sender, true, false, high - W), "a window below: too late to tell from a copy");
+    assertTrue(copies.admit(sender, true, false, high - W + 1), "just inside the window, never taken");
+    assertFalse(copies.admit(sender, true, false, high - W + 1), "its copy");
+    assertTrue(copies.admit(sender, true, false, high + 3 * W), "a jump ahead");
+    assertFalse(copies.admit(sender, true, false, high), "what was taken before the jump is now far below");
+    assertTrue(copies.admit(sender, true, false, high + 3 * W - 1), "numbers skipped by the jump are free");
   }
 
-  /** The series to all and the series to this node are told apart, as are two senders. */
+  /** A member that joined late takes nothing sealed before the first message it took from a sender. */
+  @Test
+  void belowASeriesFirstNumber_nothingIsTaken() {
+    SealedCopies copies = new SealedCopies(16);
+    Address sender = UUID.randomUUID();
+    assertTrue(copies.admit(sender, true, false, 9_000));
+    assertFalse(copies.admit(sender, true, false, 8_999), "sealed before the first taken");
+    assertFalse(copies.admit(sender, true, false, 9_000 - W));
+    assertTrue(copies.admit(sender, true, false, 9_001));
+    assertTrue(copies.admit(sender, true, false, 9_003));
+    assertTrue(copies.admit(sender, true, false, 9_002), "after the first, late is fine");
+  }
+
+  /**
+   * A sender's four series (to all or to this node, regular or out of band) and two senders are
+   * told apart: out-of-band messages far ahead of a regular one held up in delivery leave it be.
+   */
   @Test
   void seriesAndSenders_areKeptApart() {
     SealedCopies copies = new SealedCopies(16);
     Address a = UUID.randomUUID();
     Address b = UUID.randomUUID();
-    assertTrue(copies.admit(a, true, 77));
-    assertTrue(copies.admit(a, false, 77));
-    assertTrue(copies.admit(b, true, 77));
-    assertFalse(copies.admit(a, true, 77));
-    assertFalse(copies.admit(a, false, 77));
-    assertFalse(copies.admit(b, true, 77));
+    for (boolean toAll : List.of(true, false)) {
+      for (boolean outOfBand : List.of(true, false)) {
+        assertTrue(copies.admit(a, toAll, outOfBand, 77));
+        assertTrue(copies.admit(b, toAll, outOfBand, 77));
+      }
+    }
+    for (boolean toAll : List.of(true, false)) {
+      for (boolean outOfBand : List.of(true, false)) {
+        assertFalse(copies.admit(a, toAll, outOfBand, 77));
+        assertFalse(copies.admit(b, toAll, outOfBand, 77));
+      }
+    }
+    for (long oob = 78; oob < 78 + 2 * W; oob++) {
+      assertTrue(copies.admit(a, true, true, oob));
+    }
+    assertTrue(copies.admit(a, true, false, 78), "the regular message after the out-of-band ones");
+  }
+
+  /**
+   * The series a node keeps for destinations outside its view are bounded: anyone can make a node
+   * answer (a join request in clear, from any address, gets an acknowledgement, sealed).
+   */
+  @Test
+  void seriesForDestinationsOutsideTheView_areBounded() throws Exception {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(new javax.crypto.spec.SecretKeySpec(new byte[16], "AES"));
+    encrypt.init();
+    encrypt.setAddress(UUID.randomUUID());
+    for (int i = 0; i < 5_000; i++) {
+      encrypt.encrypt(new org.jgroups.EmptyMessage(UUID.randomUUID()));
+      assertTrue(encrypt.seriesKept() <= 1_025, () -> "series kept: " + encrypt.seriesKept());
+    }
   }
 
   /**
@@ -96,20 +142,20 @@ class SealedCopiesTest {
     Address third = UUID.randomUUID();
     Address returns = UUID.randomUUID();
     for (Address a : List.of(stays, first, second, third, returns)) {
-      assertTrue(copies.admit(a, false, 10));
+      assertTrue(copies.admit(a, false, false, 10));
     }
     copies.retain(Set.of(stays, second, third)); // first and returns leave
     copies.retain(Set.of(stays, third, returns)); // second leaves; returns is back
     assertEquals(5, copies.senders(), "two departed, both remembered");
     copies.retain(Set.of(stays, returns)); // third leaves: first, the oldest departed, is forgotten
     assertEquals(4, copies.senders());
-    assertTrue(copies.admit(first, false, 10), "forgotten: its number is new again");
+    assertTrue(copies.admit(first, false, false, 10), "forgotten: its number is new again");
     for (Address a : List.of(stays, second, third, returns)) {
-      assertFalse(copies.admit(a, false, 10), a + " still remembered");
+      assertFalse(copies.admit(a, false, false, 10), a + " still remembered");
     }
     copies.retain(Set.of(stays)); // returns leaves again, and first (heard again) is marked departed
     assertEquals(3, copies.senders(), "the two departed last, and the one that stays");
-    assertFalse(copies.admit(stays, false, 10));
-    assertFalse(copies.admit(returns, false, 10), "its later departure counts, not its first");
+    assertFalse(copies.admit(stays, false, false, 10));
+    assertFalse(copies.admit(returns, false, false, 10), "its later departure counts, not its first");
   }
 }
