@@ -22,98 +22,132 @@ import org.jgroups.Address;
  * series, this keeps the highest number taken and which of the {@value #WINDOW} below it were
  * taken: a number taken before, or further below the highest than that, is a copy (or so late
  * that the reliable protocols above have sent the message again, under a new number, by then).
- * A series' first number taken counts as if every number below it had been taken too: a member
- * that joined late takes nothing sealed before its first message from that sender.
+ * In a series to all members, a number more than {@value #GRACE} below the first one taken is
+ * dropped too: a member that joined late takes almost nothing sealed before its first message
+ * from that sender. (A series to this node needs no such floor: everything sealed for this
+ * node's address was sent to it.)
  *
- * <p>What gets through: a number within the window, of a message this node never took (one sent
- * while it was on the other side of a partition, say); and any message of a sender that this
- * node has forgotten. A sender that leaves the view is remembered until {@code departedKept}
- * others have left after it.
+ * <p>What gets through: a number this node never took that is above the highest it took, or
+ * among the {@value #WINDOW} below (one sent to all while it was on the other side of a
+ * partition, say); and any message of a sender this node has forgotten. A member that leaves the
+ * view is remembered until {@code departedKept} other members have left after it; a sender that
+ * was never in a view this node installed (a joiner, say), until {@value #STRANGERS_KEPT} others.
  *
- * <p>Thread-safe: {@link #admit} takes the sender's own lock only; {@link #retain} (on view
+ * <p>Thread-safe: {@link #admit} takes the series' own lock only; {@link #retain} (on view
  * changes) takes this object's.
  */
 final class SealedCopies {
-  /** How many numbers below a sender's highest are told apart; older ones are dropped. */
+  /** How many numbers below a series' highest are told apart; older ones are dropped. */
   static final int WINDOW = 1024;
+  /** How far below the first number taken of a series to all a number is still taken (if new). */
+  static final int GRACE = 64;
+  /** How many senders never in a view, and not in this one, are remembered. */
+  static final int STRANGERS_KEPT = 1024;
 
-  private final int departedKept;
   private final Map<Address, Sender> senders = new ConcurrentHashMap<>();
-  /** Senders that left, oldest first, each with the view change it left in. Guarded by this. */
-  private final ArrayDeque<Departure> departed = new ArrayDeque<>();
+  /** Members that left, oldest first. Guarded by this. */
+  private final Outside departed;
+  /** Senders never in a view, oldest first. Guarded by this. */
+  private final Outside strangers = new Outside(STRANGERS_KEPT);
   /** View changes seen. Guarded by this. */
   private long changes;
-  /** Senders remembered as departed (some entries of {@link #departed} are stale: back since). Guarded by this. */
-  private int departedCount;
 
-  /** @param departedKept how many senders that left are remembered, at least 0 */
+  /** @param departedKept how many members that left are remembered, at least 0 */
   SealedCopies(int departedKept) {
     if (departedKept < 0) {
       throw new IllegalArgumentException("departedKept must be at least 0: " + departedKept);
     }
-    this.departedKept = departedKept;
+    this.departed = new Outside(departedKept);
   }
 
   /**
    * Whether a message {@code sender} sealed with {@code seal}, for all members or for this one
    * ({@code toAll}), out of band or not, is taken: false for a copy of one taken before, for one
-   * more than {@value #WINDOW} below the highest taken from that series, or for one below the
-   * series' first.
+   * more than {@value #WINDOW} below the highest taken from that series, or, to all, for one more
+   * than {@value #GRACE} below the series' first.
    */
   boolean admit(Address sender, boolean toAll, boolean outOfBand, long seal) {
     Sender s = senders.computeIfAbsent(sender, a -> new Sender());
-    return s.series[(toAll ? 2 : 0) + (outOfBand ? 1 : 0)].admit(seal);
+    return s.series[(toAll ? 2 : 0) + (outOfBand ? 1 : 0)].admit(seal, toAll);
   }
 
   /**
-   * Marks the senders not in {@code members} as departed (a sender that is back in a view is not),
-   * and forgets the oldest departed ones beyond {@code departedKept}.
+   * Marks the senders not in {@code members} as outside the view (a sender back in it is not),
+   * and forgets the ones outside longest beyond the limits: members that left, and senders never
+   * in a view, each counted apart.
    */
   synchronized void retain(Collection<Address> members) {
     changes++;
     for (Map.Entry<Address, Sender> e : senders.entrySet()) {
-      Sender w = e.getValue();
+      Sender s = e.getValue();
       if (members.contains(e.getKey())) {
-        if (w.departedIn != 0) {
-          w.departedIn = 0;
-          departedCount--;
+        if (s.outside != null) {
+          s.outside.count--;
+          s.outside = null;
         }
-      } else if (w.departedIn == 0) {
-        w.departedIn = changes;
-        departedCount++;
-        departed.add(new Departure(e.getKey(), changes));
+        s.wasMember = true;
+      } else if (s.outside == null) {
+        s.outside = s.wasMember ? departed : strangers;
+        s.outsideSince = changes;
+        s.outside.add(e.getKey(), changes);
       }
     }
-    while (departedCount > departedKept) {
-      Departure d = departed.poll();
-      if (current(d)) {
-        senders.remove(d.sender());
-        departedCount--;
-      }
-    }
-    if (departed.size() > 2 * departedCount + 64) { // the stale entries a member that leaves and comes back leaves
-      departed.removeIf(d -> !current(d));
-    }
+    departed.trim();
+    strangers.trim();
   }
 
-  /** Whether the sender left at that change and has not come back since (nor left again later). */
-  private boolean current(Departure d) {
-    Sender w = senders.get(d.sender());
-    return w != null && w.departedIn == d.change();
-  }
-
-  /** The senders remembered, present or departed. */
+  /** The senders remembered, in the view or outside it. */
   int senders() {
     return senders.size();
   }
 
   private record Departure(Address sender, long change) {}
 
-  /** One sender's four series: to this node or to all, each regular or out of band. */
+  /** Senders outside the view, of one kind, oldest first; some entries are stale (back in a view since). */
+  private final class Outside {
+    private final ArrayDeque<Departure> queue = new ArrayDeque<>();
+    private final int kept;
+    /** Senders of this kind outside the view now. */
+    int count;
+
+    Outside(int kept) {
+      this.kept = kept;
+    }
+
+    void add(Address sender, long change) {
+      queue.add(new Departure(sender, change));
+      count++;
+    }
+
+    /** Forgets the senders outside longest beyond {@link #kept}, and drops stale entries once they pile up. */
+    void trim() {
+      while (count > kept) {
+        Departure d = queue.poll();
+        if (current(d)) {
+          senders.remove(d.sender());
+          count--;
+        }
+      }
+      if (queue.size() > 2 * count + 64) {
+        queue.removeIf(d -> !current(d));
+      }
+    }
+
+    /** Whether the sender went outside the view at that change and has not come back since. */
+    private boolean current(Departure d) {
+      Sender s = senders.get(d.sender());
+      return s != null && s.outside == this && s.outsideSince == d.change();
+    }
+  }
+
+  /** One sender's four series (to this node or to all, each regular or out of band), and where it stands. */
   private static final class Sender {
     final Window[] series = {new Window(), new Window(), new Window(), new Window()};
-    /** The view change the sender left in, 0 while it is a member. Guarded by the SealedCopies. */
-    long departedIn;
+    // Guarded by the SealedCopies.
+    boolean wasMember;
+    /** The kind of sender outside the view it is counted as, or null while it is in the view. */
+    Outside outside;
+    long outsideSince;
   }
 
   /** One series' numbers: the highest taken, and a ring of bits for the {@value #WINDOW} up to it. */
@@ -122,11 +156,17 @@ final class SealedCopies {
     private boolean any;
     private long highest;
 
-    synchronized boolean admit(long seal) {
+    synchronized boolean admit(long seal, boolean withFloor) {
       if (!any) {
         any = true;
         highest = seal;
-        Arrays.fill(taken, -1L); // the numbers below the first: taken
+        if (withFloor) {
+          Arrays.fill(taken, -1L); // the numbers below the first: taken, but for the grace below
+          for (long s = seal - GRACE + 1; s < seal; s++) {
+            taken[index(s)] &= ~bit(s);
+          }
+        }
+        mark(seal);
         return true;
       }
       if (seal > highest) {

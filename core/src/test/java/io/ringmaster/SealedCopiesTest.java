@@ -73,17 +73,30 @@ class SealedCopiesTest {
     assertTrue(copies.admit(sender, true, false, high + 3 * W - 1), "numbers skipped by the jump are free");
   }
 
-  /** A member that joined late takes nothing sealed before the first message it took from a sender. */
+  /**
+   * A member that joined late takes nothing sealed to all more than a few numbers before the first
+   * message it took from a sender (those few: sent at once with it, and overtaken). Sealed for this
+   * node, anything within the window is new.
+   */
   @Test
-  void belowASeriesFirstNumber_nothingIsTaken() {
+  void belowASeriesFirstNumber_toAll_onlyTheGraceIsTaken_toThisNode_theWindow() {
     SealedCopies copies = new SealedCopies(16);
     Address sender = UUID.randomUUID();
-    assertTrue(copies.admit(sender, true, false, 9_000));
-    assertFalse(copies.admit(sender, true, false, 8_999), "sealed before the first taken");
-    assertFalse(copies.admit(sender, true, false, 9_000 - W));
-    assertTrue(copies.admit(sender, true, false, 9_001));
-    assertTrue(copies.admit(sender, true, false, 9_003));
-    assertTrue(copies.admit(sender, true, false, 9_002), "after the first, late is fine");
+    for (boolean outOfBand : List.of(true, false)) {
+      assertTrue(copies.admit(sender, true, outOfBand, 9_000));
+      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE), "sealed before the first taken");
+      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - W));
+      assertTrue(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE + 1), "overtaken by the first");
+      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE + 1), "its copy");
+      assertTrue(copies.admit(sender, true, outOfBand, 9_001));
+      assertTrue(copies.admit(sender, true, outOfBand, 9_003));
+      assertTrue(copies.admit(sender, true, outOfBand, 9_002), "after the first, late is fine");
+
+      assertTrue(copies.admit(sender, false, outOfBand, 9_000));
+      assertTrue(copies.admit(sender, false, outOfBand, 9_000 - W + 1), "sealed for this node: on its way");
+      assertFalse(copies.admit(sender, false, outOfBand, 9_000 - W + 1), "its copy");
+      assertFalse(copies.admit(sender, false, outOfBand, 9_000 - W), "below the window");
+    }
   }
 
   /**
@@ -144,6 +157,7 @@ class SealedCopiesTest {
     for (Address a : List.of(stays, first, second, third, returns)) {
       assertTrue(copies.admit(a, false, false, 10));
     }
+    copies.retain(Set.of(stays, first, second, third, returns)); // all members
     copies.retain(Set.of(stays, second, third)); // first and returns leave
     copies.retain(Set.of(stays, third, returns)); // second leaves; returns is back
     assertEquals(5, copies.senders(), "two departed, both remembered");
@@ -153,9 +167,35 @@ class SealedCopiesTest {
     for (Address a : List.of(stays, second, third, returns)) {
       assertFalse(copies.admit(a, false, false, 10), a + " still remembered");
     }
-    copies.retain(Set.of(stays)); // returns leaves again, and first (heard again) is marked departed
-    assertEquals(3, copies.senders(), "the two departed last, and the one that stays");
+    // returns leaves again: second, now the oldest departed, is forgotten; first, heard from again
+    // but in no view since, is a stranger now, counted apart.
+    copies.retain(Set.of(stays));
+    assertEquals(4, copies.senders(), "stays, third, returns and first");
     assertFalse(copies.admit(stays, false, false, 10));
+    assertFalse(copies.admit(third, false, false, 10));
     assertFalse(copies.admit(returns, false, false, 10), "its later departure counts, not its first");
+    assertTrue(copies.admit(second, false, false, 10), "forgotten");
+  }
+
+  /**
+   * Senders never in a view (joiners, or the old addresses of copies sent again) are counted apart
+   * from the members that left, and bounded: however many, they make this node forget no member.
+   */
+  @Test
+  void sendersNeverInAView_areCountedApart_andBounded() {
+    SealedCopies copies = new SealedCopies(2);
+    Address member = UUID.randomUUID();
+    Address left = UUID.randomUUID();
+    assertTrue(copies.admit(member, true, false, 10));
+    assertTrue(copies.admit(left, true, false, 10));
+    copies.retain(Set.of(member, left));
+    copies.retain(Set.of(member));
+    for (int i = 0; i < SealedCopies.STRANGERS_KEPT + 100; i++) {
+      assertTrue(copies.admit(UUID.randomUUID(), true, false, 10));
+    }
+    copies.retain(Set.of(member));
+    assertEquals(2 + SealedCopies.STRANGERS_KEPT, copies.senders(),
+        "the member, the one that left, and the strangers kept");
+    assertFalse(copies.admit(left, true, false, 10), "the member that left is still remembered");
   }
 }
