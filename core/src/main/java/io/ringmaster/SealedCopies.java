@@ -19,7 +19,7 @@ import org.jgroups.Address;
  * and above every number its node has given, so one started again (for a member that left and
  * came back) starts above its old numbers. So a receiver takes each series of a sender in the
  * order sealed, give or take the few messages being sent or delivered at once. Per sender and
- * series, this keeps the highest number taken and which of the {@value #WINDOW} below it were
+ * series, this keeps which of the last {@value #WINDOW} numbers up to the highest taken were
  * taken: a number taken before, or further below the highest than that, is a copy (or so late
  * that the reliable protocols above have sent the message again, under a new number, by then).
  * In a series to all members, a number more than {@value #GRACE} below the first one taken is
@@ -28,10 +28,11 @@ import org.jgroups.Address;
  * node's address was sent to it.)
  *
  * <p>What gets through: a number this node never took that is above the highest it took, or
- * among the {@value #WINDOW} below (one sent to all while it was on the other side of a
+ * among the last {@value #WINDOW} up to it (one sent to all while it was on the other side of a
  * partition, say); and any message of a sender this node has forgotten. A member that leaves the
  * view is remembered until {@code departedKept} other members have left after it; a sender that
- * was never in a view this node installed (a joiner, say), until {@value #STRANGERS_KEPT} others.
+ * was in no view this node installed (a joiner, say), until {@value #STRANGERS_KEPT} others
+ * like it have been heard from.
  *
  * <p>Thread-safe: {@link #admit} takes the series' own lock only; {@link #retain} (on view
  * changes) takes this object's.
@@ -51,6 +52,8 @@ final class SealedCopies {
   private final Outside strangers = new Outside(STRANGERS_KEPT);
   /** View changes seen. Guarded by this. */
   private long changes;
+  /** The members of the last view. Guarded by this. */
+  private Collection<Address> lastMembers = java.util.Set.of();
 
   /** @param departedKept how many members that left are remembered, at least 0 */
   SealedCopies(int departedKept) {
@@ -63,12 +66,35 @@ final class SealedCopies {
   /**
    * Whether a message {@code sender} sealed with {@code seal}, for all members or for this one
    * ({@code toAll}), out of band or not, is taken: false for a copy of one taken before, for one
-   * more than {@value #WINDOW} below the highest taken from that series, or, to all, for one more
+   * {@value #WINDOW} or more below the highest taken from that series, or, to all, for one more
    * than {@value #GRACE} below the series' first.
    */
   boolean admit(Address sender, boolean toAll, boolean outOfBand, long seal) {
-    Sender s = senders.computeIfAbsent(sender, a -> new Sender());
+    Sender s = senders.get(sender);
+    if (s == null) {
+      s = newSender(sender);
+    }
     return s.series[(toAll ? 2 : 0) + (outOfBand ? 1 : 0)].admit(seal, toAll);
+  }
+
+  /**
+   * A sender first heard from: a member of the last view, or one outside it, counted among the
+   * strangers at once (so that however many are heard from between two views, they stay bounded).
+   */
+  private synchronized Sender newSender(Address sender) {
+    Sender existing = senders.get(sender);
+    if (existing != null) {
+      return existing;
+    }
+    Sender s = new Sender();
+    senders.put(sender, s);
+    if (lastMembers.contains(sender)) {
+      s.wasMember = true;
+    } else {
+      goOutside(sender, s);
+      strangers.trim();
+    }
+    return s;
   }
 
   /**
@@ -78,6 +104,7 @@ final class SealedCopies {
    */
   synchronized void retain(Collection<Address> members) {
     changes++;
+    lastMembers = members;
     for (Map.Entry<Address, Sender> e : senders.entrySet()) {
       Sender s = e.getValue();
       if (members.contains(e.getKey())) {
@@ -87,13 +114,18 @@ final class SealedCopies {
         }
         s.wasMember = true;
       } else if (s.outside == null) {
-        s.outside = s.wasMember ? departed : strangers;
-        s.outsideSince = changes;
-        s.outside.add(e.getKey(), changes);
+        goOutside(e.getKey(), s);
       }
     }
     departed.trim();
     strangers.trim();
+  }
+
+  /** Counts the sender outside the view: among the members that left, or the strangers. */
+  private void goOutside(Address sender, Sender s) {
+    s.outside = s.wasMember ? departed : strangers;
+    s.outsideSince = changes;
+    s.outside.add(sender, changes);
   }
 
   /** The senders remembered, in the view or outside it. */
@@ -150,7 +182,7 @@ final class SealedCopies {
     long outsideSince;
   }
 
-  /** One series' numbers: the highest taken, and a ring of bits for the {@value #WINDOW} up to it. */
+  /** One series' numbers: the highest taken, and a ring of bits for the last {@value #WINDOW} up to it. */
   private static final class Window {
     private final long[] taken = new long[WINDOW / Long.SIZE];
     private boolean any;
@@ -162,7 +194,7 @@ final class SealedCopies {
         highest = seal;
         if (withFloor) {
           Arrays.fill(taken, -1L); // the numbers below the first: taken, but for the grace below
-          for (long s = seal - GRACE + 1; s < seal; s++) {
+          for (long s = seal - GRACE; s < seal; s++) {
             taken[index(s)] &= ~bit(s);
           }
         }

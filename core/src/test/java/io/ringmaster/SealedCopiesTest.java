@@ -84,10 +84,11 @@ class SealedCopiesTest {
     Address sender = UUID.randomUUID();
     for (boolean outOfBand : List.of(true, false)) {
       assertTrue(copies.admit(sender, true, outOfBand, 9_000));
-      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE), "sealed before the first taken");
+      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE - 1),
+          "sealed before the first taken");
       assertFalse(copies.admit(sender, true, outOfBand, 9_000 - W));
-      assertTrue(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE + 1), "overtaken by the first");
-      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE + 1), "its copy");
+      assertTrue(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE), "overtaken by the first");
+      assertFalse(copies.admit(sender, true, outOfBand, 9_000 - SealedCopies.GRACE), "its copy");
       assertTrue(copies.admit(sender, true, outOfBand, 9_001));
       assertTrue(copies.admit(sender, true, outOfBand, 9_003));
       assertTrue(copies.admit(sender, true, outOfBand, 9_002), "after the first, late is fine");
@@ -179,7 +180,8 @@ class SealedCopiesTest {
 
   /**
    * Senders never in a view (joiners, or the old addresses of copies sent again) are counted apart
-   * from the members that left, and bounded: however many, they make this node forget no member.
+   * from the members that left, and bounded, between view changes too: however many, they make
+   * this node forget no member, not even one first heard from after the view that added it.
    */
   @Test
   void sendersNeverInAView_areCountedApart_andBounded() {
@@ -190,12 +192,18 @@ class SealedCopiesTest {
     assertTrue(copies.admit(left, true, false, 10));
     copies.retain(Set.of(member, left));
     copies.retain(Set.of(member));
+    Address heardLate = UUID.randomUUID();
+    copies.retain(Set.of(member, heardLate)); // heardLate joins; nothing heard from it yet
+    assertTrue(copies.admit(heardLate, true, false, 10));
+    copies.retain(Set.of(member)); // and leaves
     for (int i = 0; i < SealedCopies.STRANGERS_KEPT + 100; i++) {
       assertTrue(copies.admit(UUID.randomUUID(), true, false, 10));
+      assertTrue(copies.senders() <= 3 + SealedCopies.STRANGERS_KEPT, "bounded between views too");
     }
     copies.retain(Set.of(member));
-    assertEquals(2 + SealedCopies.STRANGERS_KEPT, copies.senders(),
-        "the member, the one that left, and the strangers kept");
+    assertEquals(3 + SealedCopies.STRANGERS_KEPT, copies.senders(),
+        "the member, the two that left, and the strangers kept");
     assertFalse(copies.admit(left, true, false, 10), "the member that left is still remembered");
+    assertFalse(copies.admit(heardLate, true, false, 10), "and the one first heard from after its view");
   }
 }
