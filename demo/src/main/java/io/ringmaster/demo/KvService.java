@@ -599,7 +599,7 @@ final class KvService {
       for (CompletableFuture<Optional<Entry>> call : calls) {
         newest = Entry.newer(newest, call.join());
       }
-      if (newest != own) {
+      if (newest != own && !strict && stepsBack == STEPS_BACK) { // a reader's read, counted once, where it came
         counters.readsFromPreviousOwners.increment();
       }
       return newest;

@@ -64,6 +64,23 @@ class WriteToKeyComingInTest {
     Entry held = c.store().get(key).orElseThrow();
     assertEquals("newer", held.value());
     assertEquals(written.version(), held.version());
+    for (InJvmPeer p : peers) {
+      assertEquals(0, p.counters().readsFromPreviousOwners.sum(), p.routing().self() + ": a write's check is no read");
+    }
+  }
+
+  /** A read that goes two steps back (c asks b, b asks a) is one read answered by a previous owner: counted once, at c. */
+  @Test
+  void aReadTwoStepsBack_countsOnce_whereItCame() {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    a.store().merge(Entry.of(key, "from a", new Version(VersionClock.systemMicros(), "a")));
+
+    KvService.Read read = c.kv().get(key);
+
+    assertEquals("from a", read.entry().orElseThrow().value());
+    assertEquals(List.of(0L, 0L, 1L), peers.stream().map(p -> p.counters().readsFromPreviousOwners.sum()).toList(),
+        "counted by a, b and c");
   }
 
   @Test
