@@ -535,7 +535,8 @@ final class ClusterNode {
       for (View sub : merge.getSubgroups()) {
         List<Member> group = new ArrayList<>();
         for (Address a : sub.getMembers()) {
-          NodeMetadata.from(a).filter(m -> a.equals(next.addresses().get(m.id()))).ifPresent(m -> group.add(m.member()));
+          NodeMetadata.from(a).filter(m -> a.equals(next.addresses().get(m.id())))
+              .ifPresent(m -> group.add(m.member()));
         }
         subgroups.add(group);
       }
@@ -594,8 +595,8 @@ final class ClusterNode {
   /**
    * Registers a membership listener. On a running node it first gets the current members as joined
    * from nothing (previous view -1), with the members refused now, as a listener registered before
-   * start() gets the first view: folding its changes in order gives the current members. Under the publish lock, so that this
-   * comes before any later change.
+   * start() gets the first view: folding its changes in order gives the current members. Under the
+   * publish lock, so that this comes before any later change.
    */
   Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {
     boolean launch = false;

@@ -69,7 +69,10 @@ class WriteToKeyComingInTest {
     }
   }
 
-  /** A read that goes two steps back (c asks b, b asks a) is one read answered by a previous owner: counted once, at c. */
+  /**
+   * A read that goes two steps back (c asks b, b asks a) is one read answered by a previous owner:
+   * counted once, at c.
+   */
   @Test
   void aReadTwoStepsBack_countsOnce_whereItCame() {
     InJvmPeer a = peers.get(0);
