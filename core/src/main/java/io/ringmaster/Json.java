@@ -7,11 +7,13 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -26,12 +28,14 @@ final class Json {
 
   /**
    * Config files: a key given twice, or anything after the object, is a mistake to report. Numbers
-   * with a fraction or exponent are read exactly, so that one a double cannot hold is reported too.
+   * with a fraction or exponent are read exactly, so that one a double cannot hold is reported too,
+   * and kept as written (7800.0 stays 7800.0 in a message, not 7.8E+3).
    */
   private static final ObjectMapper STRICT = new ObjectMapper()
       .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
+      .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+      .configure(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES, false);
 
   private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
       "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts",
@@ -39,8 +43,18 @@ final class Json {
 
   private Json() {}
 
-  /** Applies a JSON config file to a builder; fails naming the file and the key. */
+  /**
+   * Applies a JSON config file to a builder; fails naming the file and the key, and then leaves the
+   * builder as it was: every setting is tried on a builder of its own first.
+   */
   static Ringmaster.Builder readConfig(Path file, Ringmaster.Builder builder) {
+    JsonNode root = read(file);
+    applyAll(root, file, Ringmaster.builder());
+    applyAll(root, file, builder);
+    return builder;
+  }
+
+  private static JsonNode read(Path file) {
     JsonNode root;
     try {
       String text = Files.readString(file);
@@ -48,6 +62,8 @@ final class Json {
       root = STRICT.readTree(text.startsWith("\uFEFF") ? text.substring(1) : text);
     } catch (NoSuchFileException e) {
       throw new IllegalArgumentException("config file not found: " + file.toAbsolutePath());
+    } catch (CharacterCodingException e) {
+      throw new IllegalArgumentException("config file " + file + " is not UTF-8 text (" + e + ")");
     } catch (StreamConstraintsException e) {
       // Valid JSON past a limit of the parser (a number's length, nesting depth); no location.
       throw new IllegalArgumentException("config file " + file + " exceeds a limit of the JSON parser: "
@@ -61,6 +77,10 @@ final class Json {
     if (root == null || !root.isObject()) {
       throw new IllegalArgumentException("config file " + file + " must hold a JSON object");
     }
+    return root;
+  }
+
+  private static void applyAll(JsonNode root, Path file, Ringmaster.Builder builder) {
     for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       String key = e.getKey();
@@ -75,7 +95,6 @@ final class Json {
         throw new IllegalArgumentException("setting \"" + key + "\" in " + file + ": " + bad.getMessage(), bad);
       }
     }
-    return builder;
   }
 
   private static void apply(Ringmaster.Builder b, String key, JsonNode v, Path file) {
@@ -118,6 +137,9 @@ final class Json {
       throw new IllegalArgumentException("must be a number, not " + v);
     }
     double d = v.asDouble();
+    if (Double.isInfinite(d)) {
+      throw new IllegalArgumentException("is too large for a double: " + v);
+    }
     if (d == 0 && v.decimalValue().signum() != 0) {
       // 1e-400 is 0 as a double: a weight that asked for a share would silently own nothing.
       throw new IllegalArgumentException("is too small to tell from 0 as a double: " + v);

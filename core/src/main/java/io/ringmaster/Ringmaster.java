@@ -1225,7 +1225,11 @@ public final class Ringmaster implements AutoCloseable {
 
     private Builder() {}
 
-    /** Applies a JSON config file (see {@link Ringmaster#fromConfig(Path)}); later setters override it. */
+    /**
+     * Applies a JSON config file (see {@link Ringmaster#fromConfig(Path)}); later setters override
+     * it. A file with a bad setting fails naming the file, the setting and the value, and changes
+     * nothing in this builder.
+     */
     public Builder config(Path file) {
       Json.readConfig(file, this);
       configFile = file;
@@ -1523,8 +1527,12 @@ public final class Ringmaster implements AutoCloseable {
     private static Duration duration(String setting, Duration d, Duration min) {
       notNull(setting, d, "");
       if (d.compareTo(min) < 0 || d.compareTo(MAX_DURATION) > 0) {
+        // In milliseconds only if that fits a long: Duration.toMillis() fails past it.
+        boolean inMillis = d.compareTo(Duration.ofMillis(Long.MIN_VALUE)) >= 0
+            && d.compareTo(Duration.ofMillis(Long.MAX_VALUE)) <= 0;
+        String value = inMillis ? d.toMillis() + " ms (" + d + ")" : d.toString();
         throw new IllegalArgumentException(setting + " must be between " + min.toMillis() + " ms and "
-            + MAX_DURATION.toHours() + " hours: " + d.toMillis() + " ms (" + d + ")");
+            + MAX_DURATION.toHours() + " hours: " + value);
       }
       return d;
     }

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -341,6 +342,11 @@ class RefusalAndConfigTest {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": \"heavy\"}", "setting \"weight\"", "must be a number");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"virtualNodes\": 0}", "setting \"virtualNodes\"", ": 0");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"replicas\": 1.5}", "setting \"replicas\"", "whole number");
+    // Numbers quoted as written.
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"replicas\": 2.0}", "setting \"replicas\"", "whole number, not 2.0");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"bindPort\": 7800.0}", "setting \"bindPort\"", "not 7800.0");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 1e309}", "setting \"weight\"",
+        "too large for a double: 1E+309");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"applicationVersion\": 3}", "setting \"applicationVersion\"",
         "must be a string");
     assertConfigError(dir, "{\"nodeId\": \"\"}", "setting \"nodeId\"", "non-empty");
@@ -371,6 +377,14 @@ class RefusalAndConfigTest {
     }
     assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 0.0001}", "weight 1.0E-4 with virtualNodes 1024 gives 0 tokens",
         "(settings from config file " + dir);
+    Path latin = Files.write(dir.resolve("latin.json"), new byte[] {'{', (byte) 0xff, '}'});
+    IllegalArgumentException notUtf8 = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(latin));
+    assertTrue(notUtf8.getMessage().contains("latin.json is not UTF-8 text"), notUtf8.getMessage());
+    // A file refused part-way leaves the builder as it was, not with the settings before the bad one.
+    Path half = Files.writeString(dir.resolve("half.json"), "{\"nodeId\": \"from-file\", \"weight\": -1}");
+    Ringmaster.Builder kept = Ringmaster.builder().nodeId("mine");
+    assertThrows(IllegalArgumentException.class, () -> kept.config(half));
+    assertEquals("mine", kept.buildConfig().nodeId());
     Path bom = Files.writeString(dir.resolve("bom.json"), "\uFEFF{\"nodeId\": \"a\", \"weight\": 2}");
     assertEquals(2.0, Ringmaster.builder().config(bom).buildConfig().weight(), "a UTF-8 byte order mark is skipped");
     Path missing = dir.resolve("absent.json");
@@ -588,6 +602,9 @@ class RefusalAndConfigTest {
     assertDuration("leaveTimeout", "-1 ms", () -> b.leaveTimeout(Duration.ofMillis(-1)));
     assertDuration("leaveTimeout", "9223372036854775807 ms", () -> b.leaveTimeout(Duration.ofMillis(Long.MAX_VALUE)));
     assertDuration("gossipInterval", "86400001 ms", () -> b.gossipInterval(Duration.ofMillis(86_400_001)));
+    // Beyond a long of milliseconds: named as a Duration (Duration.toMillis() would overflow).
+    assertDuration("startTimeout", "PT2562047788015215H", () -> b.startTimeout(ChronoUnit.FOREVER.getDuration()));
+    assertDuration("leaveTimeout", "PT-2562047788015215H", () -> b.leaveTimeout(Duration.ofSeconds(Long.MIN_VALUE)));
     b.leaveTimeout(Duration.ZERO).gossipInterval(Duration.ofMillis(1)).startTimeout(Duration.ofHours(24)); // the bounds
   }
 
