@@ -74,18 +74,10 @@ final class HttpApi implements HttpHandler {
     } catch (HttpError e) {
       exchange.getResponseHeaders().putAll(multi(e.headers()));
       // A body that cannot be read (its error cuts the connection) is not read again, nor is one
-      // a 413 has read as far as it reads. Any other is read now, before the reply (a value read
-      // to its end reads as empty): one refused before it was read may turn out malformed, and
-      // then the reply cuts the connection just the same.
-      if (e.status() != 413 && !e.headers().containsKey("Connection")) {
-        InputStream in = exchange.getRequestBody();
-        try {
-          discard(in, DRAIN_BYTES);
-        } catch (IOException | RuntimeException malformed) {
-          exchange.getResponseHeaders().putAll(multi(unreadable(in, malformed).headers()));
-        }
-      }
-      sendRaw(exchange, e.status(), Json.bytes(new ErrorReply(e.getMessage())), false);
+      // a 413 has read as far as it reads. Any other is read before the reply (a value read to its
+      // end reads as empty); one refused before it was read may turn out malformed then.
+      boolean drain = e.status() != 413 && !e.headers().containsKey("Connection");
+      sendRaw(exchange, e.status(), Json.bytes(new ErrorReply(e.getMessage())), drain);
     } catch (KvService.Unavailable e) {
       send(exchange, 503, new ErrorReply(e.getMessage()));
     } catch (IOException e) {
@@ -339,15 +331,17 @@ final class HttpApi implements HttpHandler {
 
   /**
    * {@link #discard} of up to {@link #DRAIN_BYTES} of the request body, whatever reading it throws:
-   * before any reply to a request whose body was not read.
+   * before any reply to a request whose body was not read. A body that cannot be read (a malformed
+   * chunk) is treated as {@link #unreadable} treats it: the reply, whatever it is, then cuts the
+   * connection, and the server does not read on past the error.
    */
   static void discardQuietly(HttpExchange ex) {
+    InputStream in = ex.getRequestBody();
     try {
-      discard(ex.getRequestBody(), DRAIN_BYTES);
-    } catch (IOException | RuntimeException unreadable) {
-      // Also a body already read and closed (a PUT's): nothing left to read. (Not marked on the
-      // exchange: the JDK 17 server keeps an exchange's attributes in its context, for all.)
-      LOG.log(Level.TRACE, "request body not drained before the reply: {0}", unreadable.toString());
+      discard(in, DRAIN_BYTES);
+    } catch (IOException | RuntimeException malformed) {
+      ex.getResponseHeaders().putAll(multi(unreadable(in, malformed).headers()));
+      LOG.log(Level.TRACE, "request body not drained before the reply: {0}", malformed.toString());
     }
   }
 
