@@ -1335,7 +1335,11 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** The JGroups stack: a file path, or a classpath resource such as {@code ringmaster/jgroups/in-jvm.xml}. */
+    /**
+     * The JGroups stack: a file path, or a classpath resource such as {@code ringmaster/jgroups/in-jvm.xml}.
+     * {@link #buildConfig()} fails naming it when it is missing or is not a JGroups {@code <config>}
+     * with protocols; the protocols and their settings are checked when the node starts.
+     */
     public Builder jgroupsConfig(String jgroupsConfig) {
       this.jgroupsConfig = nonEmpty("jgroupsConfig", jgroupsConfig);
       return this;
@@ -1467,6 +1471,7 @@ public final class Ringmaster implements AutoCloseable {
     /** The checks of settings that are valid alone but not together (the stack, the weight). */
     private void checkTogether() {
       Stacks.checkExists(jgroupsConfig);
+      Stacks.checkReadable(jgroupsConfig);
       if (initialHosts != null) {
         Stacks.checkInitialHostsApply(jgroupsConfig, initialHosts);
       }

@@ -36,11 +36,30 @@ final class Stacks {
   }
 
   /**
+   * Fails naming the setting when the stack file is not a JGroups configuration that can be read
+   * (not XML, no {@code <config>} element, no protocols), so that a typo in the file shows when
+   * the node is built rather than when it starts. The protocols' classes and settings are checked
+   * by JGroups when {@code start()} builds the stack.
+   */
+  static void checkReadable(String jgroupsConfig) {
+    List<ProtocolConfiguration> protocols;
+    try {
+      protocols = protocolsOf(jgroupsConfig);
+    } catch (Exception unreadable) {
+      throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " cannot be read as a JGroups stack: "
+          + unreadable.getMessage(), unreadable);
+    }
+    if (protocols.isEmpty()) {
+      throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " lists no protocols");
+    }
+  }
+
+  /**
    * Fails naming both settings when {@code initialHosts} is set for a stack without TCPPING, which
    * would ignore it. A stack that cannot be read is left for {@code start()} to report.
    */
   static void checkInitialHostsApply(String jgroupsConfig, String initialHosts) {
-    List<ProtocolConfiguration> protocols = protocolsOf(jgroupsConfig);
+    List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
     if (protocols != null && protocols.stream().map(ProtocolConfiguration::getProtocolName)
         .noneMatch(p -> isProtocol(p, "TCPPING"))) {
       throw new IllegalArgumentException("initialHosts is set (\"" + initialHosts + "\"), but jgroupsConfig "
@@ -55,7 +74,7 @@ final class Stacks {
    * stack that cannot be read is left for {@code start()} to report.
    */
   static void checkSecretApplies(String jgroupsConfig) {
-    List<ProtocolConfiguration> protocols = protocolsOf(jgroupsConfig);
+    List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
     if (protocols != null && protocols.stream().noneMatch(Stacks::usesSecret)) {
       throw new IllegalArgumentException("secret is set, but jgroupsConfig " + jgroupsConfig + " has no protocol"
           + " that uses it (" + SharedSecretEncrypt.class.getName() + ", or AUTH with auth_class="
@@ -87,10 +106,17 @@ final class Stacks {
     }
   }
 
-  /** The stack's protocols, top of the XML first, or null if it cannot be read. */
-  private static List<ProtocolConfiguration> protocolsOf(String jgroupsConfig) {
+  /** The stack's protocols, top of the XML first. */
+  private static List<ProtocolConfiguration> protocolsOf(String jgroupsConfig) throws Exception {
     try (InputStream in = open(jgroupsConfig)) {
       return ConfiguratorFactory.getStackConfigurator(in).getProtocolStack();
+    }
+  }
+
+  /** The stack's protocols, top of the XML first, or null if it cannot be read. */
+  private static List<ProtocolConfiguration> protocolsOrNull(String jgroupsConfig) {
+    try {
+      return protocolsOf(jgroupsConfig);
     } catch (Exception unreadable) {
       return null;
     }

@@ -482,6 +482,23 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void builder_aStackFileThatIsNotAJGroupsStack_failsAtBuildNamingTheSetting(@TempDir Path dir) throws IOException {
+    Path notXml = Files.writeString(dir.resolve("broken.xml"), "<config><TCP bind_port=\"7800\"></config>");
+    Path noConfig = Files.writeString(dir.resolve("other.xml"), "<stack><TCP/></stack>");
+    Path empty = Files.writeString(dir.resolve("empty.xml"), "<config></config>");
+    for (Path stack : List.of(notXml, noConfig, empty)) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack.toString()).buildConfig());
+      assertTrue(e.getMessage().startsWith("jgroupsConfig " + stack + " "), e.getMessage());
+    }
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(noConfig.toString()).buildConfig());
+    assertTrue(e.getMessage().contains("<config>"), "says what is wrong: " + e.getMessage());
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"broken.xml\"}",
+        "cannot be read as a JGroups stack", "broken.xml");
+  }
+
+  @Test
   void builder_initialHostsForAStackWithoutTcpping_failsAtBuildNamingBoth() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").initialHosts("127.0.0.1[7800]").jgroupsConfig(TestCluster.STACK)
