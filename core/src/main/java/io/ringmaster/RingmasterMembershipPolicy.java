@@ -51,8 +51,8 @@ import org.jgroups.stack.MembershipChangePolicy;
  * <p>Each JGroups member picks the next coordinator, and rebuilds views from deltas, with its own
  * policy, so every member of the cluster must use this one: with mixed policies, a crashed
  * coordinator can stay in the view for good, each candidate waiting for the other. Ringmaster
- * installs it on every node it starts, replacing any other (with a warning). A plain JGroups
- * member sharing a cluster with Ringmaster nodes needs
+ * installs it on every node it starts, replacing any other (with a warning if the stack set one
+ * other than JGroups' default). A plain JGroups member sharing a cluster with Ringmaster nodes needs
  * {@code <pbcast.GMS membership_change_policy="io.ringmaster.RingmasterMembershipPolicy"
  * use_delta_views="false"/>} (full views: a member rebuilds a delta view with its own policy, so
  * members whose last views differed would each keep a different list under one view id).

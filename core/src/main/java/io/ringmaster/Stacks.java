@@ -56,7 +56,8 @@ final class Stacks {
 
   /**
    * Fails naming both settings when {@code initialHosts} is set for a stack without TCPPING, which
-   * would ignore it. A stack that cannot be read is left for {@code start()} to report.
+   * would ignore it. A stack that cannot be read is reported by {@link #checkReadable}, which the
+   * builder runs first.
    */
   static void checkInitialHostsApply(String jgroupsConfig, String initialHosts) {
     List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
@@ -71,7 +72,7 @@ final class Stacks {
    * Fails naming both settings when {@code secret} is set for a stack with no protocol that uses
    * it (neither {@link SharedSecretEncrypt} nor AUTH with {@link SharedSecretAuthToken}): the node
    * would join unauthenticated and send in the clear while its operator believes otherwise. A
-   * stack that cannot be read is left for {@code start()} to report.
+   * stack that cannot be read is reported by {@link #checkReadable}, which the builder runs first.
    */
   static void checkSecretApplies(String jgroupsConfig) {
     List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
