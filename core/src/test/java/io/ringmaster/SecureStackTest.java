@@ -200,15 +200,15 @@ class SecureStackTest {
       SharedSecretEncrypt encryptionOfA = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       SharedSecretEncrypt encryptionOfB = b.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       for (Address envelope : List.of(stranger, b0)) {
-        Message enveloped = encryptionOfB.encrypt(WireTap.probe(toA, "enveloped").setSrc(b0));
+        String text = envelope == b0 ? "enveloped-by-its-sender" : "enveloped-by-a-stranger";
+        Message enveloped = encryptionOfB.encrypt(WireTap.probe(toA, text).setSrc(b0));
         MessageBatch batch = new MessageBatch(toA, envelope, new AsciiString(cluster.name), false,
             MessageBatch.Mode.REG, 1);
         batch.add(enveloped.setSrc(envelope));
-        int upBefore = aAbove.passedUp.size();
         encryptionOfA.up(batch);
-        List<WireTap.Seen> up = aAbove.passedUp.subList(upBefore, aAbove.passedUp.size());
-        assertEquals(1, up.size());
-        assertEquals("wiretap:enveloped", up.get(0).probe());
+        // Gossip and acknowledgements pass the tap meanwhile: only this probe counts.
+        List<WireTap.Seen> up = aAbove.passedUp.stream().filter(m -> ("wiretap:" + text).equals(m.probe())).toList();
+        assertEquals(1, up.size(), "went up once, in a batch from " + envelope);
         assertEquals(envelope == b0 ? b0 : null, up.get(0).batchSender(), "in a batch from " + envelope);
       }
 

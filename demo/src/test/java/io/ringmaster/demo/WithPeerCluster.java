@@ -9,11 +9,14 @@ abstract class WithPeerCluster {
 
   @AfterEach
   void closeWriterAndPeers() throws Exception {
-    if (writer != null) {
-      writer.close();
-    }
-    if (cluster != null) {
-      cluster.close();
+    try {
+      if (writer != null) {
+        writer.close();
+      }
+    } finally {
+      if (cluster != null) {
+        cluster.close(); // even when the writer did not stop: the peers' processes and ports go
+      }
     }
   }
 }
