@@ -71,7 +71,9 @@ class ClockSkewTest extends WithPeerCluster {
     cluster = new PeerCluster("clock-skew-moving", 1);
     // "behind" first, so that "ahead" joins it and "ahead" serves its first pull to "joiner".
     cluster.awaitReady(cluster.start("behind", "behind", Map.of(TestingAids.CLOCK_OFFSET, "-60000")));
-    cluster.awaitReady(cluster.start("ahead", "ahead", Map.of(TestingAids.REFUSE_PULLS, "15")));
+    // A round of pulls makes 5 attempts in 2 s, and the rounds after it wait 2, 4, 8, 16 s: "ahead"
+    // refuses four rounds, so the joiner's pull is still under way about 38 s after it joined.
+    cluster.awaitReady(cluster.start("ahead", "ahead", Map.of(TestingAids.REFUSE_PULLS, "20")));
     cluster.awaitSettled(List.of("behind", "ahead"), Duration.ofSeconds(60));
     HashRing before = ring("behind", "ahead");
     HashRing after = ring("behind", "ahead", "joiner");

@@ -148,7 +148,8 @@ class PullRetriesTest {
     retries.failed("peer-1", List.of(FIRST), VIEW);
     retries.failed("peer-1", List.of(SECOND), VIEW);
     advance(PullRetries.FIRST_DELAY);
-    org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class, retries::runDue, "rethrown for the log");
+    AssertionError rethrown = org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class, retries::runDue);
+    assertEquals("an Error, on purpose", rethrown.getMessage(), "the pull's own Error, rethrown for the log");
     assertEquals(2, retries.pending(), "both tried, both scheduled again");
     assertEquals(List.of(true, true), List.of(retries.pulling(List.of(FIRST), VIEW + 1),
         retries.pulling(List.of(SECOND), VIEW + 1)), "waiting again, as any failed retry");

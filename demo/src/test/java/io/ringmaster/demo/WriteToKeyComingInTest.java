@@ -26,8 +26,8 @@ import org.junit.jupiter.api.Test;
 class WriteToKeyComingInTest {
   private static final Map<String, List<String>> PREVIOUS_OWNER = Map.of("c", List.of("b"), "b", List.of("a"));
   /** c's writes: a deadline short enough for a test, long enough for two steps back. */
-  private static final KvService.WriteTimeouts SHORT = new KvService.WriteTimeouts(Duration.ofSeconds(3),
-      Duration.ofSeconds(4));
+  private static final KvService.WriteTimeouts SHORT = new KvService.WriteTimeouts(Duration.ofSeconds(5),
+      Duration.ofSeconds(6));
   private final List<InJvmPeer> peers = new ArrayList<>();
   private String key;
 
