@@ -550,9 +550,10 @@ final class ClusterNode {
 
   /**
    * Registers an ownership listener. Under the publish lock, so the initial change (current
-   * ownership from nothing) comes before any later change: the fold invariant. Added before the
-   * initial change is queued: if its executor rejects that change, the removal that follows
-   * finds it.
+   * ownership from nothing) comes before any later change: the fold invariant. The initial change
+   * is built before the listener is added, so that a failure to build it (a ring too large for the
+   * heap, say) leaves no listener that missed it; and it is queued after, so that if the
+   * listener's executor rejects it, the removal that follows finds the listener.
    */
   Registration addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
     boolean launch = false;
@@ -560,14 +561,17 @@ final class ClusterNode {
       if (left || closed) { // close() got here first: no change would ever come
         throw closedToListeners(local.id());
       }
-      ownershipListeners.add(delivery);
       Snapshot s = state;
+      OwnershipChange initial = null;
       if (s.localInRing()) {
-        RingDiff initial = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
-        if (!initial.isEmpty()) {
-          launch = delivery.enqueueFirst(new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(),
-              emptyRing(), s.ring(), initial));
+        RingDiff diff = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
+        if (!diff.isEmpty()) {
+          initial = new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(), s.ring(), diff);
         }
+      }
+      ownershipListeners.add(delivery);
+      if (initial != null) {
+        launch = delivery.enqueueFirst(initial);
       }
     }
     if (launch) {
@@ -604,12 +608,15 @@ final class ClusterNode {
       if (closed) { // close() got here first: no change would ever come
         throw closedToListeners(local.id());
       }
-      membershipListeners.add(delivery);
       Snapshot s = state;
-      if (s.viewId() >= 0) {
+      MembershipChange initial = null;
+      if (s.viewId() >= 0) { // built first, as for an ownership listener
         List<Member> members = s.ring().members();
-        launch = delivery.enqueueFirst(new MembershipChange(-1, s.viewId(), members, members, List.of(), List.of(),
-            s.refused()));
+        initial = new MembershipChange(-1, s.viewId(), members, members, List.of(), List.of(), s.refused());
+      }
+      membershipListeners.add(delivery);
+      if (initial != null) {
+        launch = delivery.enqueueFirst(initial);
       }
     }
     if (launch) {
@@ -882,9 +889,10 @@ final class ClusterNode {
     return pending;
   }
 
-  Map<String, String> endpoints() {
+  /** The endpoints the members of one snapshot announced, by node id. */
+  static Map<String, String> endpoints(Snapshot s) {
     Map<String, String> out = new HashMap<>();
-    state.metadata().forEach((id, m) -> out.put(id, m.endpoint()));
+    s.metadata().forEach((id, m) -> out.put(id, m.endpoint()));
     return out;
   }
 }

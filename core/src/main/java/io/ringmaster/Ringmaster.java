@@ -25,6 +25,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -107,6 +108,8 @@ public final class Ringmaster implements AutoCloseable {
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
+  /** Whether the last gossip round failed; read and written by the gossip thread only. */
+  private boolean gossipFailing;
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
   /** Set once start() has its first ring: from then on the node may rejoin (see {@link #rejoin}). */
   private volatile boolean joined;
@@ -173,7 +176,8 @@ public final class Ringmaster implements AutoCloseable {
    *                             to try again)
    * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
    *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
-   *                                  message names it); the node is then closed
+   *                                  message names it), or one of its protocols makes the node's
+   *                                  address (RELAY2's address tagging); the node is then closed
    * @throws IllegalStateException if {@code start()} was called before, or the node is closed
    */
   public synchronized Ringmaster start() {
@@ -285,8 +289,10 @@ public final class Ringmaster implements AutoCloseable {
     for (int attempt = 1; ; attempt++) {
       channel = Stacks.create(config);
       gossip = new Gossip(config.nodeId(), channel, node, this::divergence, gossipTimer, this::rejoinLater);
+      AtomicReference<Address> generated = new AtomicReference<>();
       channel.addAddressGenerator(() -> {
         Address address = metadata.newAddress();
+        generated.set(address);
         node.setLocalAddress(address);
         return address;
       });
@@ -304,6 +310,7 @@ public final class Ringmaster implements AutoCloseable {
       });
       try {
         channel.connect(config.clusterName());
+        checkOwnAddress(generated.get());
         return;
       } catch (Exception e) {
         if (attempt == BIND_ATTEMPTS || !foundNoPort(e)) {
@@ -319,6 +326,23 @@ public final class Ringmaster implements AutoCloseable {
           throw e;
         }
       }
+    }
+  }
+
+  /**
+   * Fails the start, naming the stack, when the channel's address is not the one this node made:
+   * another address generator came first (a protocol that adds one, such as RELAY2 with
+   * {@code enable_address_tagging}), so JGroups took its address and only copied this node's
+   * metadata into it. No view would then list this node by the address it knows, and start()
+   * would wait out its startTimeout and blame it.
+   */
+  private void checkOwnAddress(Address generated) {
+    Address actual = channel.getAddress();
+    if (generated != null && !generated.equals(actual)) {
+      throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": a protocol of the stack"
+          + " gives this node its address (" + (actual == null ? null : actual.getClass().getName()) + "), which"
+          + " Ringmaster does not support: it must make the node's address itself (remove the protocol, or its"
+          + " address tagging)");
     }
   }
 
@@ -588,15 +612,22 @@ public final class Ringmaster implements AutoCloseable {
     }
   }
 
+  /**
+   * One gossip round, on the gossip thread. A failure is not rethrown: the scheduler would cancel
+   * the rounds without a word, and the node would stop comparing checksums and asking whether its
+   * view lists it. It is logged at WARNING (ERROR for an Error) when the rounds start failing, then
+   * at DEBUG until one succeeds, so that a stuck gossip is seen without filling the log.
+   */
   private void gossipRound() {
     try {
       gossip.round();
-    } catch (RuntimeException e) {
-      LOG.log(Level.DEBUG, "gossip round failed", e);
-    } catch (Error e) {
-      // Not rethrown: the scheduler would cancel the rounds without a word, and the node would stop
-      // comparing checksums and answering the queries a refused node rejoins by. The next round may fare better.
-      LOG.log(Level.ERROR, "gossip round failed", e);
+      gossipFailing = false;
+    } catch (RuntimeException | Error e) {
+      Level level = gossipFailing || closeCalled.get() ? Level.DEBUG
+          : e instanceof Error ? Level.ERROR : Level.WARNING;
+      gossipFailing = true;
+      LOG.log(level, config.nodeId() + ": gossip round failed; the ring checksums are not compared until a round"
+          + " succeeds (failures after this one are logged at DEBUG)", e);
     }
   }
 
@@ -956,6 +987,9 @@ public final class Ringmaster implements AutoCloseable {
    * The node's JGroups channel, for applications that add their own traffic on a
    * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it. Its address
    * changes if the node rejoins the cluster to end a split view ({@link RingmasterStats#rejoins()}).
+   * After {@code close()}, or a {@code start()} that failed, it is the closed channel.
+   *
+   * @throws IllegalStateException if {@code start()} was never called
    */
   public JChannel channel() {
     if (channel == null) {
@@ -1155,9 +1189,11 @@ public final class Ringmaster implements AutoCloseable {
   // ---------------------------------------------------------------- observability
 
   /**
-   * Counters and timings of this node, read without locks: view id, ring size, views seen, ring
-   * builds and the last build's duration, listener callbacks not yet run, gossip rounds and
-   * divergences, refusals, and when ownership last changed.
+   * Counters and timings of this node: view id, ring size, views seen, ring builds and the last
+   * build's duration, listener callbacks not yet run, gossip rounds and divergences, refusals, and
+   * when ownership last changed. The counters are read without locks; the callbacks not yet run
+   * take each listener's queue lock in turn, briefly. Each value is current when read, so two of
+   * them may come from either side of a view change.
    */
   public RingmasterStats stats() {
     ClusterNode.Snapshot s = node.state();
@@ -1172,7 +1208,7 @@ public final class Ringmaster implements AutoCloseable {
   /** The ring as JSON: view id, checksum, and each member's id, weight, zone, share and endpoint. */
   public String ringJson() {
     ClusterNode.Snapshot s = node.state();
-    return Json.write(Json.ring(s.ring(), s.viewId(), config.nodeId(), node.endpoints()));
+    return Json.write(Json.ring(s.ring(), s.viewId(), config.nodeId(), ClusterNode.endpoints(s)));
   }
 
   @Override

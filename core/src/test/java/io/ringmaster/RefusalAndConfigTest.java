@@ -105,6 +105,17 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void start_aStackWithAProtocolThatMakesTheAddress_failsNamingTheStack_ratherThanWaitingForARing() {
+    try (TestCluster cluster = new TestCluster("makes-addresses")) {
+      Ringmaster.Builder builder = cluster.builder("a").jgroupsConfig("makes-addresses.xml")
+          .startTimeout(Duration.ofSeconds(20));
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> cluster.start(builder));
+      assertTrue(e.getMessage().startsWith("jgroupsConfig makes-addresses.xml: a protocol of the stack gives this"
+          + " node its address (org.jgroups.util.ExtendedUUID)"), e.getMessage());
+    }
+  }
+
+  @Test
   void start_nodeIdAlreadyHeld_failsNamingTheIdAndHolder_andOneOwnerPerRange() {
     try (TestCluster cluster = new TestCluster("duplicate")) {
       Ringmaster a = cluster.start("a");
