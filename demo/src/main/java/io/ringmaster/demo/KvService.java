@@ -200,7 +200,7 @@ final class KvService {
       Version newest = e.version();
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
-          Wire.WriteReply reply = call.getValue().get();
+          Wire.WriteReply reply = Rpc.await(call.getValue(), writeTimeouts.call());
           // The owner called, and those it forwarded the write to, each with its process.
           reply.storedBy().forEach((id, process) -> {
             stored.add(id);
@@ -571,11 +571,13 @@ final class KvService {
    * {@code stepsBack} allows, the previous owners are asked (with one step fewer: a previous owner
    * may itself be taking the key in from the one before, after two joins in a row), within
    * {@link #PREVIOUS_OWNER_TIMEOUT} per step left, and the newest copy counts. A read that comes
-   * as the first step, from a reader, goes back only if this peer owns the key in its own ring:
-   * one that no longer does (a newer ring gave the key to another peer, which may hold a newer
-   * copy or a delete) answers with what it holds. This peer's own copy is read again once the previous
-   * owners answered: a hand-off may have brought it meanwhile, and the previous owner then dropped
-   * it.
+   * as the first step, from a reader, goes back only if this peer owns the key in its own ring.
+   * One that no longer does (the reader routed it by an older ring than this peer's, which gave the
+   * key to other peers) answers with its copy if it holds one; if it holds none, it may have handed
+   * the key to its new owners already and dropped it, so it asks them instead (those that serve
+   * requests, with one step fewer), and the key does not read as missing while it moves. This
+   * peer's own copy is read again once the others answered: a hand-off may have brought it
+   * meanwhile, and the previous owner then dropped it.
    *
    * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
    * @param strict     whether a previous owner that does not answer fails the read (a write's
@@ -584,11 +586,16 @@ final class KvService {
   private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromWorker,
                                                      boolean strict) {
     Optional<Entry> mine = store.readable(key);
-    if (mine.isPresent() || stepsBack <= 0 || stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self())) {
+    if (mine.isPresent() || stepsBack <= 0) {
       return CompletableFuture.completedFuture(mine);
     }
-    List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, stepsBack - 1,
-        PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack), fromWorker, strict);
+    boolean forward = stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self());
+    if (forward && strict) { // a write's check goes back from an owner, never forward: not one of its requests
+      return CompletableFuture.completedFuture(mine);
+    }
+    Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);
+    List<CompletableFuture<Optional<Entry>>> calls = forward ? askOwners(key, stepsBack - 1, timeout, fromWorker)
+        : askPreviousOwners(key, stepsBack - 1, timeout, fromWorker, strict);
     if (calls.isEmpty()) {
       // Read again: the pull that brought the key in may have ended since the first read.
       return CompletableFuture.completedFuture(store.readable(key));
@@ -599,11 +606,25 @@ final class KvService {
       for (CompletableFuture<Optional<Entry>> call : calls) {
         newest = Entry.newer(newest, call.join());
       }
-      if (newest != own && !strict && stepsBack == STEPS_BACK) { // a reader's read, counted once, where it came
+      // A reader's read answered by a previous owner: counted once, where it came.
+      if (newest != own && !strict && !forward && stepsBack == STEPS_BACK) {
         counters.readsFromPreviousOwners.increment();
       }
       return newest;
     });
+  }
+
+  /**
+   * Asks the owners of a key in this peer's ring that serve requests (this peer is not one) for
+   * their copies, each going back {@code stepsBack} more steps, within {@code timeout}; one that
+   * fails answers with none.
+   */
+  private List<CompletableFuture<Optional<Entry>>> askOwners(String key, int stepsBack, Duration timeout,
+                                                             boolean fromWorker) {
+    byte[] request = Wire.get(key, stepsBack, false);
+    return routing.owners(key).stream().filter(o -> routing.isLive(o) && ready.test(o)).map(owner ->
+        (fromWorker ? rpc.callFromWorker(owner, request, timeout) : rpc.call(owner, request, timeout))
+            .thenApply(KvService::getReply).exceptionally(failed -> Optional.empty())).toList();
   }
 
   /**

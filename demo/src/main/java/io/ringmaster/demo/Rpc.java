@@ -46,6 +46,25 @@ final class Rpc implements AutoCloseable {
   static final String FORK_CHANNEL = "kv";
   /** Replies up to this size may go out on the JGroups thread that made them: a few packets at most. */
   static final int INLINE_REPLY_BYTES = 16 * 1024;
+  /** How much longer than a call's timeout {@link #await} waits for it. */
+  static final Duration AWAIT_MARGIN = Duration.ofSeconds(1);
+
+  /**
+   * Waits for the outcome of a call made with {@code timeout}. The call's own expiry, on the timer
+   * thread, normally ends it; the wait is bounded here too ({@link #AWAIT_MARGIN} longer), so that
+   * a caller keeps its deadline even if the timer is held up (a small reply it sends with every
+   * worker busy may wait for flow-control credits).
+   *
+   * @throws ExecutionException with the call's failure, or a {@link TimeoutException} if it did not end in time
+   */
+  static <T> T await(CompletableFuture<T> call, Duration timeout) throws InterruptedException, ExecutionException {
+    try {
+      return call.get(timeout.plus(AWAIT_MARGIN).toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException late) {
+      throw new ExecutionException(new TimeoutException("no reply in " + timeout + ", nor " + AWAIT_MARGIN
+          + " after that"));
+    }
+  }
 
   /** Handles one request; returns the reply, which starts with {@link Wire#OK} or {@link Wire#ERROR}. */
   @FunctionalInterface

@@ -178,7 +178,7 @@ final class Transfers {
           return PushOutcome.FAILED;
         }
         try {
-          rpc.call(destination, process, request, PUSH_TIMEOUT).get();
+          Rpc.await(rpc.call(destination, process, request, PUSH_TIMEOUT), PUSH_TIMEOUT);
           break;
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
@@ -223,7 +223,7 @@ final class Transfers {
       Store.Page page = null;
       for (int attempt = 1; page == null; attempt++) {
         try {
-          page = Wire.readPage(rpc.call(source, request, PULL_TIMEOUT).get());
+          page = Wire.readPage(Rpc.await(rpc.call(source, request, PULL_TIMEOUT), PULL_TIMEOUT));
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return new Pulled(changed, false);

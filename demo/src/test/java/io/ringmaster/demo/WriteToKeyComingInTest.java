@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.DataInputStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -84,6 +87,34 @@ class WriteToKeyComingInTest {
     assertEquals("from a", read.entry().orElseThrow().value());
     assertEquals(List.of(0L, 0L, 1L), peers.stream().map(p -> p.counters().readsFromPreviousOwners.sum()).toList(),
         "counted by a, b and c");
+  }
+
+  /**
+   * A reader whose ring is behind routes a read to a peer that no longer owns the key, here b (c
+   * owns it). Holding no copy (it may have handed the key on and dropped it), b asks the key's
+   * owners in its ring rather than answer that the key is missing; one that holds a copy answers
+   * with it.
+   */
+  @Test
+  void aReadRoutedByAnOlderRing_toAPeerWithoutACopy_isAnsweredByTheOwnersInItsRing() throws Exception {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
+    InJvmPeer c = peers.get(2);
+    c.store().merge(Entry.of(key, "at its owner", new Version(VersionClock.systemMicros(), "c")));
+
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b asked c");
+    assertEquals(List.of(0L, 0L, 0L), peers.stream().map(p -> p.counters().readsFromPreviousOwners.sum()).toList(),
+        "no previous owner answered");
+
+    b.store().merge(Entry.of(key, "left at b", new Version(VersionClock.systemMicros() - 1_000_000L, "b")));
+    assertEquals(Optional.of("left at b"), readAsAReaderWould(a, "b"), "a copy held is answered as it is");
+  }
+
+  /** The value {@code target} answers to a read sent as a reader sends it to an owner: the first step. */
+  private Optional<String> readAsAReaderWould(InJvmPeer from, String target) throws Exception {
+    DataInputStream reply = from.rpc().call(target, Wire.get(key, KvService.STEPS_BACK, false), Duration.ofSeconds(5))
+        .get(10, TimeUnit.SECONDS);
+    return Wire.readGetReply(reply).map(Entry::value);
   }
 
   @Test
