@@ -25,7 +25,6 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -177,7 +176,8 @@ public final class Ringmaster implements AutoCloseable {
    * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
    *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
    *                                  message names it), or one of its protocols makes the node's
-   *                                  address (RELAY2's address tagging); the node is then closed
+   *                                  address (RELAY2's address tagging, RELAY3); the node is then
+   *                                  closed
    * @throws IllegalStateException if {@code start()} was called before, or the node is closed
    */
   public synchronized Ringmaster start() {
@@ -289,10 +289,8 @@ public final class Ringmaster implements AutoCloseable {
     for (int attempt = 1; ; attempt++) {
       channel = Stacks.create(config);
       gossip = new Gossip(config.nodeId(), channel, node, this::divergence, gossipTimer, this::rejoinLater);
-      AtomicReference<Address> generated = new AtomicReference<>();
       channel.addAddressGenerator(() -> {
         Address address = metadata.newAddress();
-        generated.set(address);
         node.setLocalAddress(address);
         return address;
       });
@@ -310,7 +308,6 @@ public final class Ringmaster implements AutoCloseable {
       });
       try {
         channel.connect(config.clusterName());
-        checkOwnAddress(generated.get());
         return;
       } catch (Exception e) {
         if (attempt == BIND_ATTEMPTS || !foundNoPort(e)) {
@@ -326,23 +323,6 @@ public final class Ringmaster implements AutoCloseable {
           throw e;
         }
       }
-    }
-  }
-
-  /**
-   * Fails the start, naming the stack, when the channel's address is not the one this node made:
-   * another address generator came first (a protocol that adds one, such as RELAY2 with
-   * {@code enable_address_tagging}), so JGroups took its address and only copied this node's
-   * metadata into it. No view would then list this node by the address it knows, and start()
-   * would wait out its startTimeout and blame it.
-   */
-  private void checkOwnAddress(Address generated) {
-    Address actual = channel.getAddress();
-    if (generated != null && !generated.equals(actual)) {
-      throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": a protocol of the stack"
-          + " gives this node its address (" + (actual == null ? null : actual.getClass().getName()) + "), which"
-          + " Ringmaster does not support: it must make the node's address itself (remove the protocol, or its"
-          + " address tagging)");
     }
   }
 
@@ -615,16 +595,17 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * One gossip round, on the gossip thread. A failure is not rethrown: the scheduler would cancel
    * the rounds without a word, and the node would stop comparing checksums and asking whether its
-   * view lists it. It is logged at WARNING (ERROR for an Error) when the rounds start failing, then
-   * at DEBUG until one succeeds, so that a stuck gossip is seen without filling the log.
+   * view lists it. An exception is logged at WARNING when the rounds start failing, then at DEBUG
+   * until one succeeds, so that a stuck gossip is seen without filling the log; an Error always at
+   * ERROR.
    */
   private void gossipRound() {
     try {
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {
-      Level level = gossipFailing || closeCalled.get() ? Level.DEBUG
-          : e instanceof Error ? Level.ERROR : Level.WARNING;
+      Level level = e instanceof Error ? Level.ERROR : gossipFailing || closeCalled.get() ? Level.DEBUG
+          : Level.WARNING;
       gossipFailing = true;
       LOG.log(level, config.nodeId() + ": gossip round failed; the ring checksums are not compared until a round"
           + " succeeds (failures after this one are logged at DEBUG)", e);
@@ -987,9 +968,10 @@ public final class Ringmaster implements AutoCloseable {
    * The node's JGroups channel, for applications that add their own traffic on a
    * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it. Its address
    * changes if the node rejoins the cluster to end a split view ({@link RingmasterStats#rejoins()}).
-   * After {@code close()}, or a {@code start()} that failed, it is the closed channel.
+   * After {@code close()}, or a {@code start()} that failed once its stack was built, it is the
+   * closed channel.
    *
-   * @throws IllegalStateException if {@code start()} was never called
+   * @throws IllegalStateException if {@code start()} was never called, or failed before it built a stack
    */
   public JChannel channel() {
     if (channel == null) {

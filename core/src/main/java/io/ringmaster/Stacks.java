@@ -37,8 +37,8 @@ final class Stacks {
 
   /**
    * Fails naming the setting when the stack file is not a JGroups configuration that can be read
-   * (not XML, no {@code <config>} element, no protocols), so that a typo in the file shows when
-   * the node is built rather than when it starts. The protocols' classes and settings are checked
+   * (one JGroups' parser refuses, with no {@code <config>} element, or no protocols), so that a
+   * broken file shows when the node is built rather than when it starts. The protocols' classes and settings are checked
    * by JGroups when {@code start()} builds the stack.
    */
   static void checkReadable(String jgroupsConfig) {
@@ -134,6 +134,17 @@ final class Stacks {
         : Stacks.class.getClassLoader().getResourceAsStream(jgroupsConfig);
   }
 
+  /** A channel that tells whether a protocol of its stack gave it an address generator when it was built. */
+  private static final class Channel extends JChannel {
+    Channel(ProtocolStackConfigurator stack) throws Exception {
+      super(stack);
+    }
+
+    boolean hasAddressGenerators() {
+      return address_generators != null && !address_generators.isEmpty();
+    }
+  }
+
   static JChannel create(RingmasterConfig config) throws Exception {
     ProtocolStackConfigurator stack;
     try (InputStream in = open(config.jgroupsConfig())) {
@@ -143,14 +154,22 @@ final class Stacks {
       stack = ConfiguratorFactory.getStackConfigurator(in);
     }
     configureBeforeInit(stack.getProtocolStack(), config);
-    JChannel channel;
+    Channel channel;
     SharedSecret.forNextStack(config.secret());
     try {
-      channel = new JChannel(stack);
+      channel = new Channel(stack);
     } finally {
       SharedSecret.forNextStack(java.util.Optional.empty());
     }
     try {
+      if (channel.hasAddressGenerators()) {
+        // JGroups would take the first generator's address and only copy this node's metadata into
+        // it: no view would list the node by the address it knows, and start() would wait out its
+        // startTimeout and blame it.
+        throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": a protocol of the stack"
+            + " makes the node's address (RELAY2 with enable_address_tagging, or RELAY3, say), which Ringmaster"
+            + " does not support: it makes the address itself, carrying the node's id and ring parameters");
+      }
       configure(channel, config);
     } catch (Exception | Error e) {
       channel.close();

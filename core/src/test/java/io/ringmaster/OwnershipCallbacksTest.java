@@ -66,8 +66,11 @@ class OwnershipCallbacksTest {
       // Each joiner sends its request again every join_timeout (1 s in in-jvm.xml, ten times
       // before it gives up); the queue keeps one of each. Once all three are queued, the next
       // request to arrive, a repeat, starts the processing of all three.
-      await("three join requests queued").atMost(Duration.ofSeconds(20)).until(() -> joins.size() >= 3);
-      joins.processing(false);
+      try {
+        await("three join requests queued").atMost(Duration.ofSeconds(20)).until(() -> joins.size() >= 3);
+      } finally {
+        joins.processing(false); // else the joiners would wait until they give up
+      }
       List<Ringmaster> all = new ArrayList<>(List.of(a, b));
       all.addAll(TestCluster.joinAll(joining));
       TestCluster.awaitAgreement(all, 5, Duration.ofSeconds(20));

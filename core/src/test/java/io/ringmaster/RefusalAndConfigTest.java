@@ -105,13 +105,16 @@ class RefusalAndConfigTest {
   }
 
   @Test
-  void start_aStackWithAProtocolThatMakesTheAddress_failsNamingTheStack_ratherThanWaitingForARing() {
+  void start_aStackWithAProtocolThatMakesTheAddress_failsBeforeJoiningNamingTheStack() {
     try (TestCluster cluster = new TestCluster("makes-addresses")) {
+      Ringmaster b = cluster.start("b");
+      long viewOfB = b.viewId();
       Ringmaster.Builder builder = cluster.builder("a").jgroupsConfig("makes-addresses.xml")
           .startTimeout(Duration.ofSeconds(20));
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> cluster.start(builder));
-      assertTrue(e.getMessage().startsWith("jgroupsConfig makes-addresses.xml: a protocol of the stack gives this"
-          + " node its address (org.jgroups.util.ExtendedUUID)"), e.getMessage());
+      assertTrue(e.getMessage().startsWith("jgroupsConfig makes-addresses.xml: a protocol of the stack makes the"
+          + " node's address"), e.getMessage());
+      assertEquals(viewOfB, b.viewId(), "a never joined b's cluster");
     }
   }
 

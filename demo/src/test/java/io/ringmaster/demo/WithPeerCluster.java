@@ -7,16 +7,16 @@ abstract class WithPeerCluster {
   protected PeerCluster cluster;
   protected KeyWriter writer;
 
+  /** Closes the peers even when the writer does not stop: their processes and ports must go. */
   @AfterEach
-  void closeWriterAndPeers() throws Exception {
-    try {
-      if (writer != null) {
-        writer.close();
-      }
-    } finally {
-      if (cluster != null) {
-        cluster.close(); // even when the writer did not stop: the peers' processes and ports go
-      }
+  void closeWriterAndPeers() {
+    Steps steps = new Steps();
+    if (writer != null) {
+      steps.run(writer::close);
     }
+    if (cluster != null) {
+      steps.run(cluster::close);
+    }
+    steps.throwFirst();
   }
 }
