@@ -572,30 +572,31 @@ final class KvService {
    * may itself be taking the key in from the one before, after two joins in a row), within
    * {@link #PREVIOUS_OWNER_TIMEOUT} per step left, and the newest copy counts. A read that comes
    * as the first step, from a reader, goes back only if this peer owns the key in its own ring.
-   * One that no longer does (the reader routed it by an older ring than this peer's, which gave the
-   * key to other peers) answers with its copy if it holds one; if it holds none, it may have handed
-   * the key to its new owners already and dropped it, so it asks them instead (those that serve
-   * requests, with one step fewer), and the key does not read as missing while it moves. This
-   * peer's own copy is read again once the others answered: a hand-off may have brought it
-   * meanwhile, and the previous owner then dropped it.
+   * One from another peer for a key this peer's ring gives to other peers (the reader routed it by
+   * an older ring, or this peer is leaving) asks those owners instead (those that serve requests,
+   * with one step fewer): this peer may have handed the key to them and dropped it, or hold an
+   * older copy than theirs, so the key does not read as missing, nor as its old value, while it
+   * moves. This peer's own copy is read again once the others answered: a hand-off may have brought
+   * it meanwhile, and the previous owner then dropped it.
    *
-   * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
+   * @param fromPeer   whether another peer asked: the request came on a JGroups thread, which must
+   *                   not wait for credits, so the calls made for it are sent from a worker; and
+   *                   only then does a peer that does not own the key ask its owners (this peer's
+   *                   own reads ask them directly)
    * @param strict     whether a previous owner that does not answer fails the read (a write's
    *                   check, {@link #withPreviousOwners}), rather than counting as holding nothing
    */
-  private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromWorker,
+  private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromPeer,
                                                      boolean strict) {
     Optional<Entry> mine = store.readable(key);
-    if (mine.isPresent() || stepsBack <= 0) {
-      return CompletableFuture.completedFuture(mine);
-    }
-    boolean forward = stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self());
-    if (forward && strict) { // a write's check goes back from an owner, never forward: not one of its requests
+    // Never for a write's check, which goes back from an owner (stepsBack is then below STEPS_BACK).
+    boolean forward = fromPeer && !strict && stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self());
+    if (!forward && (mine.isPresent() || stepsBack <= 0)) {
       return CompletableFuture.completedFuture(mine);
     }
     Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);
-    List<CompletableFuture<Optional<Entry>>> calls = forward ? askOwners(key, stepsBack - 1, timeout, fromWorker)
-        : askPreviousOwners(key, stepsBack - 1, timeout, fromWorker, strict);
+    List<CompletableFuture<Optional<Entry>>> calls = forward ? askOwners(key, stepsBack - 1, timeout, fromPeer)
+        : askPreviousOwners(key, stepsBack - 1, timeout, fromPeer, strict);
     if (calls.isEmpty()) {
       // Read again: the pull that brought the key in may have ended since the first read.
       return CompletableFuture.completedFuture(store.readable(key));

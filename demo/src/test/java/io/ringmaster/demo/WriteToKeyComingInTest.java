@@ -91,23 +91,24 @@ class WriteToKeyComingInTest {
 
   /**
    * A reader whose ring is behind routes a read to a peer that no longer owns the key, here b (c
-   * owns it). Holding no copy (it may have handed the key on and dropped it), b asks the key's
-   * owners in its ring rather than answer that the key is missing; one that holds a copy answers
-   * with it.
+   * owns it). b asks the key's owners in its ring and answers with the newest copy, its own
+   * included: it may have handed the key on and dropped it, or hold an older copy than c's.
    */
   @Test
-  void aReadRoutedByAnOlderRing_toAPeerWithoutACopy_isAnsweredByTheOwnersInItsRing() throws Exception {
+  void aReadRoutedByAnOlderRing_toAPeerThatNoLongerOwnsTheKey_isAnsweredWithTheOwnersCopy() throws Exception {
     InJvmPeer a = peers.get(0);
     InJvmPeer b = peers.get(1);
     InJvmPeer c = peers.get(2);
-    c.store().merge(Entry.of(key, "at its owner", new Version(VersionClock.systemMicros(), "c")));
+    long now = VersionClock.systemMicros();
+    c.store().merge(Entry.of(key, "at its owner", new Version(now, "c")));
 
-    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b asked c");
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b, holding no copy, asked c");
+    b.store().merge(Entry.of(key, "older, left at b", new Version(now - 1_000_000L, "b")));
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "c's copy is newer than b's");
+    b.store().merge(Entry.of(key, "newer, at b", new Version(now + 1_000_000L, "b")));
+    assertEquals(Optional.of("newer, at b"), readAsAReaderWould(a, "b"), "b's copy is newer than c's");
     assertEquals(List.of(0L, 0L, 0L), peers.stream().map(p -> p.counters().readsFromPreviousOwners.sum()).toList(),
         "no previous owner answered");
-
-    b.store().merge(Entry.of(key, "left at b", new Version(VersionClock.systemMicros() - 1_000_000L, "b")));
-    assertEquals(Optional.of("left at b"), readAsAReaderWould(a, "b"), "a copy held is answered as it is");
   }
 
   /** The value {@code target} answers to a read sent as a reader sends it to an owner: the first step. */
