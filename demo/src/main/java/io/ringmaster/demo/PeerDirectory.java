@@ -1,9 +1,12 @@
 package io.ringmaster.demo;
 
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
+import org.jgroups.Address;
 
 /**
  * Every peer's latest report about itself (view, ring checksum, key counts), gossiped to all
@@ -14,7 +17,8 @@ final class PeerDirectory {
   /** A report is current if younger than this; older means the peer stopped reporting. */
   static final long FRESH_MILLIS = 3_500;
 
-  record Report(Wire.PeerStatus status, long receivedAt) {
+  /** A report, the process that sent it (empty if its address names none), and when it came. */
+  record Report(Wire.PeerStatus status, Optional<UUID> process, long receivedAt) {
     long ageMillis(long now) {
       return Math.max(0, now - receivedAt);
     }
@@ -22,16 +26,26 @@ final class PeerDirectory {
 
   private final Supplier<Wire.PeerStatus> self;
   private final Rpc rpc;
+  private final Function<String, Optional<UUID>> processOf;
   private final ConcurrentHashMap<String, Report> reports = new ConcurrentHashMap<>();
 
-  PeerDirectory(Supplier<Wire.PeerStatus> self, Rpc rpc) {
+  /**
+   * @param self      this peer's report
+   * @param processOf the process that holds an id in this peer's view, if any ({@link Routing#processOf})
+   */
+  PeerDirectory(Supplier<Wire.PeerStatus> self, Rpc rpc, Function<String, Optional<UUID>> processOf) {
     this.self = self;
     this.rpc = rpc;
+    this.processOf = processOf;
   }
 
-  /** Records a report received from a peer. */
-  void accept(Wire.PeerStatus status) {
-    reports.put(status.id(), new Report(status, System.currentTimeMillis()));
+  /** Records a report received from a peer, sent from {@code from}. */
+  void accept(Address from, Wire.PeerStatus status) {
+    record(status, Routing.process(from));
+  }
+
+  private void record(Wire.PeerStatus status, Optional<UUID> process) {
+    reports.put(status.id(), new Report(status, process, System.currentTimeMillis()));
   }
 
   /**
@@ -42,7 +56,7 @@ final class PeerDirectory {
     reports.keySet().removeIf(id -> !isMember.test(id));
     if (inRing) {
       Wire.PeerStatus mine = self.get();
-      accept(mine);
+      record(mine, processOf.apply(mine.id()));
       rpc.broadcast(Wire.status(mine));
     }
   }
@@ -52,10 +66,13 @@ final class PeerDirectory {
   }
 
   /**
-   * Whether the peer has reported at all: its fork channel is up. A peer that just joined is in
-   * the view a little before that; a request sent to it meanwhile is dropped and times out.
+   * Whether the process that holds the id in this peer's view has reported: its fork channel is
+   * up. A peer that just joined is in the view a little before that, and so is one restarted under
+   * the same id while its old process's report is still here; a request sent to it meanwhile is
+   * dropped and times out.
    */
   boolean hasReported(String id) {
-    return reports.containsKey(id);
+    Report r = reports.get(id);
+    return r != null && r.process().isPresent() && r.process().equals(processOf.apply(id));
   }
 }

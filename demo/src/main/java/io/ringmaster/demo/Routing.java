@@ -162,7 +162,7 @@ final class Routing {
   }
 
   /** The bits of a JGroups address that name its process, whatever its subclass. */
-  private static Optional<UUID> process(Address address) {
+  static Optional<UUID> process(Address address) {
     return address instanceof org.jgroups.util.UUID u
         ? Optional.of(new UUID(u.getMostSignificantBits(), u.getLeastSignificantBits()))
         : Optional.empty();

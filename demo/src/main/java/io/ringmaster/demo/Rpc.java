@@ -17,7 +17,6 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
-import java.util.function.Consumer;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
@@ -101,7 +100,7 @@ final class Rpc implements AutoCloseable {
   private final QuickHandler[] handlers = new QuickHandler[256];
   /** Whether an operation's handler runs on the workers; its reply is sent from one too. */
   private final boolean[] repliesOnWorker = new boolean[256];
-  private volatile Consumer<Wire.PeerStatus> statusListener = s -> { };
+  private volatile BiConsumer<Address, Wire.PeerStatus> statusListener = (from, s) -> { };
   private ForkChannel fork;
   private MessageDispatcher dispatcher;
 
@@ -128,7 +127,8 @@ final class Rpc implements AutoCloseable {
     handlers[op & 0xff] = handler;
   }
 
-  void onStatus(Consumer<Wire.PeerStatus> listener) {
+  /** Takes the status reports peers broadcast, each with the address it came from. */
+  void onStatus(BiConsumer<Address, Wire.PeerStatus> listener) {
     this.statusListener = listener;
   }
 
@@ -162,7 +162,7 @@ final class Rpc implements AutoCloseable {
     if (response == null) { // one-way: only status reports, cheap enough for the JGroups thread
       if (op == Wire.OP_STATUS) {
         try {
-          statusListener.accept(Wire.readStatus(Wire.open(body, 0, body.length)));
+          statusListener.accept(msg.getSrc(), Wire.readStatus(Wire.open(body, 0, body.length)));
         } catch (IOException | RuntimeException e) {
           LOG.log(Level.DEBUG, "bad status message from {0}: {1}", msg.getSrc(), e);
         }
