@@ -604,11 +604,15 @@ public final class Ringmaster implements AutoCloseable {
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {
-      Level level = e instanceof Error ? Level.ERROR : gossipFailing || closeCalled.get() ? Level.DEBUG
-          : Level.WARNING;
+      String failed = config.nodeId() + ": gossip round failed; the ring checksums are not compared until a round"
+          + " succeeds";
+      if (e instanceof Error) {
+        LOG.log(Level.ERROR, failed, e);
+      } else {
+        LOG.log(gossipFailing || closeCalled.get() ? Level.DEBUG : Level.WARNING,
+            failed + " (failures after this one are logged at DEBUG until one succeeds)", e);
+      }
       gossipFailing = true;
-      LOG.log(level, config.nodeId() + ": gossip round failed; the ring checksums are not compared until a round"
-          + " succeeds (failures after this one are logged at DEBUG)", e);
     }
   }
 
