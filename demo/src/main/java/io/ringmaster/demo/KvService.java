@@ -554,9 +554,10 @@ final class KvService {
   }
 
   /**
-   * Handles {@link Wire#OP_GET}: this peer's copy ({@link #ownCopy}); while it leaves, what it
-   * already handed off counts, since the asking peer still routes the key here. Runs on a JGroups
-   * thread: a read of the previous owners is sent from a worker.
+   * Handles {@link Wire#OP_GET}: this peer's copy ({@link #ownCopy}), or the newest one of the
+   * key's previous owners or, for a key this peer's ring gives to others, of its owners; while it
+   * leaves, what it already handed off counts, since the asking peer still routes the key here.
+   * Runs on a JGroups thread: the reads of other peers are sent from a worker.
    */
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
     String key = in.readUTF();
@@ -573,11 +574,13 @@ final class KvService {
    * {@link #PREVIOUS_OWNER_TIMEOUT} per step left, and the newest copy counts. A read that comes
    * as the first step, from a reader, goes back only if this peer owns the key in its own ring.
    * One from another peer for a key this peer's ring gives to other peers (the reader routed it by
-   * an older ring, or this peer is leaving) asks those owners instead (those that serve requests,
-   * with one step fewer): this peer may have handed the key to them and dropped it, or hold an
-   * older copy than theirs, so the key does not read as missing, nor as its old value, while it
-   * moves. This peer's own copy is read again once the others answered: a hand-off may have brought
-   * it meanwhile, and the previous owner then dropped it.
+   * an older ring, or this peer is leaving, or the cluster refuses it) asks those owners instead
+   * (those that serve requests, with one step fewer): this peer may have handed the key to them and
+   * dropped it, or hold an older copy than theirs, so the key does not read as missing, nor as its
+   * old value, while it moves. A leaving peer that holds a copy answers with it, handed off or not,
+   * without asking: its reads stay one hop while it hands off every key it holds. This peer's own
+   * copy is read again once the others answered: a hand-off may have brought it meanwhile, and the
+   * previous owner then dropped it.
    *
    * @param fromPeer   whether another peer asked: the request came on a JGroups thread, which must
    *                   not wait for credits, so the calls made for it are sent from a worker; and
@@ -590,7 +593,8 @@ final class KvService {
                                                      boolean strict) {
     Optional<Entry> mine = store.readable(key);
     // Never for a write's check, which goes back from an owner (stepsBack is then below STEPS_BACK).
-    boolean forward = fromPeer && !strict && stepsBack >= STEPS_BACK && !routing.owners(key).contains(routing.self());
+    boolean forward = fromPeer && !strict && stepsBack >= STEPS_BACK && routing.indexOfSelf(routing.owners(key)) < 0
+        && !(mine.isPresent() && routing.isLeaving());
     if (!forward && (mine.isPresent() || stepsBack <= 0)) {
       return CompletableFuture.completedFuture(mine);
     }

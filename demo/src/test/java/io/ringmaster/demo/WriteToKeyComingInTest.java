@@ -111,6 +111,24 @@ class WriteToKeyComingInTest {
         "no previous owner answered");
   }
 
+  /**
+   * A leaving peer that holds a copy answers with it, without asking the owners (its reads stay
+   * one hop while it hands off all it holds); holding none, it asks them.
+   */
+  @Test
+  void aLeavingPeer_answersWithTheCopyItHolds_andAsksTheOwnersOnlyForOneItDoesNotHold() throws Exception {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
+    InJvmPeer c = peers.get(2);
+    long now = VersionClock.systemMicros();
+    c.store().merge(Entry.of(key, "at its owner", new Version(now, "c")));
+    b.routing().startLeaving();
+
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b, holding no copy, asked c");
+    b.store().merge(Entry.of(key, "older, left at b", new Version(now - 1_000_000L, "b")));
+    assertEquals(Optional.of("older, left at b"), readAsAReaderWould(a, "b"), "b answered with its own copy");
+  }
+
   /** The value {@code target} answers to a read sent as a reader sends it to an owner: the first step. */
   private Optional<String> readAsAReaderWould(InJvmPeer from, String target) throws Exception {
     DataInputStream reply = from.rpc().call(target, Wire.get(key, KvService.STEPS_BACK, false), Duration.ofSeconds(5))
