@@ -79,6 +79,9 @@ public final class Main {
         p.close();
       }
     }, "graceful-leave"));
+    // Watched from before the start, which can take a while (joining, pulling ranges): a launcher
+    // gone meanwhile is seen at once, and its pid is not yet free for another process to take.
+    options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
     Peer peer = null;
     try {
       peer = Peer.start(options);
@@ -92,7 +95,6 @@ public final class Main {
     } finally {
       started.complete(peer); // on every way out: the hook must never wait for good
     }
-    options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
     out.println(peer.describe());
     out.flush();
     try {

@@ -169,7 +169,7 @@ final class Peer implements AutoCloseable {
     rpc = new Rpc(node, rpcWorkers, rpcTimer);
     String self = routing.self();
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
-    directory = new PeerDirectory(this::status, rpc, routing::processOf);
+    directory = new PeerDirectory(this::status, rpc, routing::processOf, routing::ownProcess);
     KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
         aids.readRepair(), KvService.WriteTimeouts.DEFAULT, incoming::previousOwners);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();

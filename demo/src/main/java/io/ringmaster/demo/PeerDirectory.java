@@ -27,16 +27,20 @@ final class PeerDirectory {
   private final Supplier<Wire.PeerStatus> self;
   private final Rpc rpc;
   private final Function<String, Optional<UUID>> processOf;
+  private final Supplier<Optional<UUID>> ownProcess;
   private final ConcurrentHashMap<String, Report> reports = new ConcurrentHashMap<>();
 
   /**
-   * @param self      this peer's report
-   * @param processOf the process that holds an id in this peer's view, if any ({@link Routing#processOf})
+   * @param self       this peer's report
+   * @param processOf  the process that holds an id in this peer's view, if any ({@link Routing#processOf})
+   * @param ownProcess this process ({@link Routing#ownProcess})
    */
-  PeerDirectory(Supplier<Wire.PeerStatus> self, Rpc rpc, Function<String, Optional<UUID>> processOf) {
+  PeerDirectory(Supplier<Wire.PeerStatus> self, Rpc rpc, Function<String, Optional<UUID>> processOf,
+                Supplier<Optional<UUID>> ownProcess) {
     this.self = self;
     this.rpc = rpc;
     this.processOf = processOf;
+    this.ownProcess = ownProcess;
   }
 
   /** Records a report received from a peer, sent from {@code from}. */
@@ -56,7 +60,8 @@ final class PeerDirectory {
     reports.keySet().removeIf(id -> !isMember.test(id));
     if (inRing) {
       Wire.PeerStatus mine = self.get();
-      record(mine, processOf.apply(mine.id()));
+      record(mine, ownProcess.get()); // this process, whichever process the view gives the id
+
       rpc.broadcast(Wire.status(mine));
     }
   }

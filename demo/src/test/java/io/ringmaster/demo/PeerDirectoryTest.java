@@ -15,9 +15,11 @@ import org.junit.jupiter.api.Test;
 class PeerDirectoryTest {
   /** The process holding each id in this peer's view. */
   private final Map<String, UUID> view = new HashMap<>();
+  /** This process. */
+  private final UUID self = UUID.randomUUID();
   /** Not started: its broadcast of this peer's own report fails, and is only logged. */
   private final PeerDirectory directory = new PeerDirectory(() -> status("a", 7), new Rpc(null, null, null),
-      id -> Optional.ofNullable(view.get(id)));
+      id -> Optional.ofNullable(view.get(id)), () -> Optional.of(self));
 
   @Test
   void aPeerRestartedUnderItsId_isNotReady_untilItsNewProcessReports() {
@@ -39,10 +41,14 @@ class PeerDirectoryTest {
   }
 
   @Test
-  void thisPeersOwnReport_makesItReady() {
-    view.put("a", UUID.randomUUID());
+  void thisPeersOwnReport_makesThisProcessReady_notAnotherHoldingItsId() {
+    view.put("a", self);
     directory.publish(id -> true, true);
     assertTrue(directory.hasReported("a"));
+    // A merge gave the id to another process between this peer's look at the ring and its report.
+    view.put("a", UUID.randomUUID());
+    directory.publish(id -> true, true);
+    assertFalse(directory.hasReported("a"), "this process's report does not make the other one ready");
   }
 
   private static Wire.PeerStatus status(String id, long viewId) {
