@@ -83,6 +83,9 @@ final class Launcher {
     this.nextPort = options.basePort();
   }
 
+  /** Whether a peer could not start because this user may not listen on a port from --base-port. */
+  private volatile boolean basePortRefused;
+
   int run(InputStream stdin) {
     try {
       logDir = options.logDir().isPresent() ? Files.createDirectories(options.logDir().get())
@@ -111,6 +114,10 @@ final class Launcher {
     // The first peer alone: started together, several would each wait out the join timeout and
     // form singletons that merge only seconds later.
     if (add(1).isEmpty()) {
+      if (basePortRefused) { // the command line's fault: exit 2, as for any bad flag
+        err.println("usage: " + ClusterOptions.USAGE);
+        return 2;
+      }
       return 1;
     }
     add(options.peers() - 1);
@@ -192,6 +199,7 @@ final class Launcher {
         started.add(spawn(taken));
       } catch (IOException e) {
         err.println("error: cannot start a peer: " + e); // the class too: some say only a path
+        basePortRefused |= e instanceof PortNotAllowed;
         if (isStopping() || e instanceof PortNotAllowed) {
           break; // the same for every other peer
         }
@@ -379,12 +387,14 @@ final class Launcher {
 
   /**
    * The last line of a peer's log that starts with {@code prefix}, written by its latest run (after
-   * the last {@link PeerProcess#RUN_MARK} line), if the log can be read.
+   * the last {@link PeerProcess#RUN_MARK} line), if the log can be read. Read a line at a time (a
+   * log reused across runs can be large), bytes that are not UTF-8 replaced rather than refused.
    */
   static Optional<String> lastLine(Path log, String prefix) {
-    try {
+    try (java.io.BufferedReader in = new java.io.BufferedReader(
+        new java.io.InputStreamReader(Files.newInputStream(log), java.nio.charset.StandardCharsets.UTF_8))) {
       Optional<String> found = Optional.empty();
-      for (String line : Files.readAllLines(log)) {
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
         if (line.startsWith(PeerProcess.RUN_MARK)) {
           found = Optional.empty();
         } else if (line.startsWith(prefix)) {
@@ -392,7 +402,7 @@ final class Launcher {
         }
       }
       return found;
-    } catch (IOException | java.io.UncheckedIOException e) {
+    } catch (IOException e) {
       return Optional.empty();
     }
   }
