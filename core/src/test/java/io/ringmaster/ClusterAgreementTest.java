@@ -61,7 +61,7 @@ class ClusterAgreementTest {
       assertTrue(e.getMessage().contains("no tokens"), e.getMessage());
 
       Ringmaster store = cluster.start("store"); // now the keys have an owner, and it is not the router
-      TestCluster.awaitAgreement(List.of(router, store), 2, Duration.ofSeconds(10));
+      TestCluster.awaitAgreement(List.of(router, store), 2, Duration.ofSeconds(30));
       for (int k = 0; k < 1_000; k++) {
         String key = "user:" + k;
         assertEquals("store", router.ownerOf(key).id());
@@ -75,12 +75,12 @@ class ClusterAgreementTest {
   void gossip_agreeingMembers_reportNoDivergence() {
     try (TestCluster cluster = new TestCluster("gossip")) {
       List<Ringmaster> nodes = List.of(cluster.start("a"), cluster.start("b"), cluster.start("c"));
-      TestCluster.awaitAgreement(nodes, 3, Duration.ofSeconds(10));
+      TestCluster.awaitAgreement(nodes, 3, Duration.ofSeconds(30));
       // Counted from here, when all are on the final view: checksums of that view, which are compared
       // (one sent before it, of an earlier view, is counted but not compared), three each at least.
       Map<Ringmaster, Long> before = new HashMap<>();
       nodes.forEach(n -> before.put(n, n.stats().gossipReceived()));
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10))
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30))
           .until(() -> nodes.stream().allMatch(n -> n.stats().gossipReceived() >= before.get(n) + 3));
       nodes.forEach(n -> assertEquals(0, n.stats().divergences()));
     }
@@ -91,7 +91,7 @@ class ClusterAgreementTest {
     try (TestCluster cluster = new TestCluster("divergence")) {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
-      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(10));
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
       List<RingDivergence> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
       a.addDivergenceListener(seen::add);
       List<String> threads = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -116,7 +116,7 @@ class ClusterAgreementTest {
         // disagree on who is in the ring, though the checksums match.
         b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), creator, a.ring().checksum(), "z")));
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> seen.size() >= 2);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() >= 2);
         assertEquals(2, seen.size(), "only the same view (number and coordinator) is compared: " + seen);
         RingDivergence d = seen.get(0);
         assertEquals("b", d.peerId());
@@ -124,9 +124,9 @@ class ClusterAgreementTest {
         assertEquals(a.ring().checksum(), d.localChecksum());
         assertEquals(new RingDivergence(a.viewId(), "z", a.ring().checksum(), a.ring().checksum()), seen.get(1));
         assertTrue(a.stats().divergences() >= 2);
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> threads.size() >= 2);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> threads.size() >= 2);
         assertEquals(List.of("app-divergence", "app-divergence"), threads, "the listener given an executor runs on it");
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> !direct.isEmpty());
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !direct.isEmpty());
         assertTrue(direct.get(0).startsWith("ringmaster-gossip-a"), "run on the node's gossip thread: " + direct);
         onMine.close();
       } finally {
@@ -140,7 +140,7 @@ class ClusterAgreementTest {
     try (TestCluster cluster = new TestCluster("json")) {
       Ringmaster a = cluster.start(cluster.builder("a").endpoint("http://127.0.0.1:9001"));
       Ringmaster b = cluster.start("b");
-      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(10));
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
       var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(a.ringJson());
       assertEquals(Long.toHexString(a.ring().checksum()), json.get("checksum").asText());
       assertEquals(a.viewId(), json.get("viewId").asLong());

@@ -69,7 +69,7 @@ class NewestReadTest extends WithPeerCluster {
     // waited for long); a read that takes any one owner's copy returns the old value every time.
     for (String key : keys) {
       for (String p : all) {
-        await(key + " read via " + p).atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100))
+        await(key + " read via " + p).atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
             .untilAsserted(() -> {
               JsonNode found = PeerCluster.parse(cluster.get(p, key).body());
               assertEquals("new-" + key, found.path("value").asText(), () -> key + " read via " + p + ": " + found);

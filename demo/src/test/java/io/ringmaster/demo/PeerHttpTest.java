@@ -364,8 +364,8 @@ class PeerHttpTest {
     assertEquals(cluster.peer("solo").url(), member.path("endpoint").asText());
     assertTrue(member.path("ranges").get(0).get(0).isTextual(), "positions as strings");
     assertTrue(ring.path("checksum").asText().matches("[0-9a-f]+"));
-    cluster.awaitSettled(List.of("solo"), Duration.ofSeconds(10));
-    await().atMost(Duration.ofSeconds(10))
+    cluster.awaitSettled(List.of("solo"), Duration.ofSeconds(30));
+    await().atMost(Duration.ofSeconds(30))
         .until(() -> cluster.json("solo", "/ring").path("agreed").asBoolean());
 
     HttpResponse<String> page = send("GET", "/", null);
