@@ -107,7 +107,7 @@ public final class Ringmaster implements AutoCloseable {
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
-  /** Whether the last gossip round failed; read and written by the gossip thread only. */
+  /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
   private boolean gossipFailing;
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
   /** Set once start() has its first ring: from then on the node may rejoin (see {@link #rejoin}). */
@@ -611,8 +611,8 @@ public final class Ringmaster implements AutoCloseable {
       } else {
         LOG.log(gossipFailing || closeCalled.get() ? Level.DEBUG : Level.WARNING,
             failed + " (failures after this one are logged at DEBUG until one succeeds)", e);
+        gossipFailing = true;
       }
-      gossipFailing = true;
     }
   }
 
