@@ -577,8 +577,9 @@ final class KvService {
    * an older ring, or this peer is leaving, or the cluster refuses it) asks those owners instead
    * (those that serve requests, with one step fewer): this peer may have handed the key to them and
    * dropped it, or hold an older copy than theirs, so the key does not read as missing, nor as its
-   * old value, while it moves. A leaving peer that holds a copy answers with it, handed off or not,
-   * without asking: its reads stay one hop while it hands off every key it holds. This peer's own
+   * old value, while it moves. A leaving peer that holds a copy of a key it owns in the cluster's
+   * ring answers with it, handed off or not, without asking: its reads stay one hop while it hands
+   * off every key it holds. This peer's own
    * copy is read again once the others answered: a hand-off may have brought it meanwhile, and the
    * previous owner then dropped it.
    *
@@ -593,8 +594,8 @@ final class KvService {
                                                      boolean strict) {
     Optional<Entry> mine = store.readable(key);
     // Never for a write's check, which goes back from an owner (stepsBack is then below STEPS_BACK).
-    boolean forward = fromPeer && !strict && stepsBack >= STEPS_BACK && routing.indexOfSelf(routing.owners(key)) < 0
-        && !(mine.isPresent() && routing.isLeaving());
+    boolean forward = fromPeer && !strict && stepsBack >= STEPS_BACK && !routing.isOwner(key)
+        && !(mine.isPresent() && routing.isLeaving() && routing.ownsInClusterRing(key));
     if (!forward && (mine.isPresent() || stepsBack <= 0)) {
       return CompletableFuture.completedFuture(mine);
     }

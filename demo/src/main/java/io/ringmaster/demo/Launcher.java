@@ -75,6 +75,8 @@ final class Launcher {
   private Path logDir;
   private int nextIndex = 1;
   private int nextPort;
+  /** Whether a peer could not start because this user may not listen on a port from --base-port. */
+  private boolean basePortRefused;
 
   Launcher(ClusterOptions options, PrintStream out, PrintStream err) {
     this.options = options;
@@ -82,9 +84,6 @@ final class Launcher {
     this.err = err;
     this.nextPort = options.basePort();
   }
-
-  /** Whether a peer could not start because this user may not listen on a port from --base-port. */
-  private volatile boolean basePortRefused;
 
   int run(InputStream stdin) {
     try {

@@ -61,7 +61,6 @@ final class PeerDirectory {
     if (inRing) {
       Wire.PeerStatus mine = self.get();
       record(mine, ownProcess.get()); // this process, whichever process the view gives the id
-
       rpc.broadcast(Wire.status(mine));
     }
   }

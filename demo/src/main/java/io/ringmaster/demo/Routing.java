@@ -219,6 +219,14 @@ final class Routing {
   }
 
   /**
+   * Whether this peer owns the key in the cluster's ring, the one other peers route by: while it
+   * leaves too, when {@link #isOwner} goes by the ring it leaves behind.
+   */
+  boolean ownsInClusterRing(String key) {
+    return indexOfSelf(owners(node.ring(), key)) >= 0;
+  }
+
+  /**
    * Whether this peer is among the owners of a range's last position: of a whole range, for a range
    * from an ownership change, whose positions all have the same owners in that change's ring.
    */

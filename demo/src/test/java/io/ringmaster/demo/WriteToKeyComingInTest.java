@@ -112,25 +112,37 @@ class WriteToKeyComingInTest {
   }
 
   /**
-   * A leaving peer that holds a copy answers with it, without asking the owners (its reads stay
-   * one hop while it hands off all it holds); holding none, it asks them.
+   * A leaving peer answers for a key it owns in the cluster's ring with the copy it holds, without
+   * asking (its reads stay one hop while it hands off all it holds); holding none, it asks the
+   * key's owners in the ring it leaves behind. A copy of a key it never owned is a stray: it asks.
    */
   @Test
-  void aLeavingPeer_answersWithTheCopyItHolds_andAsksTheOwnersOnlyForOneItDoesNotHold() throws Exception {
+  void aLeavingPeer_answersForItsKeysWithItsCopy_andAsksTheOwnersOtherwise() throws Exception {
     InJvmPeer a = peers.get(0);
     InJvmPeer b = peers.get(1);
     InJvmPeer c = peers.get(2);
-    long now = VersionClock.systemMicros();
-    c.store().merge(Entry.of(key, "at its owner", new Version(now, "c")));
+    String itsOwn = b.keyOwnedBy(Set.of("b"));
     b.routing().startLeaving();
+    String heir = b.routing().owners(itsOwn).get(0);
+    InJvmPeer next = peers.stream().filter(p -> p.id().equals(heir)).findFirst().orElseThrow();
+    long now = VersionClock.systemMicros();
+    next.store().merge(Entry.of(itsOwn, "handed on", new Version(now, heir)));
 
-    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b, holding no copy, asked c");
-    b.store().merge(Entry.of(key, "older, left at b", new Version(now - 1_000_000L, "b")));
-    assertEquals(Optional.of("older, left at b"), readAsAReaderWould(a, "b"), "b answered with its own copy");
+    assertEquals(Optional.of("handed on"), readAsAReaderWould(a, "b", itsOwn), "b, holding no copy, asked " + heir);
+    b.store().merge(Entry.of(itsOwn, "held at b", new Version(now - 1_000_000L, "b")));
+    assertEquals(Optional.of("held at b"), readAsAReaderWould(a, "b", itsOwn), "b answered with its own copy");
+
+    c.store().merge(Entry.of(key, "at its owner", new Version(now, "c")));
+    b.store().merge(Entry.of(key, "a stray at b", new Version(now - 1_000_000L, "b")));
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b", key), "b never owned it: it asked c");
   }
 
   /** The value {@code target} answers to a read sent as a reader sends it to an owner: the first step. */
   private Optional<String> readAsAReaderWould(InJvmPeer from, String target) throws Exception {
+    return readAsAReaderWould(from, target, key);
+  }
+
+  private static Optional<String> readAsAReaderWould(InJvmPeer from, String target, String key) throws Exception {
     DataInputStream reply = from.rpc().call(target, Wire.get(key, KvService.STEPS_BACK, false), Duration.ofSeconds(5))
         .get(10, TimeUnit.SECONDS);
     return Wire.readGetReply(reply).map(Entry::value);
