@@ -579,10 +579,10 @@ final class KvService {
    * dropped it, or hold an older copy than theirs, so the key does not read as missing, nor as its
    * old value, while it moves. A leaving peer that holds a copy of a key it owns in the cluster's
    * ring answers with it, handed off or not, without asking: its reads stay one hop while it hands
-   * off every key it holds. Any other first-step read at a peer that does not own the key (this
-   * peer's own, as a leaving peer's) answers with what it holds. This peer's own copy is read again
-   * once the others answered: a hand-off may have brought it meanwhile, and the previous owner then
-   * dropped it.
+   * off every key it holds. This peer's own first-step read of a key it does not own (a leaving
+   * peer's, say) answers with what it holds, without asking anyone: the read asks the owners
+   * itself. This peer's own copy is read again once the others answered: a hand-off may have
+   * brought it meanwhile, and the previous owner then dropped it.
    *
    * @param fromPeer   whether another peer asked: the request came on a JGroups thread, which must
    *                   not wait for credits, so the calls made for it are sent from a worker; and

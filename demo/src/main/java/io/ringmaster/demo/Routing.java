@@ -220,7 +220,8 @@ final class Routing {
 
   /**
    * Whether this peer owns the key in the cluster's ring, the one other peers route by: while it
-   * leaves too, when {@link #isOwner} goes by the ring it leaves behind.
+   * leaves too, when {@link #isOwner} goes by the ring it leaves behind. False while the cluster
+   * refuses this peer.
    */
   boolean ownsInClusterRing(String key) {
     return indexOfSelf(owners(node.ring(), key)) >= 0;

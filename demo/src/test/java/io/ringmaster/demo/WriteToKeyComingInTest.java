@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -134,7 +135,26 @@ class WriteToKeyComingInTest {
 
     c.store().merge(Entry.of(key, "at its owner", new Version(now, "c")));
     b.store().merge(Entry.of(key, "a stray at b", new Version(now - 1_000_000L, "b")));
-    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b", key), "b never owned it: it asked c");
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b", key), "not b's in the cluster's ring: it asked c");
+  }
+
+  /**
+   * A leaving peer's own read of a key it does not own asks, for its part, no previous owner: the
+   * read asks the owners itself. Here c, the owner, goes back to b, its previous owner, which goes
+   * back to a: the read is counted once, at c.
+   */
+  @Test
+  void aLeavingPeersOwnRead_ofAKeyItDoesNotOwn_asksNoPreviousOwnerForItsPart() {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
+    a.store().merge(Entry.of(key, "from a", new Version(VersionClock.systemMicros(), "a")));
+    b.routing().startLeaving();
+
+    KvService.Read read = b.kv().get(key);
+
+    assertEquals("from a", read.entry().orElseThrow().value());
+    await("the read counted at c, and only there").atMost(Duration.ofSeconds(10)).until(() ->
+        peers.stream().map(p -> p.counters().readsFromPreviousOwners.sum()).toList().equals(List.of(0L, 0L, 1L)));
   }
 
   /** The value {@code target} answers to a read sent as a reader sends it to an owner: the first step. */
