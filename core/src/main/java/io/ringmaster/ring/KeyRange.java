@@ -15,10 +15,10 @@ import java.util.function.ToLongFunction;
  * <p>A range whose {@code end} is below its {@code start} wraps past {@link Long#MAX_VALUE} to
  * {@link Long#MIN_VALUE}. A range with {@code start == end} is the whole circle: it is what a
  * member that owns everything (the only member of a ring) is reported to own, starting after a
- * token (in a {@link RingDiff}, a token of either ring, not necessarily one of its own); {@link #full()} starts
- * after {@link Long#MIN_VALUE}. Such ranges hold the same
- * positions but are different records ({@code equals} compares start and end): test a range
- * with {@link #isFull()}.
+ * token (in a {@link RingDiff}, a token of either ring, not necessarily one of its own);
+ * {@link #full()} starts after {@link Long#MIN_VALUE}. Such ranges hold the same positions but
+ * are different records ({@code equals} compares start and end): test a range with
+ * {@link #isFull()}.
  *
  * <p>A key's position is {@link HashRing#position(String)}; {@link #contains(String)} tests it.
  */
