@@ -5,7 +5,7 @@
 
 const TWO_63 = 1n << 63n;
 const TWO_64 = 2 ** 64;
-const state = { ring: null, drawnFor: '', colours: new Map(), highlight: null };
+const state = { ring: null, drawnFor: '', colours: new Map(), highlight: null, kvRequest: 0 };
 
 // ---- positions on the circle -------------------------------------------------------------
 
@@ -290,16 +290,23 @@ async function submitKv(event) {
     out.textContent = `${action} ${key}: the keys . and .. cannot be sent from a browser; use curl --path-as-is`;
     return;
   }
+  // Each Get or Put owns the result line until the next one starts: a slow reply (a read waiting
+  // for a crashed owner) that comes after a newer one is dropped.
+  const request = ++state.kvRequest;
   out.textContent = `${action} ${key}\u2026`;
   delete out.dataset.owners;
   state.highlight = null; // the previous key's marks go; this key's come with its reply
   applyHighlight();
   try {
     const url = '/kv/' + encodeURIComponent(key); // throws on a lone surrogate: shown below
+    // Bounded, past the peer's own deadlines, so that a request the browser holds back (every
+    // connection to this peer taken) or a peer that stopped answering shows as an error.
     const response = action === 'put'
-      ? await fetch(url, { method: 'PUT', body: value, headers: { 'Content-Type': 'text/plain; charset=utf-8' } })
-      : await fetch(url);
+      ? await fetch(url, { method: 'PUT', body: value, headers: { 'Content-Type': 'text/plain; charset=utf-8' },
+        signal: timeout(20000) })
+      : await fetch(url, { signal: timeout(20000) });
     const body = await response.json().catch(() => ({}));
+    if (request !== state.kvRequest) return;
     const owners = ownerIds(body);
     // Only a key the peer placed is marked: a refused one (a 400, a 503) has no owners to show.
     state.highlight = owners.length ? { position: position(key), owners } : null;
@@ -312,7 +319,7 @@ async function submitKv(event) {
     out.dataset.owners = owners.join(',');
     applyHighlight();
   } catch (e) {
-    out.textContent = `${action} ${key} failed: ${e.message}`;
+    if (request === state.kvRequest) out.textContent = `${action} ${key} failed: ${e.message}`;
   }
 }
 
@@ -369,9 +376,18 @@ function escapeHtml(s) {
   return s.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
 
+/**
+ * The open event stream, or null: none while the tab is hidden. A browser allows six connections
+ * to one host and port, and each stream holds one for as long as it is open, so six tabs on one
+ * peer would leave none for the page's requests.
+ */
+let stream = null;
+
 function follow() {
+  if (stream !== null || document.hidden) return;
   const live = document.getElementById('live');
   const source = new EventSource('/events');
+  stream = source;
   let fresh = true;
   source.onopen = () => {
     live.textContent = '(live)';
@@ -386,7 +402,8 @@ function follow() {
     live.textContent = '(reconnecting\u2026)';
     // The browser retries a dropped stream by itself, but gives up for good on a refusal (a 503
     // when the peer has too many subscribers): try again later, as the peer frees places.
-    if (source.readyState === EventSource.CLOSED) {
+    if (source.readyState === EventSource.CLOSED && stream === source) {
+      stream = null;
       setTimeout(follow, 5000);
     }
   };
@@ -407,8 +424,20 @@ function follow() {
   };
 }
 
+/** Closes the stream while the tab is hidden; a new one, when it shows again, replays the peer's recent events. */
+function pauseWhileHidden() {
+  if (!document.hidden) {
+    follow();
+  } else if (stream !== null) {
+    stream.close();
+    stream = null;
+    document.getElementById('live').textContent = '(paused while the tab is hidden)';
+  }
+}
+
 if (typeof document !== 'undefined') {
   document.getElementById('kv-form').addEventListener('submit', submitKv);
+  document.addEventListener('visibilitychange', pauseWhileHidden);
   refresh();
   follow();
 }

@@ -116,6 +116,7 @@ final class HttpApi implements HttpHandler {
       }
     }
     java.net.URI uri = ex.getRequestURI();
+    checkHost(ex, uri);
     // The path as the client sent it, up to any query or fragment. Not the URI's path: one starting
     // "//" parses as an authority and a path ("//kv/a": "kv" and "/a"; "///kv/a": an empty one and
     // "/kv/a"), and is no route. A target in absolute form ("http://host/kv/a") is served as its path.
@@ -158,6 +159,44 @@ final class HttpApi implements HttpHandler {
     } else {
       throw new HttpError(404, "no route " + method + " " + path
           + "; try /kv/{key}, /ring, /stats, /events, /events/recent, /keys or /");
+    }
+  }
+
+  /**
+   * Refuses a request addressed to a host other than this machine's loopback. The peer listens on
+   * 127.0.0.1 only, yet a page from another site can reach it under that site's own name: the
+   * name is made to resolve to 127.0.0.1 once the page has loaded (DNS rebinding), and the
+   * browser then lets the page read and write keys as if it were the peer's own. Such a request
+   * names the other site in its {@code Host} header (or in its target, in absolute form), so only
+   * loopback names are served: {@code 127.0.0.1}, {@code localhost}, {@code [::1]} and names under
+   * {@code .localhost}, which browsers resolve to loopback themselves; any port, so that a
+   * forwarded port works. An HTTP/1.0 request may come without a {@code Host}.
+   */
+  static void checkHost(HttpExchange ex, java.net.URI uri) {
+    List<String> hosts = ex.getRequestHeaders().getOrDefault("Host", List.of());
+    if (hosts.size() > 1) {
+      throw new HttpError(400, "a request has one Host header; got " + hosts.size());
+    }
+    if (hosts.isEmpty() && !ex.getProtocol().equals("HTTP/1.0")) {
+      throw new HttpError(400, "an " + ex.getProtocol() + " request needs a Host header");
+    }
+    if (!hosts.isEmpty()) {
+      refuseUnlessLoopback(hosts.get(0));
+    }
+    if (uri.getScheme() != null) {
+      refuseUnlessLoopback(uri.getRawAuthority() == null ? "" : uri.getRawAuthority());
+    }
+  }
+
+  private static void refuseUnlessLoopback(String authority) {
+    String host = authority.startsWith("[") ? authority.substring(0, authority.indexOf(']') + 1)
+        : authority.contains(":") ? authority.substring(0, authority.lastIndexOf(':')) : authority;
+    String name = host.toLowerCase(java.util.Locale.ROOT);
+    name = name.endsWith(".") ? name.substring(0, name.length() - 1) : name;
+    if (!(name.equals("127.0.0.1") || name.equals("[::1]") || name.equals("localhost")
+        || name.endsWith(".localhost"))) {
+      throw new HttpError(421, "this peer answers requests addressed to 127.0.0.1, localhost or [::1] only,"
+          + " not " + authority + " (a page of another site could be using that name to reach it)");
     }
   }
 

@@ -36,7 +36,7 @@ class HttpApiBodyTest {
       // HTTP/1.0 closes after the reply without asking; the JDK's server then sets a Connection
       // header on the exchange before the handler runs.
       String connection = version.equals("1.0") ? "" : "Connection: close\r\n";
-      s.getOutputStream().write((r[0] + " " + r[1] + " HTTP/" + version + "\r\nHost: x\r\n" + connection + "Content-Length: "
+      s.getOutputStream().write((r[0] + " " + r[1] + " HTTP/" + version + "\r\nHost: 127.0.0.1\r\n" + connection + "Content-Length: "
           + body.length + "\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
       s.getOutputStream().write(body);
       String reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
@@ -73,7 +73,7 @@ class HttpApiBodyTest {
     http.start();
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(5_000);
-      s.getOutputStream().write((r[0] + " " + r[1] + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      s.getOutputStream().write((r[0] + " " + r[1] + " HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
           + chunkSize + "\r\nhello\r\n0\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
       InputStream in = s.getInputStream();
       String reply = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);

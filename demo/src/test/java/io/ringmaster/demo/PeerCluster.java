@@ -278,7 +278,7 @@ final class PeerCluster implements AutoCloseable {
   Socket openEvents(String name) throws IOException {
     Socket s = new Socket("127.0.0.1", peer(name).httpPort());
     s.setSoTimeout(10_000);
-    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
     return s;
   }
 

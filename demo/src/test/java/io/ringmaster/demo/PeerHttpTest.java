@@ -155,7 +155,7 @@ class PeerHttpTest {
       for (int i = 0; i < 70; i++) {
         Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort());
         stalled.add(s);
-        s.getOutputStream().write(("PUT /kv/stalled-" + i + " HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        s.getOutputStream().write(("PUT /kv/stalled-" + i + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nabc")
             .getBytes(StandardCharsets.ISO_8859_1));
       }
       for (Socket s : stalled) {
@@ -183,7 +183,7 @@ class PeerHttpTest {
   void malformedChunkedBody_refusedWithJsonReason_andTheConnectionClosed() throws Exception {
     try (Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort())) {
       s.setSoTimeout(30_000);
-      s.getOutputStream().write(("PUT /kv/chunky HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+      s.getOutputStream().write(("PUT /kv/chunky HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
           .getBytes(StandardCharsets.ISO_8859_1));
       String reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
       assertTrue(reply.startsWith("HTTP/1.1 400"), reply);
@@ -215,7 +215,7 @@ class PeerHttpTest {
     try (Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort())) {
       s.setSoTimeout(30_000);
       OutputStream out = s.getOutputStream();
-      out.write((request + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " + bytes + "\r\n\r\n")
+      out.write((request + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: " + bytes + "\r\n\r\n")
           .getBytes(StandardCharsets.ISO_8859_1));
       out.write(new byte[bytes]);
       out.flush();
@@ -226,7 +226,7 @@ class PeerHttpTest {
   private String rawRequest(String requestLine) throws IOException {
     try (Socket s = new Socket("127.0.0.1", cluster.peer("solo").httpPort())) {
       s.setSoTimeout(5_000);
-      s.getOutputStream().write((requestLine + "\r\nHost: x\r\nConnection: close\r\n\r\n")
+      s.getOutputStream().write((requestLine + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
           .getBytes(StandardCharsets.ISO_8859_1));
       InputStream in = s.getInputStream();
       return new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);

@@ -37,7 +37,9 @@ import org.openqa.selenium.chrome.ChromeOptions;
 /**
  * The live ring page in headless Chromium against a real 3-peer cluster: three members' arcs and
  * matching checksums; a peer killed with SIGKILL disappears without a reload; a key put from the
- * page shows its owners; a page whose event stream is refused comes live once places are free. Screenshots go to {@code target/screenshots/} for people to look at.
+ * page shows its owners; a page whose event stream is refused comes live once places are free; a
+ * hidden page gives its stream up; a slow reply does not overwrite a newer one. Screenshots go to
+ * {@code target/screenshots/} for people to look at.
  *
  * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
  * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
@@ -175,7 +177,50 @@ class RingPageBrowserTest extends WithPeerCluster {
     await("the page live again, with its log").atMost(WAIT).ignoreExceptions().until(() ->
         browser.findElement(By.id("live")).getText().equals("(live)")
             && !browser.findElements(By.cssSelector("#log li")).isEmpty());
+
+    // A hidden tab gives its stream's place back (a browser allows six connections to one peer,
+    // and an open stream holds one), and takes a place again when it shows.
+    await("only the page's stream on peer-2").atMost(WAIT).ignoreExceptions().until(() ->
+        cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == 1);
+    js.executeScript(VISIBILITY, true);
+    await("the hidden page's stream closed").atMost(WAIT).ignoreExceptions().until(() ->
+        browser.findElement(By.id("live")).getText().equals("(paused while the tab is hidden)")
+            && cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == 0);
+    js.executeScript(VISIBILITY, false);
+    await("the shown page live again").atMost(WAIT).ignoreExceptions().until(() ->
+        browser.findElement(By.id("live")).getText().equals("(live)")
+            && cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == 1);
+
+    // A reply that comes after a newer request's does not overwrite it: the read of "slow-key" is
+    // held in the page until the read of user:42 has been shown.
+    js.executeScript("const f = window.fetch; window.__slowDone = false;"
+        + "window.fetch = (url, o) => !String(url).includes('slow') ? f(url, o) : f(url, o).then(r =>"
+        + "  new Promise(res => { window.__release = () => {"
+        + "    const json = r.json.bind(r);"
+        + "    r.json = () => json().then(v => { setTimeout(() => { window.__slowDone = true; }, 0); return v; });"
+        + "    res(r); }; }));");
+    WebElement keyOnPeer2 = browser.findElement(By.id("key"));
+    WebElement resultOnPeer2 = browser.findElement(By.id("kv-result"));
+    keyOnPeer2.clear();
+    keyOnPeer2.sendKeys("slow-key");
+    browser.findElement(By.id("get")).click();
+    await("the slow read held").atMost(WAIT).until(() ->
+        (Boolean) js.executeScript("return typeof window.__release === 'function';"));
+    keyOnPeer2.clear();
+    keyOnPeer2.sendKeys("user:42");
+    browser.findElement(By.id("get")).click();
+    await("the newer read shown").atMost(WAIT).until(() -> resultOnPeer2.getText().startsWith("user:42 = Ada, held by "));
+    String shownOwners = resultOnPeer2.getAttribute("data-owners");
+    js.executeScript("window.__release();");
+    await("the older reply handled").atMost(WAIT).until(() -> (Boolean) js.executeScript("return window.__slowDone;"));
+    assertTrue(resultOnPeer2.getText().startsWith("user:42 = Ada, held by "), resultOnPeer2.getText());
+    assertEquals(shownOwners, resultOnPeer2.getAttribute("data-owners"));
   }
+
+  /** Makes the page see itself hidden (argument true) or shown, as a browser does when its tab is. */
+  private static final String VISIBILITY = "const hidden = arguments[0];"
+      + "Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });"
+      + "document.dispatchEvent(new Event('visibilitychange'));";
 
   private List<WebElement> arcs() {
     return browser.findElements(By.cssSelector("#arcs path"));

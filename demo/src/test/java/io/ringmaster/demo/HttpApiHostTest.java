@@ -1,0 +1,82 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Requests addressed to a name other than loopback are refused before any route runs: a page of
+ * another site that made its own name resolve to 127.0.0.1 (DNS rebinding) must not read or write
+ * keys. No service is given to the API, so a request that got past the check to a route that
+ * uses one would be a 500, and one to no route is a 404.
+ */
+class HttpApiHostTest {
+  private HttpServer http;
+
+  @BeforeEach
+  void start() throws Exception {
+    http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
+    http.start();
+  }
+
+  @AfterEach
+  void stop() {
+    http.stop(0);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"evil.example:8081", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:80",
+      "10.0.0.7:8081", "127.0.0.2:8081", "[::2]:8081", "localhost@evil.example", "[::1"})
+  void aRequestNamingAnotherHost_isRefusedWith421_beforeAnyRoute(String host) throws Exception {
+    for (String request : new String[] {"PUT /kv/a", "DELETE /kv/a", "GET /kv/a", "GET /keys", "GET /nowhere"}) {
+      String reply = send(request + " HTTP/1.1", "Host: " + host + "\r\n");
+      assertTrue(reply.startsWith("HTTP/1.1 421 "), request + " " + host + ": " + reply);
+      assertTrue(reply.contains("{\"error\":\"this peer answers requests addressed to 127.0.0.1, localhost or [::1]"
+          + " only, not " + host), reply);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"127.0.0.1", "127.0.0.1:8081", "localhost", "LocalHost:8081", "localhost.:8081",
+      "[::1]:8081", "peer-a.localhost:8081"})
+  void aRequestNamingLoopback_reachesItsRoute(String host) throws Exception {
+    String reply = send("GET /nowhere HTTP/1.1", "Host: " + host + "\r\n");
+    assertTrue(reply.startsWith("HTTP/1.1 404 ") && reply.contains("no route GET /nowhere"), host + ": " + reply);
+  }
+
+  @Test
+  void theHostOfATargetInAbsoluteForm_isCheckedToo() throws Exception {
+    String elsewhere = send("GET http://evil.example:8081/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(elsewhere.startsWith("HTTP/1.1 421 ") && elsewhere.contains("not evil.example:8081"), elsewhere);
+    String here = send("GET http://localhost:8081/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(here.startsWith("HTTP/1.1 404 "), here);
+  }
+
+  @Test
+  void aMissingHost_isRefusedForHttp11_andServedForHttp10() throws Exception {
+    String http11 = send("GET /nowhere HTTP/1.1", "");
+    assertTrue(http11.startsWith("HTTP/1.1 400 ") && http11.contains("an HTTP/1.1 request needs a Host header"), http11);
+    String twice = send("GET /nowhere HTTP/1.1", "Host: 127.0.0.1\r\nHost: evil.example\r\n");
+    assertTrue(twice.startsWith("HTTP/1.1 400 ") && twice.contains("one Host header; got 2"), twice);
+    String http10 = send("GET /nowhere HTTP/1.0", "");
+    assertTrue(http10.startsWith("HTTP/1.1 404 "), http10);
+  }
+
+  private String send(String requestLine, String headers) throws Exception {
+    try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write((requestLine + "\r\n" + headers + "Connection: close\r\nContent-Length: 0\r\n\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+    }
+  }
+}
