@@ -744,15 +744,18 @@ final class ClusterNode {
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is
    *                running (empty for a caller that is no listener)
+   * @param launch  whether a listener caller launches the deliveries its callback holds up (see
+   *                below); false for a second wait that must run no callback here (close()'s last
+   *                wait, under the node's lock), the first one having launched them
    */
-  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running)
-      throws InterruptedException {
+  ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running,
+                                boolean launch) throws InterruptedException {
     // A ring is published and its callbacks queued under this lock: taking it once makes sure the
     // callbacks of the ring the caller may have just read are queued, so they are waited for.
     synchronized (publishLock) {
       // nothing to do inside: acquiring the lock is the point
     }
-    if (!running.isEmpty()) {
+    if (launch && !running.isEmpty()) {
       // A listener on a same-thread executor calling this (or close()) holds up the launch of the
       // deliveries queued after its own: launch them here, or they could not finish before it
       // returns. Any other caller, close() on an application's thread included, leaves the launches

@@ -210,6 +210,10 @@ public final class Ringmaster implements AutoCloseable {
       awaitFirstRing();
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
+      // In here: a logger that throws fails the start, which stops the node, rather than leave a
+      // running node to a caller that got no reference to it.
+      LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
+          viewId(), members().size());
       joined = true;
     } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
       Throwable failure = startFailure(e);
@@ -232,8 +236,6 @@ public final class Ringmaster implements AutoCloseable {
       }
       throw (RuntimeException) failure;
     }
-    LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
-        viewId(), members().size());
     return this;
   }
 
@@ -423,7 +425,7 @@ public final class Ringmaster implements AutoCloseable {
         awaitThroughInterrupts(node.queueLeaving(),
             Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
-      listeners = node.awaitListeners(deadline, unwaited, runningHere());
+      listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -534,8 +536,10 @@ public final class Ringmaster implements AutoCloseable {
       await(rejoinThread, "rejoin thread", false);
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
-        if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(
-            System.nanoTime() + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere()) == ClusterNode.ListenersState.BUSY) {
+        // No launch here: this runs under the node's lock, where no listener may run; leave() launched
+        // what this caller's callback held up, and a launch pending since is its queuing thread's.
+        if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(System.nanoTime()
+            + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere(), false) == ClusterNode.ListenersState.BUSY) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
           listenerPool.shutdownNow(); // interrupts this thread too: undone below
           if (!wasInterrupted) {
@@ -803,7 +807,7 @@ public final class Ringmaster implements AutoCloseable {
    */
   public boolean awaitListeners(Duration timeout) throws InterruptedException {
     long deadline = deadline(timeout);
-    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere()) == ClusterNode.ListenersState.IDLE;
+    return node.awaitListeners(deadline, unwaitedExecutor(), runningHere(), true) == ClusterNode.ListenersState.IDLE;
   }
 
   /**
@@ -1005,7 +1009,11 @@ public final class Ringmaster implements AutoCloseable {
    * Adds an ownership listener run on {@code executor}, one call at a time. An executor that
    * refuses a callback (a bounded pool that is full, or shut down) would hand the listener a
    * sequence with a gap: the listener is removed instead, with an error logged that names it;
-   * register it again to start over from the current ownership.
+   * register it again to start over from the current ownership. A shut-down
+   * {@link java.util.concurrent.ExecutorService} that returns without running the callback (as
+   * {@code CallerRunsPolicy} does once the pool is shut down) counts as refusing it. The executor
+   * must run every task it accepts: one that drops tasks silently while running
+   * ({@code DiscardPolicy}) stalls the listener for good.
    *
    * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
    *                               would never be called
@@ -1017,18 +1025,19 @@ public final class Ringmaster implements AutoCloseable {
     requireOpen(listener, executor);
     SerialDelivery<OwnershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
-        listener::onOwnershipChange, executor, this, () -> node.removeOwnershipListener(self[0]));
+        listener::onOwnershipChange, executor, executor != listenerPool, this,
+        () -> node.removeOwnershipListener(self[0]));
     node.addOwnershipListener(self[0]);
     requireAccepted(self[0]);
     return self[0];
   }
 
   /**
-   * Fails if the executor refused a callback as the listener was added, which removed it: as for a
-   * closed node if this node is closing (its pool stopped), else naming the listener.
+   * Fails if the executor refused the listener's first callback, which removed it: as for a closed
+   * node if this node is closing (its pool stopped), else naming the listener.
    */
   private void requireAccepted(SerialDelivery<?> delivery) {
-    if (delivery.refused() && stopping()) {
+    if (delivery.refusedFirst() && stopping()) {
       throw ClusterNode.closedToListeners(config.nodeId());
     }
     delivery.requireAccepted();
@@ -1104,7 +1113,8 @@ public final class Ringmaster implements AutoCloseable {
     requireOpen(listener, executor);
     SerialDelivery<MembershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
-        listener::onMembershipChange, executor, this, () -> node.removeMembershipListener(self[0]));
+        listener::onMembershipChange, executor, executor != listenerPool, this,
+        () -> node.removeMembershipListener(self[0]));
     node.addMembershipListener(self[0]);
     requireAccepted(self[0]);
     return self[0];
@@ -1130,8 +1140,8 @@ public final class Ringmaster implements AutoCloseable {
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     requireOpen(listener, executor);
     SerialDelivery<RingDivergence>[] self = holder();
-    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor, this,
-        () -> divergenceListeners.remove(self[0]));
+    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor,
+        executor != listenerPool, this, () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
     if (refusesListeners()) { // closed since requireOpen: gossip is stopping
       divergenceListeners.remove(self[0]);

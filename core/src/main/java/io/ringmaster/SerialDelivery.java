@@ -4,7 +4,9 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -31,6 +33,11 @@ final class SerialDelivery<E> implements Registration {
   private final String name;
   private final Consumer<E> listener;
   private final Executor executor;
+  /**
+   * Whether the executor is the application's: then a launch onto it that returns after the
+   * executor was shut down, its callback not started, counts as refused (see {@link #launch()}).
+   */
+  private final boolean foreignExecutor;
   private final Object owner;
   private final Runnable onClose;
   private final ArrayDeque<E> queue = new ArrayDeque<>();
@@ -50,15 +57,25 @@ final class SerialDelivery<E> implements Registration {
   private volatile Thread runner;
   /** What the executor threw when it refused a callback, which removed the listener; else null. */
   private volatile Throwable refusal;
+  /** What the executor threw when it refused the first callback ({@link #launchFirst}); else null. */
+  private volatile Throwable firstRefusal;
+
+  /** A delivery on an application's executor. */
+  SerialDelivery(String name, Consumer<E> listener, Executor executor, Object owner, Runnable onClose) {
+    this(name, listener, executor, true, owner, onClose);
+  }
 
   /**
-   * @param owner   the node, for {@link #callingExecutor}
-   * @param onClose removes the listener from its node, when closed or when its executor refuses
+   * @param foreignExecutor whether {@code executor} is the application's (not the node's own pool)
+   * @param owner           the node, for {@link #callingExecutor}
+   * @param onClose         removes the listener from its node, when closed or when its executor refuses
    */
-  SerialDelivery(String name, Consumer<E> listener, Executor executor, Object owner, Runnable onClose) {
+  SerialDelivery(String name, Consumer<E> listener, Executor executor, boolean foreignExecutor, Object owner,
+                 Runnable onClose) {
     this.name = name;
     this.listener = listener;
     this.executor = executor;
+    this.foreignExecutor = foreignExecutor;
     this.owner = owner;
     this.onClose = onClose;
   }
@@ -103,13 +120,20 @@ final class SerialDelivery<E> implements Registration {
     return refusal != null;
   }
 
+  /** Whether the executor refused the first callback ({@link #launchFirst}), which removed the listener. */
+  boolean refusedFirst() {
+    return firstRefusal != null;
+  }
+
   /**
-   * Fails if the executor refused a callback, which removed the listener: for the call that adds
-   * it, whose first callback (the current ownership) it launches, so that the caller learns the
-   * listener will never be called instead of holding a registration that does nothing.
+   * Fails if the executor refused the first callback, which removed the listener: for the call
+   * that adds it, whose first callback (the current ownership) it launches, so that the caller
+   * learns the listener will never be called instead of holding a registration that does nothing.
+   * A later callback refused meanwhile (the first one ran) does not fail it: the listener was
+   * added, and that refusal is logged as any later one is.
    */
   void requireAccepted() {
-    Throwable refused = refusal;
+    Throwable refused = firstRefusal;
     if (refused != null) {
       throw new RejectedExecutionException(name + ": its executor refused a callback as the listener was"
           + " added (" + refused + "), so it was removed", refused);
@@ -180,10 +204,27 @@ final class SerialDelivery<E> implements Registration {
         return;
       }
       launchPending = false;
+      if (closed) {
+        // Removed since the event was queued: nothing to deliver, and no executor to bother (it
+        // may be shut down by now, and its refusal would be reported for a listener already gone).
+        running = false;
+        notifyAll();
+        return;
+      }
     }
+    Launch task = new Launch();
     try {
-      executor.execute(this::drain);
+      executor.execute(task);
+      if (foreignExecutor && executor instanceof ExecutorService pool && pool.isShutdown() && task.abandon()) {
+        // A shut-down pool that neither ran the callback nor threw: CallerRunsPolicy discards it
+        // then (DiscardPolicy always does). Waiting for it would stall the listener for good.
+        throw new RejectedExecutionException("the executor is shut down, and returned without running or"
+            + " refusing the callback");
+      }
     } catch (RuntimeException | Error e) {
+      if (first) {
+        firstRefusal = e;
+      }
       // A RejectedExecutionException, or anything else the executor throws (an Error too, such
       // as no memory for a new thread: rethrown, it would strand the deliveries launched after
       // this one). Skipping this callback and delivering later ones would hand the listener a
@@ -218,6 +259,23 @@ final class SerialDelivery<E> implements Registration {
       } finally {
         onClose.run();
       }
+    }
+  }
+
+  /** One launch's drain, run by the executor unless {@link #abandon()} came first. */
+  private final class Launch implements Runnable {
+    private final AtomicBoolean taken = new AtomicBoolean();
+
+    @Override
+    public void run() {
+      if (taken.compareAndSet(false, true)) {
+        drain();
+      }
+    }
+
+    /** True if the drain had not started, and now never will. */
+    boolean abandon() {
+      return taken.compareAndSet(false, true);
     }
   }
 

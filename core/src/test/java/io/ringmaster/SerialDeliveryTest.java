@@ -1,14 +1,20 @@
 package io.ringmaster;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -129,12 +135,135 @@ class SerialDeliveryTest {
       throw new IllegalStateException("a logging filter's bug");
     });
     try {
-      delivery.submit("refused");
+      assertTrue(delivery.enqueueFirst("refused"));
+      delivery.launchFirst();
     } finally {
       log.setFilter(before);
     }
     assertEquals(1, removed.get(), "the listener was removed");
     assertTrue(delivery.refused());
     assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
+  }
+
+  /**
+   * A listener removed between the queuing of a change and its launch (its registration closed,
+   * then its executor shut down): the launch hands nothing to the executor, so no refusal is
+   * reported for a listener already gone, and nothing is left marked running.
+   */
+  @Test
+  void aLaunchAfterTheListenerWasRemoved_offersTheExecutorNothing() throws Exception {
+    AtomicInteger offered = new AtomicInteger();
+    AtomicInteger removed = new AtomicInteger();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, task -> {
+      offered.incrementAndGet();
+      throw new RejectedExecutionException("shut down");
+    }, new Object(), removed::incrementAndGet);
+    assertTrue(delivery.enqueue("change"));
+    delivery.close();
+    delivery.launch();
+    assertEquals(0, offered.get(), "nothing handed to the executor");
+    assertFalse(delivery.refused(), "no refusal reported");
+    assertEquals(1, removed.get(), "removed once, by the close");
+    assertTrue(delivery.awaitIdle(System.nanoTime(), runner -> false), "nothing left running");
+  }
+
+  /**
+   * The first callback ran; a later one, refused before the adding thread checks, removes the
+   * listener as any refusal does, but does not make the add fail: the listener was added, and has
+   * already had its first callback.
+   */
+  @Test
+  void aLaterCallbackRefused_beforeTheAddingThreadChecks_doesNotFailTheAdd() {
+    AtomicInteger calls = new AtomicInteger();
+    AtomicInteger removed = new AtomicInteger();
+    List<String> seen = new CopyOnWriteArrayList<>();
+    Executor firstOnly = task -> {
+      if (calls.getAndIncrement() > 0) {
+        throw new RejectedExecutionException("pool full");
+      }
+      task.run();
+    };
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", seen::add, firstOnly, new Object(),
+        removed::incrementAndGet);
+    assertTrue(delivery.enqueueFirst("initial"));
+    delivery.launchFirst();
+    delivery.submit("next");
+    assertEquals(List.of("initial"), seen);
+    assertTrue(delivery.refused());
+    assertEquals(1, removed.get(), "the refusal removed the listener");
+    assertDoesNotThrow(delivery::requireAccepted);
+  }
+
+  /**
+   * A shut-down pool whose policy discards tasks without a word (CallerRunsPolicy, once the pool is
+   * shut down) counts as refusing: the listener is removed, not left waiting for a callback that
+   * will never run.
+   */
+  @Test
+  void aShutDownPoolThatDiscardsTheCallback_countsAsRefusingIt() throws Exception {
+    AtomicInteger removed = new AtomicInteger();
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+        new ThreadPoolExecutor.CallerRunsPolicy());
+    pool.shutdown();
+    List<String> seen = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", seen::add, pool, new Object(),
+        removed::incrementAndGet);
+    delivery.submit("change");
+    assertEquals(List.of(), seen);
+    assertTrue(delivery.refused());
+    assertEquals(1, removed.get(), "the listener was removed");
+    assertTrue(delivery.awaitIdle(System.nanoTime(), runner -> false), "nothing left running");
+  }
+
+  /**
+   * A pool shut down by the callback it runs (here, on the launching thread) ran that callback: the
+   * launch finds the pool shut down, but the callback taken, and the listener stays.
+   */
+  @Test
+  void aPoolShutDownAfterItRanTheCallback_isNoRefusal() {
+    AtomicInteger removed = new AtomicInteger();
+    ExecutorService inline = new AbstractExecutorService() {
+      private volatile boolean shutDown;
+
+      @Override
+      public void execute(Runnable task) {
+        task.run();
+      }
+
+      @Override
+      public void shutdown() {
+        shutDown = true;
+      }
+
+      @Override
+      public List<Runnable> shutdownNow() {
+        shutDown = true;
+        return List.of();
+      }
+
+      @Override
+      public boolean isShutdown() {
+        return shutDown;
+      }
+
+      @Override
+      public boolean isTerminated() {
+        return shutDown;
+      }
+
+      @Override
+      public boolean awaitTermination(long timeout, TimeUnit unit) {
+        return shutDown;
+      }
+    };
+    List<String> seen = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
+      seen.add(event);
+      inline.shutdown();
+    }, inline, new Object(), removed::incrementAndGet);
+    delivery.submit("change");
+    assertEquals(List.of("change"), seen);
+    assertFalse(delivery.refused());
+    assertEquals(0, removed.get());
   }
 }
