@@ -284,19 +284,19 @@ async function submitKv(event) {
   const key = document.getElementById('key').value;
   const value = document.getElementById('value').value;
   const out = document.getElementById('kv-result');
+  // Each Get or Put owns the result line until the next one starts: a slow reply (a read waiting
+  // for a crashed owner) that comes after a newer one is dropped.
+  const request = ++state.kvRequest;
+  delete out.dataset.owners;
+  state.highlight = null; // the previous key's marks go; this key's come with its reply
+  applyHighlight();
   if (key === '.' || key === '..') {
     // Browsers resolve /kv/. and /kv/.. away (%2E too) before the request leaves: this page cannot
     // send them, where curl --path-as-is can.
     out.textContent = `${action} ${key}: the keys . and .. cannot be sent from a browser; use curl --path-as-is`;
     return;
   }
-  // Each Get or Put owns the result line until the next one starts: a slow reply (a read waiting
-  // for a crashed owner) that comes after a newer one is dropped.
-  const request = ++state.kvRequest;
   out.textContent = `${action} ${key}\u2026`;
-  delete out.dataset.owners;
-  state.highlight = null; // the previous key's marks go; this key's come with its reply
-  applyHighlight();
   try {
     const url = '/kv/' + encodeURIComponent(key); // throws on a lone surrogate: shown below
     // Bounded, past the peer's own deadlines, so that a request the browser holds back (every
@@ -428,9 +428,11 @@ function follow() {
 function pauseWhileHidden() {
   if (!document.hidden) {
     follow();
-  } else if (stream !== null) {
-    stream.close();
-    stream = null;
+  } else {
+    if (stream !== null) {
+      stream.close();
+      stream = null;
+    }
     document.getElementById('live').textContent = '(paused while the tab is hidden)';
   }
 }

@@ -744,9 +744,9 @@ final class ClusterNode {
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is
    *                running (empty for a caller that is no listener)
-   * @param launch  whether a listener caller launches the deliveries its callback holds up (see
-   *                below); false for a second wait that must run no callback here (close()'s last
-   *                wait, under the node's lock), the first one having launched them
+   * @param launch  whether a listener caller launches the deliveries its callback holds up
+   *                ({@link #launchHeldUp}); false for a wait that must run no callback here
+   *                (close()'s last wait, under the node's lock: they were launched before it)
    */
   ListenersState awaitListeners(long deadlineNanos, Executor unwaited, List<SerialDelivery<?>> running,
                                 boolean launch) throws InterruptedException {
@@ -755,16 +755,8 @@ final class ClusterNode {
     synchronized (publishLock) {
       // nothing to do inside: acquiring the lock is the point
     }
-    if (launch && !running.isEmpty()) {
-      // A listener on a same-thread executor calling this (or close()) holds up the launch of the
-      // deliveries queued after its own: launch them here, or they could not finish before it
-      // returns. Any other caller, close() on an application's thread included, leaves the launches
-      // to the thread that queued them: a same-thread listener's callback would otherwise run on
-      // the caller's thread (an application's, or a JGroups thread), with no time limit, while the
-      // caller means only to wait, up to its deadline.
-      List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
-      all.addAll(membershipListeners);
-      launchAll(all);
+    if (launch) {
+      launchHeldUp(running);
     }
     if (running.isEmpty()) {
       // A caller that runs no callback: no listener waits for it, so it is in no circle.
@@ -794,6 +786,25 @@ final class ClusterNode {
       synchronized (listenerWaiters) {
         listenerWaiters.remove(self);
       }
+    }
+  }
+
+  /**
+   * Launches the deliveries whose launch a listener's callback on the calling thread holds up.
+   * A listener on a same-thread executor calling close() or awaitListeners() holds up the launch
+   * of the deliveries queued after its own: they are launched here, or they could not finish
+   * before it returns. Any other caller ({@code running} empty: close() on an application's
+   * thread, say) leaves the launches to the thread that queued them: a same-thread listener's
+   * callback would otherwise run on the caller's thread (an application's, or a JGroups thread),
+   * with no time limit, while the caller means only to wait, up to its deadline.
+   *
+   * @param running the deliveries of this node's listeners whose callbacks the calling thread is running
+   */
+  void launchHeldUp(List<SerialDelivery<?>> running) {
+    if (!running.isEmpty()) {
+      List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
+      all.addAll(membershipListeners);
+      launchAll(all);
     }
   }
 

@@ -69,8 +69,13 @@ final class Json {
       throw new IllegalArgumentException("config file " + file + " exceeds a limit of the JSON parser: "
           + e.getOriginalMessage());
     } catch (JsonProcessingException e) {
-      String line = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ")";
-      throw new IllegalArgumentException("config file " + file + " is not valid JSON: " + e.getOriginalMessage() + line);
+      String where = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
+          + e.getLocation().getColumnNr() + ")";
+      // The parser quotes the text it choked on, which in a file with a secret may be the secret,
+      // written without its quotes: then only where.
+      String why = mentionsSecret(file) ? "the parser's message is left out, since the file sets a secret"
+          : e.getOriginalMessage();
+      throw new IllegalArgumentException("config file " + file + " is not valid JSON" + where + ": " + why);
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot read config file " + file + ": " + e);
     }
@@ -78,6 +83,15 @@ final class Json {
       throw new IllegalArgumentException("config file " + file + " must hold a JSON object");
     }
     return root;
+  }
+
+  private static boolean mentionsSecret(Path file) {
+    try {
+      return Files.readString(file, java.nio.charset.StandardCharsets.ISO_8859_1).toLowerCase(java.util.Locale.ROOT)
+          .contains("secret");
+    } catch (IOException | RuntimeException unreadable) {
+      return true;
+    }
   }
 
   private static void applyAll(JsonNode root, Path file, Ringmaster.Builder builder) {
@@ -117,7 +131,13 @@ final class Json {
       case "bindAddress" -> b.bindAddress(text(v));
       case "bindPort" -> b.bindPort(integer(v, "0.." + Ringmaster.Builder.MAX_PORT));
       case "initialHosts" -> b.initialHosts(text(v));
-      case "secret" -> b.secret(text(v));
+      case "secret" -> {
+        if (!v.isTextual()) { // its value is not shown: it may be the secret, typed without quotes
+          throw new IllegalArgumentException("must be a string, not a JSON " + v.getNodeType().name().toLowerCase(
+              java.util.Locale.ROOT) + " (its value is not shown here)");
+        }
+        b.secret(v.asText());
+      }
       case "leaveTimeoutMillis" -> b.leaveTimeout(Duration.ofMillis(wholeNumber(v)));
       case "gossipIntervalMillis" -> b.gossipInterval(Duration.ofMillis(wholeNumber(v)));
       case "startTimeoutMillis" -> b.startTimeout(Duration.ofMillis(wholeNumber(v)));

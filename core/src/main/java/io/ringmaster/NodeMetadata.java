@@ -121,7 +121,8 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     int bytes = value.getBytes(StandardCharsets.UTF_8).length;
     if (bytes > MAX_VALUE_BYTES) {
       throw new IllegalArgumentException(setting + " is " + bytes + " bytes in UTF-8; at most "
-          + MAX_VALUE_BYTES + " fit in the JGroups address: \"" + value.substring(0, 40) + "...\"");
+          + MAX_VALUE_BYTES + " fit in the JGroups address: \"" + value.substring(0, value.offsetByCodePoints(0, 40))
+          + "...\"");
     }
   }
 }

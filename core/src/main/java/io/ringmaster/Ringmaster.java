@@ -435,7 +435,13 @@ public final class Ringmaster implements AutoCloseable {
     } catch (ExecutionException | TimeoutException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
-      shutdown(caller, listeners, unwaited); // whatever happened above, the node leaves and its threads stop
+      try {
+        // Here, outside the node's lock, whether or not the wait above ran (the LEAVING change may
+        // have failed to queue): shutdown() waits for the listeners under it, and launches nothing.
+        node.launchHeldUp(runningHere());
+      } finally {
+        shutdown(caller, listeners, unwaited); // whatever happened above, the node leaves and its threads stop
+      }
     }
   }
 
@@ -537,7 +543,7 @@ public final class Ringmaster implements AutoCloseable {
       listenerPool.shutdown();
       if (caller == Pool.LISTENERS) {
         // No launch here: this runs under the node's lock, where no listener may run; leave() launched
-        // what this caller's callback held up, and a launch pending since is its queuing thread's.
+        // what this caller's callback holds up, and a launch pending since is its queuing thread's.
         if (listeners == ClusterNode.ListenersState.BUSY && node.awaitListeners(System.nanoTime()
             + TimeUnit.SECONDS.toNanos(1), unwaited, runningHere(), false) == ClusterNode.ListenersState.BUSY) {
           boolean wasInterrupted = Thread.currentThread().isInterrupted();
@@ -1437,7 +1443,10 @@ public final class Ringmaster implements AutoCloseable {
      * stack that does not use it, {@link #buildConfig()} fails rather than run the cluster open.
      */
     public Builder secret(String secret) {
-      this.secret = nonEmpty("secret", secret);
+      if (nonEmpty("secret", secret).isBlank()) {
+        throw new IllegalArgumentException("secret is blank: use a long random secret (openssl rand -base64 32)");
+      }
+      this.secret = secret;
       return this;
     }
 
@@ -1509,6 +1518,8 @@ public final class Ringmaster implements AutoCloseable {
       }
       if (secret != null) {
         Stacks.checkSecretApplies(jgroupsConfig);
+      } else {
+        Stacks.checkSecretAvailable(jgroupsConfig);
       }
       long tokens = Member.tokenCount(virtualNodes, weight);
       if (tokens == 0 && weight > 0) {
@@ -1542,12 +1553,27 @@ public final class Ringmaster implements AutoCloseable {
     }
 
     /** A string with no unpaired surrogate: ids and zones are hashed and sent as UTF-8, which has none. */
+    /**
+     * Fails naming the setting for a value with an unpaired surrogate (no UTF-8 form), a control
+     * character, or a space at either end: an id read from a file with its line break, or typed with
+     * a space, would be another member than the one it reads as, owning other keys.
+     */
     private static String wellFormed(String setting, String value) {
       if (value.codePoints().anyMatch(c -> c >= Character.MIN_SURROGATE && c <= Character.MAX_SURROGATE)) {
         throw new IllegalArgumentException(setting + " has an unpaired surrogate, which has no UTF-8 form: "
             + shown(value));
       }
+      if (value.codePoints().anyMatch(Character::isISOControl)) {
+        throw new IllegalArgumentException(setting + " has a control character: " + shown(value));
+      }
+      if (!value.isEmpty() && (isSpace(value.codePointAt(0)) || isSpace(value.codePointBefore(value.length())))) {
+        throw new IllegalArgumentException(setting + " has a space at either end: " + shown(value));
+      }
       return value;
+    }
+
+    private static boolean isSpace(int c) {
+      return Character.isWhitespace(c) || Character.isSpaceChar(c);
     }
 
     /** A value quoted for a message, with characters outside printable ASCII as Java escapes. */

@@ -5,7 +5,9 @@ import java.util.Optional;
 
 /**
  * The settings of one node, validated. Built by {@link Ringmaster#builder()} or read from a JSON
- * file with the same keys by {@link Ringmaster#fromConfig(java.nio.file.Path)}.
+ * file by {@link Ringmaster#fromConfig(java.nio.file.Path)}, with the same keys except the three
+ * durations, which are whole milliseconds there ({@code leaveTimeoutMillis},
+ * {@code gossipIntervalMillis}, {@code startTimeoutMillis}).
  *
  * @param clusterName    the JGroups cluster to join: 1 to 200 printable ASCII characters, no space at either end
  * @param nodeId         stable id of this member (at most 255 UTF-8 bytes)

@@ -34,8 +34,8 @@ final class SerialDelivery<E> implements Registration {
   private final Consumer<E> listener;
   private final Executor executor;
   /**
-   * Whether the executor is the application's: then a launch onto it that returns after the
-   * executor was shut down, its callback not started, counts as refused (see {@link #launch()}).
+   * Whether the executor is the application's: then a launch onto it, shut down before, that
+   * returns without its callback started counts as refused (see {@link #launch()}).
    */
   private final boolean foreignExecutor;
   private final Object owner;
@@ -214,10 +214,13 @@ final class SerialDelivery<E> implements Registration {
     }
     Launch task = new Launch();
     try {
+      // Whether the pool was shut down before the callback was handed to it: one shut down while
+      // taking it (by the application, at the same moment) may still run what it took.
+      boolean shutDown = foreignExecutor && executor instanceof ExecutorService pool && pool.isShutdown();
       executor.execute(task);
-      if (foreignExecutor && executor instanceof ExecutorService pool && pool.isShutdown() && task.abandon()) {
+      if (shutDown && task.abandon()) {
         // A shut-down pool that neither ran the callback nor threw: CallerRunsPolicy discards it
-        // then (DiscardPolicy always does). Waiting for it would stall the listener for good.
+        // then. Waiting for it would stall the listener for good.
         throw new RejectedExecutionException("the executor is shut down, and returned without running or"
             + " refusing the callback");
       }
@@ -231,7 +234,9 @@ final class SerialDelivery<E> implements Registration {
       // sequence with a gap (the fold would no longer give its ownership): remove it instead,
       // loudly. Nothing escapes to the publisher, so other listeners still get the change.
       boolean leaving = false;
+      boolean removedBefore;
       synchronized (this) {
+        removedBefore = closed;
         running = false;
         closed = true;
         for (E event : queue) {
@@ -239,6 +244,12 @@ final class SerialDelivery<E> implements Registration {
         }
         queue.clear();
         notifyAll();
+      }
+      if (removedBefore) {
+        // Its registration was closed while this launch went on (and the executor then shut down):
+        // no listener left to report the refusal for.
+        LOG.log(System.Logger.Level.DEBUG, "{0}: removed; its executor refused a callback after that ({1})", name, e);
+        return;
       }
       refusal = e;
       try {

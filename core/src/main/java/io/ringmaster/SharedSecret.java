@@ -23,11 +23,19 @@ final class SharedSecret {
     NEXT_STACK.set(secret);
   }
 
+  /** Whether the system property or the environment variable gives a secret (the node's setting aside). */
+  static boolean available() {
+    return fromEnvironment().isPresent();
+  }
+
+  private static Optional<String> fromEnvironment() {
+    return Optional.ofNullable(System.getProperty(PROPERTY)).filter(s -> !s.isEmpty())
+        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)).filter(s -> !s.isEmpty()));
+  }
+
   /** The secret, or a clear failure naming the three places it could have come from. */
   static String require(String who) {
-    Optional<String> secret = NEXT_STACK.get().filter(s -> !s.isEmpty())
-        .or(() -> Optional.ofNullable(System.getProperty(PROPERTY)).filter(s -> !s.isEmpty()))
-        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)).filter(s -> !s.isEmpty()));
+    Optional<String> secret = NEXT_STACK.get().filter(s -> !s.isEmpty()).or(SharedSecret::fromEnvironment);
     return secret.orElseThrow(() -> new IllegalStateException(who + " needs a shared secret: set the node's "
         + "\"secret\" setting, the system property " + PROPERTY + " or the environment variable " + ENVIRONMENT));
   }

@@ -20,8 +20,11 @@ import org.jgroups.util.UUID;
  * secret by sending an HMAC-SHA256 of its own address under a key derived from that secret
  * ({@link SharedSecret#authKey}: 210,000 PBKDF2 rounds per guess for anyone who saw a proof).
  * Binding the proof to the joiner's address means a captured token is worthless from any other
- * address; sent again from the same address, it passes (see docs/operations.md). Used by
- * {@code config/jgroups/secure-tcp.xml}; the secret comes from {@link SharedSecret}.
+ * address. Sent again from the same address it passes, and it does not cover what the join
+ * request says of the joiner (its node id, weight, zone): so {@link SharedSecretEncrypt} takes a
+ * join request whose proof passes only sealed, and one in clear only to be refused (see
+ * docs/operations.md). Used by {@code config/jgroups/secure-tcp.xml}; the secret comes from
+ * {@link SharedSecret}.
  */
 public class SharedSecretAuthToken extends AuthToken {
   private static final byte[] LABEL = "ringmaster-auth/1".getBytes(StandardCharsets.US_ASCII);

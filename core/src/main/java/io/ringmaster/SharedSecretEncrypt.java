@@ -25,6 +25,7 @@ import org.jgroups.Message;
 import org.jgroups.View;
 import org.jgroups.conf.ClassConfigurator;
 import org.jgroups.protocols.AUTH;
+import org.jgroups.protocols.AuthHeader;
 import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.protocols.SYM_ENCRYPT;
 import org.jgroups.protocols.UNICAST3;
@@ -45,9 +46,10 @@ import org.jgroups.util.Util;
  * secret never reaches {@code AUTH}: it waits out its join timeout and then runs alone, a silent
  * split. This protocol lets exactly two kinds of messages pass unencrypted so that {@code AUTH}
  * (above it) can refuse the joiner and the joiner learns why: a join request without a payload
- * (nothing secret in it; {@code AUTH} checks its token), and a join response that carries only a
- * failure reason (it can only make a join fail, never admit anyone); each only where it belongs
- * ({@link #passesInPlain}).
+ * (nothing secret in it) whose token {@code AUTH} will refuse, and a join response that carries
+ * only a failure reason (it can only make a join fail, never admit anyone); each only where it
+ * belongs ({@link #passesInPlain}). A join request in clear whose token checks is dropped: its
+ * sealed copy admits the joiner ({@link #admittedBySealedCopy}).
  *
  * <p>Plain {@code SYM_ENCRYPT} with its defaults would encrypt in ECB mode (the JDK's "AES"), in
  * which equal plaintext blocks give equal ciphertext, would check nothing (a changed ciphertext
@@ -110,6 +112,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** The members of the last view. */
   private volatile Set<Address> members = Set.of();
   private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
+  /** The stack's AUTH, which checks join proofs; null if it has none. */
+  private volatile AUTH auth;
 
   @Override
   public void init() throws Exception {
@@ -149,6 +153,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     newCipher(); // a provider that lacks either fails the start here, naming itself
     newMac();
     super.init();
+    auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
   }
 
   /**
@@ -334,7 +339,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   public Object up(Message msg) {
     if (passesInPlain(msg)) {
-      return up_prot.up(msg);
+      return admittedBySealedCopy(msg) ? null : up_prot.up(msg);
     }
     Message opened = open(msg);
     return opened == null ? null : up_prot.up(opened);
@@ -355,7 +360,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     boolean oob = batch.mode() == MessageBatch.Mode.OOB;
     for (Message msg : batch) {
       if (passesInPlain(msg)) {
-        apart.add(msg);
+        if (!admittedBySealedCopy(msg)) {
+          apart.add(msg);
+        }
         continue;
       }
       Message opened = open(msg);
@@ -401,11 +408,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /**
    * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. A
-   * bare join request goes out twice, with one sequence number: sealed, for a coordinator that
-   * already lists this node (it added it, and the reply was late or its sender crashed; it takes
-   * no join request in clear from a member, and JGroups counts on the repeat being answered), and
-   * in clear, for one with another secret, whose {@code AUTH} can then refuse it and say why. The
-   * reliable protocol above the coordinator's encryption drops whichever comes second.
+   * bare join request goes out twice, with one sequence number: sealed, which a coordinator with
+   * the same secret takes (it drops the clear copy), and in clear, for one with another secret,
+   * whose {@code AUTH} can then refuse it and say why.
    */
   @Override
   public Object down(Message msg) {
@@ -424,8 +429,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * The two kinds of messages taken in clear, each only where it belongs, and carrying nothing but
    * the headers it is sent with (GMS, AUTH, UNICAST3, the transport's), so that no other
    * protocol's header rides in on it: a bare join request from a member not in this node's view,
-   * asking to join as its sender (AUTH then checks its proof), and, while this node has no view
-   * yet (it is joining), a rejection.
+   * asking to join as its sender (to be refused: {@link #admittedBySealedCopy} drops one whose
+   * proof checks), and, while this node has no view yet (it is joining), a rejection.
    */
   private boolean passesInPlain(Message msg) {
     if (msg.getHeader(this.id) != null || !onlyJoinHeaders(msg)) {
@@ -437,6 +442,30 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
           && Objects.equals(gmsHeader(msg).getMember(), msg.getSrc());
     }
     return current == null && isRejection(msg);
+  }
+
+  /**
+   * Whether a join request taken in clear is left to its sealed copy, and dropped here: when its
+   * proof passes this stack's AUTH (or the stack has no AUTH to refuse it). A join request in
+   * clear goes up only to be refused, so that a joiner with another secret learns why. Its
+   * proof covers the joiner's address but not what the request's header says of the joiner (its
+   * node id, weight, zone, endpoint), and anyone who saw a join can send its request again after
+   * the member left: taken in clear, such a request would admit a member that nobody runs, with
+   * whatever the sender wrote into it. A joiner with the secret sends each request sealed too, with
+   * the same sequence number, and that copy admits it.
+   */
+  private boolean admittedBySealedCopy(Message msg) {
+    if (!isBareJoin(msg)) {
+      return false;
+    }
+    AUTH checker = auth;
+    boolean left = checker == null || msg.getHeader(AUTH_ID) instanceof AuthHeader h && h.getToken() != null
+        && checker.getAuthToken() != null && checker.getAuthToken().authenticate(h.getToken(), msg);
+    if (left) {
+      log.debug("%s: a join request in clear from %s %s: dropped, its sealed copy admits it", local_addr,
+          msg.getSrc(), checker == null ? "(no AUTH in the stack)" : "whose proof checks");
+    }
+    return left;
   }
 
   /** Whether the message carries no headers but those a join request is sent with, and the transport's. */

@@ -26,8 +26,17 @@ final class Stacks {
 
   /** Fails naming the setting when the stack is neither a file nor a classpath resource. */
   static void checkExists(String jgroupsConfig) {
-    if (Files.isRegularFile(Path.of(jgroupsConfig))) {
+    Path file;
+    try {
+      file = Path.of(jgroupsConfig);
+    } catch (java.nio.file.InvalidPathException e) {
+      throw new IllegalArgumentException("jgroupsConfig is not a path: " + e.getMessage());
+    }
+    if (Files.isRegularFile(file)) {
       return;
+    }
+    if (Files.isDirectory(file)) {
+      throw new IllegalArgumentException("jgroupsConfig \"" + jgroupsConfig + "\" is a directory, not a stack file");
     }
     if (Stacks.class.getClassLoader().getResource(jgroupsConfig) == null) {
       throw new IllegalArgumentException("jgroupsConfig: no file or classpath resource \"" + jgroupsConfig
@@ -46,8 +55,9 @@ final class Stacks {
     try {
       protocols = protocolsOf(jgroupsConfig);
     } catch (Exception unreadable) {
+      // The exception itself, not its message: an AccessDeniedException's message is the path alone.
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " cannot be read as a JGroups stack: "
-          + unreadable.getMessage(), unreadable);
+          + (unreadable instanceof java.io.IOException ? unreadable.toString() : unreadable.getMessage()), unreadable);
     }
     if (protocols.isEmpty()) {
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " lists no protocols");
@@ -84,13 +94,34 @@ final class Stacks {
     }
   }
 
+  /**
+   * Fails naming the setting when the stack needs a shared secret ({@link #usesSecret}) and none is
+   * set: not the {@code secret} setting (the caller's case), nor the system property, nor the
+   * environment variable. Without this the node would fail only when it starts.
+   */
+  static void checkSecretAvailable(String jgroupsConfig) {
+    List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
+    if (protocols != null && protocols.stream().anyMatch(Stacks::usesSecret) && !SharedSecret.available()) {
+      throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " needs a shared secret: set the"
+          + " \"secret\" setting, the system property " + SharedSecret.PROPERTY + " or the environment variable "
+          + SharedSecret.ENVIRONMENT);
+    }
+  }
+
+  /**
+   * Whether a protocol reads the shared secret: AUTH with {@link SharedSecretAuthToken}, or
+   * {@link SharedSecretEncrypt} without a {@code keystore_name} (which takes its key from the
+   * keystore instead).
+   */
   private static boolean usesSecret(ProtocolConfiguration p) {
     String name = p.getProtocolName();
     if (isProtocol(name, "AUTH")) {
       String token = p.getProperties().get("auth_class");
       return token != null && isA(Util.substituteVariable(token), SharedSecretAuthToken.class);
     }
-    return isA(name, SharedSecretEncrypt.class);
+    String keystore = p.getProperties().get("keystore_name");
+    return isA(name, SharedSecretEncrypt.class)
+        && (keystore == null || Util.substituteVariable(keystore) == null || Util.substituteVariable(keystore).isEmpty());
   }
 
   /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */

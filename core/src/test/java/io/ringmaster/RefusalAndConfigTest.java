@@ -327,12 +327,56 @@ class RefusalAndConfigTest {
     assertNull(System.getenv(SharedSecret.ENVIRONMENT), "the build removes " + SharedSecret.ENVIRONMENT
         + " from the tests' environment (surefire's excludedEnvironmentVariables)");
     assertNull(System.getProperty(SharedSecret.PROPERTY), "no test sets " + SharedSecret.PROPERTY);
-    try (TestCluster cluster = new TestCluster("secure-none")) {
-      RingmasterException none = assertThrows(RingmasterException.class, () -> cluster.start(
-          cluster.builder("d").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").bindPort(7953)
-              .initialHosts("127.0.0.1[7950]")));
-      assertTrue(none.getMessage().contains("needs a shared secret"), none.getMessage());
+    // At build, naming the setting: not at start().
+    IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder()
+        .nodeId("d").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").bindPort(7953).buildConfig());
+    assertTrue(none.getMessage().startsWith("jgroupsConfig ringmaster/jgroups/secure-tcp.xml needs a shared secret:"
+        + " set the \"secret\" setting, the system property ringmaster.secret or the environment variable"
+        + " RINGMASTER_SECRET"), none.getMessage());
+    IllegalArgumentException blank = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().secret("   "));
+    assertTrue(blank.getMessage().startsWith("secret is blank"), blank.getMessage());
+  }
+
+  /**
+   * A node id or zone with a space at either end, or a control character (a line break read from a
+   * file), would be another member than the one it reads as, owning other keys: refused, naming
+   * the setting and showing the value.
+   */
+  @Test
+  void builder_idOrZoneWithASpaceAtAnEndOrAControlCharacter_failsNamingIt() {
+    for (String bad : List.of("orders-1 ", " orders-1", "orders-1\n", "ord\u0000ers", "orders-1\u00a0", "\torders")) {
+      IllegalArgumentException id = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId(bad));
+      assertTrue(id.getMessage().startsWith("nodeId has a "), id.getMessage());
+      IllegalArgumentException zone = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().zone(bad));
+      assertTrue(zone.getMessage().startsWith("zone has a "), zone.getMessage());
     }
+    assertEquals("nodeId has a space at either end: \"orders-1 \"",
+        assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId("orders-1 ")).getMessage());
+    assertEquals("nodeId has a control character: \"orders-1\\u000a\"",
+        assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId("orders-1\n")).getMessage());
+    assertEquals("rack 1", Ringmaster.builder().zone("rack 1").nodeId("orders 1").jgroupsConfig(TestCluster.STACK)
+        .buildConfig().zone(), "a space inside is fine");
+    // A value too long for the address is shown cut at a whole character, not inside a surrogate pair.
+    String tooLong = "a".repeat(39) + "\ud83d\ude00".repeat(70);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId(tooLong));
+    assertTrue(e.getMessage().endsWith(": \"" + "a".repeat(39) + "\ud83d\ude00...\""), e.getMessage());
+  }
+
+  /** A secret given as another JSON type, or a file that fails to parse while it sets one, is not repeated. */
+  @Test
+  void fromConfig_aMistypedSecret_isNotRepeatedInTheError(@TempDir Path dir) throws IOException {
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"secret\": 73921856}", "setting \"secret\"",
+        "must be a string, not a JSON number (its value is not shown here)");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"secret\": hunter2}", "not valid JSON (line 1, column",
+        "the parser's message is left out, since the file sets a secret");
+    for (String text : List.of("{\"nodeId\": \"a\", \"secret\": 73921856}", "{\"nodeId\": \"a\", \"secret\": hunter2}")) {
+      Path file = Files.writeString(dir.resolve("secret.json"), text);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(file));
+      assertFalse(e.getMessage().contains("73921856") || e.getMessage().contains("hunter2"), e.getMessage());
+    }
+    // A file without a secret still gets the parser's reason.
+    assertConfigError(dir, "{\"nodeId\": oops}", "not valid JSON (line 1, column", "Unrecognized token 'oops'");
   }
 
   @Test
@@ -493,6 +537,16 @@ class RefusalAndConfigTest {
             "<AUTH auth_class=\"${ringmaster.test.auth:io.ringmaster.SharedSecretAuthToken}\"/>\n    <pbcast.GMS"));
     assertEquals(Optional.of("s3cret"), Ringmaster.builder().nodeId("a").secret("s3cret")
         .jgroupsConfig(authOnly.toString()).buildConfig().secret());
+  }
+
+  @Test
+  void builder_aStackThatIsADirectoryOrNoPath_failsAtBuildNamingTheSetting(@TempDir Path dir) {
+    IllegalArgumentException directory = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(dir.toString()).buildConfig());
+    assertEquals("jgroupsConfig \"" + dir + "\" is a directory, not a stack file", directory.getMessage());
+    IllegalArgumentException nul = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig("stack\u0000.xml").buildConfig());
+    assertTrue(nul.getMessage().startsWith("jgroupsConfig is not a path: "), nul.getMessage());
   }
 
   @Test

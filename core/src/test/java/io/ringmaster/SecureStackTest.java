@@ -162,8 +162,10 @@ class SecureStackTest {
       assertFalse(aBelow.probesUp().contains("wiretap:sealed"), "the sealed message was readable on the wire");
 
       // Join requests are taken in clear only from a non-member, asking to join as its sender, with
-      // no other protocol's header; a rejection only while this node has no view. One of each that
-      // breaks a rule, and one good join request (from a stranger, whom AUTH then refuses).
+      // no other protocol's header, and only to be refused; a rejection only while this node has no
+      // view. One of each that breaks a rule; one whose proof checks (sent again by someone who saw
+      // it: in clear, it would admit whatever member its header names), which is left to its sealed
+      // copy; and one good join request (from a stranger, whom AUTH then refuses).
       Address b0 = b.channel().getAddress();
       Address stranger = org.jgroups.util.UUID.randomUUID();
       short gms = ClassConfigurator.getProtocolId(GMS.class);
@@ -177,11 +179,15 @@ class SecureStackTest {
       forged.forEach(bBelow::sendDown);
       SharedSecretAuthToken noProof = new SharedSecretAuthToken();
       noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
+      Address replayed = org.jgroups.util.UUID.randomUUID();
+      bBelow.sendDown(new EmptyMessage(toA).setSrc(replayed)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, replayed))
+          .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(token(replayed, "s3cret-wire"))));
       bBelow.sendDown(new EmptyMessage(toA).setSrc(stranger)
           .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
           .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
-      await("all five, through a's encryption").atMost(WAIT).until(() -> aBelow.passedUp.stream()
-          .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP")).count() == 5);
+      await("all six, through a's encryption").atMost(WAIT).until(() -> aBelow.passedUp.stream()
+          .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP")).count() == 6);
       assertEquals(List.of("JOIN_REQ from " + stranger), aAbove.passedUp.stream()
           .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP"))
           .map(m -> (m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP") + " from "

@@ -11,10 +11,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The peer's HTTP API. Every refusal is a 4xx with {@code {"error": reason}}; an unexpected
@@ -119,7 +122,7 @@ final class HttpApi implements HttpHandler {
     checkHost(ex, uri);
     // The path as the client sent it, up to any query or fragment. Not the URI's path: one starting
     // "//" parses as an authority and a path ("//kv/a": "kv" and "/a"; "///kv/a": an empty one and
-    // "/kv/a"), and is no route. A target in absolute form ("http://host/kv/a") is served as its path.
+    // "/kv/a"), and is no route. A target in absolute form ("http://127.0.0.1/kv/a") is served as its path.
     String path = uri.getScheme() != null ? uri.getRawPath() : uri.toString().split("[?#]", 2)[0];
     if (uri.getRawFragment() != null) {
       // "PUT /kv/a#b" would otherwise write "a": a "#" in a key is sent as %23.
@@ -188,13 +191,15 @@ final class HttpApi implements HttpHandler {
     }
   }
 
+  /** A host (a name, an IPv4 address, or an IPv6 one in brackets), then a port or none. */
+  private static final Pattern AUTHORITY = Pattern.compile("(\\[[^\\]]*\\]|[^\\[\\]:@]*)(:[0-9]{0,5})?");
+
   private static void refuseUnlessLoopback(String authority) {
-    String host = authority.startsWith("[") ? authority.substring(0, authority.indexOf(']') + 1)
-        : authority.contains(":") ? authority.substring(0, authority.lastIndexOf(':')) : authority;
-    String name = host.toLowerCase(java.util.Locale.ROOT);
+    Matcher m = AUTHORITY.matcher(authority);
+    String name = m.matches() ? m.group(1).toLowerCase(Locale.ROOT) : "";
     name = name.endsWith(".") ? name.substring(0, name.length() - 1) : name;
     if (!(name.equals("127.0.0.1") || name.equals("[::1]") || name.equals("localhost")
-        || name.endsWith(".localhost"))) {
+        || name.matches("([a-z0-9-]+\\.)+localhost"))) {
       throw new HttpError(421, "this peer answers requests addressed to 127.0.0.1, localhost or [::1] only,"
           + " not " + authority + " (a page of another site could be using that name to reach it)");
     }

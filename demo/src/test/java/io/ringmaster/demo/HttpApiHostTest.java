@@ -35,7 +35,8 @@ class HttpApiHostTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"evil.example:8081", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:80",
-      "10.0.0.7:8081", "127.0.0.2:8081", "[::2]:8081", "localhost@evil.example", "[::1"})
+      "10.0.0.7:8081", "127.0.0.2:8081", "[::2]:8081", "localhost@evil.example", "[::1", "[::1].evil.example",
+      "[::1]@evil.example", "[::1]x", "localhost:80x", "localhost:8081:80", ".localhost", "localhost.evil:80"})
   void aRequestNamingAnotherHost_isRefusedWith421_beforeAnyRoute(String host) throws Exception {
     for (String request : new String[] {"PUT /kv/a", "DELETE /kv/a", "GET /kv/a", "GET /keys", "GET /nowhere"}) {
       String reply = send(request + " HTTP/1.1", "Host: " + host + "\r\n");
