@@ -258,8 +258,12 @@ public final class Ringmaster implements AutoCloseable {
     }
     String address = config.bindAddress().isPresent() && bindFailed(e) && !foundNoPort(e)
         ? " on bindAddress \"" + config.bindAddress().get() + "\"" : "";
+    // A port of the range that none could bind (all taken, or below 1024 without the privilege).
+    String port = config.bindPort().isPresent() && foundNoPort(e) ? " from bindPort " + config.bindPort().get()
+        + " (and the ports of the stack's port_range after it" + (config.bindPort().get() < 1024
+        ? "; ports below 1024 need the privilege to bind them)" : ")") : "";
     return new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
-        + config.jgroupsConfig() + address + ": " + e, e);
+        + config.jgroupsConfig() + address + port + ": " + e, e);
   }
 
   private static boolean bindFailed(Throwable e) {
@@ -1552,7 +1556,6 @@ public final class Ringmaster implements AutoCloseable {
       return value;
     }
 
-    /** A string with no unpaired surrogate: ids and zones are hashed and sent as UTF-8, which has none. */
     /**
      * Fails naming the setting for a value with an unpaired surrogate (no UTF-8 form), a control
      * character, or a space at either end: an id read from a file with its line break, or typed with
@@ -1572,8 +1575,9 @@ public final class Ringmaster implements AutoCloseable {
       return value;
     }
 
+    /** A space of any kind, or a byte order mark (which a value read from a file may start with). */
     private static boolean isSpace(int c) {
-      return Character.isWhitespace(c) || Character.isSpaceChar(c);
+      return Character.isWhitespace(c) || Character.isSpaceChar(c) || c == '\uFEFF';
     }
 
     /** A value quoted for a message, with characters outside printable ASCII as Java escapes. */

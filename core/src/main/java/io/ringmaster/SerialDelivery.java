@@ -214,13 +214,13 @@ final class SerialDelivery<E> implements Registration {
     }
     Launch task = new Launch();
     try {
-      // Whether the pool was shut down before the callback was handed to it: one shut down while
-      // taking it (by the application, at the same moment) may still run what it took.
-      boolean shutDown = foreignExecutor && executor instanceof ExecutorService pool && pool.isShutdown();
       executor.execute(task);
-      if (shutDown && task.abandon()) {
+      if (foreignExecutor && executor instanceof ExecutorService pool && pool.isShutdown() && task.abandon()) {
         // A shut-down pool that neither ran the callback nor threw: CallerRunsPolicy discards it
-        // then. Waiting for it would stall the listener for good.
+        // then. Waiting for it would stall the listener for good. (A pool the application shut
+        // down just after it took the callback would still run it: that callback is abandoned
+        // too, and the listener removed, loudly, which is better than a listener stalled for good
+        // when the shutdown came while the pool was taking it.)
         throw new RejectedExecutionException("the executor is shut down, and returned without running or"
             + " refusing the callback");
       }

@@ -29,8 +29,8 @@ final class SharedSecret {
   }
 
   private static Optional<String> fromEnvironment() {
-    return Optional.ofNullable(System.getProperty(PROPERTY)).filter(s -> !s.isEmpty())
-        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)).filter(s -> !s.isEmpty()));
+    return Optional.ofNullable(System.getProperty(PROPERTY)).filter(s -> !s.isBlank())
+        .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)).filter(s -> !s.isBlank()));
   }
 
   /** The secret, or a clear failure naming the three places it could have come from. */

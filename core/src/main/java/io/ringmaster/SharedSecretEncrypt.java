@@ -156,6 +156,13 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
   }
 
+  /** Looks for the stack's AUTH again: a protocol may have been added to the stack since {@link #init()}. */
+  @Override
+  public void start() throws Exception {
+    super.start();
+    auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
+  }
+
   /**
    * Seals the whole message (see the class comment). The outer message carries the flags (the
    * transport and the protocols below read them: out-of-band delivery, bundling, loopback).

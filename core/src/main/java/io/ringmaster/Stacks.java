@@ -89,8 +89,9 @@ final class Stacks {
     if (protocols != null && protocols.stream().noneMatch(Stacks::usesSecret)) {
       throw new IllegalArgumentException("secret is set, but jgroupsConfig " + jgroupsConfig + " has no protocol"
           + " that uses it (" + SharedSecretEncrypt.class.getName() + ", or AUTH with auth_class="
-          + SharedSecretAuthToken.class.getName() + "), so the cluster would be neither authenticated nor"
-          + " encrypted: use secure-tcp.xml, or remove the secret; its protocols: " + names(protocols));
+          + SharedSecretAuthToken.class.getName() + "; a " + SharedSecretEncrypt.class.getSimpleName()
+          + " with keystore_name takes its key from the keystore), so the secret would secure nothing: use"
+          + " secure-tcp.xml, or remove the secret; its protocols: " + names(protocols));
     }
   }
 
@@ -131,6 +132,9 @@ final class Stacks {
 
   /** Whether the class named (a subclass included) is {@code type}; false for JGroups' short names. */
   private static boolean isA(String className, Class<?> type) {
+    if (className == null) { // a ${variable} that is not set: JGroups refuses the stack when the node starts
+      return false;
+    }
     try {
       return type.isAssignableFrom(Class.forName(className.trim(), false, Stacks.class.getClassLoader()));
     } catch (ClassNotFoundException | LinkageError notAClass) {

@@ -61,6 +61,8 @@ class PortRaceTest {
       assertTrue(LosesPortRace.losers().stream().allMatch(JChannel::isClosed), "every stack that lost is closed");
       assertTrue(e.getMessage().contains("No available port to bind to in range [" + PORT + " .. " + (PORT + 19)
           + "]"), e.getMessage());
+      assertTrue(e.getMessage().contains(" from bindPort " + PORT + " (and the ports of the stack's port_range after"
+          + " it): "), "names the setting: " + e.getMessage());
     }
   }
 

@@ -519,8 +519,9 @@ class RefusalAndConfigTest {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).secret("s3cret").build());
       assertTrue(e.getMessage().startsWith("secret is set, but jgroupsConfig " + stack + " has no protocol that"
-          + " uses it (io.ringmaster.SharedSecretEncrypt, or AUTH with auth_class=io.ringmaster.SharedSecretAuthToken)"),
-          e.getMessage());
+          + " uses it (io.ringmaster.SharedSecretEncrypt, or AUTH with auth_class=io.ringmaster.SharedSecretAuthToken;"
+          + " a SharedSecretEncrypt with keystore_name takes its key from the keystore), so the secret would secure"
+          + " nothing"), e.getMessage());
       assertTrue(e.getMessage().contains("pbcast.GMS"), "lists the stack's protocols: " + e.getMessage());
     }
     assertConfigError(dir, "{\"nodeId\": \"a\", \"secret\": \"s3cret\"}", "secret is set", "localhost-tcp.xml");
@@ -537,6 +538,22 @@ class RefusalAndConfigTest {
             "<AUTH auth_class=\"${ringmaster.test.auth:io.ringmaster.SharedSecretAuthToken}\"/>\n    <pbcast.GMS"));
     assertEquals(Optional.of("s3cret"), Ringmaster.builder().nodeId("a").secret("s3cret")
         .jgroupsConfig(authOnly.toString()).buildConfig().secret());
+    // Encryption keyed from a keystore (named through a variable), and no AUTH: the secret is used by nothing.
+    String secure;
+    try (var in = getClass().getClassLoader().getResourceAsStream("ringmaster/jgroups/secure-tcp.xml")) {
+      secure = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertTrue(secure.contains("<io.ringmaster.SharedSecretEncrypt/>") && secure.contains("<AUTH "), secure);
+    Path keystore = Files.writeString(dir.resolve("keystore.xml"), secure
+        .replace("<io.ringmaster.SharedSecretEncrypt/>",
+            "<io.ringmaster.SharedSecretEncrypt keystore_name=\"${ringmaster.test.keystore:keys.jks}\"/>")
+        .replaceAll("<AUTH [^>]*/>", ""));
+    IllegalArgumentException keyed = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder()
+        .nodeId("a").jgroupsConfig(keystore.toString()).secret("s3cret").buildConfig());
+    assertTrue(keyed.getMessage().startsWith("secret is set, but jgroupsConfig " + keystore), keyed.getMessage());
+    // Without the secret, that stack needs none.
+    assertEquals(Optional.empty(), Ringmaster.builder().nodeId("a").jgroupsConfig(keystore.toString()).buildConfig()
+        .secret());
   }
 
   @Test

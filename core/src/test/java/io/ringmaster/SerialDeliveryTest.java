@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -222,40 +221,7 @@ class SerialDeliveryTest {
   @Test
   void aPoolShutDownAfterItRanTheCallback_isNoRefusal() {
     AtomicInteger removed = new AtomicInteger();
-    ExecutorService inline = new AbstractExecutorService() {
-      private volatile boolean shutDown;
-
-      @Override
-      public void execute(Runnable task) {
-        task.run();
-      }
-
-      @Override
-      public void shutdown() {
-        shutDown = true;
-      }
-
-      @Override
-      public List<Runnable> shutdownNow() {
-        shutDown = true;
-        return List.of();
-      }
-
-      @Override
-      public boolean isShutdown() {
-        return shutDown;
-      }
-
-      @Override
-      public boolean isTerminated() {
-        return shutDown;
-      }
-
-      @Override
-      public boolean awaitTermination(long timeout, TimeUnit unit) {
-        return shutDown;
-      }
-    };
+    ToyPool inline = new ToyPool((pool, task) -> task.run());
     List<String> seen = new CopyOnWriteArrayList<>();
     SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
       seen.add(event);
@@ -265,5 +231,63 @@ class SerialDeliveryTest {
     assertEquals(List.of("change"), seen);
     assertFalse(delivery.refused());
     assertEquals(0, removed.get());
+  }
+
+  /**
+   * A pool shut down while it takes the callback, which its policy then drops (as a
+   * ThreadPoolExecutor does when the shutdown comes during execute(), with CallerRunsPolicy):
+   * refused too, not a listener stalled for good.
+   */
+  @Test
+  void aPoolShutDownWhileTakingTheCallback_thatDropsIt_countsAsRefusingIt() throws Exception {
+    AtomicInteger removed = new AtomicInteger();
+    ToyPool dropping = new ToyPool((pool, task) -> pool.shutdown());
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, dropping, new Object(),
+        removed::incrementAndGet);
+    delivery.submit("change");
+    assertTrue(delivery.refused());
+    assertEquals(1, removed.get());
+    assertTrue(delivery.awaitIdle(System.nanoTime(), runner -> false), "nothing left running");
+  }
+
+  /** An executor service whose execute() is given, and which does nothing else but say whether it was shut down. */
+  private static final class ToyPool extends AbstractExecutorService {
+    private final java.util.function.BiConsumer<ToyPool, Runnable> execute;
+    private volatile boolean shutDown;
+
+    ToyPool(java.util.function.BiConsumer<ToyPool, Runnable> execute) {
+      this.execute = execute;
+    }
+
+    @Override
+    public void execute(Runnable task) {
+      execute.accept(this, task);
+    }
+
+    @Override
+    public void shutdown() {
+      shutDown = true;
+    }
+
+    @Override
+    public List<Runnable> shutdownNow() {
+      shutDown = true;
+      return List.of();
+    }
+
+    @Override
+    public boolean isShutdown() {
+      return shutDown;
+    }
+
+    @Override
+    public boolean isTerminated() {
+      return shutDown;
+    }
+
+    @Override
+    public boolean awaitTermination(long timeout, TimeUnit unit) {
+      return shutDown;
+    }
   }
 }

@@ -84,12 +84,16 @@ public final class Main {
     options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
     Peer peer = null;
     try {
+      try {
+        options.builder().buildConfig();
+      } catch (IllegalArgumentException e) { // a setting the node refuses, from a flag or the --config file
+        err.println("error: " + e.getMessage());
+        err.println(USAGE);
+        return 2;
+      }
       peer = Peer.start(options);
-    } catch (IllegalArgumentException e) { // a setting the node refuses, e.g. from --config
-      err.println("error: " + e.getMessage());
-      err.println(USAGE);
-      return 2;
-    } catch (RingmasterException | IOException e) {
+    } catch (IllegalArgumentException | RingmasterException | IOException e) {
+      // The settings were fine; the start was not (a stack protocol refusing its settings, say).
       err.println("error: cannot start peer: " + e.getMessage());
       return 1;
     } finally {

@@ -79,7 +79,19 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     zone.ifPresent(v -> flag("--zone", () -> b.zone(v)));
     weight.ifPresent(v -> flag("--weight", () -> b.weight(v)));
     // Over any config file: the peer's own API, and the messages this build speaks.
-    return b.endpoint(endpoint()).applicationVersion(Wire.APPLICATION_VERSION);
+    b.endpoint(endpoint()).applicationVersion(Wire.APPLICATION_VERSION);
+    if (weight.isPresent()) {
+      // A weight that gives no token is refused only with the other settings (virtualNodes): under
+      // the flag's name, not only the config file's.
+      try {
+        b.buildConfig();
+      } catch (IllegalArgumentException e) {
+        if (e.getMessage().startsWith("weight ")) {
+          throw new IllegalArgumentException("--weight: " + e.getMessage(), e);
+        }
+      }
+    }
+    return b;
   }
 
   /** Applies a flag's value to the builder; a value it refuses is reported under the flag's name. */

@@ -14,7 +14,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 class OptionsTest {
@@ -209,6 +211,41 @@ class OptionsTest {
       assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: cannot start peer: --http-port " + port
           + ": cannot listen on 127.0.0.1:" + port + ": "), err::toString);
     }
+  }
+
+  /**
+   * Settings that are fine (the command line and the config file) with a stack whose protocol
+   * JGroups refuses when the node starts: the start failed, not the command line (exit 1, no usage).
+   */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void main_aStackProtocolRefusedAtStart_exits1_notAsAUsageError(@TempDir Path dir) throws Exception {
+    String stack;
+    try (var in = getClass().getClassLoader().getResourceAsStream("ringmaster/jgroups/in-jvm.xml")) {
+      stack = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertTrue(stack.contains("<pbcast.GMS"), stack);
+    Path bad = Files.writeString(dir.resolve("bad.xml"), stack.replace("<pbcast.GMS", "<pbcast.GMS no_such_setting=\"1\""));
+    Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"jgroupsConfig\": \"bad.xml\"}");
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = Main.run(new String[] {"peer", "--http-port", Integer.toString(PeerCluster.freePort()), "--config",
+        config.toString()}, System.out, new PrintStream(err, true, StandardCharsets.UTF_8));
+    String printed = err.toString(StandardCharsets.UTF_8);
+    assertEquals(1, code, printed);
+    assertTrue(printed.startsWith("error: cannot start peer: ") && printed.contains("no_such_setting"), printed);
+    assertFalse(printed.contains("usage:"), printed);
+  }
+
+  /** A --weight too small for the config file's virtual nodes is refused under the flag's name. */
+  @Test
+  void main_aWeightTooSmallForTheVirtualNodes_isRefusedNamingTheFlag(@TempDir Path dir) throws Exception {
+    Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\"}");
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = Main.run(new String[] {"peer", "--http-port", "1", "--config", config.toString(), "--weight", "0.0001"},
+        System.out, new PrintStream(err, true, StandardCharsets.UTF_8));
+    assertEquals(2, code);
+    assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: --weight: weight 1.0E-4 with virtualNodes 256"
+        + " gives 0 tokens"), err::toString);
   }
 
   @Test
