@@ -52,10 +52,19 @@ public class LookupBenchmark {
   static final int KEY_COUNT = 1 << 20;
   static final int MASK = KEY_COUNT - 1;
 
-  /** The keys, one copy per JVM. */
+  /**
+   * The keys, one copy per JVM, collected into the old generation at once, before any fork builds
+   * what is its own (a ring, a rival, garbage), so that they lie in memory the same way in every
+   * fork of every benchmark that uses them: how they lie moves the cost of hashing them (see
+   * "The inflated floor on the Intel Xeon VM" in docs/performance.md).
+   */
   static final class Keys {
     static final String[] STRINGS = Fixtures.stringKeys(KEY_COUNT, Fixtures.KEY_SEED);
     static final byte[][] BYTES = Fixtures.utf8(STRINGS);
+
+    static {
+      System.gc();
+    }
   }
 
   /** Primary-owner lookups: every rival. */
