@@ -170,10 +170,12 @@ final class HttpApi implements HttpHandler {
    * 127.0.0.1 only, yet a page from another site can reach it under that site's own name: the
    * name is made to resolve to 127.0.0.1 once the page has loaded (DNS rebinding), and the
    * browser then lets the page read and write keys as if it were the peer's own. Such a request
-   * names the other site in its {@code Host} header (or in its target, in absolute form), so only
-   * loopback names are served: {@code 127.0.0.1}, {@code localhost}, {@code [::1]} and names under
-   * {@code .localhost}, which browsers resolve to loopback themselves; any port, so that a
-   * forwarded port works. An HTTP/1.0 request may come without a {@code Host}.
+   * names the other site in its {@code Host} header (or in its target, in absolute form), so the
+   * only names served are {@code localhost} and names under {@code .localhost}, which browsers
+   * resolve to loopback themselves. An IP address ({@code 127.0.0.1}, {@code 0.0.0.0},
+   * {@code [::1]}) is served too: no name is looked up for it, so no page of another site can
+   * take it over. Any port, so that a forwarded port works. An HTTP/1.0 request may come without
+   * a {@code Host}.
    */
   static void checkHost(HttpExchange ex, java.net.URI uri) {
     List<String> hosts = ex.getRequestHeaders().getOrDefault("Host", List.of());
@@ -198,10 +200,10 @@ final class HttpApi implements HttpHandler {
     Matcher m = AUTHORITY.matcher(authority);
     String name = m.matches() ? m.group(1).toLowerCase(Locale.ROOT) : "";
     name = name.endsWith(".") ? name.substring(0, name.length() - 1) : name;
-    if (!(name.equals("127.0.0.1") || name.equals("[::1]") || name.equals("localhost")
-        || name.matches("([a-z0-9-]+\\.)+localhost"))) {
-      throw new HttpError(421, "this peer answers requests addressed to 127.0.0.1, localhost or [::1] only,"
-          + " not " + authority + " (a page of another site could be using that name to reach it)");
+    if (!(name.equals("localhost") || name.matches("([a-z0-9-]+\\.)+localhost")
+        || name.matches("[0-9]{1,3}(\\.[0-9]{1,3}){3}") || name.matches("\\[[0-9a-f:.]+\\]"))) {
+      throw new HttpError(421, "this peer answers requests addressed to localhost or an IP address (127.0.0.1)"
+          + " only, not " + authority + " (a page of another site could be using that name to reach it)");
     }
   }
 

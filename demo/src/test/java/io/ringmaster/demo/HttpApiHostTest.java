@@ -13,9 +13,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Requests addressed to a name other than loopback are refused before any route runs: a page of
- * another site that made its own name resolve to 127.0.0.1 (DNS rebinding) must not read or write
- * keys. No service is given to the API, so a request that got past the check to a route that
+ * Requests addressed to a host name other than localhost are refused before any route runs: a
+ * page of another site that made its own name resolve to 127.0.0.1 (DNS rebinding) must not read
+ * or write keys. IP addresses are served: no name is looked up for them. No service is given to the API, so a request that got past the check to a route that
  * uses one would be a 500, and one to no route is a 404.
  */
 class HttpApiHostTest {
@@ -35,21 +35,22 @@ class HttpApiHostTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"evil.example:8081", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:80",
-      "10.0.0.7:8081", "127.0.0.2:8081", "[::2]:8081", "localhost@evil.example", "[::1", "[::1].evil.example",
-      "[::1]@evil.example", "[::1]x", "localhost:80x", "localhost:8081:80", ".localhost", "localhost.evil:80"})
+      "localhost@evil.example", "[::1", "[::1].evil.example", "[::1]@evil.example", "[::1]x", "localhost:80x",
+      "localhost:8081:80", ".localhost", "localhost.evil:80", "1.2.3.4.evil.example", "[evil.example]:80",
+      "7f000001.evil.example"})
   void aRequestNamingAnotherHost_isRefusedWith421_beforeAnyRoute(String host) throws Exception {
     for (String request : new String[] {"PUT /kv/a", "DELETE /kv/a", "GET /kv/a", "GET /keys", "GET /nowhere"}) {
       String reply = send(request + " HTTP/1.1", "Host: " + host + "\r\n");
       assertTrue(reply.startsWith("HTTP/1.1 421 "), request + " " + host + ": " + reply);
-      assertTrue(reply.contains("{\"error\":\"this peer answers requests addressed to 127.0.0.1, localhost or [::1]"
-          + " only, not " + host), reply);
+      assertTrue(reply.contains("{\"error\":\"this peer answers requests addressed to localhost or an IP address"
+          + " (127.0.0.1) only, not " + host), reply);
     }
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"127.0.0.1", "127.0.0.1:8081", "localhost", "LocalHost:8081", "localhost.:8081",
-      "[::1]:8081", "peer-a.localhost:8081"})
-  void aRequestNamingLoopback_reachesItsRoute(String host) throws Exception {
+      "[::1]:8081", "peer-a.localhost:8081", "0.0.0.0:8081", "127.0.0.2", "10.0.0.7:8081", "[::ffff:127.0.0.1]:80"})
+  void aRequestNamingLocalhostOrAnIpAddress_reachesItsRoute(String host) throws Exception {
     String reply = send("GET /nowhere HTTP/1.1", "Host: " + host + "\r\n");
     assertTrue(reply.startsWith("HTTP/1.1 404 ") && reply.contains("no route GET /nowhere"), host + ": " + reply);
   }
