@@ -26,6 +26,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
@@ -100,6 +101,19 @@ final class ClusterNode {
    */
   private ViewId lastViewId;
   private Address lastViewSelf;
+  /**
+   * The last view whose install failed before its ring was published (a ring too large for the
+   * heap, say), to be tried again ({@link #retryFailedView}); null once a later view is published.
+   */
+  private volatile View failedView;
+  /** The failed view {@link #retryFailedView} tries, when it may next, and the wait after: gossip thread only. */
+  private View retrying;
+  private long retryAtNanos;
+  private long retryDelayNanos;
+  private static final long FIRST_RETRY_DELAY_NANOS = TimeUnit.SECONDS.toNanos(1);
+  private static final long LAST_RETRY_DELAY_NANOS = TimeUnit.MINUTES.toNanos(1);
+  /** A test seam: run on the view thread as each view is installed, before its ring is built. */
+  volatile Consumer<View> beforeBuild = view -> { };
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
   /** Set when the node shuts down: no ring is published and no callback queued after it. */
@@ -219,15 +233,65 @@ final class ClusterNode {
   }
 
   private void install(View view) {
+    ViewId idBefore = lastViewId;
+    Address selfBefore = lastViewSelf;
+    Snapshot before = state;
     try {
       installView(view);
+      if (state != before) {
+        failedView = null;
+      }
     } catch (RuntimeException | Error e) {
       // Never let one bad view kill the view thread: log it, keep the last good ring, and let a
       // start() that waits for its first ring fail with the reason. An Error too (a ring too large
       // for the heap, say): otherwise start() would wait its whole startTimeout and then blame it.
-      LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id(), e);
+      // A running node whose ring was not published tries the view again (retryFailedView), as its
+      // peers, which did install it, would otherwise compare rings with it only once a later view
+      // comes, and meanwhile its lookups would disagree with theirs.
+      boolean retried = firstRing.isDone() && !firstRing.isCompletedExceptionally() && state == before;
+      if (retried) {
+        lastViewId = idBefore;
+        lastViewSelf = selfBefore;
+        failedView = view;
+      }
+      LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
+          + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a minute)"
+          + " until it or a later view is installed" : ""), e);
       firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
+    }
+  }
+
+  /**
+   * Tries again the last view whose install failed, if no later view was installed since: on the
+   * view thread, at the first call after the failure, then after 1 s, and after twice as long each
+   * time, up to a minute. Called on the gossip thread at each round.
+   */
+  void retryFailedView() {
+    View failed = failedView;
+    long now = System.nanoTime();
+    if (failed == null) {
+      retrying = null;
+      return;
+    }
+    if (failed != retrying) { // a view that failed since the last round: the first try comes now
+      retrying = failed;
+      retryAtNanos = now;
+      retryDelayNanos = FIRST_RETRY_DELAY_NANOS;
+    }
+    if (now - retryAtNanos < 0) {
+      return;
+    }
+    retryAtNanos = now + retryDelayNanos;
+    retryDelayNanos = Math.min(retryDelayNanos * 2, LAST_RETRY_DELAY_NANOS);
+    try {
+      viewThread.execute(() -> {
+        if (failedView == failed && (lastViewId == null || failed.getViewId().compareToIDs(lastViewId) > 0)) {
+          install(failed);
+        }
+      });
+    } catch (RejectedExecutionException closing) {
+      LOG.log(Level.DEBUG, "view {0} not tried again: closing", failed.getViewId());
     }
   }
 
@@ -252,6 +316,7 @@ final class ClusterNode {
     lastViewId = id;
     lastViewSelf = self;
     viewsSeen.incrementAndGet();
+    beforeBuild.accept(view);
     long started = System.nanoTime();
     Snapshot previous = state;
 

@@ -607,7 +607,8 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * One gossip round, on the gossip thread. A failure is not rethrown: the scheduler would cancel
+   * One gossip round, on the gossip thread (first trying again a view that failed to install, if one
+   * did: {@link ClusterNode#retryFailedView}). A failure is not rethrown: the scheduler would cancel
    * the rounds without a word, and the node would stop comparing checksums and asking whether its
    * view lists it. An exception is logged at WARNING when the rounds start failing, then at DEBUG
    * until one succeeds, so that a stuck gossip is seen without filling the log; an Error always at
@@ -615,6 +616,7 @@ public final class Ringmaster implements AutoCloseable {
    */
   private void gossipRound() {
     try {
+      node.retryFailedView();
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jgroups.Address;
 import org.jgroups.View;
 import org.junit.jupiter.api.Test;
@@ -46,6 +47,67 @@ class ViewOrderTest {
       for (OwnershipChange change : n.ownership) {
         assertTrue(change.previousViewId() < change.viewId(), change.toString());
       }
+    }
+  }
+
+  /**
+   * A view whose install fails before its ring is published (a ring too large for this node's
+   * heap, say) is tried again at the next gossip round, so that the node catches up with its
+   * peers, which installed it, rather than keep the ring before it until a later view comes; its
+   * listeners hear it once, from the ring before it.
+   */
+  @Test
+  void aViewThatFailedToInstall_isTriedAgain_andHeardOnce() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      n.view(1, n.self);
+      n.view(2, n.self, b);
+      AtomicInteger failures = new AtomicInteger(1);
+      n.node.beforeBuild = v -> {
+        if (v.getViewId().getId() == 3 && failures.getAndDecrement() > 0) {
+          throw new OutOfMemoryError("a ring too large for this heap (a test)");
+        }
+      };
+      int heard = n.ownership.size();
+      n.view(3, n.self, b, c);
+      assertEquals(2, n.node.state().viewId(), "view 3 failed: the ring of view 2 stays");
+      assertEquals(heard, n.ownership.size());
+
+      n.node.retryFailedView();
+      n.installed();
+      assertEquals(3, n.node.state().viewId(), "tried again, and installed");
+      assertEquals(List.of("a", "b", "c"), n.node.state().ring().members().stream().map(m -> m.id()).sorted().toList());
+      assertEquals(heard + 1, n.ownership.size(), "one change for view 3");
+      assertEquals(2, n.lastOwnership().previousViewId());
+      n.node.retryFailedView();
+      n.installed();
+      assertEquals(heard + 1, n.ownership.size(), "installed once");
+    }
+  }
+
+  /** A failed view that a later one replaces is not tried again: the later one follows the last installed. */
+  @Test
+  void aViewThatFailedToInstall_andALaterOneCame_isNotTriedAgain() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      n.view(1, n.self);
+      n.view(2, n.self, b);
+      n.node.beforeBuild = v -> {
+        if (v.getViewId().getId() == 3) {
+          throw new IllegalStateException("view 3 fails (a test)");
+        }
+      };
+      n.view(3, n.self, b, c);
+      n.view(4, n.self, c);
+      assertEquals(4, n.node.state().viewId());
+      assertEquals(2, n.lastOwnership().previousViewId(), "from the last ring installed");
+      int heard = n.ownership.size();
+      n.node.retryFailedView();
+      n.installed();
+      assertEquals(4, n.node.state().viewId());
+      assertEquals(heard, n.ownership.size());
     }
   }
 
