@@ -86,6 +86,7 @@ final class ClusterNode {
   private final Map<Thread, ListenerWaiter> listenerWaiters = new HashMap<>();
   private long listenerWaiterCount;
   private final CompletableFuture<Snapshot> firstRing = new CompletableFuture<>();
+  /** Members whose refusal this node has reported, as of its last published ring: view thread only. */
   private final Set<Address> reportedRefusals = new HashSet<>();
   private volatile Snapshot state;
   /**
@@ -103,7 +104,7 @@ final class ClusterNode {
   private Address lastViewSelf;
   /**
    * The last view whose install failed before its ring was published (a ring too large for the
-   * heap, say), to be tried again ({@link #retryFailedView}); null once a later view is published.
+   * heap, say), to be tried again ({@link #retryFailedView}); null once it or a later view is published.
    */
   private volatile View failedView;
   /** The failed view {@link #retryFailedView} tries, when it may next, and the wait after: gossip thread only. */
@@ -112,7 +113,7 @@ final class ClusterNode {
   private long retryDelayNanos;
   private static final long FIRST_RETRY_DELAY_NANOS = TimeUnit.SECONDS.toNanos(1);
   private static final long LAST_RETRY_DELAY_NANOS = TimeUnit.MINUTES.toNanos(1);
-  /** A test seam: run on the view thread as each view is installed, before its ring is built. */
+  /** A test seam: run on the view thread as each view is installed, just before its ring is built. */
   volatile Consumer<View> beforeBuild = view -> { };
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
@@ -233,13 +234,19 @@ final class ClusterNode {
   }
 
   private void install(View view) {
-    ViewId idBefore = lastViewId;
-    Address selfBefore = lastViewSelf;
+    install(view, false);
+  }
+
+  /**
+   * @param retry whether this is {@link #retryFailedView} trying the failed view again: it is then
+   *              installed although it is no newer than the last view handled (it is that view)
+   */
+  private void install(View view, boolean retry) {
     Snapshot before = state;
     try {
-      installView(view);
-      if (state != before) {
-        failedView = null;
+      installView(view, retry);
+      if (state != before || retry) {
+        failedView = null; // this view, or a later one, replaces any that failed; or it was skipped
       }
     } catch (RuntimeException | Error e) {
       // Never let one bad view kill the view thread: log it, keep the last good ring, and let a
@@ -249,14 +256,16 @@ final class ClusterNode {
       // peers, which did install it, would otherwise compare rings with it only once a later view
       // comes, and meanwhile its lookups would disagree with theirs.
       boolean retried = firstRing.isDone() && !firstRing.isCompletedExceptionally() && state == before;
-      if (retried) {
-        lastViewId = idBefore;
-        lastViewSelf = selfBefore;
-        failedView = view;
+      failedView = retried ? view : null;
+      if (!retry || !retried) {
+        LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
+            + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
+            + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
+            : ""), e);
+      } else {
+        LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(), local.id(),
+            e.toString());
       }
-      LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
-          + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a minute)"
-          + " until it or a later view is installed" : ""), e);
       firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
     }
@@ -286,8 +295,8 @@ final class ClusterNode {
     retryDelayNanos = Math.min(retryDelayNanos * 2, LAST_RETRY_DELAY_NANOS);
     try {
       viewThread.execute(() -> {
-        if (failedView == failed && (lastViewId == null || failed.getViewId().compareToIDs(lastViewId) > 0)) {
-          install(failed);
+        if (failedView == failed) { // no later view was installed, nor failed, since
+          install(failed, true);
         }
       });
     } catch (RejectedExecutionException closing) {
@@ -295,7 +304,7 @@ final class ClusterNode {
     }
   }
 
-  private void installView(View view) {
+  private void installView(View view, boolean retry) {
     Address self = localAddress;
     if (self != null && !view.containsMember(self)) {
       // JGroups installs only views that list this member, so this one was queued by the channel
@@ -304,7 +313,7 @@ final class ClusterNode {
       return;
     }
     ViewId id = view.getViewId();
-    if (lastViewId != null && id.compareToIDs(lastViewId) <= 0 && Objects.equals(self, lastViewSelf)) {
+    if (!retry && lastViewId != null && id.compareToIDs(lastViewId) <= 0 && Objects.equals(self, lastViewSelf)) {
       // JGroups installs only views newer than its last, but hands each up after releasing its
       // lock, so two installs on two threads (a coordinator's late view, and its successor's)
       // can reach the channel in the wrong order. Installing the older one would take the ring
@@ -315,8 +324,9 @@ final class ClusterNode {
     }
     lastViewId = id;
     lastViewSelf = self;
-    viewsSeen.incrementAndGet();
-    beforeBuild.accept(view);
+    if (!retry) {
+      viewsSeen.incrementAndGet();
+    }
     long started = System.nanoTime();
     Snapshot previous = state;
 
@@ -325,7 +335,8 @@ final class ClusterNode {
     List<MembershipChange.Refusal> refused = new ArrayList<>();
     List<MembershipChange.Refusal> refusedNow = new ArrayList<>();
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
-    String refusal = admit(view, self, reference, addresses, metadata, refused, refusedNow);
+    Set<Address> reported = new HashSet<>(reportedRefusals);
+    String refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
@@ -341,6 +352,7 @@ final class ClusterNode {
     // everyone else's, so its lookups agree with theirs and its gossip finds no divergence.
     HashRing base = previous.ring().virtualNodes() == reference.virtualNodes() ? previous.ring()
         : HashRing.builder().virtualNodes(reference.virtualNodes()).build();
+    beforeBuild.accept(view);
     HashRing ring = base.withMembers(members);
     long viewId = view.getViewId().getId();
     Snapshot next = new Snapshot(viewId, view.getViewId().getCreator(), ring, Map.copyOf(addresses),
@@ -390,6 +402,14 @@ final class ClusterNode {
       } finally {
         publishing.decrementAndGet();
       }
+    }
+    // The refusals this view reports count as reported once its ring is published: a view that
+    // failed before that, and is tried again, reports them then.
+    reportedRefusals.clear();
+    reportedRefusals.addAll(reported);
+    refusals.addAndGet(refused.size());
+    for (MembershipChange.Refusal r : refused) {
+      LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason());
     }
     // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
     // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
@@ -499,18 +519,19 @@ final class ClusterNode {
    * @param reference the first Ringmaster member of the view, whose parameters the ring has:
    *                  {@link RingmasterMembershipPolicy} keeps a member with the cluster's
    *                  parameters there
+   * @param reported  the members whose refusal was reported, updated for this view (a copy: it
+   *                  replaces {@link #reportedRefusals} once this view's ring is published, so that
+   *                  a view tried again reports its refusals as news again)
    * @param refused   receives the members refused in this view that no earlier view refused
    * @param refusedNow receives every member refused in this view, in view order
    * @return why this node itself was refused, or null
    */
   private String admit(View view, Address self, NodeMetadata reference, Map<String, Address> addresses,
-                       Map<String, NodeMetadata> metadata, List<MembershipChange.Refusal> refused,
-                       List<MembershipChange.Refusal> refusedNow) {
+                       Map<String, NodeMetadata> metadata, Set<Address> reported,
+                       List<MembershipChange.Refusal> refused, List<MembershipChange.Refusal> refusedNow) {
     Address referenceAddress = null;
     String ownRefusal = null;
-    synchronized (reportedRefusals) {
-      reportedRefusals.retainAll(view.getMembers()); // forget members that left: no unbounded growth
-    }
+    reported.retainAll(view.getMembers()); // forget members that left: no unbounded growth
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
       if (found.isEmpty()) {
@@ -536,9 +557,7 @@ final class ClusterNode {
       if (reason == null) {
         addresses.put(m.id(), a);
         metadata.put(m.id(), m);
-        synchronized (reportedRefusals) {
-          reportedRefusals.remove(a); // admitted (the holder of its id left): a new refusal is news again
-        }
+        reported.remove(a); // admitted (the holder of its id left): a new refusal is news again
         continue;
       }
       if (a.equals(self)) {
@@ -546,12 +565,8 @@ final class ClusterNode {
       }
       MembershipChange.Refusal r = new MembershipChange.Refusal(m.id(), a.equals(self), reason);
       refusedNow.add(r);
-      synchronized (reportedRefusals) {
-        if (reportedRefusals.add(a)) {
-          refusals.incrementAndGet();
-          refused.add(r);
-          LOG.log(Level.WARNING, "{0}: {1}", local.id(), reason);
-        }
+      if (reported.add(a)) {
+        refused.add(r);
       }
     }
     return ownRefusal;

@@ -86,6 +86,42 @@ class ViewOrderTest {
     }
   }
 
+  /**
+   * A late view older than the one that failed is skipped as any late view is (the ring never goes
+   * back), and the failed one is still tried again; a member first refused in the failed view is
+   * reported when it is installed.
+   */
+  @Test
+  void aLateOlderView_afterOneThatFailed_isSkipped_andTheFailedOneIsInstalledWithItsRefusals() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      Address twin = meta("b").newAddress(); // a second member with b's id: refused
+      n.view(1, n.self);
+      n.view(2, n.self, b);
+      AtomicInteger failures = new AtomicInteger(1);
+      n.node.beforeBuild = v -> {
+        if (v.getViewId().getId() == 4 && failures.getAndDecrement() > 0) {
+          throw new OutOfMemoryError("a ring too large for this heap (a test)");
+        }
+      };
+      int memberships = n.memberships.size();
+      n.view(4, n.self, b, c, twin);
+      n.install(View.create(n.self, 3, n.self, b)); // late, and older than view 4
+      assertEquals(2, n.node.state().viewId(), "neither view 4 (failed) nor the late view 3 installed");
+      assertEquals(memberships, n.memberships.size());
+
+      n.node.retryFailedView();
+      n.installed();
+      assertEquals(4, n.node.state().viewId());
+      MembershipChange change = n.lastMembership();
+      assertEquals(2, change.previousViewId());
+      assertEquals(List.of("c"), change.joined().stream().map(m -> m.id()).toList());
+      assertEquals(List.of("b"), change.refused().stream().map(MembershipChange.Refusal::nodeId).toList(),
+          "the twin's refusal, first seen in the view that failed, reported when it is installed");
+    }
+  }
+
   /** A failed view that a later one replaces is not tried again: the later one follows the last installed. */
   @Test
   void aViewThatFailedToInstall_andALaterOneCame_isNotTriedAgain() throws Exception {
