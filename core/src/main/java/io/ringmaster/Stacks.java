@@ -121,8 +121,8 @@ final class Stacks {
       return token != null && isA(Util.substituteVariable(token), SharedSecretAuthToken.class);
     }
     String keystore = p.getProperties().get("keystore_name");
-    return isA(name, SharedSecretEncrypt.class)
-        && (keystore == null || Util.substituteVariable(keystore) == null || Util.substituteVariable(keystore).isEmpty());
+    String keystoreName = keystore == null ? null : Util.substituteVariable(keystore);
+    return isA(name, SharedSecretEncrypt.class) && (keystoreName == null || keystoreName.isEmpty());
   }
 
   /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */

@@ -626,12 +626,16 @@ final class KvService {
   /**
    * Asks the owners of a key in this peer's ring that serve requests (this peer is not one) for
    * their copies, each going back {@code stepsBack} more steps, within {@code timeout}; one that
-   * fails answers with none.
+   * fails answers with none. If none has reported that it serves requests yet (one that just
+   * joined, to which this peer may have handed the key), every live owner is asked: one that does
+   * not answer yet costs the wait, where skipping it would answer "not found" for a key it holds.
    */
   private List<CompletableFuture<Optional<Entry>>> askOwners(String key, int stepsBack, Duration timeout,
                                                              boolean fromWorker) {
     byte[] request = Wire.get(key, stepsBack, false);
-    return routing.owners(key).stream().filter(o -> routing.isLive(o) && ready.test(o)).map(owner ->
+    List<String> live = routing.owners(key).stream().filter(routing::isLive).toList();
+    List<String> serving = live.stream().filter(ready).toList();
+    return (serving.isEmpty() ? live : serving).stream().map(owner ->
         (fromWorker ? rpc.callFromWorker(owner, request, timeout) : rpc.call(owner, request, timeout))
             .thenApply(KvService::getReply).exceptionally(failed -> Optional.empty())).toList();
   }

@@ -59,11 +59,23 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
                          KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
                          Function<String, List<String>> previousOwners) throws Exception {
+    return start(cluster, id, aids, settings, timeouts, writes, previousOwners, owner -> true);
+  }
+
+  /**
+   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.WriteTimeouts, Function,
+   * Function)}, its key service counting as serving requests the owners {@code ready} accepts
+   * (what {@link PeerDirectory} tells a peer's; by default every one).
+   */
+  static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
+                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
+                         Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready)
+      throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
         .virtualNodes(64).replicas(2)).build().start();
     InJvmPeer peer;
     try {
-      peer = assemble(node, id, aids, timeouts, writes, previousOwners);
+      peer = assemble(node, id, aids, timeouts, writes, previousOwners, ready);
     } catch (RuntimeException | Error e) { // the node is started: it must not outlive a failed start
       node.close();
       throw e;
@@ -80,7 +92,8 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   /** The peer's parts around a started node, its RPC not started yet. */
   private static InJvmPeer assemble(Ringmaster node, String id, TestingAids aids, KvService.WriteTimeouts timeouts,
                                     Function<KvService, Rpc.QuickHandler> writes,
-                                    Function<String, List<String>> previousOwners) {
+                                    Function<String, List<String>> previousOwners,
+                                    java.util.function.Predicate<String> ready) {
     Routing routing = new Routing(node);
     ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));
@@ -88,7 +101,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Store store = new Store();
     Counters counters = new Counters();
     KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
-        owner -> true, false, timeouts, previousOwners);
+        ready, false, timeouts, previousOwners);
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
         new EventLog(), aids);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);

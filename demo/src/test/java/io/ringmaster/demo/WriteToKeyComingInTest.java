@@ -33,6 +33,8 @@ class WriteToKeyComingInTest {
   private static final KvService.WriteTimeouts SHORT = new KvService.WriteTimeouts(Duration.ofSeconds(5),
       Duration.ofSeconds(6));
   private final List<InJvmPeer> peers = new ArrayList<>();
+  /** Owners that every peer's key service takes for not serving requests yet (not reported). */
+  private final Set<String> notReady = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private String key;
 
   @BeforeEach
@@ -41,7 +43,7 @@ class WriteToKeyComingInTest {
     for (String id : List.of("a", "b", "c")) {
       List<String> previous = PREVIOUS_OWNER.getOrDefault(id, List.of());
       peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1),
-          SHORT, kv -> kv::handleWrite, k -> k.equals(key) ? previous : List.of()));
+          SHORT, kv -> kv::handleWrite, k -> k.equals(key) ? previous : List.of(), owner -> !notReady.contains(owner)));
     }
     InJvmPeer.awaitOneRing(peers);
     key = peers.get(2).keyOwnedBy(Set.of("c"));
@@ -110,6 +112,20 @@ class WriteToKeyComingInTest {
     assertEquals(Optional.of("newer, at b"), readAsAReaderWould(a, "b"), "b's copy is newer than c's");
     assertEquals(List.of(0L, 0L, 0L), peers.stream().map(p -> p.counters().readsFromPreviousOwners.sum()).toList(),
         "no previous owner answered");
+  }
+
+  /**
+   * The same read when the key's only owner has not yet told the peer asked that it serves
+   * requests (it just joined, and that peer may have handed it the key and dropped its copy): the
+   * peer asks it all the same, rather than answer "not found".
+   */
+  @Test
+  void aReadRoutedByAnOlderRing_whenNoOwnerHasReportedYet_asksTheOwnersAllTheSame() throws Exception {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    c.store().merge(Entry.of(key, "at its owner", new Version(VersionClock.systemMicros(), "c")));
+    notReady.add("c");
+    assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b, holding no copy, asked c");
   }
 
   /**
