@@ -43,13 +43,20 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     if (o.id().isEmpty() && o.config().isEmpty()) {
       throw new UsageException("--id is required (or a --config that sets nodeId)");
     }
-    if (o.config().isEmpty() && o.httpPort() >= ClusterOptions.CLUSTER_PORTS_FIRST
-        && o.httpPort() <= ClusterOptions.CLUSTER_PORTS_LAST) {
+    if (o.config().isEmpty() && inClusterPorts(o.httpPort())) {
       // The localhost stack would move to another port, where the other peers may not look.
-      throw new UsageException("--http-port " + o.httpPort() + " is in the range the peers' cluster ports use ("
-          + ClusterOptions.CLUSTER_PORTS_FIRST + "-" + ClusterOptions.CLUSTER_PORTS_LAST + "); choose another");
+      throw new UsageException(clusterPortsClash(o.httpPort()));
     }
     return o;
+  }
+
+  private static boolean inClusterPorts(int port) {
+    return port >= ClusterOptions.CLUSTER_PORTS_FIRST && port <= ClusterOptions.CLUSTER_PORTS_LAST;
+  }
+
+  private static String clusterPortsClash(int port) {
+    return "--http-port " + port + " is in the range the peers' cluster ports use (" + ClusterOptions.CLUSTER_PORTS_FIRST
+        + "-" + ClusterOptions.CLUSTER_PORTS_LAST + "); choose another";
   }
 
   Duration tombstoneGrace() {
@@ -80,6 +87,20 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     weight.ifPresent(v -> flag("--weight", () -> b.weight(v)));
     // Over any config file: the peer's own API, and the messages this build speaks.
     b.endpoint(endpoint()).applicationVersion(Wire.APPLICATION_VERSION);
+    if (config.isPresent() && inClusterPorts(httpPort)) {
+      // parse() let the port pass, since a config file may name another stack or bind port; this
+      // one keeps the localhost stack, at its own ports.
+      String stack;
+      try {
+        stack = b.buildConfig().jgroupsConfig();
+      } catch (IllegalArgumentException refused) {
+        stack = ""; // refused for another reason, reported where the node is built
+      }
+      if (stack.endsWith("localhost-tcp.xml") && b.buildConfig().bindPort().isEmpty()) {
+        throw new IllegalArgumentException(clusterPortsClash(httpPort) + " (" + config.get() + " keeps the stack "
+            + stack + ")");
+      }
+    }
     if (weight.isPresent()) {
       // A weight that gives no token is refused only with the other settings (virtualNodes): under
       // the flag's name, not only the config file's.

@@ -86,6 +86,20 @@ class OptionsTest {
     assertTrue(e.getMessage().startsWith("--zone: zone is 256 bytes in UTF-8"), e.getMessage());
   }
 
+  /** A config file that keeps the localhost stack (and its ports) gets the same check at build. */
+  @Test
+  void builder_httpPortAmongTheClusterPorts_withAConfigFileKeepingTheLocalhostStack_isRefused(@TempDir Path dir)
+      throws IOException {
+    Path keeps = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\"}");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PeerOptions.parse(
+        new String[] {"--http-port", "7801", "--config", keeps.toString()}, 0).builder());
+    assertEquals("--http-port 7801 is in the range the peers' cluster ports use (7800-7922); choose another ("
+        + keeps + " keeps the stack ringmaster/jgroups/localhost-tcp.xml)", e.getMessage());
+    Path moves = Files.writeString(dir.resolve("moved.json"), "{\"nodeId\": \"p\", \"bindPort\": 9800}");
+    assertEquals(Optional.of(9800), PeerOptions.parse(new String[] {"--http-port", "7801", "--config",
+        moves.toString()}, 0).builder().buildConfig().bindPort(), "a file that moves the bind port leaves it free");
+  }
+
   @Test
   void parse_httpPortAmongTheClusterPorts_isRefusedWithTheLocalhostStack_only() {
     for (String bad : List.of("7800", "7819", "7850", "7900", "7922")) {
