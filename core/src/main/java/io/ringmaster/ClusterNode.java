@@ -271,6 +271,12 @@ final class ClusterNode {
     }
   }
 
+  private void logRefusals(List<MembershipChange.Refusal> refused) {
+    for (MembershipChange.Refusal r : refused) {
+      LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason());
+    }
+  }
+
   /**
    * Tries again the last view whose install failed, if no later view was installed since: on the
    * view thread, at the first call after the failure, then after 1 s, and after twice as long each
@@ -339,6 +345,7 @@ final class ClusterNode {
     String refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
+      logRefusals(refused);
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
           : "the first view " + view.getViewId() + " does not hold this member " + self));
       return;
@@ -389,6 +396,11 @@ final class ClusterNode {
       publishing.incrementAndGet();
       try {
         state = next; // publish first, then notify
+        // The refusals this view reports count as reported once its ring is published: a view that
+        // failed before that, and is tried again, reports them then.
+        reportedRefusals.clear();
+        reportedRefusals.addAll(reported);
+        refusals.addAndGet(refused.size());
         // Before any callback runs: a listener on a same-thread executor that calls close()
         // would otherwise wait for a start() that waits for this.
         firstRing.complete(next);
@@ -403,14 +415,7 @@ final class ClusterNode {
         publishing.decrementAndGet();
       }
     }
-    // The refusals this view reports count as reported once its ring is published: a view that
-    // failed before that, and is tried again, reports them then.
-    reportedRefusals.clear();
-    reportedRefusals.addAll(reported);
-    refusals.addAndGet(refused.size());
-    for (MembershipChange.Refusal r : refused) {
-      LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason());
-    }
+    logRefusals(refused);
     // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
     // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
     wakeWaiters();

@@ -603,7 +603,8 @@ final class KvService {
       return CompletableFuture.completedFuture(mine);
     }
     Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);
-    List<CompletableFuture<Optional<Entry>>> calls = forward ? askOwners(key, stepsBack - 1, timeout, fromPeer)
+    List<CompletableFuture<Optional<Entry>>> calls = forward
+        ? askOwners(key, stepsBack - 1, timeout, fromPeer, mine.isPresent())
         : askPreviousOwners(key, stepsBack - 1, timeout, fromPeer, strict);
     if (calls.isEmpty()) {
       // Read again: the pull that brought the key in may have ended since the first read.
@@ -627,16 +628,20 @@ final class KvService {
    * Asks the owners of a key in this peer's ring that serve requests (this peer is not one) for
    * their copies, each going back {@code stepsBack} more steps, within {@code timeout}; one that
    * fails answers with none. If none has reported that it serves requests yet (one that just
-   * joined, to which this peer may have handed the key), every live owner is asked: one that does
-   * not answer yet costs the wait, where skipping it would answer "not found" for a key it holds.
+   * joined, to which this peer may have handed the key) and this peer holds no copy to answer
+   * with, every live owner is asked, within one {@link #PREVIOUS_OWNER_TIMEOUT} at most: one that
+   * does not answer yet costs that wait, where skipping it would answer "not found" for a key it
+   * holds.
    */
   private List<CompletableFuture<Optional<Entry>>> askOwners(String key, int stepsBack, Duration timeout,
-                                                             boolean fromWorker) {
+                                                             boolean fromWorker, boolean holdsCopy) {
     byte[] request = Wire.get(key, stepsBack, false);
     List<String> live = routing.owners(key).stream().filter(routing::isLive).toList();
     List<String> serving = live.stream().filter(ready).toList();
-    return (serving.isEmpty() ? live : serving).stream().map(owner ->
-        (fromWorker ? rpc.callFromWorker(owner, request, timeout) : rpc.call(owner, request, timeout))
+    boolean unreported = serving.isEmpty() && !holdsCopy;
+    Duration wait = unreported && timeout.compareTo(PREVIOUS_OWNER_TIMEOUT) > 0 ? PREVIOUS_OWNER_TIMEOUT : timeout;
+    return (unreported ? live : serving).stream().map(owner ->
+        (fromWorker ? rpc.callFromWorker(owner, request, wait) : rpc.call(owner, request, wait))
             .thenApply(KvService::getReply).exceptionally(failed -> Optional.empty())).toList();
   }
 

@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import io.ringmaster.Ringmaster;
+import io.ringmaster.RingmasterConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -90,15 +91,16 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     if (config.isPresent() && inClusterPorts(httpPort)) {
       // parse() let the port pass, since a config file may name another stack or bind port; this
       // one keeps the localhost stack, at its own ports.
-      String stack;
+      RingmasterConfig settings;
       try {
-        stack = b.buildConfig().jgroupsConfig();
+        settings = b.buildConfig();
       } catch (IllegalArgumentException refused) {
-        stack = ""; // refused for another reason, reported where the node is built
+        settings = null; // refused for another reason, reported where the node is built
       }
-      if (stack.endsWith("localhost-tcp.xml") && b.buildConfig().bindPort().isEmpty()) {
+      if (settings != null && settings.jgroupsConfig().equals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)
+          && settings.bindPort().isEmpty() && settings.bindAddress().isEmpty()) {
         throw new IllegalArgumentException(clusterPortsClash(httpPort) + " (" + config.get() + " keeps the stack "
-            + stack + ")");
+            + settings.jgroupsConfig() + ")");
       }
     }
     if (weight.isPresent()) {

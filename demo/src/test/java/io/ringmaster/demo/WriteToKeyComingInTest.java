@@ -117,15 +117,19 @@ class WriteToKeyComingInTest {
   /**
    * The same read when the key's only owner has not yet told the peer asked that it serves
    * requests (it just joined, and that peer may have handed it the key and dropped its copy): the
-   * peer asks it all the same, rather than answer "not found".
+   * peer asks it all the same, rather than answer "not found"; unless it holds a copy to answer with.
    */
   @Test
   void aReadRoutedByAnOlderRing_whenNoOwnerHasReportedYet_asksTheOwnersAllTheSame() throws Exception {
     InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
     InJvmPeer c = peers.get(2);
     c.store().merge(Entry.of(key, "at its owner", new Version(VersionClock.systemMicros(), "c")));
     notReady.add("c");
     assertEquals(Optional.of("at its owner"), readAsAReaderWould(a, "b"), "b, holding no copy, asked c");
+    // Holding a copy, b answers with it rather than wait for an owner that may not answer yet.
+    b.store().merge(Entry.of(key, "older, left at b", new Version(VersionClock.systemMicros() - 60_000_000L, "b")));
+    assertEquals(Optional.of("older, left at b"), readAsAReaderWould(a, "b"), "b did not ask c, which has not reported");
   }
 
   /**
