@@ -34,8 +34,8 @@ final class SerialDelivery<E> implements Registration {
   private final Consumer<E> listener;
   private final Executor executor;
   /**
-   * Whether the executor is the application's: then a launch onto it, shut down before, that
-   * returns without its callback started counts as refused (see {@link #launch()}).
+   * Whether the executor is the application's: then a launch onto it that returns with the
+   * executor shut down and the callback not started counts as refused (see {@link #launch()}).
    */
   private final boolean foreignExecutor;
   private final Object owner;
