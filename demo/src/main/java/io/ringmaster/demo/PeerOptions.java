@@ -88,30 +88,26 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
     weight.ifPresent(v -> flag("--weight", () -> b.weight(v)));
     // Over any config file: the peer's own API, and the messages this build speaks.
     b.endpoint(endpoint()).applicationVersion(Wire.APPLICATION_VERSION);
-    if (config.isPresent() && inClusterPorts(httpPort)) {
-      // parse() let the port pass, since a config file may name another stack or bind port; this
-      // one keeps the localhost stack, at its own ports.
+    boolean portToCheck = config.isPresent() && inClusterPorts(httpPort);
+    if (portToCheck || weight.isPresent()) {
       RingmasterConfig settings;
       try {
         settings = b.buildConfig();
-      } catch (IllegalArgumentException refused) {
-        settings = null; // refused for another reason, reported where the node is built
+      } catch (IllegalArgumentException e) {
+        // A weight that gives no token is refused only with the other settings (virtualNodes):
+        // under the flag's name, not only the config file's. Anything else is reported where the
+        // node is built.
+        if (weight.isPresent() && e.getMessage().startsWith("weight ")) {
+          throw new IllegalArgumentException("--weight: " + e.getMessage(), e);
+        }
+        return b;
       }
-      if (settings != null && settings.jgroupsConfig().equals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)
+      // parse() let the port pass, since a config file may name another stack or bind port; this
+      // one keeps the localhost stack, at its own ports.
+      if (portToCheck && settings.jgroupsConfig().equals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)
           && settings.bindPort().isEmpty() && settings.bindAddress().isEmpty()) {
         throw new IllegalArgumentException(clusterPortsClash(httpPort) + " (" + config.get() + " keeps the stack "
             + settings.jgroupsConfig() + ")");
-      }
-    }
-    if (weight.isPresent()) {
-      // A weight that gives no token is refused only with the other settings (virtualNodes): under
-      // the flag's name, not only the config file's.
-      try {
-        b.buildConfig();
-      } catch (IllegalArgumentException e) {
-        if (e.getMessage().startsWith("weight ")) {
-          throw new IllegalArgumentException("--weight: " + e.getMessage(), e);
-        }
       }
     }
     return b;
