@@ -1401,6 +1401,8 @@ public final class Ringmaster implements AutoCloseable {
      * {@code 127.0.0.1}): it must resolve, and not to the wildcard ({@code 0.0.0.0}), since the
      * transport's address is the one the other members reach this node at. Whether this host may
      * bind it is found when the node starts: a start that cannot bind it fails naming this setting.
+     * A stack with the in-JVM transport ({@code in-jvm.xml}) binds no socket: with it, {@link #build}
+     * refuses this setting.
      */
     public Builder bindAddress(String bindAddress) {
       java.net.InetAddress address;
@@ -1417,7 +1419,11 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for any. */
+    /**
+     * The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for
+     * any. A stack with the in-JVM transport ({@code in-jvm.xml}) binds no socket: with it,
+     * {@link #build} refuses this setting.
+     */
     public Builder bindPort(int bindPort) {
       if (bindPort < 0 || bindPort > MAX_PORT) {
         throw new IllegalArgumentException("bindPort must be in 0.." + MAX_PORT + ": " + bindPort);
@@ -1521,6 +1527,12 @@ public final class Ringmaster implements AutoCloseable {
       Stacks.checkReadable(jgroupsConfig);
       if (initialHosts != null) {
         Stacks.checkInitialHostsApply(jgroupsConfig, initialHosts);
+      }
+      if (bindPort != null) {
+        Stacks.checkBindApplies(jgroupsConfig, "bindPort " + bindPort);
+      }
+      if (bindAddress != null) {
+        Stacks.checkBindApplies(jgroupsConfig, "bindAddress \"" + bindAddress + "\"");
       }
       if (secret != null) {
         Stacks.checkSecretApplies(jgroupsConfig);

@@ -79,6 +79,23 @@ final class Stacks {
   }
 
   /**
+   * Fails naming the setting when {@code bindPort} or {@code bindAddress} is set for a stack whose
+   * transport is {@code SHARED_LOOPBACK}, which binds no socket and would ignore it: an operator
+   * who set a port expects the node to listen there. A stack that cannot be read is reported by
+   * {@link #checkReadable}, which the builder runs first.
+   *
+   * @param setting the setting and its value, as {@code bindPort 7800}
+   */
+  static void checkBindApplies(String jgroupsConfig, String setting) {
+    List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
+    if (protocols != null && isProtocol(protocols.get(0).getProtocolName(), "SHARED_LOOPBACK")) {
+      throw new IllegalArgumentException(setting + " is set, but jgroupsConfig " + jgroupsConfig + " has the"
+          + " in-JVM transport SHARED_LOOPBACK, which binds no socket: remove it, or use a stack with a network"
+          + " transport, such as ringmaster/jgroups/localhost-tcp.xml");
+    }
+  }
+
+  /**
    * Fails naming both settings when {@code secret} is set for a stack with no protocol that uses
    * it (neither {@link SharedSecretEncrypt} nor AUTH with {@link SharedSecretAuthToken}): the node
    * would join unauthenticated and send in the clear while its operator believes otherwise. A

@@ -596,6 +596,25 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void builder_bindPortOrAddressForTheInJvmTransport_failsAtBuildNamingTheSettingAndTheStack(@TempDir Path dir)
+      throws IOException {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).bindPort(7800).build());
+    assertTrue(e.getMessage().startsWith("bindPort 7800 is set, but jgroupsConfig " + TestCluster.STACK
+        + " has the in-JVM transport SHARED_LOOPBACK, which binds no socket"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).bindAddress("127.0.0.1").build());
+    assertTrue(e.getMessage().startsWith("bindAddress \"127.0.0.1\" is set, but jgroupsConfig " + TestCluster.STACK),
+        e.getMessage());
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"" + TestCluster.STACK
+        + "\", \"bindPort\": 7800}", "bindPort 7800 is set", "SHARED_LOOPBACK");
+    // A network stack takes both.
+    RingmasterConfig tcp = Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
+        .bindPort(7800).bindAddress("127.0.0.1").buildConfig();
+    assertEquals(List.of(Optional.of(7800), Optional.of("127.0.0.1")), List.of(tcp.bindPort(), tcp.bindAddress()));
+  }
+
+  @Test
   void builder_weightGivingNoToken_failsNamingWeightVirtualNodesAndTheSmallestWeight() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(100).weight(0.004)
