@@ -207,10 +207,24 @@ final class ClusterNode {
     return HashRing.builder().virtualNodes(local.virtualNodes()).build();
   }
 
-  /** Stops publishing: a view being installed right now is dropped before it is published. */
+  /**
+   * Stops publishing: a view being installed right now is dropped before it is published. A node
+   * in the ring publishes one last state: its ring without it, what it leaves behind (the ring its
+   * LEAVING change named), so that its lookups after close() agree with its listeners' fold (it
+   * owns nothing) and route to the members that took its ranges.
+   */
   void close() {
     synchronized (publishLock) {
       closed = true;
+      Snapshot s = state;
+      if (s.localInRing()) {
+        Map<String, Address> addresses = new LinkedHashMap<>(s.addresses());
+        Map<String, NodeMetadata> metadata = new LinkedHashMap<>(s.metadata());
+        addresses.remove(local.id());
+        metadata.remove(local.id());
+        state = new Snapshot(s.viewId(), s.viewCreator(), s.ring().without(local.id()), Map.copyOf(addresses),
+            Map.copyOf(metadata), false, s.refused());
+      }
     }
     wakeWaiters();
   }

@@ -350,9 +350,12 @@ public final class Ringmaster implements AutoCloseable {
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
    * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
-   * pool still busy then is interrupted). Afterwards the lookups answer for the last ring, as
-   * {@link #ring()} does. Idempotent: a second call waits for the first to finish, unless it comes
-   * from one of this node's listeners (see below).
+   * pool still busy then is interrupted). Afterwards {@link #ring()} is the ring this node left
+   * behind, its last ring without it (the LEAVING change's {@link OwnershipChange#ring()}, unless a
+   * view came after that change), so the lookups name the members that took its ranges, and
+   * {@link #isInRing()}, {@link #isLocal} and {@link #isPrimary} are false, as the listeners' fold
+   * says. Idempotent: a second call waits for the first to finish, unless it comes from one of this
+   * node's listeners (see below).
    *
    * <p>A listener may call it, on any executor. That close() cannot wait for the listener calling
    * it: that listener's own LEAVING change, and anything else queued for it, comes after its
@@ -403,6 +406,7 @@ public final class Ringmaster implements AutoCloseable {
       // queued behind that one (see ClusterNode.awaitListeners). start() has returned
       // (a second call fails: the node is started), and closeCalled keeps a second close() out.
       leave(ownPool.get());
+      LOG.log(Level.INFO, "{0} left {1}", config.nodeId(), config.clusterName());
     } finally {
       closeDone.complete(null);
       if (interruptedBefore) {
@@ -745,7 +749,10 @@ public final class Ringmaster implements AutoCloseable {
 
   // ---------------------------------------------------------------- lookups: lock-free reads
 
-  /** The current ring: an immutable value, safe to keep and share. */
+  /**
+   * The current ring: an immutable value, safe to keep and share. Before {@link #start()}, an
+   * empty ring; after {@link #close()}, the ring this node left behind (its last ring without it).
+   */
   public HashRing ring() {
     return node.state().ring();
   }
@@ -864,8 +871,8 @@ public final class Ringmaster implements AutoCloseable {
    * the side whose coordinator's address sorts lowest; see {@link RingmasterMembershipPolicy}). Then the
    * ring's member with this node's id is that other node, so {@code ownerOf(key)} naming
    * {@link #localMember()} does not mean this node owns the key: ask {@link #isLocal} and
-   * {@link #isPrimary}, which answer for this node. After
-   * {@link #close()}, answers for the last ring, as {@link #ring()} does.
+   * {@link #isPrimary}, which answer for this node. False after {@link #close()}: the node has
+   * left the ring.
    */
   public boolean isInRing() {
     return node.state().localInRing();
@@ -907,7 +914,7 @@ public final class Ringmaster implements AutoCloseable {
     return startedRing().owners(key, config.replicas());
   }
 
-  /** The current ring, which a node has once started (and keeps after close). */
+  /** The current ring, which a node has once started (after close, the ring it left behind). */
   private HashRing startedRing() {
     ClusterNode.Snapshot s = node.state();
     if (s.viewId() < 0) {
@@ -920,7 +927,7 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Whether this node is among the key's owners (primary or backup). Allocation-free. False while
    * the node is not in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
-   * {@link #ownerOf(String)} fails); after {@link #close()}, answers for the last ring.
+   * {@link #ownerOf(String)} fails), and after {@link #close()}.
    */
   public boolean isLocal(String key) {
     return isLocalAt(HashRing.position(key));
@@ -933,8 +940,7 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Whether this node is the key's primary owner. Allocation-free. False while the node is not in
-   * the ring ({@link #isInRing}), and when no member has a weight above 0; after {@link #close()},
-   * answers for the last ring.
+   * the ring ({@link #isInRing}), when no member has a weight above 0, and after {@link #close()}.
    */
   public boolean isPrimary(String key) {
     return isPrimaryAt(HashRing.position(key));
