@@ -16,6 +16,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -88,24 +89,35 @@ class OwnershipCallbacksTest {
   }
 
   @Test
-  void close_withLeaveTimeoutZero_stillDeliversLeaving() {
+  void close_withLeaveTimeoutZero_stillDeliversLeaving_thenLooksUpInTheRingItLeftBehind() {
     try (TestCluster cluster = new TestCluster("zero-leave")) {
       // The default 1024 tokens: the larger the ring, the longer the LEAVING change takes to compute.
-      cluster.start(cluster.builder("keeper").virtualNodes(1024));
+      Ringmaster keeper = cluster.start(cluster.builder("keeper").virtualNodes(1024));
       // Repeated: queueing the LEAVING change raced the shutdown, and lost about one close in two.
       for (int i = 0; i < 6; i++) {
-        List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+        List<OwnershipChange> changes = new CopyOnWriteArrayList<>();
         Ringmaster n = cluster.start(cluster.builder("zero-" + i).virtualNodes(1024).leaveTimeout(Duration.ZERO),
-            node -> node.addOwnershipListener(c -> reasons.add(c.reason())));
-        await().atMost(WAIT).until(() -> !reasons.isEmpty());
+            node -> node.addOwnershipListener(changes::add));
+        await().atMost(WAIT).until(() -> !changes.isEmpty());
         String key = java.util.stream.IntStream.range(0, 10_000).mapToObj(k -> "key-" + k).filter(n::isPrimary)
             .findFirst().orElseThrow();
         assertTrue(n.isInRing() && n.isLocal(key));
+        String id = n.localMember().id();
 
         n.close();
-        assertTrue(n.isPrimary(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)), "answers for the last ring");
-        assertEquals(n.localMember(), n.ownerOf(key), "the last ring stays readable");
-        await().atMost(Duration.ofSeconds(5)).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
+        await().atMost(Duration.ofSeconds(5))
+            .until(() -> changes.stream().anyMatch(c -> c.reason() == OwnershipChange.Reason.LEAVING));
+        // What the node left behind: the ring of its LEAVING change, in which it owns nothing.
+        OwnershipChange leaving = changes.get(changes.size() - 1);
+        assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+        assertEquals(leaving.ring().checksum(), n.ring().checksum(), "the ring it left behind");
+        assertFalse(n.ring().contains(id));
+        assertFalse(n.isInRing());
+        assertFalse(n.isPrimary(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        assertFalse(n.isLocal(key));
+        assertEquals(keeper.localMember(), n.ownerOf(key), "the member that took the key");
+        assertEquals(Optional.empty(), n.addressOf(id));
+        await().atMost(WAIT).until(() -> keeper.ring().checksum() == n.ring().checksum());
       }
     }
   }

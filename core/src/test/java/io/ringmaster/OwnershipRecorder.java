@@ -38,28 +38,49 @@ final class OwnershipRecorder implements OwnershipListener, MembershipListener {
     changes.add(change);
     for (int i = 0; i < positions.length; i++) {
       long p = positions[i];
+      byte old = believed[i];
+      int hits = 0;
       for (RingDiff.Gained g : change.gained()) {
         if (g.range().contains(p)) {
-          if (believed[i] != 0) {
+          hits++;
+          if (old != 0) {
             violations.add("gained a position already owned at view " + change.viewId());
           }
-          believed[i] = (byte) (g.role() == RingDiff.Role.PRIMARY ? 1 : 2);
+          believed[i] = code(g.role());
         }
       }
       for (RingDiff.Lost l : change.lost()) {
         if (l.range().contains(p)) {
-          if (believed[i] == 0) {
-            violations.add("lost a position not owned at view " + change.viewId());
+          hits++;
+          if (old != code(l.role())) {
+            violations.add("lost a position as " + l.role() + ", held as " + name(old) + ", at view "
+                + change.viewId());
           }
           believed[i] = 0;
         }
       }
       for (RingDiff.RoleChange r : change.roleChanges()) {
         if (r.range().contains(p)) {
-          believed[i] = (byte) (r.after() == RingDiff.Role.PRIMARY ? 1 : 2);
+          hits++;
+          if (old != code(r.before())) {
+            violations.add("role change from " + r.before() + " at a position held as " + name(old) + ", at view "
+                + change.viewId());
+          }
+          believed[i] = code(r.after());
         }
       }
+      if (hits > 1) {
+        violations.add(hits + " ranges of one change hold one position, at view " + change.viewId());
+      }
     }
+  }
+
+  private static byte code(RingDiff.Role role) {
+    return (byte) (role == RingDiff.Role.PRIMARY ? 1 : 2);
+  }
+
+  private static String name(byte code) {
+    return code == 0 ? "nothing" : code == 1 ? "PRIMARY" : "BACKUP";
   }
 
   @Override

@@ -45,6 +45,7 @@ class GoldenVectorsTest {
     JsonNode first = vectors.get("tokens").get("first");
     for (int i = 0; i < first.size(); i++) {
       assertEquals(Long.parseLong(first.get(i).asText()), HashRing.SPEC_TOKENS.token(Member.of(member), i));
+      assertEquals(Long.parseLong(first.get(i).asText()), ReferenceRing.hash(member + "#" + i), "token " + i);
     }
   }
 
@@ -59,7 +60,9 @@ class GoldenVectorsTest {
     HashRing ring = HashRing.builder().virtualNodes(v).addAll(members).build();
     ReferenceRing reference = new ReferenceRing(v, members);
     assertEquals(spec.get("tokenCount").asInt(), ring.tokenCount());
+    assertEquals(spec.get("tokenCount").asInt(), reference.tokenCount());
     assertEquals(Long.parseLong(spec.get("checksum").asText()), ring.checksum());
+    assertEquals(Long.parseLong(spec.get("checksum").asText()), reference.checksum(), "section 7, byte by byte");
     assertEquals(HashRing.SPEC_VERSION, vectors.get("specVersion").asInt());
     for (JsonNode k : spec.get("keys")) {
       String key = k.get("key").asText();

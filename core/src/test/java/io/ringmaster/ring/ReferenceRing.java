@@ -23,8 +23,12 @@ final class ReferenceRing {
       .thenComparingInt(Token::index);
 
   private final List<Token> tokens = new ArrayList<>();
+  private final int virtualNodes;
+  private final List<Member> members;
 
   ReferenceRing(int virtualNodes, List<Member> members) {
+    this.virtualNodes = virtualNodes;
+    this.members = List.copyOf(members);
     for (Member m : members) {
       double x = virtualNodes * m.weight();
       long count = (long) Math.floor(x) + (x - Math.floor(x) >= 0.5 ? 1 : 0); // the spec's words, not Math.round
@@ -67,6 +71,34 @@ final class ReferenceRing {
       }
     }
     return taken;
+  }
+
+  /** The checksum as the spec's section 7 spells it out, byte by byte. */
+  long checksum() {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    try (java.io.DataOutputStream out = new java.io.DataOutputStream(bytes)) {
+      writeString(out, "ringmaster-ring");
+      out.writeInt(1);
+      out.writeInt(virtualNodes);
+      out.writeInt(members.size());
+      List<Member> inIdOrder = new ArrayList<>(members);
+      inIdOrder.sort((a, b) -> Arrays.compareUnsigned(a.id().getBytes(StandardCharsets.UTF_8),
+          b.id().getBytes(StandardCharsets.UTF_8)));
+      for (Member m : inIdOrder) {
+        writeString(out, m.id());
+        out.writeLong(Double.doubleToLongBits(m.weight() == 0 ? 0.0 : m.weight()));
+        writeString(out, m.zone());
+      }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return Hashing.murmur3_128().hashBytes(bytes.toByteArray()).asLong();
+  }
+
+  private static void writeString(java.io.DataOutputStream out, String s) throws java.io.IOException {
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    out.writeInt(b.length);
+    out.write(b);
   }
 
   int tokenCount() {
