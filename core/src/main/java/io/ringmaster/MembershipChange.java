@@ -19,7 +19,8 @@ import java.util.List;
  *                       member with this weight and zone); non-null, may be empty
  * @param left           members in the ring before that are not now (left, crashed, or replaced)
  * @param subgroups      for a merge after a partition, the members of each merged side as this
- *                       node's view had them; empty for any other view
+ *                       node's view had them, less those the merged ring does not hold (refused
+ *                       ones, and members that are not Ringmaster nodes); empty for any other view
  * @param refused        JGroups members of the view kept out of the ring, each reported in the
  *                       first view that holds it; a listener added to a running node gets in its
  *                       first change (previous view -1) every member refused then; non-null,

@@ -67,7 +67,12 @@ import org.jgroups.View;
  * <p>Threads: JGroups threads only queue views and compare gossiped checksums, and never block
  * nor run user code. The node's view thread builds and publishes each
  * ring, then queues callbacks; each listener runs on the node's listener pool (or the executor
- * given at registration), one call at a time, in view order.
+ * given at registration), one call at a time, in view order. A node's methods may be called from
+ * any thread; a {@link Builder} is meant for one thread.
+ *
+ * <p>Before {@link #start()} the ring is empty: {@link #ownerOf(String)} and {@link #owners(String)}
+ * throw {@link IllegalStateException}, {@link #isLocal} and {@link #isInRing()} are false. After
+ * {@link #close()}, the ring is the one this node left behind (see there).
  */
 public final class Ringmaster implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());

@@ -1,6 +1,9 @@
 package io.ringmaster;
 
-/** A node could not start or join: the message says why, naming the setting or member at fault. */
+/**
+ * A node could not start or join (the message says why, naming the setting or member at fault),
+ * or {@link Ringmaster#awaitRing} saw no ring satisfy its condition in time.
+ */
 public class RingmasterException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 

@@ -5,7 +5,8 @@ import java.time.Instant;
 import java.util.Optional;
 
 /**
- * A node's counters, read without locks.
+ * A node's counters, read by {@link Ringmaster#stats()}: without locks, but for
+ * {@code pendingCallbacks}, which takes each listener's queue lock in turn, briefly.
  *
  * @param viewId           the installed JGroups view id, -1 before the first
  * @param members          members in the ring
