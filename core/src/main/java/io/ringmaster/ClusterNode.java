@@ -214,19 +214,22 @@ final class ClusterNode {
    * owns nothing) and route to the members that took its ranges.
    */
   void close() {
-    synchronized (publishLock) {
-      closed = true;
-      Snapshot s = state;
-      if (s.localInRing()) {
-        Map<String, Address> addresses = new LinkedHashMap<>(s.addresses());
-        Map<String, NodeMetadata> metadata = new LinkedHashMap<>(s.metadata());
-        addresses.remove(local.id());
-        metadata.remove(local.id());
-        state = new Snapshot(s.viewId(), s.viewCreator(), s.ring().without(local.id()), Map.copyOf(addresses),
-            Map.copyOf(metadata), false, s.refused());
+    try {
+      synchronized (publishLock) {
+        closed = true;
+        Snapshot s = state;
+        if (s.localInRing()) {
+          Map<String, Address> addresses = new LinkedHashMap<>(s.addresses());
+          Map<String, NodeMetadata> metadata = new LinkedHashMap<>(s.metadata());
+          addresses.remove(local.id());
+          metadata.remove(local.id());
+          state = new Snapshot(s.viewId(), s.viewCreator(), s.ring().without(local.id()), Map.copyOf(addresses),
+              Map.copyOf(metadata), false, s.refused());
+        }
       }
+    } finally {
+      wakeWaiters(); // closed even if the last ring could not be built
     }
-    wakeWaiters();
   }
 
   /**

@@ -99,6 +99,9 @@ final class Gossip {
    * node, ask a random member of its view whether that member's view lists it.
    */
   void round() {
+    if (node.isClosed()) {
+      return; // its last ring is the one it leaves behind, under its last view id: nothing to compare
+    }
     ClusterNode.Snapshot s = node.state();
     if (!s.localInRing()) {
       queryListed(); // refused: its ring is the members', but it is not one of them
@@ -232,6 +235,11 @@ final class Gossip {
 
   /** Handles a message on a JGroups thread: decode, then compare and queue, or hand over. Never blocks. */
   void receive(Message msg) {
+    if (node.isClosed()) {
+      // Until its channel closes: its ring, the one it leaves behind, differs from its peers' under
+      // the same view id, and a closing node asks nothing and answers nothing.
+      return;
+    }
     if (!msg.hasArray()) {
       return; // not ours: our messages are always a byte array
     }
