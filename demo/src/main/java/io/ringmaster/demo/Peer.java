@@ -292,8 +292,8 @@ final class Peer implements AutoCloseable {
     // cluster, the port bound or the threads running.
     try {
       // No sweeps, repairs or pull retries during the hand-off. The status reports go on until
-      // the peer is out of the view: the other peers' ring pages would take its silence for a
-      // divergence.
+      // the node closes (its ring is then the one it leaves behind, not the view's: a report of it
+      // would look like a divergence); the other peers' ring pages mute a report that grows old.
       maintenance.shutdownNow();
       long started = System.nanoTime();
       runAll(() -> {
@@ -306,9 +306,11 @@ final class Peer implements AutoCloseable {
         if (rebalancer != null) {
           rebalancer.stopping(); // the LEAVING hand-off's budget counts from here, where the node's leave timeout starts
         }
+        routing.nodeClosing();
         node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
       });
-      // System.out, not a logger: java.util.logging resets its handlers in its own shutdown hook.
+      // System.out, not a logger: where LeaveLogManager is not the manager (a JVM whose logging
+      // started before Main ran), java.util.logging closes its handlers in its own shutdown hook.
       System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d; %s%n",
           routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), leaveOutcome());
       System.out.flush();

@@ -32,6 +32,7 @@ final class Routing {
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
+  private volatile boolean closedFromRing;
   /**
    * Other peers found leaving while this one leaves (they refused a push or a forwarded write, or
    * a write named them), each with the process that held its id then: a peer restarted under the
@@ -63,13 +64,14 @@ final class Routing {
 
   private HashRing leavingRing() {
     HashRing base = node.ring();
-    boolean inRing = node.isInRing(); // read after the ring: as new as it, or newer
+    boolean inRing = inRing(); // read after the ring: as new as it, or newer
     Set<String> known = activeLeavers();
     Derived d = derived;
     if (d != null && d.base() == base && d.inRing() == inRing && d.leavers().equals(known)) {
       return d.ring();
     }
     // While the cluster refuses this peer, the member with its id is the peer that holds the id.
+    // (After its node closed, the ring holds no member with its id: without() leaves it as it is.)
     HashRing ring = inRing ? base.without(self) : base;
     for (String id : known) {
       HashRing without = ring.without(id);
@@ -253,9 +255,19 @@ final class Routing {
     return memberId.equals(self) && inRing();
   }
 
-  /** Whether this peer is in the ring: the cluster does not refuse it. */
+  /**
+   * Whether this peer is in the ring: the cluster does not refuse it. A peer that closed its node
+   * from the ring stays in: its node then answers for the ring it left behind, which no longer holds
+   * its id, but it is still no peer the cluster refuses (it refuses data as leaving, not as
+   * refused).
+   */
   boolean inRing() {
-    return node.isInRing();
+    return node.isInRing() || closedFromRing;
+  }
+
+  /** Called right before the node closes: whether it closes from the ring, for {@link #inRing()}. */
+  void nodeClosing() {
+    closedFromRing = node.isInRing();
   }
 
   /** This peer's place among a key's owners (0: primary), or -1 if it is not one of them. */
