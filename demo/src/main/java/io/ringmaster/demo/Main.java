@@ -15,8 +15,11 @@ import java.util.concurrent.TimeUnit;
  * The demo's command line: {@code peer} runs one key-value peer in this process; {@code cluster}
  * starts several as child processes and reads commands from stdin.
  *
- * <p>Exit codes: 0 after a normal stop, 1 if the peer or launcher could not start, 2 for a bad
- * command line (a one-line error naming the flag and value, then usage, on stderr).
+ * <p>Exit codes: 0 after a normal stop ({@code quit}, the end of input, or a peer leaving because
+ * its launcher is gone), 1 if the peer or launcher could not start, 2 for a bad command line (a
+ * one-line error naming the flag and value, then usage, on stderr). Stopped by a signal, the JVM
+ * exits with 128 plus the signal's number (143 for SIGTERM, 130 for Ctrl-C's SIGINT), after the
+ * graceful leave.
  */
 public final class Main {
   static final String USAGE = String.join("\n",
@@ -30,6 +33,13 @@ public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
+    // Before anything logs: the manager is chosen when logging starts (see LeaveLogManager).
+    if (System.getProperty("java.util.logging.manager") == null) {
+      System.setProperty("java.util.logging.manager", LeaveLogManager.class.getName());
+    }
+    // Started now, while no leave is pending: its first reset() (reading the configuration) must
+    // not come during a shutdown, where it would wait for a leave that waits for this thread.
+    java.util.logging.LogManager.getLogManager();
     int code = run(args, System.out, System.err);
     System.exit(code);
   }
@@ -73,10 +83,16 @@ public final class Main {
     // hand it ranges and drop their copies, so a SIGTERM (or a Ctrl-C in the launcher's terminal)
     // during the start must still hand them on. The hook waits for the start to end first.
     CompletableFuture<Peer> started = new CompletableFuture<>();
+    CompletableFuture<Void> left = new CompletableFuture<>();
+    LeaveLogManager.holdUntil(left); // what the hand-off logs reaches the log
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      Peer p = started.join(); // null if the start failed: nothing to hand off
-      if (p != null) {
-        p.close();
+      try {
+        Peer p = started.join(); // null if the start failed: nothing to hand off
+        if (p != null) {
+          p.close();
+        }
+      } finally {
+        left.complete(null);
       }
     }, "graceful-leave"));
     // Watched from before the start, which can take a while (joining, pulling ranges): a launcher

@@ -239,7 +239,8 @@ final class Rebalancer implements OwnershipListener {
       if (routing.onlyLeaversLeft()) {
         // Every peer left is stopping too (the last ones, stopped together): nobody will take
         // the data, and waiting would only resend it until the budget is spent.
-        // System.out, not a logger: this runs in the shutdown hook, after java.util.logging reset.
+        // System.out, not a logger: this runs in the shutdown hook, where java.util.logging may have
+        // closed its handlers (unless LeaveLogManager holds them).
         leaveNote("every other peer is leaving too; leaving with %d entries", store.size());
         return LeaveOutcome.INCOMPLETE;
       }
