@@ -68,6 +68,7 @@ final class Launcher {
   private final PrintStream err;
   private final Map<String, PeerProcess> peers = new LinkedHashMap<>();
   private boolean closing; // guarded by peers: set by stopAll, after which spawn starts nothing
+  private final java.util.concurrent.CountDownLatch allStopped = new java.util.concurrent.CountDownLatch(1);
   /** Peers this launcher asked to stop: any other exit is reported as it happens. */
   private final Set<String> stopping = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -135,7 +136,6 @@ final class Launcher {
     } catch (IOException e) {
       err.println("error reading commands: " + e);
     }
-    out.println("stopping all peers");
     stopAll();
     return 0;
   }
@@ -205,19 +205,50 @@ final class Launcher {
       }
     }
     List<PeerProcess> ready = new ArrayList<>();
+    List<PeerProcess> slow = new ArrayList<>();
     for (PeerProcess p : started) {
+      if (isStopping()) {
+        return ready; // stopAll (Ctrl-C, say) stops them all and says so
+      }
       if (awaitReady(p)) {
         out.println(p.id() + " ready at " + p.url() + "/  (log " + p.log() + ")");
         reportUnexpectedExit(p);
         ready.add(p);
-      } else {
+      } else if (!isStopping()) {
         stopping.add(p.id());
-        out.println(p.id() + " did not start" + (p.isAlive() ? "" : " (exit code " + p.process().exitValue() + ")")
-            + lastLine(p.log(), "error:").map(l -> ": " + l).orElse("") + "; see " + p.log());
-        p.process().destroyForcibly();
+        out.println(p.id() + " did not start" + (p.isAlive() ? "; stopping it" : " (exit code "
+            + p.process().exitValue() + ")") + lastLine(p.log(), "error:").map(l -> ": " + l).orElse("") + "; see "
+            + p.log());
+        if (p.isAlive()) {
+          p.process().destroy();
+          slow.add(p);
+        }
       }
     }
+    awaitStopped(slow);
     return ready;
+  }
+
+  /**
+   * Waits for peers sent SIGTERM to stop, together up to {@link #STOP_TIMEOUT}, then kills those
+   * still running. A peer that did not get ready in time is stopped this way too, not killed at
+   * once: it may have joined already and taken keys that old owners handed it and dropped (with one
+   * replica, its copy is the only one).
+   */
+  private void awaitStopped(List<PeerProcess> terminated) {
+    long deadline = System.nanoTime() + STOP_TIMEOUT.toNanos();
+    for (PeerProcess p : terminated) {
+      try {
+        long left = Math.max(1, deadline - System.nanoTime());
+        if (!p.process().waitFor(left, TimeUnit.NANOSECONDS)) {
+          out.println(p.id() + " did not stop within " + STOP_TIMEOUT.toSeconds() + " s; killing it");
+          p.process().destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        p.process().destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   private boolean isStopping() {
@@ -360,27 +391,39 @@ final class Launcher {
    * Stops every live peer: SIGTERM to all, then SIGKILL to any still running after
    * {@link #STOP_TIMEOUT}, the time {@code stop} gives one peer: peers stopped together have nobody
    * to hand their keys to and leave at once, but with a peer started by hand still in the ring they
-   * hand their keys off to it first, which must not be cut short.
+   * hand their keys off to it first, which must not be cut short. Runs once: a second call (the
+   * shutdown hook after {@code quit}, or a Ctrl-C during {@code quit}) waits for the first.
    */
   private void stopAll() {
     List<PeerProcess> all;
     synchronized (peers) {
-      closing = true;
-      all = new ArrayList<>(peers.values());
-    }
-    all.forEach(p -> stopping.add(p.id()));
-    all.stream().filter(PeerProcess::isAlive).forEach(p -> p.process().destroy());
-    long deadline = System.nanoTime() + STOP_TIMEOUT.toNanos();
-    for (PeerProcess p : all) {
-      try {
-        long left = Math.max(1, deadline - System.nanoTime());
-        if (!p.process().waitFor(left, TimeUnit.NANOSECONDS)) {
-          out.println(p.id() + " did not stop within " + STOP_TIMEOUT.toSeconds() + " s; killing it");
-          p.process().destroyForcibly();
-        }
-      } catch (InterruptedException e) {
-        p.process().destroyForcibly();
+      if (closing) {
+        all = null;
+      } else {
+        closing = true;
+        all = new ArrayList<>(peers.values());
       }
+    }
+    if (all == null) {
+      try {
+        allStopped.await(STOP_TIMEOUT.toSeconds() + 10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return;
+    }
+    try {
+      all.forEach(p -> stopping.add(p.id()));
+      List<PeerProcess> alive = all.stream().filter(PeerProcess::isAlive).toList();
+      if (!alive.isEmpty()) { // on quit, end of input, or Ctrl-C (from the shutdown hook): say what the wait is
+        out.println("stopping " + alive.size() + (alive.size() == 1 ? " peer" : " peers") + " (each hands its keys"
+            + " to the peers that stay, if any; up to " + STOP_TIMEOUT.toSeconds() + " s)");
+        out.flush();
+      }
+      alive.forEach(p -> p.process().destroy());
+      awaitStopped(alive);
+    } finally {
+      allStopped.countDown();
     }
   }
 
