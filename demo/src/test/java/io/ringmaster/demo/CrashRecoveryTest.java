@@ -67,6 +67,7 @@ class CrashRecoveryTest extends WithPeerCluster {
     }
     long verifiedMillis = millisSince(killedAt);
     assertEquals(List.of(), lost.subList(0, Math.min(20, lost.size())), lost.size() + " reads failed");
+    writer.assertNoUnexpectedReplies();
 
     // Every key is back to two copies: one primary and one backup, on the survivors.
     long primary = 0;

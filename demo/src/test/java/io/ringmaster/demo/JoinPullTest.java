@@ -49,7 +49,9 @@ class JoinPullTest extends WithPeerCluster {
 
     List<String> owned = new ArrayList<>();
     for (String key : keys) {
-      JsonNode read = PeerCluster.parse(cluster.get("a", key).body());
+      HttpResponse<String> r = cluster.get("a", key);
+      assertEquals(200, r.statusCode(), () -> "get " + key + " via a after d joined: " + r.body());
+      JsonNode read = PeerCluster.parse(r.body());
       read.path("owners").forEach(o -> {
         if (o.asText().equals("d")) {
           owned.add(key);

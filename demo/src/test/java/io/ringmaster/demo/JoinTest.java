@@ -88,6 +88,7 @@ class JoinTest extends WithPeerCluster {
           writesDuring, in, out, moved.size());
     }
     assertEquals(List.of(), writer.mismatches("peer-5", writer.acknowledged()).stream().limit(20).toList());
+    writer.assertNoUnexpectedReplies();
     System.out.printf("join of a 5th peer: %d of %d keys moved (%.2f%%), all to peer-5; its share of the ring %.4f "
             + "(expected %.0f +- %.0f keys); optimum 1/5 = %d keys%n", moved.size(), KEYS, 100.0 * moved.size() / KEYS,
         share, mean, sigma, KEYS / 5);
@@ -143,5 +144,6 @@ class JoinTest extends WithPeerCluster {
       List<String> lost = writer.mismatches(peer, acked);
       assertEquals(List.of(), lost.subList(0, Math.min(20, lost.size())), lost.size() + " reads failed via " + peer);
     }
+    writer.assertNoUnexpectedReplies();
   }
 }

@@ -76,10 +76,17 @@ class ReadWhileMovingTest extends WithPeerCluster {
       assertEquals("v-" + key, PeerCluster.parse(r.body()).path("value").asText());
       if (PeerCluster.parse(r.body()).path("owners").get(0).asText().equals("c")) {
         fromBToC.add(key);
-        HttpResponse<String> viaC = cluster.get("c", key);
-        assertEquals(200, viaC.statusCode(), () -> "get " + key + " via c: " + viaC.body());
       }
     }
     assertTrue(fromBToC.size() > 0, "c took some of b's keys");
+    // Counted from here: the reads through a above went to c too, and c went back for them as well.
+    long wentBack = cluster.json("c", "/stats").path("readsFromPreviousOwners").asLong();
+    for (String key : fromBToC) {
+      HttpResponse<String> viaC = cluster.get("c", key);
+      assertEquals(200, viaC.statusCode(), () -> "get " + key + " via c: " + viaC.body());
+      assertEquals("v-" + key, PeerCluster.parse(viaC.body()).path("value").asText(), viaC::body);
+    }
+    assertTrue(cluster.json("c", "/stats").path("readsFromPreviousOwners").asLong() - wentBack >= fromBToC.size(),
+        "each read through c of a key c owns, and does not hold, was answered by going back to b and a");
   }
 }
