@@ -99,10 +99,10 @@ final class Gossip {
    * node, ask a random member of its view whether that member's view lists it.
    */
   void round() {
-    if (node.isClosed()) {
+    ClusterNode.Snapshot s = node.state();
+    if (node.isClosed()) { // read after the state: close() sets it before it publishes its last one
       return; // its last ring is the one it leaves behind, under its last view id: nothing to compare
     }
-    ClusterNode.Snapshot s = node.state();
     if (!s.localInRing()) {
       queryListed(); // refused: its ring is the members', but it is not one of them
       return;
@@ -280,6 +280,9 @@ final class Gossip {
   private void checksum(long viewId, UUID creator, long checksum, String sender, Address source) {
     received.incrementAndGet();
     ClusterNode.Snapshot s = node.state();
+    if (node.isClosed()) { // read after the state, as in round(): a ring left behind compares with nothing
+      return;
+    }
     // The same view (number and coordinator) must give the same ring; a partition that reached
     // the same number under another coordinator is another view, not a divergence.
     UUID local = creatorBits(s.viewCreator());
