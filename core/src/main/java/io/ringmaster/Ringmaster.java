@@ -999,6 +999,11 @@ public final class Ringmaster implements AutoCloseable {
    * The node's JGroups channel, for applications that add their own traffic on a
    * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it. Its address
    * changes if the node rejoins the cluster to end a split view ({@link RingmasterStats#rejoins()}).
+   * It exists once {@link #start()} has built the stack, which then joins at once: a fork channel
+   * opened after {@code start()} returns misses what peers send it before (a hand-off to this
+   * newcomer, say), so their requests should be retried until it answers, and an ownership listener
+   * added before {@code start()} that needs the fork channel should wait for it in its first
+   * callback (the demo's peers do both).
    * After {@code close()}, or a {@code start()} that failed once its stack was built, it is the
    * closed channel.
    *
