@@ -32,7 +32,7 @@ final class Routing {
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
-  private volatile boolean closedFromRing;
+  private volatile boolean nodeClosing;
   /**
    * Other peers found leaving while this one leaves (they refused a push or a forwarded write, or
    * a write named them), each with the process that held its id then: a peer restarted under the
@@ -256,18 +256,18 @@ final class Routing {
   }
 
   /**
-   * Whether this peer is in the ring: the cluster does not refuse it. A peer that closed its node
-   * from the ring stays in: its node then answers for the ring it left behind, which no longer holds
-   * its id, but it is still no peer the cluster refuses (it refuses data as leaving, not as
-   * refused).
+   * Whether this peer is in the ring: the cluster does not refuse it. A peer whose node closed from
+   * the ring stays in: its node then answers for the ring it left behind, which no longer holds its
+   * id (a node refused when it closed keeps a ring that does: the holder's), but it is still no peer
+   * the cluster refuses (it refuses data as leaving, not as refused).
    */
   boolean inRing() {
-    return node.isInRing() || closedFromRing;
+    return node.isInRing() || nodeClosing && !node.ring().contains(self);
   }
 
-  /** Called right before the node closes: whether it closes from the ring, for {@link #inRing()}. */
+  /** Called right before the node closes, for {@link #inRing()}. */
   void nodeClosing() {
-    closedFromRing = node.isInRing();
+    nodeClosing = true;
   }
 
   /** This peer's place among a key's owners (0: primary), or -1 if it is not one of them. */
