@@ -113,14 +113,19 @@ final class Launcher {
         + options.replicas() + "; peer logs in " + logDir);
     // The first peer alone: started together, several would each wait out the join timeout and
     // form singletons that merge only seconds later.
-    if (add(1).isEmpty()) {
+    if (add(1).isEmpty() && !isStopping()) {
       if (basePortRefused) { // the command line's fault: exit 2, as for any bad flag
         err.println("usage: " + ClusterOptions.USAGE);
         return 2;
       }
       return 1;
     }
-    add(options.peers() - 1);
+    if (!isStopping()) {
+      add(options.peers() - 1);
+    }
+    if (isStopping()) { // Ctrl-C while the peers started: the shutdown hook stops them
+      return 130;
+    }
     awaitAgreement();
     out.println("open " + first().map(PeerProcess::url).orElse("?") + "/ in a browser; type help for commands");
     try (BufferedReader in = new BufferedReader(new InputStreamReader(stdin, StandardCharsets.UTF_8))) {
@@ -197,9 +202,12 @@ final class Launcher {
       try {
         started.add(spawn(taken));
       } catch (IOException e) {
+        if (isStopping()) {
+          break; // Ctrl-C, say: stopAll says what it stops
+        }
         err.println("error: cannot start a peer: " + e); // the class too: some say only a path
         basePortRefused |= e instanceof PortNotAllowed;
-        if (isStopping() || e instanceof PortNotAllowed) {
+        if (e instanceof PortNotAllowed) {
           break; // the same for every other peer
         }
       }

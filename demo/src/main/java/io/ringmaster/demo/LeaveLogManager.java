@@ -15,13 +15,15 @@ import java.util.logging.LogManager;
  * <p>{@link Main} installs it through the system property {@code java.util.logging.manager}
  * before anything logs, unless that property names another manager; in a JVM where logging
  * started earlier (tests, or an application embedding the demo) the JDK's manager stays. It holds
- * the handlers for at most {@link #HOLD_SECONDS}, and only those in place when the JVM began to
- * shut down (the peer logs at its start, which puts the console handler in place).
+ * the handlers as long as the peer's settings let its leave take (at least {@link #HOLD_SECONDS}),
+ * and only those in place when the JVM began to shut down (the peer logs at its start, which puts
+ * the console handler in place).
  */
 public final class LeaveLogManager extends LogManager {
-  /** Longer than a leave may take: the launcher waits 80 s for a stopping peer. */
+  /** Longer than a leave may take with the demo's timeouts: the launcher waits 80 s for a stopping peer. */
   static final long HOLD_SECONDS = 90;
   private static volatile CompletableFuture<?> leave;
+  private static volatile long holdSeconds = HOLD_SECONDS;
 
   /** Called by the JDK, which instantiates the class named by {@code java.util.logging.manager}. */
   public LeaveLogManager() {
@@ -30,10 +32,15 @@ public final class LeaveLogManager extends LogManager {
 
   /**
    * Holds the handlers, once the JVM shuts down, until {@code done} completes (at most
-   * {@link #HOLD_SECONDS}).
+   * {@link #HOLD_SECONDS}, or what {@link #holdAtMost} sets).
    */
   static void holdUntil(CompletableFuture<?> done) {
     leave = done;
+  }
+
+  /** Holds up to {@code bound} instead, when that is longer: a peer whose settings allow a longer leave. */
+  static void holdAtMost(java.time.Duration bound) {
+    holdSeconds = Math.max(HOLD_SECONDS, bound.toSeconds());
   }
 
   @Override
@@ -41,7 +48,7 @@ public final class LeaveLogManager extends LogManager {
     CompletableFuture<?> done = leave;
     if (done != null && !done.isDone() && shuttingDown()) {
       try {
-        done.get(HOLD_SECONDS, TimeUnit.SECONDS);
+        done.get(holdSeconds, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       } catch (ExecutionException | TimeoutException e) {

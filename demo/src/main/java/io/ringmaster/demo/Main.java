@@ -101,7 +101,9 @@ public final class Main {
     Peer peer = null;
     try {
       try {
-        options.builder().buildConfig();
+        io.ringmaster.RingmasterConfig config = options.builder().buildConfig();
+        // What the hook may wait for the start, then the leave's hand-off, then the node's own stop.
+        LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout()).plusSeconds(30));
       } catch (IllegalArgumentException e) { // a setting the node refuses, from a flag or the --config file
         err.println("error: " + e.getMessage());
         err.println(USAGE);
