@@ -68,10 +68,30 @@ class RingPageBrowserTest extends WithPeerCluster {
     // Not any free port the kernel hands out: an outgoing connection can take it before the driver binds it.
     ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(driver.toFile())
         .usingPort(PeerCluster.freePort()).build();
+    // Selenium adds no hook of its own: a test JVM that is stopped (Ctrl-C, a surefire timeout)
+    // would leave the driver and the browser running.
+    Runtime.getRuntime().addShutdownHook(browserKiller);
     browser = new ChromeDriver(service, options);
+    // Kept now: should the driver die, the browser it started is no longer this JVM's descendant.
+    browserProcesses.addAll(ProcessHandle.current().descendants().filter(RingPageBrowserTest::isBrowser).toList());
     cluster = new PeerCluster("browser", 2);
     cluster.startAll("peer-1", "peer-2", "peer-3");
     cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), WAIT);
+  }
+
+  /** The driver and browser processes, as they were once the browser started. */
+  private final List<ProcessHandle> browserProcesses = new java.util.concurrent.CopyOnWriteArrayList<>();
+  /** Kills the chromedriver and browser processes this JVM started, if any are left. */
+  private final Thread browserKiller = new Thread(this::killBrowserProcesses, "kill-browser");
+
+  private static boolean isBrowser(ProcessHandle p) {
+    return p.info().command().map(c -> Path.of(c).getFileName().toString().contains("chrom")).orElse(false);
+  }
+
+  /** A handle remembers its process's start time: a pid taken since by another process is left alone. */
+  private void killBrowserProcesses() {
+    browserProcesses.forEach(ProcessHandle::destroyForcibly);
+    ProcessHandle.current().descendants().filter(RingPageBrowserTest::isBrowser).forEach(ProcessHandle::destroyForcibly);
   }
 
   @AfterEach
@@ -81,6 +101,12 @@ class RingPageBrowserTest extends WithPeerCluster {
         browser.quit(); // then WithPeerCluster closes the peers' processes, even if this throws
       }
     } finally {
+      killBrowserProcesses(); // those quit() left behind (it failed, or timed out)
+      try {
+        Runtime.getRuntime().removeShutdownHook(browserKiller); // false if the set-up failed before adding it
+      } catch (IllegalStateException shuttingDown) {
+        // the hook runs
+      }
       if (profile != null) {
         try (Stream<Path> files = Files.walk(profile)) {
           for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
