@@ -359,8 +359,8 @@ public final class Ringmaster implements AutoCloseable {
    * behind, its last ring without it (the LEAVING change's {@link OwnershipChange#ring()}, unless a
    * view came after that change), so the lookups name the members that took its ranges, and
    * {@link #isInRing()}, {@link #isLocal} and {@link #isPrimary} are false, as a listener's fold
-   * says once it has run the LEAVING change. Idempotent: a second call waits for the first to finish, unless it comes from one of this
-   * node's listeners (see below).
+   * says once it has run the LEAVING change. Idempotent: a second call waits for the first to
+   * finish, unless it comes from one of this node's listeners (see below).
    *
    * <p>A listener may call it, on any executor. That close() cannot wait for the listener calling
    * it: that listener's own LEAVING change, and anything else queued for it, comes after its

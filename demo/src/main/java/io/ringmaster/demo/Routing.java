@@ -262,7 +262,7 @@ final class Routing {
    * the cluster refuses (it refuses data as leaving, not as refused).
    */
   boolean inRing() {
-    return node.isInRing() || nodeClosing && !node.ring().contains(self);
+    return node.isInRing() || nodeClosing && node.viewId() >= 0 && !node.ring().contains(self);
   }
 
   /** Called right before the node closes, for {@link #inRing()}. */
