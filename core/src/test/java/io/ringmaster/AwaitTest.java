@@ -166,9 +166,12 @@ class AwaitTest {
         }
         seen.add(change);
       }));
-      assertFalse(a.awaitListeners(Duration.ofMillis(200)), "the first change is held by the latch");
-      assertEquals(List.of(), seen);
-      release.countDown();
+      try {
+        assertFalse(a.awaitListeners(Duration.ofMillis(200)), "the first change is held by the latch");
+        assertEquals(List.of(), seen);
+      } finally {
+        release.countDown();
+      }
       assertTrue(a.awaitListeners(WAIT));
       assertEquals(1, seen.size(), "idle means the queued change has run");
       assertEquals(List.of(true), fromInside);

@@ -660,15 +660,18 @@ class OwnershipCallbacksTest {
         }
       });
       cluster.start("c");
-      await().atMost(WAIT).until(holding::get);
       Thread closer = new Thread(b::close, "closer");
-      closer.start();
-      await("close() waits for its change to queue").atMost(WAIT).until(() -> waitingIn(closer, "leave"));
-      closer.interrupt();
-      // Released once the interrupt is handled: close() waits again, or (the old code) it shut down.
-      await("the interrupt handled").atMost(WAIT).until(() -> closer.getState() == Thread.State.TERMINATED
-          || waitingIn(closer, "leave") && !closer.isInterrupted());
-      release.countDown();
+      try {
+        await().atMost(WAIT).until(holding::get);
+        closer.start();
+        await("close() waits for its change to queue").atMost(WAIT).until(() -> waitingIn(closer, "leave"));
+        closer.interrupt();
+        // Released once the interrupt is handled: close() waits again, or (the old code) it shut down.
+        await("the interrupt handled").atMost(WAIT).until(() -> closer.getState() == Thread.State.TERMINATED
+            || waitingIn(closer, "leave") && !closer.isInterrupted());
+      } finally {
+        release.countDown(); // a failed step frees the view thread too, and the closer after it
+      }
       closer.join(WAIT.toMillis());
       assertFalse(closer.isAlive(), "close() returned");
       // Queued before close() went on; run on b's pool, which the interrupted close() did not wait for.
@@ -782,16 +785,19 @@ class OwnershipCallbacksTest {
         n.addOwnershipListener(other);
       });
       List<Ringmaster> nodes = new ArrayList<>(List.of(a));
-      for (String id : List.of("b", "c", "d")) {
-        nodes.add(cluster.start(id));
-        TestCluster.awaitAgreement(nodes, nodes.size(), WAIT);
+      try {
+        for (String id : List.of("b", "c", "d")) {
+          nodes.add(cluster.start(id));
+          TestCluster.awaitAgreement(nodes, nodes.size(), WAIT);
+        }
+        // a's first listener is still stuck in its first callback, yet a installed every ring and
+        // its other listener is up to date.
+        assertEquals(List.of(1, 0), List.of(entered.get(), returned.get()), "in its first callback still");
+        assertTrue(a.stats().pendingCallbacks() >= 1);
+        await().atMost(WAIT).until(() -> other.foldMatches(a.ring(), "a", 1));
+      } finally {
+        release.countDown(); // a failed step frees the listener too, rather than wait for the close
       }
-      // a's first listener is still stuck in its first callback, yet a installed every ring and
-      // its other listener is up to date.
-      assertEquals(List.of(1, 0), List.of(entered.get(), returned.get()), "in its first callback still");
-      assertTrue(a.stats().pendingCallbacks() >= 1);
-      await().atMost(WAIT).until(() -> other.foldMatches(a.ring(), "a", 1));
-      release.countDown();
       await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 0);
       assertEquals(entered.get(), returned.get());
       assertTrue(entered.get() >= 2, "then it got the changes queued behind it");
