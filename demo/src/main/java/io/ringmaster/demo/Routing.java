@@ -32,7 +32,7 @@ final class Routing {
   private final String self;
   private final int replicas;
   private volatile boolean leaving;
-  private volatile boolean nodeClosing;
+  private volatile Optional<UUID> processAtClosing = Optional.empty();
   /**
    * Other peers found leaving while this one leaves (they refused a push or a forwarded write, or
    * a write named them), each with the process that held its id then: a peer restarted under the
@@ -126,7 +126,7 @@ final class Routing {
     // This process, if the id names it (one read: not the process the cluster kept the id for
     // instead, if a partition healed between a look at whether this peer is in the ring and this).
     Optional<UUID> mine = ownProcess();
-    if (mine.isPresent() && processOf(self).equals(mine)) {
+    if (mine.isPresent() && (processOf(self).equals(mine) || closedFromRing() && processAtClosing.equals(mine))) {
       processes.put(self, mine.get());
     }
     return processes.isEmpty() ? Wire.Leavers.NONE : new Wire.Leavers(processes);
@@ -258,16 +258,26 @@ final class Routing {
   /**
    * Whether this peer is in the ring: the cluster does not refuse it. A peer whose node closed from
    * the ring stays in: its node then answers for the ring it left behind, which no longer holds its
-   * id (a node refused when it closed keeps a ring that does: the holder's), but it is still no peer
-   * the cluster refuses (it refuses data as leaving, not as refused).
+   * id, but it is still no peer the cluster refuses (it refuses data as leaving, not as refused).
+   * One refused during its leave for a duplicate id is not: its node's ring then holds the id, the
+   * holder's.
    */
   boolean inRing() {
-    return node.isInRing() || nodeClosing && node.viewId() >= 0 && !node.ring().contains(self);
+    return node.isInRing() || closedFromRing();
   }
 
-  /** Called right before the node closes, for {@link #inRing()}. */
+  /** Whether the node closed from the ring: it was in it when the peer began to close it. */
+  private boolean closedFromRing() {
+    return processAtClosing.isPresent() && !node.isInRing() && !node.ring().contains(self);
+  }
+
+  /**
+   * Called right before the node closes: notes the process that holds this peer's id then, if the
+   * node is in the ring, for {@link #inRing()} and {@link #leavers()} (once closed, the node no
+   * longer lists its own address).
+   */
   void nodeClosing() {
-    nodeClosing = true;
+    processAtClosing = node.isInRing() ? processOf(self) : Optional.empty();
   }
 
   /** This peer's place among a key's owners (0: primary), or -1 if it is not one of them. */

@@ -55,6 +55,27 @@ class RoutingTest {
     return new UUID(address.getMostSignificantBits(), address.getLeastSignificantBits());
   }
 
+  /**
+   * Once a leaving peer's node has closed, its node answers for the ring it left behind (without
+   * it), yet the peer is still no peer the cluster refuses: it still counts itself in the ring, as
+   * leaving, and routes by the ring without it.
+   */
+  @Test
+  void aLeaverWhoseNodeClosed_staysInTheRingAsLeaving() throws Exception {
+    InJvmPeer.startAll(peers, "routing-closed", List.of("a", "b", "c"));
+    Routing a = peers.get(0).routing();
+    a.startLeaving();
+    assertEquals(Set.of("a"), a.leavers().ids(), "a leaving peer names itself");
+    a.nodeClosing();
+    peers.get(0).node().close();
+
+    assertFalse(peers.get(0).node().isInRing(), "the node left the ring");
+    assertFalse(peers.get(0).node().ring().contains("a"));
+    assertTrue(a.inRing(), "the peer is leaving, not refused");
+    assertTrue(a.isSelf("a"));
+    assertEquals(List.of("b", "c"), a.ring().members().stream().map(m -> m.id()).sorted().toList());
+  }
+
   @Test
   void aLeaverRestartedUnderItsId_isRoutedToAgain() throws Exception {
     InJvmPeer.startAll(peers, "routing-restart", List.of("a", "b", "c"));
