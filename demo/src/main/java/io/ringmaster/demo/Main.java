@@ -102,8 +102,9 @@ public final class Main {
     try {
       try {
         io.ringmaster.RingmasterConfig config = options.builder().buildConfig();
-        // What the hook may wait for the start, then the leave's hand-off, then the node's own stop.
-        LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout()).plusSeconds(30));
+        // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
+        // leaveTimeout each), then the node's own stop.
+        LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
       } catch (IllegalArgumentException e) { // a setting the node refuses, from a flag or the --config file
         err.println("error: " + e.getMessage());
         err.println(USAGE);

@@ -222,7 +222,7 @@ final class Peer implements AutoCloseable {
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
         store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
-    http.createContext("/", new HttpApi(kv, store, routing, new RingView(node, directory), this::stats, events,
+    http.createContext("/", new HttpApi(kv, store, routing, new RingView(node, directory, routing::inRing), this::stats, events,
         node::viewId));
     http.setExecutor(httpThreads);
     http.start();
@@ -230,7 +230,9 @@ final class Peer implements AutoCloseable {
 
   /** Sends this peer's status (view, checksum, counts) to the others. */
   private void publishStatus() {
-    directory.publish(node.ring()::contains, node.isInRing());
+    // In the ring asked after the status is built: a status of the ring a closed node left
+    // behind (a checksum no peer has under that view) is never sent.
+    directory.publish(node.ring()::contains, node::isInRing);
   }
 
   /**
@@ -257,7 +259,7 @@ final class Peer implements AutoCloseable {
     KeyCounts k = KeyCounts.of(store, routing);
     RingmasterStats s = node.stats();
     return new StatsReply(routing.self(), s.viewId(), s.viewsSeen(), Long.toHexString(node.ring().checksum()),
-        s.members(), node.isInRing(),
+        s.members(), routing.inRing(),
         routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.tombstonesPurged.sum(),
         counters.keysMigratedIn.sum(),
         counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),

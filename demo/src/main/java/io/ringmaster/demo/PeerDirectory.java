@@ -56,10 +56,10 @@ final class PeerDirectory {
    * Reports on ourselves to every member, and forgets peers that are no longer members. A peer the
    * cluster refuses (another peer holds its id) stays silent: its report would stand for the holder.
    */
-  void publish(Predicate<String> isMember, boolean inRing) {
+  void publish(Predicate<String> isMember, java.util.function.BooleanSupplier inRing) {
     reports.keySet().removeIf(id -> !isMember.test(id));
-    if (inRing) {
-      Wire.PeerStatus mine = self.get();
+    Wire.PeerStatus mine = self.get();
+    if (inRing.getAsBoolean()) { // asked after the status is built, so that it is as new as the status
       record(mine, ownProcess.get()); // this process, whichever process the view gives the id
       rpc.broadcast(Wire.status(mine));
     }

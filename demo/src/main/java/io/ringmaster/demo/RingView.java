@@ -34,12 +34,18 @@ final class RingView {
 
   private final Ringmaster node;
   private final PeerDirectory directory;
+  private final java.util.function.BooleanSupplier inRing;
   /** Primary ranges by ring checksum; rings are few, and a ring's ranges never change. */
   private final Map<Long, Map<String, List<List<String>>>> rangesByRing = new ConcurrentHashMap<>();
 
-  RingView(Ringmaster node, PeerDirectory directory) {
+  /**
+   * @param inRing whether this peer is in the ring, as it routes ({@link Routing#inRing()}): a peer
+   *               closing its node is not shown as refused
+   */
+  RingView(Ringmaster node, PeerDirectory directory, java.util.function.BooleanSupplier inRing) {
     this.node = node;
     this.directory = directory;
+    this.inRing = inRing;
   }
 
   RingReply reply(boolean withRanges) {
@@ -68,7 +74,7 @@ final class RingView {
       peers.add(new PeerInfo(m.id(), st.viewId(), Long.toHexString(st.checksum()), agrees, age,
           st.migrationsInProgress()));
     }
-    return new RingReply(node.localMember().id(), node.isInRing(), viewId, Long.toHexString(ring.checksum()), ring.virtualNodes(),
+    return new RingReply(node.localMember().id(), inRing.getAsBoolean(), viewId, Long.toHexString(ring.checksum()), ring.virtualNodes(),
         node.config().replicas(), ring.tokenCount(), agreed, members, peers);
   }
 

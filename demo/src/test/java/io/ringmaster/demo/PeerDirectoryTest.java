@@ -43,11 +43,11 @@ class PeerDirectoryTest {
   @Test
   void thisPeersOwnReport_makesThisProcessReady_notAnotherHoldingItsId() {
     view.put("a", self);
-    directory.publish(id -> true, true);
+    directory.publish(id -> true, () -> true);
     assertTrue(directory.hasReported("a"));
     // A merge gave the id to another process between this peer's look at the ring and its report.
     view.put("a", UUID.randomUUID());
-    directory.publish(id -> true, true);
+    directory.publish(id -> true, () -> true);
     assertFalse(directory.hasReported("a"), "this process's report does not make the other one ready");
   }
 
