@@ -104,7 +104,8 @@ public final class Main {
         io.ringmaster.RingmasterConfig config = options.builder().buildConfig();
         // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
         // leaveTimeout each), then the node's own stop.
-        LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
+        LeaveLogManager.holdAtMost(
+            config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
       } catch (IllegalArgumentException e) { // a setting the node refuses, from a flag or the --config file
         err.println("error: " + e.getMessage());
         err.println(USAGE);

@@ -222,8 +222,8 @@ final class Peer implements AutoCloseable {
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
         store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
-    http.createContext("/", new HttpApi(kv, store, routing, new RingView(node, directory, routing::inRing), this::stats, events,
-        node::viewId));
+    RingView ringView = new RingView(node, directory, routing::inRing);
+    http.createContext("/", new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));
     http.setExecutor(httpThreads);
     http.start();
   }

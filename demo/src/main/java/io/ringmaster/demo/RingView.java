@@ -74,8 +74,8 @@ final class RingView {
       peers.add(new PeerInfo(m.id(), st.viewId(), Long.toHexString(st.checksum()), agrees, age,
           st.migrationsInProgress()));
     }
-    return new RingReply(node.localMember().id(), inRing.getAsBoolean(), viewId, Long.toHexString(ring.checksum()), ring.virtualNodes(),
-        node.config().replicas(), ring.tokenCount(), agreed, members, peers);
+    return new RingReply(node.localMember().id(), inRing.getAsBoolean(), viewId, Long.toHexString(ring.checksum()),
+        ring.virtualNodes(), node.config().replicas(), ring.tokenCount(), agreed, members, peers);
   }
 
   private Map<String, List<List<String>>> ranges(HashRing ring) {
