@@ -58,8 +58,11 @@ final class PeerDirectory {
    */
   void publish(Predicate<String> isMember, java.util.function.BooleanSupplier inRing) {
     reports.keySet().removeIf(id -> !isMember.test(id));
+    if (!inRing.getAsBoolean()) {
+      return; // no status built: it counts the whole store
+    }
     Wire.PeerStatus mine = self.get();
-    if (inRing.getAsBoolean()) { // asked after the status is built, so that it is as new as the status
+    if (inRing.getAsBoolean()) { // asked again once the status is built, so that it is as new as the status
       record(mine, ownProcess.get()); // this process, whichever process the view gives the id
       rpc.broadcast(Wire.status(mine));
     }
