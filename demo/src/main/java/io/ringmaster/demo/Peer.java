@@ -100,7 +100,7 @@ final class Peer implements AutoCloseable {
     this.incoming = new Incoming(node.config().nodeId(), node.config().replicas(), position -> {
       PullRetries retries = pullRetries;
       return retries == null ? List.of() : retries.sourcesFor(position);
-    });
+    }, node::ring);
   }
 
   /**

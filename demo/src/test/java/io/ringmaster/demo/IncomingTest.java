@@ -7,6 +7,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /** {@link Incoming}: which peers a key is still coming in from, and for how long. */
@@ -25,10 +26,12 @@ class IncomingTest {
     }
   }
 
+  /** The ring b's node published last: b joins a, published before its listeners hear of it. */
+  private final AtomicReference<HashRing> published = new AtomicReference<>(after);
+
   @Test
   void aGainedKey_comesInFromItsPreviousOwner_untilTheChangeIsDone() {
-    Incoming incoming = new Incoming("b", 1, position -> List.of());
-    assertEquals(List.of(), incoming.previousOwners(key("b")), "nothing published yet");
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
     incoming.arrived(join);
     assertEquals(List.of("a"), incoming.previousOwners(key("b")));
     assertEquals(List.of(), incoming.previousOwners(key("a")), "a key b did not gain");
@@ -37,8 +40,32 @@ class IncomingTest {
   }
 
   @Test
+  void aKeyInARingPublishedAndNotYetNoted_comesInFromItsOwnersInTheRingLastNoted() {
+    published.set(HashRing.builder().virtualNodes(64).build());
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
+    assertEquals(List.of(), incoming.previousOwners(key("b")), "b is in no ring yet");
+    published.set(after); // b's first ring: until its change is noted, its keys are where they were
+    assertEquals(List.of("a"), incoming.previousOwners(key("b")));
+    assertEquals(List.of(), incoming.previousOwners(key("a")), "a key b does not own");
+    incoming.arrived(join);
+    incoming.done(join);
+    assertEquals(List.of(), incoming.previousOwners(key("b")), "noted and taken in");
+
+    HashRing aLeft = HashRing.builder().virtualNodes(64).add(Member.of("b")).build();
+    published.set(aLeft); // a left: b takes its keys, and has not heard of it yet
+    assertEquals(List.of("a"), incoming.previousOwners(key("a")));
+    assertEquals(List.of(), incoming.previousOwners(key("b")), "b owned it in the ring last noted");
+    OwnershipChange leave = new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, after, aLeft,
+        RingDiff.compute(after, aLeft, "b", 1));
+    incoming.arrived(leave);
+    assertEquals(List.of("a"), incoming.previousOwners(key("a")), "noted: pending until done");
+    incoming.done(leave);
+    assertEquals(List.of(), incoming.previousOwners(key("a")));
+  }
+
+  @Test
   void aChangeDoneBeforeItWasNotedAsArrived_leavesNothingPending() {
-    Incoming incoming = new Incoming("b", 1, position -> List.of());
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
     incoming.done(join); // a busy rebalancer took it up before the other listener ran
     incoming.arrived(join);
     assertEquals(0, incoming.pendingChanges());
@@ -49,9 +76,11 @@ class IncomingTest {
 
   @Test
   void aPullBeingRetried_namesItsSource_butNeverThisPeer() {
-    Incoming incoming = new Incoming("b", 1, position -> List.of("c", "b"));
-    assertEquals(List.of("c"), incoming.previousOwners(key("b")));
+    Incoming incoming = new Incoming("b", 1, position -> List.of("c", "b"), published::get);
     incoming.arrived(join);
+    incoming.done(join);
+    assertEquals(List.of("c"), incoming.previousOwners(key("b")));
+    incoming.arrived(join); // published again (another change, say)
     assertEquals(List.of("a", "c"), incoming.previousOwners(key("b")));
   }
 }
