@@ -337,10 +337,11 @@ final class ClusterNode {
     }
     ViewId id = view.getViewId();
     if (!retry && lastViewId != null && id.compareToIDs(lastViewId) <= 0 && Objects.equals(self, lastViewSelf)) {
-      // JGroups installs only views newer than its last, but hands each up after releasing its
-      // lock, so two installs on two threads (a coordinator's late view, and its successor's)
-      // can reach the channel in the wrong order. Installing the older one would take the ring
-      // back to its members until the next view, behind every peer's and out of view order.
+      // JGroups installs only views newer than its last, but up to 5.5.6 hands each up after
+      // releasing its lock, so two installs on two threads (a coordinator's late view, and its
+      // successor's) can reach the channel in the wrong order (5.5.7 hands them up under the
+      // lock: JGRP-3036). Installing the older one would take the ring back to its members
+      // until the next view, behind every peer's and out of view order.
       LOG.log(Level.WARNING, "{0}: view {1} came after view {2}, which is newer; skipped", local.id(), id,
           lastViewId);
       return;
