@@ -274,6 +274,9 @@ final class ClusterNode {
       // comes, and meanwhile its lookups would disagree with theirs.
       boolean retried = firstRing.isDone() && !firstRing.isCompletedExceptionally() && state == before;
       failedView = retried ? view : null;
+      // Before the log, which may throw too.
+      firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
+          + " could not be installed: " + e.getMessage(), e));
       if (!retry || !retried) {
         LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
             + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
@@ -283,14 +286,21 @@ final class ClusterNode {
         LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(), local.id(),
             e.toString());
       }
-      firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
-          + " could not be installed: " + e.getMessage(), e));
     }
   }
 
+  /**
+   * Logs each refusal at WARNING. Never throws: a logger that does (a filter's bug, a backend's)
+   * must not stop the view's work after it; the refusals are in the membership change and the
+   * stats all the same.
+   */
   private void logRefusals(List<MembershipChange.Refusal> refused) {
     for (MembershipChange.Refusal r : refused) {
-      LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason());
+      try {
+        LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason());
+      } catch (RuntimeException | Error logging) {
+        // nothing to tell it with; the refusal is reported to listeners and counted
+      }
     }
   }
 
@@ -363,9 +373,10 @@ final class ClusterNode {
     String refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
-      logRefusals(refused);
+      // start() fails first: a logger that throws must not leave it waiting its whole startTimeout.
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
           : "the first view " + view.getViewId() + " does not hold this member " + self));
+      logRefusals(refused);
       return;
     }
 
@@ -433,11 +444,13 @@ final class ClusterNode {
         publishing.decrementAndGet();
       }
     }
-    logRefusals(refused);
-    // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
-    // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
-    wakeWaiters();
+    // The launches in a finally: the callbacks are queued, and whatever throws here (a logger, say)
+    // must not leave a listener marked running with no launch to come, deaf to every later change.
     try {
+      logRefusals(refused);
+      // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
+      // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
+      wakeWaiters();
       if (localIn && previous.localInRing() && !(view instanceof MergeView) && viewId == previous.viewId() + 1) {
         tellNewcomers(view, self, previous, next);
       }

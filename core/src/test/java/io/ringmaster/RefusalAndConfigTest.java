@@ -63,6 +63,49 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * A logger that throws when told of a refusal (a filter's bug, a backend's) stops nothing: the
+   * refused node's start() fails with the reason, not after its startTimeout, and the member that
+   * refused it tells its listeners of the refusal and of every change after it.
+   */
+  @Test
+  void aLoggerThatThrowsOnARefusal_neitherDelaysTheRefusedStart_norSilencesTheMembersListeners() {
+    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
+    java.util.logging.Filter before = log.getFilter();
+    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
+    try (TestCluster cluster = new TestCluster("throwing-logger")) {
+      Ringmaster a = cluster.start("a");
+      OwnershipRecorder recorder = new OwnershipRecorder(2);
+      a.addMembershipListener(recorder);
+      a.addOwnershipListener(recorder);
+      log.setFilter(record -> {
+        Object[] params = record.getParameters();
+        if (params != null && java.util.Arrays.stream(params).anyMatch(p -> String.valueOf(p).contains("on c-64"))) {
+          thrown.incrementAndGet();
+          throw new IllegalStateException("a logging filter's bug");
+        }
+        return before == null || before.isLoggable(record);
+      });
+      try {
+        RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start(
+            cluster.builder("c-64").virtualNodes(64).startTimeout(Duration.ofSeconds(60))));
+        assertTrue(e.getMessage().contains("virtualNodes: 64 on c-64, 128 on a"), e.getMessage());
+        await().atMost(WAIT).until(() -> thrown.get() >= 2); // c-64 on its first view, and a on its copy
+      } finally {
+        log.setFilter(before);
+      }
+      await().atMost(WAIT).until(() -> recorder.memberships().stream()
+          .anyMatch(m -> m.refused().stream().anyMatch(r -> r.nodeId().equals("c-64"))));
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      await().atMost(WAIT).until(() -> recorder.memberships().stream()
+          .anyMatch(m -> m.joined().stream().anyMatch(member -> member.id().equals("b"))));
+      await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 0);
+      assertEquals(2, recorder.changes().size(), "a's own ring, then b's join: " + recorder.changes());
+      assertEquals(List.of(), recorder.violations());
+    }
+  }
+
   @Test
   void start_applicationVersionDiffers_failsNamingBothValues_andEqualVersionsJoin() {
     try (TestCluster cluster = new TestCluster("app-version")) {
