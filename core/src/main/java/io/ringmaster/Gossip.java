@@ -118,7 +118,7 @@ final class Gossip {
       return;
     }
     try {
-      channel.send(new BytesMessage(peer, encode(s.viewId(), s.viewCreator(), s.ring().checksum(), localId)));
+      channel.send(control(peer, encode(s.viewId(), s.viewCreator(), s.ring().checksum(), localId)));
       sent.incrementAndGet();
     } catch (Exception e) {
       LOG.log(Level.DEBUG, "gossip to {0} failed: {1}", peer, e);
@@ -139,11 +139,21 @@ final class Gossip {
       return;
     }
     try {
-      channel.send(new BytesMessage(peer, encodeListedQuery(v.getViewId().getId(), v.getViewId().getCreator())));
+      channel.send(control(peer, encodeListedQuery(v.getViewId().getId(), v.getViewId().getCreator())));
       queriesSent.incrementAndGet();
     } catch (Exception e) {
       LOG.log(Level.DEBUG, "asking {0} whether view {1} lists this node failed: {2}", peer, v.getViewId(), e);
     }
+  }
+
+  /**
+   * One of the node's own messages to {@code to}: out of band and past flow control. They are a
+   * few bytes, need no order, and must not wait: an application that exhausts its credits towards
+   * a slow member (its traffic over a fork channel shares them) would otherwise hold the gossip
+   * thread, which also tells newcomers the ring before their view and retries failed views.
+   */
+  static Message control(Address to, byte[] payload) {
+    return new BytesMessage(to, payload).setFlag(Message.Flag.OOB, Message.Flag.NO_FC);
   }
 
   /** A random one of {@code members} other than this node, or null if none (or not connected). */
@@ -204,13 +214,13 @@ final class Gossip {
 
   /**
    * Tells the members new to the ring in a view which members the ring had before it. On the
-   * gossip thread: a send may wait for flow control.
+   * gossip thread, not a JGroups one: a send may still wait for the transport's queue.
    */
   void sendRingBefore(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers) {
     byte[] payload = encodeRingBefore(viewId, viewCreator, before);
     for (Address newcomer : newcomers) {
       try {
-        channel.send(new BytesMessage(newcomer, payload));
+        channel.send(control(newcomer, payload));
       } catch (Exception e) {
         LOG.log(Level.DEBUG, "telling {0} the ring before view {1} failed: {2}", newcomer, viewId, e);
       }
@@ -356,7 +366,7 @@ final class Gossip {
     try {
       background.execute(() -> {
         try {
-          channel.send(new BytesMessage(member, payload));
+          channel.send(control(member, payload));
         } catch (Exception e) {
           LOG.log(Level.DEBUG, "telling {0} it is not in view {1} failed: {2}", member, view.getViewId(), e);
         }

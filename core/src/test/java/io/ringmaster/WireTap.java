@@ -27,10 +27,10 @@ final class WireTap extends Protocol {
 
   /**
    * A message as it passed: its payload, its encryption header if it had one, its headers as
-   * JGroups prints them, the sending thread (down only), and the sender the batch it came up in
-   * named (null if it came up alone).
+   * JGroups prints them, its flags ({@link Message#getFlags()}), the sending thread (down only),
+   * and the sender the batch it came up in named (null if it came up alone).
    */
-  record Seen(byte[] payload, EncryptHeader sealed, String headers, Thread thread, Address batchSender) {
+  record Seen(byte[] payload, EncryptHeader sealed, String headers, short flags, Thread thread, Address batchSender) {
     String probe() {
       return payload.length >= PROBE.length && Arrays.equals(payload, 0, PROBE.length, PROBE, 0, PROBE.length)
           ? new String(payload, StandardCharsets.US_ASCII) : null;
@@ -112,7 +112,8 @@ final class WireTap extends Protocol {
   }
 
   private static Seen seen(Message msg, Thread thread, Address batchSender) {
-    return new Seen(payload(msg), msg.getHeader(SharedSecretEncrypt.ID), msg.printHeaders(), thread, batchSender);
+    return new Seen(payload(msg), msg.getHeader(SharedSecretEncrypt.ID), msg.printHeaders(), msg.getFlags(), thread,
+        batchSender);
   }
 
   private static byte[] payload(Message msg) {
