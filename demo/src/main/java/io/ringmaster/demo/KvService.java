@@ -380,7 +380,13 @@ final class KvService {
       return CompletableFuture.completedFuture(here);
     }
     return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
+      // This peer's copy again too: a hand-off may have brought a newer one meanwhile, and the
+      // previous owner that sent it then dropped it, answering with none.
       Version held = here.held();
+      Optional<Version> now = store.get(key).map(Entry::version);
+      if (now.isPresent() && now.get().isNewerThan(held)) {
+        held = now.get();
+      }
       for (CompletableFuture<Optional<Entry>> call : calls) {
         Optional<Version> there = call.join().map(Entry::version);
         if (there.isPresent() && there.get().isNewerThan(held)) {

@@ -36,6 +36,8 @@ class WriteToKeyComingInTest {
   /** Owners that every peer's key service takes for not serving requests yet (not reported). */
   private final Set<String> notReady = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private String key;
+  /** Told the peer's id when its key service looks up the key's previous owners, before it asks them. */
+  private volatile java.util.function.Consumer<String> whenAsking = id -> { };
 
   @BeforeEach
   void startThreePeers() throws Exception {
@@ -43,7 +45,13 @@ class WriteToKeyComingInTest {
     for (String id : List.of("a", "b", "c")) {
       List<String> previous = PREVIOUS_OWNER.getOrDefault(id, List.of());
       peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1),
-          SHORT, kv -> kv::handleWrite, k -> k.equals(key) ? previous : List.of(), owner -> !notReady.contains(owner)));
+          SHORT, kv -> kv::handleWrite, k -> {
+            if (!k.equals(key)) {
+              return List.of();
+            }
+            whenAsking.accept(id);
+            return previous;
+          }, owner -> !notReady.contains(owner)));
     }
     InJvmPeer.awaitOneRing(peers);
     key = peers.get(2).keyOwnedBy(Set.of("c"));
@@ -73,6 +81,29 @@ class WriteToKeyComingInTest {
     for (InJvmPeer p : peers) {
       assertEquals(0, p.counters().readsFromPreviousOwners.sum(), p.routing().self() + ": a write's check is no read");
     }
+  }
+
+  /**
+   * A copy handed to the new owner while its write's check asks the previous owners (pushed by a
+   * previous owner that then dropped it, so they answer with none) counts too: the write is
+   * stamped past it, not acknowledged under a newer copy held here.
+   */
+  @Test
+  void aCopyPushedInWhileTheCheckAsks_isCountedToo() {
+    InJvmPeer c = peers.get(2);
+    Version ahead = new Version(VersionClock.systemMicros() + 60_000_000L, "a");
+    whenAsking = id -> {
+      if (id.equals("c")) {
+        c.store().merge(Entry.of(key, "pushed, from a fast clock", ahead));
+      }
+    };
+
+    KvService.Written written = c.kv().put(key, "newer");
+
+    assertTrue(written.version().isNewerThan(ahead), "stamped past the pushed copy: " + written.version());
+    Entry held = c.store().get(key).orElseThrow();
+    assertEquals("newer", held.value());
+    assertEquals(written.version(), held.version());
   }
 
   /**
