@@ -62,6 +62,28 @@ class FailedStartTest {
     }
   }
 
+  /** A logger that throws on that view's ERROR (a filter's bug, a backend's) does not leave start() waiting. */
+  @Test
+  void aViewWhoseRingCannotBeBuilt_failsTheStart_evenIfLoggingItThrows() throws Exception {
+    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
+    java.util.logging.Filter before = log.getFilter();
+    log.setFilter(record -> {
+      if (String.valueOf(record.getMessage()).contains("could not be installed")) {
+        throw new IllegalStateException("a logging filter's bug");
+      }
+      return before == null || before.isLoggable(record);
+    });
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.install(tooLargeARing(1, a.self));
+
+      ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
+      assertTrue(e.getCause().getMessage().startsWith("view [" + a.self + "|1] could not be installed: ring would have "),
+          e.getCause().getMessage());
+    } finally {
+      log.setFilter(before);
+    }
+  }
+
   @Test
   void aLaterViewWhoseRingCannotBeBuilt_keepsTheLastRing_andTheNextViewInstalls() throws Exception {
     try (FedNode a = new FedNode(meta("a"))) {

@@ -65,11 +65,11 @@ class RefusalAndConfigTest {
 
   /**
    * A logger that throws when told of a refusal (a filter's bug, a backend's) stops nothing: the
-   * refused node's start() fails with the reason, not after its startTimeout, and the member that
-   * refused it tells its listeners of the refusal and of every change after it.
+   * refused node's start() fails with the refusal's reason, and the member that refused it tells
+   * its listeners of the refusal and of every change after it.
    */
   @Test
-  void aLoggerThatThrowsOnARefusal_neitherDelaysTheRefusedStart_norSilencesTheMembersListeners() {
+  void aLoggerThatThrowsOnARefusal_failsTheRefusedStartWithTheReason_andSilencesNoListener() {
     java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
     java.util.logging.Filter before = log.getFilter();
     java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
