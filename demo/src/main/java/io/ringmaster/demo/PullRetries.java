@@ -14,11 +14,13 @@ import java.util.function.Predicate;
  * Pulls of gained ranges that failed (their source overloaded, say), tried again in the
  * background until they complete, after 2, 4, 8 ... seconds, at most a minute apart. Without
  * them, a range whose pull failed would keep one copy fewer until some later change moved it
- * again. A retry pulls all its ranges, also those this peer no longer owns: a later owner took
- * them from this peer's short copy (its pull of them waited for the retry, {@link #pulling}), and
- * the sweep hands what the retry brings on to it. A retry is dropped once its source is no longer
- * in the ring (a source that left handed its data on; one that crashed is replaced by the pulls of
- * that change) or this peer is leaving.
+ * again. A retry pulls all its ranges, also those this peer no longer owns: the later owner got
+ * only this peer's short copy in its hand-off, its own pull of them waits for the retry
+ * ({@link #pulling}), and the sweep hands on what the retry brings. Meanwhile the later owner's
+ * reads and writes of those keys go back through this peer to the retry's source, as for any key
+ * still coming in. A retry is dropped once its source is no longer in the ring (a source that
+ * left handed its data on; one that crashed is replaced by the pulls of that change) or this peer
+ * is leaving.
  */
 final class PullRetries {
   private static final System.Logger LOG = System.getLogger(PullRetries.class.getName());

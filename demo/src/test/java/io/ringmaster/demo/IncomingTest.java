@@ -63,6 +63,33 @@ class IncomingTest {
     assertEquals(List.of(), incoming.previousOwners(key("a")));
   }
 
+  /**
+   * With two replicas, a key a leaver held comes in from its other owner too (the one a read can
+   * still reach), while the leave is published and not yet noted.
+   */
+  @Test
+  void aKeyOfALeaver_notYetNoted_comesInFromEveryOwnerItHad_theOneStayingIncluded() {
+    HashRing three = HashRing.builder().virtualNodes(64).add(Member.of("a")).add(Member.of("b"))
+        .add(Member.of("c")).build();
+    HashRing aLeft = three.without("a");
+    String key = null;
+    for (int i = 0; key == null; i++) {
+      if (three.owners("k" + i, 2).stream().map(Member::id).sorted().toList().equals(List.of("a", "c"))) {
+        key = "k" + i;
+      }
+    }
+    published.set(three);
+    Incoming incoming = new Incoming("b", 2, position -> List.of(), published::get);
+    OwnershipChange joined = new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, three.without("b"), three,
+        RingDiff.compute(three.without("b"), three, "b", 2));
+    incoming.arrived(joined);
+    incoming.done(joined);
+    assertEquals(List.of(), incoming.previousOwners(key), "b does not own it");
+
+    published.set(aLeft); // a left: b takes its place beside c
+    assertEquals(List.of("a", "c"), incoming.previousOwners(key).stream().sorted().toList());
+  }
+
   @Test
   void aChangeDoneBeforeItWasNotedAsArrived_leavesNothingPending() {
     Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
