@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -60,7 +59,7 @@ class JoinPullTest extends WithPeerCluster {
     }
     assertTrue(owned.size() > KEYS / 10, () -> "d owns " + owned.size() + " of " + KEYS + " keys");
     await("d holds every key it owns").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500))
-        .ignoreExceptions().untilAsserted(() -> assertEquals(new TreeSet<>(), missingOnD(owned)));
+        .ignoreExceptions().untilAsserted(() -> assertEquals(new TreeSet<>(), cluster.missingOn("d", owned)));
     // The losers' pushes to d, refused, count as failed migrations once their attempts are spent,
     // which may be after d's pulls brought everything.
     await("the losers' hand-off pushes to d were refused").atMost(Duration.ofSeconds(60))
@@ -71,17 +70,5 @@ class JoinPullTest extends WithPeerCluster {
           }
           return refused > 0;
         });
-  }
-
-  private TreeSet<String> missingOnD(List<String> keys) {
-    TreeSet<String> missing = new TreeSet<>();
-    for (String key : keys) {
-      HttpResponse<String> r = cluster.send("d",
-          HttpRequest.newBuilder(cluster.uri("d", PeerCluster.keyPath(key) + "?local=true")));
-      if (r.statusCode() != 200) {
-        missing.add(key);
-      }
-    }
-    return missing;
   }
 }

@@ -28,6 +28,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -150,6 +151,18 @@ final class PeerCluster implements AutoCloseable {
       out.put(more[i], more[i + 1]);
     }
     return out;
+  }
+
+  /** Which of {@code keys} peer {@code id} holds no copy of (its {@code ?local=true} reads). */
+  TreeSet<String> missingOn(String id, List<String> keys) {
+    TreeSet<String> missing = new TreeSet<>();
+    for (String key : keys) {
+      HttpResponse<String> r = send(id, HttpRequest.newBuilder(uri(id, keyPath(key) + "?local=true")));
+      if (r.statusCode() != 200) {
+        missing.add(key);
+      }
+    }
+    return missing;
   }
 
   void awaitReady(TestPeer peer) {
