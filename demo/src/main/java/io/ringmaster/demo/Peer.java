@@ -177,7 +177,7 @@ final class Peer implements AutoCloseable {
         directory::hasReported, events, aids);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
-    pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::isLeaving,
+    pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,
         System::nanoTime);
     transfers.retrying(pullRetries::pulling);
     rebalancer = new Rebalancer(routing, store, transfers, pullRetries, counters, events,

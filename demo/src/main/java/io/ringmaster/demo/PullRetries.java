@@ -14,13 +14,12 @@ import java.util.function.Predicate;
  * Pulls of gained ranges that failed (their source overloaded, say), tried again in the
  * background until they complete, after 2, 4, 8 ... seconds, at most a minute apart. Without
  * them, a range whose pull failed would keep one copy fewer until some later change moved it
- * again. A retry pulls all its ranges, also those this peer no longer owns: the later owner got
- * only this peer's short copy in its hand-off, its own pull of them waits for the retry
- * ({@link #pulling}), and the sweep hands on what the retry brings. Meanwhile the later owner's
- * reads and writes of those keys go back through this peer to the retry's source, as for any key
- * still coming in. A retry is dropped once its source is no longer in the ring (a source that
- * left handed its data on; one that crashed is replaced by the pulls of that change) or this peer
- * is leaving.
+ * again. A retry asks only for the ranges this peer still owns, and is dropped once its source is
+ * no longer in the ring (a source that left handed its data on; one that crashed is replaced by
+ * the pulls of that change) or this peer is leaving. A range counts as owned by its end, one of
+ * this peer's tokens with one copy a key: a later joiner takes part of it, never all, so the retry
+ * goes on and the joiner's pull of that part waits for it ({@link #pulling}). With more copies a
+ * later owner may take a whole range, and then pulls it from its other previous owners too.
  */
 final class PullRetries {
   private static final System.Logger LOG = System.getLogger(PullRetries.class.getName());
@@ -36,6 +35,7 @@ final class PullRetries {
 
   private final Puller puller;
   private final Predicate<String> live;
+  private final Predicate<KeyRange> owned;
   private final BooleanSupplier leaving;
   private final LongSupplier nanoTime;
   private final List<Retry> retries = new ArrayList<>(); // guarded by this
@@ -43,12 +43,15 @@ final class PullRetries {
 
   /**
    * @param live     whether a member is in the ring, worth pulling from
+   * @param owned    whether this peer still owns a range
    * @param leaving  whether this peer is leaving
    * @param nanoTime the clock, {@link System#nanoTime()} but in tests
    */
-  PullRetries(Puller puller, Predicate<String> live, BooleanSupplier leaving, LongSupplier nanoTime) {
+  PullRetries(Puller puller, Predicate<String> live, Predicate<KeyRange> owned, BooleanSupplier leaving,
+              LongSupplier nanoTime) {
     this.puller = puller;
     this.live = live;
+    this.owned = owned;
     this.leaving = leaving;
     this.nanoTime = nanoTime;
   }
@@ -83,8 +86,8 @@ final class PullRetries {
   /**
    * Whether a retry for a view before {@code view}, waiting or running, still pulls part of
    * {@code ranges}: this peer's copy of them may then be short, and a pull of them for {@code view}
-   * (by an owner that gained them later) must wait, whether this peer still owns them or not. Only
-   * earlier views, so that no two peers can each wait for the other.
+   * (by an owner that gained them later) must wait. Only earlier views, so that no two peers can
+   * each wait for the other.
    */
   synchronized boolean pulling(List<KeyRange> ranges, long view) {
     if (leaving.getAsBoolean()) {
@@ -92,9 +95,9 @@ final class PullRetries {
     }
     for (List<Retry> list : List.of(retries, running)) {
       for (Retry r : list) {
-        // Only a retry that will pull: its source is in the ring.
+        // Only a retry that will pull: its source is in the ring, and it still owns the range.
         if (r.viewId() < view && live.test(r.source()) && r.ranges().stream()
-            .anyMatch(mine -> ranges.stream().anyMatch(mine::overlaps))) {
+            .anyMatch(mine -> owned.test(mine) && ranges.stream().anyMatch(mine::overlaps))) {
           return true;
         }
       }
@@ -154,10 +157,10 @@ final class PullRetries {
     return Math.min(MAX_DELAY.toNanos(), FIRST_DELAY.toNanos() << Math.min(failures - 1, 16));
   }
 
-  /** Pulls a retry's ranges again; returns how many entries it changed here. */
+  /** Pulls again what is still owned of a retry's ranges; returns how many entries it changed here. */
   private long run(Retry r) {
-    List<KeyRange> ranges = r.ranges();
-    if (leaving.getAsBoolean() || !live.test(r.source())) {
+    List<KeyRange> ranges = r.ranges().stream().filter(owned).toList();
+    if (ranges.isEmpty() || leaving.getAsBoolean() || !live.test(r.source())) {
       return 0;
     }
     Transfers.Pulled pulled = puller.pull(r.source(), ranges, r.viewId());

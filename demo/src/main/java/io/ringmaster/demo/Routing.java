@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import io.ringmaster.Ringmaster;
 import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
@@ -226,6 +227,23 @@ final class Routing {
    */
   boolean ownsInClusterRing(String key) {
     return indexOfSelf(owners(node.ring(), key)) >= 0;
+  }
+
+  /**
+   * Whether this peer is among the owners of a range's last position: of a whole range, for a range
+   * from an ownership change, whose positions all have the same owners in that change's ring.
+   */
+  boolean owns(KeyRange range) {
+    HashRing ring = ring();
+    if (ring.isEmpty() || !inRing()) {
+      return false;
+    }
+    for (Member m : ring.ownersOfPosition(range.end(), replicas)) {
+      if (m.id().equals(self)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -21,6 +21,7 @@ class PullRetriesTest {
 
   private final AtomicLong clock = new AtomicLong(1_000);
   private final Set<String> live = new HashSet<>(Set.of("peer-1"));
+  private final Set<KeyRange> owned = new HashSet<>(Set.of(FIRST, SECOND));
   private final AtomicBoolean leaving = new AtomicBoolean();
   /** Each pull, as "source ranges view"; the first {@link #failing} of them fail half way. */
   private final List<String> pulls = new ArrayList<>();
@@ -32,7 +33,7 @@ class PullRetriesTest {
     retries = new PullRetries((source, ranges, view) -> {
       pulls.add(source + " " + ranges + " " + view);
       return pulls.size() <= failing ? new Transfers.Pulled(1, false) : new Transfers.Pulled(10, true);
-    }, live::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get);
   }
 
   private void advance(Duration d) {
@@ -76,25 +77,20 @@ class PullRetriesTest {
     assertEquals(List.of(2L, 4L, 8L, 16L, 32L, 60L, 60L, 60L), waited);
   }
 
-  /**
-   * Whether or not this peer still owns them (in a later view, another owner took them from this
-   * peer's short copy), a retry pulls all its ranges until it completes, and later pulls of them
-   * wait for it: the sweep hands what it brings on to their owner.
-   */
   @Test
-  void aRetry_pullsItsRangesUntilItCompletes_andLaterPullsWait_whoeverOwnsThemNow() {
+  void onlyTheRangesStillOwnedArePulled_andARetryWithNoneIsDropped() {
     failing = 1;
     retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
-    assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1));
+    owned.remove(FIRST);
     advance(PullRetries.FIRST_DELAY);
     retries.runDue();
-    assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1), "failed again: still pulling");
+    assertEquals(List.of("peer-1 " + List.of(SECOND) + " " + VIEW), pulls);
+
+    owned.remove(SECOND);
     advance(PullRetries.MAX_DELAY);
-    assertEquals(10, retries.runDue());
-    String pull = "peer-1 " + List.of(FIRST, SECOND) + " " + VIEW;
-    assertEquals(List.of(pull, pull), pulls);
+    assertEquals(0, retries.runDue());
+    assertEquals(1, pulls.size(), "nothing left to pull");
     assertEquals(0, retries.pending());
-    assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "done");
   }
 
   /**
@@ -107,7 +103,7 @@ class PullRetriesTest {
     retries = new PullRetries((source, ranges, view) -> {
       duringThePull.add(retries.pulling(List.of(new KeyRange(50, 60)), VIEW + 1));
       return new Transfers.Pulled(0, true);
-    }, live::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get);
     retries.failed("peer-1", List.of(FIRST), VIEW);
     assertEquals(true, retries.pulling(List.of(new KeyRange(50, 60)), VIEW + 1), "inside FIRST");
     assertEquals(true, retries.pulling(List.of(SECOND, new KeyRange(-10, 1)), VIEW + 1), "across FIRST's start");
@@ -127,6 +123,9 @@ class PullRetriesTest {
     live.remove("peer-1");
     assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "its source left the ring");
     live.add("peer-1");
+    owned.remove(FIRST);
+    assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "the range is no longer this peer's");
+    owned.add(FIRST);
     leaving.set(true);
     assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "this peer is leaving");
   }
@@ -136,7 +135,7 @@ class PullRetriesTest {
   void aRetryThatThrows_isScheduledAgain_andNoRetryStaysRunning() {
     retries = new PullRetries((source, ranges, view) -> {
       throw new IllegalStateException("a bug, on purpose");
-    }, live::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get);
     retries.failed("peer-1", List.of(FIRST), VIEW);
     advance(PullRetries.FIRST_DELAY);
     assertEquals(0, retries.runDue());
@@ -145,7 +144,7 @@ class PullRetriesTest {
 
     retries = new PullRetries((source, ranges, view) -> {
       throw new AssertionError("an Error, on purpose");
-    }, live::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get);
     retries.failed("peer-1", List.of(FIRST), VIEW);
     retries.failed("peer-1", List.of(SECOND), VIEW);
     advance(PullRetries.FIRST_DELAY);

@@ -83,7 +83,8 @@ class RebalancerTest {
   /** a's rebalancer, with this leave budget. */
   private Rebalancer rebalancerOfA(Duration leaveBudget) {
     Routing routing = a.routing();
-    PullRetries retries = new PullRetries(a.transfers()::pull, routing::isLive, routing::isLeaving, System::nanoTime);
+    PullRetries retries = new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
+        System::nanoTime);
     return new Rebalancer(routing, a.store(), a.transfers(), retries, a.counters(), eventsOfA, leaveBudget);
   }
 
