@@ -63,8 +63,9 @@ class SecureStackTest {
       // Probes sent past the reliable protocols stop just above the encryption; those sent through
       // b's whole stack ("through ...") go up through a's, to just below the node.
       Predicate<String> local = p -> !p.startsWith("wiretap:through");
-      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, local);
+      // Below first: every message the tap above records after this has passed the one below.
       WireTap aBelow = tap(a, ProtocolStack.Position.BELOW, p -> false);
+      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, local);
       WireTap aTop = new WireTap(p -> true);
       a.channel().getProtocolStack().insertProtocol(aTop, ProtocolStack.Position.ABOVE, FRAG2.class); // the top one
       WireTap bAbove = tap(b, ProtocolStack.Position.ABOVE, local);
