@@ -444,8 +444,8 @@ final class ClusterNode {
         publishing.decrementAndGet();
       }
     }
-    // The launches in a finally: the callbacks are queued, and whatever throws here (a logger, say)
-    // must not leave a listener marked running with no launch to come, deaf to every later change.
+    // The launches in a finally: the callbacks are queued, and whatever throws here must not leave
+    // a listener marked running with no launch to come, deaf to every later change.
     try {
       logRefusals(refused);
       // Before the launches, which a listener on a same-thread executor may hold for long: waiters,

@@ -64,7 +64,7 @@ final class Gossip {
   private final JChannel channel;
   private final ClusterNode node;
   private final Consumer<RingDivergence> onDivergence;
-  /** Runs sends a JGroups thread must not wait for (they may block on flow control). */
+  /** Runs sends a JGroups thread must not wait for (they may wait for the transport's queue). */
   private final Executor background;
   /** Told this node's view when a member of that view does not list this node in it. */
   private final Consumer<View> onNotListed;

@@ -12,7 +12,9 @@ import org.junit.jupiter.api.Test;
  * The node's own messages (the checksum gossip, and the ring before a view told to newcomers) go
  * out of band and past flow control: an application whose traffic to a slow member used up the
  * credits they share must not hold the gossip thread. Real nodes on the in-JVM stack, with a
- * {@link WireTap} at the top of one node's stack, where the node's sends enter it.
+ * {@link WireTap} at the top of one node's stack, where the node's sends enter it. The other two
+ * types ("not listed" and its query) take the same path ({@code Gossip.control}), and need a split
+ * view or a refused member to be sent.
  */
 class ControlMessagesTest {
   private static final Duration WAIT = Duration.ofSeconds(20);

@@ -31,13 +31,7 @@ class JoinPullTest extends WithPeerCluster {
     cluster = new PeerCluster("join-pull", 2);
     cluster.startAll(three.toArray(String[]::new));
     cluster.awaitSettled(three, Duration.ofSeconds(30));
-    List<String> keys = new ArrayList<>();
-    for (int i = 0; i < KEYS; i++) {
-      String key = "pulled-" + i;
-      HttpResponse<String> r = cluster.put("a", key, "v-" + key);
-      assertEquals(200, r.statusCode(), () -> "put " + key + ": " + r.body());
-      keys.add(key);
-    }
+    List<String> keys = cluster.putKeys("a", "pulled-", "v-", KEYS);
 
     cluster.awaitReady(cluster.start("d", "d",
         Map.of(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE))));

@@ -11,7 +11,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -42,13 +41,7 @@ class NewestReadTest extends WithPeerCluster {
         TestingAids.NO_READ_REPAIR, "false");
     cluster.awaitReady(cluster.start("a", "a", refuse, "--config", config));
     cluster.awaitReady(cluster.start("b", "b", refuse, "--config", config));
-    List<String> keys = new ArrayList<>();
-    for (int i = 0; i < KEYS; i++) {
-      String key = "both-" + i;
-      HttpResponse<String> r = cluster.put("a", key, "old-" + key);
-      assertEquals(200, r.statusCode(), () -> "put " + key + " via a: " + r.body());
-      keys.add(key);
-    }
+    List<String> keys = cluster.putKeys("a", "both-", "old-", KEYS);
     cluster.awaitReady(cluster.start("c", "c", PeerCluster.with(refuse, "ringmaster.bind_port", "7860",
         "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
     assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");

@@ -153,6 +153,21 @@ final class PeerCluster implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Writes {@code count} keys through peer {@code via}, each {@code keyPrefix + i} with the value
+   * {@code valuePrefix} + its key, each acknowledged (200); returns the keys in order.
+   */
+  List<String> putKeys(String via, String keyPrefix, String valuePrefix, int count) {
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      String key = keyPrefix + i;
+      HttpResponse<String> r = put(via, key, valuePrefix + key);
+      assertEquals(200, r.statusCode(), () -> "put " + key + " via " + via + ": " + r.body());
+      keys.add(key);
+    }
+    return keys;
+  }
+
   /** Which of {@code keys} peer {@code id} holds no copy of (its {@code ?local=true} reads). */
   TreeSet<String> missingOn(String id, List<String> keys) {
     TreeSet<String> missing = new TreeSet<>();

@@ -30,13 +30,7 @@ class ReadWhileMovingTest extends WithPeerCluster {
   void keyNotYetTakenInByItsNewOwner_readsFromThePreviousOwner_throughEitherPeer() throws Exception {
     cluster = new PeerCluster("read-while-moving", 1);
     cluster.awaitReady(cluster.start("a", "a", Map.of(TestingAids.REFUSE_PULLS, Integer.toString(Integer.MAX_VALUE))));
-    List<String> keys = new ArrayList<>();
-    for (int i = 0; i < KEYS; i++) {
-      String key = "moving-" + i;
-      HttpResponse<String> r = cluster.put("a", key, "v-" + key);
-      assertEquals(200, r.statusCode(), () -> "put " + key + ": " + r.body());
-      keys.add(key);
-    }
+    List<String> keys = cluster.putKeys("a", "moving-", "v-", KEYS);
 
     cluster.awaitReady(cluster.start("b", "b", Map.of(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE),
         TestingAids.REFUSE_PULLS, Integer.toString(Integer.MAX_VALUE))));
