@@ -149,9 +149,9 @@ final class Gossip {
   /**
    * One of the node's own messages to {@code to}: out of band and past flow control. They are
    * small (a ring before a view, the largest, holds one id, weight and zone per member), need no
-   * order, and must not wait: an application that exhausts its credits towards
-   * a slow member (its traffic over a fork channel shares them) would otherwise hold the gossip
-   * thread, which also tells newcomers the ring before their view and retries failed views.
+   * order, and must not wait: an application that exhausts its credits towards a slow member (its
+   * traffic over a fork channel shares them) would otherwise hold the gossip thread, which also
+   * tells newcomers the ring before their view and retries failed views.
    */
   static Message control(Address to, byte[] payload) {
     return new BytesMessage(to, payload).setFlag(Message.Flag.OOB, Message.Flag.NO_FC);
