@@ -274,17 +274,20 @@ final class ClusterNode {
       // comes, and meanwhile its lookups would disagree with theirs.
       boolean retried = firstRing.isDone() && !firstRing.isCompletedExceptionally() && state == before;
       failedView = retried ? view : null;
-      // Before the log, which may throw too.
       firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
-      if (!retry || !retried) {
-        LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
-            + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
-            + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
-            : ""), e);
-      } else {
-        LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(), local.id(),
-            e.toString());
+      try { // a logger that throws (a filter's bug, a backend's) must not end the view thread's task either
+        if (!retry || !retried) {
+          LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
+              + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
+              + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
+              : ""), e);
+        } else {
+          LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(), local.id(),
+              e.toString());
+        }
+      } catch (RuntimeException | Error logging) {
+        // nothing to tell it with; start() fails with the reason, and a running node tries the view again
       }
     }
   }
