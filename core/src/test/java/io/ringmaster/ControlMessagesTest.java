@@ -12,12 +12,12 @@ import org.junit.jupiter.api.Test;
  * The node's own messages (the checksum gossip, and the ring before a view told to newcomers) go
  * out of band and past flow control: an application whose traffic to a slow member used up the
  * credits they share must not hold the gossip thread. Real nodes on the in-JVM stack, with a
- * {@link WireTap} at the top of one node's stack, where the node's sends enter it. The other two
- * types ("not listed" and its query) take the same path ({@code Gossip.control}), and need a split
- * view or a refused member to be sent.
+ * {@link WireTap} at the top of a node's stack, where the node's sends enter it. The fourth type,
+ * a refused member's query, takes the same path ({@code Gossip.control}).
  */
 class ControlMessagesTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
+  private static final short OOB_NO_FC = (short) (Message.Flag.OOB.value() | Message.Flag.NO_FC.value());
 
   @Test
   void checksumsAndTheRingBeforeAView_goOutOfBand_pastFlowControl() {
@@ -31,12 +31,37 @@ class ControlMessagesTest {
       TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
       await("a checksum, and the ring before c's view, sent by a").atMost(WAIT)
           .until(() -> sent(tap, Gossip.TYPE_CHECKSUM).size() >= 1 && sent(tap, Gossip.TYPE_RING_BEFORE).size() >= 1);
-      short wanted = (short) (Message.Flag.OOB.value() | Message.Flag.NO_FC.value());
       for (byte type : new byte[] {Gossip.TYPE_CHECKSUM, Gossip.TYPE_RING_BEFORE}) {
         for (WireTap.Seen seen : sent(tap, type)) {
-          assertEquals(wanted, (short) (seen.flags() & wanted), "message type " + type + ", flags " + seen.flags());
+          assertEquals(OOB_NO_FC, (short) (seen.flags() & OOB_NO_FC), "message type " + type + ", flags " + seen.flags());
         }
       }
+    }
+  }
+
+  /** "Not listed", told to a member whose view of the same id lists members whose views do not list it. */
+  @Test
+  void notListed_goesOutOfBand_pastFlowControl() throws Exception {
+    try (TestCluster cluster = new TestCluster("control-not-listed")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      List<WireTap> taps = new java.util.ArrayList<>();
+      for (Ringmaster n : List.of(a, b)) {
+        WireTap tap = new WireTap(probe -> false);
+        n.channel().getProtocolStack().insertProtocolAtTop(tap);
+        taps.add(tap);
+      }
+      SplitViewTest.splitOff(x, a, b); // x gossips its view to a or b, which does not list it
+      await("a or b told x it is not listed").atMost(WAIT)
+          .until(() -> taps.stream().anyMatch(t -> !sent(t, Gossip.TYPE_NOT_LISTED).isEmpty()));
+      for (WireTap tap : taps) {
+        for (WireTap.Seen seen : sent(tap, Gossip.TYPE_NOT_LISTED)) {
+          assertEquals(OOB_NO_FC, (short) (seen.flags() & OOB_NO_FC), "flags " + seen.flags());
+        }
+      }
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT); // x rejoined: the split is over
     }
   }
 

@@ -227,7 +227,7 @@ class SplitViewTest {
    * Installs one view id with two member lists, as the JGroups merge race does: {@code x} keeps
    * every member of its view, while {@code others} leave {@code x} out.
    */
-  private static void splitOff(Ringmaster x, Ringmaster... others) throws Exception {
+  static void splitOff(Ringmaster x, Ringmaster... others) throws Exception {
     View agreed = x.channel().getView();
     ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
     gms(x).installView(new View(split, agreed.getMembers()));
