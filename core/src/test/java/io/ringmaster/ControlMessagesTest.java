@@ -9,8 +9,8 @@ import org.jgroups.Message;
 import org.junit.jupiter.api.Test;
 
 /**
- * The node's own messages (the checksum gossip, and the ring before a view told to newcomers) go
- * out of band and past flow control: an application whose traffic to a slow member used up the
+ * The node's own messages (the checksum gossip, the ring before a view told to newcomers, and "not
+ * listed" told to a member of a split view) go out of band and past flow control: an application whose traffic to a slow member used up the
  * credits they share must not hold the gossip thread. Real nodes on the in-JVM stack, with a
  * {@link WireTap} at the top of a node's stack, where the node's sends enter it. The fourth type,
  * a refused member's query, takes the same path ({@code Gossip.control}).
