@@ -276,34 +276,34 @@ final class ClusterNode {
       failedView = retried ? view : null;
       firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
-      try { // a logger that throws (a filter's bug, a backend's) must not end the view thread's task either
-        if (!retry || !retried) {
-          LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
-              + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
-              + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
-              : ""), e);
-        } else {
-          LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(), local.id(),
-              e.toString());
-        }
-      } catch (RuntimeException | Error logging) {
-        // nothing to tell it with; start() fails with the reason, and a running node tries the view again
+      if (!retry || !retried) {
+        logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
+            + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
+            + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
+            : ""), e));
+      } else {
+        logQuietly(() -> LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(),
+            local.id(), e.toString()));
       }
     }
   }
 
-  /**
-   * Logs each refusal at WARNING. Never throws: a logger that does (a filter's bug, a backend's)
-   * must not stop the view's work after it; the refusals are in the membership change and the
-   * stats all the same.
-   */
+  /** Logs each refusal at WARNING (they are in the membership change and the stats all the same). */
   private void logRefusals(List<MembershipChange.Refusal> refused) {
     for (MembershipChange.Refusal r : refused) {
-      try {
-        LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason());
-      } catch (RuntimeException | Error logging) {
-        // nothing to tell it with; the refusal is reported to listeners and counted
-      }
+      logQuietly(() -> LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason()));
+    }
+  }
+
+  /**
+   * Runs one log call of the view thread. Never throws: a logger that does (a filter's bug, a
+   * backend's) has nothing to tell it with, and must not stop the view's work after the log.
+   */
+  private static void logQuietly(Runnable log) {
+    try {
+      log.run();
+    } catch (RuntimeException | Error logging) {
+      // nothing to tell it with
     }
   }
 
@@ -376,7 +376,6 @@ final class ClusterNode {
     String refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
-      // start() fails first: a logger that throws must not leave it waiting its whole startTimeout.
       firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
           : "the first view " + view.getViewId() + " does not hold this member " + self));
       logRefusals(refused);

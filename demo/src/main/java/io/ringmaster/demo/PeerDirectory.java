@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
@@ -56,7 +57,7 @@ final class PeerDirectory {
    * Reports on ourselves to every member, and forgets peers that are no longer members. A peer the
    * cluster refuses (another peer holds its id) stays silent: its report would stand for the holder.
    */
-  void publish(Predicate<String> isMember, java.util.function.BooleanSupplier inRing) {
+  void publish(Predicate<String> isMember, BooleanSupplier inRing) {
     reports.keySet().removeIf(id -> !isMember.test(id));
     if (!inRing.getAsBoolean()) {
       return; // no status built: it counts the whole store

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 
 /** {@code GET /ring}: the ring for drawing, each member's key counts, and each member's view of it. */
 final class RingView {
@@ -34,7 +35,7 @@ final class RingView {
 
   private final Ringmaster node;
   private final PeerDirectory directory;
-  private final java.util.function.BooleanSupplier inRing;
+  private final BooleanSupplier inRing;
   /** Primary ranges by ring checksum; rings are few, and a ring's ranges never change. */
   private final Map<Long, Map<String, List<List<String>>>> rangesByRing = new ConcurrentHashMap<>();
 
@@ -42,7 +43,7 @@ final class RingView {
    * @param inRing whether this peer is in the ring, as it routes ({@link Routing#inRing()}): a peer
    *               closing its node is not shown as refused
    */
-  RingView(Ringmaster node, PeerDirectory directory, java.util.function.BooleanSupplier inRing) {
+  RingView(Ringmaster node, PeerDirectory directory, BooleanSupplier inRing) {
     this.node = node;
     this.directory = directory;
     this.inRing = inRing;
