@@ -1,6 +1,13 @@
 package io.ringmaster;
 
-/** The handle of a registered listener; {@link #close()} removes it. Idempotent. */
+/**
+ * The handle of a registered listener. {@link #close()} stops its deliveries: the changes still
+ * queued for it are dropped (its fold ends there), and no callback starts once close() returns. A
+ * callback already running is neither waited for nor interrupted, and from then on neither
+ * {@link Ringmaster#close()} nor {@link RingmasterStats#pendingCallbacks()} counts it. It may be
+ * called from the listener's own callback, and a second call does nothing. To listen again, add the
+ * listener again: on a running node its first change is then the current state, from nothing.
+ */
 @FunctionalInterface
 public interface Registration extends AutoCloseable {
   @Override

@@ -70,9 +70,19 @@ import org.jgroups.View;
  * given at registration), one call at a time, in view order. A node's methods may be called from
  * any thread; a {@link Builder} is meant for one thread.
  *
- * <p>Before {@link #start()} the ring is empty: {@link #ownerOf(String)} and {@link #owners(String)}
- * throw {@link IllegalStateException}, {@link #isLocal} and {@link #isInRing()} are false. After
- * {@link #close()}, the ring is the one this node left behind (see there).
+ * <p>Until {@code start()} has installed the node's first ring (before it, while it waits, after it
+ * failed, and on a node closed without starting) the ring is empty: {@link #ownerOf(String)} and
+ * {@link #owners(String)} throw {@link IllegalStateException}, {@link #isLocal} and
+ * {@link #isInRing()} are false. After {@link #close()}, the ring is the one this node left behind
+ * (see there).
+ *
+ * <p>Loading this class changes two things for the whole JVM, other JGroups channels included.
+ * Unless {@code org.jgroups}' java.util.logging level was set already (in the logging
+ * configuration, or by code that ran before), it is raised to WARNING, and the TCP transport's
+ * loggers that have no filter get one that drops the two records a normal shutdown produces (see
+ * the README's "Observability"); with log4j2 or SLF4J on the class path JGroups does not log
+ * through java.util.logging, so this changes nothing. And JGroups' {@code ExtendedUUID} addresses
+ * print as their logical name (the node id) instead of their name and every key they carry.
  */
 public final class Ringmaster implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -355,7 +365,11 @@ public final class Ringmaster implements AutoCloseable {
    * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
    * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
-   * pool still busy then is interrupted). Afterwards {@link #ring()} is the ring this node left
+   * pool still busy then is interrupted). Callbacks already queued are never dropped: that
+   * interrupted thread goes on to run what is still queued for its listener, the LEAVING change
+   * included, after close() returns and with the channel closed; and listeners on executors of yours
+   * run theirs whenever those executors do (close() does not shut down an executor it was given).
+   * Afterwards {@link #ring()} is the ring this node left
    * behind, its last ring without it (the LEAVING change's {@link OwnershipChange#ring()}, unless a
    * view came after that change), so the lookups name the members that took its ranges, and
    * {@link #isInRing()}, {@link #isLocal} and {@link #isPrimary} are false, as a listener's fold
@@ -886,7 +900,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * The primary owner of a key. Allocation-free.
    *
-   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   * @throws IllegalStateException until this node has installed its first ring (before or during
+   *                               {@link #start()}, after a failed start, or on a node closed
+   *                               without starting), or when no member has a weight above 0
    */
   public Member ownerOf(String key) {
     return startedRing().ownerOf(key);
@@ -895,7 +911,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * The primary owner of a key given as bytes. Allocation-free.
    *
-   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   * @throws IllegalStateException until this node has installed its first ring (before or during
+   *                               {@link #start()}, after a failed start, or on a node closed
+   *                               without starting), or when no member has a weight above 0
    */
   public Member ownerOf(byte[] key) {
     return startedRing().ownerOf(key);
@@ -904,7 +922,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * The key's owners, primary first, for the configured replica count.
    *
-   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   * @throws IllegalStateException until this node has installed its first ring (before or during
+   *                               {@link #start()}, after a failed start, or on a node closed
+   *                               without starting), or when no member has a weight above 0
    */
   public List<Member> owners(String key) {
     return startedRing().owners(key, config.replicas());
@@ -913,7 +933,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * The owners of a key given as bytes.
    *
-   * @throws IllegalStateException before {@link #start()}, or when no member has a weight above 0
+   * @throws IllegalStateException until this node has installed its first ring (before or during
+   *                               {@link #start()}, after a failed start, or on a node closed
+   *                               without starting), or when no member has a weight above 0
    */
   public List<Member> owners(byte[] key) {
     return startedRing().owners(key, config.replicas());
@@ -1160,7 +1182,14 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Adds a divergence listener run on the given executor, one call at a time. Reports are handed
-   * to the executor from the node's gossip thread, never from a JGroups thread.
+   * to the executor from the node's gossip thread, never from a JGroups thread; that thread also
+   * sends checksums, tells newcomers the ring before their view and retries failed views, so an
+   * executor that runs tasks on the calling thread must run a quick listener. A report comes for
+   * each checksum message of this node's view that disagrees with it (see {@link RingDivergence}),
+   * a member that its own copy of the view lists and this node's does not included: that member
+   * rejoins by itself ({@link RingmasterStats#rejoins()} on its side). An executor that refuses a
+   * report gets the listener removed, with an ERROR naming it, as for ownership listeners.
+   * {@link #close()} does not wait for divergence listeners.
    *
    * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
    *                               would never be called
@@ -1214,8 +1243,9 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Counters and timings of this node: view id, ring size, views seen, ring builds and the last
-   * build's duration, listener callbacks not yet run, gossip rounds and divergences, refusals, and
-   * when ownership last changed. The counters are read without locks; the callbacks not yet run
+   * build's duration, listener callbacks not yet run, checksum messages sent and received,
+   * divergences, rejoins, refusals, and when a view last changed this node's ownership or the ring's
+   * members (see {@link RingmasterStats}). The counters are read without locks; the callbacks not yet run
    * take each listener's queue lock in turn, briefly. Each value is current when read, so two of
    * them may come from either side of a view change.
    */
@@ -1229,7 +1259,14 @@ public final class Ringmaster implements AutoCloseable {
         last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)));
   }
 
-  /** The ring as JSON: view id, checksum, and each member's id, weight, zone, share and endpoint. */
+  /**
+   * The current ring as one JSON object: {@code viewId} (-1 before the first ring), {@code checksum}
+   * ({@link HashRing#checksum()} as unsigned hex, {@code Long.toHexString}, not zero-padded),
+   * {@code virtualNodes}, {@code tokens}, {@code local} (this node's id), and {@code members}, by
+   * id, each with {@code id}, {@code weight}, {@code zone}, {@code share} (of the key space,
+   * as primary) and {@code endpoint} ("" when the member announced none). After {@link #close()} it
+   * describes the ring this node left behind.
+   */
   public String ringJson() {
     ClusterNode.Snapshot s = node.state();
     return Json.write(Json.ring(s.ring(), s.viewId(), config.nodeId(), ClusterNode.endpoints(s)));
@@ -1315,7 +1352,12 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** This member's stable id: a host or pod name, never a random per-process value. */
+    /**
+     * This member's stable id: a host or pod name, never a random per-process value. Required; not
+     * empty, at most 255 bytes in UTF-8 (it travels in the JGroups address), with no control
+     * character, no unpaired surrogate and no space at either end: anything else throws
+     * {@link IllegalArgumentException} naming the setting and the value.
+     */
     public Builder nodeId(String nodeId) {
       NodeMetadata.checkFits("nodeId", wellFormed("nodeId", nonEmpty("nodeId", nodeId)));
       this.nodeId = nodeId; // last: a value refused above is not kept
@@ -1397,7 +1439,8 @@ public final class Ringmaster implements AutoCloseable {
 
     /**
      * The JGroups stack: a file path, or a classpath resource such as {@code ringmaster/jgroups/in-jvm.xml}.
-     * {@link #buildConfig()} fails naming it when it is missing or is not a JGroups {@code <config>}
+     * A regular file at that path (relative to the working directory) wins over a classpath
+     * resource of the same name. {@link #buildConfig()} fails naming it when it is missing or is not a JGroups {@code <config>}
      * with protocols; the protocols and their settings are checked when the node starts.
      */
     public Builder jgroupsConfig(String jgroupsConfig) {
@@ -1468,7 +1511,8 @@ public final class Ringmaster implements AutoCloseable {
     /**
      * The shared secret of {@code secure-tcp.xml}; without it the node reads the system property
      * {@code ringmaster.secret}, then the environment variable {@code RINGMASTER_SECRET}. Set for a
-     * stack that does not use it, {@link #buildConfig()} fails rather than run the cluster open.
+     * stack that does not use it, {@link #buildConfig()} fails rather than run the cluster open; and
+     * it fails, naming the three places, when the stack needs a secret and none of them has one.
      */
     public Builder secret(String secret) {
       if (nonEmpty("secret", secret).isBlank()) {

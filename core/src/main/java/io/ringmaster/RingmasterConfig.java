@@ -4,10 +4,13 @@ import java.time.Duration;
 import java.util.Optional;
 
 /**
- * The settings of one node, validated. Built by {@link Ringmaster#builder()} or read from a JSON
- * file by {@link Ringmaster#fromConfig(java.nio.file.Path)}, with the same keys except the three
+ * The settings of one node, as {@link Ringmaster.Builder#buildConfig()} validated them and
+ * {@link Ringmaster#config()} reports them. Set them on {@link Ringmaster#builder()}, or in a JSON
+ * file read by {@link Ringmaster#fromConfig(java.nio.file.Path)} or
+ * {@link Ringmaster.Builder#config(java.nio.file.Path)}, with the same keys except the three
  * durations, which are whole milliseconds there ({@code leaveTimeoutMillis},
- * {@code gossipIntervalMillis}, {@code startTimeoutMillis}).
+ * {@code gossipIntervalMillis}, {@code startTimeoutMillis}). A value of this record is output
+ * only: no method takes one, and constructing one checks nothing.
  *
  * @param clusterName    the JGroups cluster to join: 1 to 200 printable ASCII characters, no space at either end
  * @param nodeId         stable id of this member (at most 255 UTF-8 bytes)
@@ -22,8 +25,10 @@ import java.util.Optional;
  * @param bindAddress    overrides the transport's bind address, if present
  * @param bindPort       overrides the transport's bind port, if present
  * @param initialHosts   overrides TCPPING's initial hosts ({@code 127.0.0.1[7800],127.0.0.1[7801]}), if present
- * @param secret         shared secret for {@code secure-tcp.xml}; else from the system property
- *                       {@code ringmaster.secret}, then the environment variable {@code RINGMASTER_SECRET}
+ * @param secret         the shared secret for {@code secure-tcp.xml} as set on the builder or in the
+ *                       file, in clear ({@link #toString()} masks it); empty when none was set, and
+ *                       then the stack reads the system property {@code ringmaster.secret}, then the
+ *                       environment variable {@code RINGMASTER_SECRET}, at {@link Ringmaster#start()}
  * @param leaveTimeout   how long {@link Ringmaster#close()} waits for listeners to hand off data
  * @param gossipInterval how often the ring checksum is compared with a random peer
  * @param startTimeout   how long {@link Ringmaster#start()} waits for the first ring

@@ -18,13 +18,15 @@ import org.jgroups.util.UUID;
 /**
  * A JGroups {@link AuthToken} for {@code AUTH}: a joiner proves it knows the cluster's shared
  * secret by sending an HMAC-SHA256 of its own address under a key derived from that secret
- * ({@link SharedSecret#authKey}: 210,000 PBKDF2 rounds per guess for anyone who saw a proof).
+ * ({@code SharedSecret.authKey}: 210,000 PBKDF2 rounds per guess for anyone who saw a proof).
  * Binding the proof to the joiner's address means a captured token is worthless from any other
  * address. Sent again from the same address it passes, and it does not cover what the join
  * request says of the joiner (its node id, weight, zone): so {@link SharedSecretEncrypt} takes a
  * join request whose proof passes only sealed, and one in clear only to be refused (see
- * docs/operations.md). Used by {@code config/jgroups/secure-tcp.xml}; the secret comes from
- * {@link SharedSecret}.
+ * docs/operations.md). Used by {@code config/jgroups/secure-tcp.xml}; the secret comes from the
+ * builder's {@code secret}, the system property {@code ringmaster.secret} or the environment
+ * variable {@code RINGMASTER_SECRET}. Public so that a JGroups stack file can name it; not part of
+ * the application API.
  */
 public class SharedSecretAuthToken extends AuthToken {
   private static final byte[] LABEL = "ringmaster-auth/1".getBytes(StandardCharsets.US_ASCII);

@@ -38,9 +38,11 @@ import org.jgroups.util.MessageBatch;
 import org.jgroups.util.Util;
 
 /**
- * {@code SYM_ENCRYPT} keyed by the cluster's shared secret (see {@link SharedSecret}) instead of a
- * keystore file: every member that knows the secret derives the same AES key. Set
+ * {@code SYM_ENCRYPT} keyed by the cluster's shared secret (the builder's {@code secret}, the system
+ * property {@code ringmaster.secret} or the environment variable {@code RINGMASTER_SECRET}) instead
+ * of a keystore file: every member that knows the secret derives the same AES key. Set
  * {@code keystore_name} to use a keystore after all. Used by {@code config/jgroups/secure-tcp.xml}.
+ * Public so that a JGroups stack file can name it; not part of the application API.
  *
  * <p>Plain {@code SYM_ENCRYPT} drops every message it cannot decrypt, so a joiner with a wrong
  * secret never reaches {@code AUTH}: it waits out its join timeout and then runs alone, a silent
@@ -48,8 +50,8 @@ import org.jgroups.util.Util;
  * (above it) can refuse the joiner and the joiner learns why: a join request without a payload
  * (nothing secret in it) whose token {@code AUTH} will refuse, and a join response that carries
  * only a failure reason (it can only make a join fail, never admit anyone); each only where it
- * belongs ({@link #passesInPlain}). A join request in clear whose token checks is dropped: its
- * sealed copy admits the joiner ({@link #admittedBySealedCopy}).
+ * belongs ({@code passesInPlain}). A join request in clear whose token checks is dropped: its
+ * sealed copy admits the joiner ({@code admittedBySealedCopy}).
  *
  * <p>Plain {@code SYM_ENCRYPT} with its defaults would encrypt in ECB mode (the JDK's "AES"), in
  * which equal plaintext blocks give equal ciphertext, would check nothing (a changed ciphertext
@@ -63,7 +65,7 @@ import org.jgroups.util.Util;
  * from the AES key. The receiver checks the MAC before it decrypts, and drops a message whose MAC
  * does not match or that is not sealed so; the message it passes up is the one that was sealed.
  * Each sealed message also carries a seal number, and a copy of a message this node has taken is
- * dropped here ({@link SealedCopies}, which says what gets through): the reliable protocols above
+ * dropped here ({@code SealedCopies}, which says what gets through): the reliable protocols above
  * would take a copy as new once they have forgotten a connection (after its sender left, or a
  * connection replaced), and nothing above stops a copy of a message sent without reliability.
  * What it does not cover (the protocols below it, and the headers they add) is in
@@ -225,7 +227,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * Opens a sealed message with {@link #code} (the MAC first), on this thread's cipher, and returns
    * the message that was sealed; or null (the message is dropped, and the drop logged) if it was
    * sealed for another member (a unicast sent again to this one), or is a copy of one taken before
-   * ({@link SealedCopies}). A message that is not sealed whole (no payload, or marked as a payload
+   * ({@code SealedCopies}). A message that is not sealed whole (no payload, or marked as a payload
    * alone) comes from someone without the secret: dropped too, with null rather than an
    * exception, which Encrypt's batch handling would log by reading the payload it lacks.
    * {@code key} is an earlier key version's only with ASYM_ENCRYPT, which keeps those; here there

@@ -557,6 +557,8 @@ public final class HashRing {
   /**
    * The ranges for which the member is among the first {@code replicas} owners, merged where they
    * touch, in ring order. Non-null, may be empty.
+   *
+   * @throws IllegalArgumentException if {@code replicas} is below 1
    */
   public List<KeyRange> ownedRanges(String memberId, int replicas) {
     HashRing none = new Builder().virtualNodes(virtualNodes).build();
@@ -587,7 +589,13 @@ public final class HashRing {
     return checksum;
   }
 
-  /** This ring plus one member (or with the member's metadata replaced), built incrementally. */
+  /**
+   * This ring plus one member (or with the member's metadata replaced), built incrementally.
+   *
+   * @throws IllegalArgumentException if {@code member} is null, or the ring would pass a limit:
+   *                                  {@link #MAX_MEMBERS}, {@link #MAX_TOKENS},
+   *                                  {@link #MAX_TOKENS_PER_MEMBER}
+   */
   public HashRing with(Member member) {
     if (member == null) {
       throw new IllegalArgumentException("member must not be null");
@@ -628,7 +636,9 @@ public final class HashRing {
    * that stay (same id, weight and zone) are reused in order; only the new members' tokens are
    * hashed, sorted and merged in, so the cost is one pass over the ring plus the new tokens.
    *
-   * @throws IllegalArgumentException on duplicate ids
+   * @throws IllegalArgumentException on duplicate ids or a null member, or if the ring would pass
+   *                                  a limit: {@link #MAX_MEMBERS}, {@link #MAX_TOKENS},
+   *                                  {@link #MAX_TOKENS_PER_MEMBER}
    */
   public HashRing withMembers(Collection<Member> next) {
     for (Member m : next) {
@@ -796,7 +806,12 @@ public final class HashRing {
       return this;
     }
 
-    /** The ring of the members added so far (a ring with no member has no tokens). */
+    /**
+     * The ring of the members added so far (a ring with no member has no tokens).
+     *
+     * @throws IllegalArgumentException if the ring would pass a limit: {@link #MAX_MEMBERS},
+     *                                  {@link #MAX_TOKENS}, {@link #MAX_TOKENS_PER_MEMBER}
+     */
     public HashRing build() {
       return RingBuilder.build(virtualNodes, tokenFunction, null, members.values());
     }
