@@ -782,26 +782,63 @@ final class ClusterNode {
    * waits for as it does for any other (up to leaveTimeout).
    */
   private void announceLeaving(CompletableFuture<Void> queued) {
-    List<SerialDelivery<?>> idle = new ArrayList<>();
+    List<SerialDelivery<?>> idle;
     try {
-      synchronized (publishLock) {
-        Snapshot s = state;
-        if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
-          HashRing without = s.ring().without(local.id());
-          RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
-          if (!diff.isEmpty()) {
-            enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
-                s.viewId(), s.ring(), without, diff), idle);
-          }
-        }
-        left = true;
-      }
+      idle = queueLeavingChange();
     } catch (RuntimeException | Error e) {
       queued.completeExceptionally(e);
       throw e;
     }
     queued.complete(null);
     launchAll(idle);
+  }
+
+  /**
+   * As {@link #announceLeaving()}, on a thread other than the view thread, for a close() that
+   * waited in vain for the view thread to queue the change (a listener on a same-thread executor
+   * holds it, in a long callback). Queued from the ring last published, the one the listeners last
+   * heard of, like the view thread's; the views still queued on the view thread then change no
+   * listener's ownership, since the node has left. Deliveries on the node's pool are launched from
+   * here; the others are handed to the pool to launch, so that the callback of a listener on a
+   * same-thread executor runs on a pool thread, not on the thread that closes the node. Nothing if
+   * the view thread has queued the change meanwhile.
+   */
+  void announceLeavingFromElsewhere() {
+    for (SerialDelivery<?> d : queueLeavingChange()) {
+      if (listenerPool == null || d.executor() == listenerPool) {
+        d.launch();
+      } else {
+        try {
+          listenerPool.execute(d::launch);
+        } catch (RejectedExecutionException stopping) {
+          d.launch(); // the pool stopped (not while close() runs): better here than not at all
+        }
+      }
+    }
+  }
+
+  /**
+   * Queues, for every ownership listener, the change from the current ring to the ring without this
+   * member (unless it is not in the ring, or has already left), and marks the node left: no
+   * ownership change comes after it.
+   *
+   * @return the deliveries that were idle, to launch outside the lock
+   */
+  private List<SerialDelivery<?>> queueLeavingChange() {
+    List<SerialDelivery<?>> idle = new ArrayList<>();
+    synchronized (publishLock) {
+      Snapshot s = state;
+      if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
+        HashRing without = s.ring().without(local.id());
+        RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
+        if (!diff.isEmpty()) {
+          enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
+              s.viewId(), s.ring(), without, diff), idle);
+        }
+      }
+      left = true;
+    }
+    return idle;
   }
 
   /**

@@ -362,7 +362,12 @@ public final class Ringmaster implements AutoCloseable {
    * {@link RingmasterStats#rejoins()}; at most the longer of {@code leaveTimeout} and 5 s),
    * then tells this node's ownership listeners everything it loses and to whom
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
-   * included), waits up to {@code leaveTimeout} for them to finish (to hand data off), then leaves
+   * included: by the view thread, or, if a listener on a same-thread executor holds that thread
+   * for longer than {@code leaveTimeout} and 5 s, by close() itself, with a warning; the
+   * same-thread listeners idle then run it on the node's pool, the one holding the view thread
+   * once its callback returns), waits up to
+   * {@code leaveTimeout} for them to finish (to hand data off; counted from when the change was
+   * queued), then leaves
    * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
    * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
    * pool still busy then is interrupted). Callbacks already queued are never dropped: that
@@ -449,8 +454,23 @@ public final class Ringmaster implements AutoCloseable {
       if (caller == Pool.VIEW) {
         node.announceLeaving();
       } else {
-        awaitThroughInterrupts(node.queueLeaving(),
-            Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
+        long queueTimeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
+        try {
+          awaitThroughInterrupts(node.queueLeaving(), queueTimeout);
+        } catch (TimeoutException held) {
+          // A listener on a same-thread executor holds the view thread (a long hand-off in its
+          // callback, say). Waiting longer could take forever, and shutting down without the
+          // change would leave every listener's fold owning what the node gave up: queue it here,
+          // and give the listeners their whole leaveTimeout from now.
+          LOG.log(Level.WARNING, "{0}: the view thread is still busy after {1} ms (a listener on a same-thread"
+              + " executor?); the LEAVING change is queued by close() instead", config.nodeId(), queueTimeout);
+          try {
+            node.announceLeavingFromElsewhere();
+          } catch (RuntimeException e) { // as the view thread's failure to queue it: thrown in building the ring
+            throw new ExecutionException(e);
+          }
+          deadline = System.nanoTime() + config.leaveTimeout().toNanos();
+        }
       }
       listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
@@ -459,7 +479,7 @@ public final class Ringmaster implements AutoCloseable {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } catch (ExecutionException | TimeoutException e) {
+    } catch (ExecutionException e) {
       LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
     } finally {
       try {

@@ -33,6 +33,8 @@ import org.junit.jupiter.api.Timeout;
 
 class OwnershipCallbacksTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
+  /** The ring positions an {@link OwnershipRecorder} folds at. */
+  private static final long SEED = 20261203L;
 
   private static void awaitFolds(Map<Ringmaster, OwnershipRecorder> recorders, List<Ringmaster> alive) {
     for (Ringmaster n : alive) {
@@ -400,6 +402,84 @@ class OwnershipCallbacksTest {
       assertTrue(warnings.stream().anyMatch(m -> m.contains("listeners still busy after leaveTimeout")), warnings::toString);
       assertTrue(warnings.stream().noneMatch(m -> m.contains("could not announce the leave")), warnings::toString);
     }
+  }
+
+  /**
+   * A listener on a same-thread executor holds the view thread in a long callback (a hand-off on a
+   * view change) when close() is called. close() waits for the view thread to queue the LEAVING
+   * change only for the longer of leaveTimeout and 5 s, then queues it itself, with a warning, from
+   * the ring the listeners last heard of, and every listener still hears the node leave: one on the
+   * node's pool, an idle same-thread one on a pool thread (not on the closing one), and the one
+   * holding the view thread once its callback returns (interrupted by the shutdown). Before, close()
+   * gave up with "could not announce the leave" and no listener ever heard the node leave: their
+   * folds kept what it had given up.
+   */
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_whileASameThreadListenerHoldsTheViewThread_stillDeliversLeavingToEveryListener() throws Exception {
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
+         TestCluster cluster = new TestCluster("close-view-held")) {
+      Ringmaster keeper = cluster.start("keeper");
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicBoolean holding = new AtomicBoolean();
+      OwnershipRecorder holder = new OwnershipRecorder(SEED);
+      Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofSeconds(1)),
+          node -> node.addOwnershipListener(change -> {
+            holder.onOwnershipChange(change);
+            if (change.ring().contains("joiner")) { // the joiner's view: hold the view thread
+              holding.set(true);
+              try {
+                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // the shutdown of the view thread
+              }
+            }
+          }, Runnable::run));
+      Ringmaster joiner = cluster.start("joiner");
+      await().atMost(WAIT).until(holding::get);
+      // Added while the view thread is held, so idle when the LEAVING change is queued.
+      OwnershipRecorder onPool = new OwnershipRecorder(SEED);
+      leaver.addOwnershipListener(onPool);
+      OwnershipRecorder sameThread = new OwnershipRecorder(SEED);
+      List<Thread> sameThreadLeavingOn = new CopyOnWriteArrayList<>();
+      leaver.addOwnershipListener(change -> {
+        sameThread.onOwnershipChange(change);
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          sameThreadLeavingOn.add(Thread.currentThread());
+        }
+      }, Runnable::run);
+      try {
+        leaver.close();
+        await("the pool's listener heard the node leave").atMost(WAIT).until(() -> heardLeave(onPool));
+        List<OwnershipChange> heard = onPool.changes();
+        OwnershipChange leaving = heard.get(heard.size() - 1);
+        assertEquals(List.of("joiner", "keeper"), leaving.ring().members().stream().map(Member::id).sorted().toList(),
+            "from the ring the listeners last heard of, the joiner's");
+        assertTrue(onPool.ownsNothing(), "the fold owns nothing once the node left");
+        await().atMost(WAIT).until(() -> !sameThreadLeavingOn.isEmpty());
+        assertTrue(sameThreadLeavingOn.get(0).getName().startsWith("ringmaster-listener-leaver"),
+            "an idle same-thread listener's LEAVING callback ran on the pool: " + sameThreadLeavingOn.get(0).getName());
+        assertTrue(sameThread.ownsNothing());
+      } finally {
+        release.countDown();
+      }
+      await("the listener holding the view thread heard the node leave").atMost(WAIT)
+          .until(() -> heardLeave(holder));
+      assertTrue(holder.ownsNothing());
+      for (OwnershipRecorder r : List.of(holder, onPool, sameThread)) {
+        assertEquals(List.of(), r.violations());
+      }
+      List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
+      assertTrue(warnings.stream().anyMatch(m -> m.contains("the LEAVING change is queued by close() instead")),
+          warnings::toString);
+      assertTrue(warnings.stream().noneMatch(m -> m.contains("could not announce the leave")), warnings::toString);
+      TestCluster.awaitAgreement(List.of(keeper, joiner), 2, WAIT);
+    }
+  }
+
+  private static boolean heardLeave(OwnershipRecorder recorder) {
+    List<OwnershipChange> heard = recorder.changes();
+    return !heard.isEmpty() && heard.get(heard.size() - 1).reason() == OwnershipChange.Reason.LEAVING;
   }
 
   /** For listeners: waits for the test to add the other listeners (never for long). */
