@@ -416,39 +416,40 @@ final class ClusterNode {
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
     List<SerialDelivery<?>> idle = new ArrayList<>();
-    synchronized (publishLock) {
-      if (closed || firstRing.isCompletedExceptionally()) {
-        // Closed, or start() failed (its first view refused this node, or no ring came within
-        // startTimeout): start() shuts the node down, and its listeners must hear nothing.
-        return;
-      }
-      // Counted as pending from before the ring is published until its callbacks are queued, so
-      // that whoever sees the new ring and then finds no pending callback knows they have run.
-      publishing.incrementAndGet();
-      try {
-        state = next; // publish first, then notify
-        // The refusals this view reports count as reported once its ring is published: a view that
-        // failed before that, and is tried again, reports them then.
-        reportedRefusals.clear();
-        reportedRefusals.addAll(reported);
-        refusals.addAndGet(refused.size());
-        // Before any callback runs: a listener on a same-thread executor that calls close()
-        // would otherwise wait for a start() that waits for this.
-        firstRing.complete(next);
-        if (!diff.isEmpty() && !left) {
-          enqueue(ownershipListeners, new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff),
-              idle);
-        }
-        if (membership != null) {
-          enqueue(membershipListeners, membership, idle);
-        }
-      } finally {
-        publishing.decrementAndGet();
-      }
-    }
-    // The launches in a finally: the callbacks are queued, and whatever throws here must not leave
-    // a listener marked running with no launch to come, deaf to every later change.
+    // The launches in a finally: whatever throws once a callback is queued (an Error in queuing the
+    // next, a logger) must not leave a listener marked running with no launch to come, deaf to
+    // every later change.
     try {
+      synchronized (publishLock) {
+        if (closed || firstRing.isCompletedExceptionally()) {
+          // Closed, or start() failed (its first view refused this node, or no ring came within
+          // startTimeout): start() shuts the node down, and its listeners must hear nothing.
+          return;
+        }
+        // Counted as pending from before the ring is published until its callbacks are queued, so
+        // that whoever sees the new ring and then finds no pending callback knows they have run.
+        publishing.incrementAndGet();
+        try {
+          state = next; // publish first, then notify
+          // The refusals this view reports count as reported once its ring is published: a view that
+          // failed before that, and is tried again, reports them then.
+          reportedRefusals.clear();
+          reportedRefusals.addAll(reported);
+          refusals.addAndGet(refused.size());
+          // Before any callback runs: a listener on a same-thread executor that calls close()
+          // would otherwise wait for a start() that waits for this.
+          firstRing.complete(next);
+          if (!diff.isEmpty() && !left) {
+            enqueue(ownershipListeners, new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff),
+                idle);
+          }
+          if (membership != null) {
+            enqueue(membershipListeners, membership, idle);
+          }
+        } finally {
+          publishing.decrementAndGet();
+        }
+      }
       logRefusals(refused);
       // Before the launches, which a listener on a same-thread executor may hold for long: waiters,
       // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
@@ -782,15 +783,16 @@ final class ClusterNode {
    * waits for as it does for any other (up to leaveTimeout).
    */
   private void announceLeaving(CompletableFuture<Void> queued) {
-    List<SerialDelivery<?>> idle;
+    List<SerialDelivery<?>> idle = new ArrayList<>();
     try {
-      idle = queueLeavingChange();
+      queueLeavingChange(idle);
+      queued.complete(null);
     } catch (RuntimeException | Error e) {
       queued.completeExceptionally(e);
       throw e;
+    } finally {
+      launchAll(idle); // those queued before a throw too: none may be left marked running
     }
-    queued.complete(null);
-    launchAll(idle);
   }
 
   /**
@@ -804,14 +806,19 @@ final class ClusterNode {
    * the view thread has queued the change meanwhile.
    */
   void announceLeavingFromElsewhere() {
-    for (SerialDelivery<?> d : queueLeavingChange()) {
-      if (listenerPool == null || d.executor() == listenerPool) {
-        d.launch();
-      } else {
-        try {
-          listenerPool.execute(d::launch);
-        } catch (RejectedExecutionException stopping) {
-          d.launch(); // the pool stopped (not while close() runs): better here than not at all
+    List<SerialDelivery<?>> idle = new ArrayList<>();
+    try {
+      queueLeavingChange(idle);
+    } finally {
+      for (SerialDelivery<?> d : idle) {
+        if (listenerPool == null || d.executor() == listenerPool) {
+          d.launch();
+        } else {
+          try {
+            listenerPool.execute(d::launch);
+          } catch (RejectedExecutionException stopping) {
+            d.launch(); // the pool stopped (not while close() runs): better here than not at all
+          }
         }
       }
     }
@@ -822,10 +829,9 @@ final class ClusterNode {
    * member (unless it is not in the ring, or has already left), and marks the node left: no
    * ownership change comes after it.
    *
-   * @return the deliveries that were idle, to launch outside the lock
+   * @param idle gets the deliveries that were idle, to launch outside the lock (even if this throws)
    */
-  private List<SerialDelivery<?>> queueLeavingChange() {
-    List<SerialDelivery<?>> idle = new ArrayList<>();
+  private void queueLeavingChange(List<SerialDelivery<?>> idle) {
     synchronized (publishLock) {
       Snapshot s = state;
       if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
@@ -838,7 +844,6 @@ final class ClusterNode {
       }
       left = true;
     }
-    return idle;
   }
 
   /**

@@ -2,8 +2,9 @@ package io.ringmaster;
 
 /**
  * The handle of a registered listener. {@link #close()} stops its deliveries: the changes still
- * queued for it are dropped (its fold ends there), and no callback starts once close() returns. A
- * callback already running is neither waited for nor interrupted, and from then on neither
+ * queued for it are dropped (its fold ends there), and none is taken for delivery once close()
+ * returns. A callback already under way (one taken, even if its call has not begun) is neither
+ * waited for nor interrupted, and from then on neither
  * {@link Ringmaster#close()} nor {@link RingmasterStats#pendingCallbacks()} counts it. It may be
  * called from the listener's own callback, and a second call does nothing. To listen again, add the
  * listener again: on a running node its first change is then the current state, from nothing.
