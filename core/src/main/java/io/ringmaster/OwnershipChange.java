@@ -41,7 +41,14 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * an application that accepted writes on both sides reconciles with the merged owners too.
      */
     MERGE,
-    /** This node is leaving gracefully: everything it owns, and who takes it over. */
+    /**
+     * This node is leaving gracefully: everything it owns, and who takes it over, as of
+     * {@link OwnershipChange#ring()}. No ownership change comes after it, so if a view changes the
+     * owners while the hand-off runs (a destination crashes, say), nothing tells the listener: a
+     * hand-off that fails should look up the current owners in
+     * {@code node.ring().without(node.localMember().id())} before it gives up ({@code node.ring()}
+     * follows every view, and holds this node until it has left the cluster).
+     */
     LEAVING
   }
 
