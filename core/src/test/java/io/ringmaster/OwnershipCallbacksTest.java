@@ -9,6 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -30,6 +34,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 class OwnershipCallbacksTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
@@ -46,7 +51,16 @@ class OwnershipCallbacksTest {
 
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-  void joinersInOneView_eachGainsFromTheMembersBeforeIt_neverFromAnotherJoiner() throws Exception {
+  void joinersInOneView_eachGainsFromTheMembersBeforeIt_neverFromAnotherJoiner(@TempDir Path dir) throws Exception {
+    // The joiners never give up asking (JGroups' default is ten requests, a second apart, then a
+    // cluster of their own), so that a slow machine cannot turn this into a merge.
+    String stack;
+    try (InputStream in = OwnershipCallbacksTest.class.getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      String xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(xml.contains("<pbcast.GMS "), "the in-JVM stack has GMS");
+      stack = Files.writeString(dir.resolve("patient-joiners.xml"),
+          xml.replace("<pbcast.GMS ", "<pbcast.GMS max_join_attempts=\"0\" ")).toString();
+    }
     try (TestCluster cluster = new TestCluster("co-joiners")) {
       Ringmaster a = cluster.start(cluster.builder("a").replicas(2));
       Ringmaster b = cluster.start(cluster.builder("b").replicas(2));
@@ -63,16 +77,16 @@ class OwnershipCallbacksTest {
       for (String id : List.of("c", "d", "e")) {
         seen.put(id, new CopyOnWriteArrayList<>());
         // A thread each: all three block until the requests are let through.
-        joining.add(CompletableFuture.supplyAsync(() -> cluster.start(cluster.builder(id).replicas(2),
-            n -> n.addOwnershipListener(seen.get(id)::add)), r -> new Thread(r, "start-" + id).start()));
+        joining.add(CompletableFuture.supplyAsync(() -> cluster.start(cluster.builder(id).replicas(2)
+            .jgroupsConfig(stack), n -> n.addOwnershipListener(seen.get(id)::add)), r -> new Thread(r, "start-" + id).start()));
       }
-      // Each joiner sends its request again every join_timeout (1 s in in-jvm.xml, ten times
-      // before it gives up); the queue keeps one of each. Once all three are queued, the next
+      // Each joiner sends its request again every join_timeout (1 s in in-jvm.xml); the queue
+      // keeps one of each. Once all three are queued, the next
       // request to arrive, a repeat, starts the processing of all three.
       try {
         await("three join requests queued").atMost(Duration.ofSeconds(20)).until(() -> joins.size() >= 3);
       } finally {
-        joins.processing(false); // else the joiners would wait until they give up
+        joins.processing(false); // in a finally: else the joiners, who never give up, would wait for good
       }
       List<Ringmaster> all = new ArrayList<>(List.of(a, b));
       all.addAll(TestCluster.joinAll(joining));

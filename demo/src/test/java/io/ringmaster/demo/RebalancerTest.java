@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 import org.jgroups.Address;
@@ -49,13 +51,20 @@ class RebalancerTest {
     InJvmPeer.awaitOneRing(peers);
   }
 
-  /** Closes b and starts it again, a new process under its id, and waits for one ring; returns it. */
+  /**
+   * Closes b and starts it again, a new process under its id, and waits for one ring in which a
+   * knows b as the new process (a ring of the same ids, as a's before it saw b leave, would pass
+   * for it); returns it.
+   */
   private InJvmPeer restartB() throws Exception {
     b.close();
     peers.remove(b);
     InJvmPeer again = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
     peers.add(again);
     InJvmPeer.awaitOneRing(peers);
+    UUID process = again.routing().ownProcess().orElseThrow();
+    await("a knows the new b").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
+        .until(() -> a.routing().processOf("b").equals(Optional.of(process)) && a.node().ring().contains("b"));
     return again;
   }
 
