@@ -800,24 +800,34 @@ final class ClusterNode {
    * waited in vain for the view thread to queue the change (a listener on a same-thread executor
    * holds it, in a long callback). Queued from the ring last published, the one the listeners last
    * heard of, like the view thread's; the views still queued on the view thread then change no
-   * listener's ownership, since the node has left. Deliveries on the node's pool are launched from
-   * here; the others are handed to the pool to launch, so that the callback of a listener on a
-   * same-thread executor runs on a pool thread, not on the thread that closes the node. Nothing if
-   * the view thread has queued the change meanwhile.
+   * listener's ownership, since the node has left. Then every launch still pending is made from
+   * here, not only those of the listeners this change found idle: the held view thread has yet to
+   * make those of the listeners after the one holding it, whose callbacks of that view wait for it.
+   * Deliveries on the node's pool are launched from this thread; the others are handed to the pool
+   * to launch, so that the callback of a listener on a same-thread executor runs on a pool thread,
+   * never on the thread that closes the node. The listener holding the view thread gets the change
+   * there, once its callback returns.
+   *
+   * @return whether this queued the change: false if the view thread did meanwhile (or the node
+   *         was not in the ring, or closed)
    */
-  void announceLeavingFromElsewhere() {
-    List<SerialDelivery<?>> idle = new ArrayList<>();
+  boolean announceLeavingFromElsewhere() {
     try {
-      queueLeavingChange(idle);
+      return queueLeavingChange(new ArrayList<>());
     } finally {
-      for (SerialDelivery<?> d : idle) {
+      List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
+      all.addAll(membershipListeners);
+      for (SerialDelivery<?> d : all) {
+        if (!d.launchPending()) {
+          continue; // idle, running, or its launch made: nothing to hand over
+        }
         if (listenerPool == null || d.executor() == listenerPool) {
           d.launch();
         } else {
           try {
             listenerPool.execute(d::launch);
-          } catch (RejectedExecutionException stopping) {
-            d.launch(); // the pool stopped (not while close() runs): better here than not at all
+          } catch (RuntimeException | Error noThread) {
+            d.launch(); // no pool thread to be had: here rather than never (launch() does not throw)
           }
         }
       }
@@ -830,9 +840,11 @@ final class ClusterNode {
    * ownership change comes after it.
    *
    * @param idle gets the deliveries that were idle, to launch outside the lock (even if this throws)
+   * @return whether the change was queued
    */
-  private void queueLeavingChange(List<SerialDelivery<?>> idle) {
+  private boolean queueLeavingChange(List<SerialDelivery<?>> idle) {
     synchronized (publishLock) {
+      boolean queued = false;
       Snapshot s = state;
       if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
         HashRing without = s.ring().without(local.id());
@@ -840,9 +852,11 @@ final class ClusterNode {
         if (!diff.isEmpty()) {
           enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
               s.viewId(), s.ring(), without, diff), idle);
+          queued = true;
         }
       }
       left = true;
+      return queued;
     }
   }
 

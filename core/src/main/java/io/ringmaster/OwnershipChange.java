@@ -46,8 +46,9 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * {@link OwnershipChange#ring()}. No ownership change comes after it, so if a view changes the
      * owners while the hand-off runs (a destination crashes, say), nothing tells the listener: a
      * hand-off that fails should look up the current owners in
-     * {@code node.ring().without(node.localMember().id())} before it gives up ({@code node.ring()}
-     * follows every view, and holds this node until it has left the cluster).
+     * {@code node.ring().without(node.localMember().id())} before it gives up: {@code node.ring()}
+     * follows the views this node installs (and holds this node) until close() stops waiting for
+     * the listeners, though not while a listener on a same-thread executor holds the view thread.
      */
     LEAVING
   }

@@ -10,13 +10,15 @@ package io.ringmaster;
  * {@code CallerRunsPolicy}) or blocks in {@code execute()}: the node hands callbacks over from its
  * view thread, so such an executor holds up later rings, and the current change of the listeners
  * on executors of yours handed it after this one (the node's own pool is handed each change first,
- * then ownership listeners, then membership listeners). Two other threads hand callbacks over: the
+ * then ownership listeners, then membership listeners). Other threads hand callbacks over too: the
  * first change of a listener added to a running node is handed over by the thread that adds it (so
  * with a same-thread executor it runs inside {@code addOwnershipListener}, before the
  * {@link Registration} is returned: do not add one while holding a lock it needs), and a listener
  * on a same-thread executor that calls {@link Ringmaster#close()} or
  * {@link Ringmaster#awaitListeners} hands over, on its own thread, the callbacks its call holds
- * up. An exception it throws is logged and does not stop later calls.
+ * up. And a {@link Ringmaster#close()} that gave up waiting for a view thread held by such a
+ * listener hands over the callbacks the view thread has yet to start, from the node's pool (see
+ * there). An exception it throws is logged and does not stop later calls.
  *
  * <p>Each change queued for a listener that has not run it yet holds two rings (before and after,
  * about 13 bytes per token each, shared with the other listeners), so a listener stuck through

@@ -363,12 +363,10 @@ public final class Ringmaster implements AutoCloseable {
    * then tells this node's ownership listeners everything it loses and to whom
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included: by the view thread, or, if a listener on a same-thread executor holds that thread
-   * for longer than {@code leaveTimeout} and 5 s, by close() itself, with a warning; the
-   * same-thread listeners idle then run it on the node's pool, the one holding the view thread
-   * once its callback returns), waits up to
-   * {@code leaveTimeout} for them to finish (to hand data off; counted from when the change was
-   * queued), then leaves
-   * the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
+   * for longer than {@code leaveTimeout} and 5 s, by close() itself, with a warning, and then the
+   * callbacks the view thread would have started run on the node's pool, but for the held
+   * listener's, which runs on the view thread once its callback returns), waits up to
+   * {@code leaveTimeout} from then for them to finish (to hand data off), then leaves the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
    * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
    * pool still busy then is interrupted). Callbacks already queued are never dropped: that
    * interrupted thread goes on to run what is still queued for its listener, the LEAVING change
@@ -446,7 +444,6 @@ public final class Ringmaster implements AutoCloseable {
       if (caller != Pool.VIEW) { // on the view thread, the rejoin's view would queue behind this wait
         awaitRejoin();
       }
-      long deadline = System.nanoTime() + config.leaveTimeout().toNanos(); // the listeners' whole time
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds,
       // unless a listener on a same-thread executor runs on it: then it may be this very thread,
@@ -460,18 +457,21 @@ public final class Ringmaster implements AutoCloseable {
         } catch (TimeoutException held) {
           // A listener on a same-thread executor holds the view thread (a long hand-off in its
           // callback, say). Waiting longer could take forever, and shutting down without the
-          // change would leave every listener's fold owning what the node gave up: queue it here,
-          // and give the listeners their whole leaveTimeout from now.
-          LOG.log(Level.WARNING, "{0}: the view thread is still busy after {1} ms (a listener on a same-thread"
-              + " executor?); the LEAVING change is queued by close() instead", config.nodeId(), queueTimeout);
+          // change would leave every listener's fold owning what the node gave up: queue it here.
+          boolean queuedHere;
           try {
-            node.announceLeavingFromElsewhere();
-          } catch (RuntimeException e) { // as the view thread's failure to queue it: thrown in building the ring
+            queuedHere = node.announceLeavingFromElsewhere();
+          } catch (RuntimeException | Error e) { // as the view thread's failure to queue it: in building the ring
             throw new ExecutionException(e);
           }
-          deadline = System.nanoTime() + config.leaveTimeout().toNanos();
+          if (queuedHere) {
+            LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a listener on a same-thread"
+                + " executor?); the LEAVING change was queued by close() instead", config.nodeId(), queueTimeout);
+          }
         }
       }
+      // The listeners' whole time, from when their change was queued.
+      long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
       listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
@@ -1264,8 +1264,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Counters and timings of this node: view id, ring size, views seen, ring builds and the last
    * build's duration, listener callbacks not yet run, checksum messages sent and received,
-   * divergences, rejoins, refusals, and when a view last changed this node's ownership or the ring's
-   * members (see {@link RingmasterStats}). The counters are read without locks; the callbacks not yet run
+   * divergences, rejoins, refusals, and when a view last changed this node's ownership or its
+   * membership (see {@link RingmasterStats}). The counters are read without locks; the callbacks not yet run
    * take each listener's queue lock in turn, briefly. Each value is current when read, so two of
    * them may come from either side of a view change.
    */

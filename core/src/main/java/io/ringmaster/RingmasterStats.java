@@ -30,8 +30,9 @@ import java.util.Optional;
  *                         (parameter mismatch or duplicate id); a running total, not how many are
  *                         refused now (a membership listener's first change lists those:
  *                         {@link MembershipChange#refused()})
- * @param lastChange       when a view last changed this node's ownership or the ring's members, if
- *                         ever (adding a listener, or this node's own leave, does not count)
+ * @param lastChange       when a view last changed this node's ownership or brought its membership
+ *                         listeners a change (members, a merge, a refusal), if ever (adding a
+ *                         listener, or this node's own leave, does not count)
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
                               int pendingCallbacks, long divergences, long rejoins, long gossipSent,

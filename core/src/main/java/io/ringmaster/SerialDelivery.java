@@ -144,6 +144,11 @@ final class SerialDelivery<E> implements Registration {
     return executor;
   }
 
+  /** Whether an {@link #enqueue} asked for a launch that {@link #launch()} would make now. */
+  synchronized boolean launchPending() {
+    return launchPending && !held;
+  }
+
   /** Queues an event and starts delivering it if the listener is idle. */
   void submit(E event) {
     if (enqueue(event)) {

@@ -422,72 +422,91 @@ class OwnershipCallbacksTest {
    * A listener on a same-thread executor holds the view thread in a long callback (a hand-off on a
    * view change) when close() is called. close() waits for the view thread to queue the LEAVING
    * change only for the longer of leaveTimeout and 5 s, then queues it itself, with a warning, from
-   * the ring the listeners last heard of, and every listener still hears the node leave: one on the
-   * node's pool, an idle same-thread one on a pool thread (not on the closing one), and the one
-   * holding the view thread once its callback returns (interrupted by the shutdown). Before, close()
-   * gave up with "could not announce the leave" and no listener ever heard the node leave: their
-   * folds kept what it had given up.
+   * the ring the listeners last heard of, and every listener hears the node leave, within
+   * leaveTimeout of that and on a thread that is not interrupted: the listeners after the held one,
+   * whose callbacks of the joiner's view the view thread has yet to start (a same-thread one, on a
+   * pool thread; one on an executor of the application's), and listeners added while it is held (one
+   * on the node's pool, a same-thread one on a pool thread, never on the closing one). The listener
+   * holding the view thread gets it there once its callback returns (interrupted by the shutdown).
+   * Before, close() gave up with "could not announce the leave" and no listener ever heard the node
+   * leave: their folds kept what it had given up.
    */
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_whileASameThreadListenerHoldsTheViewThread_stillDeliversLeavingToEveryListener() throws Exception {
+    ExecutorService own = Executors.newSingleThreadExecutor(r -> new Thread(r, "application-thread"));
     try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
          TestCluster cluster = new TestCluster("close-view-held")) {
       Ringmaster keeper = cluster.start("keeper");
       CountDownLatch release = new CountDownLatch(1);
       AtomicBoolean holding = new AtomicBoolean();
       OwnershipRecorder holder = new OwnershipRecorder(SEED);
-      Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofSeconds(1)),
-          node -> node.addOwnershipListener(change -> {
-            holder.onOwnershipChange(change);
-            if (change.ring().contains("joiner")) { // the joiner's view: hold the view thread
-              holding.set(true);
-              try {
-                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt(); // the shutdown of the view thread
-              }
+      Map<String, OwnershipRecorder> recorders = new LinkedHashMap<>();
+      Map<String, Thread> leavingOn = new java.util.concurrent.ConcurrentHashMap<>();
+      Map<String, Boolean> leavingInterrupted = new java.util.concurrent.ConcurrentHashMap<>();
+      java.util.function.Function<String, OwnershipListener> recording = name -> {
+        OwnershipRecorder r = new OwnershipRecorder(SEED);
+        recorders.put(name, r);
+        return change -> {
+          r.onOwnershipChange(change);
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            leavingOn.put(name, Thread.currentThread());
+            leavingInterrupted.put(name, Thread.currentThread().isInterrupted());
+          }
+        };
+      };
+      Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofSeconds(3)), node -> {
+        node.addOwnershipListener(change -> {
+          holder.onOwnershipChange(change);
+          if (change.ring().contains("joiner")) { // the joiner's view: hold the view thread
+            holding.set(true);
+            try {
+              release.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt(); // the shutdown of the view thread
             }
-          }, Runnable::run));
+          }
+        }, Runnable::run);
+        node.addOwnershipListener(recording.apply("behind, same thread"), Runnable::run);
+        node.addOwnershipListener(recording.apply("behind, application's"), own);
+      });
       Ringmaster joiner = cluster.start("joiner");
       await().atMost(WAIT).until(holding::get);
       // Added while the view thread is held, so idle when the LEAVING change is queued.
-      OwnershipRecorder onPool = new OwnershipRecorder(SEED);
-      leaver.addOwnershipListener(onPool);
-      OwnershipRecorder sameThread = new OwnershipRecorder(SEED);
-      List<Thread> sameThreadLeavingOn = new CopyOnWriteArrayList<>();
-      leaver.addOwnershipListener(change -> {
-        sameThread.onOwnershipChange(change);
-        if (change.reason() == OwnershipChange.Reason.LEAVING) {
-          sameThreadLeavingOn.add(Thread.currentThread());
-        }
-      }, Runnable::run);
+      leaver.addOwnershipListener(recording.apply("added, pool"));
+      leaver.addOwnershipListener(recording.apply("added, same thread"), Runnable::run);
       try {
         leaver.close();
-        await("the pool's listener heard the node leave").atMost(WAIT).until(() -> heardLeave(onPool));
-        List<OwnershipChange> heard = onPool.changes();
-        OwnershipChange leaving = heard.get(heard.size() - 1);
-        assertEquals(List.of("joiner", "keeper"), leaving.ring().members().stream().map(Member::id).sorted().toList(),
-            "from the ring the listeners last heard of, the joiner's");
-        assertTrue(onPool.ownsNothing(), "the fold owns nothing once the node left");
-        await().atMost(WAIT).until(() -> !sameThreadLeavingOn.isEmpty());
-        assertTrue(sameThreadLeavingOn.get(0).getName().startsWith("ringmaster-listener-leaver"),
-            "an idle same-thread listener's LEAVING callback ran on the pool: " + sameThreadLeavingOn.get(0).getName());
-        assertTrue(sameThread.ownsNothing());
+        // Every listener but the held one heard the node leave before close() returned.
+        for (Map.Entry<String, OwnershipRecorder> e : recorders.entrySet()) {
+          String name = e.getKey();
+          assertTrue(heardLeave(e.getValue()), name + " heard the node leave: " + e.getValue().changes());
+          List<OwnershipChange> heard = e.getValue().changes();
+          assertEquals(List.of("joiner", "keeper"), heard.get(heard.size() - 1).ring().members().stream()
+              .map(Member::id).sorted().toList(), name + ": from the ring the listeners last heard of, the joiner's");
+          assertTrue(e.getValue().ownsNothing(), name + ": the fold owns nothing once the node left");
+          assertEquals(false, leavingInterrupted.get(name), name + " handed off on a thread not interrupted");
+          assertEquals(List.of(), e.getValue().violations(), name);
+        }
+        for (String sameThread : List.of("behind, same thread", "added, same thread")) {
+          assertTrue(leavingOn.get(sameThread).getName().startsWith("ringmaster-listener-leaver"),
+              sameThread + ": on the node's pool, not the closing thread: " + leavingOn.get(sameThread).getName());
+        }
+        assertEquals("application-thread", leavingOn.get("behind, application's").getName());
       } finally {
         release.countDown();
       }
       await("the listener holding the view thread heard the node leave").atMost(WAIT)
           .until(() -> heardLeave(holder));
       assertTrue(holder.ownsNothing());
-      for (OwnershipRecorder r : List.of(holder, onPool, sameThread)) {
-        assertEquals(List.of(), r.violations());
-      }
+      assertEquals(List.of(), holder.violations());
       List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
-      assertTrue(warnings.stream().anyMatch(m -> m.contains("the LEAVING change is queued by close() instead")),
+      assertTrue(warnings.stream().anyMatch(m -> m.contains("the LEAVING change was queued by close() instead")),
           warnings::toString);
       assertTrue(warnings.stream().noneMatch(m -> m.contains("could not announce the leave")), warnings::toString);
       TestCluster.awaitAgreement(List.of(keeper, joiner), 2, WAIT);
+    } finally {
+      own.shutdownNow();
     }
   }
 
