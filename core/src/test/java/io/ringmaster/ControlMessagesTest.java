@@ -13,11 +13,12 @@ import org.junit.jupiter.api.Test;
  * listed" told to a member of a split view) go out of band and past flow control: an application whose traffic to a slow member used up the
  * credits they share must not hold the gossip thread. Real nodes on the in-JVM stack, with a
  * {@link WireTap} at the top of a node's stack, where the node's sends enter it. The fourth type,
- * a refused member's query, takes the same path ({@code Gossip.control}).
+ * a refused member's query, is checked where a member is refused, in
+ * {@link MisconfiguredMergeTest}.
  */
 class ControlMessagesTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
-  private static final short OOB_NO_FC = (short) (Message.Flag.OOB.value() | Message.Flag.NO_FC.value());
+  static final short OOB_NO_FC = (short) (Message.Flag.OOB.value() | Message.Flag.NO_FC.value());
 
   @Test
   void checksumsAndTheRingBeforeAView_goOutOfBand_pastFlowControl() {
@@ -66,7 +67,7 @@ class ControlMessagesTest {
   }
 
   /** The node's messages of one type that went down past the tap. */
-  private static List<WireTap.Seen> sent(WireTap tap, byte type) {
+  static List<WireTap.Seen> sent(WireTap tap, byte type) {
     return tap.sentDown.stream().filter(s -> s.payload().length > 0 && s.payload()[0] == type).toList();
   }
 }

@@ -66,9 +66,17 @@ class MisconfiguredMergeTest {
       // Counted as found, before any listener hears of it.
       f.good.forEach(n -> assertEquals(0, n.stats().divergences(), n.localMember().id()));
       assertEquals(List.of(), f.divergences);
-      // It asks, each round, whether their view lists it: it does, so no one says otherwise.
-      await().atMost(WAIT).until(() -> f.good.stream().mapToLong(Ringmaster::listedQueriesReceived).sum() >= 3);
+      // It asks, each round, whether their view lists it: it does, so no one says otherwise. Its
+      // queries, like the node's other messages, go out of band and past flow control.
+      WireTap tap = new WireTap(probe -> false);
+      f.bad.channel().getProtocolStack().insertProtocolAtTop(tap);
+      await().atMost(WAIT).until(() -> f.good.stream().mapToLong(Ringmaster::listedQueriesReceived).sum() >= 3
+          && !ControlMessagesTest.sent(tap, Gossip.TYPE_LISTED_QUERY).isEmpty());
       assertEquals(0, f.good.stream().mapToLong(Ringmaster::notListedSent).sum());
+      for (WireTap.Seen seen : ControlMessagesTest.sent(tap, Gossip.TYPE_LISTED_QUERY)) {
+        assertEquals(ControlMessagesTest.OOB_NO_FC, (short) (seen.flags() & ControlMessagesTest.OOB_NO_FC),
+            "flags " + seen.flags());
+      }
     }
   }
 
