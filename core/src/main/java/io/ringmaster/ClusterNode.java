@@ -754,10 +754,11 @@ final class ClusterNode {
 
   /**
    * Queues, on the view thread (after every view already queued), the change from the current
-   * ring to the ring without this member, and stops ownership callbacks after it.
+   * ring to the ring without this member, and stops ownership callbacks after it. The future gives
+   * the {@link System#nanoTime()} at which the change was queued.
    */
-  CompletableFuture<Void> queueLeaving() {
-    CompletableFuture<Void> queued = new CompletableFuture<>();
+  CompletableFuture<Long> queueLeaving() {
+    CompletableFuture<Long> queued = new CompletableFuture<>();
     viewThread.execute(() -> {
       try {
         announceLeaving(queued);
@@ -772,9 +773,14 @@ final class ClusterNode {
   /**
    * On the view thread: queues, for every ownership listener, the change from the current ring to
    * the ring without this member, and stops ownership callbacks after it.
+   *
+   * @return the {@link System#nanoTime()} at which the change was queued, before the launches, which
+   *         run the callbacks of idle listeners on same-thread executors on this thread
    */
-  void announceLeaving() {
-    announceLeaving(new CompletableFuture<>());
+  long announceLeaving() {
+    CompletableFuture<Long> queued = new CompletableFuture<>();
+    announceLeaving(queued);
+    return queued.join();
   }
 
   /**
@@ -782,11 +788,11 @@ final class ClusterNode {
    * launches, where a listener on a same-thread executor runs its callback, which close() then
    * waits for as it does for any other (up to leaveTimeout).
    */
-  private void announceLeaving(CompletableFuture<Void> queued) {
+  private void announceLeaving(CompletableFuture<Long> queued) {
     List<SerialDelivery<?>> idle = new ArrayList<>();
     try {
       queueLeavingChange(idle);
-      queued.complete(null);
+      queued.complete(System.nanoTime());
     } catch (RuntimeException | Error e) {
       queued.completeExceptionally(e);
       throw e;
@@ -803,10 +809,12 @@ final class ClusterNode {
    * listener's ownership, since the node has left. Then every launch still pending is made from
    * here, not only those of the listeners this change found idle: the held view thread has yet to
    * make those of the listeners after the one holding it, whose callbacks of that view wait for it.
-   * Deliveries on the node's pool are launched from this thread; the others are handed to the pool
-   * to launch, so that the callback of a listener on a same-thread executor runs on a pool thread,
-   * never on the thread that closes the node. The listener holding the view thread gets the change
-   * there, once its callback returns.
+   * Deliveries on the node's pool are launched from this thread; the others are handed to one task
+   * of the pool that launches them one after another, in the view thread's order, so that the
+   * callbacks of listeners on same-thread executors run on a pool thread, one listener after
+   * another as on the view thread, never on the thread that closes the node (unless the pool
+   * cannot run the task: then here, rather than never). The listener holding the view thread gets
+   * the change there, once its callback returns.
    *
    * @return whether this queued the change: false if the view thread did meanwhile (or the node
    *         was not in the ring, or closed)
@@ -817,18 +825,26 @@ final class ClusterNode {
     } finally {
       List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
       all.addAll(membershipListeners);
-      for (SerialDelivery<?> d : all) {
-        if (!d.launchPending()) {
-          continue; // idle, running, or its launch made: nothing to hand over
-        }
-        if (listenerPool == null || d.executor() == listenerPool) {
-          d.launch();
-        } else {
-          try {
-            listenerPool.execute(d::launch);
-          } catch (RuntimeException | Error noThread) {
-            d.launch(); // no pool thread to be had: here rather than never (launch() does not throw)
+      List<SerialDelivery<?>> elsewhere = new ArrayList<>();
+      for (boolean onPool : new boolean[] {true, false}) { // as launchAll orders them
+        for (SerialDelivery<?> d : all) {
+          if (!d.launchPending()) {
+            continue; // idle, running, or its launch made: nothing to hand over
           }
+          if (listenerPool == null || d.executor() == listenerPool) {
+            if (onPool) {
+              d.launch();
+            }
+          } else if (!onPool) {
+            elsewhere.add(d);
+          }
+        }
+      }
+      if (!elsewhere.isEmpty()) {
+        try {
+          listenerPool.execute(() -> elsewhere.forEach(SerialDelivery::launch));
+        } catch (RuntimeException | Error noThread) {
+          elsewhere.forEach(SerialDelivery::launch); // launch() does not throw
         }
       }
     }
@@ -845,8 +861,10 @@ final class ClusterNode {
   private boolean queueLeavingChange(List<SerialDelivery<?>> idle) {
     synchronized (publishLock) {
       boolean queued = false;
+      boolean leftBefore = left;
+      left = true; // first: a throw below must not let a second LEAVING change, or a view's, follow
       Snapshot s = state;
-      if (s.localInRing() && !left && !closed) { // closed: close() gave up waiting and stopped
+      if (s.localInRing() && !leftBefore && !closed) { // closed: close() gave up waiting and stopped
         HashRing without = s.ring().without(local.id());
         RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
         if (!diff.isEmpty()) {
@@ -855,7 +873,6 @@ final class ClusterNode {
           queued = true;
         }
       }
-      left = true;
       return queued;
     }
   }

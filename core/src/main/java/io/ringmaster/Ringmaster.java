@@ -448,12 +448,13 @@ public final class Ringmaster implements AutoCloseable {
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds,
       // unless a listener on a same-thread executor runs on it: then it may be this very thread,
       // which queues the change itself (views queued behind it are dropped: the node is leaving).
+      long queuedAt; // when the change was queued: the listeners' leaveTimeout counts from then
       if (caller == Pool.VIEW) {
-        node.announceLeaving();
+        queuedAt = node.announceLeaving(); // before this thread runs same-thread listeners' callbacks
       } else {
         long queueTimeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
         try {
-          awaitThroughInterrupts(node.queueLeaving(), queueTimeout);
+          queuedAt = awaitThroughInterrupts(node.queueLeaving(), queueTimeout);
         } catch (TimeoutException held) {
           // A listener on a same-thread executor holds the view thread (a long hand-off in its
           // callback, say). Waiting longer could take forever, and shutting down without the
@@ -464,14 +465,14 @@ public final class Ringmaster implements AutoCloseable {
           } catch (RuntimeException | Error e) { // as the view thread's failure to queue it: in building the ring
             throw new ExecutionException(e);
           }
-          if (queuedHere) {
-            LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a listener on a same-thread"
-                + " executor?); the LEAVING change was queued by close() instead", config.nodeId(), queueTimeout);
-          }
+          queuedAt = System.nanoTime();
+          LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a listener on a same-thread"
+              + " executor?); " + (queuedHere ? "the LEAVING change was queued by close() instead, and " : "")
+              + "the callbacks the view thread had yet to start were handed to the node''s pool", config.nodeId(),
+              queueTimeout);
         }
       }
-      // The listeners' whole time, from when their change was queued.
-      long deadline = System.nanoTime() + config.leaveTimeout().toNanos();
+      long deadline = queuedAt + config.leaveTimeout().toNanos();
       listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
@@ -498,16 +499,17 @@ public final class Ringmaster implements AutoCloseable {
    * and the listeners would never see the node leave. After an interrupt it waits at most
    * {@link #QUEUE_LEAVING_TIMEOUT} more (the view thread may be held by a same-thread listener).
    * The interrupt is kept for the caller, and cuts short the wait for the listeners that comes next.
+   *
+   * @return the {@link System#nanoTime()} at which the change was queued
    */
-  private static void awaitThroughInterrupts(Future<?> queued, long timeoutMillis)
+  private static long awaitThroughInterrupts(Future<Long> queued, long timeoutMillis)
       throws ExecutionException, TimeoutException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
     boolean interrupted = false;
     try {
       while (true) {
         try {
-          queued.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-          return;
+          return queued.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
           interrupted = true; // the flag is clear now: wait again, not for long
           long bound = System.nanoTime() + QUEUE_LEAVING_TIMEOUT.toNanos();

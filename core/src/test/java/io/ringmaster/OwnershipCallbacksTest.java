@@ -422,12 +422,14 @@ class OwnershipCallbacksTest {
    * A listener on a same-thread executor holds the view thread in a long callback (a hand-off on a
    * view change) when close() is called. close() waits for the view thread to queue the LEAVING
    * change only for the longer of leaveTimeout and 5 s, then queues it itself, with a warning, from
-   * the ring the listeners last heard of, and every listener hears the node leave, within
-   * leaveTimeout of that and on a thread that is not interrupted: the listeners after the held one,
-   * whose callbacks of the joiner's view the view thread has yet to start (a same-thread one, on a
-   * pool thread; one on an executor of the application's), and listeners added while it is held (one
-   * on the node's pool, a same-thread one on a pool thread, never on the closing one). The listener
-   * holding the view thread gets it there once its callback returns (interrupted by the shutdown).
+   * the ring the listeners last heard of, and every listener hears the node leave, on a thread that
+   * is not interrupted (as the view thread is once close() stops it): the listeners after the held
+   * one, whose callbacks of the joiner's view the view thread has yet to start (a same-thread one,
+   * on a pool thread; one on an executor of the application's), and listeners added while it is
+   * held (one on the node's pool, a same-thread one). The two same-thread listeners run one after
+   * the other on one pool thread, as they would have on the view thread, never on the closing one.
+   * The listener holding the view thread gets the change there once its callback returns
+   * (interrupted by the shutdown).
    * Before, close() gave up with "could not announce the leave" and no listener ever heard the node
    * leave: their folds kept what it had given up.
    */
@@ -450,8 +452,8 @@ class OwnershipCallbacksTest {
         return change -> {
           r.onOwnershipChange(change);
           if (change.reason() == OwnershipChange.Reason.LEAVING) {
-            leavingOn.put(name, Thread.currentThread());
             leavingInterrupted.put(name, Thread.currentThread().isInterrupted());
+            leavingOn.put(name, Thread.currentThread()); // last: the test waits for it
           }
         };
       };
@@ -477,10 +479,10 @@ class OwnershipCallbacksTest {
       leaver.addOwnershipListener(recording.apply("added, same thread"), Runnable::run);
       try {
         leaver.close();
-        // Every listener but the held one heard the node leave before close() returned.
         for (Map.Entry<String, OwnershipRecorder> e : recorders.entrySet()) {
           String name = e.getKey();
-          assertTrue(heardLeave(e.getValue()), name + " heard the node leave: " + e.getValue().changes());
+          await(name + " heard the node leave").atMost(WAIT).until(() -> leavingOn.containsKey(name));
+          assertTrue(heardLeave(e.getValue()), name + ": " + e.getValue().changes());
           List<OwnershipChange> heard = e.getValue().changes();
           assertEquals(List.of("joiner", "keeper"), heard.get(heard.size() - 1).ring().members().stream()
               .map(Member::id).sorted().toList(), name + ": from the ring the listeners last heard of, the joiner's");
@@ -492,6 +494,8 @@ class OwnershipCallbacksTest {
           assertTrue(leavingOn.get(sameThread).getName().startsWith("ringmaster-listener-leaver"),
               sameThread + ": on the node's pool, not the closing thread: " + leavingOn.get(sameThread).getName());
         }
+        assertEquals(leavingOn.get("behind, same thread"), leavingOn.get("added, same thread"),
+            "the same-thread listeners one after another on one pool thread, as on the view thread");
         assertEquals("application-thread", leavingOn.get("behind, application's").getName());
       } finally {
         release.countDown();
@@ -501,7 +505,8 @@ class OwnershipCallbacksTest {
       assertTrue(holder.ownsNothing());
       assertEquals(List.of(), holder.violations());
       List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
-      assertTrue(warnings.stream().anyMatch(m -> m.contains("the LEAVING change was queued by close() instead")),
+      assertTrue(warnings.stream().anyMatch(m -> m.contains("the LEAVING change was queued by close() instead, and the"
+          + " callbacks the view thread had yet to start were handed to the node''s pool")),
           warnings::toString);
       assertTrue(warnings.stream().noneMatch(m -> m.contains("could not announce the leave")), warnings::toString);
       TestCluster.awaitAgreement(List.of(keeper, joiner), 2, WAIT);
