@@ -284,6 +284,15 @@ final class Stacks {
       }
     }
     config.bindPort().ifPresent(transport::setBindPort);
+    InetAddress bound = transport.getBindAddress();
+    if (stack.findProtocol(SharedSecretEncrypt.class) != null && bound != null && bound.isLoopbackAddress()) {
+      // A stack meant for hosts others reach, left at its defaults: members on other hosts would
+      // each start a cluster of their own, and nothing else would say why.
+      LOG.log(Level.WARNING, "{0}: stack {1} is bound to {2}, so only members on this host can join; for a"
+          + " cluster across hosts set bindAddress and initialHosts (or ringmaster.bind_addr and"
+          + " ringmaster.initial_hosts, as system properties or as the environment variables RINGMASTER_BIND_ADDR"
+          + " and RINGMASTER_INITIAL_HOSTS)", config.nodeId(), config.jgroupsConfig(), bound.getHostAddress());
+    }
     if (config.initialHosts().isPresent() && stack.findProtocol(TCPPING.class) == null) {
       // The builder checks this first; a stack whose protocols resolve differently at start comes here.
       throw new IllegalArgumentException("initialHosts is set (\"" + config.initialHosts().get()

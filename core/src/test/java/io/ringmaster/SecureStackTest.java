@@ -50,6 +50,28 @@ class SecureStackTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
   private static final String STACK = "ringmaster/jgroups/secure-tcp.xml";
 
+  /**
+   * The secure stack left bound to 127.0.0.1 (its default, for trying it on one host) says, at
+   * start, that members on other hosts cannot join, naming the settings that open it: each would
+   * otherwise start a cluster of its own, with nothing saying why. A stack without the encryption
+   * (the in-JVM one) says nothing of the kind.
+   */
+  @Test
+  void aSecureStackBoundToLoopback_warnsThatOnlyThisHostCanJoin() {
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
+         TestCluster cluster = new TestCluster("secure-loopback")) {
+      cluster.start(cluster.builder("alone").jgroupsConfig(STACK).bindPort(7954).initialHosts("127.0.0.1[7954]")
+          .secret("s3cret-loopback"));
+      cluster.start("in-jvm");
+      List<String> warnings = log.records().stream()
+          .map(r -> java.text.MessageFormat.format(r.getMessage(), r.getParameters())).toList();
+      List<String> loopback = warnings.stream().filter(m -> m.contains("only members on this host can join")).toList();
+      assertEquals(1, loopback.size(), warnings::toString);
+      assertTrue(loopback.get(0).startsWith("alone: stack " + STACK + " is bound to 127.0.0.1"), loopback.get(0));
+      assertTrue(loopback.get(0).contains("set bindAddress and initialHosts"), loopback.get(0));
+    }
+  }
+
   @Test
   void messagesLeaveSealedWhole_andPlainForgedChangedOrReplayedOnesGoNoFurther() throws Exception {
     String idA = "alpha-7Qz2";
