@@ -366,9 +366,10 @@ public final class Ringmaster implements AutoCloseable {
    * for longer than {@code leaveTimeout} and 5 s, by close() itself, with a warning, and then the
    * callbacks the view thread would have started run on the node's pool, but for the held
    * listener's, which runs on the view thread once its callback returns), waits up to
-   * {@code leaveTimeout} from then for them to finish (to hand data off), then leaves the cluster (bounded by the stack's own leave timeout) and stops the node's threads (up to a
-   * second for each of its four pools: views, gossip, rejoins, listeners; a listener on the node's
-   * pool still busy then is interrupted). Callbacks already queued are never dropped: that
+   * {@code leaveTimeout} from then for them to finish (to hand data off), then leaves the cluster
+   * (bounded by the stack's own leave timeout) and stops the node's threads (up to a second for
+   * each of its four pools: views, gossip, rejoins, listeners; a listener on the node's pool still
+   * busy then is interrupted). Callbacks already queued are never dropped: that
    * interrupted thread goes on to run what is still queued for its listener, the LEAVING change
    * included, after close() returns and with the channel closed; and listeners on executors of yours
    * run theirs whenever those executors do (close() does not shut down an executor it was given).

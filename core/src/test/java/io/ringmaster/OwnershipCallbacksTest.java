@@ -78,7 +78,8 @@ class OwnershipCallbacksTest {
         seen.put(id, new CopyOnWriteArrayList<>());
         // A thread each: all three block until the requests are let through.
         joining.add(CompletableFuture.supplyAsync(() -> cluster.start(cluster.builder(id).replicas(2)
-            .jgroupsConfig(stack), n -> n.addOwnershipListener(seen.get(id)::add)), r -> new Thread(r, "start-" + id).start()));
+            .jgroupsConfig(stack), n -> n.addOwnershipListener(seen.get(id)::add)),
+            r -> new Thread(r, "start-" + id).start()));
       }
       // Each joiner sends its request again every join_timeout (1 s in in-jvm.xml); the queue
       // keeps one of each. Once all three are queued, the next
