@@ -364,8 +364,9 @@ public final class Ringmaster implements AutoCloseable {
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included: by the view thread, or, if a listener on a same-thread executor holds that thread
    * for longer than {@code leaveTimeout} and 5 s, by close() itself, with a warning, and then the
-   * callbacks the view thread would have started run on the node's pool, but for the held
-   * listener's, which runs on the view thread once its callback returns), waits up to
+   * callbacks the view thread would have started are handed over from the node's pool, so that a
+   * same-thread listener's run on a pool thread, but for the held listener's, which runs on the
+   * view thread once its callback returns), waits up to
    * {@code leaveTimeout} from then for them to finish (to hand data off), then leaves the cluster
    * (bounded by the stack's own leave timeout) and stops the node's threads (up to a second for
    * each of its four pools: views, gossip, rejoins, listeners; a listener on the node's pool still

@@ -14,8 +14,9 @@
  * {@link io.ringmaster.SharedSecretAuthToken} are public so that a JGroups stack file can name
  * them; applications do not call them.
  *
- * <p>Null arguments: a builder setter given null throws {@link java.lang.IllegalArgumentException}
- * naming the setting, as for any other bad value; a null key, listener, executor, condition or
- * timeout throws {@link java.lang.NullPointerException}.
+ * <p>Null arguments: a builder setter of a value given null throws
+ * {@link java.lang.IllegalArgumentException} naming the setting, as for any other bad value; a
+ * null config file, key, listener, executor, condition or timeout throws
+ * {@link java.lang.NullPointerException}.
  */
 package io.ringmaster;

@@ -65,10 +65,13 @@ class SecureStackTest {
       cluster.start("in-jvm");
       List<String> warnings = log.records().stream()
           .map(r -> java.text.MessageFormat.format(r.getMessage(), r.getParameters())).toList();
+      // Once for each stack the start built (a lost race for a port builds another), all for "alone".
       List<String> loopback = warnings.stream().filter(m -> m.contains("only members on this host can join")).toList();
-      assertEquals(1, loopback.size(), warnings::toString);
-      assertTrue(loopback.get(0).startsWith("alone: stack " + STACK + " is bound to 127.0.0.1"), loopback.get(0));
-      assertTrue(loopback.get(0).contains("set bindAddress and initialHosts"), loopback.get(0));
+      assertFalse(loopback.isEmpty(), warnings::toString);
+      for (String warning : loopback) {
+        assertTrue(warning.startsWith("alone: stack " + STACK + " is bound to 127.0.0.1"), warning);
+        assertTrue(warning.contains("set bindAddress and initialHosts"), warning);
+      }
     }
   }
 

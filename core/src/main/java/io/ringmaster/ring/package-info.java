@@ -8,9 +8,10 @@
  * positions. {@code docs/ring-spec.md} specifies hash, tokens, order, owners and checksum to the
  * bit, with golden vectors.
  *
- * <p>Null arguments: a null member, or a member id given to {@code without}, throws
- * {@link java.lang.IllegalArgumentException}; a null key throws
- * {@link java.lang.NullPointerException}; the questions about an id ({@code contains},
- * {@code member}, {@code share}) answer a null id as an id no member has.
+ * <p>Null arguments: a null member given to {@code with}, {@code withMembers} or the builder's
+ * {@code add}, or a null id given to {@code without}, throws
+ * {@link java.lang.IllegalArgumentException}; a null key, ring or member id elsewhere throws
+ * {@link java.lang.NullPointerException}, but for {@code contains}, {@code member} and
+ * {@code share}, which answer a null id as an id no member has.
  */
 package io.ringmaster.ring;
