@@ -825,19 +825,15 @@ final class ClusterNode {
     } finally {
       List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
       all.addAll(membershipListeners);
-      List<SerialDelivery<?>> elsewhere = new ArrayList<>();
-      for (boolean onPool : new boolean[] {true, false}) { // as launchAll orders them
-        for (SerialDelivery<?> d : all) {
-          if (!d.launchPending()) {
-            continue; // idle, running, or its launch made: nothing to hand over
-          }
-          if (listenerPool == null || d.executor() == listenerPool) {
-            if (onPool) {
-              d.launch();
-            }
-          } else if (!onPool) {
-            elsewhere.add(d);
-          }
+      List<SerialDelivery<?>> elsewhere = new ArrayList<>(); // launched after the pool's, as by launchAll
+      for (SerialDelivery<?> d : all) {
+        if (!d.launchPending()) {
+          continue; // idle, running, or its launch made: nothing to hand over
+        }
+        if (listenerPool == null || d.executor() == listenerPool) {
+          d.launch();
+        } else {
+          elsewhere.add(d);
         }
       }
       if (!elsewhere.isEmpty()) {
