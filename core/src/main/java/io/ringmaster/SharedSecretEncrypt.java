@@ -419,25 +419,45 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. A
    * bare join request goes out twice, with one sequence number: sealed, which a coordinator with
    * the same secret takes (it drops the clear copy), and in clear, for one with another secret,
-   * whose {@code AUTH} can then refuse it and say why.
+   * whose {@code AUTH} can then refuse it and say why. What goes in clear goes without UNICAST3's
+   * header ({@link #inClear}).
    */
   @Override
   public Object down(Message msg) {
     if (isRejection(msg)) {
-      return down_prot.down(msg);
+      return down_prot.down(inClear(msg));
     }
     if (isBareJoin(msg)) {
-      Object result = super.down(msg); // sealed first: the transport may add its header to the one it sends
-      down_prot.down(msg);
+      Object result = super.down(msg);
+      down_prot.down(inClear(msg));
       return result;
     }
     return super.down(msg);
   }
 
   /**
+   * A copy of a message to send in clear, without UNICAST3's header. UNICAST3 sits above the
+   * encryption and below AUTH, so it would act on that header (take a connection's first number,
+   * close a connection, purge acknowledged messages, or keep an unknown sender's message with no
+   * bound) before AUTH refused anything; a receiver therefore takes no clear message that carries
+   * one ({@link #onlyJoinHeaders}). Neither kind needs it: a refused joiner never reads the
+   * acknowledgements, which go sealed, and its join request and the refusal are sent again until
+   * answered (each retransmission is another clear copy, refused again).
+   */
+  private static Message inClear(Message msg) {
+    Message plain = msg.copy(true, false);
+    msg.getHeaders().forEach((id, header) -> {
+      if (id != UNICAST3_ID) {
+        plain.putHeader(id, header);
+      }
+    });
+    return plain;
+  }
+
+  /**
    * The two kinds of messages taken in clear, each only where it belongs, and carrying nothing but
-   * the headers it is sent with (GMS, AUTH, UNICAST3, the transport's), so that no other
-   * protocol's header rides in on it: a bare join request from a member not in this node's view,
+   * the headers it is sent with (GMS, AUTH, the transport's), so that no other protocol's header
+   * rides in on it (UNICAST3's included: see {@link #inClear}): a bare join request from a member not in this node's view,
    * asking to join as its sender (to be refused: {@link #admittedBySealedCopy} drops one whose
    * proof checks), and, while this node has no view yet (it is joining), a rejection.
    */
@@ -477,11 +497,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     return left;
   }
 
-  /** Whether the message carries no headers but those a join request is sent with, and the transport's. */
+  /** Whether the message carries no headers but those a clear join request is sent with, and the transport's. */
   private boolean onlyJoinHeaders(Message msg) {
     short transport = getTransport().getId();
     for (short id : msg.getHeaders().keySet()) {
-      if (id != GMS_ID && id != AUTH_ID && id != UNICAST3_ID && id != transport) {
+      if (id != GMS_ID && id != AUTH_ID && id != transport) {
         return false;
       }
     }

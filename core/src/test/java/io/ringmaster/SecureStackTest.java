@@ -27,6 +27,7 @@ import org.jgroups.protocols.AuthHeader;
 import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.protocols.FRAG2;
 import org.jgroups.protocols.UNICAST3;
+import org.jgroups.protocols.UnicastHeader3;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
 import org.jgroups.protocols.pbcast.NAKACK2;
@@ -34,7 +35,6 @@ import org.jgroups.protocols.pbcast.NakAckHeader2;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.AsciiString;
 import org.jgroups.util.MessageBatch;
-import org.jgroups.util.Util;
 import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 
@@ -189,7 +189,8 @@ class SecureStackTest {
 
       // Join requests are taken in clear only from a non-member, asking to join as its sender, with
       // no other protocol's header, and only to be refused; a rejection only while this node has no
-      // view. One of each that breaks a rule; one whose proof checks (sent again by someone who saw
+      // view. One of each that breaks a rule (a stranger's with NAKACK2's header, and one with
+      // UNICAST3's, which UNICAST3 would keep with no bound before AUTH saw it); one whose proof checks (sent again by someone who saw
       // it: in clear, it would admit whatever member its header names), which is left to its sealed
       // copy; and one good join request (from a stranger, whom AUTH then refuses).
       Address b0 = b.channel().getAddress();
@@ -200,7 +201,10 @@ class SecureStackTest {
           new EmptyMessage(toA).setSrc(stranger).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0)),
           new EmptyMessage(toA).setSrc(stranger).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
               .putHeader(ClassConfigurator.getProtocolId(NAKACK2.class), NakAckHeader2.createMessageHeader(1)),
-          new BytesMessage(toA, Util.streamableToByteBuffer(new JoinRsp("refused")))
+          new EmptyMessage(toA).setSrc(stranger).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
+              .putHeader(ClassConfigurator.getProtocolId(UNICAST3.class), UnicastHeader3.createDataHeader(1, (short) 0,
+                  false)),
+          new BytesMessage(toA).setArray(GMS.marshal(new JoinRsp("refused"))) // a rejection, as AUTH sends one
               .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP)));
       forged.forEach(bBelow::sendDown);
       SharedSecretAuthToken noProof = new SharedSecretAuthToken();
@@ -212,8 +216,8 @@ class SecureStackTest {
       bBelow.sendDown(new EmptyMessage(toA).setSrc(stranger)
           .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
           .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
-      await("all six, through a's encryption").atMost(WAIT).until(() -> aBelow.passedUp.stream()
-          .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP")).count() == 6);
+      await("all seven, through a's encryption").atMost(WAIT).until(() -> aBelow.passedUp.stream()
+          .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP")).count() == 7);
       assertEquals(List.of("JOIN_REQ from " + stranger), aAbove.passedUp.stream()
           .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP"))
           .map(m -> (m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP") + " from "
@@ -225,6 +229,24 @@ class SecureStackTest {
           .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
       await("b's join request, past a's encryption").atMost(WAIT).until(() -> aAbove.passedUp.stream()
           .anyMatch(m -> m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
+
+      // What b sends in clear (a join request, a refusal) leaves without UNICAST3's header, which no
+      // receiver takes in clear; the sealed copy keeps it. Sent to an address no one has, so that
+      // no receiver's UNICAST3 acts on them.
+      short unicast = ClassConfigurator.getProtocolId(UNICAST3.class);
+      Address nobody = org.jgroups.util.UUID.randomUUID();
+      int sentBefore = bBelow.sentBy(test).size();
+      bAbove.sendDown(new EmptyMessage(nobody).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
+          .putHeader(unicast, UnicastHeader3.createDataHeader(1, (short) 0, true)));
+      bAbove.sendDown(new BytesMessage(nobody).setArray(GMS.marshal(new JoinRsp("refused"))) // as AUTH sends it
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP))
+          .putHeader(unicast, UnicastHeader3.createDataHeader(2, (short) 0, false)));
+      List<WireTap.Seen> toNobody = bBelow.sentBy(test).subList(sentBefore, bBelow.sentBy(test).size());
+      assertEquals(List.of("sealed", "JOIN_REQ", "JOIN_RSP"), toNobody.stream()
+          .map(m -> m.sealed() != null ? "sealed" : m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP").toList(),
+          () -> toNobody.stream().map(m -> m.headers() + " " + m.payload().length).toList().toString());
+      assertTrue(toNobody.stream().filter(m -> m.sealed() == null).noneMatch(m -> m.headers().contains("UNICAST3")),
+          "UNICAST3's header in clear: " + toNobody);
 
       // A sealed message in a batch whose envelope (sent in clear) names another sender goes up on
       // its own, under the sender that was sealed; in its own sender's batch, it stays in the batch.
