@@ -14,15 +14,15 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -72,12 +72,18 @@ final class ClusterNode {
   /** At most this many announced rings are kept for views not installed yet. */
   private static final int MAX_RINGS_BEFORE = 16;
 
+  /** At most this many answers are kept for one view: the {@value #RING_BEFORE_SENDERS} senders', and some to spare. */
+  private static final int MAX_ANSWERS_PER_VIEW = 8;
+
+  /** An old member's account of the ring before a view: its members, and who sent it. */
+  private record RingBefore(Address source, List<Member> members) { }
+
   private final NodeMetadata local;
   /** The node's own listener pool, or null: see {@link #launchAll}. */
   private final Executor listenerPool;
   private final ExecutorService viewThread;
   private final Duration ringBeforeTimeout;
-  private final Map<ViewKey, CompletableFuture<List<Member>>> ringsBefore = new ConcurrentHashMap<>();
+  private final Map<ViewKey, BlockingQueue<RingBefore>> ringsBefore = new ConcurrentHashMap<>();
   private volatile RingBeforeSender ringBeforeSender = (viewId, creator, before, newcomers) -> { };
   private final List<SerialDelivery<OwnershipChange>> ownershipListeners = new CopyOnWriteArrayList<>();
   private final List<SerialDelivery<MembershipChange>> membershipListeners = new CopyOnWriteArrayList<>();
@@ -157,18 +163,21 @@ final class ClusterNode {
 
   /**
    * Called on a JGroups thread with an old member's account of the ring before a view, for this
-   * node's first view: hands it to the view thread, which may be waiting for it or not there yet.
+   * node's first view: hands it to the view thread, which may be waiting for it or not there yet,
+   * and which takes it only if {@code source} is a member of that view (it may arrive before the
+   * view does, so it cannot be checked here).
    */
-  void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before) {
+  void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
     if (viewId <= state.viewId()) {
       return; // too late to matter
     }
     ViewKey key = ViewKey.of(viewId, viewCreator);
-    CompletableFuture<List<Member>> awaited = ringsBefore.get(key);
-    if (awaited != null) {
-      awaited.complete(before); // the view thread may be waiting for this one: never dropped
-    } else if (ringsBefore.size() < MAX_RINGS_BEFORE) { // not asked for yet: kept, within bounds
-      ringsBefore.computeIfAbsent(key, k -> new CompletableFuture<>()).complete(before);
+    BlockingQueue<RingBefore> answers = ringsBefore.get(key);
+    if (answers == null && ringsBefore.size() < MAX_RINGS_BEFORE) { // not asked for yet: kept, within bounds
+      answers = ringsBefore.computeIfAbsent(key, k -> new ArrayBlockingQueue<>(MAX_ANSWERS_PER_VIEW));
+    }
+    if (answers != null) {
+      answers.offer(new RingBefore(source, before)); // dropped once the view has enough of them
     }
   }
 
@@ -470,29 +479,40 @@ final class ClusterNode {
    * The ring before the view that brought this node into the cluster. Only the old members know
    * it: in the view, a member that joined with this node looks like any other. So this waits for
    * one of them to say which members it had ({@link #tellNewcomers}); the wait ends as soon as the
-   * first answer is here, usually within milliseconds. Without an answer (the senders crashed, or
-   * none is a Ringmaster node), the ring of this view without this node stands in: then the
-   * sources of a range may name a member that joined with it and holds none of the data.
+   * first answer from another member of the view that makes a ring is here, usually within
+   * milliseconds (an answer from an address outside the view is not taken: a buggy or foreign
+   * sender's list, as large as a message can make it, would otherwise be built into a ring).
+   * Without one (the senders crashed, or none is a Ringmaster node), the ring of this view without
+   * this node stands in: then the sources of a range may name a member that joined with it and
+   * holds none of the data.
    */
   private HashRing ringBeforeJoining(View view, HashRing ring, int admitted) {
     if (admitted <= 1 || view instanceof MergeView) {
       return ring.without(local.id()); // alone: nothing before; a merge: no old member to ask
     }
     ViewKey key = ViewKey.of(view.getViewId().getId(), view.getViewId().getCreator());
-    CompletableFuture<List<Member>> told = ringsBefore.computeIfAbsent(key, k -> new CompletableFuture<>());
+    BlockingQueue<RingBefore> answers =
+        ringsBefore.computeIfAbsent(key, k -> new ArrayBlockingQueue<>(MAX_ANSWERS_PER_VIEW));
+    long deadline = System.nanoTime() + ringBeforeTimeout.toNanos();
     try {
-      return ring.withMembers(told.get(ringBeforeTimeout.toMillis(), TimeUnit.MILLISECONDS)).without(local.id());
-    } catch (TimeoutException e) {
+      for (RingBefore told; (told = answers.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) != null; ) {
+        if (!view.containsMember(told.source()) || told.source().equals(localAddress)) {
+          LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2}, not another"
+              + " member of that view", local.id(), view.getViewId(), told.source());
+          continue;
+        }
+        try {
+          return ring.withMembers(told.members()).without(local.id());
+        } catch (IllegalArgumentException e) {
+          // The answer names members no ring can hold (two with one id, say): a sender's bug, or
+          // not a Ringmaster message. Another sender's may do; if none, the stand-in below.
+          LOG.log(Level.WARNING, local.id() + ": the members the ring had before view " + view.getViewId()
+              + ", as " + told.source() + " told them, make no ring", e);
+        }
+      }
       LOG.log(Level.WARNING, "{0}: no member said within {1} ms which members the ring had before view {2};"
           + " the sources of this node''s first ranges may name members that joined with it",
           local.id(), ringBeforeTimeout.toMillis(), view.getViewId());
-      return ring.without(local.id());
-    } catch (ExecutionException | IllegalArgumentException e) {
-      // The answer names members no ring can hold (two with one id, say): a sender's bug, or not
-      // a Ringmaster message. The stand-in below is as good as no answer.
-      LOG.log(Level.WARNING, local.id() + ": the members the ring had before view " + view.getViewId() + ", as a"
-          + " member told them, make no ring; the sources of this node's first ranges may name members that"
-          + " joined with it", e);
       return ring.without(local.id());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the node is closing

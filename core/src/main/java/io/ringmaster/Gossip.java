@@ -1,5 +1,6 @@
 package io.ringmaster;
 
+import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -274,14 +275,14 @@ final class Gossip {
         listedQuery(viewId, creator, msg.getSrc());
       } else {
         int count = in.readInt();
-        if (count < 0 || count > in.available()) {
+        if (count < 0 || count > in.available() || count > HashRing.MAX_MEMBERS) {
           throw new IOException("member count " + count);
         }
         List<Member> before = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
           before.add(new Member(in.readUTF(), in.readDouble(), in.readUTF()));
         }
-        node.ringBeforeArrived(viewId, creator, before);
+        node.ringBeforeArrived(viewId, creator, before, msg.getSrc());
       }
     } catch (IOException | IllegalArgumentException malformed) {
       LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed);

@@ -124,7 +124,7 @@ class DuplicateIdMergeTest {
       super(meta("b"));
       View side = View.create(addressC, 5, addressC, self);
       // What c, the old member of that side, tells this node, new to it: before view 5 it had c alone.
-      node.ringBeforeArrived(5, (org.jgroups.util.UUID) addressC, List.of(c.member()));
+      node.ringBeforeArrived(5, (org.jgroups.util.UUID) addressC, List.of(c.member()), addressC);
       node.onView(side);
       View other = View.create(addressA, 5, addressA, holder);
       node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, self),

@@ -34,7 +34,7 @@ class RingBeforeJoinTest {
     Address c = C.newAddress();
     Address b = B.newAddress();
     try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
-      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member())); // before view 5: a alone
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a); // before view 5: a alone
       node.install(View.create(a, 5, a, c, b)); // c joins with b
       OwnershipChange first = node.ownership.get(0);
       HashRing before = ring(A);
@@ -44,13 +44,30 @@ class RingBeforeJoinTest {
   }
 
   @Test
+  void newcomer_answerFromOutsideTheViewOrFromItself_isIgnored_andAMembersAnswerCounts() throws Exception {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      // Two accounts that would make another ring: from an address outside view 5, and one in b's name.
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member(), D.member()), D.newAddress());
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member(), E.member()), b);
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a);
+      node.install(View.create(a, 5, a, c, b)); // c joins with b
+      OwnershipChange first = node.ownership.get(0);
+      assertEquals(ring(A).checksum(), first.previousRing().checksum());
+      TestCluster.assertGainsFrom(ring(A), 2, first);
+    }
+  }
+
+  @Test
   void newcomer_answerForAnotherView_isIgnored_andTheRingWithoutItStandsInAfterTheWait() throws Exception {
     Address a = A.newAddress();
     Address c = C.newAddress();
     Address b = B.newAddress();
     try (FedNode node = new FedNode(B, b, Duration.ofMillis(300))) {
-      node.node.ringBeforeArrived(5, (UUID) c, List.of(A.member())); // view 5 of another creator
-      node.node.ringBeforeArrived(4, (UUID) a, List.of(A.member())); // an earlier view
+      node.node.ringBeforeArrived(5, (UUID) c, List.of(A.member()), c); // view 5 of another creator
+      node.node.ringBeforeArrived(4, (UUID) a, List.of(A.member()), a); // an earlier view
       long started = System.nanoTime();
       node.install(View.create(a, 5, a, c, b));
       assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(300), "waited for an answer");
@@ -82,7 +99,7 @@ class RingBeforeJoinTest {
         List<String> sent = new CopyOnWriteArrayList<>();
         node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " " + creator
             + " " + members.stream().map(Member::id).toList() + " " + newcomers));
-        node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
+        node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), self.equals(a) ? b : a); // not waited for
         node.install(before);
         node.install(after);
         List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
@@ -106,7 +123,7 @@ class RingBeforeJoinTest {
       List<String> sent = new CopyOnWriteArrayList<>();
       node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " "
           + members.stream().map(Member::id).toList()));
-      node.node.ringBeforeArrived(5, (UUID) c, List.of(C.member(), D.member()));
+      node.node.ringBeforeArrived(5, (UUID) c, List.of(C.member(), D.member()), c);
       node.install(View.create(c, 5, c, d, b)); // b joins
       node.install(View.create(d, 7, d, b, e)); // view 6 (c left: d, b) never reached b; e joins in 7
       assertEquals(List.of(), sent, "b's ring before view 7 still has c");
@@ -134,7 +151,7 @@ class RingBeforeJoinTest {
           }
         }
       }, Runnable::run, this, () -> { }));
-      node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member())); // its own first view: not waited for
+      node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), b); // its own first view: not waited for
       node.install(View.create(a, 7, a, b));
       node.node.onView(View.create(a, 8, a, b, e)); // e waits for the ring before view 8
       try {
@@ -152,7 +169,7 @@ class RingBeforeJoinTest {
     Address b = B.newAddress();
     Address c = C.newAddress();
     try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
-      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()));
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a);
       node.install(View.create(a, 5, a, b));
       int changes = node.ownership.size();
       Address rejoined = B.newAddress(); // what the address generator does when the channel connects again
