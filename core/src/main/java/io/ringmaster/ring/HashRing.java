@@ -320,9 +320,11 @@ public final class HashRing {
   /**
    * Whether {@code member} is among the first {@code n} owners of a ring position (as
    * {@code ownersOfPosition(position, n).contains(member)}), without allocating: the walk's picks
-   * go to a per-thread array for {@code n} up to {@value #WALK_SCRATCH_SIZE}. False for a member
-   * that is not in the ring, or is in it with another weight or zone.
+   * go to a per-thread array when {@code min(n, members holding tokens)} is at most
+   * {@value #WALK_SCRATCH_SIZE}. False for a member that is not in the ring, or is in it with
+   * another weight or zone.
    *
+   * @throws NullPointerException if {@code member} is null
    * @throws IllegalArgumentException if {@code n < 1}
    * @throws IllegalStateException if the ring has no tokens
    */

@@ -22,11 +22,10 @@ import java.util.Objects;
  *
  * <p>The diff is computed by one merge of the two token arrays. Only the segments whose replica
  * walk can reach one of the member's tokens are examined (found by walking back from each of its
- * tokens), so the cost is one pass over the tokens plus a replica walk per token of the member: a
- * few steps each when every zone holds a fair share of the ring, but up to about half the ring's
- * tokens each when {@code replicas > 1}, there are no more zones than replicas, and one holds only
- * a handful of tokens (see
- * {@link HashRing#owners(String, int)}).
+ * tokens), so the cost is one pass over the tokens plus, for each segment examined, a replica
+ * walk in each ring: a few steps each when every zone holds a fair share of the ring, but up to
+ * about half the ring's tokens each when {@code replicas > 1}, there are no more zones than
+ * replicas, and one holds only a handful of tokens (see {@link HashRing#owners(String, int)}).
  *
  * @param memberId    the member the diff is about
  * @param replicas    the replica count the owners were computed for

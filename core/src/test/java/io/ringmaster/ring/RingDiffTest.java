@@ -150,6 +150,68 @@ class RingDiffTest {
     });
   }
 
+  /**
+   * Rings of different {@code virtualNodes} (a cluster moving to another setting) and different
+   * members, weights and zones: every token may move, and the diff is as exact.
+   */
+  @Test
+  void diffs_betweenRingsOfDifferentVirtualNodes_applyToOldOwnershipGivingNewOwnership() {
+    SplittableRandom random = new SplittableRandom(23);
+    for (int round = 0; round < 40; round++) {
+      List<Member> pool = HashRingTest.randomMembers(random, 10, random.nextInt(0, 4), round % 2 == 0);
+      HashRing before = HashRing.builder().virtualNodes(random.nextInt(1, 40)).addAll(someOf(pool, random)).build();
+      HashRing after = HashRing.builder().virtualNodes(random.nextInt(1, 40)).addAll(someOf(pool, random)).build();
+      int n = random.nextInt(1, 4);
+      for (Member m : pool) {
+        RingDiff diff = RingDiff.compute(before, after, m.id(), n);
+        for (long p : probes(before, after, diff, random)) {
+          check(before, after, diff, p);
+        }
+        assertCoalesced(diff);
+      }
+    }
+  }
+
+  /**
+   * {@code ownedRanges(id, n)} holds exactly the positions where the member is among the first n
+   * owners, as ranges that do not touch (across the wrap neither), in ring order.
+   */
+  @Test
+  void ownedRanges_areExactlyWhereTheMemberIsAmongTheFirstNOwners_mergedAndInOrder() {
+    SplittableRandom random = new SplittableRandom(24);
+    for (int round = 0; round < 30; round++) {
+      List<Member> pool = HashRingTest.randomMembers(random, random.nextInt(1, 9), random.nextInt(0, 4), round % 2 == 0);
+      HashRing ring = HashRing.builder().virtualNodes(random.nextInt(1, 30)).addAll(pool).build();
+      for (int n = 1; n <= 3; n++) {
+        for (Member m : pool) {
+          List<KeyRange> ranges = ring.ownedRanges(m.id(), n);
+          List<Long> probes = probes(ring, ring, RingDiff.compute(ring, ring, m.id(), n), random);
+          for (KeyRange r : ranges) {
+            probes.addAll(List.of(r.start(), r.start() + 1, r.end(), r.end() + 1));
+          }
+          for (long p : probes) {
+            boolean owner = !ring.isEmpty() && ring.ownersOfPosition(p, n).contains(m);
+            int n0 = n;
+            assertEquals(owner, ranges.stream().anyMatch(r -> r.contains(p)),
+                () -> m.id() + " at " + p + ", n = " + n0 + ": " + ranges);
+          }
+          for (int k = 0; k < ranges.size(); k++) {
+            KeyRange r = ranges.get(k);
+            KeyRange next = ranges.get((k + 1) % ranges.size());
+            assertTrue(ranges.size() == 1 || r.end() != next.start(), "touching ranges not merged: " + ranges);
+            if (k > 0) {
+              assertTrue(Long.compare(ranges.get(k - 1).end(), r.end()) < 0, "not in ring order: " + ranges);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  private static List<Member> someOf(List<Member> pool, SplittableRandom random) {
+    return pool.stream().filter(m -> random.nextInt(3) > 0).toList();
+  }
+
   private static void randomJoinsAndLeaves(SplittableRandom random, HashRing.TokenFunction tokens) {
     for (int sequence = 0; sequence < 12; sequence++) {
       int n = random.nextInt(1, 4);
