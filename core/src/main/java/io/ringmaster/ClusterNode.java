@@ -72,8 +72,8 @@ final class ClusterNode {
   /** At most this many announced rings are kept for views not installed yet. */
   private static final int MAX_RINGS_BEFORE = 16;
 
-  /** At most this many answers are kept for one view: the {@value #RING_BEFORE_SENDERS} senders', and some to spare. */
-  private static final int MAX_ANSWERS_PER_VIEW = 8;
+  /** At most this many answers are kept for one view: the {@value #RING_BEFORE_SENDERS} senders', and one to spare. */
+  private static final int MAX_ANSWERS_PER_VIEW = RING_BEFORE_SENDERS + 1;
 
   /** An old member's account of the ring before a view: its members, and who sent it. */
   private record RingBefore(Address source, List<Member> members) { }
@@ -510,9 +510,9 @@ final class ClusterNode {
               + ", as " + told.source() + " told them, make no ring", e);
         }
       }
-      LOG.log(Level.WARNING, "{0}: no member said within {1} ms which members the ring had before view {2};"
-          + " the sources of this node''s first ranges may name members that joined with it",
-          local.id(), ringBeforeTimeout.toMillis(), view.getViewId());
+      LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members the ring had"
+          + " before it (in a way that makes a ring); the sources of this node''s first ranges may name members"
+          + " that joined with it", local.id(), ringBeforeTimeout.toMillis(), view.getViewId());
       return ring.without(local.id());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the node is closing

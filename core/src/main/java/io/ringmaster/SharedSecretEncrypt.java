@@ -116,6 +116,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
   /** The stack's AUTH, which checks join proofs; null if it has none. */
   private volatile AUTH auth;
+  /** The stack's UNICAST3, which would keep each refusal to send again; null if it has none. */
+  private volatile UNICAST3 unicast;
 
   @Override
   public void init() throws Exception {
@@ -155,14 +157,19 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     newCipher(); // a provider that lacks either fails the start here, naming itself
     newMac();
     super.init();
-    auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
+    findProtocolsAbove();
   }
 
-  /** Looks for the stack's AUTH again: a protocol may have been added to the stack since {@link #init()}. */
+  /** Looks for the stack's AUTH and UNICAST3 again: a protocol may have been added to the stack since {@link #init()}. */
   @Override
   public void start() throws Exception {
     super.start();
+    findProtocolsAbove();
+  }
+
+  private void findProtocolsAbove() {
     auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
+    unicast = getProtocolStack() == null ? null : getProtocolStack().findProtocol(UNICAST3.class);
   }
 
   /**
@@ -419,13 +426,15 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. A
    * bare join request goes out twice, with one sequence number: sealed, which a coordinator with
    * the same secret takes (it drops the clear copy), and in clear, for one with another secret,
-   * whose {@code AUTH} can then refuse it and say why. What goes in clear goes without UNICAST3's
-   * header ({@link #inClear}).
+   * whose {@code AUTH} can then refuse it and say why. What goes in clear goes with only the
+   * membership and {@code AUTH} headers ({@link #inClear}).
    */
   @Override
   public Object down(Message msg) {
     if (isRejection(msg)) {
-      return down_prot.down(inClear(msg));
+      Object result = down_prot.down(inClear(msg));
+      forgetRefused(msg.getDest());
+      return result;
     }
     if (isBareJoin(msg)) {
       Object result = super.down(msg);
@@ -436,22 +445,37 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   }
 
   /**
-   * A copy of a message to send in clear, without UNICAST3's header. UNICAST3 sits above the
-   * encryption and below AUTH, so it would act on that header (take a connection's first number,
-   * close a connection, purge acknowledged messages, or keep an unknown sender's message with no
-   * bound) before AUTH refused anything; a receiver therefore takes no clear message that carries
-   * one ({@link #onlyJoinHeaders}). Neither kind needs it: a refused joiner never reads the
-   * acknowledgements, which go sealed, and its join request and the refusal are sent again until
-   * answered (each retransmission is another clear copy, refused again).
+   * A copy of a message to send in clear, with only its membership and {@code AUTH} headers (the
+   * transport adds its own), as a receiver takes it ({@link #onlyJoinHeaders}). Not UNICAST3's:
+   * UNICAST3 sits above the encryption and below AUTH, so it would act on that header (take a
+   * connection's first number, close a connection, purge acknowledged messages, or keep an unknown
+   * sender's message with no bound) before AUTH refused anything. Neither kind needs it: a refused
+   * joiner never reads the acknowledgements, which go sealed, and sends its join request again
+   * until it is answered (each time another clear copy, refused again).
    */
   private static Message inClear(Message msg) {
     Message plain = msg.copy(true, false);
-    msg.getHeaders().forEach((id, header) -> {
-      if (id != UNICAST3_ID) {
+    for (short id : new short[] {GMS_ID, AUTH_ID}) {
+      Header header = msg.getHeader(id);
+      if (header != null) {
         plain.putHeader(id, header);
       }
-    });
+    }
     return plain;
+  }
+
+  /**
+   * Drops UNICAST3's connection to a joiner just refused (a non-member): UNICAST3 keeps every
+   * message it sends until it is acknowledged, and a refused joiner cannot acknowledge (it cannot
+   * open what this node seals), so each refusal would be sent again every half second and kept,
+   * as many as join requests come in clear, for as long as they come. Sent once, the refusal is
+   * not sent again; a joiner that misses it asks again after its join timeout.
+   */
+  private void forgetRefused(Address joiner) {
+    UNICAST3 u = unicast;
+    if (u != null && joiner != null && !members.contains(joiner)) {
+      u.removeSendConnection(joiner);
+    }
   }
 
   /**

@@ -99,7 +99,7 @@ class RingBeforeJoinTest {
         List<String> sent = new CopyOnWriteArrayList<>();
         node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " " + creator
             + " " + members.stream().map(Member::id).toList() + " " + newcomers));
-        node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), self.equals(a) ? b : a); // not waited for
+        node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), self.equals(a) ? b : a); // answered at once
         node.install(before);
         node.install(after);
         List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
@@ -151,7 +151,7 @@ class RingBeforeJoinTest {
           }
         }
       }, Runnable::run, this, () -> { }));
-      node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), b); // its own first view: not waited for
+      node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), b); // its first view, answered at once
       node.install(View.create(a, 7, a, b));
       node.node.onView(View.create(a, 8, a, b, e)); // e waits for the ring before view 8
       try {

@@ -222,6 +222,14 @@ class SecureStackTest {
           .filter(m -> m.headers().contains("JOIN_REQ") || m.headers().contains("JOIN_RSP"))
           .map(m -> (m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP") + " from "
               + m.headers().replaceAll(".*mbr=([^,]*),.*", "$1")).toList(), "what got past the encryption in clear");
+      // a's AUTH refuses the stranger, in clear; a's UNICAST3 keeps no connection to it, which would
+      // send the refusal again every half second (the stranger cannot acknowledge it) and keep one
+      // more refusal for each request the stranger sends.
+      await("a's refusal, sent").atMost(WAIT).until(() -> aBelow.sentDown.stream()
+          .anyMatch(m -> m.sealed() == null && m.headers().contains("JOIN_RSP")));
+      UNICAST3 unicastOfA = a.channel().getProtocolStack().findProtocol(UNICAST3.class);
+      await("a's connection to the refused stranger, dropped").atMost(WAIT)
+          .until(() -> !unicastOfA.hasSendConnectionTo(stranger));
 
       // A member's own join request (as when it repeats one the coordinator has already answered by
       // adding it) goes out sealed as well as in clear: the sealed copy gets through.
@@ -230,14 +238,15 @@ class SecureStackTest {
       await("b's join request, past a's encryption").atMost(WAIT).until(() -> aAbove.passedUp.stream()
           .anyMatch(m -> m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
 
-      // What b sends in clear (a join request, a refusal) leaves without UNICAST3's header, which no
-      // receiver takes in clear; the sealed copy keeps it. Sent to an address no one has, so that
-      // no receiver's UNICAST3 acts on them.
+      // What b sends in clear (a join request, a refusal) leaves with only the membership and AUTH
+      // headers, as receivers take it: without UNICAST3's, nor any other protocol's. Sent to an
+      // address no one has, so that no receiver's UNICAST3 acts on them.
       short unicast = ClassConfigurator.getProtocolId(UNICAST3.class);
       Address nobody = org.jgroups.util.UUID.randomUUID();
       int sentBefore = bBelow.sentBy(test).size();
       bAbove.sendDown(new EmptyMessage(nobody).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
-          .putHeader(unicast, UnicastHeader3.createDataHeader(1, (short) 0, true)));
+          .putHeader(unicast, UnicastHeader3.createDataHeader(1, (short) 0, true))
+          .putHeader(ClassConfigurator.getProtocolId(NAKACK2.class), NakAckHeader2.createMessageHeader(1)));
       bAbove.sendDown(new BytesMessage(nobody).setArray(GMS.marshal(new JoinRsp("refused"))) // as AUTH sends it
           .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP))
           .putHeader(unicast, UnicastHeader3.createDataHeader(2, (short) 0, false)));
@@ -245,8 +254,9 @@ class SecureStackTest {
       assertEquals(List.of("sealed", "JOIN_REQ", "JOIN_RSP"), toNobody.stream()
           .map(m -> m.sealed() != null ? "sealed" : m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP").toList(),
           () -> toNobody.stream().map(m -> m.headers() + " " + m.payload().length).toList().toString());
-      assertTrue(toNobody.stream().filter(m -> m.sealed() == null).noneMatch(m -> m.headers().contains("UNICAST3")),
-          "UNICAST3's header in clear: " + toNobody);
+      assertTrue(toNobody.stream().filter(m -> m.sealed() == null)
+          .noneMatch(m -> m.headers().contains("UNICAST3") || m.headers().contains("NAKACK2")),
+          "another protocol's header in clear: " + toNobody);
 
       // A sealed message in a batch whose envelope (sent in clear) names another sender goes up on
       // its own, under the sender that was sealed; in its own sender's batch, it stays in the batch.
