@@ -362,7 +362,7 @@ function describe(e) {
       return `after the merge, re-sent ${x(e.keys)} keys to their owners in ${x(e.millis)} ms`
         + (e.ok === false ? ' <b>incomplete</b>' : '');
     case 'divergence':
-      return `<span class="loss"><b>divergence</b>: ${x(e.peer)} has checksum ${x(e.peerChecksum)}, this peer ${x(e.localChecksum)}</span>`;
+      return `<span class="loss"><b>divergence</b> (${x(e.kind)}): ${x(e.peer)} has checksum ${x(e.peerChecksum)}, this peer ${x(e.localChecksum)}</span>`;
     case 'received':
       return `received ${x(e.keys)} keys from ${x(e.from)} (${x(e.kind)})`;
     case 'leaving':

@@ -1210,8 +1210,9 @@ public final class Ringmaster implements AutoCloseable {
    * sends checksums, tells newcomers the ring before their view and retries failed views, so an
    * executor that runs tasks on the calling thread must run a quick listener. A report comes for
    * each checksum message of this node's view that disagrees with it (see {@link RingDivergence}),
-   * a member that its own copy of the view lists and this node's does not included: that member
-   * rejoins by itself ({@link RingmasterStats#rejoins()} on its side). An executor that refuses a
+   * a member that its own copy of the view lists and this node's does not included
+   * ({@link RingDivergence.Kind#SPLIT_VIEW}): that member rejoins by itself
+   * ({@link RingmasterStats#rejoins()} on its side). An executor that refuses a
    * report gets the listener removed, with an ERROR naming it, as for ownership listeners.
    * {@link #close()} does not wait for divergence listeners.
    *
@@ -1352,7 +1353,7 @@ public final class Ringmaster implements AutoCloseable {
      * nothing in this builder.
      */
     public Builder config(Path file) {
-      Json.readConfig(file, this);
+      Json.readConfig(notNull("config file", file, ""), this);
       configFile = file;
       return this;
     }

@@ -122,7 +122,9 @@ class ClusterAgreementTest {
         assertEquals("b", d.peerId());
         assertEquals(forged, d.peerChecksum());
         assertEquals(a.ring().checksum(), d.localChecksum());
-        assertEquals(new RingDivergence(a.viewId(), "z", a.ring().checksum(), a.ring().checksum()), seen.get(1));
+        assertEquals(RingDivergence.Kind.CHECKSUM, d.kind());
+        assertEquals(new RingDivergence(a.viewId(), "z", a.ring().checksum(), a.ring().checksum(),
+            RingDivergence.Kind.HOLDER), seen.get(1));
         assertTrue(a.stats().divergences() >= 2);
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> threads.size() >= 2);
         assertEquals(List.of("app-divergence", "app-divergence"), threads, "the listener given an executor runs on it");

@@ -483,6 +483,8 @@ class RefusalAndConfigTest {
     Path latin = Files.write(dir.resolve("latin.json"), new byte[] {'{', (byte) 0xff, '}'});
     IllegalArgumentException notUtf8 = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(latin));
     assertTrue(notUtf8.getMessage().contains("latin.json is not UTF-8 text"), notUtf8.getMessage());
+    assertEquals("config file must not be null",
+        assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(null)).getMessage());
     // A file refused part-way leaves the builder as it was, not with the settings before the bad one.
     Path half = Files.writeString(dir.resolve("half.json"), "{\"nodeId\": \"from-file\", \"weight\": -1}");
     Ringmaster.Builder kept = Ringmaster.builder().nodeId("mine");

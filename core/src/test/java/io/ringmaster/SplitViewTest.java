@@ -65,6 +65,8 @@ class SplitViewTest {
       assertEquals(x.channel().getAddress(), agreed.getMembers().get(3), "x joined last: last in the view");
       Address before = x.channel().getAddress();
       int xChanges = recorders.get(x).changes().size();
+      List<RingDivergence> reports = new java.util.concurrent.CopyOnWriteArrayList<>();
+      main.forEach(n -> n.addDivergenceListener(reports::add));
 
       ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
       gms(x).installView(new View(split, agreed.getMembers()));
@@ -89,6 +91,8 @@ class SplitViewTest {
       }
       assertTrue(main.stream().mapToLong(n -> n.stats().divergences()).sum() >= 1,
           "the main side reported the divergence it found");
+      await("the report, as a split view").atMost(WAIT).until(() -> reports.stream()
+          .anyMatch(r -> r.kind() == RingDivergence.Kind.SPLIT_VIEW && r.peerId().equals("x")));
       main.forEach(n -> assertEquals(0, n.stats().rejoins(), n.localMember().id()));
       // x's ring had the same four members before, during and after: nothing to tell its listeners.
       // Counted once every callback queued so far has run: a wrong change must have arrived by then.

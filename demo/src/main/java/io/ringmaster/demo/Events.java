@@ -49,7 +49,8 @@ final class Events {
   /** After a merge: every entry held here ({@code keys}) pushed to its owners in the merged ring. */
   record Repair(String type, long time, long viewId, long keys, List<String> peers, long millis, boolean ok) {}
 
-  record Divergence(String type, long time, long viewId, String peer, String localChecksum, String peerChecksum) {}
+  record Divergence(String type, long time, long viewId, String peer, String localChecksum, String peerChecksum,
+                    String kind) {}
 
   record Leaving(String type, long time, String id, long viewId) {}
 
@@ -103,7 +104,7 @@ final class Events {
 
   static Divergence divergence(RingDivergence d) {
     return new Divergence("divergence", now(), d.viewId(), d.peerId(), Long.toHexString(d.localChecksum()),
-        Long.toHexString(d.peerChecksum()));
+        Long.toHexString(d.peerChecksum()), d.kind().name());
   }
 
   static Leaving leaving(String id, long viewId) {

@@ -20,22 +20,22 @@ class TombstoneTest extends WithPeerCluster {
   @Timeout(value = 180, unit = TimeUnit.SECONDS)
   void delete_afterTheGracePeriod_tombstoneDroppedAndKeyWritableAgain() throws Exception {
     cluster = new PeerCluster("tombstones", 1);
-    cluster.awaitReady(cluster.start("solo", "--tombstone-grace", "30"));
+    cluster.awaitReady(cluster.start("solo", "--tombstone-grace", "12"));
     assertEquals(200, cluster.put("solo", "gone", "v1").statusCode());
     assertEquals(200, cluster.put("solo", "kept", "v1").statusCode());
     assertEquals(200, send("DELETE", "gone").statusCode());
 
-    // Kept through the grace, across the purges that run meanwhile (every 3 s, a tenth of the
-    // grace): a purge that came early would let an old copy bring the key back. Watched for 20 s
-    // after the delete's reply, so that a tombstone dropped at any age under 20 s fails, and the
-    // watch ends at least 5 s before it is 30 s old: a stats reply served seconds late on a slow
-    // machine still cannot see the purge that is due then.
-    await("the tombstone kept while it is younger than the grace").during(Duration.ofSeconds(20))
-        .atMost(Duration.ofSeconds(25)).pollInterval(Duration.ofMillis(200)).until(() -> {
+    // Kept through the grace, across the purges that run meanwhile (every 1.2 s, a tenth of the
+    // grace): a purge that came early would let an old copy bring the key back.
+    // Watched for 7 s after the delete's reply, so that a tombstone dropped at any age under 7 s
+    // fails, and the watch ends at least 5 s before it is 12 s old: a stats reply served seconds
+    // late on a slow machine still cannot see the purge that is due then.
+    await("the tombstone kept while it is younger than the grace").during(Duration.ofSeconds(7))
+        .atMost(Duration.ofSeconds(12)).pollInterval(Duration.ofMillis(200)).until(() -> {
           JsonNode s = cluster.json("solo", "/stats");
           return s.path("tombstones").asLong() == 1 && s.path("tombstonesPurged").asLong() == 0;
         });
-    // Then a purge drops it, once it is older than 30 s.
+    // Then a purge drops it, once it is older than 12 s.
     await("the tombstone dropped and counted").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
         .until(() -> {
           JsonNode s = cluster.json("solo", "/stats");
