@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -53,6 +54,13 @@ class ShippedStacksTest {
       org.jgroups.protocols.pbcast.GMS gms = channel.getProtocolStack()
           .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
       assertTrue(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy, file);
+      // A TCP stack sends from a thread per destination: with one thread for all, a host that is
+      // down (connects that time out) holds up every message, joins included.
+      if (channel.getProtocolStack().getTransport() instanceof org.jgroups.protocols.TCP tcp) {
+        assertTrue(tcp.getBundler() instanceof org.jgroups.protocols.PerDestinationBundler, file);
+        assertFalse(((org.jgroups.protocols.BaseBundler) tcp.getBundler()).useSingleSenderThread(),
+            file + ": one sender thread for every destination");
+      }
     }
   }
 }
