@@ -316,7 +316,8 @@ final class Gossip {
     if (s.ring().checksum() != checksum || !holder) {
       divergences.incrementAndGet();
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum,
-          notListed ? RingDivergence.Kind.SPLIT_VIEW : holder ? RingDivergence.Kind.CHECKSUM : RingDivergence.Kind.HOLDER);
+          notListed ? RingDivergence.Kind.SPLIT_VIEW
+              : holder ? RingDivergence.Kind.CHECKSUM : RingDivergence.Kind.HOLDER);
       if (notListed) {
         LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
       } else if (holder) {

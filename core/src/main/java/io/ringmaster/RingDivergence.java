@@ -14,6 +14,12 @@ package io.ringmaster;
  */
 public record RingDivergence(long viewId, String peerId, long localChecksum, long peerChecksum, Kind kind) {
 
+  /** @throws NullPointerException if {@code peerId} or {@code kind} is null */
+  public RingDivergence {
+    java.util.Objects.requireNonNull(peerId, "peerId");
+    java.util.Objects.requireNonNull(kind, "kind");
+  }
+
   /** What two members of one view disagree on. */
   public enum Kind {
     /**

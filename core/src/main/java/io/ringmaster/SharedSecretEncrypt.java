@@ -81,7 +81,6 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   public static final short ID = 1917;
   private static final short GMS_ID = ClassConfigurator.getProtocolId(GMS.class);
   private static final short AUTH_ID = ClassConfigurator.getProtocolId(AUTH.class);
-  private static final short UNICAST3_ID = ClassConfigurator.getProtocolId(UNICAST3.class);
 
   static {
     if (ClassConfigurator.getProtocol(ID) == null) {
@@ -160,7 +159,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     findProtocolsAbove();
   }
 
-  /** Looks for the stack's AUTH and UNICAST3 again: a protocol may have been added to the stack since {@link #init()}. */
+  /** Looks for the stack's AUTH and UNICAST3 again: a protocol may have been added since {@link #init()}. */
   @Override
   public void start() throws Exception {
     super.start();
@@ -424,7 +423,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /**
    * A rejection goes out in plain text: the joiner it refuses cannot decrypt anything we send. A
-   * bare join request goes out twice, with one sequence number: sealed, which a coordinator with
+   * bare join request goes out twice: sealed, which a coordinator with
    * the same secret takes (it drops the clear copy), and in clear, for one with another secret,
    * whose {@code AUTH} can then refuse it and say why. What goes in clear goes with only the
    * membership and {@code AUTH} headers ({@link #inClear}).
@@ -481,9 +480,10 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /**
    * The two kinds of messages taken in clear, each only where it belongs, and carrying nothing but
    * the headers it is sent with (GMS, AUTH, the transport's), so that no other protocol's header
-   * rides in on it (UNICAST3's included: see {@link #inClear}): a bare join request from a member not in this node's view,
-   * asking to join as its sender (to be refused: {@link #admittedBySealedCopy} drops one whose
-   * proof checks), and, while this node has no view yet (it is joining), a rejection.
+   * rides in on it (UNICAST3's included: see {@link #inClear}): a bare join request from a member
+   * not in this node's view, asking to join as its sender (to be refused:
+   * {@link #admittedBySealedCopy} drops one whose proof checks), and, while this node has no view
+   * yet (it is joining), a rejection.
    */
   private boolean passesInPlain(Message msg) {
     if (msg.getHeader(this.id) != null || !onlyJoinHeaders(msg)) {

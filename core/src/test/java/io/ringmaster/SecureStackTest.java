@@ -190,9 +190,10 @@ class SecureStackTest {
       // Join requests are taken in clear only from a non-member, asking to join as its sender, with
       // no other protocol's header, and only to be refused; a rejection only while this node has no
       // view. One of each that breaks a rule (a stranger's with NAKACK2's header, and one with
-      // UNICAST3's, which UNICAST3 would keep with no bound before AUTH saw it); one whose proof checks (sent again by someone who saw
-      // it: in clear, it would admit whatever member its header names), which is left to its sealed
-      // copy; and one good join request (from a stranger, whom AUTH then refuses).
+      // UNICAST3's, which UNICAST3 would keep with no bound before AUTH saw it); one whose proof
+      // checks (sent again by someone who saw it: in clear, it would admit whatever member its
+      // header names), which is left to its sealed copy; and one good join request (from a
+      // stranger, whom AUTH then refuses).
       Address b0 = b.channel().getAddress();
       Address stranger = org.jgroups.util.UUID.randomUUID();
       short gms = ClassConfigurator.getProtocolId(GMS.class);
@@ -252,7 +253,8 @@ class SecureStackTest {
           .putHeader(unicast, UnicastHeader3.createDataHeader(2, (short) 0, false)));
       List<WireTap.Seen> toNobody = bBelow.sentBy(test).subList(sentBefore, bBelow.sentBy(test).size());
       assertEquals(List.of("sealed", "JOIN_REQ", "JOIN_RSP"), toNobody.stream()
-          .map(m -> m.sealed() != null ? "sealed" : m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP").toList(),
+          .map(m -> m.sealed() != null ? "sealed" : m.headers().contains("JOIN_REQ") ? "JOIN_REQ" : "JOIN_RSP")
+          .toList(),
           () -> toNobody.stream().map(m -> m.headers() + " " + m.payload().length).toList().toString());
       assertTrue(toNobody.stream().filter(m -> m.sealed() == null)
           .noneMatch(m -> m.headers().contains("UNICAST3") || m.headers().contains("NAKACK2")),

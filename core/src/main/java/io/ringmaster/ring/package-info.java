@@ -11,7 +11,8 @@
  * <p>Null arguments: a null member given to {@code with}, {@code withMembers} or the builder's
  * {@code add}, or a null id given to {@code without}, throws
  * {@link java.lang.IllegalArgumentException}; a null key, ring, member id, or the member given to
- * {@code isOwnerOfPosition}, elsewhere throws {@link java.lang.NullPointerException}, but for {@code contains}, {@code member} and
- * {@code share}, which answer a null id as an id no member has.
+ * {@code isOwnerOfPosition}, elsewhere throws {@link java.lang.NullPointerException}, but for
+ * {@code contains}, {@code member} and {@code share}, which answer a null id as an id no member
+ * has.
  */
 package io.ringmaster.ring;

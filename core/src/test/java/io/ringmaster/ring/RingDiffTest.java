@@ -180,7 +180,8 @@ class RingDiffTest {
   void ownedRanges_areExactlyWhereTheMemberIsAmongTheFirstNOwners_mergedAndInOrder() {
     SplittableRandom random = new SplittableRandom(24);
     for (int round = 0; round < 30; round++) {
-      List<Member> pool = HashRingTest.randomMembers(random, random.nextInt(1, 9), random.nextInt(0, 4), round % 2 == 0);
+      List<Member> pool =
+          HashRingTest.randomMembers(random, random.nextInt(1, 9), random.nextInt(0, 4), round % 2 == 0);
       HashRing ring = HashRing.builder().virtualNodes(random.nextInt(1, 30)).addAll(pool).build();
       for (int n = 1; n <= 3; n++) {
         for (Member m : pool) {
