@@ -14,7 +14,11 @@ package io.ringmaster;
  */
 public record RingDivergence(long viewId, String peerId, long localChecksum, long peerChecksum, Kind kind) {
 
-  /** @throws NullPointerException if {@code peerId} or {@code kind} is null */
+  /**
+   * A report, as the gossip makes one.
+   *
+   * @throws NullPointerException if {@code peerId} or {@code kind} is null
+   */
   public RingDivergence {
     java.util.Objects.requireNonNull(peerId, "peerId");
     java.util.Objects.requireNonNull(kind, "kind");
