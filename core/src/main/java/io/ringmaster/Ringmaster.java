@@ -187,7 +187,10 @@ public final class Ringmaster implements AutoCloseable {
    *                             or the calling thread is interrupted (on entry, or while it waits
    *                             for the first ring; its interrupt flag is set again);
    *                             the node is then closed (build a new one, with the same settings,
-   *                             to try again)
+   *                             to try again). A start that fails once its first ring is installed
+   *                             (a logger that throws on its INFO line, no thread left for the
+   *                             gossip timer) leaves as {@link #close()} does: the listeners, told
+   *                             the first ring, are told the LEAVING change too
    * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
    *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
    *                                  message names it), or one of its protocols makes the node's
@@ -208,6 +211,7 @@ public final class Ringmaster implements AutoCloseable {
           + " build a new one with the same settings to rejoin");
     }
     lifecycle = Lifecycle.RUNNING;
+    boolean published = false; // the listeners have been told the first ring
     try {
       if (Thread.interrupted()) {
         // Checked first, as blocking calls do: JGroups' connect keeps an interrupt for later, and
@@ -223,6 +227,7 @@ public final class Ringmaster implements AutoCloseable {
       });
       connect();
       awaitFirstRing();
+      published = true;
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
       // In here: a logger that throws fails the start, which stops the node, rather than leave a
@@ -231,12 +236,18 @@ public final class Ringmaster implements AutoCloseable {
           viewId(), members().size());
       joined = true;
     } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
-      Throwable failure = startFailure(e);
+      Throwable failure = startFailure(e, published);
       // Cleared while the node shuts down, whose waits (the channel's close, the pools) would
       // otherwise give up at once; set again for the caller.
       boolean interrupted = Thread.interrupted() || e instanceof InterruptedException;
       try {
-        shutdown(null, ClusterNode.ListenersState.BUSY, null);
+        if (published) {
+          // The listeners have the first ring's gains: they get the LEAVING change too, as from
+          // close(), or their folds would go on owning what the node never held after all.
+          leave(null);
+        } else {
+          shutdown(null, ClusterNode.ListenersState.BUSY, null);
+        }
       } catch (RuntimeException | Error again) { // the start's failure is the one to report
         if (again != failure) { // one preallocated OutOfMemoryError, say
           failure.addSuppressed(again);
@@ -255,7 +266,11 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /** What a failed {@link #start()} throws: a {@link RingmasterException} that says why, or an Error as it is. */
-  private Throwable startFailure(Throwable e) {
+  private Throwable startFailure(Throwable e, boolean published) {
+    if (published && !(e instanceof Error)) { // nothing of the stack's: the node joined, and leaves again
+      return new RingmasterException("node " + config.nodeId() + " joined cluster \"" + config.clusterName()
+          + "\" but failed to finish its start, so it left again: " + e, e);
+    }
     if (e instanceof ExecutionException) {
       Throwable cause = e.getCause();
       return new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()

@@ -106,6 +106,45 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * A start that fails once its first ring is installed (here its INFO line throws) leaves as
+   * close() does: its listeners, told of the first ring's gains, are told the LEAVING change, and
+   * the member already there sees it go.
+   */
+  @Test
+  void startFailingAfterItsFirstRing_leavesGracefully_itsListenersHearTheLeave() {
+    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
+    java.util.logging.Filter before = log.getFilter();
+    try (TestCluster cluster = new TestCluster("fails-after-ring")) {
+      Ringmaster a = cluster.start("a");
+      OwnershipRecorder recorder = new OwnershipRecorder(3);
+      log.setFilter(record -> {
+        Object[] params = record.getParameters();
+        if (String.valueOf(record.getMessage()).contains(" joined ") && params != null && "b".equals(params[0])) {
+          throw new IllegalStateException("a logging filter's bug");
+        }
+        return before == null || before.isLoggable(record);
+      });
+      RingmasterException e;
+      try {
+        e = assertThrows(RingmasterException.class, () -> cluster.start(cluster.builder("b"), b -> {
+          b.addOwnershipListener(recorder);
+          b.addMembershipListener(recorder);
+        }));
+      } finally {
+        log.setFilter(before);
+      }
+      assertTrue(e.getMessage().startsWith("node b joined cluster \"" + cluster.name
+          + "\" but failed to finish its start, so it left again: java.lang.IllegalStateException: a logging"), e.getMessage());
+      List<OwnershipChange.Reason> reasons = recorder.changes().stream().map(OwnershipChange::reason).toList();
+      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons);
+      assertFalse(recorder.changes().get(0).gained().isEmpty(), "b owned part of the ring");
+      assertTrue(recorder.ownsNothing(), "the fold ends owning nothing");
+      assertEquals(List.of(), recorder.violations());
+      await().atMost(WAIT).until(() -> a.members().size() == 1);
+    }
+  }
+
   @Test
   void start_applicationVersionDiffers_failsNamingBothValues_andEqualVersionsJoin() {
     try (TestCluster cluster = new TestCluster("app-version")) {
