@@ -71,10 +71,11 @@ import org.jgroups.View;
  * any thread; a {@link Builder} is meant for one thread.
  *
  * <p>Until {@code start()} has installed the node's first ring (before it, while it waits, after it
- * failed, and on a node closed without starting) the ring is empty: {@link #ownerOf(String)} and
- * {@link #owners(String)} throw {@link IllegalStateException}, {@link #isLocal} and
- * {@link #isInRing()} are false. After {@link #close()}, the ring is the one this node left behind
- * (see there).
+ * failed before that ring, and on a node closed without starting) the ring is empty:
+ * {@link #ownerOf(String)} and {@link #owners(String)} throw {@link IllegalStateException},
+ * {@link #isLocal} and {@link #isInRing()} are false. After {@link #close()}, and after a start
+ * that failed once its first ring was installed (and so left as close() does), the ring is the one
+ * this node left behind (see there).
  *
  * <p>Loading this class changes two things for the whole JVM, other JGroups channels included.
  * Unless {@code org.jgroups}' java.util.logging level was set already (in the logging
@@ -243,8 +244,15 @@ public final class Ringmaster implements AutoCloseable {
       try {
         if (published) {
           // The listeners have the first ring's gains: they get the LEAVING change too, as from
-          // close(), or their folds would go on owning what the node never held after all.
-          leave(null);
+          // close(), or their folds would go on owning what the node never held after all. As in
+          // close(): a close() called meanwhile (a listener's, on its LEAVING change) returns at
+          // once instead of blocking on this node's lock while the leave waits for that listener.
+          closeCalled.set(true);
+          try {
+            leave(null);
+          } finally {
+            closeDone.complete(null);
+          }
         } else {
           shutdown(null, ClusterNode.ListenersState.BUSY, null);
         }
@@ -940,8 +948,10 @@ public final class Ringmaster implements AutoCloseable {
    * The primary owner of a key. Allocation-free.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during
-   *                               {@link #start()}, after a failed start, or on a node closed
-   *                               without starting), or when no member has a weight above 0
+   *                               {@link #start()}, after a start that failed before it, or on a node closed
+   *                               without starting), or when the ring has no member with a
+   *                               weight above 0 (all of weight 0; or, after {@link #close()} of
+   *                               the cluster's last member, none at all)
    */
   public Member ownerOf(String key) {
     return startedRing().ownerOf(key);
@@ -951,8 +961,10 @@ public final class Ringmaster implements AutoCloseable {
    * The primary owner of a key given as bytes. Allocation-free.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during
-   *                               {@link #start()}, after a failed start, or on a node closed
-   *                               without starting), or when no member has a weight above 0
+   *                               {@link #start()}, after a start that failed before it, or on a node closed
+   *                               without starting), or when the ring has no member with a
+   *                               weight above 0 (all of weight 0; or, after {@link #close()} of
+   *                               the cluster's last member, none at all)
    */
   public Member ownerOf(byte[] key) {
     return startedRing().ownerOf(key);
@@ -962,8 +974,10 @@ public final class Ringmaster implements AutoCloseable {
    * The key's owners, primary first, for the configured replica count.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during
-   *                               {@link #start()}, after a failed start, or on a node closed
-   *                               without starting), or when no member has a weight above 0
+   *                               {@link #start()}, after a start that failed before it, or on a node closed
+   *                               without starting), or when the ring has no member with a
+   *                               weight above 0 (all of weight 0; or, after {@link #close()} of
+   *                               the cluster's last member, none at all)
    */
   public List<Member> owners(String key) {
     return startedRing().owners(key, config.replicas());
@@ -973,8 +987,10 @@ public final class Ringmaster implements AutoCloseable {
    * The owners of a key given as bytes.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during
-   *                               {@link #start()}, after a failed start, or on a node closed
-   *                               without starting), or when no member has a weight above 0
+   *                               {@link #start()}, after a start that failed before it, or on a node closed
+   *                               without starting), or when the ring has no member with a
+   *                               weight above 0 (all of weight 0; or, after {@link #close()} of
+   *                               the cluster's last member, none at all)
    */
   public List<Member> owners(byte[] key) {
     return startedRing().owners(key, config.replicas());
@@ -985,7 +1001,7 @@ public final class Ringmaster implements AutoCloseable {
     ClusterNode.Snapshot s = node.state();
     if (s.viewId() < 0) {
       throw new IllegalStateException("node " + config.nodeId() + " has no ring: it was not started, or its"
-          + " start failed");
+          + " start failed before its first ring");
     }
     return s.ring();
   }

@@ -109,7 +109,8 @@ class RefusalAndConfigTest {
   /**
    * A start that fails once its first ring is installed (here its INFO line throws) leaves as
    * close() does: its listeners, told of the first ring's gains, are told the LEAVING change, and
-   * the member already there sees it go.
+   * the member already there sees it go. A listener that calls close() on that change is not held
+   * up by the failing start (which waits for it).
    */
   @Test
   void startFailingAfterItsFirstRing_leavesGracefully_itsListenersHearTheLeave() {
@@ -118,6 +119,7 @@ class RefusalAndConfigTest {
     try (TestCluster cluster = new TestCluster("fails-after-ring")) {
       Ringmaster a = cluster.start("a");
       OwnershipRecorder recorder = new OwnershipRecorder(3);
+      AtomicBoolean closedByListener = new AtomicBoolean();
       log.setFilter(record -> {
         Object[] params = record.getParameters();
         if (String.valueOf(record.getMessage()).contains(" joined ") && params != null && "b".equals(params[0])) {
@@ -126,11 +128,20 @@ class RefusalAndConfigTest {
         return before == null || before.isLoggable(record);
       });
       RingmasterException e;
-      try {
+      try (NodeLog warnings = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
+          && r.getParameters() != null && "b".equals(r.getParameters()[0]))) {
         e = assertThrows(RingmasterException.class, () -> cluster.start(cluster.builder("b"), b -> {
           b.addOwnershipListener(recorder);
           b.addMembershipListener(recorder);
+          b.addOwnershipListener(change -> {
+            if (change.reason() == OwnershipChange.Reason.LEAVING) {
+              b.close();
+              closedByListener.set(true);
+            }
+          });
         }));
+        assertEquals(List.of(), warnings.records().stream().map(java.util.logging.LogRecord::getMessage).toList(),
+            "the leave waited for no listener in vain");
       } finally {
         log.setFilter(before);
       }
@@ -141,6 +152,7 @@ class RefusalAndConfigTest {
       assertFalse(recorder.changes().get(0).gained().isEmpty(), "b owned part of the ring");
       assertTrue(recorder.ownsNothing(), "the fold ends owning nothing");
       assertEquals(List.of(), recorder.violations());
+      assertTrue(closedByListener.get(), "the listener's close() returned");
       await().atMost(WAIT).until(() -> a.members().size() == 1);
     }
   }
