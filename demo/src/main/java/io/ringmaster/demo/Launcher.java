@@ -291,20 +291,26 @@ final class Launcher {
   }
 
   private boolean awaitReady(PeerProcess p) {
-    HttpRequest probe = HttpRequest.newBuilder(URI.create(p.url() + "/stats")).timeout(Duration.ofSeconds(2)).build();
-    return Waits.until(() -> {
-      if (!p.isAlive()) {
-        return true;
-      }
-      try {
-        return http.send(probe, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
-      } catch (IOException e) {
-        return false;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return true;
-      }
-    }, READY_TIMEOUT) && p.isAlive();
+    return Waits.until(() -> !p.isAlive() || answersAs(http, p.url(), p.id()) || Thread.currentThread().isInterrupted(),
+        READY_TIMEOUT) && p.isAlive();
+  }
+
+  /**
+   * Whether the peer {@code id} answers at {@code url}: its {@code /stats}, with its id. Another
+   * process that took the port first (a second launcher's peer, started at the same moment) answers
+   * with another id, and the peer started here exits once it fails to bind. An interrupt is kept.
+   */
+  static boolean answersAs(HttpClient http, String url, String id) {
+    try {
+      HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url + "/stats"))
+          .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.ofString());
+      return r.statusCode() == 200 && Json.tree(r.body()).path("id").asText().equals(id);
+    } catch (IOException | RuntimeException e) { // not up yet, or not a peer's JSON
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
   }
 
   /**

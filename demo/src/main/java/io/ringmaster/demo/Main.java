@@ -112,9 +112,11 @@ public final class Main {
         return 2;
       }
       peer = Peer.start(options);
-    } catch (IllegalArgumentException | RingmasterException | IOException e) {
-      // The settings were fine; the start was not (a stack protocol refusing its settings, say).
-      err.println("error: cannot start peer: " + e.getMessage());
+    } catch (RuntimeException | IOException e) {
+      // The settings were fine; the start was not (a stack protocol refusing its settings, say, or
+      // anything unforeseen: a line that names it, not a stack trace).
+      boolean said = e instanceof IllegalArgumentException || e instanceof RingmasterException || e instanceof IOException;
+      err.println("error: cannot start peer: " + (said ? e.getMessage() : e.toString()));
       return 1;
     } finally {
       started.complete(peer); // on every way out: the hook must never wait for good

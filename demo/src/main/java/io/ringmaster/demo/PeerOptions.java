@@ -2,7 +2,11 @@ package io.ringmaster.demo;
 
 import io.ringmaster.Ringmaster;
 import io.ringmaster.RingmasterConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
@@ -104,13 +108,33 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
       }
       // parse() let the port pass, since a config file may name another stack or bind port; this
       // one keeps the localhost stack, at its own ports.
-      if (portToCheck && settings.jgroupsConfig().equals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)
+      if (portToCheck && isLocalhostStack(settings.jgroupsConfig())
           && settings.bindPort().isEmpty() && settings.bindAddress().isEmpty()) {
         throw new IllegalArgumentException(clusterPortsClash(httpPort) + " (" + config.get() + " keeps the stack "
             + settings.jgroupsConfig() + ")");
       }
     }
     return b;
+  }
+
+  /**
+   * Whether {@code jgroupsConfig} is the localhost stack: by its name in the jar, or a file with
+   * the same bytes (the copy in {@code config/jgroups/} that {@code config/node.example.json}
+   * names, which the config file's reader turns into an absolute path). A file that differs may
+   * bind other ports, and is left to JGroups.
+   */
+  private static boolean isLocalhostStack(String jgroupsConfig) {
+    if (jgroupsConfig.equals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)) {
+      return true;
+    }
+    try (InputStream shipped = PeerOptions.class.getClassLoader()
+        .getResourceAsStream(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)) {
+      Path file = Path.of(jgroupsConfig);
+      return shipped != null && Files.isRegularFile(file)
+          && Arrays.equals(shipped.readAllBytes(), Files.readAllBytes(file));
+    } catch (IOException | RuntimeException unreadable) { // reported where the node is built, if at all
+      return false;
+    }
   }
 
   /** Applies a flag's value to the builder; a value it refuses is reported under the flag's name. */

@@ -100,6 +100,23 @@ class OptionsTest {
         moves.toString()}, 0).builder().buildConfig().bindPort(), "a file that moves the bind port leaves it free");
   }
 
+  /** The example config names the localhost stack by its file in config/jgroups: the same stack, the same check. */
+  @Test
+  void builder_httpPortAmongTheClusterPorts_withTheExampleConfig_isRefused(@TempDir Path dir) throws IOException {
+    Path repo = Path.of("..").toAbsolutePath().normalize();
+    Path example = repo.resolve("config/node.example.json");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PeerOptions.parse(
+        new String[] {"--http-port", "7800", "--config", example.toString()}, 0).builder());
+    assertEquals("--http-port 7800 is in the range the peers' cluster ports use (7800-7922); choose another ("
+        + example + " keeps the stack " + repo.resolve("config/jgroups/localhost-tcp.xml") + ")", e.getMessage());
+
+    Path changed = Files.writeString(dir.resolve("stack.xml"), Files.readString(
+        repo.resolve("config/jgroups/localhost-tcp.xml")).replace("7800", "9800"));
+    Path other = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"jgroupsConfig\": \"stack.xml\"}");
+    assertEquals(changed.toString(), PeerOptions.parse(new String[] {"--http-port", "7800", "--config",
+        other.toString()}, 0).builder().buildConfig().jgroupsConfig(), "a stack of other ports is left to JGroups");
+  }
+
   @Test
   void parse_httpPortAmongTheClusterPorts_isRefusedWithTheLocalhostStack_only() {
     for (String bad : List.of("7800", "7819", "7850", "7900", "7922")) {
