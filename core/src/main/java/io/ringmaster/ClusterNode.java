@@ -898,14 +898,25 @@ final class ClusterNode {
    * same-thread executor runs its callback in its launch and may hold this thread for long (a
    * hand-off on LEAVING, say); then the others, in the order given (ownership listeners before
    * membership listeners, each in the order added). Never throws ({@link SerialDelivery#launch()}
-   * does not: an executor's refusal removes its listener), so every delivery is launched.
+   * does not: an executor's refusal removes its listener), so every delivery is launched. A
+   * same-thread listener's callback starts with no interrupt left by the caller or by the callback
+   * before it (one meant for that listener, such as close()'s last resort, would make the next one's
+   * hand-off fail at its first blocking call); the thread gets the interrupt back at the end.
    */
   private void launchAll(List<? extends SerialDelivery<?>> deliveries) {
-    for (boolean onPool : new boolean[] {true, false}) {
-      for (SerialDelivery<?> d : deliveries) {
-        if ((d.executor() == listenerPool) == onPool) {
-          d.launch();
+    boolean interrupted = Thread.interrupted();
+    try {
+      for (boolean onPool : new boolean[] {true, false}) {
+        for (SerialDelivery<?> d : deliveries) {
+          if ((d.executor() == listenerPool) == onPool) {
+            d.launch();
+            interrupted |= Thread.interrupted();
+          }
         }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
       }
     }
   }
@@ -1000,15 +1011,15 @@ final class ClusterNode {
    * Launches the deliveries whose launch a listener's callback on the calling thread holds up.
    * A listener on a same-thread executor calling close() or awaitListeners() holds up the launch
    * of the deliveries queued after its own: they are launched here, or they could not finish
-   * before it returns. Any other caller ({@code running} empty: close() on an application's
-   * thread, say) leaves the launches to the thread that queued them: a same-thread listener's
-   * callback would otherwise run on the caller's thread (an application's, or a JGroups thread),
-   * with no time limit, while the caller means only to wait, up to its deadline.
+   * before it returns. Any other caller leaves the launches to the thread that queued them: an
+   * application's thread calling close(), or a listener on a pool (its callback, on a thread of
+   * its own, holds up nothing). A same-thread listener's callback would otherwise run on the
+   * caller's thread, with no time limit, while the caller means only to wait, up to its deadline.
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is running
    */
   void launchHeldUp(List<SerialDelivery<?>> running) {
-    if (!running.isEmpty()) {
+    if (SerialDelivery.holdsUpLaunches(running)) {
       List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
       all.addAll(membershipListeners);
       launchAll(all);

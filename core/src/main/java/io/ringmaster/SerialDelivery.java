@@ -27,8 +27,15 @@ final class SerialDelivery<E> implements Registration {
    */
   private static final ThreadLocal<Frame> DELIVERING = new ThreadLocal<>();
 
-  /** One delivery running on a thread, inside {@code outer} (null for the outermost). */
-  private record Frame(SerialDelivery<?> delivery, Frame outer) {}
+  /** The delivery whose {@link #launch()} the current thread is in, handing its drain to the executor. */
+  private static final ThreadLocal<SerialDelivery<?>> LAUNCHING = new ThreadLocal<>();
+
+  /**
+   * One delivery running on a thread, inside {@code outer} (null for the outermost); {@code inline}
+   * if its executor runs it in the launch itself (a same-thread executor), on the thread that
+   * launched it, so that the launches after this one wait for its callback.
+   */
+  private record Frame(SerialDelivery<?> delivery, Frame outer, boolean inline) {}
 
   private final String name;
   private final Consumer<E> listener;
@@ -99,6 +106,20 @@ final class SerialDelivery<E> implements Registration {
       }
     }
     return out;
+  }
+
+  /**
+   * Whether the current thread runs one of {@code running}'s callbacks inline, in the launch that
+   * the thread which queued it made (a same-thread executor): the launches after that one wait for
+   * the callback to return. A callback on a pool's thread holds up nothing.
+   */
+  static boolean holdsUpLaunches(List<SerialDelivery<?>> running) {
+    for (Frame f = DELIVERING.get(); f != null; f = f.outer) {
+      if (f.inline && running.contains(f.delivery)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether the current thread is running this delivery's listener, inside another's or not. */
@@ -219,7 +240,17 @@ final class SerialDelivery<E> implements Registration {
     }
     Launch task = new Launch();
     try {
-      executor.execute(task);
+      SerialDelivery<?> launching = LAUNCHING.get(); // a same-thread callback's close() launches others
+      LAUNCHING.set(this);
+      try {
+        executor.execute(task);
+      } finally {
+        if (launching == null) {
+          LAUNCHING.remove();
+        } else {
+          LAUNCHING.set(launching);
+        }
+      }
       if (foreignExecutor && executor instanceof ExecutorService pool && pool.isShutdown() && task.abandon()) {
         // A shut-down pool that neither ran the callback nor threw: CallerRunsPolicy discards it
         // then. Waiting for it would stall the listener for good. (A pool the application shut
@@ -302,7 +333,7 @@ final class SerialDelivery<E> implements Registration {
 
   private void drain() {
     Frame outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
-    Frame frame = new Frame(this, outer);
+    Frame frame = new Frame(this, outer, LAUNCHING.get() == this);
     runner = Thread.currentThread();
     try {
       while (true) {

@@ -91,6 +91,58 @@ class AwaitTest {
     }
   }
 
+  /**
+   * The same from a listener on the node's pool: its callback, on a thread of its own, holds up no
+   * launch, so its awaitListeners() only waits too, and the held-up callback runs on the view
+   * thread once the first one returns (not on the pool's thread, with no time limit, nor at the
+   * same time as the first listener's).
+   */
+  @Test
+  void awaitListeners_fromAPoolListener_neverRunsAHeldUpCallbackOnItsThread() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-pool")) {
+      Ringmaster a = cluster.start("a");
+      CountDownLatch inFirst = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      a.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          inFirst.countDown();
+          try {
+            release.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run);
+      List<Thread> secondRanOn = new CopyOnWriteArrayList<>();
+      a.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          secondRanOn.add(Thread.currentThread());
+        }
+      }, Runnable::run);
+      CompletableFuture<Boolean> poolWaited = new CompletableFuture<>();
+      a.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          try {
+            inFirst.await(); // the view thread launched this one first, then went into the first listener
+            poolWaited.complete(a.awaitListeners(Duration.ofMillis(200)));
+          } catch (InterruptedException e) {
+            poolWaited.completeExceptionally(e);
+          }
+        }
+      });
+      try {
+        cluster.start("b");
+        assertFalse(poolWaited.get(WAIT.toSeconds(), TimeUnit.SECONDS), "the first listener is still busy");
+        assertEquals(List.of(), secondRanOn, "the second listener's callback did not run on the pool's thread");
+      } finally {
+        release.countDown();
+      }
+      assertTrue(a.awaitListeners(WAIT));
+      assertEquals(1, secondRanOn.size());
+      assertTrue(secondRanOn.get(0).getName().startsWith("ringmaster-view-a"), secondRanOn.get(0).getName());
+    }
+  }
+
   @Test
   void timeout_failsNamingTheTimeoutAndTheMembers() throws Exception {
     try (TestCluster cluster = new TestCluster("await-ring-timeout")) {

@@ -49,6 +49,27 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * Same-thread listeners run one after another on the view thread: an interrupt the first one's
+   * callback leaves on it (one meant for it) does not reach the next one's callback.
+   */
+  @Test
+  void sameThreadListener_leavingAnInterrupt_doesNotInterruptTheNextListenersCallback() throws Exception {
+    try (TestCluster cluster = new TestCluster("interrupt-left")) {
+      Ringmaster a = cluster.start("a");
+      a.addOwnershipListener(change -> Thread.currentThread().interrupt(), Runnable::run);
+      CompletableFuture<Boolean> nextInterrupted = new CompletableFuture<>();
+      a.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          nextInterrupted.complete(Thread.currentThread().isInterrupted());
+        }
+      }, Runnable::run);
+      Thread.interrupted(); // the first listener's INITIAL change ran on this thread
+      cluster.start("b");
+      assertFalse(nextInterrupted.get(30, TimeUnit.SECONDS), "the second callback started interrupted");
+    }
+  }
+
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void joinersInOneView_eachGainsFromTheMembersBeforeIt_neverFromAnotherJoiner(@TempDir Path dir) throws Exception {

@@ -576,7 +576,7 @@ class RefusalAndConfigTest {
   void start_afterClose_failsSayingTheNodeIsClosed() {
     Ringmaster node = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).build();
     IllegalStateException early = assertThrows(IllegalStateException.class, () -> node.ownerOf("k"));
-    assertEquals("node a has no ring: it was not started, or its start failed", early.getMessage());
+    assertEquals("node a has no ring: it was not started, or its start failed before its first ring", early.getMessage());
     assertFalse(node.isLocal("k"));
     node.close();
     IllegalStateException e = assertThrows(IllegalStateException.class, node::start);
@@ -862,7 +862,9 @@ class RefusalAndConfigTest {
           }
           task.run();
         });
-        n.addOwnershipListener(good); // registered after the throwing one, so it is told second
+        // After the throwing one, on an executor that is not the node's pool (whose deliveries are
+        // launched first): launched second, after the executor that throws.
+        n.addOwnershipListener(good, Runnable::run);
       });
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
