@@ -21,6 +21,23 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
   static final int CLUSTER_PORTS_FIRST = 7800;
   static final int CLUSTER_PORTS_LAST = 7900 + MAX_PEERS - 1 + 3;
 
+  /**
+   * The launcher hands its {@code -Dringmaster.*} properties on to the peers ({@link PeerProcess}).
+   * One that moves their cluster port, without saying where they are to look for each other, would
+   * leave each peer in a cluster of its own: the localhost stack's {@code initial_hosts} stays at
+   * port 7800.
+   *
+   * @throws UsageException naming both properties
+   */
+  static void checkForwarded(java.util.Properties properties) {
+    String port = properties.getProperty("ringmaster.bind_port");
+    if (port != null && properties.getProperty("ringmaster.initial_hosts") == null) {
+      throw new UsageException("-Dringmaster.bind_port=" + port + " moves the peers' cluster ports, but they look for"
+          + " each other at 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise: set it too (for"
+          + " example -Dringmaster.initial_hosts=127.0.0.1[" + port + "])");
+    }
+  }
+
   static ClusterOptions parse(String[] args, int from) {
     Flags f = Flags.parse(args, from, FLAGS);
     int basePort = f.integer("--base-port", 1, 65535 - MAX_PEERS).orElse(8081);
@@ -30,6 +47,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
           + CLUSTER_PORTS_LAST + "); choose one below " + (CLUSTER_PORTS_FIRST - MAX_PEERS + 1) + " or above "
           + CLUSTER_PORTS_LAST);
     }
+    checkForwarded(System.getProperties());
     return new ClusterOptions(f.integer("--peers", 1, MAX_PEERS).orElse(3),
         f.integer("--replicas", 1, 255).orElse(PeerOptions.DEFAULT_REPLICAS), basePort,
         f.clusterName("--cluster").orElse(PeerOptions.DEFAULT_CLUSTER), f.path("--log-dir"));

@@ -222,7 +222,8 @@ final class KvService {
         storedBy.clear();
         Version again = clock.next();
         if (!again.isNewerThan(newest)) { // a stamp the clock does not follow: see VersionClock.observe
-          throw new Unavailable("\"" + e.key() + "\" holds a version stamped " + newest.stamp() + " by "
+          // A conflict with what is stored, not a reason to retry: writing again changes nothing.
+          throw new HttpError(409, "\"" + e.key() + "\" holds a version stamped " + newest.stamp() + " by "
               + newest.writer() + ", more than " + VersionClock.MAX_AHEAD.toDays() + " days ahead of this peer's clock ("
               + again.stamp() + "): a peer's clock is wrong; no write can supersede it here");
         }
@@ -595,7 +596,10 @@ final class KvService {
    *                   only then does a peer that does not own the key ask its owners (this peer's
    *                   own reads ask them directly)
    * @param strict     whether a previous owner that does not answer fails the read (a write's
-   *                   check, {@link #withPreviousOwners}), rather than counting as holding nothing
+   *                   check, {@link #withPreviousOwners}) even if another copy was found; a read
+   *                   that is not strict fails only if it found no copy (the peer that did not
+   *                   answer may hold one), so a reader is told "unavailable", never "not found",
+   *                   for a key it could not look up everywhere it may be
    */
   private CompletableFuture<Optional<Entry>> ownCopy(String key, int stepsBack, boolean fromPeer,
                                                      boolean strict) {
@@ -616,11 +620,25 @@ final class KvService {
       // Read again: the pull that brought the key in may have ended since the first read.
       return CompletableFuture.completedFuture(store.readable(key));
     }
-    return CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new)).thenApply(all -> {
+    // Every call ends, answered or failed: a failed one fails a write's check (strict), and a read
+    // that finds no copy, since the peer that did not answer may hold the key.
+    CompletableFuture<?>[] ended = calls.stream().map(c -> c.handle((entry, failed) -> null))
+        .toArray(CompletableFuture<?>[]::new);
+    return CompletableFuture.allOf(ended).thenApply(all -> {
       Optional<Entry> own = store.readable(key);
       Optional<Entry> newest = own;
+      Throwable unanswered = null;
       for (CompletableFuture<Optional<Entry>> call : calls) {
-        newest = Entry.newer(newest, call.join());
+        if (call.isCompletedExceptionally()) {
+          unanswered = failure(call);
+        } else {
+          newest = Entry.newer(newest, call.join());
+        }
+      }
+      if (unanswered != null && (strict || newest.isEmpty())) {
+        // Not "not found": a 404 must mean that no owner holds the key. The reader's peer reports
+        // this owner as not answering, and a 503 if no other owner does.
+        throw unanswered instanceof Rpc.Declined declined ? declined : new Rpc.Declined(unanswered.toString());
       }
       // A reader's read answered by a previous owner: counted once, where it came.
       if (newest != own && !strict && !forward && stepsBack == STEPS_BACK) {
@@ -632,8 +650,8 @@ final class KvService {
 
   /**
    * Asks the owners of a key in this peer's ring that serve requests (this peer is not one) for
-   * their copies, each going back {@code stepsBack} more steps, within {@code timeout}; one that
-   * fails answers with none. If none has reported that it serves requests yet (one that just
+   * their copies, each going back {@code stepsBack} more steps, within {@code timeout}; the call to
+   * one that does not answer fails, naming it. If none has reported that it serves requests yet (one that just
    * joined, to which this peer may have handed the key) and this peer holds no copy to answer
    * with, every live owner is asked, within one {@link #PREVIOUS_OWNER_TIMEOUT} at most: one that
    * does not answer yet costs that wait, where skipping it would answer "not found" for a key it
@@ -648,13 +666,16 @@ final class KvService {
     Duration wait = unreported && timeout.compareTo(PREVIOUS_OWNER_TIMEOUT) > 0 ? PREVIOUS_OWNER_TIMEOUT : timeout;
     return (unreported ? live : serving).stream().map(owner ->
         (fromWorker ? rpc.callFromWorker(owner, request, wait) : rpc.call(owner, request, wait))
-            .thenApply(KvService::getReply).exceptionally(failed -> Optional.empty())).toList();
+            .thenApply(KvService::getReply).exceptionally(failed -> {
+              throw new Rpc.Declined("owner " + owner + " of \"" + key + "\", which " + routing.self()
+                  + " does not own, did not say which version it holds: " + Rpc.unwrap(failed));
+            })).toList();
   }
 
   /**
    * Asks the live previous owners of a key still coming in here for their copies, each going back
-   * {@code stepsBack} more steps, within {@code timeout}; one that fails answers with none, or, if
-   * {@code strict}, fails its call with the reason. Empty if the key is not coming in.
+   * {@code stepsBack} more steps, within {@code timeout}; the call to one that does not answer
+   * fails with the reason. Empty if the key is not coming in.
    *
    * @param fromWorker whether to send from a worker (on a JGroups thread, which must not wait for credits)
    */
@@ -665,11 +686,8 @@ final class KvService {
       CompletableFuture<Optional<Entry>> call = (fromWorker ? rpc.callFromWorker(owner, request, timeout)
           : rpc.call(owner, request, timeout)).thenApply(KvService::getReply);
       return call.exceptionally(failed -> {
-        if (strict) {
-          throw new Rpc.Declined("previous owner " + owner + " of \"" + key + "\", which is still coming in to "
-              + routing.self() + ", did not say which version it holds: " + Rpc.unwrap(failed));
-        }
-        return Optional.empty();
+        throw new Rpc.Declined("previous owner " + owner + " of \"" + key + "\", which is still coming in to "
+            + routing.self() + ", did not say which version it holds: " + Rpc.unwrap(failed));
       });
     }).toList();
   }

@@ -100,6 +100,20 @@ class OptionsTest {
         moves.toString()}, 0).builder().buildConfig().bindPort(), "a file that moves the bind port leaves it free");
   }
 
+  /** A launcher given the peers' cluster port without where they find each other: an error naming both. */
+  @Test
+  void launcher_bindPortWithoutInitialHosts_isRefused() {
+    java.util.Properties properties = new java.util.Properties();
+    properties.setProperty("ringmaster.bind_port", "9000");
+    UsageException e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(properties));
+    assertEquals("-Dringmaster.bind_port=9000 moves the peers' cluster ports, but they look for each other at"
+        + " 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise: set it too (for example"
+        + " -Dringmaster.initial_hosts=127.0.0.1[9000])", e.getMessage());
+    properties.setProperty("ringmaster.initial_hosts", "127.0.0.1[9000]");
+    ClusterOptions.checkForwarded(properties);
+    ClusterOptions.checkForwarded(new java.util.Properties());
+  }
+
   /** The example config names the localhost stack by its file in config/jgroups: the same stack, the same check. */
   @Test
   void builder_httpPortAmongTheClusterPorts_withTheExampleConfig_isRefused(@TempDir Path dir) throws IOException {

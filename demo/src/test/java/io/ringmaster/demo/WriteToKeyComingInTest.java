@@ -232,6 +232,42 @@ class WriteToKeyComingInTest {
   }
 
   /**
+   * A key holding a version stamped more than a year ahead of the writer's clock (a broken clock,
+   * a hostile peer) cannot be written over: a 409 that says why, not a 503 to retry.
+   */
+  @Test
+  void aWriteOverAVersionMoreThanAYearAhead_isAConflict_notUnavailable() {
+    InJvmPeer c = peers.get(2);
+    long ahead = VersionClock.systemMicros() + VersionClock.MAX_AHEAD.plusDays(30).toNanos() / 1000;
+    c.store().merge(Entry.of(key, "from a broken clock", new Version(ahead, "x")));
+
+    HttpError e = assertThrows(HttpError.class, () -> c.kv().put(key, "newer"));
+
+    assertEquals(409, e.status());
+    assertTrue(e.getMessage().startsWith("\"" + key + "\" holds a version stamped " + ahead + " by x, more than 365"
+        + " days ahead of this peer's clock"), e.getMessage());
+  }
+
+  /**
+   * A read that finds no copy while a previous owner does not answer (busy, or its answer late)
+   * fails as unavailable (a 503 over HTTP), not as "not found": that owner may hold the key. One
+   * that finds a copy answers with it. c asks b, which asks a, which answers nothing.
+   */
+  @Test
+  void aPreviousOwnerThatDoesNotAnswer_failsAReadThatFoundNoCopy_ratherThanSayingNotFound() {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    a.store().merge(Entry.of(key, "only at a", new Version(VersionClock.systemMicros(), "a")));
+    a.rpc().close();
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> c.kv().get(key));
+    assertTrue(failed.getMessage().startsWith("no owner of \"" + key + "\" answered [c]"), failed.getMessage());
+
+    c.store().merge(Entry.of(key, "at c", new Version(VersionClock.systemMicros(), "c")));
+    assertEquals("at c", c.kv().get(key).entry().orElseThrow().value(), "a copy found is an answer");
+  }
+
+  /**
    * A write forwarded from peer to peer leaves each peer less time (0.4 s less a hop), and the
    * check keeps within it, so that the sender hears why before its own call gives up. Three hops
    * out, c has 0.4 s: it stops waiting for b, which waits 0.9 s for a, and says b did not answer
