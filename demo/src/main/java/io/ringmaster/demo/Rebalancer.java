@@ -98,8 +98,10 @@ final class Rebalancer implements OwnershipListener {
       // Each step runs even if the one before it threw: a leave still drains everything it holds,
       // and nothing else would pull what this peer gained. The first failure is thrown at the end.
       Steps steps = new Steps();
-      // A leave's pushes end with its budget; other hand-offs take what they take.
-      BooleanSupplier expired = leaving ? () -> System.nanoTime() - deadline >= 0 : () -> false;
+      // A leave's pushes end with its budget. Other hand-offs take what they take, until the peer
+      // starts to stop: from then on each page is tried once (and pulls end), leaving the budget to
+      // the LEAVING change queued behind this one, whose drain hands on all this peer still holds.
+      BooleanSupplier expired = leaving ? () -> System.nanoTime() - deadline >= 0 : () -> stopping != null;
       boolean handedOff = steps.run(() -> handOff(change, expired));
       if (leaving) {
         handedOff = steps.run(() -> drain(deadline));
@@ -274,8 +276,11 @@ final class Rebalancer implements OwnershipListener {
     long in = 0;
     boolean ok = true;
     for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
-      Transfers.Pulled pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId());
-      if (!pulled.complete()) {
+      // Ended once the peer stops: what is not pulled stays on its source, which drops nothing
+      // until the owners of its newest ring have it.
+      Transfers.Pulled pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId(),
+          () -> stopping != null);
+      if (!pulled.complete() && stopping == null) {
         pullRetries.failed(source.getKey(), source.getValue(), change.viewId());
       }
       ok &= pulled.complete();

@@ -216,12 +216,22 @@ final class Transfers {
 
   /** Pulls the ranges page by page into the store. */
   Pulled pull(String source, List<KeyRange> ranges, long view) {
+    return pull(source, ranges, view, () -> false);
+  }
+
+  /** As {@link #pull(String, List, long)}, ending (incomplete) once {@code stop}, tested before each attempt. */
+  Pulled pull(String source, List<KeyRange> ranges, long view, BooleanSupplier stop) {
     long changed = 0;
     Store.Cursor cursor = Store.Cursor.START;
     while (true) {
       byte[] request = Wire.pull(new Wire.PullRequest(view, ranges, cursor, PAGE_BYTES));
       Store.Page page = null;
       for (int attempt = 1; page == null; attempt++) {
+        if (stop.getAsBoolean()) {
+          LOG.log(Level.INFO, "{0}: pull of {1} ranges from {2} ended: this peer is stopping", routing.self(),
+              ranges.size(), source);
+          return new Pulled(changed, false);
+        }
         try {
           page = Wire.readPage(Rpc.await(rpc.call(source, request, PULL_TIMEOUT), PULL_TIMEOUT));
         } catch (InterruptedException e) {

@@ -30,12 +30,12 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     return test + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
   }
 
-  /** Joins the cluster with replicas 2 and serves writes, reads and pushes; every peer counts as ready. */
+  /** Joins the cluster with replicas 2 and serves writes, reads, pushes and pulls; every peer counts as ready. */
   static InJvmPeer start(String cluster, String id, TestingAids aids) throws Exception {
     return start(cluster, id, aids, builder -> builder);
   }
 
-  /** Joins the cluster, with {@code settings} applied over replicas 2, and serves writes, reads and pushes. */
+  /** Joins the cluster, with {@code settings} applied over replicas 2, and serves writes, reads, pushes and pulls. */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings)
       throws Exception {
     return start(cluster, id, aids, settings, KvService.WriteTimeouts.DEFAULT, kv -> kv::handleWrite);
@@ -108,6 +108,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     rpc.handleQuickly(Wire.OP_WRITE, writes.apply(kv));
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PUSH, transfers::handlePush);
+    rpc.handle(Wire.OP_PULL, transfers::handlePull); // served once its counters say it is settled
     return new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer);
   }
 

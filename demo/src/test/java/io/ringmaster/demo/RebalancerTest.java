@@ -246,6 +246,49 @@ class RebalancerTest {
     assertEquals(KEYS, a.transfers().dropHandedOff(held, Map.of("b", newProcess.get())), "dropped once it took them");
   }
 
+  /**
+   * A change (not the leave) that a stopping peer handles, while its LEAVING change waits behind
+   * it: its hand-off tries each page once, not {@link Transfers#ATTEMPTS} times, and it pulls
+   * nothing, so the leave's budget is left to the leave. One replica: in the first change a loses
+   * ranges to b, which refuses hand-offs; in the second it gains b's (b holds keys there).
+   */
+  @Test
+  void aChangeHandledOnceThePeerIsStopping_triesEachPushOnce_andPullsNothing() throws Exception {
+    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
+    aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(Integer.MAX_VALUE));
+    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB, oneReplica));
+    InJvmPeer.awaitOneRing(peers);
+    HashRing both = a.node().ring();
+    HashRing alone = both.without("b");
+    long view = a.node().viewId();
+    List<Entry> inA = putInA(40);
+    assertTrue(inA.stream().anyMatch(e -> both.ownerOf(e.key()).id().equals("b")), "a loses some keys to b");
+    List<Entry> inB = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      Entry e = Entry.of("b-key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "b"));
+      if (both.ownerOf(e.key()).id().equals("b")) {
+        b.store().merge(e);
+        inB.add(e);
+      }
+    }
+    assertTrue(!inB.isEmpty(), "b holds keys a would gain");
+    b.counters().settled.set(true); // b serves pulls (it has no rebalancer to say it handled its first change)
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    rebalancer.stopping();
+
+    rebalancer.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, view, view, alone, both,
+        RingDiff.compute(alone, both, "a", 1)));
+    assertEquals(Integer.MAX_VALUE - 1, aidsOfB.handoffsLeftToRefuse(), "the push to b was tried once");
+
+    rebalancer.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, view, view, both, alone,
+        RingDiff.compute(both, alone, "a", 1)));
+    for (Entry e : inB) {
+      assertTrue(a.store().get(e.key()).isEmpty(), "a pulled " + e.key());
+    }
+    assertEquals(2, a.counters().migrationsFailed.sum(), "both changes end incomplete, for the drain to finish");
+  }
+
   @Test
   void aLeave_whoseOwnersKeepRefusing_endsWhenItsBudgetIsSpent_keepingItsData() throws Exception {
     List<Entry> held = start(Integer.MAX_VALUE);
