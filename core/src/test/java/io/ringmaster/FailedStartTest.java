@@ -67,8 +67,10 @@ class FailedStartTest {
   void aViewWhoseRingCannotBeBuilt_failsTheStart_evenIfLoggingItThrows() throws Exception {
     java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
     java.util.logging.Filter before = log.getFilter();
+    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
     log.setFilter(record -> {
       if (String.valueOf(record.getMessage()).contains("could not be installed")) {
+        thrown.incrementAndGet();
         throw new IllegalStateException("a logging filter's bug");
       }
       return before == null || before.isLoggable(record);
@@ -79,6 +81,7 @@ class FailedStartTest {
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       assertTrue(e.getCause().getMessage().startsWith("view [" + a.self + "|1] could not be installed: ring would have "),
           e.getCause().getMessage());
+      org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> thrown.get() >= 1);
     } finally {
       log.setFilter(before);
     }

@@ -391,6 +391,8 @@ class OwnershipCallbacksTest {
       CountDownLatch release = new CountDownLatch(1);
       AtomicReference<Thread> leavingOn = new AtomicReference<>();
       AtomicBoolean interrupted = new AtomicBoolean();
+      AtomicBoolean firstReturned = new AtomicBoolean();
+      CountDownLatch poolRecorded = new CountDownLatch(1);
       OwnershipListener handingOff = change -> {
         if (change.reason() == OwnershipChange.Reason.LEAVING) {
           leavingOn.set(Thread.currentThread());
@@ -400,7 +402,15 @@ class OwnershipCallbacksTest {
             release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
           } catch (InterruptedException e) {
             interrupted.set(true); // the shutdown of the view thread, after leaveTimeout
+            try {
+              // Not returning before the pool's listener has looked (bounded: it is held up
+              // behind this callback if the node launched it after this one).
+              poolRecorded.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+            } catch (InterruptedException again) {
+              Thread.currentThread().interrupt();
+            }
           }
+          firstReturned.set(true);
         }
       };
       List<Thread> heldUpOn = new CopyOnWriteArrayList<>();
@@ -414,7 +424,8 @@ class OwnershipCallbacksTest {
         }, Runnable::run);
         node.addOwnershipListener(change -> {
           if (change.reason() == OwnershipChange.Reason.LEAVING) {
-            onPoolWhileTheFirstHandsOff.add(!interrupted.get());
+            onPoolWhileTheFirstHandsOff.add(!firstReturned.get());
+            poolRecorded.countDown();
           }
         });
       });

@@ -81,13 +81,15 @@ class PartitionAndChurnTest {
         SplittableRandom random = new SplittableRandom(2026 + w);
         workers.add(java.util.concurrent.CompletableFuture.runAsync(() -> {
           for (int op = 0; op < 25; op++) {
+            // Both drawn every time: each worker's draws stay the same whatever the interleaving.
             int choice = random.nextInt(3);
+            int pick = random.nextInt(1 << 20);
             Ringmaster victim = null;
             boolean join;
             synchronized (alive) {
               join = alive.size() <= 6 || (choice == 0 && alive.size() < 14);
               if (!join) {
-                victim = alive.remove(random.nextInt(alive.size()));
+                victim = alive.remove(pick % alive.size());
                 gone.add(victim);
               }
               counts[join ? 0 : choice == 1 ? 1 : 2]++; // a join refused at 14 members crashes a node
