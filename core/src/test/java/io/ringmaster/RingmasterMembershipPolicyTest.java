@@ -68,7 +68,7 @@ class RingmasterMembershipPolicyTest {
 
   @Test
   void plainJGroupsMembers_stayWhereJGroupsPutsThem() {
-    Address plain = UUID.randomUUID();
+    Address plain = plainAddress();
     Address a = node("a", 64);
     Address bad = node("bad", 128);
     Address b = node("b", 64);
@@ -172,7 +172,7 @@ class RingmasterMembershipPolicyTest {
       Address a = node("a", 64);
       Address b = node("d", 64); // d's id on the other side, off its coordinator
       Address e = node("e", 64);
-      Address plain = UUID.randomUUID();
+      Address plain = plainAddress();
       List<Collection<Address>> sides = List.of(List.of(a, b, e), List.of(c, d), List.of(plain));
       List<Address> merged = policy.getNewMembership(sides);
       assertEquals(merged, policy.getNewMembership(List.of(List.of(plain), List.of(c, d), List.of(a, b, e))),
@@ -226,7 +226,7 @@ class RingmasterMembershipPolicyTest {
 
   @Test
   void ringSize_countsDistinctIdsWithTheFirstMembersParameters() {
-    Address plain = UUID.randomUUID();
+    Address plain = plainAddress();
     assertEquals(2, RingmasterMembershipPolicy.ringSize(
         List.of(plain, node("a", 64), node("bad", 128), node("b", 64), node("a", 64))));
     assertEquals(0, RingmasterMembershipPolicy.ringSize(List.of(plain)));
@@ -241,11 +241,11 @@ class RingmasterMembershipPolicyTest {
   void membersNoRingCanHold_areLeftOut_neverTheReference() {
     Address a = node("a", 64);
     List<Address> broken = List.of(
-        new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, 64, 1, "", "").newAddress(),
-        new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, 64, 1, "", "").newAddress(),
-        new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, 0, 1, "", "").newAddress(),
-        new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, 64, 0, "", "").newAddress(),
-        new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, 64, 1, "", "").newAddress());
+        address(new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, 64, 1, "", "")),
+        address(new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, 64, 1, "", "")),
+        address(new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, 0, 1, "", "")),
+        address(new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, 64, 0, "", "")),
+        address(new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, 64, 1, "", "")));
     for (Address b : broken) {
       assertTrue(NodeMetadata.isRingmasterNode(b), "it carries the keys");
       assertEquals(java.util.Optional.empty(), NodeMetadata.from(b), b.toString());
@@ -257,11 +257,25 @@ class RingmasterMembershipPolicyTest {
     assertEquals(java.util.Optional.of("a"), NodeMetadata.from(a).map(NodeMetadata::id), "a sound one is read");
   }
 
-  private static Address version(String id, String applicationVersion) {
-    return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, 64, 1, applicationVersion, "").newAddress();
+  /**
+   * Addresses from a seeded generator, so that a failing order can be run again (each test gets a
+   * new instance of this class, so the same addresses).
+   */
+  private final java.util.SplittableRandom random = new java.util.SplittableRandom(20261204L);
+
+  private Address address(NodeMetadata metadata) {
+    return new org.jgroups.util.ExtendedUUID(random.nextLong(), random.nextLong()).addContents(metadata.newAddress());
   }
 
-  private static Address node(String id, int virtualNodes) {
-    return new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "", "").newAddress();
+  private Address plainAddress() {
+    return new UUID(random.nextLong(), random.nextLong());
+  }
+
+  private Address version(String id, String applicationVersion) {
+    return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, 64, 1, applicationVersion, ""));
+  }
+
+  private Address node(String id, int virtualNodes) {
+    return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "", ""));
   }
 }
