@@ -858,9 +858,9 @@ final class ClusterNode {
       }
       if (!elsewhere.isEmpty()) {
         try {
-          listenerPool.execute(() -> elsewhere.forEach(SerialDelivery::launch));
+          listenerPool.execute(() -> launchAll(elsewhere)); // one after another, as the view thread would
         } catch (RuntimeException | Error noThread) {
-          elsewhere.forEach(SerialDelivery::launch); // launch() does not throw
+          launchAll(elsewhere); // launch() does not throw
         }
       }
     }

@@ -189,9 +189,10 @@ public final class Ringmaster implements AutoCloseable {
    *                             for the first ring; its interrupt flag is set again);
    *                             the node is then closed (build a new one, with the same settings,
    *                             to try again). A start that fails once its first ring is installed
-   *                             (a logger that throws on its INFO line, no thread left for the
-   *                             gossip timer) leaves as {@link #close()} does: the listeners, told
-   *                             the first ring, are told the LEAVING change too
+   *                             (a logger that throws on its INFO line, say) leaves as
+   *                             {@link #close()} does: the listeners, told the first ring, are told
+   *                             the LEAVING change too (and an Error there, such as no thread left
+   *                             for the gossip timer, is thrown as it is, after the same leave)
    * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
    *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
    *                                  message names it), or one of its protocols makes the node's

@@ -23,18 +23,24 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
 
   /**
    * The launcher hands its {@code -Dringmaster.*} properties on to the peers ({@link PeerProcess}).
-   * One that moves their cluster port, without saying where they are to look for each other, would
-   * leave each peer in a cluster of its own: the localhost stack's {@code initial_hosts} stays at
-   * port 7800.
+   * One that moves their cluster port or address, without saying where they are to look for each
+   * other, would leave each peer in a cluster of its own: the localhost stack's
+   * {@code initial_hosts} stays at 127.0.0.1[7800].
    *
-   * @throws UsageException naming both properties
+   * @throws UsageException naming the properties
    */
   static void checkForwarded(java.util.Properties properties) {
+    if (properties.getProperty("ringmaster.initial_hosts") != null) {
+      return;
+    }
     String port = properties.getProperty("ringmaster.bind_port");
-    if (port != null && properties.getProperty("ringmaster.initial_hosts") == null) {
-      throw new UsageException("-Dringmaster.bind_port=" + port + " moves the peers' cluster ports, but they look for"
-          + " each other at 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise: set it too (for"
-          + " example -Dringmaster.initial_hosts=127.0.0.1[" + port + "])");
+    String address = properties.getProperty("ringmaster.bind_addr");
+    if (port != null || address != null) {
+      String moved = port != null ? "-Dringmaster.bind_port=" + port : "-Dringmaster.bind_addr=" + address;
+      throw new UsageException(moved + " moves the peers' cluster " + (port != null ? "ports" : "address")
+          + ", but they look for each other at 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise:"
+          + " set it too (for example -Dringmaster.initial_hosts=" + (address != null ? address : "127.0.0.1")
+          + "[" + (port != null ? port : "7800") + "])");
     }
   }
 

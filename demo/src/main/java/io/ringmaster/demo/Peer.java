@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import com.sun.net.httpserver.HttpServer;
+import io.ringmaster.OwnershipChange;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.RingmasterStats;
 import java.io.IOException;
@@ -148,6 +149,14 @@ final class Peer implements AutoCloseable {
     // Noted on the publishing thread (quick), so that reads know at once what is still coming in,
     // even while the rebalancer works through an earlier change.
     node.addOwnershipListener(incoming::arrived, Runnable::run);
+    // A start that fails after the node's first ring leaves at once (the node's LEAVING change),
+    // and waits for the listeners: the rebalancer's, still waiting below for a rebalancer that
+    // will never come, is released (a peer that never served hands nothing off).
+    node.addOwnershipListener(change -> {
+      if (change.reason() == OwnershipChange.Reason.LEAVING) {
+        rebalancerReady.completeExceptionally(new IllegalStateException("the node left before the peer started"));
+      }
+    }, Runnable::run);
     node.addOwnershipListener(change -> {
       try {
         Rebalancer r;

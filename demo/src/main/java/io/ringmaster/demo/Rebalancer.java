@@ -280,7 +280,7 @@ final class Rebalancer implements OwnershipListener {
       // until the owners of its newest ring have it.
       Transfers.Pulled pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId(),
           () -> stopping != null);
-      if (!pulled.complete() && stopping == null) {
+      if (!pulled.complete()) { // stopping: the retry never runs, but the range's sources stay known for reads
         pullRetries.failed(source.getKey(), source.getValue(), change.viewId());
       }
       ok &= pulled.complete();

@@ -112,6 +112,48 @@ class OptionsTest {
     properties.setProperty("ringmaster.initial_hosts", "127.0.0.1[9000]");
     ClusterOptions.checkForwarded(properties);
     ClusterOptions.checkForwarded(new java.util.Properties());
+    java.util.Properties address = new java.util.Properties();
+    address.setProperty("ringmaster.bind_addr", "127.0.0.2");
+    e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(address));
+    assertEquals("-Dringmaster.bind_addr=127.0.0.2 moves the peers' cluster address, but they look for each other at"
+        + " 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise: set it too (for example"
+        + " -Dringmaster.initial_hosts=127.0.0.2[7800])", e.getMessage());
+  }
+
+  /**
+   * A peer whose node fails its start after the first ring (here its INFO line throws) leaves at
+   * once: the rebalancer's listener, waiting for the rebalancer in its first callback, does not
+   * hold the leave up for the whole leaveTimeout.
+   */
+  @Test
+  void peer_whoseStartFailsAfterTheFirstRing_isNotHeldUpByItsRebalancer(@TempDir Path dir) throws Exception {
+    Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"late\", \"clusterName\": \"late-"
+        + ProcessHandle.current().pid() + "\", \"jgroupsConfig\": \"ringmaster/jgroups/in-jvm.xml\"}");
+    java.util.logging.Logger log = java.util.logging.Logger.getLogger(io.ringmaster.Ringmaster.class.getName());
+    java.util.logging.Filter before = log.getFilter();
+    java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+    log.setFilter(record -> {
+      Object[] params = record.getParameters();
+      if (params != null && params.length > 0 && "late".equals(params[0])) {
+        if (String.valueOf(record.getMessage()).contains(" joined ")) {
+          throw new IllegalStateException("a logging filter's bug");
+        }
+        if (record.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+          warnings.add(record.getMessage());
+        }
+      }
+      return before == null || before.isLoggable(record);
+    });
+    try {
+      PeerOptions options = PeerOptions.parse(new String[] {"--http-port", Integer.toString(PeerCluster.freePort()),
+          "--config", config.toString()}, 0);
+      io.ringmaster.RingmasterException e = assertThrows(io.ringmaster.RingmasterException.class,
+          () -> Peer.start(options));
+      assertTrue(e.getMessage().contains("failed to finish its start, so it left again"), e.getMessage());
+    } finally {
+      log.setFilter(before);
+    }
+    assertEquals(List.of(), warnings, "the leave waited for no listener in vain");
   }
 
   /** The example config names the localhost stack by its file in config/jgroups: the same stack, the same check. */
