@@ -58,24 +58,10 @@ class AwaitTest {
   void awaitListeners_fromAnApplicationThread_neverRunsAHeldUpCallbackOnIt() throws Exception {
     try (TestCluster cluster = new TestCluster("await-listeners-thread")) {
       Ringmaster a = cluster.start("a");
-      CountDownLatch inFirst = new CountDownLatch(1);
-      CountDownLatch release = new CountDownLatch(1);
-      a.addOwnershipListener(change -> {
-        if (change.reason() != OwnershipChange.Reason.INITIAL) {
-          inFirst.countDown();
-          try {
-            release.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        }
-      }, Runnable::run);
-      List<Thread> secondRanOn = new CopyOnWriteArrayList<>();
-      a.addOwnershipListener(change -> {
-        if (change.reason() != OwnershipChange.Reason.INITIAL) {
-          secondRanOn.add(Thread.currentThread());
-        }
-      }, Runnable::run);
+      HeldUp held = HeldUp.on(a);
+      CountDownLatch inFirst = held.inFirst();
+      CountDownLatch release = held.release();
+      List<Thread> secondRanOn = held.secondRanOn();
       try {
         cluster.start("b"); // a's view thread runs the first listener's callback for the join, which blocks
         assertTrue(inFirst.await(WAIT.toSeconds(), TimeUnit.SECONDS));
@@ -101,24 +87,10 @@ class AwaitTest {
   void awaitListeners_fromAPoolListener_neverRunsAHeldUpCallbackOnItsThread() throws Exception {
     try (TestCluster cluster = new TestCluster("await-listeners-pool")) {
       Ringmaster a = cluster.start("a");
-      CountDownLatch inFirst = new CountDownLatch(1);
-      CountDownLatch release = new CountDownLatch(1);
-      a.addOwnershipListener(change -> {
-        if (change.reason() != OwnershipChange.Reason.INITIAL) {
-          inFirst.countDown();
-          try {
-            release.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-        }
-      }, Runnable::run);
-      List<Thread> secondRanOn = new CopyOnWriteArrayList<>();
-      a.addOwnershipListener(change -> {
-        if (change.reason() != OwnershipChange.Reason.INITIAL) {
-          secondRanOn.add(Thread.currentThread());
-        }
-      }, Runnable::run);
+      HeldUp held = HeldUp.on(a);
+      CountDownLatch inFirst = held.inFirst();
+      CountDownLatch release = held.release();
+      List<Thread> secondRanOn = held.secondRanOn();
       CompletableFuture<Boolean> poolWaited = new CompletableFuture<>();
       a.addOwnershipListener(change -> {
         if (change.reason() != OwnershipChange.Reason.INITIAL) {
@@ -140,6 +112,33 @@ class AwaitTest {
       assertTrue(a.awaitListeners(WAIT));
       assertEquals(1, secondRanOn.size());
       assertTrue(secondRanOn.get(0).getName().startsWith("ringmaster-view-a"), secondRanOn.get(0).getName());
+    }
+  }
+
+  /**
+   * Two same-thread listeners added to {@code node}: the first blocks in its callback for the
+   * node's next change (after {@code inFirst}) until {@code release}; the second, held up behind
+   * it, records the threads its callbacks for that change run on.
+   */
+  private record HeldUp(CountDownLatch inFirst, CountDownLatch release, List<Thread> secondRanOn) {
+    static HeldUp on(Ringmaster node) {
+      HeldUp held = new HeldUp(new CountDownLatch(1), new CountDownLatch(1), new CopyOnWriteArrayList<>());
+      node.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          held.inFirst.countDown();
+          try {
+            held.release.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run);
+      node.addOwnershipListener(change -> {
+        if (change.reason() != OwnershipChange.Reason.INITIAL) {
+          held.secondRanOn.add(Thread.currentThread());
+        }
+      }, Runnable::run);
+      return held;
     }
   }
 
