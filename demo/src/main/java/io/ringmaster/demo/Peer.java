@@ -212,6 +212,7 @@ final class Peer implements AutoCloseable {
       // would see this peer on the old view.
       runOn(statusTimer, "status", this::publishStatus);
       if (c.isMerge()) {
+        sweeper.repairQueued();
         runOn(maintenance, "repair after merge", () -> sweeper.repairAfterMerge(c.viewId()));
       }
     });
@@ -229,7 +230,8 @@ final class Peer implements AutoCloseable {
     // never more than a minute), rarely enough that the scan of the store costs nothing noticeable.
     long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 10));
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
-        store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000))), purgeEvery, purgeEvery,
+        store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000,
+        key -> !incoming.previousOwners(key).isEmpty()))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
     RingView ringView = new RingView(node, directory, routing::inRing);
     http.createContext("/", new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));

@@ -132,10 +132,18 @@ final class Store {
    * @return how many were dropped
    */
   long purgeTombstones(long stampBefore) {
+    return purgeTombstones(stampBefore, key -> false);
+  }
+
+  /**
+   * As {@link #purgeTombstones(long)}, keeping those whose key {@code keep} accepts (a key still
+   * coming in, whose old value a pull may yet bring: the tombstone must be here to beat it).
+   */
+  long purgeTombstones(long stampBefore, java.util.function.Predicate<String> keep) {
     long purged = 0;
     for (Map.Entry<Slot, Entry> e : entries.entrySet()) {
       Entry t = e.getValue();
-      if (t.deleted() && t.version().stamp() < stampBefore && entries.remove(e.getKey(), t)) {
+      if (t.deleted() && t.version().stamp() < stampBefore && !keep.test(t.key()) && entries.remove(e.getKey(), t)) {
         purged++;
       }
     }

@@ -95,8 +95,17 @@ final class Sweeper {
     synchronized (this) {
       pendingRepair = null; // this pass pushes to every owner
       repairing = true;
+      queuedRepairs = Math.max(0, queuedRepairs - 1);
     }
     repair(mergeViewId, null, 0);
+  }
+
+  /**
+   * Notes a repair handed to the maintenance thread, which may start it only after other work:
+   * {@link #repairPending()} counts it from now, not from its start.
+   */
+  synchronized void repairQueued() {
+    queuedRepairs++;
   }
 
   /**
@@ -107,10 +116,11 @@ final class Sweeper {
 
   private PendingRepair pendingRepair;
   private boolean repairing; // set with pendingRepair cleared, so that repairPending() has no gap
+  private int queuedRepairs; // repairs after merges, queued and not started
 
-  /** Whether a repair runs, or owners one could not reach are still to be tried again. */
+  /** Whether a repair is queued or runs, or owners one could not reach are still to be tried again. */
   synchronized boolean repairPending() {
-    return repairing || pendingRepair != null;
+    return repairing || pendingRepair != null || queuedRepairs > 0;
   }
 
   /** Pushes again to the owners the last repair could not reach, once their delay is over. */

@@ -7,8 +7,10 @@ import java.util.function.LongSupplier;
 /**
  * Hands out strictly increasing write versions: the wall clock in microseconds since the epoch,
  * plus one on a collision. The stamp never goes back, even if the clock does, and it moves past
- * any stamp this peer has seen, so a write accepted here is newer than every version this peer
- * already stored.
+ * any stamp a write here has found on the key's owners ({@link #observe}): a write is stamped
+ * again past a newer version an owner holds, so the write acknowledged is newer than every
+ * version its owners hold. (Entries that arrive by pull or push move the clock only once a
+ * write finds them.)
  *
  * <p>Why microseconds: a client that writes a key through one peer and, once acknowledged,
  * again through another, needs the second stamp to be higher. An acknowledgement takes far more

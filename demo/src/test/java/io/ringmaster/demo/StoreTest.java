@@ -271,6 +271,18 @@ class StoreTest {
     assertEquals(0, store.purgeTombstones(10));
   }
 
+  /** A tombstone of a key still coming in stays past its grace: a pull may yet bring the old value. */
+  @Test
+  void purgeTombstones_keepsThoseOfKeysItIsToldToKeep() {
+    Store store = new Store();
+    store.merge(Entry.tombstone("coming-in", v(5)));
+    store.merge(Entry.tombstone("settled", v(5)));
+    assertEquals(1, store.purgeTombstones(10, "coming-in"::equals));
+    assertTrue(store.get("coming-in").orElseThrow().deleted());
+    assertEquals(Optional.empty(), store.get("settled"));
+    assertEquals(1, store.purgeTombstones(10, key -> false), "once the key has come in");
+  }
+
   @Test
   void all_iteratesInRingOrder() {
     List<Long> positions = filled().all().stream().map(Entry::position).toList();
