@@ -168,8 +168,8 @@ final class ClusterNode {
    * view does, so it cannot be checked here).
    */
   void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
-    if (viewId <= state.viewId()) {
-      return; // too late to matter
+    if (state.viewId() >= 0) {
+      return; // only a node's first ring reads them: kept now, one for a later view would stay for good
     }
     ViewKey key = ViewKey.of(viewId, viewCreator);
     BlockingQueue<RingBefore> answers = ringsBefore.get(key);
@@ -472,7 +472,16 @@ final class ClusterNode {
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
     }
-    ringsBefore.keySet().removeIf(k -> k.id() <= viewId);
+    if (state.viewId() >= 0) {
+      ringsBefore.clear(); // only a node's first ring reads them
+    } else {
+      ringsBefore.keySet().removeIf(k -> k.id() <= viewId);
+    }
+  }
+
+  /** How many views' accounts of the ring before them are kept (for tests). */
+  int ringsBeforeKept() {
+    return ringsBefore.size();
   }
 
   /**

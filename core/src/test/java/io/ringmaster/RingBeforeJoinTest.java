@@ -43,6 +43,22 @@ class RingBeforeJoinTest {
     }
   }
 
+  /** Once a node has its first ring, accounts of the ring before a view are not kept: none would be read. */
+  @Test
+  void accountsArrivingAfterTheFirstRing_areNotKept() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a);
+      node.node.ringBeforeArrived(9, (UUID) a, List.of(A.member()), a); // for a later view: kept until the first ring
+      assertEquals(2, node.node.ringsBeforeKept());
+      node.install(View.create(a, 5, a, b));
+      assertEquals(0, node.node.ringsBeforeKept(), "the first ring is installed: none will be read");
+      node.node.ringBeforeArrived(Long.MAX_VALUE, (UUID) a, List.of(A.member()), a);
+      assertEquals(0, node.node.ringsBeforeKept(), "one for a view far ahead would stay for good");
+    }
+  }
+
   @Test
   void newcomer_answerFromOutsideTheViewOrFromItself_isIgnored_andAMembersAnswerCounts() throws Exception {
     Address a = A.newAddress();
