@@ -68,6 +68,12 @@ final class Peer implements AutoCloseable {
   private final ScheduledExecutorService rpcTimer = timer("rpc-timer");
   /** Sweeps and repairs, one at a time: both may wait seconds on pushes. */
   private final ScheduledExecutorService maintenance = Executors.newSingleThreadScheduledExecutor(daemons("sweep"));
+  /**
+   * Pull retries, on a thread of their own: one against a source that is live but slow can take
+   * tens of seconds a page, and sweeps and repairs would wait for it.
+   */
+  private final ScheduledExecutorService pullRetrier = Executors.newSingleThreadScheduledExecutor(
+      daemons("pull-retries"));
   private final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(daemons("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final Counters counters = new Counters();
@@ -223,7 +229,7 @@ final class Peer implements AutoCloseable {
     statusTimer.scheduleWithFixedDelay(() -> guard("status", this::publishStatus), 0, 1, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("sweep", sweeper::sweep), 2, 2, TimeUnit.SECONDS);
     maintenance.scheduleWithFixedDelay(() -> guard("repair retries", sweeper::retryRepair), 1, 1, TimeUnit.SECONDS);
-    maintenance.scheduleWithFixedDelay(() -> guard("pull retries", () -> counters.keysMigratedIn.add(
+    pullRetrier.scheduleWithFixedDelay(() -> guard("pull retries", () -> counters.keysMigratedIn.add(
         pullRetries.runDue())), 1, 1, TimeUnit.SECONDS);
     Duration grace = options.tombstoneGrace();
     // Often enough that a tombstone goes soon after its grace (a tenth of it later at most, and
@@ -308,6 +314,7 @@ final class Peer implements AutoCloseable {
       // the node closes (its ring is then the one it leaves behind, not the view's: a report of it
       // would look like a divergence); the other peers' ring pages mute a report that grows old.
       maintenance.shutdownNow();
+      pullRetrier.shutdownNow();
       long started = System.nanoTime();
       runAll(() -> {
         if (rebalancer != null && !node.isInRing() && node.viewId() >= 0) {
@@ -369,6 +376,7 @@ final class Peer implements AutoCloseable {
 
   private void shutdownThreads() {
     maintenance.shutdownNow();
+    pullRetrier.shutdownNow();
     statusTimer.shutdownNow();
     httpThreads.shutdownNow();
     rpcWorkers.shutdownNow();
