@@ -479,6 +479,12 @@ final class ClusterNode {
     }
   }
 
+  /** The id of a view that could not be installed and is tried again, if any. */
+  java.util.OptionalLong failedViewId() {
+    View failed = failedView;
+    return failed == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(failed.getViewId().getId());
+  }
+
   /** How many views' accounts of the ring before them are kept (for tests). */
   int ringsBeforeKept() {
     return ringsBefore.size();

@@ -1316,7 +1316,7 @@ public final class Ringmaster implements AutoCloseable {
         Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
         gossip == null ? 0 : gossip.divergences.get(), rejoins.get(), gossip == null ? 0 : gossip.sent.get(),
         gossip == null ? 0 : gossip.received.get(), node.refusals.get(),
-        last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)));
+        last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)), node.failedViewId());
   }
 
   /**

@@ -3,6 +3,7 @@ package io.ringmaster;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * A node's counters, read by {@link Ringmaster#stats()}: without locks, but for
@@ -33,7 +34,12 @@ import java.util.Optional;
  * @param lastChange       when a view last changed this node's ownership or brought its membership
  *                         listeners a change (members, a merge, a refusal), if ever (adding a
  *                         listener, or this node's own leave, does not count)
+ * @param failedViewId     the id of a view whose ring could not be built here (no memory for it,
+ *                         say) and is being tried again, if any: while present, this node routes by
+ *                         the ring of {@code viewId}, older than its peers' (their gossip compares
+ *                         only equal view ids, so no {@link RingDivergence} says so)
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
                               int pendingCallbacks, long divergences, long rejoins, long gossipSent,
-                              long gossipReceived, long refusedMembers, Optional<Instant> lastChange) {}
+                              long gossipReceived, long refusedMembers, Optional<Instant> lastChange,
+                              OptionalLong failedViewId) {}

@@ -94,10 +94,12 @@ class FailedStartTest {
       a.install(tooLargeARing(2, a.self));
       assertEquals(1, a.node.state().viewId(), "the last good ring is kept");
       assertEquals(1, a.ownership.size(), a.ownership.toString());
+      assertEquals(java.util.OptionalLong.of(2), a.node.failedViewId(), "view 2 is tried again");
 
       Address b = meta("b").newAddress();
       a.view(3, a.self, b);
       assertEquals(3, a.node.state().viewId(), "the view thread goes on");
+      assertEquals(java.util.OptionalLong.empty(), a.node.failedViewId(), "a later view replaced it");
       assertEquals(List.of("a", "b"), a.node.state().ring().members().stream().map(Member::id).toList());
     }
   }
