@@ -196,6 +196,49 @@ class RebalancerTest {
   }
 
   /**
+   * Deletes during a leave's hand-off are not undone by it: once the first page is taken, every
+   * key is deleted through a (a leaving peer passes the deletes on to b); the pages pushed after
+   * that carry the old values of keys whose tombstones b already holds, and lose to them: b holds
+   * every tombstone once the hand-off's last page is taken (before the drain, which would hand the
+   * tombstones on again), and ends with them, and a with no live copy.
+   */
+  @Test
+  void deletesDuringTheHandOff_areNotUndoneByThePagesPushedAfterThem() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    List<Entry> entries = new ArrayList<>();
+    for (int i = 0; i < 6; i++) { // three pages
+      Entry e = Entry.of("doomed-" + i, big + i, new Version(VersionClock.systemMicros(), "a"));
+      a.store().merge(e);
+      entries.add(e);
+    }
+    Map<String, Version> deletions = new java.util.concurrent.ConcurrentHashMap<>();
+    List<Entry> atBAfterTheLastPage = new java.util.concurrent.CopyOnWriteArrayList<>();
+    a.transfers().afterPage = page -> {
+      if (page == 1 && deletions.isEmpty()) {
+        entries.forEach(e -> deletions.put(e.key(), a.kv().delete(e.key()).version()));
+      } else if (page == 3 && atBAfterTheLastPage.isEmpty()) {
+        entries.forEach(e -> atBAfterTheLastPage.add(b.store().get(e.key()).orElseThrow()));
+      }
+    };
+
+    assertTimeoutPreemptively(Duration.ofSeconds(30),
+        () -> rebalancerOfA(Duration.ofSeconds(15)).onOwnershipChange(leavingOfA()));
+
+    assertEquals(entries.size(), deletions.size(), "every key was deleted during the hand-off");
+    assertEquals(entries.size(), atBAfterTheLastPage.size(), "the hand-off pushed three pages");
+    for (Entry atB : atBAfterTheLastPage) {
+      assertTrue(atB.deleted(), atB.key() + " at b after the hand-off's pages: an old value won over its tombstone");
+    }
+    for (Entry e : entries) {
+      Entry atB = b.store().get(e.key()).orElseThrow();
+      assertTrue(atB.deleted(), e.key() + " at b: " + atB.value());
+      assertEquals(deletions.get(e.key()), atB.version(), e.key());
+      assertTrue(a.store().get(e.key()).map(Entry::deleted).orElse(true), "a kept a live copy of " + e.key());
+    }
+  }
+
+  /**
    * One replica, three peers: a's LEAVING change gives some of its ranges to b, the others to c,
    * which refuses them because it is leaving too. Once a knows that, its ring gives c's ranges to
    * b, which took only its own: the entries of c's ranges must stay in a (b took none of them)
