@@ -59,21 +59,18 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-listeners-thread")) {
       Ringmaster a = cluster.start("a");
       HeldUp held = HeldUp.on(a);
-      CountDownLatch inFirst = held.inFirst();
-      CountDownLatch release = held.release();
-      List<Thread> secondRanOn = held.secondRanOn();
       try {
         cluster.start("b"); // a's view thread runs the first listener's callback for the join, which blocks
-        assertTrue(inFirst.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+        assertTrue(held.inFirst().await(WAIT.toSeconds(), TimeUnit.SECONDS));
 
         assertFalse(a.awaitListeners(Duration.ofMillis(200)), "the first listener is still busy");
-        assertEquals(List.of(), secondRanOn, "the second listener's callback did not run on the waiting thread");
+        assertEquals(List.of(), held.secondRanOn(), "the second listener's callback did not run on the waiting thread");
       } finally {
-        release.countDown();
+        held.release().countDown();
       }
       assertTrue(a.awaitListeners(WAIT));
-      assertEquals(1, secondRanOn.size());
-      assertNotEquals(Thread.currentThread(), secondRanOn.get(0));
+      assertEquals(1, held.secondRanOn().size());
+      assertNotEquals(Thread.currentThread(), held.secondRanOn().get(0));
     }
   }
 
@@ -88,14 +85,11 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-listeners-pool")) {
       Ringmaster a = cluster.start("a");
       HeldUp held = HeldUp.on(a);
-      CountDownLatch inFirst = held.inFirst();
-      CountDownLatch release = held.release();
-      List<Thread> secondRanOn = held.secondRanOn();
       CompletableFuture<Boolean> poolWaited = new CompletableFuture<>();
       a.addOwnershipListener(change -> {
         if (change.reason() != OwnershipChange.Reason.INITIAL) {
           try {
-            inFirst.await(); // the view thread launched this one first, then went into the first listener
+            held.inFirst().await(); // the view thread launched this one first, then went into the first listener
             poolWaited.complete(a.awaitListeners(Duration.ofMillis(200)));
           } catch (InterruptedException e) {
             poolWaited.completeExceptionally(e);
@@ -105,13 +99,14 @@ class AwaitTest {
       try {
         cluster.start("b");
         assertFalse(poolWaited.get(WAIT.toSeconds(), TimeUnit.SECONDS), "the first listener is still busy");
-        assertEquals(List.of(), secondRanOn, "the second listener's callback did not run on the pool's thread");
+        assertEquals(List.of(), held.secondRanOn(), "the second listener's callback did not run on the pool's thread");
       } finally {
-        release.countDown();
+        held.release().countDown();
       }
       assertTrue(a.awaitListeners(WAIT));
-      assertEquals(1, secondRanOn.size());
-      assertTrue(secondRanOn.get(0).getName().startsWith("ringmaster-view-a"), secondRanOn.get(0).getName());
+      assertEquals(1, held.secondRanOn().size());
+      String ranOn = held.secondRanOn().get(0).getName();
+      assertTrue(ranOn.startsWith("ringmaster-view-a"), ranOn);
     }
   }
 
