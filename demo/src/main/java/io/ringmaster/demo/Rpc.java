@@ -34,10 +34,11 @@ import org.jgroups.stack.ProtocolStack;
  * bounds every request. A handler that may wait (a pull waiting for a view, a push merging a
  * page) runs on {@code workers}; a quick one runs on the JGroups thread and never blocks: it
  * returns a future, completed later if it must ask other peers (a forwarded write, sent with
- * {@link #callFromWorker}). A reply that is not ready at once is sent from a worker too: sending
- * may wait for flow-control credits, and JGroups threads must not. With every worker busy, what
- * would need one is answered "busy or stopping" (a small reply): writes and transfers retry, a
- * read takes the other owners' copies.
+ * {@link #callFromWorker}). A reply that is not ready at once is sent from a worker too. A large
+ * reply waits for flow-control credits, and JGroups threads must not: it is only ever sent from a
+ * worker. A small one (every error is one) goes past flow control ({@link #reply}), so it may be
+ * sent from any thread. With every worker busy, a large reply is answered "busy or stopping"
+ * instead: writes and transfers retry, a read takes the other owners' copies.
  */
 final class Rpc implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Rpc.class.getName());
@@ -51,8 +52,8 @@ final class Rpc implements AutoCloseable {
   /**
    * Waits for the outcome of a call made with {@code timeout}. The call's own expiry, on the timer
    * thread, normally ends it; the wait is bounded here too ({@link #AWAIT_MARGIN} longer), so that
-   * a caller keeps its deadline even if the timer is held up (a small reply it sends with every
-   * worker busy may wait for flow-control credits).
+   * a caller keeps its deadline even if the timer is held up (it may run the steps that follow a
+   * call's failure, a small reply among them).
    *
    * @throws ExecutionException with the call's failure, or a {@link TimeoutException} if it did not end in time
    */
@@ -153,7 +154,7 @@ final class Rpc implements AutoCloseable {
   void dispatch(Message msg, Response response) {
     if (msg.getArray() == null || msg.getLength() == 0) {
       if (response != null) {
-        response.send(Wire.error("empty request"), false);
+        reply(msg, response, Wire.error("empty request"));
       }
       return;
     }
@@ -171,18 +172,18 @@ final class Rpc implements AutoCloseable {
     }
     QuickHandler handler = handlers[op & 0xff];
     if (handler == null) {
-      response.send(Wire.error("unknown operation " + op), false);
+      reply(msg, response, Wire.error("unknown operation " + op));
       return;
     }
     CompletableFuture<byte[]> reply = handle(handler, body);
     BiConsumer<byte[], Throwable> send = (bytes, error) -> {
       if (error == null) {
-        response.send(bytes, false);
+        reply(msg, response, bytes);
       } else {
         Throwable cause = unwrap(error);
         LOG.log(Level.DEBUG, "request {0} from {1} failed: {2}", (char) op, msg.getSrc(), cause);
-        response.send(Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping"
-            : cause instanceof Declined ? cause.getMessage() : cause.toString()), false);
+        reply(msg, response, Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping"
+            : cause instanceof Declined ? cause.getMessage() : cause.toString()));
       }
     };
     if (!repliesOnWorker[op & 0xff] && reply.isDone() && small(reply)) {
@@ -208,6 +209,23 @@ final class Rpc implements AutoCloseable {
         }
       });
     }
+  }
+
+  /**
+   * Sends a reply to {@code request}. One of at most {@link #INLINE_REPLY_BYTES} (every error is
+   * one) may go out on a JGroups thread or our timer, so it is sent past flow control: unicast flow
+   * control would park that thread until the requester returns credits, and the {@code DONT_BLOCK}
+   * mark that JGroups gives its own replies is honoured by multicast flow control only. Such replies
+   * are bounded by the requests, which do wait for credits. A larger reply is sent from a worker and
+   * waits for credits like any page.
+   */
+  static void reply(Message request, Response response, byte[] bytes) {
+    Message reply = new BytesMessage(request.getSrc(), bytes).setFlag(Message.Flag.OOB)
+        .setFlag(Message.TransientFlag.DONT_BLOCK);
+    if (bytes == null || bytes.length <= INLINE_REPLY_BYTES) {
+      reply.setFlag(Message.Flag.NO_FC);
+    }
+    response.send(reply, false);
   }
 
   private static CompletableFuture<byte[]> handle(QuickHandler handler, byte[] body) {
@@ -298,10 +316,14 @@ final class Rpc implements AutoCloseable {
     return result;
   }
 
-  /** Sends a message to every member of the view, this one included; no reply. */
+  /**
+   * Sends a small message to every member of the view, this one included; no reply. It goes past
+   * flow control, so that one slow member never holds up the thread that sends it.
+   */
   void broadcast(byte[] message) {
     try {
-      dispatcher.castMessage(null, new BytesMessage(null, message).setFlag(Message.Flag.OOB), RequestOptions.ASYNC());
+      dispatcher.castMessage(null, new BytesMessage(null, message).setFlag(Message.Flag.OOB, Message.Flag.NO_FC),
+          RequestOptions.ASYNC());
     } catch (Exception e) {
       LOG.log(Level.DEBUG, "broadcast failed: {0}", e.toString());
     }

@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -17,15 +18,18 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
 import org.jgroups.blocks.Response;
+import org.jgroups.util.Util;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * Which thread sends a reply: never the JGroups thread that delivered the request, unless the
- * reply is small and ready at once (sending can wait for flow-control credits).
+ * reply is small and ready at once (sending can wait for flow-control credits); small replies go
+ * past flow control, large ones wait for credits.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class RpcDispatchTest {
@@ -79,8 +83,40 @@ class RpcDispatchTest {
     Rpc rpc = new Rpc(null, new FinishFirstWorkers(), null);
     rpc.handleQuickly(Wire.OP_GET, in -> CompletableFuture.completedFuture(new byte[Rpc.INLINE_REPLY_BYTES + 1]));
     rpc.handleQuickly(Wire.OP_WRITE, in -> CompletableFuture.completedFuture(new byte[16]));
-    assertEquals("rpc-worker", sentOn(rpc, Wire.OP_GET));
-    assertEquals("jgroups-oob-1", sentOn(rpc, Wire.OP_WRITE));
+    Sent large = dispatchThen(rpc, Wire.OP_GET, () -> { });
+    Sent small = dispatchThen(rpc, Wire.OP_WRITE, () -> { });
+    assertEquals("rpc-worker", large.thread());
+    assertEquals("jgroups-oob-1", small.thread());
+    // Unicast flow control would park the JGroups thread for credits (it ignores DONT_BLOCK): the
+    // small reply goes past it; the large one, from a worker, waits for credits like any page.
+    assertTrue(small.pastFlowControl());
+    assertFalse(large.pastFlowControl());
+  }
+
+  @Test
+  void errorReplies_goPastFlowControl_toTheRequester() throws Exception {
+    Rpc rpc = new Rpc(null, new BusyWorkers(), null);
+    Address requester = Util.createRandomAddress("requester");
+    for (byte[] request : List.of(new byte[0], new byte[] {(byte) 0xEE})) {
+      AtomicReference<Message> reply = new AtomicReference<>();
+      BytesMessage msg = new BytesMessage(null, request);
+      msg.setSrc(requester);
+      rpc.dispatch(msg, new Response() {
+        @Override
+        public void send(Object r, boolean exception) {
+          throw new AssertionError("replies are sent as messages, with their flags");
+        }
+
+        @Override
+        public void send(Message r, boolean exception) {
+          reply.set(r);
+        }
+      });
+      assertEquals(Wire.ERROR, reply.get().getArray()[0]);
+      assertEquals(requester, reply.get().getDest());
+      assertTrue(reply.get().isFlagSet(Message.Flag.NO_FC));
+      assertTrue(reply.get().isFlagSet(Message.Flag.OOB));
+    }
   }
 
   /** Every worker busy: the executor refuses each task. */
@@ -105,6 +141,7 @@ class RpcDispatchTest {
     // Completed later on a JGroups thread (another peer's reply), with no worker to send from.
     Sent sentSmall = dispatchThen(rpc, Wire.OP_WRITE, () -> smallLater.complete(small));
     assertEquals("jgroups-oob-1", sentSmall.thread());
+    assertTrue(sentSmall.pastFlowControl());
     assertArrayEquals(small, sentSmall.reply());
     Sent sentLarge = dispatchThen(rpc, Wire.OP_GET, () -> largeLater.complete(new byte[Rpc.INLINE_REPLY_BYTES + 1]));
     assertEquals(Wire.ERROR, sentLarge.reply()[0]);
@@ -145,6 +182,7 @@ class RpcDispatchTest {
     Sent sent = dispatchThen(rpc, Wire.OP_PUSH, dispatched::countDown, () -> workers.worker.join().join());
     assertEquals("rpc-worker", sent.thread());
     assertArrayEquals(page, sent.reply());
+    assertFalse(sent.pastFlowControl());
   }
 
   @Test
@@ -155,7 +193,8 @@ class RpcDispatchTest {
     assertInstanceOf(RejectedExecutionException.class, e.getCause());
   }
 
-  private record Sent(String thread, byte[] reply) {}
+  /** A reply, the thread that sent it, and whether it went past flow control. */
+  private record Sent(String thread, byte[] reply, boolean pastFlowControl) {}
 
   /**
    * Dispatches a request for {@code op} on a thread named like JGroups', then runs {@code then}
@@ -171,12 +210,12 @@ class RpcDispatchTest {
     Response response = new Response() {
       @Override
       public void send(Object reply, boolean exception) {
-        sent.set(new Sent(Thread.currentThread().getName(), (byte[]) reply));
+        sent.set(new Sent(Thread.currentThread().getName(), (byte[]) reply, false));
       }
 
       @Override
       public void send(Message reply, boolean exception) {
-        sent.set(new Sent(Thread.currentThread().getName(), reply.getArray()));
+        sent.set(new Sent(Thread.currentThread().getName(), reply.getArray(), reply.isFlagSet(Message.Flag.NO_FC)));
       }
     };
     Thread jgroups = new Thread(() -> {
