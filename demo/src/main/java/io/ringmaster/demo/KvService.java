@@ -209,7 +209,7 @@ final class KvService {
           storedHere |= here && call.getKey().equals(routing.self()) && reply.stored().contains(routing.self());
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
         } catch (ExecutionException failed) {
-          lastError = call.getKey() + ": " + Rpc.unwrap(failed);
+          lastError = call.getKey() + ": " + Rpc.describe(failed);
         } catch (InterruptedException interrupted) {
           Thread.currentThread().interrupt();
           throw new Unavailable("interrupted");
@@ -469,7 +469,7 @@ final class KvService {
       if (!call.isDone()) {
         lastError = asked.get(i) + ": no answer in time";
       } else if (call.isCompletedExceptionally()) {
-        lastError = asked.get(i) + ": " + failure(call);
+        lastError = asked.get(i) + ": " + Rpc.describe(failure(call));
       } else {
         held.put(asked.get(i), call.join());
       }
@@ -638,7 +638,7 @@ final class KvService {
       if (unanswered != null && (strict || newest.isEmpty())) {
         // Not "not found": a 404 must mean that no owner holds the key. The reader's peer reports
         // this owner as not answering, and a 503 if no other owner does.
-        throw unanswered instanceof Rpc.Declined declined ? declined : new Rpc.Declined(unanswered.toString());
+        throw unanswered instanceof Rpc.Declined declined ? declined : new Rpc.Declined(Rpc.describe(unanswered));
       }
       // A reader's read answered by a previous owner: counted once, where it came.
       if (newest != own && !strict && !forward && stepsBack == STEPS_BACK) {
@@ -668,7 +668,7 @@ final class KvService {
         (fromWorker ? rpc.callFromWorker(owner, request, wait) : rpc.call(owner, request, wait))
             .thenApply(KvService::getReply).exceptionally(failed -> {
               throw new Rpc.Declined("owner " + owner + " of \"" + key + "\", which " + routing.self()
-                  + " does not own, did not say which version it holds: " + Rpc.unwrap(failed));
+                  + " does not own, did not say which version it holds: " + Rpc.describe(failed));
             })).toList();
   }
 
@@ -687,7 +687,7 @@ final class KvService {
           : rpc.call(owner, request, timeout)).thenApply(KvService::getReply);
       return call.exceptionally(failed -> {
         throw new Rpc.Declined("previous owner " + owner + " of \"" + key + "\", which is still coming in to "
-            + routing.self() + ", did not say which version it holds: " + Rpc.unwrap(failed));
+            + routing.self() + ", did not say which version it holds: " + Rpc.describe(failed));
       });
     }).toList();
   }

@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import io.ringmaster.Ringmaster;
 import java.io.DataInputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Arrays;
@@ -20,6 +21,7 @@ import java.util.function.BiConsumer;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
+import org.jgroups.SuspectedException;
 import org.jgroups.blocks.MessageDispatcher;
 import org.jgroups.blocks.RequestHandler;
 import org.jgroups.blocks.RequestOptions;
@@ -181,9 +183,14 @@ final class Rpc implements AutoCloseable {
         reply(msg, response, bytes);
       } else {
         Throwable cause = unwrap(error);
-        LOG.log(Level.DEBUG, "request {0} from {1} failed: {2}", (char) op, msg.getSrc(), cause);
-        reply(msg, response, Wire.error(cause instanceof RejectedExecutionException ? "busy or stopping"
-            : cause instanceof Declined ? cause.getMessage() : cause.toString()));
+        boolean expected = cause instanceof RejectedExecutionException || cause instanceof Declined
+            || cause instanceof IOException || cause instanceof UncheckedIOException;
+        if (expected) {
+          LOG.log(Level.DEBUG, "request {0} from {1} failed: {2}", (char) op, msg.getSrc(), cause);
+        } else {
+          LOG.log(Level.WARNING, "request " + (char) op + " from " + msg.getSrc() + " failed", cause);
+        }
+        reply(msg, response, Wire.error(describe(cause)));
       }
     };
     if (!repliesOnWorker[op & 0xff] && reply.isDone() && small(reply)) {
@@ -327,6 +334,29 @@ final class Rpc implements AutoCloseable {
     } catch (Exception e) {
       LOG.log(Level.DEBUG, "broadcast failed: {0}", e.toString());
     }
+  }
+
+  /**
+   * Why a call failed, in words fit for an HTTP client: the reason for the failures we expect
+   * (timeouts, peers not in the view, refusals, malformed requests), only the class of any other:
+   * a peer logs the whole story of such a failure of a request it served.
+   */
+  static String describe(Throwable failure) {
+    Throwable t = unwrap(failure);
+    if (t instanceof RejectedExecutionException) {
+      return "busy or stopping";
+    }
+    if (t instanceof Declined || t instanceof RemoteError || t instanceof TimeoutException
+        || t instanceof IllegalStateException && t.getMessage() != null) {
+      return t.getMessage();
+    }
+    if (t instanceof SuspectedException) {
+      return "left the view before it answered";
+    }
+    if (t instanceof IOException || t instanceof UncheckedIOException) {
+      return "malformed message (" + t.getClass().getSimpleName() + ")";
+    }
+    return "unexpected " + t.getClass().getSimpleName();
   }
 
   static Throwable unwrap(Throwable t) {

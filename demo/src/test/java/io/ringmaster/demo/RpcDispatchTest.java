@@ -94,6 +94,29 @@ class RpcDispatchTest {
   }
 
   @Test
+  void aHandlersUnexpectedFailure_isAnsweredWithItsClassOnly_expectedOnesWithTheirReason() throws Exception {
+    Rpc rpc = new Rpc(null, new FinishFirstWorkers(), null);
+    rpc.handleQuickly(Wire.OP_WRITE, in -> {
+      throw new NullPointerException("Cannot invoke \"io.ringmaster.demo.Store.get\" because \"this.store\" is null");
+    });
+    rpc.handleQuickly(Wire.OP_GET, in -> CompletableFuture.failedFuture(new Rpc.Declined("owner c did not answer")));
+    assertEquals("unexpected NullPointerException", errorText(dispatchThen(rpc, Wire.OP_WRITE, () -> { })));
+    assertEquals("owner c did not answer", errorText(dispatchThen(rpc, Wire.OP_GET, () -> { })));
+    // What a caller makes of failures, for the reasons it gives its HTTP clients.
+    assertEquals("no reply from b in PT2S", Rpc.describe(new ExecutionException(
+        new java.util.concurrent.TimeoutException("no reply from b in PT2S"))));
+    assertEquals("b: busy or stopping", Rpc.describe(new java.util.concurrent.CompletionException(
+        new Rpc.RemoteError("b", "busy or stopping"))));
+    assertEquals("busy or stopping", Rpc.describe(new RejectedExecutionException("pool java.util.concurrent.X@1f")));
+    assertEquals("unexpected ArithmeticException", Rpc.describe(new ArithmeticException("/ by zero")));
+  }
+
+  private static String errorText(Sent sent) throws java.io.IOException {
+    assertEquals(Wire.ERROR, sent.reply()[0]);
+    return Wire.open(sent.reply(), 0, sent.reply().length).readUTF();
+  }
+
+  @Test
   void errorReplies_goPastFlowControl_toTheRequester() throws Exception {
     Rpc rpc = new Rpc(null, new BusyWorkers(), null);
     Address requester = Util.createRandomAddress("requester");
