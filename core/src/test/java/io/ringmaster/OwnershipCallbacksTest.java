@@ -17,10 +17,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -114,15 +116,20 @@ class OwnershipCallbacksTest {
       all.addAll(TestCluster.joinAll(joining));
       TestCluster.awaitAgreement(all, 5, Duration.ofSeconds(20));
 
+      Set<Long> firstViews = new HashSet<>();
       for (String id : List.of("c", "d", "e")) {
         await(id + "'s first change").atMost(Duration.ofSeconds(20)).until(() -> !seen.get(id).isEmpty());
         OwnershipChange first = seen.get(id).get(0);
         assertEquals(-1, first.previousViewId());
-        assertEquals(a.viewId(), first.viewId(), "c, d and e joined in one view, the last");
+        // Not compared with a's view id now: a view after the joins (a false suspicion on a busy
+        // machine) would move it on.
+        assertEquals(5, first.ring().members().size(), id + " joined in the view that admitted all three");
+        firstViews.add(first.viewId());
         assertEquals(before.checksum(), first.previousRing().checksum(),
             id + " compares with the ring of a and b, not with one holding the other joiners");
         TestCluster.assertGainsFrom(before, 2, first); // a or b, the members that hold the data
       }
+      assertEquals(1, firstViews.size(), "c, d and e joined in one view: " + firstViews);
     }
   }
 
