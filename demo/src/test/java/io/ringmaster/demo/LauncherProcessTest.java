@@ -83,6 +83,10 @@ class LauncherProcessTest extends WithPeerCluster {
         .until(() -> output.toString().contains("ring: all 2 peers agree"));
     assertTrue(output.toString().contains("peer-1 ready at http://127.0.0.1:"), output.toString());
     assertTrue(output.toString().contains("peer-2 ready at http://127.0.0.1:"), output.toString());
+    // "All 2 peers agree" holds for a ring without peer-3 too (a join that missed it, merged seconds
+    // later): the add must find peer-3 in the ring.
+    await("peer-1, peer-2 and peer-3 in one ring").atMost(Duration.ofSeconds(60)).ignoreExceptions()
+        .until(() -> ringMembers("peer-3").equals(Set.of("peer-1", "peer-2", "peer-3")));
 
     stdin.write("add\n".getBytes(StandardCharsets.UTF_8));
     stdin.flush();
@@ -93,9 +97,7 @@ class LauncherProcessTest extends WithPeerCluster {
     assertTrue(out.contains("peer-3 is in the ring already (a peer started by hand); skipping that id"), out);
     assertTrue(out.contains("peer-4 ready at http://127.0.0.1:"), out);
     assertFalse(out.contains("did not start"), out);
-    Set<String> members = new TreeSet<>();
-    cluster.json("peer-3", "/ring?ranges=false").path("members").forEach(m -> members.add(m.path("id").asText()));
-    assertEquals(Set.of("peer-1", "peer-2", "peer-3", "peer-4"), members);
+    assertEquals(Set.of("peer-1", "peer-2", "peer-3", "peer-4"), ringMembers("peer-3"));
 
     launcher.descendants().forEach(children::add);
     assertEquals(3, children.size(), "the launcher's three peers: " + children);
@@ -143,6 +145,13 @@ class LauncherProcessTest extends WithPeerCluster {
       assertTrue(log.contains(p.name() + " left the cluster in "), log);
     }
     assertTrue(Main.exitedUnreaped(unreaped), "still a zombie: the check, not a reaping, let peer-a go");
+  }
+
+  /** The ids in a peer's ring. */
+  private Set<String> ringMembers(String peer) {
+    Set<String> members = new TreeSet<>();
+    cluster.json(peer, "/ring?ranges=false").path("members").forEach(m -> members.add(m.path("id").asText()));
+    return members;
   }
 
   private void copy(InputStream in) {
