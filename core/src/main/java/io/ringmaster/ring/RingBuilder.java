@@ -175,8 +175,11 @@ final class RingBuilder {
   static int tokenCount(Member m, int virtualNodes) {
     long n = Member.tokenCount(virtualNodes, m.weight());
     if (n > HashRing.MAX_TOKENS_PER_MEMBER) {
-      // Past 2^63, Math.round gives Long.MAX_VALUE: say the product instead.
-      String count = n < Long.MAX_VALUE ? Long.toString(n) : "about " + (virtualNodes * m.weight());
+      // Past 2^63, Math.round gives Long.MAX_VALUE: say the product instead (which itself
+      // overflows to Infinity for a weight near Double.MAX_VALUE).
+      double product = virtualNodes * m.weight();
+      String count = n < Long.MAX_VALUE ? Long.toString(n)
+          : Double.isInfinite(product) ? "more than 2^1023" : "about " + product;
       throw new IllegalArgumentException("member " + Member.quote(m.id()) + " would get " + count
           + " tokens (virtualNodes " + virtualNodes + " * weight " + m.weight() + "), more than "
           + HashRing.MAX_TOKENS_PER_MEMBER);

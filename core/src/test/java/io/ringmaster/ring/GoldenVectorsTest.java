@@ -51,7 +51,24 @@ class GoldenVectorsTest {
 
   @Test
   void ringOwnersAndChecksum_matchTheSpec() {
-    JsonNode spec = vectors.get("ring");
+    assertRing(vectors.get("ring"), 3);
+  }
+
+  /** Rounding half up, weight 0, the empty zone, ids in UTF-8 order, the walk's second turn, lone surrogates. */
+  @Test
+  void edgeRingOwnersAndChecksum_matchTheSpec() {
+    JsonNode spec = vectors.get("edgeRing");
+    assertRing(spec, 6);
+    HashRing ring = HashRing.builder().virtualNodes(16).add(new Member("bravo", 0.15625, "zone-b")).build();
+    assertEquals(3, ring.tokenCount(), "16 x 0.15625 = 2.5 rounds up");
+    JsonNode loneSurrogate = spec.get("keys").get(10);
+    JsonNode questionMark = spec.get("keys").get(11);
+    assertEquals("\uD800x", loneSurrogate.get("key").asText());
+    assertEquals("?x", questionMark.get("key").asText());
+    assertEquals(questionMark.get("owners"), loneSurrogate.get("owners"), "a lone surrogate hashes as ?");
+  }
+
+  private static void assertRing(JsonNode spec, int maxN) {
     int v = spec.get("virtualNodes").asInt();
     List<Member> members = new ArrayList<>();
     for (JsonNode m : spec.get("members")) {
@@ -66,7 +83,8 @@ class GoldenVectorsTest {
     assertEquals(HashRing.SPEC_VERSION, vectors.get("specVersion").asInt());
     for (JsonNode k : spec.get("keys")) {
       String key = k.get("key").asText();
-      for (int n = 1; n <= 3; n++) {
+      assertEquals(maxN, k.get("owners").size(), key);
+      for (int n = 1; n <= maxN; n++) {
         List<String> expected = new ArrayList<>();
         k.get("owners").get(n - 1).forEach(id -> expected.add(id.asText()));
         assertEquals(expected, ring.owners(key, n).stream().map(Member::id).toList(), key + " n=" + n);

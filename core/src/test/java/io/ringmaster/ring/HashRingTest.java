@@ -572,6 +572,8 @@ class HashRingTest {
     assertMessage("at least 1: -2", () -> RingDiff.compute(ring, ring, "a", -2));
     assertMessage("weight 1.0E20", () -> ring(8, List.of(Member.of("big", 1e20))));
     assertMessage("would get about 8.0E20 tokens", () -> ring(8, List.of(Member.of("big", 1e20))));
+    assertMessage("would get more than 2^1023 tokens (virtualNodes 2 * weight 1.7976931348623157E308)",
+        () -> ring(2, List.of(new Member("huge", Double.MAX_VALUE, ""))));
     assertMessage("would get 16777224 tokens", () -> ring(8, List.of(Member.of("big", 2_097_153))));
     // 33 members of 2^24 tokens each: refused before a token is hashed or an array allocated.
     List<Member> many = new ArrayList<>();
