@@ -28,9 +28,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * One key-value peer: a Ringmaster node, the store, the fork channel for peer traffic, the
  * rebalancer on the node's ownership callbacks, and the HTTP API on 127.0.0.1.
  *
+ * <p>The HTTP port answers from the moment it is bound: 503 "the peer is starting" until the node
+ * has joined and the peer serves ({@link HttpGate}).
+ *
  * <p>Stopping is a graceful leave: {@link Ringmaster#close()} first delivers the LEAVING change,
  * on which the rebalancer hands every key off to its new owners, and only then leaves the view.
- * The HTTP server and the fork channel stay up until then, so requests in flight still complete.
+ * The HTTP server and the fork channel stay up until then, so requests keep being served; then
+ * new requests get 503 "the peer is stopping", and those in flight have up to
+ * {@link #STOP_GRACE} to end before the server closes.
  */
 final class Peer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Peer.class.getName());
@@ -47,9 +52,13 @@ final class Peer implements AutoCloseable {
                     long divergences, long rejoins,
                     int eventSubscribers) {}
 
+  /** How long a stopping peer waits for the HTTP requests in flight once it has left. */
+  static final Duration STOP_GRACE = Duration.ofSeconds(2);
+
   private final PeerOptions options;
   private final Ringmaster node;
   private final HttpServer http;
+  private final HttpGate gate = new HttpGate();
   /**
    * How long a client may take to send a whole request before its connection is closed, counted
    * from when the server accepts the connection (or starts reading its next request), time spent
@@ -134,6 +143,9 @@ final class Peer implements AutoCloseable {
     }
     Peer peer = new Peer(options, node, http, aids);
     try {
+      http.createContext("/", peer.gate); // "starting" until the peer serves
+      http.setExecutor(peer.httpThreads);
+      http.start();
       peer.startNode();
     } catch (RuntimeException | IOException | Error e) {
       peer.rebalancerReady.completeExceptionally(e); // its listener must not hold up the node's close
@@ -240,9 +252,7 @@ final class Peer implements AutoCloseable {
         key -> !incoming.previousOwners(key).isEmpty()))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
     RingView ringView = new RingView(node, directory, routing::inRing);
-    http.createContext("/", new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));
-    http.setExecutor(httpThreads);
-    http.start();
+    gate.open(new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));
   }
 
   /** Sends this peer's status (view, checksum, counts) to the others. */
@@ -335,7 +345,12 @@ final class Peer implements AutoCloseable {
           routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), leaveOutcome());
       System.out.flush();
     } finally {
-      runAll(() -> http.stop(0), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
+      runAll(() -> {
+        if (!gate.close(STOP_GRACE)) {
+          LOG.log(System.Logger.Level.INFO, "{0}: HTTP requests still in flight after {1} ms are cut off",
+              routing.self(), STOP_GRACE.toMillis());
+        }
+      }, () -> http.stop(0), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
     }
   }
 

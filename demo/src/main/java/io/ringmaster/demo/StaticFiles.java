@@ -52,6 +52,10 @@ final class StaticFiles {
       HttpApi.discardQuietly(exchange); // a GET sent with a body: see HttpApi
       exchange.getResponseHeaders().set("Content-Type", TYPES.get(matcher.group(2)));
       exchange.getResponseHeaders().set("Cache-Control", "no-cache");
+      if (exchange.getRequestMethod().equals("HEAD")) { // no body, and none declared: the JDK warns otherwise
+        exchange.sendResponseHeaders(200, -1);
+        return;
+      }
       exchange.sendResponseHeaders(200, body.length);
       try (OutputStream out = exchange.getResponseBody()) {
         out.write(body);

@@ -32,10 +32,12 @@ final class KeyWriter implements AutoCloseable {
   /**
    * The reasons of the 503s that {@code KvService} answers a write with while the ring changes: no
    * ring yet (or none left, to the last peer leaving), the peer stopping under the request, or an
-   * owner that did not store the write in time (crashed, or still joining). Another 503 (a clock
-   * too far ahead, say) is no passing state, and is not retried.
+   * owner that did not store the write in time (crashed, or still joining); and those of the peer's
+   * HTTP gate, before it serves and once it has left. Another 503 (a clock too far ahead, say) is
+   * no passing state, and is not retried.
    */
-  static final Pattern RETRIED = Pattern.compile("the ring has no owners|interrupted"
+  static final Pattern RETRIED = Pattern.compile("the ring has no owners|interrupted|the peer is stopping"
+      + "|the peer is starting: .*"
       + "|owners \\[.*\\] of \".*\" did not store the write within [0-9]+ s; last error: .*", Pattern.DOTALL);
 
   private final PeerCluster cluster;

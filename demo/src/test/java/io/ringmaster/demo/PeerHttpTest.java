@@ -85,7 +85,7 @@ class PeerHttpTest {
     assertEquals("GET, PUT, DELETE", post.headers().firstValue("Allow").orElse(""));
     HttpResponse<String> deleteRing = send("DELETE", "/ring", null);
     assertRefused(405, deleteRing);
-    assertEquals("GET", deleteRing.headers().firstValue("Allow").orElse(""));
+    assertEquals("GET, HEAD", deleteRing.headers().firstValue("Allow").orElse(""));
     assertRefused(400, send("GET", "/kv/%C3%28", null)); // escapes that are not UTF-8
     assertRefused(400, send("GET", "/keys?role=bogus", null));
     // Query parameters: a misspelt, repeated or unreadable one is refused, not ignored.
@@ -125,11 +125,20 @@ class PeerHttpTest {
     String noPath = rawRequest("GET http://127.0.0.1 HTTP/1.1");
     assertTrue(noPath.startsWith("HTTP/1.1 404") && !noPath.contains("{"), noPath);
     assertRefused(404, send("GET", "/kv/never-written", null));
-    HttpResponse<String> head = send("HEAD", "/", null);
-    assertEquals(405, head.statusCode());
-    assertEquals("GET", head.headers().firstValue("Allow").orElse(""));
-    assertEquals("", head.body());
-    // The JDK server warns when a reply to HEAD declares a body; this one declares none.
+    // HEAD: GET's status and headers, no body; not on the event stream.
+    for (String path : List.of("/", "/web/app.js", "/stats", "/ring?ranges=false", "/keys", "/events/recent")) {
+      HttpResponse<String> head = send("HEAD", path, null);
+      assertEquals(200, head.statusCode(), path);
+      assertEquals(send("GET", path, null).headers().firstValue("Content-Type"),
+          head.headers().firstValue("Content-Type"), path);
+      assertEquals("", head.body(), path);
+    }
+    assertEquals(404, send("HEAD", "/web/nope.js", null).statusCode());
+    HttpResponse<String> headEvents = send("HEAD", "/events", null);
+    assertEquals(405, headEvents.statusCode());
+    assertEquals("GET", headEvents.headers().firstValue("Allow").orElse(""));
+    assertEquals(405, send("HEAD", "/kv/a", null).statusCode());
+    // The JDK server warns when a reply to HEAD declares a body; these declare none.
     assertFalse(java.nio.file.Files.readString(cluster.peer("solo").log()).contains("HEAD request"));
 
     assertEquals(200, send("PUT", "/kv/a%20b+c%2Fd", "héllo").statusCode());

@@ -1,0 +1,122 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** {@link HttpGate}: 503 while the peer starts, the API while it serves, and a stop that lets requests in flight end. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class HttpGateTest {
+  private final HttpGate gate = new HttpGate();
+  private final ExecutorService threads = Executors.newFixedThreadPool(4);
+  private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final CountDownLatch release = new CountDownLatch(1);
+  private final CountDownLatch entered = new CountDownLatch(1);
+  private HttpServer server;
+
+  @BeforeEach
+  void listen() throws Exception {
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    server.createContext("/", gate);
+    server.setExecutor(threads);
+    server.start();
+  }
+
+  @AfterEach
+  void stop() {
+    release.countDown();
+    server.stop(0);
+    threads.shutdownNow();
+  }
+
+  private HttpResponse<String> get(String path) throws Exception {
+    return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path))
+        .timeout(Duration.ofSeconds(20)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** An API whose /slow waits for {@link #release}, and whose other paths answer 200 "served". */
+  private void openSlowApi() {
+    gate.open(exchange -> {
+      if (exchange.getRequestURI().getPath().equals("/slow")) {
+        entered.countDown();
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      HttpApi.send(exchange, 200, "served");
+    });
+  }
+
+  @Test
+  void beforeOpen_everyRequestIs503Starting_thenTheApiServes() throws Exception {
+    HttpResponse<String> starting = get("/stats");
+    assertEquals(503, starting.statusCode());
+    assertTrue(starting.body().contains("the peer is starting"), starting.body());
+    assertEquals("1", starting.headers().firstValue("Retry-After").orElse(""));
+    openSlowApi();
+    HttpResponse<String> served = get("/stats");
+    assertEquals(200, served.statusCode());
+    assertEquals("\"served\"", served.body());
+  }
+
+  @Test
+  void close_refusesNewRequestsAs503Stopping_andWaitsForTheOneInFlight() throws Exception {
+    openSlowApi();
+    CompletableFuture<HttpResponse<String>> slow = CompletableFuture.supplyAsync(() -> {
+      try {
+        return get("/slow");
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    assertTrue(entered.await(20, TimeUnit.SECONDS), "the slow request reached the API");
+    CompletableFuture<Boolean> closed = CompletableFuture.supplyAsync(() -> gate.close(Duration.ofSeconds(30)));
+    // A request arriving while the gate waits is refused at once: it cannot be the one waited for.
+    HttpResponse<String> late = get("/stats");
+    assertEquals(503, late.statusCode());
+    assertTrue(late.body().contains("the peer is stopping"), late.body());
+    assertFalse(closed.isDone(), "close() waits while a request is in flight");
+    release.countDown();
+    assertTrue(closed.get(20, TimeUnit.SECONDS), "every request in flight ended");
+    assertEquals(200, slow.get(20, TimeUnit.SECONDS).statusCode(), "the request in flight got its reply");
+  }
+
+  @Test
+  void close_givesUpAfterItsGrace_whenARequestNeverEnds() throws Exception {
+    openSlowApi();
+    CompletableFuture.runAsync(() -> {
+      try {
+        get("/slow");
+      } catch (Exception e) {
+        // cut off when the server stops after the test
+      }
+    });
+    assertTrue(entered.await(20, TimeUnit.SECONDS));
+    assertFalse(gate.close(Duration.ofMillis(200)), "the request in flight did not end within the grace");
+  }
+
+  @Test
+  void close_withNothingInFlight_returnsAtOnce() {
+    openSlowApi();
+    assertTrue(gate.close(Duration.ZERO));
+  }
+}
