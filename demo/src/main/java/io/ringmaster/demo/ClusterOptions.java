@@ -25,7 +25,8 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    * The launcher hands its {@code -Dringmaster.*} properties on to the peers ({@link PeerProcess}).
    * One that moves their cluster port or address, without saying where they are to look for each
    * other, would leave each peer in a cluster of its own: the localhost stack's
-   * {@code initial_hosts} stays at 127.0.0.1[7800].
+   * {@code initial_hosts} stays at 127.0.0.1[7800]. JGroups' own {@code -Djgroups.bind_addr}, which
+   * wins over the stack's address, is checked too.
    *
    * @throws UsageException naming the properties
    */
@@ -35,8 +36,13 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     }
     String port = properties.getProperty("ringmaster.bind_port");
     String address = properties.getProperty("ringmaster.bind_addr");
+    String addressProperty = "ringmaster.bind_addr";
+    if (properties.getProperty("jgroups.bind_addr") != null) { // JGroups' own, which wins over the stack's
+      address = properties.getProperty("jgroups.bind_addr");
+      addressProperty = "jgroups.bind_addr";
+    }
     if (port != null || address != null) {
-      String moved = port != null ? "-Dringmaster.bind_port=" + port : "-Dringmaster.bind_addr=" + address;
+      String moved = port != null ? "-Dringmaster.bind_port=" + port : "-D" + addressProperty + "=" + address;
       throw new UsageException(moved + " moves the peers' cluster " + (port != null ? "ports" : "address")
           + ", but they look for each other at 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise:"
           + " set it too (for example -Dringmaster.initial_hosts=" + (address != null ? address : "127.0.0.1")
@@ -54,6 +60,11 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
           + CLUSTER_PORTS_LAST);
     }
     checkForwarded(System.getProperties());
+    try {
+      TestingAids.fromSystemProperties(); // handed on to every peer: refused here, once, rather than by each
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
+    }
     return new ClusterOptions(f.integer("--peers", 1, MAX_PEERS).orElse(3),
         f.integer("--replicas", 1, 255).orElse(PeerOptions.DEFAULT_REPLICAS), basePort,
         f.clusterName("--cluster").orElse(PeerOptions.DEFAULT_CLUSTER), f.path("--log-dir"));

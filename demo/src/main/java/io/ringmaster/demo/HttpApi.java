@@ -132,32 +132,32 @@ final class HttpApi implements HttpHandler {
     if (path.equals("/kv") || path.startsWith("/kv/")) {
       kv(ex, method, path.length() <= 4 ? "" : path.substring(4));
     } else if (path.equals("/") || path.equals("/index.html")) {
-      allow(ex, "GET");
+      allowGetOrHead(ex);
       query(ex, path);
       StaticFiles.serve(ex, "index.html");
     } else if (path.startsWith("/web/")) {
-      allow(ex, "GET");
+      allowGetOrHead(ex);
       query(ex, "/web/{file}");
       StaticFiles.serve(ex, path.substring("/web/".length()));
     } else if (path.equals("/ring")) {
-      allow(ex, "GET");
+      allowGetOrHead(ex);
       // ?ranges=false leaves out the ranges (megabytes for 50 members of 1024 virtual nodes):
       // the page polls without them and fetches them only when the ring changes.
       send(ex, 200, ring.reply(flag(query(ex, "/ring", "ranges"), "ranges", true)));
     } else if (path.equals("/stats")) {
-      allow(ex, "GET");
+      allowGetOrHead(ex);
       query(ex, "/stats");
       send(ex, 200, stats.get());
     } else if (path.equals("/events")) {
-      allow(ex, "GET");
+      allow(ex, "GET"); // a stream: HEAD would hold a subscriber's place for nothing
       query(ex, "/events");
       events.subscribe(ex);
     } else if (path.equals("/events/recent")) {
-      allow(ex, "GET");
+      allowGetOrHead(ex);
       query(ex, "/events/recent");
       sendRaw(ex, 200, "[" + String.join(",", events.recent()) + "]");
     } else if (path.equals("/keys")) {
-      allow(ex, "GET");
+      allowGetOrHead(ex);
       keys(ex);
     } else {
       throw new HttpError(404, "no route " + method + " " + path
@@ -372,7 +372,9 @@ final class HttpApi implements HttpHandler {
     }
     // Otherwise the stream stays open: closing it would read on past the error for the rest of
     // the body, which a malformed one may never send, before the reply went out.
-    return new HttpError(400, "cannot read the request body: " + e.getMessage(), Map.of("Connection", "close"));
+    // The JDK's reason names what is wrong with the body ("invalid chunk length"); there may be none.
+    return new HttpError(400, "cannot read the request body" + (e.getMessage() == null ? ""
+        : ": " + e.getMessage()), Map.of("Connection", "close"));
   }
 
   /**
@@ -449,9 +451,20 @@ final class HttpApi implements HttpHandler {
     return v.equals("true");
   }
 
+  /** GET, or HEAD: the same reply without its body (RFC 9110, 9.3.2), a quick "is it up?" for curl -I. */
+  private static void allowGetOrHead(HttpExchange ex) {
+    if (!ex.getRequestMethod().equals("HEAD")) {
+      allow(ex, "GET", "GET, HEAD");
+    }
+  }
+
   private static void allow(HttpExchange ex, String allowed) {
+    allow(ex, allowed, allowed);
+  }
+
+  private static void allow(HttpExchange ex, String allowed, String allowHeader) {
     if (!ex.getRequestMethod().equals(allowed)) {
-      throw HttpError.methodNotAllowed(ex.getRequestMethod(), ex.getRequestURI().getRawPath(), allowed);
+      throw HttpError.methodNotAllowed(ex.getRequestMethod(), ex.getRequestURI().getRawPath(), allowHeader);
     }
   }
 
@@ -482,7 +495,7 @@ final class HttpApi implements HttpHandler {
     try {
       ex.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
       ex.getResponseHeaders().set("Cache-Control", "no-cache");
-      if ("HEAD".equals(ex.getRequestMethod())) { // a reply without a body (every route refuses HEAD)
+      if ("HEAD".equals(ex.getRequestMethod())) { // a reply without a body: declaring one makes the JDK warn
         ex.sendResponseHeaders(status, -1);
         return;
       }

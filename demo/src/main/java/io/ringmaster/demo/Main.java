@@ -44,6 +44,9 @@ public final class Main {
     System.exit(code);
   }
 
+  /** A tombstone grace under this is warned about: fine for a test, risky for data. */
+  static final java.time.Duration SHORT_TOMBSTONE_GRACE = java.time.Duration.ofMinutes(5);
+
   /** Runs a command; returns the exit code. {@code peer} and {@code cluster} return only when stopped. */
   static int run(String[] args, PrintStream out, PrintStream err) {
     if (args.length == 0) {
@@ -52,8 +55,9 @@ public final class Main {
       return 2;
     }
     // "peer --help" or "cluster -h" (as a flag, not as a flag's value): a request for the usage.
-    if (args.length == 2 && (args[1].equals("--help") || args[1].equals("-h"))
-        || java.util.Arrays.asList(args).subList(1, args.length).contains("--help")) {
+    boolean command = args[0].equals("peer") || args[0].equals("cluster");
+    if (command && (args.length == 2 && args[1].equals("-h")
+        || java.util.Arrays.asList(args).subList(1, args.length).contains("--help"))) {
       out.println(USAGE); // "peer --help": a request for the flags, not a bad flag
       return 0;
     }
@@ -102,6 +106,12 @@ public final class Main {
     try {
       try {
         io.ringmaster.RingmasterConfig config = options.builder().buildConfig();
+        TestingAids.fromSystemProperties(); // a bad -Dringmaster.demo.* is a bad command line too
+        if (options.tombstoneGrace().compareTo(SHORT_TOMBSTONE_GRACE) < 0) { // allowed, for tests and demos
+          err.println("warning: --tombstone-grace " + options.tombstoneGrace().toSeconds() + " is under "
+              + SHORT_TOMBSTONE_GRACE.toMinutes() + " minutes: a delete can come back if a copy of the key that"
+              + " missed it (a partition, a peer that was down) turns up after its tombstone is dropped");
+        }
         // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
         // leaveTimeout each), then the node's own stop.
         LeaveLogManager.holdAtMost(

@@ -118,6 +118,14 @@ class OptionsTest {
     assertEquals("-Dringmaster.bind_addr=127.0.0.2 moves the peers' cluster address, but they look for each other at"
         + " 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise: set it too (for example"
         + " -Dringmaster.initial_hosts=127.0.0.2[7800])", e.getMessage());
+    // JGroups' own property wins over the stack's address: refused the same way.
+    java.util.Properties jgroups = new java.util.Properties();
+    jgroups.setProperty("jgroups.bind_addr", "127.0.0.3");
+    e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(jgroups));
+    assertTrue(e.getMessage().startsWith("-Djgroups.bind_addr=127.0.0.3 moves the peers' cluster address"),
+        e.getMessage());
+    jgroups.setProperty("ringmaster.initial_hosts", "127.0.0.3[7800]");
+    ClusterOptions.checkForwarded(jgroups);
   }
 
   /**
@@ -272,6 +280,31 @@ class OptionsTest {
     assertTrue(lines[1].startsWith("usage: "), lines[1]);
     assertEquals(2, Main.run(new String[] {"nope"}, System.out, new PrintStream(new ByteArrayOutputStream())));
     assertEquals(2, Main.run(new String[0], System.out, new PrintStream(new ByteArrayOutputStream())));
+    // An unknown command stays one, --help or not.
+    assertEquals(2, Main.run(new String[] {"nope", "--help"}, System.out, new PrintStream(new ByteArrayOutputStream())));
+  }
+
+  /** A bad -Dringmaster.demo.* property is a bad command line: exit 2 naming it, for a peer and for the launcher. */
+  @Test
+  void main_badDemoProperty_exits2NamingIt_beforeAnythingStarts() throws java.io.IOException {
+    String property = TestingAids.REFUSE_PULLS;
+    String before = System.getProperty(property);
+    System.setProperty(property, "lots");
+    try {
+      for (String[] args : List.of(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(PeerCluster.freePort())},
+          new String[] {"cluster", "--peers", "1"})) {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(2, Main.run(args, System.out, new PrintStream(err, true, StandardCharsets.UTF_8)), args[0]);
+        String first = err.toString(StandardCharsets.UTF_8).split("\n")[0];
+        assertEquals("error: system property " + property + " must be a whole number from 0: \"lots\"", first);
+      }
+    } finally {
+      if (before == null) {
+        System.clearProperty(property);
+      } else {
+        System.setProperty(property, before);
+      }
+    }
   }
 
   @Test
