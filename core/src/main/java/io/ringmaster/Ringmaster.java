@@ -937,9 +937,10 @@ public final class Ringmaster implements AutoCloseable {
    * side that comes first in the merged view keeps the id (with one configuration on both sides,
    * the side whose coordinator's address sorts lowest; see {@link RingmasterMembershipPolicy}). Then the
    * ring's member with this node's id is that other node, so {@code ownerOf(key)} naming
-   * {@link #localMember()} does not mean this node owns the key: ask {@link #isLocal} and
-   * {@link #isPrimary}, which answer for this node. False after {@link #close()}: the node has
-   * left the ring.
+   * {@link #localMember()} does not mean this node owns the key, nor does
+   * {@code ring().ownedRanges(localMember().id(), n)} list this node's ranges (they are the other
+   * node's; this one owns none): ask {@link #isLocal} and {@link #isPrimary}, which answer for
+   * this node. False after {@link #close()}: the node has left the ring.
    */
   public boolean isInRing() {
     return node.state().localInRing();
@@ -1062,12 +1063,21 @@ public final class Ringmaster implements AutoCloseable {
     return node.state().viewId();
   }
 
-  /** The JGroups address of a member, to send it messages. */
+  /**
+   * The JGroups address of a member, to send it messages, by the view this node has installed
+   * now: empty for a member that is not in it (it left, or was never there), which may be a
+   * member of a ring a listener is still handling, or one {@link #ownerOf} gave just before a
+   * view change. A caller routing by a member must handle empty (route again, or fail the
+   * request).
+   */
   public Optional<Address> addressOf(String memberId) {
     return Optional.ofNullable(node.state().addresses().get(memberId));
   }
 
-  /** The application endpoint a member announced, if any. */
+  /**
+   * The application endpoint a member announced, by the view this node has installed now: empty
+   * for a member that is not in it, and for one that announced none (see {@link #addressOf}).
+   */
   public Optional<String> endpointOf(String memberId) {
     return Optional.ofNullable(node.state().metadata().get(memberId)).map(NodeMetadata::endpoint)
         .filter(e -> !e.isEmpty());

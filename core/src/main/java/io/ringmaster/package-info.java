@@ -15,8 +15,8 @@
  * them; applications do not call them.
  *
  * <p>Null arguments: a builder setter of a value given null throws
- * {@link java.lang.IllegalArgumentException} naming the setting, as for any other bad value; a
- * null config file, key, listener, executor, condition or timeout throws
+ * {@link java.lang.IllegalArgumentException} naming the setting, as for any other bad value, and
+ * so does a null config file; a null key, listener, executor, condition or timeout throws
  * {@link java.lang.NullPointerException}.
  */
 package io.ringmaster;

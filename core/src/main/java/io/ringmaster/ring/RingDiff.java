@@ -44,13 +44,28 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
     BACKUP
   }
 
-  /** A range the member now owns, the owners it had before ({@code sources}), and its new role. */
+  /**
+   * A range the member now owns, the owners it had before ({@code sources}), and its new role.
+   * {@code sources} is the range's owners in the old ring, in replica order (primary first), as
+   * {@link HashRing#owners(String, int)} gives them; empty when the old ring has no tokens (the
+   * first member of a cluster).
+   */
   public record Gained(KeyRange range, List<Member> sources, Role role) {}
 
-  /** A range the member no longer owns, its owners now ({@code destinations}), and its old role. */
+  /**
+   * A range the member no longer owns, its owners now ({@code destinations}), and its old role.
+   * {@code destinations} is the range's owners in the new ring, in replica order (primary first);
+   * with {@code replicas > 1} it includes owners that already held the range before (compare with
+   * the old ring's owners to find the ones that are new); empty when the new ring has no tokens
+   * (the last member leaving).
+   */
   public record Lost(KeyRange range, List<Member> destinations, Role role) {}
 
-  /** A range the member keeps, with its role before and after. */
+  /**
+   * A range the member keeps, with its role before and after. The range's other owners, the new
+   * primary among them, are those of the new ring ({@link HashRing#owners(String, int)} for any
+   * key in the range, or at its end).
+   */
   public record RoleChange(KeyRange range, Role before, Role after) {}
 
   /** Copies the three lists, so a diff is immutable. */
