@@ -216,12 +216,23 @@ function timeout(ms) {
   return controller.signal;
 }
 
+/** An error for a reply that is not 200, with the peer's reason when it gave one ("the peer is starting"). */
+async function failed(what, response) {
+  try {
+    const body = await response.json();
+    if (body && typeof body.error === 'string') return new Error(`${what}: ${response.status}, ${body.error}`);
+  } catch (notJson) {
+    // no reason given
+  }
+  return new Error(`${what}: ${response.status}`);
+}
+
 async function refresh() {
   try {
     // Polled without ranges (megabytes for big rings); fetched with them when the ring changes.
     // Bounded: a peer that is paused or overloaded must turn the badge red, not leave it green.
     const response = await fetch('/ring?ranges=false', { cache: 'no-store', signal: timeout(3000) });
-    if (!response.ok) throw new Error(`GET /ring: ${response.status}`);
+    if (!response.ok) throw await failed('GET /ring', response);
     const ring = await response.json();
     state.ring = ring;
     document.getElementById('local').textContent = ring.inRing === false
@@ -234,7 +245,7 @@ async function refresh() {
     const key = `${ring.viewId}/${ring.checksum}`;
     if (key !== state.drawnFor) {
       const fullResponse = await fetch('/ring', { cache: 'no-store', signal: timeout(10000) });
-      if (!fullResponse.ok) throw new Error(`GET /ring: ${fullResponse.status}`);
+      if (!fullResponse.ok) throw await failed('GET /ring', fullResponse);
       const full = await fullResponse.json();
       drawRing(full);
       state.drawnFor = `${full.viewId}/${full.checksum}`;

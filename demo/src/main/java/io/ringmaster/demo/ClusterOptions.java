@@ -34,11 +34,13 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     if (properties.getProperty("ringmaster.initial_hosts") != null) {
       return;
     }
-    String port = properties.getProperty("ringmaster.bind_port");
-    String address = properties.getProperty("ringmaster.bind_addr");
+    // The stack's own values move nothing.
+    String port = moved(properties.getProperty("ringmaster.bind_port"), "7800");
+    String address = moved(properties.getProperty("ringmaster.bind_addr"), "127.0.0.1");
     String addressProperty = "ringmaster.bind_addr";
-    if (properties.getProperty("jgroups.bind_addr") != null) { // JGroups' own, which wins over the stack's
-      address = properties.getProperty("jgroups.bind_addr");
+    String jgroupsAddress = moved(properties.getProperty("jgroups.bind_addr"), "127.0.0.1");
+    if (jgroupsAddress != null) { // JGroups' own, which wins over the stack's
+      address = jgroupsAddress;
       addressProperty = "jgroups.bind_addr";
     }
     if (port != null || address != null) {
@@ -48,6 +50,11 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
           + " set it too (for example -Dringmaster.initial_hosts=" + (address != null ? address : "127.0.0.1")
           + "[" + (port != null ? port : "7800") + "])");
     }
+  }
+
+  /** {@code value}, or null if it is unset or the stack's own {@code unmoved}. */
+  private static String moved(String value, String unmoved) {
+    return value == null || value.strip().equals(unmoved) ? null : value;
   }
 
   static ClusterOptions parse(String[] args, int from) {

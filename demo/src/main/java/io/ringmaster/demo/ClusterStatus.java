@@ -45,9 +45,10 @@ final class ClusterStatus {
     long[] keys = new long[2];
     int answered = 0;
     for (PeerProcess p : peers) {
-      Optional<JsonNode> s = get(p.url() + "/stats");
+      String[] why = {"no answer"};
+      Optional<JsonNode> s = get(p.url() + "/stats", why);
       if (s.isEmpty()) {
-        out.printf("%-10s %-24s (no answer)%n", p.id(), p.url());
+        out.printf("%-10s %-24s (%s)%n", p.id(), p.url(), why[0]);
         continue;
       }
       answered++;
@@ -141,10 +142,23 @@ final class ClusterStatus {
   }
 
   private Optional<JsonNode> get(String url) {
+    return get(url, new String[1]);
+  }
+
+  /**
+   * The JSON of a 200 reply to a GET, or empty; for any other reply, {@code why[0]} becomes the
+   * peer's reason when it gave one ("the peer is starting").
+   */
+  private Optional<JsonNode> get(String url, String[] why) {
     try {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(3)).build(),
           HttpResponse.BodyHandlers.ofString());
-      return r.statusCode() == 200 ? Optional.of(Json.tree(r.body())) : Optional.empty();
+      if (r.statusCode() != 200) {
+        String reason = Json.tree(r.body()).path("error").asText("");
+        why[0] = reason.isEmpty() ? "answered " + r.statusCode() : reason;
+        return Optional.empty();
+      }
+      return Optional.of(Json.tree(r.body()));
     } catch (IOException | RuntimeException e) {
       return Optional.empty();
     } catch (InterruptedException e) {

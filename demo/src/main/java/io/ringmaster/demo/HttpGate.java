@@ -56,6 +56,11 @@ final class HttpGate implements HttpHandler {
         : "the peer is starting: it has not joined its cluster yet; try again in a moment"));
   }
 
+  /** Whether {@link #close} has begun: every request from now on is refused. */
+  synchronized boolean isClosing() {
+    return closing;
+  }
+
   /** Serves requests with {@code handler} from now on. */
   void open(HttpHandler handler) {
     api = handler;

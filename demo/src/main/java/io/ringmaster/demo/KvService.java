@@ -102,6 +102,8 @@ final class KvService {
   private final boolean readRepair;
   private final WriteTimeouts writeTimeouts;
   private final Function<String, List<String>> previousOwners;
+  /** Set once the peer has left: a write still going round its loop then gives up at once. */
+  private volatile boolean stopped;
 
   /**
    * @param ready         whether a peer serves requests yet
@@ -139,6 +141,14 @@ final class KvService {
    * failure, waits for a new view (the owner may have crashed) and writes to the owners of the
    * ring then.
    */
+  /**
+   * Called once the peer has left the cluster: writes still in flight answer 503 "the peer is
+   * stopping" at their next round instead of retrying until their deadline.
+   */
+  void stopped() {
+    stopped = true;
+  }
+
   Written replicate(Entry write) {
     Entry e = write;
     Set<String> stored = new LinkedHashSet<>();
@@ -150,6 +160,11 @@ final class KvService {
     long deadline = System.nanoTime() + writeTimeouts.deadline().toNanos();
     String lastError = "";
     while (true) {
+      if (stopped) {
+        // Left the cluster: no owner can be reached any more, so the rounds left until the deadline
+        // would only hold the request (and the peer's stop) up. The writer tries another peer.
+        throw new Unavailable("the peer is stopping");
+      }
       long view = viewId.getAsLong();
       if (storedHere && !routing.inRing()) {
         // A copy stored here while this peer held its id does not count once the cluster refuses

@@ -34,6 +34,7 @@ import java.util.stream.Collectors;
  */
 final class Launcher {
   static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+  private static final Duration READY_POLL = Duration.ofMillis(250);
   /**
    * The most keys one {@code load} writes: a peer alone (or each of two, with two replicas) then
    * holds them all in a few hundred bytes each, well within its heap ({@link PeerProcess}).
@@ -291,8 +292,9 @@ final class Launcher {
   }
 
   private boolean awaitReady(PeerProcess p) {
+    // Every 250 ms: a joining peer answers 503 at once, and the peer's JVM is busy joining.
     return Waits.until(() -> !p.isAlive() || answersAs(http, p.url(), p.id()) || Thread.currentThread().isInterrupted(),
-        READY_TIMEOUT) && p.isAlive();
+        READY_TIMEOUT, READY_POLL) && p.isAlive();
   }
 
   /**

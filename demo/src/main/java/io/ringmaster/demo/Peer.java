@@ -34,8 +34,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Stopping is a graceful leave: {@link Ringmaster#close()} first delivers the LEAVING change,
  * on which the rebalancer hands every key off to its new owners, and only then leaves the view.
  * The HTTP server and the fork channel stay up until then, so requests keep being served; then
- * new requests get 503 "the peer is stopping", and those in flight have up to
- * {@link #STOP_GRACE} to end before the server closes.
+ * new requests get 503 "the peer is stopping", writes still waiting for owners end with the same
+ * 503 at their next round, and the other requests in flight have up to {@link #STOP_GRACE} to end
+ * before the server closes.
  */
 final class Peer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(Peer.class.getName());
@@ -92,6 +93,7 @@ final class Peer implements AutoCloseable {
   private Routing routing;
   private Rebalancer rebalancer;
   private PeerDirectory directory;
+  private KvService kv;
   /**
    * The rebalancer, once it exists. It is an ownership listener from before the node starts, so
    * that its first change is the node's own first one: what this peer gains, each range with the
@@ -197,7 +199,7 @@ final class Peer implements AutoCloseable {
     String self = routing.self();
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
     directory = new PeerDirectory(this::status, rpc, routing::processOf, routing::ownProcess);
-    KvService kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
+    kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
         aids.readRepair(), KvService.WriteTimeouts.DEFAULT, incoming::previousOwners);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
@@ -346,6 +348,9 @@ final class Peer implements AutoCloseable {
       System.out.flush();
     } finally {
       runAll(() -> {
+        if (kv != null) {
+          kv.stopped(); // writes in flight end at once rather than retry owners no longer reachable
+        }
         if (!gate.close(STOP_GRACE)) {
           LOG.log(System.Logger.Level.INFO, "{0}: HTTP requests still in flight after {1} ms are cut off",
               routing.self(), STOP_GRACE.toMillis());

@@ -183,9 +183,7 @@ final class Rpc implements AutoCloseable {
         reply(msg, response, bytes);
       } else {
         Throwable cause = unwrap(error);
-        boolean expected = cause instanceof RejectedExecutionException || cause instanceof Declined
-            || cause instanceof IOException || cause instanceof UncheckedIOException;
-        if (expected) {
+        if (isExpected(cause)) {
           LOG.log(Level.DEBUG, "request {0} from {1} failed: {2}", (char) op, msg.getSrc(), cause);
         } else {
           LOG.log(Level.WARNING, "request " + (char) op + " from " + msg.getSrc() + " failed", cause);
@@ -222,9 +220,10 @@ final class Rpc implements AutoCloseable {
    * Sends a reply to {@code request}. One of at most {@link #INLINE_REPLY_BYTES} (every error is
    * one) may go out on a JGroups thread or our timer, so it is sent past flow control: unicast flow
    * control would park that thread until the requester returns credits, and the {@code DONT_BLOCK}
-   * mark that JGroups gives its own replies is honoured by multicast flow control only. Such replies
-   * are bounded by the requests, which do wait for credits. A larger reply is sent from a worker and
-   * waits for credits like any page.
+   * mark that JGroups gives its own replies is honoured by multicast flow control only. What such
+   * replies can put in flight is bounded by the calls a requester has open at once (its HTTP
+   * threads' requests and its workers', each answered once): a few MiB at most. A larger reply is
+   * sent from a worker and waits for credits like any page.
    */
   static void reply(Message request, Response response, byte[] bytes) {
     Message reply = new BytesMessage(request.getSrc(), bytes).setFlag(Message.Flag.OOB)
@@ -346,17 +345,27 @@ final class Rpc implements AutoCloseable {
     if (t instanceof RejectedExecutionException) {
       return "busy or stopping";
     }
-    if (t instanceof Declined || t instanceof RemoteError || t instanceof TimeoutException
-        || t instanceof IllegalStateException && t.getMessage() != null) {
-      return t.getMessage();
-    }
     if (t instanceof SuspectedException) {
       return "left the view before it answered";
     }
     if (t instanceof IOException || t instanceof UncheckedIOException) {
       return "malformed message (" + t.getClass().getSimpleName() + ")";
     }
-    return "unexpected " + t.getClass().getSimpleName();
+    if (isExpected(t) && t.getMessage() != null) {
+      return t.getMessage();
+    }
+    return (isExpected(t) ? "" : "unexpected ") + t.getClass().getSimpleName();
+  }
+
+  /**
+   * Whether a failure is one that requests meet in the normal course of a cluster's life (a peer
+   * slow, gone or busy, a refusal, a malformed message, a peer not in the view, the hop limit),
+   * rather than a bug: those are logged at DEBUG where they happen, the others at WARNING.
+   */
+  static boolean isExpected(Throwable t) {
+    return t instanceof RejectedExecutionException || t instanceof Declined || t instanceof RemoteError
+        || t instanceof TimeoutException || t instanceof SuspectedException || t instanceof IllegalStateException
+        || t instanceof IOException || t instanceof UncheckedIOException;
   }
 
   static Throwable unwrap(Throwable t) {

@@ -12,13 +12,22 @@ final class Waits {
 
   /** Polls until {@code condition} holds or {@code max} passes; whether it held. */
   static boolean until(BooleanSupplier condition, Duration max) {
+    return until(condition, max, POLL_NANOS);
+  }
+
+  /** As {@link #until(BooleanSupplier, Duration)}, polling every {@code every}: for a condition that costs a request. */
+  static boolean until(BooleanSupplier condition, Duration max, Duration every) {
+    return until(condition, max, every.toNanos());
+  }
+
+  private static boolean until(BooleanSupplier condition, Duration max, long pollNanos) {
     long deadline = System.nanoTime() + max.toNanos();
     while (!condition.getAsBoolean()) {
       long left = deadline - System.nanoTime();
       if (left <= 0 || Thread.currentThread().isInterrupted()) {
         return false;
       }
-      LockSupport.parkNanos(Math.min(left, POLL_NANOS));
+      LockSupport.parkNanos(Math.min(left, pollNanos));
     }
     return true;
   }

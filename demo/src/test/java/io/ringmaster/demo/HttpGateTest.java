@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -90,6 +91,7 @@ class HttpGateTest {
     });
     assertTrue(entered.await(20, TimeUnit.SECONDS), "the slow request reached the API");
     CompletableFuture<Boolean> closed = CompletableFuture.supplyAsync(() -> gate.close(Duration.ofSeconds(30)));
+    await("close() has begun").atMost(Duration.ofSeconds(20)).until(gate::isClosing);
     // A request arriving while the gate waits is refused at once: it cannot be the one waited for.
     HttpResponse<String> late = get("/stats");
     assertEquals(503, late.statusCode());

@@ -126,6 +126,12 @@ class OptionsTest {
         e.getMessage());
     jgroups.setProperty("ringmaster.initial_hosts", "127.0.0.3[7800]");
     ClusterOptions.checkForwarded(jgroups);
+    // The stack's own address and port move nothing.
+    java.util.Properties unmoved = new java.util.Properties();
+    unmoved.setProperty("jgroups.bind_addr", "127.0.0.1");
+    unmoved.setProperty("ringmaster.bind_addr", "127.0.0.1");
+    unmoved.setProperty("ringmaster.bind_port", "7800");
+    ClusterOptions.checkForwarded(unmoved);
   }
 
   /**

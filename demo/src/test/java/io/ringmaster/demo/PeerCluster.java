@@ -212,7 +212,8 @@ final class PeerCluster implements AutoCloseable {
 
   void awaitReady(TestPeer peer) {
     await("peer " + peer.name() + " serving HTTP (log " + peer.log() + ")").atMost(Duration.ofSeconds(60))
-        // Only a connection that fails (not serving yet) is waited out: a peer that exited fails at once.
+        // A connection that fails (not listening yet) or a 503 (joining) is waited out: a peer that
+        // exited fails at once.
         .pollInterval(Duration.ofMillis(100)).ignoreExceptionsInstanceOf(java.io.UncheckedIOException.class)
         .until(() -> {
           if (!peer.process().isAlive()) {

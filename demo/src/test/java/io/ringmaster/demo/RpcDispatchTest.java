@@ -109,6 +109,7 @@ class RpcDispatchTest {
         new Rpc.RemoteError("b", "busy or stopping"))));
     assertEquals("busy or stopping", Rpc.describe(new RejectedExecutionException("pool java.util.concurrent.X@1f")));
     assertEquals("unexpected ArithmeticException", Rpc.describe(new ArithmeticException("/ by zero")));
+    assertEquals("TimeoutException", Rpc.describe(new java.util.concurrent.TimeoutException()), "no message: the class");
   }
 
   private static String errorText(Sent sent) throws java.io.IOException {
