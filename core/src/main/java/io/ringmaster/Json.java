@@ -73,8 +73,10 @@ final class Json {
           + e.getLocation().getColumnNr() + ")";
       // The parser quotes the text it choked on, which in a file with a secret may be the secret,
       // written without its quotes: then only where.
+      // A bare token quoted back ("Unrecognized token 'hunter2'") may be the value of a key whose
+      // name is misspelled: never repeated.
       String why = mentionsSecret(file) ? "the parser's message is left out, since the file sets a secret"
-          : e.getOriginalMessage();
+          : e.getOriginalMessage().replaceAll("Unrecognized token '[^']*'", "Unrecognized token");
       throw new IllegalArgumentException("config file " + file + " is not valid JSON" + where + ": " + why);
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot read config file " + file + ": " + e);

@@ -1589,6 +1589,7 @@ public final class Ringmaster implements AutoCloseable {
       if (nonEmpty("secret", secret).isBlank()) {
         throw new IllegalArgumentException("secret is blank: use a long random secret (openssl rand -base64 32)");
       }
+      SharedSecret.checkTrimmed(secret, "secret");
       this.secret = secret;
       return this;
     }
@@ -1656,6 +1657,7 @@ public final class Ringmaster implements AutoCloseable {
     private void checkTogether() {
       Stacks.checkExists(jgroupsConfig);
       Stacks.checkReadable(jgroupsConfig);
+      Stacks.checkVariables(jgroupsConfig, initialHosts != null, bindAddress != null, bindPort != null);
       if (initialHosts != null) {
         Stacks.checkInitialHostsApply(jgroupsConfig, initialHosts);
       }

@@ -25,7 +25,28 @@ final class SharedSecret {
 
   /** Whether the system property or the environment variable gives a secret (the node's setting aside). */
   static boolean available() {
+    String property = System.getProperty(PROPERTY);
+    if (property != null && !property.isBlank()) {
+      checkTrimmed(property, "system property " + PROPERTY);
+    } else {
+      String variable = System.getenv(ENVIRONMENT);
+      if (variable != null && !variable.isBlank()) {
+        checkTrimmed(variable, "environment variable " + ENVIRONMENT);
+      }
+    }
     return fromEnvironment().isPresent();
+  }
+
+  /**
+   * Fails naming {@code source} (never the secret) when the secret starts or ends with whitespace:
+   * most often the newline of a file it was read from, present on some members and not others,
+   * which would show only as "authentication failed".
+   */
+  static void checkTrimmed(String secret, String source) {
+    if (!secret.equals(secret.strip())) {
+      throw new IllegalArgumentException(source + ": the secret starts or ends with whitespace (a newline read"
+          + " from a file, say); remove it, since every member must use the same secret, byte for byte");
+    }
   }
 
   private static Optional<String> fromEnvironment() {

@@ -64,6 +64,69 @@ final class Stacks {
     }
   }
 
+  /** A {@code ${name,other:default}} in a stack file's attribute. */
+  private static final java.util.regex.Pattern VARIABLE = java.util.regex.Pattern.compile("\\$\\{([^}]*)}");
+
+  /**
+   * Fails naming the variable when a {@code ${...}} of the stack is given a blank value, as a
+   * system property or an environment variable (JGroups reads them in that order, the first set
+   * one winning): JGroups takes a blank value as set, drops the attribute, and the protocol falls
+   * back to its own default rather than the stack's (for a transport's {@code bind_addr}, an
+   * address other hosts can reach; for TCPPING's {@code initial_hosts}, none). TCPPING's
+   * {@code initial_hosts} taken from a variable is checked as the {@code initialHosts} setting is.
+   * Attributes that a setting overrides (the three flags) are not checked: their variables are not read.
+   */
+  static void checkVariables(String jgroupsConfig, boolean initialHostsSet, boolean bindAddressSet,
+                             boolean bindPortSet) {
+    List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
+    if (protocols == null) {
+      return;
+    }
+    for (int i = 0; i < protocols.size(); i++) {
+      ProtocolConfiguration p = protocols.get(i);
+      String protocol = p.getProtocolName();
+      boolean tcpping = isProtocol(protocol, "TCPPING");
+      for (java.util.Map.Entry<String, String> attribute : p.getProperties().entrySet()) {
+        String name = attribute.getKey();
+        if (tcpping && name.equals("initial_hosts") && initialHostsSet
+            || name.equals("bind_addr") && bindAddressSet && (i == 0 || isProtocol(protocol, "FD_SOCK2"))
+            || name.equals("bind_port") && bindPortSet && i == 0) {
+          continue;
+        }
+        java.util.regex.Matcher m = VARIABLE.matcher(attribute.getValue());
+        while (m.find()) {
+          String spec = m.group(1);
+          int colon = spec.indexOf(':');
+          for (String variable : (colon >= 0 ? spec.substring(0, colon) : spec).split(",")) {
+            String var = variable.trim();
+            String value = System.getProperty(var);
+            String source = "system property " + var;
+            if (value == null) {
+              value = System.getenv(var);
+              source = "environment variable " + var;
+            }
+            if (value == null) {
+              continue;
+            }
+            String where = " (" + protocol + "." + name + " in jgroupsConfig " + jgroupsConfig + ")";
+            if (value.isBlank()) {
+              throw new IllegalArgumentException(source + " is set but empty" + where + ": JGroups would drop the"
+                  + " attribute and use its own default, not the stack's; unset it, or give it a value");
+            }
+            if (tcpping && name.equals("initial_hosts")) {
+              try {
+                checkHosts(value);
+              } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(source + where + ": " + e.getMessage());
+              }
+            }
+            break; // the first one set is the one JGroups reads
+          }
+        }
+      }
+    }
+  }
+
   /**
    * Fails naming both settings when {@code initialHosts} is set for a stack without TCPPING, which
    * would ignore it. A stack that cannot be read is reported by {@link #checkReadable}, which the

@@ -450,6 +450,18 @@ class RefusalAndConfigTest {
     IllegalArgumentException blank = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().secret("   "));
     assertTrue(blank.getMessage().startsWith("secret is blank"), blank.getMessage());
+    // A newline read from a file with the secret, on some members and not others: refused, never shown.
+    IllegalArgumentException newline = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().secret("s3cret-from-a-file\n"));
+    assertEquals("secret: the secret starts or ends with whitespace (a newline read from a file, say); remove it,"
+        + " since every member must use the same secret, byte for byte", newline.getMessage());
+    withProperty(SharedSecret.PROPERTY, " s3cret", () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder()
+          .nodeId("d").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").bindPort(7953).buildConfig());
+      assertTrue(e.getMessage().startsWith("system property ringmaster.secret: the secret starts or ends with"),
+          e.getMessage());
+      assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+    });
   }
 
   /**
@@ -489,8 +501,13 @@ class RefusalAndConfigTest {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(file));
       assertFalse(e.getMessage().contains("73921856") || e.getMessage().contains("hunter2"), e.getMessage());
     }
-    // A file without a secret still gets the parser's reason.
-    assertConfigError(dir, "{\"nodeId\": oops}", "not valid JSON (line 1, column", "Unrecognized token 'oops'");
+    // A file without a secret still gets the parser's reason, but not a bare token it quotes back:
+    // it may be the secret of a misspelled key.
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"sercet\": hunter2}", "not valid JSON (line 1, column",
+        "Unrecognized token: was expecting");
+    Path misspelled = Files.writeString(dir.resolve("misspelled.json"), "{\"nodeId\": \"a\", \"sercet\": hunter2}");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(misspelled));
+    assertFalse(e.getMessage().contains("hunter2"), e.getMessage());
   }
 
   @Test
@@ -670,6 +687,48 @@ class RefusalAndConfigTest {
     // Without the secret, that stack needs none.
     assertEquals(Optional.empty(), Ringmaster.builder().nodeId("a").jgroupsConfig(keystore.toString()).buildConfig()
         .secret());
+  }
+
+  /**
+   * A stack variable set to an empty value: JGroups would take it as set, drop the attribute, and
+   * the transport would bind its own default (a non-loopback address) instead of the stack's
+   * 127.0.0.1. Refused at build, naming the variable; so is an initial_hosts variable of the wrong
+   * form. A variable that a setting overrides is not read, and not checked.
+   */
+  @Test
+  void builder_aStackVariableSetEmptyOrMalformed_failsAtBuildNamingIt() {
+    String stack = "ringmaster/jgroups/localhost-tcp.xml";
+    withProperty("ringmaster.bind_addr", " ", () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+      assertEquals("system property ringmaster.bind_addr is set but empty (TCP.bind_addr in jgroupsConfig " + stack
+          + "): JGroups would drop the attribute and use its own default, not the stack's; unset it, or give it a"
+          + " value", e.getMessage());
+      Ringmaster.builder().nodeId("a").jgroupsConfig(stack).bindAddress("127.0.0.1").buildConfig();
+    });
+    withProperty("ringmaster.initial_hosts", "127.0.0.1:7800", () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+      assertEquals("system property ringmaster.initial_hosts (TCPPING.initial_hosts in jgroupsConfig " + stack
+          + "): initialHosts entry must look like 127.0.0.1[7800]: \"127.0.0.1:7800\"", e.getMessage());
+      Ringmaster.builder().nodeId("a").jgroupsConfig(stack).initialHosts("127.0.0.1[7800]").buildConfig();
+    });
+    withProperty("ringmaster.initial_hosts", "127.0.0.1[7801],localhost[7802]",
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+  }
+
+  private static void withProperty(String name, String value, Runnable body) {
+    String before = System.getProperty(name);
+    System.setProperty(name, value);
+    try {
+      body.run();
+    } finally {
+      if (before == null) {
+        System.clearProperty(name);
+      } else {
+        System.setProperty(name, before);
+      }
+    }
   }
 
   @Test

@@ -25,8 +25,9 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    * The launcher hands its {@code -Dringmaster.*} properties on to the peers ({@link PeerProcess}).
    * One that moves their cluster port or address, without saying where they are to look for each
    * other, would leave each peer in a cluster of its own: the localhost stack's
-   * {@code initial_hosts} stays at 127.0.0.1[7800]. JGroups' own {@code -Djgroups.bind_addr}, which
-   * wins over the stack's address, is checked too.
+   * {@code initial_hosts} stays at 127.0.0.1[7800]. (JGroups' own {@code -Djgroups.bind_addr} is
+   * not checked: JGroups reads it only for a protocol whose stack sets no address, and the
+   * localhost stack sets one.)
    *
    * @throws UsageException naming the properties
    */
@@ -38,11 +39,6 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     String port = moved(properties.getProperty("ringmaster.bind_port"), "7800");
     String address = moved(properties.getProperty("ringmaster.bind_addr"), "127.0.0.1");
     String addressProperty = "ringmaster.bind_addr";
-    String jgroupsAddress = moved(properties.getProperty("jgroups.bind_addr"), "127.0.0.1");
-    if (jgroupsAddress != null) { // JGroups' own, which wins over the stack's
-      address = jgroupsAddress;
-      addressProperty = "jgroups.bind_addr";
-    }
     if (port != null || address != null) {
       String moved = port != null ? "-Dringmaster.bind_port=" + port : "-D" + addressProperty + "=" + address;
       throw new UsageException(moved + " moves the peers' cluster " + (port != null ? "ports" : "address")
