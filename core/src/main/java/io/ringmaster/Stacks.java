@@ -62,6 +62,26 @@ final class Stacks {
     if (protocols.isEmpty()) {
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " lists no protocols");
     }
+    List<String> names = protocols.stream().map(ProtocolConfiguration::getProtocolName).toList();
+    if (names.stream().noneMatch(n -> isProtocol(n, "GMS") || isA(n, GMS.class))) {
+      throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " has no pbcast.GMS: without it a node"
+          + " never gets a view, so it would never have a ring; its protocols: " + names(protocols));
+    }
+    if (names.stream().noneMatch(n -> isProtocol(n, "MERGE3"))) {
+      LOG.log(Level.WARNING, "jgroupsConfig {0} has no MERGE3: after a partition, the two sides never merge and"
+          + " each keeps a ring of its own; its protocols: {1}", jgroupsConfig, names(protocols));
+    }
+    if (names.stream().noneMatch(n -> n.substring(n.lastIndexOf('.') + 1).startsWith("FD"))) {
+      LOG.log(Level.WARNING, "jgroupsConfig {0} has no failure detector (FD_ALL3, FD_SOCK2, ...): a member that"
+          + " crashes stays in the view, owning its keys, until someone notices otherwise; its protocols: {1}",
+          jgroupsConfig, names(protocols));
+    }
+    boolean authToken = protocols.stream().anyMatch(p -> isProtocol(p.getProtocolName(), "AUTH") && usesSecret(p));
+    if (authToken && names.stream().noneMatch(n -> isA(n, SharedSecretEncrypt.class))) {
+      LOG.log(Level.WARNING, "jgroupsConfig {0} checks joins with the shared secret (AUTH) but does not encrypt"
+          + " (no {1}): every message travels in clear, and a join proof seen on the wire can be replayed from the"
+          + " same address; secure-tcp.xml does both", jgroupsConfig, SharedSecretEncrypt.class.getSimpleName());
+    }
   }
 
   /** A {@code ${name,other:default}} in a stack file's attribute. */

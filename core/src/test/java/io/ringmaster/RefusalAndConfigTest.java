@@ -756,6 +756,14 @@ class RefusalAndConfigTest {
     assertTrue(e.getMessage().contains("<config>"), "says what is wrong: " + e.getMessage());
     assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"broken.xml\"}",
         "cannot be read as a JGroups stack", "broken.xml");
+    // A stack without GMS would never install a view: start() would only time out.
+    Path noGms = Files.writeString(dir.resolve("no-gms.xml"),
+        "<config><SHARED_LOOPBACK/><SHARED_LOOPBACK_PING/><pbcast.NAKACK2/><UNICAST3/></config>");
+    IllegalArgumentException gms = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(noGms.toString()).buildConfig());
+    assertEquals("jgroupsConfig " + noGms + " has no pbcast.GMS: without it a node never gets a view, so it would"
+        + " never have a ring; its protocols: SHARED_LOOPBACK, SHARED_LOOPBACK_PING, pbcast.NAKACK2, UNICAST3",
+        gms.getMessage());
   }
 
   @Test
