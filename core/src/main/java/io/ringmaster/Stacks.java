@@ -63,7 +63,7 @@ final class Stacks {
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " lists no protocols");
     }
     List<String> names = protocols.stream().map(ProtocolConfiguration::getProtocolName).toList();
-    if (names.stream().noneMatch(n -> isProtocol(n, "GMS") || isA(n, GMS.class))) {
+    if (names.stream().noneMatch(n -> isProtocol(n, "GMS") || isProtocolClass(n, GMS.class))) {
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " has no pbcast.GMS: without it a node"
           + " never gets a view, so it would never have a ring; its protocols: " + names(protocols));
     }
@@ -77,7 +77,7 @@ final class Stacks {
           jgroupsConfig, names(protocols));
     }
     boolean authToken = protocols.stream().anyMatch(p -> isProtocol(p.getProtocolName(), "AUTH") && usesSecret(p));
-    if (authToken && names.stream().noneMatch(n -> isA(n, SharedSecretEncrypt.class))) {
+    if (authToken && names.stream().noneMatch(n -> isProtocolClass(n, org.jgroups.protocols.Encrypt.class))) {
       LOG.log(Level.WARNING, "jgroupsConfig {0} checks joins with the shared secret (AUTH) but does not encrypt"
           + " (no {1}): every message travels in clear, and a join proof seen on the wire can be replayed from the"
           + " same address; secure-tcp.xml does both", jgroupsConfig, SharedSecretEncrypt.class.getSimpleName());
@@ -88,13 +88,13 @@ final class Stacks {
   private static final java.util.regex.Pattern VARIABLE = java.util.regex.Pattern.compile("\\$\\{([^}]*)}");
 
   /**
-   * Fails naming the variable when a {@code ${...}} of the stack is given a blank value, as a
-   * system property or an environment variable (JGroups reads them in that order, the first set
-   * one winning): JGroups takes a blank value as set, drops the attribute, and the protocol falls
-   * back to its own default rather than the stack's (for a transport's {@code bind_addr}, an
-   * address other hosts can reach; for TCPPING's {@code initial_hosts}, none). TCPPING's
-   * {@code initial_hosts} taken from a variable is checked as the {@code initialHosts} setting is.
-   * Attributes that a setting overrides (the three flags) are not checked: their variables are not read.
+   * Fails naming the variable when a {@code ${...}} of the stack is set to an empty value, as a
+   * system property or an environment variable (JGroups looks each name up in that order, the first
+   * one set winning), and the attribute then comes out empty: JGroups takes the empty value as set,
+   * drops the attribute, and the protocol falls back to its own default rather than the stack's (for
+   * a transport's {@code bind_addr}, an address other hosts can reach; for TCPPING's
+   * {@code initial_hosts}, none). A stack whose own default is empty is left alone, and so are the
+   * attributes whose value a node setting replaces (the three flags).
    */
   static void checkVariables(String jgroupsConfig, boolean initialHostsSet, boolean bindAddressSet,
                              boolean bindPortSet) {
@@ -108,43 +108,54 @@ final class Stacks {
       boolean tcpping = isProtocol(protocol, "TCPPING");
       for (java.util.Map.Entry<String, String> attribute : p.getProperties().entrySet()) {
         String name = attribute.getKey();
-        if (tcpping && name.equals("initial_hosts") && initialHostsSet
+        String raw = attribute.getValue();
+        if (raw == null || !raw.contains("${")
+            || tcpping && name.startsWith("initial_hosts") && initialHostsSet
             || name.equals("bind_addr") && bindAddressSet && (i == 0 || isProtocol(protocol, "FD_SOCK2"))
             || name.equals("bind_port") && bindPortSet && i == 0) {
           continue;
         }
-        java.util.regex.Matcher m = VARIABLE.matcher(attribute.getValue());
-        while (m.find()) {
-          String spec = m.group(1);
-          int colon = spec.indexOf(':');
-          for (String variable : (colon >= 0 ? spec.substring(0, colon) : spec).split(",")) {
-            String var = variable.trim();
-            String value = System.getProperty(var);
-            String source = "system property " + var;
-            if (value == null) {
-              value = System.getenv(var);
-              source = "environment variable " + var;
-            }
-            if (value == null) {
-              continue;
-            }
-            String where = " (" + protocol + "." + name + " in jgroupsConfig " + jgroupsConfig + ")";
-            if (value.isBlank()) {
-              throw new IllegalArgumentException(source + " is set but empty" + where + ": JGroups would drop the"
-                  + " attribute and use its own default, not the stack's; unset it, or give it a value");
-            }
-            if (tcpping && name.equals("initial_hosts")) {
-              try {
-                checkHosts(value);
-              } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException(source + where + ": " + e.getMessage());
-              }
-            }
-            break; // the first one set is the one JGroups reads
-          }
+        String substituted = Util.substituteVariable(raw);
+        if (substituted != null && !substituted.isEmpty()) {
+          continue; // JGroups keeps the attribute
+        }
+        List<String> empty = emptyVariables(raw);
+        if (!empty.isEmpty()) {
+          throw new IllegalArgumentException(String.join(" and ", empty) + " is set but empty (" + protocol + "."
+              + name + " in jgroupsConfig " + jgroupsConfig + "): JGroups would drop the attribute and use its own"
+              + " default, not the stack's; unset it, or give it a value");
         }
       }
     }
+  }
+
+  /** The variables of an attribute's {@code ${...}} that JGroups reads as set to an empty value, as "system property x". */
+  private static List<String> emptyVariables(String attribute) {
+    List<String> empty = new java.util.ArrayList<>();
+    java.util.regex.Matcher m = VARIABLE.matcher(attribute);
+    while (m.find()) {
+      String spec = m.group(1);
+      int colon = spec.indexOf(':');
+      for (String variable : (colon >= 0 ? spec.substring(0, colon) : spec).split(",")) {
+        String var = variable.trim();
+        if (var.isEmpty() || var.contains("${")) {
+          continue; // JGroups skips an empty name; a nested ${ is not named here
+        }
+        String value = System.getProperty(var);
+        String source = "system property " + var;
+        if (value == null) {
+          value = System.getenv(var);
+          source = "environment variable " + var;
+        }
+        if (value != null) {
+          if (value.isEmpty()) {
+            empty.add(source);
+          }
+          break; // the first one set is the one JGroups reads
+        }
+      }
+    }
+    return empty;
   }
 
   /**
@@ -228,6 +239,15 @@ final class Stacks {
   /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */
   private static boolean isProtocol(String name, String shortName) {
     return name.equals(shortName) || name.endsWith("." + shortName);
+  }
+
+  /** Whether a protocol of the stack, named as JGroups names them (short names too), is a {@code type}. */
+  private static boolean isProtocolClass(String protocolName, Class<?> type) {
+    try {
+      return type.isAssignableFrom(Util.loadProtocolClass(protocolName.trim(), Stacks.class));
+    } catch (Exception | LinkageError notAProtocol) {
+      return false;
+    }
   }
 
   /** Whether the class named (a subclass included) is {@code type}; false for JGroups' short names. */

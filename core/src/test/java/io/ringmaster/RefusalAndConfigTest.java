@@ -692,13 +692,13 @@ class RefusalAndConfigTest {
   /**
    * A stack variable set to an empty value: JGroups would take it as set, drop the attribute, and
    * the transport would bind its own default (a non-loopback address) instead of the stack's
-   * 127.0.0.1. Refused at build, naming the variable; so is an initial_hosts variable of the wrong
-   * form. A variable that a setting overrides is not read, and not checked.
+   * 127.0.0.1. Refused at build, naming the variable. A variable that a setting replaces is not
+   * checked, and values JGroups reads as meant (hosts without ports) are not refused.
    */
   @Test
-  void builder_aStackVariableSetEmptyOrMalformed_failsAtBuildNamingIt() {
+  void builder_aStackVariableSetEmpty_failsAtBuildNamingIt() {
     String stack = "ringmaster/jgroups/localhost-tcp.xml";
-    withProperty("ringmaster.bind_addr", " ", () -> {
+    withProperty("ringmaster.bind_addr", "", () -> {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
       assertEquals("system property ringmaster.bind_addr is set but empty (TCP.bind_addr in jgroupsConfig " + stack
@@ -706,14 +706,14 @@ class RefusalAndConfigTest {
           + " value", e.getMessage());
       Ringmaster.builder().nodeId("a").jgroupsConfig(stack).bindAddress("127.0.0.1").buildConfig();
     });
-    withProperty("ringmaster.initial_hosts", "127.0.0.1:7800", () -> {
+    withProperty("ringmaster.initial_hosts", "", () -> {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
-      assertEquals("system property ringmaster.initial_hosts (TCPPING.initial_hosts in jgroupsConfig " + stack
-          + "): initialHosts entry must look like 127.0.0.1[7800]: \"127.0.0.1:7800\"", e.getMessage());
+      assertTrue(e.getMessage().startsWith("system property ringmaster.initial_hosts is set but empty"
+          + " (TCPPING.initial_hosts in jgroupsConfig " + stack + ")"), e.getMessage());
       Ringmaster.builder().nodeId("a").jgroupsConfig(stack).initialHosts("127.0.0.1[7800]").buildConfig();
     });
-    withProperty("ringmaster.initial_hosts", "127.0.0.1[7801],localhost[7802]",
+    withProperty("ringmaster.initial_hosts", "db-1,db-2", // JGroups probes the transport's port
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
   }
 
