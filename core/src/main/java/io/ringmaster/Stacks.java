@@ -47,8 +47,10 @@ final class Stacks {
   /**
    * Fails naming the setting when the stack file is not a JGroups configuration that can be read
    * (one JGroups' parser refuses, with no {@code <config>} element, or no protocols), so that a
-   * broken file shows when the node is built rather than when it starts. The protocols' classes and
-   * settings are checked by JGroups when {@code start()} builds the stack.
+   * broken file shows when the node is built rather than when it starts; also one without GMS, with
+   * which a node would never get a view. A stack without MERGE3, without a failure detector, or
+   * checking joins with the shared secret without encrypting gets a WARNING. The protocols' classes
+   * and settings are checked by JGroups when {@code start()} builds the stack.
    */
   static void checkReadable(String jgroupsConfig) {
     List<ProtocolConfiguration> protocols;

@@ -38,9 +38,8 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     // The stack's own values move nothing.
     String port = moved(properties.getProperty("ringmaster.bind_port"), "7800");
     String address = moved(properties.getProperty("ringmaster.bind_addr"), "127.0.0.1");
-    String addressProperty = "ringmaster.bind_addr";
     if (port != null || address != null) {
-      String moved = port != null ? "-Dringmaster.bind_port=" + port : "-D" + addressProperty + "=" + address;
+      String moved = port != null ? "-Dringmaster.bind_port=" + port : "-Dringmaster.bind_addr=" + address;
       throw new UsageException(moved + " moves the peers' cluster " + (port != null ? "ports" : "address")
           + ", but they look for each other at 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise:"
           + " set it too (for example -Dringmaster.initial_hosts=" + (address != null ? address : "127.0.0.1")
