@@ -717,6 +717,42 @@ class RefusalAndConfigTest {
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
   }
 
+  /**
+   * Stacks a node can run on, but badly: without MERGE3 partitions never heal, without a failure
+   * detector a crashed member keeps its keys, and the secret's AUTH without encryption sends
+   * everything in clear. Each gets a WARNING when the node is built; the shipped stacks get none.
+   */
+  @Test
+  void builder_aStackWithoutMergeFailureDetectionOrEncryption_warnsAtBuild(@TempDir Path dir) throws IOException {
+    String inJvm;
+    try (var in = getClass().getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      inJvm = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertTrue(inJvm.contains("<MERGE3 ") && inJvm.contains("<FD_ALL3 ") && inJvm.contains("<pbcast.GMS"), inJvm);
+    Path noMerge = Files.writeString(dir.resolve("no-merge.xml"), inJvm.replaceAll("<MERGE3 [^>]*/>", ""));
+    Path noFd = Files.writeString(dir.resolve("no-fd.xml"), inJvm.replaceAll("<FD_ALL3 [^>]*/>", ""));
+    Path authOnly = Files.writeString(dir.resolve("auth-only.xml"), inJvm.replace("<pbcast.GMS",
+        "<AUTH auth_class=\"io.ringmaster.SharedSecretAuthToken\"/>\n    <pbcast.GMS"));
+    try (NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING)) {
+      Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).buildConfig();
+      for (String shipped : List.of("localhost-tcp.xml", "lan-udp.xml")) {
+        Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/" + shipped).buildConfig();
+      }
+      Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").secret("s3cret")
+          .buildConfig();
+      assertEquals(List.of(), log.records().stream().map(java.util.logging.LogRecord::getMessage).toList(),
+          "the shipped stacks");
+      Ringmaster.builder().nodeId("a").jgroupsConfig(noMerge.toString()).buildConfig();
+      Ringmaster.builder().nodeId("a").jgroupsConfig(noFd.toString()).buildConfig();
+      Ringmaster.builder().nodeId("a").jgroupsConfig(authOnly.toString()).secret("s3cret").buildConfig();
+      List<String> warned = log.records().stream()
+          .map(r -> r.getMessage().substring(0, r.getMessage().indexOf(':')) + " " + r.getParameters()[0]).toList();
+      assertEquals(List.of("jgroupsConfig {0} has no MERGE3 " + noMerge, "jgroupsConfig {0} has no failure detector"
+          + " (FD_ALL3, FD_SOCK2, ...) " + noFd, "jgroupsConfig {0} checks joins with the shared secret (AUTH) but does"
+          + " not encrypt (no {1}) " + authOnly), warned);
+    }
+  }
+
   private static void withProperty(String name, String value, Runnable body) {
     String before = System.getProperty(name);
     System.setProperty(name, value);
