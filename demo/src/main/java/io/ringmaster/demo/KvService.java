@@ -137,11 +137,6 @@ final class KvService {
   }
 
   /**
-   * Writes {@code e} to the key's owners until every owner of the current ring has it: after a
-   * failure, waits for a new view (the owner may have crashed) and writes to the owners of the
-   * ring then.
-   */
-  /**
    * Called once the peer has left the cluster: writes still in flight answer 503 "the peer is
    * stopping" at their next round instead of retrying until their deadline.
    */
@@ -149,6 +144,11 @@ final class KvService {
     stopped = true;
   }
 
+  /**
+   * Writes {@code e} to the key's owners until every owner of the current ring has it: after a
+   * failure, waits for a new view (the owner may have crashed) and writes to the owners of the
+   * ring then.
+   */
   Written replicate(Entry write) {
     Entry e = write;
     Set<String> stored = new LinkedHashSet<>();
