@@ -283,7 +283,8 @@ final class ClusterNode {
       // comes, and meanwhile its lookups would disagree with theirs.
       boolean retried = firstRing.isDone() && !firstRing.isCompletedExceptionally() && state == before;
       failedView = retried ? view : null;
-      firstRing.completeExceptionally(new RingmasterException("view " + view.getViewId()
+      firstRing.completeExceptionally(new RingmasterException(RingmasterException.Reason.VIEW_FAILED,
+          "view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
       if (!retry || !retried) {
         logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
@@ -385,8 +386,9 @@ final class ClusterNode {
     String refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
-      firstRing.completeExceptionally(new RingmasterException(refusal != null ? refusal
-          : "the first view " + view.getViewId() + " does not hold this member " + self));
+      firstRing.completeExceptionally(refusal != null
+          ? new RingmasterException(RingmasterException.Reason.REFUSED, refusal)
+          : new RingmasterException(RingmasterException.Reason.VIEW_FAILED, "the first view " + view.getViewId() + " does not hold this member " + self));
       logRefusals(refused);
       return;
     }

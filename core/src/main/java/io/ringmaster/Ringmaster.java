@@ -1,5 +1,6 @@
 package io.ringmaster;
 
+import io.ringmaster.RingmasterException.Reason;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.lang.System.Logger.Level;
@@ -183,12 +184,16 @@ public final class Ringmaster implements AutoCloseable {
    * @return this node
    * @throws RingmasterException if the cluster refuses this node (its ring parameters differ from
    *                             the cluster's, or a live member holds the same node id: the message
-   *                             says which; listeners hear nothing, since no ring was installed), or
+   *                             says which; listeners hear nothing, since no ring was installed; or
+   *                             a wrong secret: its coordinator refuses the join), or
    *                             the stack cannot start, or {@link #close()} was called meanwhile,
    *                             or the calling thread is interrupted (on entry, or while it waits
    *                             for the first ring; its interrupt flag is set again);
    *                             the node is then closed (build a new one, with the same settings,
-   *                             to try again). A start that fails once its first ring is installed
+   *                             to try again). Its {@link RingmasterException#reason() reason()}
+   *                             tells these apart ({@code REFUSED}, {@code STACK},
+   *                             {@code START_TIMEOUT}, {@code CLOSED}, {@code INTERRUPTED}, ...).
+   *                             A start that fails once its first ring is installed
    *                             (a logger that throws on its INFO line, say) leaves as
    *                             {@link #close()} does: the listeners, told the first ring, are told
    *                             the LEAVING change too (and an Error there, such as no thread left
@@ -277,20 +282,22 @@ public final class Ringmaster implements AutoCloseable {
   /** What a failed {@link #start()} throws: a {@link RingmasterException} that says why, or an Error as it is. */
   private Throwable startFailure(Throwable e, boolean published) {
     if (published && !(e instanceof Error)) { // nothing of the stack's: the node joined, and leaves again
-      return new RingmasterException("node " + config.nodeId() + " joined cluster \"" + config.clusterName()
+      return new RingmasterException(Reason.LEFT_AFTER_JOIN, "node " + config.nodeId() + " joined cluster \""
+          + config.clusterName()
           + "\" but failed to finish its start, so it left again: " + e, e);
     }
     if (e instanceof ExecutionException) {
-      Throwable cause = e.getCause();
-      return new RingmasterException("node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
+      Throwable cause = e.getCause(); // the view thread's RingmasterException, or close()'s
+      Reason reason = cause instanceof RingmasterException r ? r.reason() : Reason.VIEW_FAILED;
+      return new RingmasterException(reason, "node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
           + "\": " + cause.getMessage(), cause);
     }
     if (e instanceof TimeoutException) {
-      return new RingmasterException("node " + config.nodeId() + " got no ring within startTimeout "
+      return new RingmasterException(Reason.START_TIMEOUT, "node " + config.nodeId() + " got no ring within startTimeout "
           + config.startTimeout());
     }
     if (e instanceof InterruptedException) { // start() sets the thread's flag again once the node is shut down
-      return new RingmasterException("interrupted while starting node " + config.nodeId(), e);
+      return new RingmasterException(Reason.INTERRUPTED, "interrupted while starting node " + config.nodeId(), e);
     }
     if (e instanceof RingmasterException || e instanceof IllegalArgumentException || e instanceof Error) {
       return e;
@@ -301,12 +308,29 @@ public final class Ringmaster implements AutoCloseable {
     String port = config.bindPort().isPresent() && foundNoPort(e) ? " from bindPort " + config.bindPort().get()
         + " (and the ports of the stack's port_range after it" + (config.bindPort().get() < 1024
         ? "; ports below 1024 need the privilege to bind them)" : ")") : "";
-    return new RingmasterException("node " + config.nodeId() + " cannot start its JGroups stack "
+    Optional<Throwable> refused = causeOf(e, SecurityException.class);
+    if (refused.isPresent()) {
+      // The cluster turned the join down (AUTH: a wrong secret): JGroups' connect throws the
+      // coordinator's reason as a SecurityException.
+      return new RingmasterException(Reason.REFUSED, "node " + config.nodeId() + " cannot join cluster \""
+          + config.clusterName() + "\": its coordinator refused the join: " + refused.get().getMessage(), e);
+    }
+    return new RingmasterException(Reason.STACK, "node " + config.nodeId() + " cannot start its JGroups stack "
         + config.jgroupsConfig() + address + port + ": " + e, e);
   }
 
   private static boolean bindFailed(Throwable e) {
     return anyCause(e, t -> t instanceof BindException);
+  }
+
+  /** The first of {@code e} and its causes that is a {@code type}. */
+  private static Optional<Throwable> causeOf(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return Optional.of(t);
+      }
+    }
+    return Optional.empty();
   }
 
   /** Whether {@code e} or one of its causes passes {@code test}. */
@@ -439,7 +463,7 @@ public final class Ringmaster implements AutoCloseable {
     // A start() under way, which holds the lock taken below, gives up once its connect returns,
     // rather than wait up to startTimeout for a ring and join only to leave again. Nothing if its
     // first ring is already published: then it returns, and this close() leaves gracefully.
-    node.failFirstRing(new RingmasterException("node " + config.nodeId() + " was closed while it started"));
+    node.failFirstRing(new RingmasterException(Reason.CLOSED, "node " + config.nodeId() + " was closed while it started"));
     // A flag set before the call would make every wait below give up at once: no hand-off at all.
     boolean interruptedBefore = Thread.interrupted();
     try {
@@ -834,8 +858,9 @@ public final class Ringmaster implements AutoCloseable {
    * {@link #start()} returns; not from a listener on a same-thread executor that runs on the
    * node's view thread (it would hold up the rings it waits for).
    *
-   * @throws RingmasterException   if {@code timeout} passes first; the message names the timeout
-   *                               and the ring's members then
+   * @throws RingmasterException   if {@code timeout} passes first (its reason
+   *                               {@code AWAIT_TIMEOUT}); the message names the timeout and the
+   *                               ring's members then
    * @throws IllegalStateException if the node is closed, closes while waiting, or fails to start,
    *                               before the condition holds; or if called on the node's view
    *                               thread
@@ -923,7 +948,7 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   private RingmasterException notWithin(Duration timeout) {
-    return new RingmasterException("node " + config.nodeId() + ": no ring satisfied the condition within "
+    return new RingmasterException(Reason.AWAIT_TIMEOUT, "node " + config.nodeId() + ": no ring satisfied the condition within "
         + timeout + "; the ring has view " + viewId() + " and members " + memberIds(node.state().ring()));
   }
 
@@ -1170,6 +1195,11 @@ public final class Ringmaster implements AutoCloseable {
   /** Membership listeners registered now (for tests). */
   int membershipListenerCount() {
     return node.membershipListenerCount();
+  }
+
+  /** Runs before each view's ring is built, on the view thread (for tests: a slow or failing build). */
+  void beforeEachBuild(java.util.function.Consumer<org.jgroups.View> hook) {
+    node.beforeBuild = hook;
   }
 
   /** Threads waiting in {@link #awaitRing} for the next ring (for tests). */

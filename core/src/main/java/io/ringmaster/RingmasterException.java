@@ -1,19 +1,77 @@
 package io.ringmaster;
 
+import java.util.Objects;
+
 /**
- * A node could not start or join (the message says why, naming the setting or member at fault),
- * or {@link Ringmaster#awaitRing} saw no ring satisfy its condition in time.
+ * A node could not start or join, or {@link Ringmaster#awaitRing} saw no ring satisfy its
+ * condition in time. The message says why, naming the setting or member at fault; {@link #reason()}
+ * tells a program what kind of failure it was, so that it can decide whether to try again:
+ *
+ * <pre>{@code
+ * try {
+ *   node.start();
+ * } catch (RingmasterException e) {
+ *   switch (e.reason()) {
+ *     case REFUSED -> alert(e.getMessage()); // the same settings would be refused again
+ *     case STACK, START_TIMEOUT -> retryLater(); // a port in use, peers not reachable yet
+ *     default -> throw e;
+ *   }
+ * }
+ * }</pre>
+ *
+ * <p>A node whose {@code start()} failed is closed; trying again takes a new node, built with the
+ * same or corrected settings.
  */
 public class RingmasterException extends RuntimeException {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
-  /** A failure with its reason. */
-  public RingmasterException(String message) {
-    super(message);
+  /** What kind of failure a {@link RingmasterException} reports. */
+  public enum Reason {
+    /**
+     * The cluster did not admit this node: its ring parameters ({@code virtualNodes},
+     * {@code replicas}, {@code applicationVersion}) differ from the cluster's, a member holds its
+     * node id, its weight gives more tokens than a member may have, or the cluster's members
+     * refused its join (a wrong secret). Starting again with the same settings fails again.
+     */
+    REFUSED,
+    /**
+     * The JGroups stack could not be built or started: the stack file cannot be read or used, or
+     * the bind address or ports cannot be bound. The cause holds JGroups' exception.
+     */
+    STACK,
+    /** No ring came within {@code startTimeout}. */
+    START_TIMEOUT,
+    /** The node's first view could not be made into a ring that holds it; the cause says why. */
+    VIEW_FAILED,
+    /**
+     * The node joined and its listeners heard the first ring, but the rest of its start failed (a
+     * logger or an executor that threw, say), so it left again; they heard that too.
+     */
+    LEFT_AFTER_JOIN,
+    /** {@link Ringmaster#close()} was called while {@code start()} waited for the first ring. */
+    CLOSED,
+    /** The thread in {@code start()} was interrupted; start() sets its interrupt flag again. */
+    INTERRUPTED,
+    /** {@link Ringmaster#awaitRing}'s condition did not hold within its timeout. */
+    AWAIT_TIMEOUT
   }
 
-  /** A failure with its reason and the exception that caused it. */
-  public RingmasterException(String message, Throwable cause) {
+  private final Reason reason;
+
+  /** A failure of the given kind, with its message. */
+  public RingmasterException(Reason reason, String message) {
+    super(message);
+    this.reason = Objects.requireNonNull(reason, "reason");
+  }
+
+  /** A failure of the given kind, with its message and the exception that caused it. */
+  public RingmasterException(Reason reason, String message, Throwable cause) {
     super(message, cause);
+    this.reason = Objects.requireNonNull(reason, "reason");
+  }
+
+  /** What kind of failure this is. */
+  public Reason reason() {
+    return reason;
   }
 }

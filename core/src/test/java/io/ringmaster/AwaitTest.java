@@ -144,6 +144,7 @@ class AwaitTest {
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> a.awaitRing(r -> r.contains("nobody"), Duration.ofMillis(200)));
       assertTrue(e.getMessage().contains("within PT0.2S"), e.getMessage());
+      assertEquals(RingmasterException.Reason.AWAIT_TIMEOUT, e.reason());
       assertTrue(e.getMessage().endsWith("members [a]"), e.getMessage());
     }
   }

@@ -3,6 +3,7 @@ package io.ringmaster;
 import static io.ringmaster.FedNode.meta;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -56,6 +57,7 @@ class FailedStartTest {
 
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       String message = e.getCause().getMessage();
+      assertEquals(RingmasterException.Reason.VIEW_FAILED, assertInstanceOf(RingmasterException.class, e.getCause()).reason());
       assertTrue(message.startsWith("view [" + a.self + "|1] could not be installed: ring would have ")
           && message.contains(" tokens, more than " + HashRing.MAX_TOKENS), message);
       assertNothingPublished(a);

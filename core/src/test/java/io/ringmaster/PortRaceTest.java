@@ -56,6 +56,7 @@ class PortRaceTest {
       LosesPortRace.loseNext(Ringmaster.BIND_ATTEMPTS);
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml")));
+      assertEquals(RingmasterException.Reason.STACK, e.reason(), e.getMessage());
       assertEquals(Ringmaster.BIND_ATTEMPTS, LosesPortRace.losers().size(), "one race lost per attempt");
       assertEquals(Ringmaster.BIND_ATTEMPTS, LosesPortRace.stacksBuilt(), "one stack per attempt, and no more");
       assertTrue(LosesPortRace.losers().stream().allMatch(JChannel::isClosed), "every stack that lost is closed");
@@ -77,6 +78,7 @@ class PortRaceTest {
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml").bindAddress("192.0.2.1")));
       assertEquals(0, LosesPortRace.stacksBuilt(), "no stack initialised: " + e.getMessage());
+      assertEquals(RingmasterException.Reason.STACK, e.reason());
       assertTrue(e.getMessage().contains("on bindAddress \"192.0.2.1\""), e.getMessage());
       assertTrue(e.getMessage().contains("192.0.2.1 is not a valid address on any local network interface"),
           e.getMessage());

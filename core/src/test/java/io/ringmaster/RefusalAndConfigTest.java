@@ -21,8 +21,10 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.protocols.TCPPING;
@@ -44,6 +46,7 @@ class RefusalAndConfigTest {
 
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> cluster.start(cluster.builder("c").virtualNodes(64).replicas(3)));
+      assertEquals(RingmasterException.Reason.REFUSED, e.reason(), e.getMessage());
       assertTrue(e.getMessage().contains("virtualNodes: 64 on c, 128 on a"), e.getMessage());
       assertTrue(e.getMessage().contains("replicas: 3 on c, 2 on a"), e.getMessage());
       // c fails on its own first view; a refuses c on its copy of that view, maybe a moment
@@ -147,6 +150,7 @@ class RefusalAndConfigTest {
       }
       assertTrue(e.getMessage().startsWith("node b joined cluster \"" + cluster.name
           + "\" but failed to finish its start, so it left again: java.lang.IllegalStateException: a logging"), e.getMessage());
+      assertEquals(RingmasterException.Reason.LEFT_AFTER_JOIN, e.reason());
       List<OwnershipChange.Reason> reasons = recorder.changes().stream().map(OwnershipChange::reason).toList();
       assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons);
       assertFalse(recorder.changes().get(0).gained().isEmpty(), "b owned part of the ring");
@@ -226,6 +230,7 @@ class RefusalAndConfigTest {
         twin.add(n);
       }));
       assertTrue(e.getMessage().contains("node id \"a\" is already held by member"), e.getMessage());
+      assertEquals(RingmasterException.Reason.REFUSED, e.reason());
       // b builds its rings on its own thread: wait until it has handled the view with the twin.
       await("b refused the twin").atMost(WAIT).until(() -> b.stats().refusedMembers() >= 1);
       assertEquals(a.channel().getAddress(), b.addressOf("a").orElseThrow(), "the holder keeps the id");
@@ -233,6 +238,40 @@ class RefusalAndConfigTest {
       assertFalse(twin.get(0).isInRing(), "refused");
       assertEquals(List.of("a", "b"), b.members().stream().map(Member::id).sorted().toList());
       assertEquals(a.ring().checksum(), b.ring().checksum(), "one ring, so one owner per range");
+    }
+  }
+
+  /**
+   * A first ring that takes longer than startTimeout (its build held here) fails the start with
+   * START_TIMEOUT, a reason to try again later; the ring that comes after it is not published.
+   */
+  @Test
+  void start_noRingWithinStartTimeout_failsWithStartTimeout_andPublishesNothing() throws Exception {
+    try (TestCluster cluster = new TestCluster("start-timeout")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.builder("slow-b").startTimeout(Duration.ofMillis(500)).build();
+      List<Object> heard = everythingHeardBy(b);
+      CountDownLatch built = new CountDownLatch(1);
+      b.beforeEachBuild(view -> {
+        try {
+          built.await(WAIT.toMillis(), TimeUnit.MILLISECONDS); // bounded: a failed test lets it go too
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      try {
+        RingmasterException e = assertThrows(RingmasterException.class, b::start);
+        assertEquals(RingmasterException.Reason.START_TIMEOUT, e.reason(), e.getMessage());
+        assertEquals("node slow-b got no ring within startTimeout PT0.5S", e.getMessage());
+        built.countDown();
+        assertFalse(b.isInRing());
+        await("a's ring without b").atMost(WAIT).until(() -> a.members().stream().map(Member::id).toList()
+            .equals(List.of("a")));
+        assertEquals(List.of(), heard, "its listeners heard something");
+      } finally {
+        built.countDown();
+        b.close();
+      }
     }
   }
 
@@ -260,6 +299,7 @@ class RefusalAndConfigTest {
 
         RingmasterException e = assertInstanceOf(RingmasterException.class, thrown.get());
         assertEquals("interrupted while starting node interrupted-b", e.getMessage());
+        assertEquals(RingmasterException.Reason.INTERRUPTED, e.reason());
         assertTrue(flagAfter.get(), "the caller's interrupt is kept");
         IllegalStateException noChannel = assertThrows(IllegalStateException.class, b::channel);
         assertTrue(noChannel.getMessage().endsWith("is not started"), "it never connected: " + noChannel.getMessage());
@@ -308,6 +348,7 @@ class RefusalAndConfigTest {
         assertFalse(starter.isAlive() || closer.isAlive(), "start() and close() returned");
         RingmasterException e = assertInstanceOf(RingmasterException.class, startFailure.get());
         assertTrue(e.getMessage().endsWith(": node closing-b was closed while it started"), e.getMessage());
+        assertEquals(RingmasterException.Reason.CLOSED, e.reason());
         assertFalse(b.isInRing());
         assertTrue(b.channel().isClosed());
         assertEquals(List.of(), heard, "b's listeners heard something");
@@ -333,6 +374,8 @@ class RefusalAndConfigTest {
       RingmasterException wrong = assertThrows(RingmasterException.class, () -> cluster.start(
           cluster.builder("c").jgroupsConfig(stack).bindPort(7952).initialHosts("127.0.0.1[7950]").secret("guess")));
       assertTrue(wrong.getMessage().toLowerCase().contains("authentication failed"), wrong.getMessage());
+      assertTrue(wrong.getMessage().startsWith("node c cannot join cluster"), wrong.getMessage());
+      assertEquals(RingmasterException.Reason.REFUSED, wrong.reason(), "the same secret would be refused again");
       assertEquals(2, a.members().size());
     }
   }
