@@ -306,10 +306,11 @@ final class ClusterNode {
   }
 
   /**
-   * Runs one log call of the view thread. Never throws: a logger that does (a filter's bug, a
-   * backend's) has nothing to tell it with, and must not stop the view's work after the log.
+   * Runs one log call of the view thread (or of a listener's queue). Never throws: a logger that
+   * does (a filter's bug, a backend's) has nothing to tell it with, and must not stop the work after
+   * the log.
    */
-  private static void logQuietly(Runnable log) {
+  static void logQuietly(Runnable log) {
     try {
       log.run();
     } catch (RuntimeException | Error logging) {

@@ -656,6 +656,7 @@ public final class Ringmaster implements AutoCloseable {
         // In a circle, the pool's listeners wait for the caller (on its own executor, or on the
         // view or gossip thread): they go on once it returns, like those waiting for a pool caller.
         listenerPool.shutdownNow();
+        await(listenerPool, "listener pool", false); // a callback that ignores the interrupt is named in a WARNING
       }
     } catch (InterruptedException e) {
       // Interrupted: no more waiting, but the callbacks already queued (the LEAVING change, say)

@@ -47,7 +47,15 @@ final class SerialDelivery<E> implements Registration {
   private final boolean foreignExecutor;
   private final Object owner;
   private final Runnable onClose;
+  /**
+   * Callbacks queued behind a busy one at which a WARNING says the listener falls behind; once its
+   * queue is empty again, an INFO line says it caught up, and a later lag is warned of again.
+   */
+  static final int LAG_WARNING = 64;
+
   private final ArrayDeque<E> queue = new ArrayDeque<>();
+  /** The queue reached {@link #LAG_WARNING} since it was last empty. */
+  private boolean lagging;
   /** Events queued or being delivered: a drain is launched or about to be. */
   private boolean running;
   /** A callback is running now (taken from the queue, not yet returned). */
@@ -186,6 +194,13 @@ final class SerialDelivery<E> implements Registration {
       return false;
     }
     queue.add(event);
+    if (queue.size() == LAG_WARNING && !lagging) {
+      lagging = true;
+      // Under the publisher's lock, once per lag: a logger that throws must not fail the publish.
+      ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
+          + " callbacks are queued behind the one it runs (each ownership change holds its rings until"
+          + " delivered); see stats().pendingCallbacks()"));
+    }
     if (running) {
       return false;
     }
@@ -340,6 +355,10 @@ final class SerialDelivery<E> implements Registration {
         E event;
         synchronized (this) {
           event = queue.poll();
+          if (event == null && lagging) {
+            lagging = false;
+            ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.INFO, name + " caught up: no callback queued"));
+          }
           if (event == null || closed) {
             running = false;
             runner = null;

@@ -381,6 +381,46 @@ class OwnershipCallbacksTest {
   }
 
   /**
+   * A pool listener that ignores close()'s interrupt does not hold close() up, and is not left
+   * running unseen: a WARNING says the node's listener pool still runs a callback.
+   */
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_aPoolListenerThatIgnoresTheInterrupt_isReportedInAWarning_andCloseReturns() throws Exception {
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
+        && r.getParameters() != null && "deaf".equals(r.getParameters()[0]));
+         TestCluster cluster = new TestCluster("close-deaf")) {
+      cluster.start("keeper");
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger interrupts = new AtomicInteger();
+      Ringmaster deaf = cluster.start(cluster.builder("deaf").leaveTimeout(Duration.ofMillis(300)), n ->
+          n.addOwnershipListener(change -> {
+            if (change.reason() != OwnershipChange.Reason.LEAVING) {
+              return;
+            }
+            long end = System.nanoTime() + WAIT.toNanos(); // bounded: a failed test lets it go too
+            while (release.getCount() > 0 && System.nanoTime() < end) {
+              try {
+                release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+              } catch (InterruptedException ignored) {
+                interrupts.incrementAndGet(); // and waits on: a hand-off deaf to interrupts
+              }
+            }
+          }));
+      try {
+        deaf.close();
+        await("close() interrupted the callback").atMost(WAIT).until(() -> interrupts.get() == 1);
+        List<String> warnings = log.records().stream().map(r -> java.text.MessageFormat.format(r.getMessage(),
+            r.getParameters())).toList();
+        assertTrue(warnings.contains("deaf: the listener pool still runs a task a second after close() interrupted"
+            + " it; close() returns without waiting for it"), warnings.toString());
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
+  /**
    * close() waits for the view thread to queue the LEAVING change, then up to leaveTimeout for the
    * listeners. A listener on a same-thread executor runs its LEAVING callback on the view thread:
    * one still handing off after leaveTimeout is a busy listener, not a leave that was never

@@ -18,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Filter;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
@@ -44,6 +45,35 @@ class SerialDeliveryTest {
     // TRUE: returned at once, not at the deadline (which gives FALSE).
     assertEquals(Boolean.TRUE, outerIdle.get(), "the outer callback is up this thread's stack: nothing to wait for");
     assertEquals(0, outer.get().pending());
+  }
+
+  /**
+   * A listener whose callbacks pile up behind a busy one gets one WARNING as its queue reaches
+   * {@link SerialDelivery#LAG_WARNING}, not one per callback after it; once it has caught up, an
+   * INFO line says so, and a second lag is warned of again.
+   */
+  @Test
+  void aListenerThatFallsBehind_isWarnedOfOncePerLag_andItsCatchingUpIsLogged() {
+    List<Runnable> held = new CopyOnWriteArrayList<>(); // the executor runs nothing until told
+    List<String> delivered = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> d = new SerialDelivery<>("slow listener", delivered::add, held::add, new Object(), () -> { });
+    try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith("slow listener"))) {
+      for (int lag = 1; lag <= 2; lag++) {
+        for (int i = 0; i < SerialDelivery.LAG_WARNING * 2; i++) {
+          d.submit("event " + i);
+          assertEquals(i + 1 < SerialDelivery.LAG_WARNING ? 2 * (lag - 1) : 2 * lag - 1, log.records().size(),
+              "after " + (i + 1) + " queued: " + log.records().stream().map(r -> r.getMessage()).toList());
+        }
+        assertEquals(1, held.size(), "one drain launched");
+        held.remove(0).run(); // the listener catches up
+        assertEquals(SerialDelivery.LAG_WARNING * 2 * lag, delivered.size());
+        assertEquals(2 * lag, log.records().size());
+      }
+      assertEquals(List.of(Level.WARNING, Level.INFO, Level.WARNING, Level.INFO), log.levels());
+      assertTrue(log.records().get(0).getMessage().startsWith("slow listener falls behind: " + SerialDelivery.LAG_WARNING
+          + " callbacks are queued"), log.records().get(0).getMessage());
+      assertEquals("slow listener caught up: no callback queued", log.records().get(1).getMessage());
+    }
   }
 
   /**
