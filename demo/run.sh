@@ -2,7 +2,7 @@
 # Starts the demo: three key-value peers on localhost and the launcher's command prompt.
 #   demo/run.sh            build the jar if it is missing, then start
 #   demo/run.sh --build    rebuild first
-#   demo/run.sh --help     the launcher's and the peer's flags
+#   demo/run.sh --help     the launcher's and the peer's flags (with --build: build first)
 # Any other arguments go to the launcher, e.g. demo/run.sh --peers 5 --replicas 1
 set -euo pipefail
 here="$(cd -- "$(dirname -- "$0")" >/dev/null && pwd)"
@@ -21,19 +21,19 @@ for a in "$@"; do
 done
 
 command -v java >/dev/null || { echo "demo/run.sh: no java on the PATH (JDK 17 or later needed)" >&2; exit 1; }
+if $build || { ! $help && [[ ! -f "$jar" ]]; }; then
+  command -v mvn >/dev/null || { echo "demo/run.sh: no mvn on the PATH to build $jar (Maven 3.8 or later)" >&2; exit 1; }
+  echo "building $jar ..."
+  (cd -- "$root" && mvn -B -q -DskipTests -pl demo -am package)
+fi
+
 if $help; then
   sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
   if [[ -f "$jar" ]]; then
     exec java -jar "$jar" help
   fi
-  echo "(build the demo, demo/run.sh --build, for the launcher's and the peer's flags)"
+  echo "(demo/run.sh --build --help builds the demo first, then lists the launcher's and the peer's flags)"
   exit 0
-fi
-
-if $build || [[ ! -f "$jar" ]]; then
-  command -v mvn >/dev/null || { echo "demo/run.sh: no mvn on the PATH to build $jar (Maven 3.8 or later)" >&2; exit 1; }
-  echo "building $jar ..."
-  (cd -- "$root" && mvn -B -q -DskipTests -pl demo -am package)
 fi
 
 # Three peers unless the arguments say otherwise.

@@ -35,8 +35,10 @@ public class RingmasterException extends RuntimeException {
      */
     REFUSED,
     /**
-     * The JGroups stack could not be built or started: the stack file cannot be read or used, or
-     * the bind address or ports cannot be bound. The cause holds JGroups' exception.
+     * The JGroups stack could not start: its address or no port of its range could be bound, or a
+     * protocol failed as it started. The cause holds JGroups' exception. (A stack file that cannot
+     * be read, or a protocol that refuses its settings, fails with an
+     * {@link IllegalArgumentException} instead: at build, or as the stack starts.)
      */
     STACK,
     /** No ring came within {@code startTimeout}. */

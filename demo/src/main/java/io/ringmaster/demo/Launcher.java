@@ -109,12 +109,14 @@ final class Launcher {
         return 2;
       }
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(this::stopAll, "stop-peers"));
+    Thread stopHook = new Thread(this::stopAll, "stop-peers");
+    Runtime.getRuntime().addShutdownHook(stopHook);
     out.println("cluster \"" + options.cluster() + "\", " + options.peers() + " peers, replicas "
         + options.replicas() + "; peer logs in " + logDir);
     // The first peer alone: started together, several would each wait out the join timeout and
     // form singletons that merge only seconds later.
     if (add(1).isEmpty() && !isStopping()) {
+      unhook(stopHook); // no peer started: nothing to stop
       if (basePortRefused) { // the command line's fault: exit 2, as for any bad flag
         err.println("usage: " + ClusterOptions.USAGE);
         return 2;
@@ -143,7 +145,21 @@ final class Launcher {
       err.println("error reading commands: " + e);
     }
     stopAll();
+    unhook(stopHook);
     return 0;
+  }
+
+  /**
+   * Takes the shutdown hook back once every peer is stopped, so that a JVM running launchers one
+   * after another (a test's) does not gather hooks, each holding its launcher; nothing if the JVM
+   * is already shutting down (the hook runs, or has run).
+   */
+  private static void unhook(Thread hook) {
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException shuttingDown) {
+      // the hook stops the peers, or has
+    }
   }
 
   /** Runs one command; false to quit. */

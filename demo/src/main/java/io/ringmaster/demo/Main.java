@@ -83,13 +83,30 @@ public final class Main {
   }
 
   private static int peer(PeerOptions options, PrintStream out, PrintStream err) {
+    io.ringmaster.RingmasterConfig config;
+    try {
+      config = options.builder().buildConfig();
+      TestingAids.fromSystemProperties(); // a bad -Dringmaster.demo.* is a bad command line too
+    } catch (IllegalArgumentException e) { // a setting the node refuses, from a flag or the --config file
+      err.println("error: " + e.getMessage());
+      err.println(USAGE);
+      return 2;
+    }
+    if (options.tombstoneGrace().compareTo(SHORT_TOMBSTONE_GRACE) < 0) { // allowed, for tests and demos
+      err.println("warning: --tombstone-grace " + options.tombstoneGrace().toSeconds() + " is under "
+          + SHORT_TOMBSTONE_GRACE.toMinutes() + " minutes: a delete can come back if a copy of the key that"
+          + " missed it (a partition, a peer that was down) turns up after its tombstone is dropped");
+    }
     // The graceful leave is hooked before the peer starts: once its node has joined, old owners may
     // hand it ranges and drop their copies, so a SIGTERM (or a Ctrl-C in the launcher's terminal)
     // during the start must still hand them on. The hook waits for the start to end first.
     CompletableFuture<Peer> started = new CompletableFuture<>();
     CompletableFuture<Void> left = new CompletableFuture<>();
     LeaveLogManager.holdUntil(left); // what the hand-off logs reaches the log
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+    // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
+    // leaveTimeout each), then the node's own stop.
+    LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
+    Thread hook = new Thread(() -> {
       try {
         Peer p = started.join(); // null if the start failed: nothing to hand off
         if (p != null) {
@@ -98,47 +115,51 @@ public final class Main {
       } finally {
         left.complete(null);
       }
-    }, "graceful-leave"));
-    // Watched from before the start, which can take a while (joining, pulling ranges): a launcher
-    // gone meanwhile is seen at once, and its pid is not yet free for another process to take.
-    options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
-    Peer peer = null;
+    }, "graceful-leave");
+    Runtime.getRuntime().addShutdownHook(hook);
     try {
+      // Watched from before the start, which can take a while (joining, pulling ranges): a launcher
+      // gone meanwhile is seen at once, and its pid is not yet free for another process to take.
+      options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
+      Peer peer = null;
       try {
-        io.ringmaster.RingmasterConfig config = options.builder().buildConfig();
-        TestingAids.fromSystemProperties(); // a bad -Dringmaster.demo.* is a bad command line too
-        if (options.tombstoneGrace().compareTo(SHORT_TOMBSTONE_GRACE) < 0) { // allowed, for tests and demos
-          err.println("warning: --tombstone-grace " + options.tombstoneGrace().toSeconds() + " is under "
-              + SHORT_TOMBSTONE_GRACE.toMinutes() + " minutes: a delete can come back if a copy of the key that"
-              + " missed it (a partition, a peer that was down) turns up after its tombstone is dropped");
-        }
-        // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
-        // leaveTimeout each), then the node's own stop.
-        LeaveLogManager.holdAtMost(
-            config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
-      } catch (IllegalArgumentException e) { // a setting the node refuses, from a flag or the --config file
-        err.println("error: " + e.getMessage());
-        err.println(USAGE);
-        return 2;
+        peer = Peer.start(options);
+      } catch (RuntimeException | IOException e) {
+        // The settings were fine; the start was not (a stack protocol refusing its settings, say, or
+        // anything unforeseen: a line that names it, not a stack trace).
+        boolean said = e instanceof IllegalArgumentException || e instanceof RingmasterException
+            || e instanceof IOException;
+        err.println("error: cannot start peer: " + (said ? e.getMessage() : e.toString()));
+        return 1;
+      } finally {
+        started.complete(peer); // on every way out: the hook must never wait for good
       }
-      peer = Peer.start(options);
-    } catch (RuntimeException | IOException e) {
-      // The settings were fine; the start was not (a stack protocol refusing its settings, say, or
-      // anything unforeseen: a line that names it, not a stack trace).
-      boolean said = e instanceof IllegalArgumentException || e instanceof RingmasterException || e instanceof IOException;
-      err.println("error: cannot start peer: " + (said ? e.getMessage() : e.toString()));
-      return 1;
+      out.println(peer.describe());
+      out.flush();
+      try {
+        peer.awaitStop();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return 0;
     } finally {
-      started.complete(peer); // on every way out: the hook must never wait for good
+      unhook(hook, left);
     }
-    out.println(peer.describe());
-    out.flush();
+  }
+
+  /**
+   * Takes the graceful-leave hook back once the peer has stopped or failed to start, so that a JVM
+   * running peers one after another (a test's) does not gather hooks; nothing if the JVM is
+   * already shutting down, which is what stopped the peer.
+   */
+  private static void unhook(Thread hook, CompletableFuture<Void> left) {
     try {
-      peer.awaitStop();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      if (Runtime.getRuntime().removeShutdownHook(hook)) {
+        left.complete(null); // the hook will not run: the log has nothing more to wait for
+      }
+    } catch (IllegalStateException shuttingDown) {
+      // the hook runs, or has run, and completes it
     }
-    return 0;
   }
 
   /**

@@ -34,7 +34,7 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
   /** How long a peer waits for its first ring (the node's own default, stated so the launcher can count on it). */
   static final Duration START_TIMEOUT = Duration.ofSeconds(30);
 
-  static final String USAGE = "peer --id <id> --http-port <port> [--replicas 2] [--zone z] [--weight w]"
+  static final String USAGE = "peer (--id <id> | --config <node.json> with a nodeId) --http-port <port> [--replicas 2] [--zone z] [--weight w]"
       + " [--config <node.json>] [--cluster ringmaster-demo] [--tombstone-grace <seconds, 3600>]";
 
   private static final Set<String> FLAGS = Set.of("--id", "--http-port", "--replicas", "--zone", "--weight",
