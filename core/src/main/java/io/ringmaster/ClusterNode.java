@@ -356,7 +356,9 @@ final class ClusterNode {
     if (self != null && !view.containsMember(self)) {
       // JGroups installs only views that list this member, so this one was queued by the channel
       // before a rejoin (a new member, with a new address): the rejoin's first view replaces it.
-      LOG.log(Level.DEBUG, "{0}: view {1} is from before this node rejoined; skipped", local.id(), view.getViewId());
+      // Quietly: a logger that throws would make this view a failed one, tried again later.
+      logQuietly(() -> LOG.log(Level.DEBUG, "{0}: view {1} is from before this node rejoined; skipped", local.id(),
+          view.getViewId()));
       return;
     }
     ViewId id = view.getViewId();
@@ -366,8 +368,11 @@ final class ClusterNode {
       // successor's) can reach the channel in the wrong order (5.5.7 hands them up under the
       // lock: JGRP-3036). Installing the older one would take the ring back to its members
       // until the next view, behind every peer's and out of view order.
-      LOG.log(Level.WARNING, "{0}: view {1} came after view {2}, which is newer; skipped", local.id(), id,
-          lastViewId);
+      // Quietly: a logger that throws would make this view a failed one, and its retry, which
+      // skips this check, would take the ring back.
+      ViewId newer = lastViewId;
+      logQuietly(() -> LOG.log(Level.WARNING, "{0}: view {1} came after view {2}, which is newer; skipped",
+          local.id(), id, newer));
       return;
     }
     lastViewId = id;
@@ -515,8 +520,9 @@ final class ClusterNode {
     try {
       for (RingBefore told; (told = answers.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) != null; ) {
         if (!view.containsMember(told.source()) || told.source().equals(localAddress)) {
-          LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2}, not another"
-              + " member of that view", local.id(), view.getViewId(), told.source());
+          RingBefore ignored = told;
+          logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2},"
+              + " not another member of that view", local.id(), view.getViewId(), ignored.source()));
           continue;
         }
         try {
@@ -524,13 +530,14 @@ final class ClusterNode {
         } catch (IllegalArgumentException e) {
           // The answer names members no ring can hold (two with one id, say): a sender's bug, or
           // not a Ringmaster message. Another sender's may do; if none, the stand-in below.
-          LOG.log(Level.WARNING, local.id() + ": the members the ring had before view " + view.getViewId()
-              + ", as " + told.source() + " told them, make no ring", e);
+          RingBefore bad = told;
+          logQuietly(() -> LOG.log(Level.WARNING, local.id() + ": the members the ring had before view "
+              + view.getViewId() + ", as " + bad.source() + " told them, make no ring", e));
         }
       }
-      LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members the ring had"
-          + " before it (in a way that makes a ring); the sources of this node''s first ranges may name members"
-          + " that joined with it", local.id(), ringBeforeTimeout.toMillis(), view.getViewId());
+      logQuietly(() -> LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members"
+          + " the ring had before it (in a way that makes a ring); the sources of this node''s first ranges may"
+          + " name members that joined with it", local.id(), ringBeforeTimeout.toMillis(), view.getViewId()));
       return ring.without(local.id());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the node is closing
@@ -927,7 +934,11 @@ final class ClusterNode {
       for (boolean onPool : new boolean[] {true, false}) {
         for (SerialDelivery<?> d : deliveries) {
           if ((d.executor() == listenerPool) == onPool) {
-            d.launch();
+            try {
+              d.launch(); // never throws, by its contract; if it did, the launches after it must still go
+            } catch (RuntimeException | Error e) {
+              logQuietly(() -> LOG.log(Level.ERROR, "launching " + d.name() + " failed", e));
+            }
             interrupted |= Thread.interrupted();
           }
         }

@@ -15,14 +15,20 @@ import java.util.Objects;
  *                       {@code previousRing} is still the cluster's ring before it: see below);
  *                       for {@link Reason#LEAVING}, equal to {@code viewId} (both rings are of the
  *                       last view this node installed)
- * @param viewId         the JGroups view id of {@code ring}
+ * @param viewId         the JGroups view id of {@code ring}. Ids grow from one change to the next,
+ *                       except after this node rejoins the cluster (to end a split view, see
+ *                       {@code stats().rejoins()}): it is then a new member of views whose
+ *                       ids may be lower. Order changes by their delivery, not by this id
  * @param previousRing   the ring before; for a node's first view, and its first view in the ring
  *                       after the cluster refused it (another member held its id, and has left),
  *                       the ring before that view without the node, so that its gains name the
  *                       members that hold the data now, never a member that joined in the same
  *                       view (a new node learns that ring from the old members; if none answers
  *                       within 5 s or half of {@code startTimeout}, whichever is shorter, the
- *                       ring after without the node stands in)
+ *                       ring after without the node stands in; it stands in at once when the
+ *                       node is the only member admitted, so its gains have no sources, and when
+ *                       the view is a merge, whose sides had different rings, so they name the
+ *                       view's members)
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  */

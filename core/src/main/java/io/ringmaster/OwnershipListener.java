@@ -4,7 +4,8 @@ package io.ringmaster;
  * Told what the local member gained and lost at each ring change.
  *
  * <p>Runs on a thread of the node (or on the {@link java.util.concurrent.Executor} given at
- * registration), never on a JGroups thread, one call at a time per listener, in view order. It may
+ * registration), never on a JGroups thread, one call at a time per registration (a listener
+ * registered twice is two registrations), in the order the node installs its views. It may
  * block (to move data, say) without delaying ring installation or other listeners, unless its
  * executor runs tasks on the calling thread ({@code Runnable::run}, a pool with
  * {@code CallerRunsPolicy}) or blocks in {@code execute()}: the node hands callbacks over from its

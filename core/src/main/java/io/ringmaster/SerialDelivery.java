@@ -12,7 +12,9 @@ import java.util.function.Predicate;
 
 /**
  * Delivers events to one listener, one at a time and in order, on an executor. A listener that
- * throws is logged and keeps receiving; a listener that blocks holds up only itself.
+ * throws is logged and keeps receiving; a listener that blocks holds up only itself, unless its
+ * executor runs callbacks on the thread that launches them (a same-thread executor): then it holds
+ * up that thread, and the launches after its own.
  *
  * <p>Publishing is two steps, so that no listener runs under the publisher's lock: {@link
  * #enqueue} under the lock (which fixes the order), then {@link #launch()} after it (where a
@@ -299,7 +301,8 @@ final class SerialDelivery<E> implements Registration {
       if (removedBefore) {
         // Its registration was closed while this launch went on (and the executor then shut down):
         // no listener left to report the refusal for.
-        LOG.log(System.Logger.Level.DEBUG, "{0}: removed; its executor refused a callback after that ({1})", name, e);
+        ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.DEBUG,
+            "{0}: removed; its executor refused a callback after that ({1})", name, e));
         return;
       }
       refusal = e;

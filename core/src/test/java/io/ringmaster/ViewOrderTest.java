@@ -56,6 +56,41 @@ class ViewOrderTest {
    * peers, which installed it, rather than keep the ring before it until a later view comes; its
    * listeners hear it once, from the ring before it.
    */
+  /**
+   * A logger that throws on the WARNING for a late view (a filter's bug) does not make that view a
+   * failed one: tried again, it would skip the order check and take the ring back.
+   */
+  @Test
+  void aLateView_whoseWarningThrows_isStillSkipped_andNeverTriedAgain() throws Exception {
+    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
+    java.util.logging.Filter before = log.getFilter();
+    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
+    log.setFilter(record -> {
+      if (String.valueOf(record.getMessage()).contains("which is newer; skipped")) {
+        thrown.incrementAndGet();
+        throw new IllegalStateException("a logging filter's bug");
+      }
+      return before == null || before.isLoggable(record);
+    });
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      n.view(1, n.self);
+      n.view(2, n.self, b);
+      int ownership = n.ownership.size();
+
+      n.install(View.create(n.self, 1, n.self)); // view 1 again, late
+      n.installed();
+      assertEquals(1, thrown.get(), "the late view was logged, and the logger threw");
+      n.node.retryFailedView();
+      n.installed();
+      assertEquals(2, n.node.state().viewId(), "the newest view stays installed");
+      assertEquals(List.of("a", "b"), n.node.state().ring().members().stream().map(m -> m.id()).sorted().toList());
+      assertEquals(ownership, n.ownership.size(), "listeners hear nothing of the late view");
+    } finally {
+      log.setFilter(before);
+    }
+  }
+
   @Test
   void aViewThatFailedToInstall_isTriedAgain_andHeardOnce() throws Exception {
     try (FedNode n = new FedNode(meta("a"))) {
