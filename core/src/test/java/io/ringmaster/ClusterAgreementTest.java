@@ -43,7 +43,51 @@ class ClusterAgreementTest {
         }
         assertEquals(1, nodes.stream().filter(n -> n.isPrimary(key)).count(), "exactly one primary for " + key);
         assertEquals(2, nodes.stream().filter(n -> n.isLocal(key)).count(), "exactly two owners for " + key);
+        byte[] bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8); // the same key as UTF-8 bytes
+        for (Ringmaster n : nodes) {
+          assertEquals(expected, n.owners(bytes), key);
+          assertEquals(expected.get(0), n.ownerOf(bytes), key);
+          assertEquals(n.isPrimary(key), n.isPrimary(bytes), key);
+          assertEquals(n.isLocal(key), n.isLocal(bytes), key);
+        }
       }
+    }
+  }
+
+  /** A node's lookups allocate nothing once warm, as the ring's do: they read the current ring, and hash. */
+  @Test
+  void nodeLookups_afterWarmUp_allocateNothing() {
+    try (TestCluster cluster = new TestCluster("lookups-allocate-nothing")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      com.sun.management.ThreadMXBean threads =
+          (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+      String[] strings = new String[1024];
+      byte[][] bytes = new byte[strings.length][];
+      for (int i = 0; i < strings.length; i++) {
+        strings[i] = "user:" + i + (i % 3 == 0 ? "\u00e9\u4e2d" : "");
+        bytes[i] = strings[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      }
+      int calls = 100_000;
+      int local = 0;
+      int agree = 0;
+      for (int round = 0; round < 2; round++) { // the first round warms the classes and the thread's array
+        long before = threads.getCurrentThreadAllocatedBytes();
+        for (int k = 0; k < calls; k++) {
+          String s = strings[k & (strings.length - 1)];
+          byte[] x = bytes[k & (bytes.length - 1)];
+          local += (a.isLocal(s) ? 1 : 0) + (a.isPrimary(s) ? 1 : 0) + (a.isLocal(x) ? 1 : 0) + (a.isPrimary(x) ? 1 : 0);
+          agree += a.ownerOf(s) == a.ownerOf(x) ? 1 : 0;
+        }
+        long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+        if (round == 1) {
+          // A list of owners, or a key's encoded copy, would be tens of bytes a call: megabytes in all.
+          assertTrue(allocated < calls / 10, allocated + " bytes for " + calls + " rounds of six lookups");
+        }
+      }
+      assertEquals(2 * calls, agree, "a key and its bytes have one owner");
+      assertTrue(local > 0 && local < 8 * calls, "local " + local); // a owns some keys, not all
     }
   }
 

@@ -59,6 +59,8 @@ class HashRingTest {
         assertEquals(reference.owners(key, 1).get(0), ring.ownerOf(key.getBytes(StandardCharsets.UTF_8)), key);
         int n = random.nextInt(1, 6);
         assertEquals(reference.owners(key, n), ring.owners(key, n), () -> key + " n=" + n);
+        assertEquals(reference.owners(key, n), ring.owners(key.getBytes(StandardCharsets.UTF_8), n),
+            () -> key + " n=" + n + " as bytes");
       }
       for (long p : reference.positions()) { // the edges: on a token and just past it
         assertEquals(reference.ownersOfPosition(p, 3), ring.ownersOfPosition(p, 3));
@@ -137,6 +139,44 @@ class HashRingTest {
       }
     }
     assertTrue(owned > 0 && owned < calls, "owned " + owned); // of 2 x calls answers, about 3 in 50 true: used
+  }
+
+  /**
+   * The lookups by key allocate nothing once warm: a String key's UTF-8 bytes are hashed as they
+   * are encoded, not copied into an array first; ASCII, two-, three- and four-byte characters.
+   */
+  @Test
+  void ownerOfAStringOrBytes_afterWarmUp_allocatesNothing() {
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    SplittableRandom random = new SplittableRandom(23);
+    HashRing ring = ring(64, randomMembers(random, 50, 3, false));
+    String[] alphabet = {"a", "Z", "7", ":", "\u00e9", "\u0416", "\u4e2d", "\ud83d\ude00"};
+    String[] strings = new String[4096];
+    byte[][] bytes = new byte[strings.length][];
+    for (int i = 0; i < strings.length; i++) {
+      StringBuilder key = new StringBuilder("user:");
+      for (int c = random.nextInt(0, 24); c > 0; c--) {
+        key.append(alphabet[random.nextInt(alphabet.length)]);
+      }
+      strings[i] = key.toString();
+      bytes[i] = strings[i].getBytes(StandardCharsets.UTF_8);
+    }
+    int calls = 200_000;
+    long seen = 0;
+    for (int round = 0; round < 2; round++) { // the first round warms the classes and the thread's array
+      long before = threads.getCurrentThreadAllocatedBytes();
+      for (int k = 0; k < calls; k++) {
+        seen += ring.ownerOf(strings[k & (strings.length - 1)]).id().length();
+        seen += ring.ownerOf(bytes[k & (bytes.length - 1)]).id().length();
+      }
+      long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+      if (round == 1) {
+        // An encoded copy of each String key would be 24 bytes or more a call, 4.8 MB in all.
+        assertTrue(allocated < calls / 10, allocated + " bytes for " + calls + " calls of each");
+      }
+    }
+    assertTrue(seen > 0);
   }
 
   @Test
