@@ -353,8 +353,7 @@ class AwaitTest {
           "close() does not wait for the waiter, which waits for it, nor interrupt it");
       assertThrows(IllegalStateException.class, () -> a.addOwnershipListener(change -> { }), "closed");
     } finally {
-      application.shutdownNow();
-      assertTrue(application.awaitTermination(30, TimeUnit.SECONDS));
+      application.shutdownNow(); // its threads end on their own: an assert here would hide the test's failure
     }
   }
 

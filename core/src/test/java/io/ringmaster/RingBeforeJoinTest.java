@@ -81,12 +81,16 @@ class RingBeforeJoinTest {
     Address a = A.newAddress();
     Address c = C.newAddress();
     Address b = B.newAddress();
-    try (FedNode node = new FedNode(B, b, Duration.ofMillis(300))) {
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("which members the ring had before it"));
+         FedNode node = new FedNode(B, b, Duration.ofMillis(300))) {
       node.node.ringBeforeArrived(5, (UUID) c, List.of(A.member()), c); // view 5 of another creator
       node.node.ringBeforeArrived(4, (UUID) a, List.of(A.member()), a); // an earlier view
       long started = System.nanoTime();
       node.install(View.create(a, 5, a, c, b));
       assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(300), "waited for an answer");
+      // The wait ended for want of an answer, not at once: the WARNING says so, with the wait.
+      assertEquals(1, log.records().size());
+      assertEquals(300L, log.records().get(0).getParameters()[1]);
       assertEquals(ring(A, C).checksum(), node.ownership.get(0).previousRing().checksum());
     }
   }
