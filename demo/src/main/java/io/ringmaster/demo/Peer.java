@@ -250,11 +250,19 @@ final class Peer implements AutoCloseable {
     // never more than a minute), rarely enough that the scan of the store costs nothing noticeable.
     long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 10));
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
-        store.purgeTombstones(VersionClock.systemMicros() - grace.toNanos() / 1_000,
+        store.purgeTombstones(purgeBound(VersionClock.systemMicros(), grace),
         key -> !incoming.previousOwners(key).isEmpty()))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
     RingView ringView = new RingView(node, directory, routing::inRing);
     gate.open(new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));
+  }
+
+  /**
+   * The stamp before which a tombstone has outlived its grace, at {@code nowMicros}: tombstones
+   * stamped earlier are purged, those at or after it kept.
+   */
+  static long purgeBound(long nowMicros, Duration grace) {
+    return nowMicros - grace.toNanos() / 1_000;
   }
 
   /** Sends this peer's status (view, checksum, counts) to the others. */

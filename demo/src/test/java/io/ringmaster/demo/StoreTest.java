@@ -271,6 +271,23 @@ class StoreTest {
     assertEquals(0, store.purgeTombstones(10));
   }
 
+  /** The bound is exclusive: a tombstone stamped at it stays, one a microsecond older goes. */
+  @Test
+  void purgeTombstones_atTheBound_keptAndJustBelowIt_dropped() {
+    Store store = new Store();
+    store.merge(Entry.tombstone("at", v(10)));
+    store.merge(Entry.tombstone("below", v(9)));
+    assertEquals(1, store.purgeTombstones(10));
+    assertEquals(Optional.empty(), store.get("below"));
+    assertTrue(store.get("at").orElseThrow().deleted());
+  }
+
+  @Test
+  void purgeBound_isTheGraceBeforeNow_inMicroseconds() {
+    assertEquals(1_000_000_000L - 20_000_000L, Peer.purgeBound(1_000_000_000L, java.time.Duration.ofSeconds(20)));
+    assertEquals(5_000L - 1L, Peer.purgeBound(5_000L, java.time.Duration.ofNanos(1_999)));
+  }
+
   /** A tombstone of a key still coming in stays past its grace: a pull may yet bring the old value. */
   @Test
   void purgeTombstones_keepsThoseOfKeysItIsToldToKeep() {

@@ -75,6 +75,27 @@ class SweepTest {
     assertEquals(1, c.counters().strayKeysHandedOff.sum());
   }
 
+  /** Ownership callbacks queued or running move strays themselves: the sweep waits until they are done. */
+  @Test
+  void noSweep_whileOwnershipCallbacksArePending() throws Exception {
+    start(0);
+    Entry stray = strayOnC();
+    java.util.concurrent.atomic.AtomicInteger pending = new java.util.concurrent.atomic.AtomicInteger(1);
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), new EventLog(), pending::get);
+
+    sweeper.sweep();
+
+    assertTrue(a.store().get(stray.key()).isEmpty());
+    assertTrue(b.store().get(stray.key()).isEmpty());
+    assertEquals(Optional.of(stray), c.store().get(stray.key()));
+
+    pending.set(0); // the callbacks are done: the next sweep hands the stray on
+    sweeper.sweep();
+
+    assertEquals(Optional.of(stray), a.store().get(stray.key()));
+    assertTrue(c.store().get(stray.key()).isEmpty());
+  }
+
   @Test
   void noSweep_whileAMigrationRunsOrThePeerLeaves() throws Exception {
     start(0);
