@@ -59,7 +59,7 @@ final class ClusterNode {
   }
 
   /** A view, by number and creator, as another member names it in a message. */
-  private record ViewKey(long id, long creatorHigh, long creatorLow) {
+  record ViewKey(long id, long creatorHigh, long creatorLow) {
     static ViewKey of(long id, Address creator) {
       UUID u = Gossip.creatorBits(creator);
       return new ViewKey(id, u.getMostSignificantBits(), u.getLeastSignificantBits());

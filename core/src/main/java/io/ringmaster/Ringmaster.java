@@ -1271,7 +1271,9 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Adds a listener for ring divergences found by the checksum gossip, run on the node's listener pool.
+   * Adds a listener for ring divergences found by the checksum gossip, run on the node's listener
+   * pool. Each divergence (peer, both checksums, kind) is reported once per view, however many
+   * gossip rounds repeat it; {@code stats().divergences()} counts every disagreeing message.
    *
    * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
    *                               would never be called
@@ -1285,7 +1287,8 @@ public final class Ringmaster implements AutoCloseable {
    * to the executor from the node's gossip thread, never from a JGroups thread; that thread also
    * sends checksums, tells newcomers the ring before their view and retries failed views, so an
    * executor that runs tasks on the calling thread must run a quick listener. A report comes for
-   * each checksum message of this node's view that disagrees with it (see {@link RingDivergence}),
+   * each disagreement with this node's view that a checksum message shows (see
+   * {@link RingDivergence}), once per view however often it is repeated,
    * a member that its own copy of the view lists and this node's does not included
    * ({@link RingDivergence.Kind#SPLIT_VIEW}): that member rejoins by itself
    * ({@link RingmasterStats#rejoins()} on its side). An executor that refuses a
