@@ -113,6 +113,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** The members of the last view. */
   private volatile Set<Address> members = Set.of();
   private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
+  /** Spaces out the WARN lines of the drops: one per sender every 10 s. */
+  private final DropLog drops = new DropLog(System::nanoTime);
   /** The stack's AUTH, which checks join proofs; null if it has none. */
   private volatile AUTH auth;
   /** The stack's UNICAST3, which would keep each refusal to send again; null if it has none. */
@@ -242,7 +244,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   protected Message _decrypt(Cipher pooled, Key key, Message msg, EncryptHeader hdr) throws Exception {
     if (!msg.hasArray() || !hdr.needsDeserialization()) {
-      log.warn("%s: dropped a message from %s that is not sealed whole", local_addr, msg.getSrc());
+      dropped(msg.getSrc(), "%s: dropped a message from %s that is not sealed whole", local_addr, msg.getSrc());
       return null;
     }
     byte[] plain = code(msg.getArray(), msg.getOffset(), msg.getLength(), hdr.iv(), true);
@@ -252,13 +254,13 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     long seal = Bits.readLong(plain, 0);
     Message opened = Util.messageFromBuffer(plain, Long.BYTES, plain.length - Long.BYTES);
     if (opened.getDest() != null && !opened.getDest().equals(local_addr)) {
-      log.warn("%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
+      dropped(msg.getSrc(), "%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
       return null;
     }
     if (opened.getSrc() == null
         || !copies.admit(opened.getSrc(), opened.getDest() == null, opened.isFlagSet(Message.Flag.OOB), seal)) {
-      log.warn("%s: dropped a copy of a message from %s (seal number %d), sent again", local_addr, opened.getSrc(),
-          seal);
+      dropped(msg.getSrc(), "%s: dropped a copy of a message from %s (seal number %d), sent again", local_addr,
+          opened.getSrc(), seal);
       return null;
     }
     return opened;
@@ -404,20 +406,33 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private Message open(Message msg) {
     EncryptHeader header = msg.getHeader(this.id);
     if (header == null) {
-      log.warn("%s: dropped a message from %s without an encryption header", local_addr, msg.getSrc());
+      dropped(msg.getSrc(), "%s: dropped a message from %s without an encryption header", local_addr, msg.getSrc());
       return null;
     }
     if (!Arrays.equals(header.version(), symVersion())) {
       // SYM_ENCRYPT would drop it too, but silently where the sender is a member: a member whose
       // key differs (another keystore key, with the same secret for AUTH) would go unnoticed.
-      log.warn("%s: dropped a message from %s sealed under another key", local_addr, msg.getSrc());
+      dropped(msg.getSrc(), "%s: dropped a message from %s sealed under another key", local_addr, msg.getSrc());
       return null;
     }
     try {
       return decrypt(null, msg.copy(true, true)); // a copy: the buffer is kept for retransmissions
     } catch (Exception e) {
-      log.warn("%s: dropped a message from %s: %s", local_addr, msg.getSrc(), e);
+      dropped(msg.getSrc(), "%s: dropped a message from %s: %s", local_addr, msg.getSrc(), e);
       return null;
+    }
+  }
+
+  /**
+   * Logs a drop at WARN, at most once every 10 s per sender (the transport's sender: the one a
+   * flood comes from), with how many drops went unlogged since; the others at DEBUG.
+   */
+  private void dropped(Address sender, String format, Object... args) {
+    long unlogged = drops.admit(sender);
+    if (unlogged >= 0) {
+      log.warn(format + DropLog.unloggedSuffix(unlogged), args);
+    } else if (log.isDebugEnabled()) {
+      log.debug(format, args);
     }
   }
 
