@@ -8,7 +8,8 @@
  * ranges go. Listeners hear {@link io.ringmaster.OwnershipChange}s,
  * {@link io.ringmaster.MembershipChange}s and {@link io.ringmaster.RingDivergence}s;
  * {@link io.ringmaster.RingmasterStats} holds the node's counters. The ring itself, with no JGroups,
- * threads or I/O, is in {@link io.ringmaster.ring}.
+ * threads or I/O, is in {@link io.ringmaster.ring}; nodes in one JVM for the tests of code that
+ * embeds Ringmaster, in {@link io.ringmaster.testing}.
  *
  * <p>{@link io.ringmaster.RingmasterMembershipPolicy}, {@link io.ringmaster.SharedSecretEncrypt} and
  * {@link io.ringmaster.SharedSecretAuthToken} are public so that a JGroups stack file can name

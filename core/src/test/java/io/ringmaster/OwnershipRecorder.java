@@ -1,86 +1,33 @@
 package io.ringmaster;
 
 import io.ringmaster.ring.HashRing;
-import io.ringmaster.ring.Member;
-import io.ringmaster.ring.RingDiff;
+import io.ringmaster.testing.OwnershipFold;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.SplittableRandom;
 
 /**
- * Records a node's ownership callbacks and folds them into what the node should believe it owns,
- * at a fixed set of ring positions, so a test can compare the fold with the ring.
+ * Records a node's ownership and membership callbacks, folding the ownership ones with an
+ * {@link OwnershipFold} (what the node should believe it owns, at a fixed set of ring positions),
+ * so a test can compare the fold with the ring; it also checks that view ids grow, which holds in
+ * tests without a rejoin.
  */
 final class OwnershipRecorder implements OwnershipListener, MembershipListener {
-  /** 0 = not an owner, 1 = primary, 2 = backup. */
-  private final long[] positions;
-  private final byte[] believed;
-  private final List<OwnershipChange> changes = new ArrayList<>();
+  private final OwnershipFold fold;
   private final List<MembershipChange> memberships = new ArrayList<>();
-  private final List<String> violations = new ArrayList<>();
+  private final List<String> viewOrder = new ArrayList<>();
+  private long lastViewId = Long.MIN_VALUE;
 
   OwnershipRecorder(long seed) {
-    SplittableRandom random = new SplittableRandom(seed);
-    positions = new long[2048];
-    for (int i = 0; i < positions.length; i++) {
-      positions[i] = random.nextLong();
-    }
-    positions[0] = Long.MIN_VALUE;
-    positions[1] = Long.MAX_VALUE;
-    believed = new byte[positions.length];
+    fold = new OwnershipFold(2048, seed);
   }
 
   @Override
   public synchronized void onOwnershipChange(OwnershipChange change) {
-    if (!changes.isEmpty() && change.viewId() < changes.get(changes.size() - 1).viewId()) {
-      violations.add("view order: " + change.viewId() + " after " + changes.get(changes.size() - 1).viewId());
+    if (change.viewId() < lastViewId) {
+      viewOrder.add("view order: " + change.viewId() + " after " + lastViewId);
     }
-    changes.add(change);
-    for (int i = 0; i < positions.length; i++) {
-      long p = positions[i];
-      byte old = believed[i];
-      int hits = 0;
-      for (RingDiff.Gained g : change.gained()) {
-        if (g.range().contains(p)) {
-          hits++;
-          if (old != 0) {
-            violations.add("gained a position already owned at view " + change.viewId());
-          }
-          believed[i] = code(g.role());
-        }
-      }
-      for (RingDiff.Lost l : change.lost()) {
-        if (l.range().contains(p)) {
-          hits++;
-          if (old != code(l.role())) {
-            violations.add("lost a position as " + l.role() + ", held as " + name(old) + ", at view "
-                + change.viewId());
-          }
-          believed[i] = 0;
-        }
-      }
-      for (RingDiff.RoleChange r : change.roleChanges()) {
-        if (r.range().contains(p)) {
-          hits++;
-          if (old != code(r.before())) {
-            violations.add("role change from " + r.before() + " at a position held as " + name(old) + ", at view "
-                + change.viewId());
-          }
-          believed[i] = code(r.after());
-        }
-      }
-      if (hits > 1) {
-        violations.add(hits + " ranges of one change hold one position, at view " + change.viewId());
-      }
-    }
-  }
-
-  private static byte code(RingDiff.Role role) {
-    return (byte) (role == RingDiff.Role.PRIMARY ? 1 : 2);
-  }
-
-  private static String name(byte code) {
-    return code == 0 ? "nothing" : code == 1 ? "PRIMARY" : "BACKUP";
+    lastViewId = change.viewId();
+    fold.onOwnershipChange(change);
   }
 
   @Override
@@ -89,35 +36,16 @@ final class OwnershipRecorder implements OwnershipListener, MembershipListener {
   }
 
   /** Whether the fold of every callback equals the member's ownership in {@code ring}. */
-  synchronized boolean foldMatches(HashRing ring, String memberId, int replicas) {
-    for (int i = 0; i < positions.length; i++) {
-      byte actual = 0;
-      if (!ring.isEmpty()) {
-        List<Member> owners = ring.ownersOfPosition(positions[i], replicas);
-        for (int k = 0; k < owners.size(); k++) {
-          if (owners.get(k).id().equals(memberId)) {
-            actual = (byte) (k == 0 ? 1 : 2);
-          }
-        }
-      }
-      if (believed[i] != actual) {
-        return false;
-      }
-    }
-    return true;
+  boolean foldMatches(HashRing ring, String memberId, int replicas) {
+    return fold.disagreement(ring, memberId, replicas).isEmpty();
   }
 
-  synchronized boolean ownsNothing() {
-    for (byte b : believed) {
-      if (b != 0) {
-        return false;
-      }
-    }
-    return true;
+  boolean ownsNothing() {
+    return fold.holdsNothing();
   }
 
-  synchronized List<OwnershipChange> changes() {
-    return List.copyOf(changes);
+  List<OwnershipChange> changes() {
+    return fold.changes();
   }
 
   synchronized List<MembershipChange> memberships() {
@@ -125,6 +53,8 @@ final class OwnershipRecorder implements OwnershipListener, MembershipListener {
   }
 
   synchronized List<String> violations() {
-    return List.copyOf(violations);
+    List<String> all = new ArrayList<>(viewOrder);
+    all.addAll(fold.violations());
+    return all;
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
+import io.ringmaster.testing.LocalCluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -17,11 +18,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jgroups.Address;
-import org.jgroups.JChannel;
 import org.jgroups.protocols.DISCARD;
-import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
-import org.jgroups.stack.ProtocolStack;
 
 /**
  * Real JGroups nodes in this JVM on the in-memory stack, each test with its own cluster name.
@@ -81,21 +79,7 @@ final class TestCluster implements AutoCloseable {
 
   /** The node's DISCARD protocol, inserted above the transport on first use. */
   static DISCARD discard(Ringmaster node) {
-    JChannel ch = node.channel();
-    ProtocolStack stack = ch.getProtocolStack();
-    DISCARD d = stack.findProtocol(DISCARD.class);
-    if (d == null) {
-      d = new DISCARD();
-      d.setAddress(ch.getAddress());
-      try {
-        stack.insertProtocol(d, ProtocolStack.Position.ABOVE, TP.class);
-        d.init();
-        d.start();
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    }
-    return d;
+    return LocalCluster.discard(node);
   }
 
   /** The node's group membership protocol: tests install views through it, as JGroups does. */
@@ -105,10 +89,14 @@ final class TestCluster implements AutoCloseable {
 
   /** Splits the nodes into two sides that cannot hear each other. */
   static void partition(List<Ringmaster> sideA, List<Ringmaster> sideB) {
-    Address[] a = sideA.stream().map(n -> n.channel().getAddress()).toArray(Address[]::new);
-    Address[] b = sideB.stream().map(n -> n.channel().getAddress()).toArray(Address[]::new);
+    Address[] a = addresses(sideA);
+    Address[] b = addresses(sideB);
     sideA.forEach(n -> discard(n).addIgnoredMembers(b));
     sideB.forEach(n -> discard(n).addIgnoredMembers(a));
+  }
+
+  private static Address[] addresses(List<Ringmaster> nodes) {
+    return nodes.stream().map(n -> n.channel().getAddress()).toArray(Address[]::new);
   }
 
   static void heal(List<Ringmaster> nodes) {
@@ -127,17 +115,7 @@ final class TestCluster implements AutoCloseable {
 
   /** Each node's view (JGroups' and the ring's), ring members and checksum: what a timeout shows. */
   static String describe(List<Ringmaster> nodes) {
-    StringBuilder out = new StringBuilder();
-    for (Ringmaster n : nodes) {
-      HashRing ring = n.ring();
-      JChannel ch = n.channel();
-      out.append("  ").append(n.localMember().id()).append(": ring view ").append(n.viewId())
-          .append(", checksum ").append(Long.toHexString(ring.checksum()))
-          .append(", in ring ").append(n.isInRing())
-          .append(", members ").append(ring.members().stream().map(io.ringmaster.ring.Member::id).toList())
-          .append("; channel view ").append(ch == null ? "none" : ch.getView()).append('\n');
-    }
-    return out.toString();
+    return LocalCluster.describe(nodes);
   }
 
   static boolean agree(List<Ringmaster> nodes, int size) {

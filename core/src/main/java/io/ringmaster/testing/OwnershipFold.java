@@ -1,0 +1,163 @@
+package io.ringmaster.testing;
+
+import io.ringmaster.OwnershipChange;
+import io.ringmaster.OwnershipListener;
+import io.ringmaster.Ringmaster;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.SplittableRandom;
+
+/**
+ * An ownership listener that folds every change it hears into what the node owns, at a fixed
+ * sample of ring positions, and checks each change against the fold: a range gained that was
+ * already held, a range lost or a role changed that was not held so, two ranges of one change on
+ * one position. A test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}):
+ * what a listener that moves data by these changes would hold, against what the node owns.
+ *
+ * <p>Add it before {@code start()} (or to a running node, whose first change is its ownership
+ * then), and call {@link Ringmaster#awaitListeners} before comparing: the fold lags the ring by the
+ * callbacks still queued. Thread-safe.
+ */
+public final class OwnershipFold implements OwnershipListener {
+  private static final byte NONE = 0;
+  private static final byte PRIMARY = 1;
+  private static final byte BACKUP = 2;
+
+  private final long[] positions;
+  private final byte[] held;
+  private final List<OwnershipChange> changes = new ArrayList<>();
+  private final List<String> violations = new ArrayList<>();
+
+  /** A fold at 2,048 positions: the circle's two ends, and random ones of a fixed seed. */
+  public OwnershipFold() {
+    this(2048, 1);
+  }
+
+  /**
+   * A fold at {@code positions} positions: {@code Long.MIN_VALUE}, {@code Long.MAX_VALUE}, and
+   * random ones drawn from {@code seed}.
+   *
+   * @throws IllegalArgumentException if {@code positions} is below 2
+   */
+  public OwnershipFold(int positions, long seed) {
+    if (positions < 2) {
+      throw new IllegalArgumentException("positions must be at least 2 (the circle's two ends): " + positions);
+    }
+    SplittableRandom random = new SplittableRandom(seed);
+    this.positions = new long[positions];
+    for (int i = 2; i < positions; i++) {
+      this.positions[i] = random.nextLong();
+    }
+    this.positions[0] = Long.MIN_VALUE;
+    this.positions[1] = Long.MAX_VALUE;
+    this.held = new byte[positions];
+  }
+
+  @Override
+  public synchronized void onOwnershipChange(OwnershipChange change) {
+    changes.add(change);
+    for (int i = 0; i < positions.length; i++) {
+      long p = positions[i];
+      byte before = held[i];
+      int hits = 0;
+      for (RingDiff.Gained g : change.gained()) {
+        if (g.range().contains(p)) {
+          hits++;
+          if (before != NONE) {
+            violate(change, p, "gained as " + g.role() + " where it was held as " + name(before));
+          }
+          held[i] = code(g.role());
+        }
+      }
+      for (RingDiff.Lost l : change.lost()) {
+        if (l.range().contains(p)) {
+          hits++;
+          if (before != code(l.role())) {
+            violate(change, p, "lost as " + l.role() + " where it was held as " + name(before));
+          }
+          held[i] = NONE;
+        }
+      }
+      for (RingDiff.RoleChange r : change.roleChanges()) {
+        if (r.range().contains(p)) {
+          hits++;
+          if (before != code(r.before())) {
+            violate(change, p, "changed from " + r.before() + " where it was held as " + name(before));
+          }
+          held[i] = code(r.after());
+        }
+      }
+      if (hits > 1) {
+        violate(change, p, hits + " ranges of the change hold it");
+      }
+    }
+  }
+
+  private void violate(OwnershipChange change, long position, String what) {
+    violations.add(change.reason() + " change to view " + change.viewId() + ", position "
+        + Long.toHexString(position) + ": " + what);
+  }
+
+  private static byte code(RingDiff.Role role) {
+    return role == RingDiff.Role.PRIMARY ? PRIMARY : BACKUP;
+  }
+
+  private static String name(byte code) {
+    return code == NONE ? "nothing" : code == PRIMARY ? "PRIMARY" : "BACKUP";
+  }
+
+  /**
+   * Where the fold differs from what {@code node}'s ring gives it (as primary, as backup, or
+   * nothing), or empty if nowhere: the first position that differs, described.
+   */
+  public Optional<String> disagreement(Ringmaster node) {
+    return disagreement(node.ring(), node.localMember().id(), node.config().replicas());
+  }
+
+  /**
+   * Where the fold differs from what {@code ring} gives member {@code memberId} with
+   * {@code replicas} owners per key, or empty if nowhere.
+   */
+  public synchronized Optional<String> disagreement(HashRing ring, String memberId, int replicas) {
+    for (int i = 0; i < positions.length; i++) {
+      byte actual = NONE;
+      if (!ring.isEmpty()) {
+        List<Member> owners = ring.ownersOfPosition(positions[i], replicas);
+        for (int k = 0; k < owners.size(); k++) {
+          if (owners.get(k).id().equals(memberId)) {
+            actual = k == 0 ? PRIMARY : BACKUP;
+          }
+        }
+      }
+      if (held[i] != actual) {
+        return Optional.of("position " + Long.toHexString(positions[i]) + ": the changes heard give " + memberId + " "
+            + name(held[i]) + ", the ring " + name(actual) + " (after " + changes.size() + " changes)");
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Whether the fold holds nothing: after a node's {@code LEAVING} change, say. */
+  public synchronized boolean holdsNothing() {
+    for (byte b : held) {
+      if (b != NONE) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Every change heard, in order. */
+  public synchronized List<OwnershipChange> changes() {
+    return List.copyOf(changes);
+  }
+
+  /** What the changes contradicted in the fold before them, in order; empty if nothing. */
+  public synchronized List<String> violations() {
+    return List.copyOf(violations);
+  }
+}
