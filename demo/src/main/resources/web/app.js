@@ -5,7 +5,7 @@
 
 const TWO_63 = 1n << 63n;
 const TWO_64 = 2 ** 64;
-const state = { ring: null, drawnFor: '', colours: new Map(), highlight: null, kvRequest: 0 };
+const state = { ring: null, drawnFor: '', colours: new Map(), highlight: null, kvRequest: 0, clicked: null };
 
 // ---- positions on the circle -------------------------------------------------------------
 
@@ -126,8 +126,15 @@ function cell(tr, text, cls) {
   return td;
 }
 
+/** What the table last showed: it is rebuilt only when this changes (a selection in it survives). */
+let renderedTable = null;
+
 function renderTable(ring) {
   const body = document.querySelector('#members tbody');
+  const shown = JSON.stringify([ring.members, ring.peers, ring.viewId, ring.checksum, ring.local, ring.inRing,
+    (ring.peers || []).map(p => settlingNow(p, ring))]);
+  if (shown === renderedTable) return;
+  renderedTable = shown;
   body.replaceChildren();
   const peers = new Map((ring.peers || []).map(p => [p.id, p]));
   for (const m of ring.members) {
@@ -152,9 +159,12 @@ function renderTable(ring) {
       // badge's "no recent report" is neutral.
       const stale = matches && !same;
       const state = same ? 'agree-ok' : stale || settling(p, ring) ? 'muted' : 'agree-bad';
-      const td = cell(tr, `${p.viewId} / ${String(p.checksum).slice(0, 8)}`, state);
+      // A mark as well as the colour: agrees, no recent report or settling, differs.
+      const mark = state === 'agree-ok' ? '\u2713' : state === 'muted' ? '\u2026' : '\u2260';
+      const td = cell(tr, `${mark} ${p.viewId} / ${String(p.checksum).slice(0, 8)}`, state);
       td.dataset.checksum = p.checksum;
-      td.title = `view ${p.viewId}, checksum ${p.checksum}`
+      td.title = `view ${p.viewId}, checksum ${p.checksum}: `
+          + (state === 'agree-ok' ? 'agrees' : stale ? 'no recent report' : state === 'muted' ? 'settling' : 'differs')
           + (stale && p.ageMillis != null ? `; last report ${Math.round(p.ageMillis / 1000)} s ago` : '');
     } else {
       cell(tr, 'no report yet', 'muted');
@@ -179,11 +189,23 @@ function settling(p, ring) {
   const seen = mismatchSince.get(p.id);
   // One entry per member, replaced when the mismatch changes: the map stays as small as the cluster.
   if (!seen || seen.key !== key) mismatchSince.set(p.id, { key, since: Date.now() });
-  return Date.now() - mismatchSince.get(p.id).since < SETTLE_MS;
+  return settlingNow(p, ring);
+}
+
+/** settling() without recording a new mismatch: whether the one recorded for this member still settles. */
+function settlingNow(p, ring) {
+  const seen = mismatchSince.get(p.id);
+  return !!seen && seen.key === `${p.viewId}|${ring.viewId}` && Date.now() - seen.since < SETTLE_MS;
+}
+
+/** Sets the badge, touching the page only when it changes (its role="status" would announce each write). */
+function setBadge(state, text) {
+  const badge = document.getElementById('agreement');
+  if (badge.dataset.state !== state) badge.dataset.state = state;
+  if (badge.textContent !== text) badge.textContent = text;
 }
 
 function renderAgreement(ring) {
-  const badge = document.getElementById('agreement');
   const peers = ring.peers || [];
   const reported = ring.members.filter(m => peers.some(p => p.id === m.id));
   const mismatched = peers.filter(p => ring.members.some(m => m.id === p.id)
@@ -192,19 +214,21 @@ function renderAgreement(ring) {
   const disagree = mismatched.filter(p => !waiting.includes(p));
   // A member that reported the same ring long ago is not counted as agreeing (p.agrees is false).
   const stale = peers.filter(p => p.agrees === false && !mismatched.includes(p));
-  if (disagree.length > 0) {
-    badge.dataset.state = 'diverge';
-    badge.textContent = `divergence: ${disagree.map(p => p.id).join(', ')} see another ring`;
+  if (ring.members.length === 0) {
+    setBadge('unknown', 'no members in this peer\u2019s ring');
+  } else if (disagree.length > 0) {
+    // Another checksum, or only another view (the same ring, reported under a view id that has
+    // not caught up for SETTLE_MS): said as it is.
+    const what = (p) => p.checksum !== ring.checksum ? `${p.id} sees another ring`
+        : `${p.id} is on view ${p.viewId}, not ${ring.viewId}`;
+    setBadge('diverge', `divergence: ${disagree.map(what).join('; ')}`);
   } else if (waiting.length > 0) {
-    badge.dataset.state = 'unknown';
-    badge.textContent = `settling: ${waiting.map(p => p.id).join(', ')} not on view ${ring.viewId} yet`;
+    setBadge('unknown', `settling: ${waiting.map(p => p.id).join(', ')} not on view ${ring.viewId} yet`);
   } else if (reported.length < ring.members.length || stale.length > 0) {
-    badge.dataset.state = 'unknown';
-    badge.textContent = `${reported.length} of ${ring.members.length} members reported`
-        + (stale.length ? ` (no recent report from ${stale.map(p => p.id).join(', ')})` : '');
+    setBadge('unknown', `${reported.length} of ${ring.members.length} members reported`
+        + (stale.length ? ` (no recent report from ${stale.map(p => p.id).join(', ')})` : ''));
   } else {
-    badge.dataset.state = 'agree';
-    badge.textContent = `all ${ring.members.length} members agree`;
+    setBadge('agree', `all ${ring.members.length} members agree`);
   }
 }
 
@@ -216,15 +240,21 @@ function timeout(ms) {
   return controller.signal;
 }
 
-/** An error for a reply that is not 200, with the peer's reason when it gave one ("the peer is starting"). */
+/**
+ * An error for a reply that is not 200, with the peer's reason when it gave one ("the peer is
+ * starting"); its answered flag tells it from a peer that did not answer at all.
+ */
 async function failed(what, response) {
+  let reason = '';
   try {
     const body = await response.json();
-    if (body && typeof body.error === 'string') return new Error(`${what}: ${response.status}, ${body.error}`);
+    if (body && typeof body.error === 'string') reason = `, ${body.error}`;
   } catch (notJson) {
     // no reason given
   }
-  return new Error(`${what}: ${response.status}`);
+  const e = new Error(`${what}: ${response.status}${reason}`);
+  e.answered = true;
+  return e;
 }
 
 async function refresh() {
@@ -247,6 +277,8 @@ async function refresh() {
       const fullResponse = await fetch('/ring', { cache: 'no-store', signal: timeout(10000) });
       if (!fullResponse.ok) throw await failed('GET /ring', fullResponse);
       const full = await fullResponse.json();
+      // The key marked was placed on the ring drawn before: its owners may have changed.
+      if (state.drawnFor !== '') state.highlight = null;
       drawRing(full);
       state.drawnFor = `${full.viewId}/${full.checksum}`;
     }
@@ -256,10 +288,11 @@ async function refresh() {
     renderTable(ring);
     renderAgreement(ring);
     applyHighlight();
+    document.querySelector('main').classList.remove('stale');
   } catch (e) {
-    const badge = document.getElementById('agreement');
-    badge.dataset.state = 'diverge';
-    badge.textContent = `this peer does not answer (${e.message})`;
+    // What the page shows is from the last answer: dimmed until the next one.
+    document.querySelector('main').classList.add('stale');
+    setBadge('diverge', e.answered ? `this peer answered ${e.message}` : `this peer does not answer (${e.message})`);
   } finally {
     setTimeout(refresh, 1000);
   }
@@ -291,7 +324,9 @@ function ownerIds(body) {
 
 async function submitKv(event) {
   event.preventDefault();
-  const action = event.submitter ? event.submitter.dataset.action : 'get';
+  // event.submitter, or the button last clicked where the browser has no submitter (Safari before 15.4).
+  const action = event.submitter ? event.submitter.dataset.action : state.clicked || 'get';
+  state.clicked = null;
   const key = document.getElementById('key').value;
   const value = document.getElementById('value').value;
   const out = document.getElementById('kv-result');
@@ -450,6 +485,9 @@ function pauseWhileHidden() {
 
 if (typeof document !== 'undefined') {
   document.getElementById('kv-form').addEventListener('submit', submitKv);
+  for (const b of document.querySelectorAll('#kv-form button')) {
+    b.addEventListener('click', () => { state.clicked = b.dataset.action; });
+  }
   document.addEventListener('visibilitychange', pauseWhileHidden);
   refresh();
   follow();

@@ -288,14 +288,16 @@ final class Peer implements AutoCloseable {
 
   Wire.PeerStatus status() {
     KeyCounts k = KeyCounts.of(store, routing);
-    return new Wire.PeerStatus(routing.self(), node.viewId(), node.ring().checksum(), k.primary(), k.backup(),
+    RingView.Current current = RingView.Current.of(node);
+    return new Wire.PeerStatus(routing.self(), current.viewId(), current.ring().checksum(), k.primary(), k.backup(),
         k.stray(), counters.migrationsInProgress.get());
   }
 
   StatsReply stats() {
     KeyCounts k = KeyCounts.of(store, routing);
     RingmasterStats s = node.stats();
-    return new StatsReply(routing.self(), s.viewId(), s.viewsSeen(), Long.toHexString(node.ring().checksum()),
+    RingView.Current current = RingView.Current.of(node);
+    return new StatsReply(routing.self(), current.viewId(), s.viewsSeen(), Long.toHexString(current.ring().checksum()),
         s.members(), routing.inRing(),
         routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.tombstonesPurged.sum(),
         counters.keysMigratedIn.sum(),

@@ -49,9 +49,27 @@ final class RingView {
     this.inRing = inRing;
   }
 
+  /**
+   * The node's view id with the ring of that very view. Read apart, a view installed between the
+   * two reads would pair view N with the ring of view N+1, and the page, comparing it with a
+   * peer's report of view N, would show a divergence that is not there.
+   */
+  record Current(long viewId, HashRing ring) {
+    static Current of(Ringmaster node) {
+      while (true) {
+        long viewId = node.viewId();
+        HashRing ring = node.ring();
+        if (node.viewId() == viewId) { // no view installed while the ring was read
+          return new Current(viewId, ring);
+        }
+      }
+    }
+  }
+
   RingReply reply(boolean withRanges) {
-    long viewId = node.viewId();
-    HashRing ring = node.ring();
+    Current current = Current.of(node);
+    long viewId = current.viewId();
+    HashRing ring = current.ring();
     long now = System.currentTimeMillis();
     Map<String, List<List<String>>> ranges = withRanges ? ranges(ring) : Map.of();
     List<MemberInfo> members = new ArrayList<>();
