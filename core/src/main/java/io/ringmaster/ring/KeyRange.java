@@ -79,8 +79,10 @@ public record KeyRange(long start, long end) {
   /**
    * Groups an application's keys by the range that contains them: for example the keys to hand
    * off for each {@link RingDiff.Lost}, or to expect for each {@link RingDiff.Gained}. Keys in no
-   * range are left out. The ranges should not overlap (those of one diff never do); a key in
-   * several goes to one of them. Costs {@code O(log ranges)} per key.
+   * range are left out. Ranges of one diff never overlap, and then this costs
+   * {@code O(log ranges)} per key; ranges that overlap (the lost ranges of several diffs, say)
+   * cost {@code O(ranges)} per key, and a key in several goes to the first of them in
+   * {@code items}.
    *
    * <pre>{@code
    * Map<RingDiff.Lost, List<String>> handOff =
@@ -120,6 +122,20 @@ public record KeyRange(long start, long end) {
     for (T item : items) {
       grouped.put(item, new ArrayList<>());
     }
+    if (overlap(plain, wrapping, rangeOf)) {
+      // The search below finds one candidate per key, which is enough only when ranges are apart.
+      for (K key : keys) {
+        long p = positionOf.applyAsLong(key);
+        for (T item : items) {
+          if (rangeOf.apply(item).contains(p)) {
+            grouped.get(item).add(key);
+            break;
+          }
+        }
+      }
+      grouped.values().removeIf(List::isEmpty);
+      return grouped;
+    }
     for (K key : keys) {
       long p = positionOf.applyAsLong(key);
       T found = null;
@@ -141,6 +157,33 @@ public record KeyRange(long start, long end) {
     }
     grouped.values().removeIf(List::isEmpty);
     return grouped;
+  }
+
+  /**
+   * Whether any two of the ranges overlap: {@code plain} (none wrapping) sorted by end, each
+   * overlaps one before it exactly when it starts before the previous one ends; a wrapping one
+   * is checked against all the others.
+   */
+  private static <T> boolean overlap(List<T> plain, List<T> wrapping, Function<? super T, KeyRange> rangeOf) {
+    for (int k = 1; k < plain.size(); k++) {
+      if (rangeOf.apply(plain.get(k)).start() < rangeOf.apply(plain.get(k - 1)).end()) {
+        return true;
+      }
+    }
+    for (int w = 0; w < wrapping.size(); w++) {
+      KeyRange range = rangeOf.apply(wrapping.get(w));
+      for (int o = w + 1; o < wrapping.size(); o++) {
+        if (range.overlaps(rangeOf.apply(wrapping.get(o)))) {
+          return true;
+        }
+      }
+      for (T p : plain) {
+        if (range.overlaps(rangeOf.apply(p))) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   /**

@@ -32,7 +32,7 @@ final class Murmur3 {
     long h2 = 0;
     int end = offset + length;
     int i = offset;
-    for (; i + 16 <= end; i += 16) {
+    for (; i <= end - 16; i += 16) { // not i + 16 <= end, which overflows for arrays near 2^31 bytes
       long k1 = (long) LONG_LE.get(data, i);
       long k2 = (long) LONG_LE.get(data, i + 8);
       h1 ^= mixK1(k1);
@@ -73,7 +73,7 @@ final class Murmur3 {
     long h1 = 0;
     long h2 = 0;
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
+    for (; i <= n - 16; i += 16) { // as in hash(byte[], int, int)
       h1 ^= mixK1(asciiLong(s, i, 8));
       h1 = Long.rotateLeft(h1, 27) + h2;
       h1 = h1 * 5 + 0x52dce729;

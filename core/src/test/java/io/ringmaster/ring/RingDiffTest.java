@@ -458,6 +458,37 @@ class RingDiffTest {
     }
   }
 
+  /**
+   * Ranges that overlap (the lost ranges of several diffs, say): each position goes to the first
+   * range in the list that contains it, never left out because the search met another range first.
+   */
+  @Test
+  void partition_overlappingRanges_placesEachPositionInTheFirstRangeThatContainsIt() {
+    Map<KeyRange, List<Long>> small = KeyRange.partition(List.of(new KeyRange(0, 10), new KeyRange(-100, 20)),
+        r -> r, List.of(-50L, 5L, 15L, 30L), p -> p);
+    assertEquals(Map.of(new KeyRange(0, 10), List.of(5L), new KeyRange(-100, 20), List.of(-50L, 15L)), small);
+    SplittableRandom random = new SplittableRandom(14);
+    for (int round = 0; round < 300; round++) {
+      List<KeyRange> ranges = new ArrayList<>();
+      for (int i = 1 + random.nextInt(6); i > 0; i--) {
+        long start = random.nextLong();
+        ranges.add(new KeyRange(start, random.nextBoolean() ? random.nextLong() : start + random.nextInt(1 << 20)));
+      }
+      List<Long> positions = new ArrayList<>();
+      for (KeyRange r : ranges) {
+        positions.addAll(List.of(r.start(), r.start() + 1, r.end(), r.end() + 1));
+      }
+      random.longs(50).forEach(positions::add);
+      Map<KeyRange, List<Long>> got = KeyRange.partition(ranges, r -> r, positions, p -> p);
+      Map<KeyRange, List<Long>> expected = new java.util.LinkedHashMap<>();
+      for (long p : positions) {
+        ranges.stream().filter(r -> r.contains(p)).findFirst()
+            .ifPresent(r -> expected.computeIfAbsent(r, k -> new ArrayList<>()).add(p));
+      }
+      assertEquals(expected, new java.util.LinkedHashMap<>(got), () -> ranges.toString());
+    }
+  }
+
   /** A range as closed intervals [first, last] of unsigned offsets from Long.MIN_VALUE. */
   private static List<long[]> offsets(KeyRange r) {
     long first = r.start() - Long.MIN_VALUE + 1; // (start, end]: the position after start
