@@ -67,25 +67,14 @@ class FailedStartTest {
   /** A logger that throws on that view's ERROR (a filter's bug, a backend's) does not leave start() waiting. */
   @Test
   void aViewWhoseRingCannotBeBuilt_failsTheStart_evenIfLoggingItThrows() throws Exception {
-    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
-    java.util.logging.Filter before = log.getFilter();
-    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
-    log.setFilter(record -> {
-      if (String.valueOf(record.getMessage()).contains("could not be installed")) {
-        thrown.incrementAndGet();
-        throw new IllegalStateException("a logging filter's bug");
-      }
-      return before == null || before.isLoggable(record);
-    });
-    try (FedNode a = new FedNode(meta("a"))) {
+    try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("could not be installed"));
+         FedNode a = new FedNode(meta("a"))) {
       a.install(tooLargeARing(1, a.self));
 
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       assertTrue(e.getCause().getMessage().startsWith("view [" + a.self + "|1] could not be installed: ring would have "),
           e.getCause().getMessage());
-      org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> thrown.get() >= 1);
-    } finally {
-      log.setFilter(before);
+      org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> log.thrown() >= 1);
     }
   }
 

@@ -73,29 +73,17 @@ class RefusalAndConfigTest {
    */
   @Test
   void aLoggerThatThrowsOnARefusal_failsTheRefusedStartWithTheReason_andSilencesNoListener() {
-    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
-    java.util.logging.Filter before = log.getFilter();
-    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
     try (TestCluster cluster = new TestCluster("throwing-logger")) {
       Ringmaster a = cluster.start("a");
       OwnershipRecorder recorder = new OwnershipRecorder(2);
       a.addMembershipListener(recorder);
       a.addOwnershipListener(recorder);
-      log.setFilter(record -> {
-        Object[] params = record.getParameters();
-        if (params != null && java.util.Arrays.stream(params).anyMatch(p -> String.valueOf(p).contains("on c-64"))) {
-          thrown.incrementAndGet();
-          throw new IllegalStateException("a logging filter's bug");
-        }
-        return before == null || before.isLoggable(record);
-      });
-      try {
+      try (ThrowingLog log = new ThrowingLog(record -> record.getParameters() != null
+          && java.util.Arrays.stream(record.getParameters()).anyMatch(p -> String.valueOf(p).contains("on c-64")))) {
         RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start(
             cluster.builder("c-64").virtualNodes(64).startTimeout(Duration.ofSeconds(60))));
         assertTrue(e.getMessage().contains("virtualNodes: 64 on c-64, 128 on a"), e.getMessage());
-        await().atMost(WAIT).until(() -> thrown.get() >= 2); // c-64 on its first view, and a on its copy
-      } finally {
-        log.setFilter(before);
+        await().atMost(WAIT).until(() -> log.thrown() >= 2); // c-64 on its first view, and a on its copy
       }
       await().atMost(WAIT).until(() -> recorder.memberships().stream()
           .anyMatch(m -> m.refused().stream().anyMatch(r -> r.nodeId().equals("c-64"))));
@@ -117,21 +105,14 @@ class RefusalAndConfigTest {
    */
   @Test
   void startFailingAfterItsFirstRing_leavesGracefully_itsListenersHearTheLeave() {
-    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
-    java.util.logging.Filter before = log.getFilter();
     try (TestCluster cluster = new TestCluster("fails-after-ring")) {
       Ringmaster a = cluster.start("a");
       OwnershipRecorder recorder = new OwnershipRecorder(3);
       AtomicBoolean closedByListener = new AtomicBoolean();
-      log.setFilter(record -> {
-        Object[] params = record.getParameters();
-        if (String.valueOf(record.getMessage()).contains(" joined ") && params != null && "b".equals(params[0])) {
-          throw new IllegalStateException("a logging filter's bug");
-        }
-        return before == null || before.isLoggable(record);
-      });
       RingmasterException e;
-      try (NodeLog warnings = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
+      try (ThrowingLog joinedLine = new ThrowingLog(record -> String.valueOf(record.getMessage()).contains(" joined ")
+          && record.getParameters() != null && "b".equals(record.getParameters()[0]));
+           NodeLog warnings = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
           && r.getParameters() != null && "b".equals(r.getParameters()[0]))) {
         e = assertThrows(RingmasterException.class, () -> cluster.start(cluster.builder("b"), b -> {
           b.addOwnershipListener(recorder);
@@ -145,8 +126,7 @@ class RefusalAndConfigTest {
         }));
         assertEquals(List.of(), warnings.records().stream().map(java.util.logging.LogRecord::getMessage).toList(),
             "the leave waited for no listener in vain");
-      } finally {
-        log.setFilter(before);
+        assertEquals(1, joinedLine.thrown());
       }
       assertTrue(e.getMessage().startsWith("node b joined cluster \"" + cluster.name
           + "\" but failed to finish its start, so it left again: java.lang.IllegalStateException: a logging"), e.getMessage());

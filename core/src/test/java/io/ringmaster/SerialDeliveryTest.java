@@ -17,9 +17,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.logging.Filter;
 import java.util.logging.Level;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /** One listener's deliveries on a same-thread executor, and waiting for them from inside a callback. */
@@ -125,8 +123,6 @@ class SerialDeliveryTest {
 
   @Test
   void aListenerThatThrows_whileLoggingThrowsToo_stillGetsTheLaterCallbacks() {
-    Logger log = Logger.getLogger(Ringmaster.class.getName()); // the logger SerialDelivery reports to
-    Filter before = log.getFilter();
     List<String> delivered = new CopyOnWriteArrayList<>();
     SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
       delivered.add(event);
@@ -134,18 +130,11 @@ class SerialDeliveryTest {
         throw new IllegalStateException("the listener's own bug");
       }
     }, Runnable::run, new Object(), () -> { });
-    AtomicInteger thrown = new AtomicInteger();
-    log.setFilter(record -> {
-      thrown.incrementAndGet();
-      throw new IllegalStateException("a logging filter's bug");
-    });
-    try {
+    try (ThrowingLog log = new ThrowingLog(record -> true)) {
       delivery.submit("first");
       delivery.submit("second");
-    } finally {
-      log.setFilter(before);
+      assertTrue(log.thrown() >= 1, "the listener's exception was logged, and the logging threw");
     }
-    assertTrue(thrown.get() >= 1, "the listener's exception was logged, and the logging threw");
     assertEquals(List.of("first", "second"), delivered);
     assertEquals(0, delivery.pending(), "not left marked running");
   }
@@ -156,24 +145,15 @@ class SerialDeliveryTest {
    */
   @Test
   void aRefusal_whileLoggingThrows_stillRemovesTheListener_andTheLaunchDoesNotThrow() {
-    Logger log = Logger.getLogger(Ringmaster.class.getName());
-    Filter before = log.getFilter();
     AtomicInteger removed = new AtomicInteger();
     SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, task -> {
       throw new RejectedExecutionException("pool full");
     }, new Object(), removed::incrementAndGet);
-    AtomicInteger thrown = new AtomicInteger();
-    log.setFilter(record -> {
-      thrown.incrementAndGet();
-      throw new IllegalStateException("a logging filter's bug");
-    });
-    try {
+    try (ThrowingLog log = new ThrowingLog(record -> true)) {
       assertTrue(delivery.enqueueFirst("refused"));
       delivery.launchFirst();
-    } finally {
-      log.setFilter(before);
+      assertTrue(log.thrown() >= 1, "the refusal was logged, and the logging threw");
     }
-    assertTrue(thrown.get() >= 1, "the refusal was logged, and the logging threw");
     assertEquals(1, removed.get(), "the listener was removed");
     assertTrue(delivery.refused());
     assertThrows(RejectedExecutionException.class, delivery::requireAccepted);

@@ -62,17 +62,8 @@ class ViewOrderTest {
    */
   @Test
   void aLateView_whoseWarningThrows_isStillSkipped_andNeverTriedAgain() throws Exception {
-    java.util.logging.Logger log = java.util.logging.Logger.getLogger(Ringmaster.class.getName());
-    java.util.logging.Filter before = log.getFilter();
-    java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
-    log.setFilter(record -> {
-      if (String.valueOf(record.getMessage()).contains("which is newer; skipped")) {
-        thrown.incrementAndGet();
-        throw new IllegalStateException("a logging filter's bug");
-      }
-      return before == null || before.isLoggable(record);
-    });
-    try (FedNode n = new FedNode(meta("a"))) {
+    try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("which is newer; skipped"));
+         FedNode n = new FedNode(meta("a"))) {
       Address b = meta("b").newAddress();
       n.view(1, n.self);
       n.view(2, n.self, b);
@@ -80,14 +71,12 @@ class ViewOrderTest {
 
       n.install(View.create(n.self, 1, n.self)); // view 1 again, late
       n.installed();
-      assertEquals(1, thrown.get(), "the late view was logged, and the logger threw");
+      assertEquals(1, log.thrown(), "the late view was logged, and the logger threw");
       n.node.retryFailedView();
       n.installed();
       assertEquals(2, n.node.state().viewId(), "the newest view stays installed");
       assertEquals(List.of("a", "b"), n.node.state().ring().members().stream().map(m -> m.id()).sorted().toList());
       assertEquals(ownership, n.ownership.size(), "listeners hear nothing of the late view");
-    } finally {
-      log.setFilter(before);
     }
   }
 

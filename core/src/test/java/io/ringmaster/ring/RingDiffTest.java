@@ -447,11 +447,7 @@ class RingDiffTest {
       positions.addAll(List.of(Long.MIN_VALUE, Long.MAX_VALUE, 0L));
       random.longs(50).forEach(positions::add);
       Map<KeyRange, List<Long>> got = KeyRange.partition(ranges, r -> r, positions, p -> p);
-      Map<KeyRange, List<Long>> expected = new java.util.LinkedHashMap<>();
-      for (long p : positions) {
-        ranges.stream().filter(r -> r.contains(p)).findFirst()
-            .ifPresent(r -> expected.computeIfAbsent(r, k -> new ArrayList<>()).add(p));
-      }
+      Map<KeyRange, List<Long>> expected = firstContaining(ranges, positions);
       assertEquals(expected, new java.util.LinkedHashMap<>(got), () -> ranges.toString());
       assertEquals(ranges.stream().filter(expected::containsKey).toList(), List.copyOf(got.keySet()),
           "in the order of the ranges given");
@@ -480,13 +476,19 @@ class RingDiffTest {
       }
       random.longs(50).forEach(positions::add);
       Map<KeyRange, List<Long>> got = KeyRange.partition(ranges, r -> r, positions, p -> p);
-      Map<KeyRange, List<Long>> expected = new java.util.LinkedHashMap<>();
-      for (long p : positions) {
-        ranges.stream().filter(r -> r.contains(p)).findFirst()
-            .ifPresent(r -> expected.computeIfAbsent(r, k -> new ArrayList<>()).add(p));
-      }
+      Map<KeyRange, List<Long>> expected = firstContaining(ranges, positions);
       assertEquals(expected, new java.util.LinkedHashMap<>(got), () -> ranges.toString());
     }
+  }
+
+  /** Each position under the first of {@code ranges} that contains it, by a linear scan; those in none left out. */
+  private static Map<KeyRange, List<Long>> firstContaining(List<KeyRange> ranges, List<Long> positions) {
+    Map<KeyRange, List<Long>> expected = new java.util.LinkedHashMap<>();
+    for (long p : positions) {
+      ranges.stream().filter(r -> r.contains(p)).findFirst()
+          .ifPresent(r -> expected.computeIfAbsent(r, k -> new ArrayList<>()).add(p));
+    }
+    return expected;
   }
 
   /** A range as closed intervals [first, last] of unsigned offsets from Long.MIN_VALUE. */
