@@ -389,11 +389,11 @@ final class ClusterNode {
     List<MembershipChange.Refusal> refusedNow = new ArrayList<>();
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
     Set<Address> reported = new HashSet<>(reportedRefusals);
-    String refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
+    OwnRefusal refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(refusal != null
-          ? new RingmasterException(RingmasterException.Reason.REFUSED, refusal)
+          ? new RingmasterException(refusal.kind(), refusal.reason())
           : new RingmasterException(RingmasterException.Reason.VIEW_FAILED, "the first view " + view.getViewId() + " does not hold this member " + self));
       logRefusals(refused);
       return;
@@ -610,11 +610,11 @@ final class ClusterNode {
    * @param refusedNow receives every member refused in this view, in view order
    * @return why this node itself was refused, or null
    */
-  private String admit(View view, Address self, NodeMetadata reference, Map<String, Address> addresses,
+  private OwnRefusal admit(View view, Address self, NodeMetadata reference, Map<String, Address> addresses,
                        Map<String, NodeMetadata> metadata, Set<Address> reported,
                        List<MembershipChange.Refusal> refused, List<MembershipChange.Refusal> refusedNow) {
     Address referenceAddress = null;
-    String ownRefusal = null;
+    OwnRefusal ownRefusal = null;
     reported.retainAll(view.getMembers()); // forget members that left: no unbounded growth
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
@@ -626,6 +626,7 @@ final class ClusterNode {
         referenceAddress = a; // the first Ringmaster member: the reference
       }
       String reason = null;
+      RingmasterException.Reason kind = RingmasterException.Reason.REFUSED;
       List<String> differences = m.parameterDifferences(reference);
       long tokens = Member.tokenCount(m.virtualNodes(), m.weight());
       if (!(m.weight() >= 0) || tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
@@ -637,6 +638,7 @@ final class ClusterNode {
       } else if (addresses.containsKey(m.id())) {
         reason = "node id \"" + m.id() + "\" is already held by member " + describe(addresses.get(m.id()))
             + "; the later member " + describe(a) + " is refused";
+        kind = RingmasterException.Reason.ID_HELD;
       }
       if (reason == null) {
         addresses.put(m.id(), a);
@@ -645,7 +647,7 @@ final class ClusterNode {
         continue;
       }
       if (a.equals(self)) {
-        ownRefusal = reason;
+        ownRefusal = new OwnRefusal(reason, kind);
       }
       MembershipChange.Refusal r = new MembershipChange.Refusal(m.id(), a.equals(self), reason);
       refusedNow.add(r);
@@ -655,6 +657,9 @@ final class ClusterNode {
     }
     return ownRefusal;
   }
+
+  /** Why the cluster refused this node, and which kind of refusal that is. */
+  private record OwnRefusal(String reason, RingmasterException.Reason kind) {}
 
   /** A member as its node id and JGroups UUID, which tells apart two members with one id. */
   static String describe(Address a) {

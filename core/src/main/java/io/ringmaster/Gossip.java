@@ -9,10 +9,8 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -74,14 +72,12 @@ final class Gossip {
   final AtomicLong sent = new AtomicLong();
   final AtomicLong received = new AtomicLong();
   final AtomicLong divergences = new AtomicLong();
-  /** At most this many distinct divergences are remembered per view; past it, each is reported. */
-  static final int MAX_REMEMBERED_DIVERGENCES = 256;
   /**
-   * The divergences reported for {@link #reportedView} (view id and creator): a peer that keeps
-   * gossiping the same disagreement, each round, is reported once per view, not once per round.
+   * The divergences logged in the current view, with the address that sent each: a peer that
+   * keeps gossiping the same disagreement, round after round, is logged once per view (the
+   * listeners' reports are kept to once per view by each listener's own memory).
    */
-  private final Set<RingDivergence> reported = new HashSet<>();
-  private ClusterNode.ViewKey reportedView;
+  private final OncePerView logged = new OncePerView();
   /** "Not in view" messages not believed: for another view, or from a member outside it. */
   final AtomicLong notListedIgnored = new AtomicLong();
   /** {@link #TYPE_NOT_LISTED} messages this node queued to send. */
@@ -328,11 +324,13 @@ final class Gossip {
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum,
           notListed ? RingDivergence.Kind.SPLIT_VIEW
               : holder ? RingDivergence.Kind.CHECKSUM : RingDivergence.Kind.HOLDER);
-      if (!firstReport(ClusterNode.ViewKey.of(viewId, creator), d)) {
-        LOG.log(Level.DEBUG, "{0}: {1} reported again", localId, d);
-        return;
+      boolean first;
+      synchronized (logged) { // JGroups threads, one per sender or batch
+        first = logged.first(ClusterNode.ViewKey.of(viewId, creator), List.of(d, String.valueOf(source)));
       }
-      if (notListed) {
+      if (!first) {
+        LOG.log(Level.DEBUG, "{0}: {1} found again", localId, d);
+      } else if (notListed) {
         LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
       } else if (holder) {
         LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
@@ -343,21 +341,6 @@ final class Gossip {
             s.addresses().containsKey(sender) ? s.addresses().get(sender) : "no member with that id");
       }
       onDivergence.accept(d);
-    }
-  }
-
-  /**
-   * Whether {@code d} is news for its view: not reported yet (a new view forgets the old one's
-   * reports). Past {@link #MAX_REMEMBERED_DIVERGENCES} in one view, every one counts as news rather
-   * than being remembered: a peer sending ever new checksums cannot grow the set.
-   */
-  private boolean firstReport(ClusterNode.ViewKey view, RingDivergence d) {
-    synchronized (reported) { // JGroups threads, one per sender or batch
-      if (!view.equals(reportedView)) {
-        reported.clear();
-        reportedView = view;
-      }
-      return reported.size() >= MAX_REMEMBERED_DIVERGENCES ? !reported.contains(d) : reported.add(d);
     }
   }
 

@@ -1272,8 +1272,9 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Adds a listener for ring divergences found by the checksum gossip, run on the node's listener
-   * pool. Each divergence (peer, both checksums, kind) is reported once per view, however many
-   * gossip rounds repeat it; {@code stats().divergences()} counts every disagreeing message.
+   * pool. The listener hears each divergence (peer, both checksums, kind) once per view, however
+   * many gossip rounds find it again (a listener added later hears one found before it came at
+   * the next round that finds it); {@code stats().divergences()} counts every disagreeing message.
    *
    * @throws IllegalStateException if {@link #close()} was called, or {@link #start()} failed: the listener
    *                               would never be called
@@ -1301,7 +1302,15 @@ public final class Ringmaster implements AutoCloseable {
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     requireOpen(listener, executor);
     SerialDelivery<RingDivergence>[] self = holder();
-    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor,
+    // Gossip finds a lasting divergence again at each round: this listener hears it once per view.
+    // Its own memory, so that a listener added later still hears one found before it came.
+    OncePerView heard = new OncePerView();
+    Consumer<RingDivergence> once = d -> {
+      if (heard.first(d.viewId(), d)) {
+        listener.accept(d);
+      }
+    };
+    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), once, executor,
         executor != listenerPool, this, () -> divergenceListeners.remove(self[0]));
     divergenceListeners.add(self[0]);
     if (refusesListeners()) { // closed since requireOpen: gossip is stopping

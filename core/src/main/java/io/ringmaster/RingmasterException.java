@@ -12,9 +12,9 @@ import java.util.Objects;
  *   node.start();
  * } catch (RingmasterException e) {
  *   switch (e.reason()) {
- *     case REFUSED -> alert(e.getMessage()); // the same settings would be refused again
- *     case STACK, START_TIMEOUT -> retryLater(); // a port in use, peers not reachable yet
- *     default -> throw e;
+ *     case ID_HELD, START_TIMEOUT -> retryLater(); // its earlier self not yet found dead; peers slow
+ *     case REFUSED -> alert(e.getMessage());        // settings this cluster does not take
+ *     default -> throw e;                           // STACK: the message says whether it can clear
  *   }
  * }
  * }</pre>
@@ -28,17 +28,27 @@ public class RingmasterException extends RuntimeException {
   /** What kind of failure a {@link RingmasterException} reports. */
   public enum Reason {
     /**
-     * The cluster did not admit this node: its ring parameters ({@code virtualNodes},
-     * {@code replicas}, {@code applicationVersion}) differ from the cluster's, a member holds its
-     * node id, its weight gives more tokens than a member may have, or the cluster's members
-     * refused its join (a wrong secret). Starting again with the same settings fails again.
+     * The cluster did not admit these settings: the node's ring parameters ({@code virtualNodes},
+     * {@code replicas}, {@code applicationVersion}) differ from the cluster's, its weight gives
+     * more tokens than a member may have, or the coordinator refused its join (a wrong secret).
+     * Starting again with the same settings fails again, unless the member it was compared with
+     * was the odd one out (a lone misconfigured member whose side of a healing partition it
+     * joined: the message names that member).
      */
     REFUSED,
     /**
+     * A member of the view holds this node's id. Usually this node's earlier self, restarted
+     * before the cluster found it dead (seconds, at most the stack's failure detection time): a
+     * new node with the same settings joins once it is gone. If it is another live process given
+     * the same id, it stays: the message names the holder's address.
+     */
+    ID_HELD,
+    /**
      * The JGroups stack could not start: its address or no port of its range could be bound, or a
-     * protocol failed as it started. The cause holds JGroups' exception. (A stack file that cannot
-     * be read, or a protocol that refuses its settings, fails with an
-     * {@link IllegalArgumentException} instead: at build, or as the stack starts.)
+     * protocol failed as it started; the message and the cause (JGroups' exception) say which. A
+     * port range taken by other processes can clear; an address that is no interface of this host
+     * cannot. (A stack file that cannot be read, or a protocol that refuses its settings, fails
+     * with an {@link IllegalArgumentException} instead: at build, or as the stack starts.)
      */
     STACK,
     /** No ring came within {@code startTimeout}. */
@@ -52,9 +62,15 @@ public class RingmasterException extends RuntimeException {
     LEFT_AFTER_JOIN,
     /** {@link Ringmaster#close()} was called while {@code start()} waited for the first ring. */
     CLOSED,
-    /** The thread in {@code start()} was interrupted; start() sets its interrupt flag again. */
+    /**
+     * The thread in {@code start()} (or in a wait of {@link io.ringmaster.testing.LocalCluster})
+     * was interrupted; its interrupt flag is set again.
+     */
     INTERRUPTED,
-    /** {@link Ringmaster#awaitRing}'s condition did not hold within its timeout. */
+    /**
+     * {@link Ringmaster#awaitRing}'s condition (or {@link io.ringmaster.testing.LocalCluster}'s
+     * agreement) did not hold within its timeout.
+     */
     AWAIT_TIMEOUT
   }
 

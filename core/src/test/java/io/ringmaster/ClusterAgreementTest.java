@@ -177,6 +177,16 @@ class ClusterAgreementTest {
         assertEquals(List.of("app-divergence", "app-divergence"), threads, "the listener given an executor runs on it");
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !direct.isEmpty());
         assertTrue(direct.get(0).startsWith("ringmaster-gossip-a"), "run on the node's gossip thread: " + direct);
+        // A listener added now hears the divergence when gossip finds it again; those that heard it
+        // in this view do not hear it twice (the same-thread one has run by the time the late one
+        // is handed the report: it comes first in the list).
+        List<RingDivergence> late = new java.util.concurrent.CopyOnWriteArrayList<>();
+        a.addDivergenceListener(late::add);
+        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+            Gossip.encode(a.viewId(), creator, forged, "b")));
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !late.isEmpty());
+        assertEquals(List.of(d), late);
+        assertEquals(2, direct.size(), "heard twice by a listener that had heard it: " + direct);
         onMine.close();
       } finally {
         mine.shutdownNow();

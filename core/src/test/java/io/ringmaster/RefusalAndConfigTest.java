@@ -210,7 +210,7 @@ class RefusalAndConfigTest {
         twin.add(n);
       }));
       assertTrue(e.getMessage().contains("node id \"a\" is already held by member"), e.getMessage());
-      assertEquals(RingmasterException.Reason.REFUSED, e.reason());
+      assertEquals(RingmasterException.Reason.ID_HELD, e.reason(), "a reason to try again once the holder is gone");
       // b builds its rings on its own thread: wait until it has handled the view with the twin.
       await("b refused the twin").atMost(WAIT).until(() -> b.stats().refusedMembers() >= 1);
       assertEquals(a.channel().getAddress(), b.addressOf("a").orElseThrow(), "the holder keeps the id");
