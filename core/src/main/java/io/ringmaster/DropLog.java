@@ -7,52 +7,73 @@ import java.util.function.LongSupplier;
 
 /**
  * Spaces out the WARN lines of a protocol that drops messages: the first drop from a sender is
- * logged, then at most one every {@link #INTERVAL_NANOS} per sender, saying how many went unlogged
- * in between. A member sealing under another key, or a stranger flooding the port, would otherwise
- * write a line per message, on the JGroups threads that receive them.
+ * logged, then at most one every {@link #INTERVAL_NANOS} per sender, and at most
+ * {@link #MAX_LINES} lines in all in any such interval (a stranger can name a new sender in each
+ * message); each line says how many drops went unlogged before it. A member sealing under another
+ * key, or a stranger flooding the port, would otherwise write a line per message, on the JGroups
+ * threads that receive them.
  */
 final class DropLog {
   /** Ten seconds between two WARN lines about one sender. */
   static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+  /** WARN lines at most in one interval, all senders together. */
+  static final int MAX_LINES = 10;
   /** Senders remembered, the least recently seen forgotten first: a forgotten sender's next drop is logged. */
   static final int MAX_SENDERS = 64;
 
   private final LongSupplier nanoClock;
-  /** Per sender: when its last line was logged, and the drops since that were not. */
+  /** Per sender: when its last line was logged, and its drops since that were not. */
   private final Map<Object, long[]> senders = new LinkedHashMap<>(16, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<Object, long[]> eldest) {
       return size() > MAX_SENDERS;
     }
   };
+  private long intervalStart;
+  private int linesInInterval;
+  /** Drops that were due a line but found the interval's lines spent, since the last line. */
+  private long overLimit;
 
   DropLog(LongSupplier nanoClock) {
     this.nanoClock = nanoClock;
+    this.intervalStart = nanoClock.getAsLong();
   }
 
   /**
-   * Counts a drop from {@code sender} (null for a message without one): -1 if it is not to be
-   * logged at WARN, else how many drops from that sender were not logged since its last line.
+   * Counts a drop from {@code sender} (null for a message without one): null if it is not to be
+   * logged at WARN, else what its line ends with: "" or how many drops went unlogged before it.
    */
-  synchronized long admit(Object sender) {
+  synchronized String admit(Object sender) {
     long now = nanoClock.getAsLong();
     long[] s = senders.get(sender);
-    if (s == null) {
-      senders.put(sender, new long[] {now, 0});
-      return 0;
-    }
-    if (now - s[0] < INTERVAL_NANOS) {
+    if (s != null && now - s[0] < INTERVAL_NANOS) {
       s[1]++;
-      return -1;
+      return null;
     }
-    long unlogged = s[1];
-    s[0] = now;
-    s[1] = 0;
-    return unlogged;
+    if (now - intervalStart >= INTERVAL_NANOS) {
+      intervalStart = now;
+      linesInInterval = 0;
+    }
+    if (linesInInterval >= MAX_LINES) {
+      overLimit++;
+      return null;
+    }
+    linesInInterval++;
+    long fromSender = s == null ? 0 : s[1];
+    senders.put(sender, new long[] {now, 0});
+    String suffix = suffix(fromSender, overLimit);
+    overLimit = 0;
+    return suffix;
   }
 
-  /** What a WARN line adds when drops went unlogged before it. */
-  static String unloggedSuffix(long unlogged) {
-    return unlogged == 0 ? "" : " (" + unlogged + " more from this sender dropped since the last line, logged at DEBUG)";
+  private static String suffix(long fromSender, long overLimit) {
+    if (fromSender == 0 && overLimit == 0) {
+      return "";
+    }
+    return " (not logged since the last line, only at DEBUG: "
+        + (fromSender == 0 ? "" : fromSender + " more from this sender")
+        + (fromSender != 0 && overLimit != 0 ? ", " : "")
+        + (overLimit == 0 ? "" : overLimit + " past the limit of " + MAX_LINES + " lines every 10 s")
+        + ")";
   }
 }

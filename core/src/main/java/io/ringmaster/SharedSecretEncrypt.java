@@ -113,7 +113,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** The members of the last view. */
   private volatile Set<Address> members = Set.of();
   private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
-  /** Spaces out the WARN lines of the drops: one per sender every 10 s. */
+  /** Spaces out the WARN lines of the drops: one per sender every 10 s, ten in all. */
   private final DropLog drops = new DropLog(System::nanoTime);
   /** The stack's AUTH, which checks join proofs; null if it has none. */
   private volatile AUTH auth;
@@ -424,13 +424,13 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   }
 
   /**
-   * Logs a drop at WARN, at most once every 10 s per sender (the transport's sender: the one a
-   * flood comes from), with how many drops went unlogged since; the others at DEBUG.
+   * Logs a drop at WARN, at most once every 10 s per sender and ten times every 10 s in all, with
+   * how many drops went unlogged since; the others at DEBUG.
    */
   private void dropped(Address sender, String format, Object... args) {
-    long unlogged = drops.admit(sender);
-    if (unlogged >= 0) {
-      log.warn(format + DropLog.unloggedSuffix(unlogged), args);
+    String suffix = drops.admit(sender);
+    if (suffix != null) {
+      log.warn(format + suffix, args);
     } else if (log.isDebugEnabled()) {
       log.debug(format, args);
     }

@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -12,32 +13,45 @@ class DropLogTest {
 
   @Test
   void aSendersFirstDropIsLogged_thenOneLineEachInterval_countingThoseInBetween() {
-    assertEquals(0, drops.admit("x"), "the first drop: a line");
+    assertEquals("", drops.admit("x"), "the first drop: a line");
     for (int i = 0; i < 5; i++) {
       now.addAndGet(DropLog.INTERVAL_NANOS / 10);
-      assertEquals(-1, drops.admit("x"), "within the interval: no line");
+      assertNull(drops.admit("x"), "within the interval: no line");
     }
     now.set(1_000 + DropLog.INTERVAL_NANOS - 1);
-    assertEquals(-1, drops.admit("x"), "a nanosecond short of the interval");
+    assertNull(drops.admit("x"), "a nanosecond short of the interval");
     now.set(1_000 + DropLog.INTERVAL_NANOS);
-    assertEquals(6, drops.admit("x"), "a line, with the six not logged");
+    assertEquals(" (not logged since the last line, only at DEBUG: 6 more from this sender)", drops.admit("x"));
     now.addAndGet(DropLog.INTERVAL_NANOS);
-    assertEquals(0, drops.admit("x"), "none in between this time");
-    assertEquals(" (6 more from this sender dropped since the last line, logged at DEBUG)",
-        DropLog.unloggedSuffix(6));
-    assertEquals("", DropLog.unloggedSuffix(0));
+    assertEquals("", drops.admit("x"), "none in between this time");
   }
 
   @Test
   void sendersAreSpacedApart_aMessageWithoutOneToo_andTheLeastRecentIsForgottenPastTheLimit() {
-    assertEquals(0, drops.admit("x"));
-    assertEquals(0, drops.admit("y"), "another sender has lines of its own");
-    assertEquals(0, drops.admit(null));
-    assertEquals(-1, drops.admit(null));
+    assertEquals("", drops.admit("x"));
+    assertEquals("", drops.admit("y"), "another sender has lines of its own");
+    assertEquals("", drops.admit(null));
+    assertNull(drops.admit(null));
     for (int i = 0; i < DropLog.MAX_SENDERS; i++) {
+      now.addAndGet(DropLog.INTERVAL_NANOS); // a new interval each time: no limit in the way
       drops.admit("other-" + i); // pushes out x, y and null, the least recently seen
     }
-    assertEquals(0, drops.admit("x"), "forgotten: its next drop is logged, as a first");
-    assertEquals(-1, drops.admit("other-" + (DropLog.MAX_SENDERS - 1)), "remembered");
+    assertEquals("", drops.admit("x"), "forgotten: its next drop is logged, as a first");
+    assertNull(drops.admit("other-" + (DropLog.MAX_SENDERS - 1)), "remembered");
+  }
+
+  /** A stranger naming a new sender in every message gets MAX_LINES lines an interval, not one a message. */
+  @Test
+  void newSendersInEveryMessage_getAtMostMaxLinesAnInterval_andTheNextLineCountsTheRest() {
+    int logged = 0;
+    for (int i = 0; i < 1000; i++) {
+      if (drops.admit("stranger-" + i) != null) {
+        logged++;
+      }
+    }
+    assertEquals(DropLog.MAX_LINES, logged);
+    now.addAndGet(DropLog.INTERVAL_NANOS);
+    assertEquals(" (not logged since the last line, only at DEBUG: " + (1000 - DropLog.MAX_LINES)
+        + " past the limit of " + DropLog.MAX_LINES + " lines every 10 s)", drops.admit("stranger-next"));
   }
 }
