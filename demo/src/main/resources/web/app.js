@@ -131,8 +131,11 @@ let renderedTable = null;
 
 function renderTable(ring) {
   const body = document.querySelector('#members tbody');
-  const shown = JSON.stringify([ring.members, ring.peers, ring.viewId, ring.checksum, ring.local, ring.inRing,
-    (ring.peers || []).map(p => settlingNow(p, ring))]);
+  // What the rows show: each report's age only when it is shown (a stale report's title), since
+  // the age of every report changes at each poll.
+  const reports = (ring.peers || []).map(p => [p.id, p.viewId, p.checksum, p.agrees, settlingNow(p, ring),
+    p.agrees === false && p.ageMillis != null ? Math.round(p.ageMillis / 1000) : null]);
+  const shown = JSON.stringify([ring.members, reports, ring.viewId, ring.checksum, ring.local, ring.inRing]);
   if (shown === renderedTable) return;
   renderedTable = shown;
   body.replaceChildren();

@@ -418,7 +418,8 @@ public final class Ringmaster implements AutoCloseable {
    * {@code leaveTimeout} from then for them to finish (to hand data off), then leaves the cluster
    * (bounded by the stack's own leave timeout) and stops the node's threads (up to a second for
    * each of its four pools: views, gossip, rejoins, listeners; a listener on the node's pool still
-   * busy then is interrupted). Callbacks already queued are never dropped: that
+   * busy then is interrupted, and given one more second, after which a WARNING says it still
+   * runs). Callbacks already queued are never dropped: that
    * interrupted thread goes on to run what is still queued for its listener, the LEAVING change
    * included, after close() returns and with the channel closed; and listeners on executors of yours
    * run theirs whenever those executors do (close() does not shut down an executor it was given).

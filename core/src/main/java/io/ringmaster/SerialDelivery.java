@@ -191,24 +191,39 @@ final class SerialDelivery<E> implements Registration {
    * Queues an event. True if the listener was idle: the caller must then {@link #launch()} the
    * delivery, after releasing any lock it holds.
    */
-  synchronized boolean enqueue(E event) {
-    if (closed) {
-      return false;
+  boolean enqueue(E event) {
+    boolean fellBehind;
+    boolean idle;
+    synchronized (this) {
+      if (closed) {
+        return false;
+      }
+      queue.add(event);
+      fellBehind = queue.size() == LAG_WARNING && !lagging;
+      if (fellBehind) {
+        lagging = true;
+      }
+      idle = !running;
+      if (idle) {
+        running = true;
+        launchPending = true;
+      }
     }
-    queue.add(event);
-    if (queue.size() == LAG_WARNING && !lagging) {
-      lagging = true;
-      // Under the publisher's lock, once per lag: a logger that throws must not fail the publish.
-      ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
-          + " callbacks are queued behind the one it runs (each ownership change holds its rings until"
-          + " delivered); see stats().pendingCallbacks()"));
+    if (fellBehind) {
+      warnLagging();
     }
-    if (running) {
-      return false;
-    }
-    running = true;
-    launchPending = true;
-    return true;
+    return idle;
+  }
+
+  /**
+   * The WARNING of a listener that falls behind, once per lag: outside this delivery's monitor
+   * (which its listener's thread takes at each callback), and quietly, since it runs in the
+   * publisher's publish, which a logger that throws must not fail.
+   */
+  private void warnLagging() {
+    ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
+        + " callbacks are queued behind the one it runs (each ownership change holds its rings until"
+        + " delivered); see stats().pendingCallbacks()"));
   }
 
   /**
@@ -356,19 +371,28 @@ final class SerialDelivery<E> implements Registration {
     try {
       while (true) {
         E event;
+        boolean caughtUp;
+        boolean done;
         synchronized (this) {
           event = queue.poll();
-          if (event == null && lagging) {
+          caughtUp = event == null && lagging;
+          if (caughtUp) {
             lagging = false;
-            ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.INFO, name + " caught up: no callback queued"));
           }
-          if (event == null || closed) {
+          done = event == null || closed;
+          if (done) {
             running = false;
             runner = null;
             notifyAll();
-            return;
+          } else {
+            delivering = true;
           }
-          delivering = true;
+        }
+        if (caughtUp) { // outside the monitor, which the publisher takes to queue the next change
+          ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.INFO, name + " caught up: no callback queued"));
+        }
+        if (done) {
+          return;
         }
         DELIVERING.set(frame);
         try {

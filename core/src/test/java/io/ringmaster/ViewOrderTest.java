@@ -51,12 +51,6 @@ class ViewOrderTest {
   }
 
   /**
-   * A view whose install fails before its ring is published (a ring too large for this node's
-   * heap, say) is tried again at the next gossip round, so that the node catches up with its
-   * peers, which installed it, rather than keep the ring before it until a later view comes; its
-   * listeners hear it once, from the ring before it.
-   */
-  /**
    * A logger that throws on the WARNING for a late view (a filter's bug) does not make that view a
    * failed one: tried again, it would skip the order check and take the ring back.
    */
@@ -80,6 +74,12 @@ class ViewOrderTest {
     }
   }
 
+  /**
+   * A view whose install fails before its ring is published (a ring too large for this node's
+   * heap, say) is tried again at the next gossip round, so that the node catches up with its
+   * peers, which installed it, rather than keep the ring before it until a later view comes; its
+   * listeners hear it once, from the ring before it.
+   */
   @Test
   void aViewThatFailedToInstall_isTriedAgain_andHeardOnce() throws Exception {
     try (FedNode n = new FedNode(meta("a"))) {

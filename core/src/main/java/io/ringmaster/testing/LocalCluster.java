@@ -216,7 +216,7 @@ public final class LocalCluster implements AutoCloseable {
     requireOwn(node);
     discard(node).discardAll(true);
     crashed.add(node);
-    crashes.add(CompletableFuture.runAsync(node::close));
+    crashes.add(onOwnThread(node::close, "crash-" + node.localMember().id()));
   }
 
   /**
@@ -295,6 +295,26 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
+   * Runs a close on a thread of its own: a close can wait up to a node's {@code leaveTimeout} for
+   * its listeners, which a shared pool (the common pool, that listeners may use too) would make
+   * the closes after it, and those listeners, wait for.
+   */
+  private CompletableFuture<Void> onOwnThread(Runnable close, String what) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    Thread t = new Thread(() -> {
+      try {
+        close.run();
+        done.complete(null);
+      } catch (RuntimeException | Error e) {
+        done.completeExceptionally(e);
+      }
+    }, "local-cluster-" + name + "-" + what);
+    t.setDaemon(true);
+    t.start();
+    return done;
+  }
+
+  /**
    * Closes every node it started, all at once (each leaves gracefully, its listeners told), crashed
    * ones included, and waits for them; the first failure is thrown once all are closed, the others
    * added to it as suppressed.
@@ -305,7 +325,7 @@ public final class LocalCluster implements AutoCloseable {
     List<CompletableFuture<Void>> closing = new ArrayList<>(crashes);
     for (Ringmaster n : started) {
       if (!crashed.contains(n)) {
-        closing.add(CompletableFuture.runAsync(n::close)); // in parallel: each leave takes a moment
+        closing.add(onOwnThread(n::close, "close-" + n.localMember().id())); // in parallel: each leave takes a moment
       }
     }
     for (CompletableFuture<Void> c : closing) {

@@ -117,6 +117,7 @@ public final class Main {
       }
     }, "graceful-leave");
     Runtime.getRuntime().addShutdownHook(hook);
+    boolean over = false; // the peer failed to start, or stopped: nothing left for the hook to do
     try {
       // Watched from before the start, which can take a while (joining, pulling ranges): a launcher
       // gone meanwhile is seen at once, and its pid is not yet free for another process to take.
@@ -130,6 +131,7 @@ public final class Main {
         boolean said = e instanceof IllegalArgumentException || e instanceof RingmasterException
             || e instanceof IOException;
         err.println("error: cannot start peer: " + (said ? e.getMessage() : e.toString()));
+        over = true;
         return 1;
       } finally {
         started.complete(peer); // on every way out: the hook must never wait for good
@@ -138,12 +140,15 @@ public final class Main {
       out.flush();
       try {
         peer.awaitStop();
+        over = true;
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+        Thread.currentThread().interrupt(); // the peer still runs: the hook stays, for its graceful leave
       }
       return 0;
     } finally {
-      unhook(hook, left);
+      if (over) {
+        unhook(hook, left);
+      }
     }
   }
 
