@@ -9,9 +9,11 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,23 +27,32 @@ import org.jgroups.stack.ProtocolStack;
 
 /**
  * Ringmaster nodes in this JVM, for the tests of code that reacts to ownership changes: real
- * JGroups members on the in-memory transport ({@value #STACK}: no sockets; a silent member is
- * suspected after about 3 s, and sides merge 2-6 s after a partition heals), under a cluster name
+ * JGroups members on the in-memory transport ({@value #STACK}: no sockets), under a cluster name
  * of their own, so that tests running at once never meet. It crashes a node, partitions the
- * cluster and heals it, and closing it closes every node it started.
+ * cluster and heals it, waits until nodes agree, and closing it stops every node it started.
+ *
+ * <p>Timings of {@value #STACK}, for a test's timeouts: a crashed or cut-off node is removed
+ * 3-5 s after it falls silent (failure detection after 3 s, checked every 750 ms, then a 500 ms
+ * check), and sides merge within about 10 s of {@link #heal()} (merge detection every 1.5-4.5 s,
+ * collected for 4.8 s); on a loaded two-core machine, allow 30 s. The system properties
+ * {@code ringmaster.fd.timeout}, {@code ringmaster.fd.interval}, {@code ringmaster.merge.min} and
+ * {@code ringmaster.merge.max} change them, for the whole JVM.
  *
  * <pre>{@code
  * try (LocalCluster cluster = new LocalCluster("orders")) {
  *   OwnershipFold fold = new OwnershipFold();
  *   Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(fold));
  *   Ringmaster b = cluster.start("b");
- *   cluster.awaitAgreement(Duration.ofSeconds(20));
- *   a.awaitListeners(Duration.ofSeconds(20));
+ *   cluster.awaitSettled(Duration.ofSeconds(30));
  *   assertEquals(Optional.empty(), fold.disagreement(a));
  *
- *   cluster.partition(List.of(a), List.of(b)); // each side goes on alone, then merges on heal()
+ *   cluster.partition(List.of(a), List.of(b));
+ *   cluster.awaitAgreement(List.of(a), Duration.ofSeconds(30)); // each side alone
+ *   cluster.awaitAgreement(List.of(b), Duration.ofSeconds(30));
  *   cluster.heal();
- *   cluster.awaitAgreement(Duration.ofSeconds(30));
+ *   cluster.awaitSettled(Duration.ofSeconds(30)); // merged
+ *   assertEquals(Optional.empty(), fold.disagreement(a));
+ *   assertEquals(List.of(), fold.violations());
  * }
  * }</pre>
  *
@@ -52,15 +63,21 @@ public final class LocalCluster implements AutoCloseable {
   public static final String STACK = "ringmaster/jgroups/in-jvm.xml";
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
   private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+  /** Room left for the suffix that makes the name unique, under the 200 characters a cluster name may have. */
+  private static final int MAX_TEST_NAME = 150;
 
   private final String name;
   private final List<Ringmaster> started = new CopyOnWriteArrayList<>();
-  private final Set<Ringmaster> crashed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final Set<Ringmaster> crashed = ConcurrentHashMap.newKeySet();
   private final List<CompletableFuture<Void>> crashes = new CopyOnWriteArrayList<>();
+  /** Per node, the addresses its DISCARD ignores because of {@link #partition}: {@link #heal()} takes back these only. */
+  private final Map<Ringmaster, Set<Address>> cut = new ConcurrentHashMap<>();
+  private volatile boolean closed;
 
   /**
-   * A cluster named after {@code testName}, with this process's id and a counter added, so that
-   * two LocalClusters (in one JVM or in two) never share a name.
+   * A cluster named after {@code testName} (characters other than letters, digits, '.', '_' and
+   * '-' replaced by '_', at most 150 kept), with this process's id and a counter added, so that
+   * two LocalClusters, in one JVM or in two, never share a name.
    *
    * @throws IllegalArgumentException if {@code testName} is null or blank
    */
@@ -68,7 +85,9 @@ public final class LocalCluster implements AutoCloseable {
     if (testName == null || testName.isBlank()) {
       throw new IllegalArgumentException("testName must not be null or blank: " + testName);
     }
-    this.name = testName + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
+    String safe = testName.strip().replaceAll("[^A-Za-z0-9._-]", "_");
+    this.name = safe.substring(0, Math.min(safe.length(), MAX_TEST_NAME)) + "-" + ProcessHandle.current().pid()
+        + "-" + CLUSTERS.incrementAndGet();
   }
 
   /** The JGroups cluster name its nodes join. */
@@ -77,12 +96,13 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * A builder for a node of this cluster: its cluster name, the node id, and {@value #STACK}. The
-   * other settings are Ringmaster's defaults; set what the test needs (a weight, a zone, replicas,
-   * a shorter {@code leaveTimeout}).
+   * A builder for a node of this cluster: its cluster name, the node id, {@value #STACK}, gossip
+   * every 300 ms (a split view after a heal ends sooner) and a 5 s {@code leaveTimeout}; the other
+   * settings are Ringmaster's defaults (1,024 virtual nodes, 2 replicas). Set what the test needs.
    */
   public Ringmaster.Builder builder(String nodeId) {
-    return Ringmaster.builder().clusterName(name).nodeId(nodeId).jgroupsConfig(STACK);
+    return Ringmaster.builder().clusterName(name).nodeId(nodeId).jgroupsConfig(STACK)
+        .gossipInterval(Duration.ofMillis(300)).leaveTimeout(Duration.ofSeconds(5));
   }
 
   /** Builds and starts a node with {@link #builder(String)}'s settings. */
@@ -97,13 +117,18 @@ public final class LocalCluster implements AutoCloseable {
 
   /**
    * Builds a node, runs {@code beforeStart} on it (to add listeners that hear its first ring), and
-   * starts it. The node is closed with this cluster, even if its start fails.
+   * starts it. The node is stopped with this cluster, even if its start fails.
    *
    * @throws RingmasterException as {@link Ringmaster#start()} does
+   * @throws IllegalStateException if this cluster is closed
    */
   public Ringmaster start(Ringmaster.Builder builder, Consumer<Ringmaster> beforeStart) {
     Ringmaster node = builder.build();
     started.add(node);
+    if (closed) { // after close() took its list: it would leave this node running
+      started.remove(node);
+      throw new IllegalStateException("cluster " + name + " is closed");
+    }
     beforeStart.accept(node);
     return node.start();
   }
@@ -132,45 +157,89 @@ public final class LocalCluster implements AutoCloseable {
    * exactly these nodes' ids as members (so after a crash or a partition's healing, until the
    * others have seen it). Returns that ring.
    *
-   * @throws RingmasterException (reason {@code AWAIT_TIMEOUT}) if they do not agree within
-   *                             {@code timeout}; the message gives each node's view, checksum and
-   *                             members
+   * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if they do not agree within
+   *                               {@code timeout}; the message gives each node's ring and view
    * @throws IllegalStateException if no node is running
+   * @throws InterruptedException  if the thread is interrupted while it waits
    */
-  public HashRing awaitAgreement(Duration timeout) {
+  public HashRing awaitAgreement(Duration timeout) throws InterruptedException {
+    return awaitAgreement(null, timeout);
+  }
+
+  /**
+   * Waits until {@code side}, the nodes of one side of a partition (or any set of nodes), are in
+   * one ring of exactly their ids, with one view id and checksum. Returns that ring.
+   *
+   * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if they do not within {@code timeout}
+   * @throws IllegalArgumentException if {@code side} is empty, or holds a node this cluster did
+   *                               not start
+   * @throws InterruptedException  if the thread is interrupted while it waits
+   */
+  public HashRing awaitAgreement(Collection<Ringmaster> side, Duration timeout) throws InterruptedException {
+    if (side != null) {
+      if (side.isEmpty()) {
+        throw new IllegalArgumentException("no node to agree: the side is empty");
+      }
+      side.forEach(this::requireOwn);
+    }
     long deadline = System.nanoTime() + timeout.toNanos();
     while (true) {
-      List<Ringmaster> live = nodes();
-      if (live.isEmpty()) {
+      List<Ringmaster> nodes = side == null ? nodes() : List.copyOf(side);
+      if (nodes.isEmpty()) {
         throw new IllegalStateException("cluster " + name + " has no running node to agree");
       }
-      HashRing agreed = agreed(live);
+      HashRing agreed = agreed(nodes);
       if (agreed != null) {
         return agreed;
       }
       if (System.nanoTime() - deadline >= 0) {
-        throw new RingmasterException(RingmasterException.Reason.AWAIT_TIMEOUT, "the nodes of cluster " + name
-            + " did not agree on one ring of " + live.size() + " members within " + timeout + ":\n" + describe(live));
+        throw new RingmasterException(RingmasterException.Reason.AWAIT_TIMEOUT, "the nodes " + ids(nodes)
+            + " of cluster " + name + " did not agree on one ring of exactly them within " + timeout + ":\n"
+            + describe(nodes));
       }
       LockSupport.parkNanos(POLL_NANOS);
-      if (Thread.currentThread().isInterrupted()) {
-        throw new RingmasterException(RingmasterException.Reason.INTERRUPTED, "interrupted while waiting for cluster "
-            + name + " to agree");
+      if (Thread.interrupted()) {
+        throw new InterruptedException("interrupted while waiting for cluster " + name + " to agree");
+      }
+    }
+  }
+
+  /**
+   * Waits until the running nodes agree ({@link #awaitAgreement(Duration)}) and every node's
+   * listeners have handled that ring, with no view installed meanwhile: the moment to compare what
+   * the listeners did with the ring ({@link OwnershipFold#disagreement(Ringmaster)}, say). Returns
+   * that ring.
+   *
+   * @throws RingmasterException  (reason {@code AWAIT_TIMEOUT}) if that does not happen within
+   *                              {@code timeout}
+   * @throws InterruptedException if the thread is interrupted while it waits
+   */
+  public HashRing awaitSettled(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      HashRing ring = awaitAgreement(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+      List<Ringmaster> nodes = nodes();
+      boolean idle = true;
+      for (Ringmaster n : nodes) {
+        idle &= n.awaitListeners(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+      }
+      if (idle && agreed(nodes) == ring) { // the same ring object: no view since
+        return ring;
+      }
+      if (System.nanoTime() - deadline >= 0) {
+        throw new RingmasterException(RingmasterException.Reason.AWAIT_TIMEOUT, "the nodes of cluster " + name
+            + " did not settle within " + timeout + (idle ? ": their ring kept changing" : ": listeners still busy")
+            + ":\n" + describe(nodes));
       }
     }
   }
 
   /** Their common ring, if they all have it and it holds exactly them; else null. */
   private static HashRing agreed(List<Ringmaster> nodes) {
-    Set<String> ids = new HashSet<>();
-    for (Ringmaster n : nodes) {
-      ids.add(n.localMember().id());
-    }
     HashRing first = nodes.get(0).ring();
     long view = nodes.get(0).viewId();
     for (Ringmaster n : nodes) {
-      HashRing ring = n.ring();
-      if (!n.isInRing() || n.viewId() != view || ring.checksum() != first.checksum()) {
+      if (!n.isInRing() || n.viewId() != view || n.ring().checksum() != first.checksum()) {
         return null;
       }
     }
@@ -178,7 +247,11 @@ public final class LocalCluster implements AutoCloseable {
     for (Member m : first.members()) {
       members.add(m.id());
     }
-    return members.equals(ids) ? first : null;
+    return members.equals(new HashSet<>(ids(nodes))) ? first : null;
+  }
+
+  private static List<String> ids(Collection<Ringmaster> nodes) {
+    return nodes.stream().map(n -> n.localMember().id()).toList();
   }
 
   /**
@@ -206,9 +279,9 @@ public final class LocalCluster implements AutoCloseable {
 
   /**
    * Crashes a node: from now on it hears and says nothing, so the others suspect it and remove it
-   * (about 3 s with {@value #STACK}), and it is closed in the background. It leaves no word behind,
-   * as a process that died; its own listeners still get its {@code LEAVING} change as the close
-   * runs, and what they send is lost. {@link #close()} waits for that close.
+   * (3-5 s with {@value #STACK}), and it stops in the background without a graceful leave: its
+   * listeners hear nothing more (no {@code LEAVING} change), as in a process that died.
+   * {@link #close()} waits for it to stop.
    *
    * @throws IllegalArgumentException if the node was not started by this cluster
    */
@@ -216,48 +289,90 @@ public final class LocalCluster implements AutoCloseable {
     requireOwn(node);
     discard(node).discardAll(true);
     crashed.add(node);
-    crashes.add(onOwnThread(node::close, "crash-" + node.localMember().id()));
+    crashes.add(onOwnThread(() -> stopAbruptly(node), "crash-" + node.localMember().id()));
   }
 
   /**
-   * Splits the running nodes into sides that cannot hear each other: each node drops every message
-   * from the nodes of the other sides (a node in no side keeps hearing everyone). Each side then
-   * suspects the others and goes on as a cluster of its own; {@link #heal()} ends it, and the
-   * sides merge.
+   * Stops a node as {@code Ringmaster.closeAbruptly()} does: no LEAVING change, no wait for its
+   * listeners. That method is package-private, since applications have no use for a crash; the
+   * kit reaches it by reflection, which nothing stops within one library.
+   */
+  private static void stopAbruptly(Ringmaster node) {
+    try {
+      java.lang.reflect.Method abrupt = Ringmaster.class.getDeclaredMethod("closeAbruptly");
+      abrupt.setAccessible(true);
+      abrupt.invoke(node);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException r) {
+        throw r;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw new IllegalStateException(cause);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("this Ringmaster has no closeAbruptly(): test kit and core differ", e);
+    }
+  }
+
+  /**
+   * Splits the running nodes into sides that cannot hear each other: each node drops every
+   * message from the nodes of the other sides. Running nodes in no side listed form one more side
+   * together. Each side then finds the others silent and goes on as a cluster of its own (await
+   * it with {@link #awaitAgreement(Collection, Duration)}); {@link #heal()} ends it. The sides
+   * are fixed by the nodes' addresses now: a node that rejoins meanwhile (a new address) is heard
+   * again by all.
    *
-   * @throws IllegalArgumentException if a node was not started by this cluster, or is in two sides
+   * @throws IllegalArgumentException if a node was not started by this cluster or is in two
+   *                                  sides, or there are fewer than two sides
    */
   @SafeVarargs
   public final void partition(Collection<Ringmaster>... sides) {
-    Set<Ringmaster> seen = new HashSet<>();
+    Set<Ringmaster> listed = new HashSet<>();
     for (Collection<Ringmaster> side : sides) {
       for (Ringmaster n : side) {
         requireOwn(n);
-        if (!seen.add(n)) {
+        if (!listed.add(n)) {
           throw new IllegalArgumentException("node " + n.localMember().id() + " is in two sides of the partition");
         }
       }
     }
-    for (int i = 0; i < sides.length; i++) {
+    List<Collection<Ringmaster>> all = new ArrayList<>(List.of(sides));
+    List<Ringmaster> rest = nodes().stream().filter(n -> !listed.contains(n)).toList();
+    if (!rest.isEmpty()) {
+      all.add(rest);
+    }
+    if (all.stream().filter(side -> !side.isEmpty()).count() < 2) {
+      throw new IllegalArgumentException("a partition needs two sides with nodes, here " + all.size()
+          + " (running nodes in no side listed form one)");
+    }
+    for (int i = 0; i < all.size(); i++) {
       List<Address> others = new ArrayList<>();
-      for (int j = 0; j < sides.length; j++) {
+      for (int j = 0; j < all.size(); j++) {
         if (j != i) {
-          sides[j].forEach(n -> others.add(n.channel().getAddress()));
+          all.get(j).forEach(n -> others.add(n.channel().getAddress()));
         }
       }
-      Address[] ignored = others.toArray(Address[]::new);
-      sides[i].forEach(n -> discard(n).addIgnoredMembers(ignored));
+      for (Ringmaster n : all.get(i)) {
+        cut.computeIfAbsent(n, k -> ConcurrentHashMap.newKeySet()).addAll(others);
+        discard(n).addIgnoredMembers(others.toArray(Address[]::new));
+      }
     }
   }
 
-  /** Ends every partition: the nodes hear each other again, and MERGE3 merges the sides (2-6 s). */
+  /**
+   * Ends every partition: the nodes hear each other again, and the sides merge (within about
+   * 10 s). Addresses a test told a node's {@link #discard} to ignore itself stay ignored.
+   */
   public void heal() {
-    for (Ringmaster n : nodes()) {
-      DISCARD d = n.channel().getProtocolStack().findProtocol(DISCARD.class);
+    for (Map.Entry<Ringmaster, Set<Address>> e : cut.entrySet()) {
+      DISCARD d = isRunning(e.getKey()) ? e.getKey().channel().getProtocolStack().findProtocol(DISCARD.class) : null;
       if (d != null) {
-        d.resetIgnoredMembers();
+        e.getValue().forEach(d::removeIgnoredMember);
       }
     }
+    cut.clear();
   }
 
   private void requireOwn(Ringmaster node) {
@@ -295,15 +410,15 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Runs a close on a thread of its own: a close can wait up to a node's {@code leaveTimeout} for
-   * its listeners, which a shared pool (the common pool, that listeners may use too) would make
-   * the closes after it, and those listeners, wait for.
+   * Runs a stop on a thread of its own: a graceful close can wait up to a node's
+   * {@code leaveTimeout} for its listeners, which a shared pool (the common pool, that listeners
+   * may use too) would make the stops after it, and those listeners, wait for.
    */
-  private CompletableFuture<Void> onOwnThread(Runnable close, String what) {
+  private CompletableFuture<Void> onOwnThread(Runnable stop, String what) {
     CompletableFuture<Void> done = new CompletableFuture<>();
     Thread t = new Thread(() -> {
       try {
-        close.run();
+        stop.run();
         done.complete(null);
       } catch (RuntimeException | Error e) {
         done.completeExceptionally(e);
@@ -315,20 +430,22 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Closes every node it started, all at once (each leaves gracefully, its listeners told), crashed
-   * ones included, and waits for them; the first failure is thrown once all are closed, the others
-   * added to it as suppressed.
+   * Stops every node it started that is still running, all at once and without a graceful leave
+   * (no {@code LEAVING} change, no hand-off: a test that checks one closes the node itself first),
+   * and waits for them and for the crashes under way; the first failure is thrown once all have
+   * stopped, the others added to it as suppressed. A node started after this is refused.
    */
   @Override
   public void close() {
+    closed = true;
     List<Throwable> failures = new ArrayList<>();
-    List<CompletableFuture<Void>> closing = new ArrayList<>(crashes);
+    List<CompletableFuture<Void>> stopping = new ArrayList<>(crashes);
     for (Ringmaster n : started) {
       if (!crashed.contains(n)) {
-        closing.add(onOwnThread(n::close, "close-" + n.localMember().id())); // in parallel: each leave takes a moment
+        stopping.add(onOwnThread(() -> stopAbruptly(n), "stop-" + n.localMember().id()));
       }
     }
-    for (CompletableFuture<Void> c : closing) {
+    for (CompletableFuture<Void> c : stopping) {
       try {
         c.join();
       } catch (RuntimeException | Error e) {
@@ -336,7 +453,7 @@ public final class LocalCluster implements AutoCloseable {
       }
     }
     if (!failures.isEmpty()) {
-      RuntimeException first = new IllegalStateException("closing cluster " + name + " failed", failures.get(0));
+      RuntimeException first = new IllegalStateException("stopping cluster " + name + " failed", failures.get(0));
       failures.stream().skip(1).forEach(first::addSuppressed);
       throw first;
     }

@@ -13,14 +13,18 @@ import java.util.SplittableRandom;
 
 /**
  * An ownership listener that folds every change it hears into what the node owns, at a fixed
- * sample of ring positions, and checks each change against the fold: a range gained that was
+ * sample of ring positions, and checks each change: against the fold (a range gained that was
  * already held, a range lost or a role changed that was not held so, two ranges of one change on
- * one position. A test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}):
- * what a listener that moves data by these changes would hold, against what the node owns.
+ * one position), and against its own two rings at the end of each of its ranges, so that no range
+ * escapes the sample (a gained range's sources are its owners in the ring before, a lost range's
+ * destinations its owners in the ring after, and the roles are the member's places there). A
+ * test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}): what a
+ * listener that moves data by these changes would hold, against what the node owns.
  *
- * <p>Add it before {@code start()} (or to a running node, whose first change is its ownership
- * then), and call {@link Ringmaster#awaitListeners} before comparing: the fold lags the ring by the
- * callbacks still queued. Thread-safe.
+ * <p>One fold per node. Add it before {@code start()} (or to a running node, whose first change
+ * is its ownership then), and compare once the node's listeners have handled its current ring
+ * ({@link LocalCluster#awaitSettled}, or {@link Ringmaster#awaitListeners}): the fold lags the
+ * ring by the callbacks still queued. Thread-safe.
  */
 public final class OwnershipFold implements OwnershipListener {
   private static final byte NONE = 0;
@@ -60,6 +64,7 @@ public final class OwnershipFold implements OwnershipListener {
   @Override
   public synchronized void onOwnershipChange(OwnershipChange change) {
     changes.add(change);
+    checkEnds(change);
     for (int i = 0; i < positions.length; i++) {
       long p = positions[i];
       byte before = held[i];
@@ -97,6 +102,64 @@ public final class OwnershipFold implements OwnershipListener {
     }
   }
 
+  /**
+   * Each range of the change, at its end (a position every range holds): gained ranges' sources
+   * are the owners there in the ring before, lost ranges' destinations the owners in the ring
+   * after, and the member is where the roles say, in the ring each role is of.
+   */
+  private void checkEnds(OwnershipChange change) {
+    RingDiff diff = change.diff();
+    String member = diff.memberId();
+    int n = diff.replicas();
+    for (RingDiff.Gained g : change.gained()) {
+      long end = g.range().end();
+      List<Member> before = owners(change.previousRing(), end, n);
+      if (!g.sources().equals(before)) {
+        violate(change, end, "gained with sources " + ids(g.sources()) + ", where the ring before has "
+            + ids(before));
+      }
+      expectRole(change, end, owners(change.ring(), end, n), member, g.role(), "gained as ");
+    }
+    for (RingDiff.Lost l : change.lost()) {
+      long end = l.range().end();
+      List<Member> after = owners(change.ring(), end, n);
+      if (!l.destinations().equals(after)) {
+        violate(change, end, "lost to " + ids(l.destinations()) + ", where the ring after has " + ids(after));
+      }
+      expectRole(change, end, owners(change.previousRing(), end, n), member, l.role(), "lost as ");
+    }
+    for (RingDiff.RoleChange r : change.roleChanges()) {
+      long end = r.range().end();
+      expectRole(change, end, owners(change.previousRing(), end, n), member, r.before(), "changed from ");
+      expectRole(change, end, owners(change.ring(), end, n), member, r.after(), "changed to ");
+    }
+  }
+
+  private void expectRole(OwnershipChange change, long position, List<Member> owners, String member,
+                          RingDiff.Role role, String what) {
+    byte actual = roleIn(owners, member);
+    if (actual != code(role)) {
+      violate(change, position, what + role + ", where that ring makes it " + name(actual));
+    }
+  }
+
+  private static List<Member> owners(HashRing ring, long position, int replicas) {
+    return ring.isEmpty() ? List.of() : ring.ownersOfPosition(position, replicas);
+  }
+
+  private static byte roleIn(List<Member> owners, String member) {
+    for (int k = 0; k < owners.size(); k++) {
+      if (owners.get(k).id().equals(member)) {
+        return k == 0 ? PRIMARY : BACKUP;
+      }
+    }
+    return NONE;
+  }
+
+  private static List<String> ids(List<Member> members) {
+    return members.stream().map(Member::id).toList();
+  }
+
   private void violate(OwnershipChange change, long position, String what) {
     violations.add(change.reason() + " change to view " + change.viewId() + ", position "
         + Long.toHexString(position) + ": " + what);
@@ -112,10 +175,13 @@ public final class OwnershipFold implements OwnershipListener {
 
   /**
    * Where the fold differs from what {@code node}'s ring gives it (as primary, as backup, or
-   * nothing), or empty if nowhere: the first position that differs, described.
+   * nothing; nothing while the cluster refuses the node, whose id the ring may give another
+   * member), or empty if nowhere: the first position that differs, described.
    */
   public Optional<String> disagreement(Ringmaster node) {
-    return disagreement(node.ring(), node.localMember().id(), node.config().replicas());
+    HashRing ring = node.ring();
+    return disagreement(node.isInRing() ? ring : ring.without(node.localMember().id()), node.localMember().id(),
+        node.config().replicas());
   }
 
   /**
@@ -124,15 +190,7 @@ public final class OwnershipFold implements OwnershipListener {
    */
   public synchronized Optional<String> disagreement(HashRing ring, String memberId, int replicas) {
     for (int i = 0; i < positions.length; i++) {
-      byte actual = NONE;
-      if (!ring.isEmpty()) {
-        List<Member> owners = ring.ownersOfPosition(positions[i], replicas);
-        for (int k = 0; k < owners.size(); k++) {
-          if (owners.get(k).id().equals(memberId)) {
-            actual = k == 0 ? PRIMARY : BACKUP;
-          }
-        }
-      }
+      byte actual = roleIn(owners(ring, positions[i], replicas), memberId);
       if (held[i] != actual) {
         return Optional.of("position " + Long.toHexString(positions[i]) + ": the changes heard give " + memberId + " "
             + name(held[i]) + ", the ring " + name(actual) + " (after " + changes.size() + " changes)");

@@ -24,62 +24,73 @@ class LocalClusterTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
 
   /**
-   * Three nodes agree; a crash, then a partition and its healing, each end in one ring of the
-   * nodes left, and every node's fold of its changes matches its ring at each step, with no change
-   * contradicting the one before it; closed, the nodes have left, and told their listeners.
+   * Four nodes agree; a crash (its listeners hear nothing more), then a partition and its healing,
+   * each end in one ring of the nodes left, and every node's fold of its changes matches its ring
+   * at each step, with no change contradicting the one before it nor its own rings; a graceful
+   * close hands everything on; the cluster's close stops the rest.
    */
   @Test
   void nodesAgree_throughACrashAPartitionAndItsHealing_andTheirFoldsMatchTheirRings() throws Exception {
     Map<String, OwnershipFold> folds = new LinkedHashMap<>();
     Ringmaster a;
     Ringmaster b;
-    try (LocalCluster cluster = new LocalCluster("kit")) {
-      for (String id : List.of("a", "b", "c")) {
+    Ringmaster d;
+    try (LocalCluster cluster = new LocalCluster("kit test: crash, partition & heal")) {
+      for (String id : List.of("a", "b", "c", "d")) {
         OwnershipFold fold = new OwnershipFold();
         folds.put(id, fold);
-        cluster.start(cluster.builder(id).replicas(2), n -> n.addOwnershipListener(fold));
+        cluster.start(cluster.builder(id).virtualNodes(128), n -> n.addOwnershipListener(fold));
       }
-      HashRing three = cluster.awaitAgreement(WAIT);
-      assertEquals(List.of("a", "b", "c"), three.members().stream().map(Member::id).sorted().toList());
+      HashRing four = cluster.awaitSettled(WAIT);
+      assertEquals(List.of("a", "b", "c", "d"), four.members().stream().map(Member::id).sorted().toList());
       assertFoldsMatch(cluster, folds);
       a = cluster.nodes().get(0);
       b = cluster.nodes().get(1);
       Ringmaster c = cluster.nodes().get(2);
+      d = cluster.nodes().get(3);
 
+      int heardByC = folds.get("c").changes().size();
       cluster.crash(c);
-      assertEquals(List.of(a, b), cluster.nodes());
-      HashRing two = cluster.awaitAgreement(WAIT);
-      assertEquals(List.of("a", "b"), two.members().stream().map(Member::id).sorted().toList());
+      assertEquals(List.of(a, b, d), cluster.nodes());
+      HashRing three = cluster.awaitSettled(WAIT);
+      assertEquals(List.of("a", "b", "d"), three.members().stream().map(Member::id).sorted().toList());
       assertFoldsMatch(cluster, folds);
+      assertEquals(heardByC, folds.get("c").changes().size(), "a crashed node's listeners hear nothing more");
 
-      cluster.partition(List.of(a), List.of(b));
-      a.awaitRing(r -> r.members().size() == 1, WAIT); // each side alone
-      b.awaitRing(r -> r.members().size() == 1, WAIT);
+      cluster.partition(List.of(a)); // b and d, in no side listed, are the other
+      assertEquals(List.of("a"), ids(cluster.awaitAgreement(List.of(a), WAIT)));
+      assertEquals(List.of("b", "d"), ids(cluster.awaitAgreement(List.of(b, d), WAIT)));
       RingmasterException apart = assertThrows(RingmasterException.class,
           () -> cluster.awaitAgreement(Duration.ofMillis(200)));
       assertEquals(RingmasterException.Reason.AWAIT_TIMEOUT, apart.reason());
       assertTrue(apart.getMessage().contains("a: ring view"), apart.getMessage());
-      assertFoldsMatch(cluster, folds);
 
       cluster.heal();
-      HashRing merged = cluster.awaitAgreement(WAIT);
-      assertEquals(two.checksum(), merged.checksum(), "the same members, so the same ring");
+      HashRing merged = cluster.awaitSettled(WAIT);
+      assertEquals(three.checksum(), merged.checksum(), "the same members, so the same ring");
       assertFoldsMatch(cluster, folds);
       assertTrue(folds.get("a").changes().stream().anyMatch(ch -> ch.reason() == OwnershipChange.Reason.MERGE));
+
+      d.close(); // gracefully: its listener hands everything on
+      assertTrue(folds.get("d").holdsNothing(), "d's listener heard it leave");
+      cluster.awaitSettled(WAIT);
+      assertFoldsMatch(cluster, folds);
     }
-    assertTrue(a.channel().isClosed() && b.channel().isClosed(), "closed with the cluster");
-    assertTrue(folds.get("a").holdsNothing(), "a's listener heard it leave");
+    assertTrue(a.channel().isClosed() && b.channel().isClosed(), "stopped with the cluster");
     folds.values().forEach(f -> assertEquals(List.of(), f.violations()));
   }
 
-  private static void assertFoldsMatch(LocalCluster cluster, Map<String, OwnershipFold> folds) throws Exception {
+  private static List<String> ids(HashRing ring) {
+    return ring.members().stream().map(Member::id).sorted().toList();
+  }
+
+  private static void assertFoldsMatch(LocalCluster cluster, Map<String, OwnershipFold> folds) {
     for (Ringmaster n : cluster.nodes()) {
-      assertTrue(n.awaitListeners(WAIT));
       assertEquals(Optional.empty(), folds.get(n.localMember().id()).disagreement(n));
     }
   }
 
-  /** The fold reports a change that contradicts it, and a ring it was not told of. */
+  /** The fold reports a change that contradicts it, one that contradicts its own rings, and a ring it was not told of. */
   @Test
   void theFold_reportsAChangeHeardTwice_andARingItWasNotToldOf() {
     HashRing empty = HashRing.builder().virtualNodes(16).build();
@@ -101,6 +112,15 @@ class LocalClusterTest {
     assertTrue(fold.violations().get(0).startsWith("VIEW change to view 1, position "), fold.violations().get(0));
     assertTrue(fold.violations().get(0).endsWith("gained as PRIMARY where it was held as PRIMARY"));
     assertEquals(2, fold.changes().size());
+
+    OwnershipFold wrongSources = new OwnershipFold(16, 4);
+    RingDiff joinOfB = RingDiff.compute(one, two, "b", 1);
+    RingDiff.Gained g = joinOfB.gained().get(0);
+    RingDiff lying = new RingDiff("b", 1, List.of(new RingDiff.Gained(g.range(), List.of(), g.role())), List.of(),
+        List.of()); // no sources, where a held the range
+    wrongSources.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two, lying));
+    assertEquals(1, wrongSources.violations().stream().filter(v -> v.endsWith("gained with sources [], where the"
+        + " ring before has [a]")).count(), String.valueOf(wrongSources.violations()));
   }
 
   @Test
@@ -113,10 +133,16 @@ class LocalClusterTest {
       IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
           () -> cluster.partition(List.of(a), List.of(a)));
       assertEquals("node a is in two sides of the partition", twice.getMessage());
+      IllegalArgumentException oneSide = assertThrows(IllegalArgumentException.class, () -> cluster.partition(List.of(a)));
+      assertTrue(oneSide.getMessage().startsWith("a partition needs two sides with nodes"), oneSide.getMessage());
       Ringmaster stranger = other.start("s");
       IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class, () -> cluster.crash(stranger));
       assertTrue(foreign.getMessage().startsWith("node s was not started by cluster kit-args-"), foreign.getMessage());
       assertEquals(List.of(a), cluster.nodes());
+      cluster.close();
+      IllegalStateException late = assertThrows(IllegalStateException.class, () -> cluster.start("b"));
+      assertTrue(late.getMessage().endsWith(" is closed"), late.getMessage());
     }
+    assertTrue(new LocalCluster("a test's display name: \u00e9 / x".repeat(20)).name().matches("[A-Za-z0-9._-]{150}-\\d+-\\d+"));
   }
 }
