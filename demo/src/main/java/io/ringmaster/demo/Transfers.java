@@ -332,7 +332,9 @@ final class Transfers {
     if (busy != null) {
       return Wire.error(busy + "; ask again");
     }
-    return Wire.page(store.scan(r.ranges(), r.cursor(), Math.min(r.maxBytes(), 4 * PAGE_BYTES)));
+    // A page of at most PAGE_BYTES whatever the puller asks: a reply waits for flow-control credits
+    // on one of the RPC workers, so what a slow or hostile puller can hold is workers x one page.
+    return Wire.page(store.scan(r.ranges(), r.cursor(), Math.min(r.maxBytes(), PAGE_BYTES)));
   }
 
   /**

@@ -61,6 +61,23 @@ class TransfersTest {
     return Wire.readPage(Wire.open(reply, 0, reply.length));
   }
 
+  /** A puller asking for a bigger page gets PAGE_BYTES at most: what a slow one holds on a source's worker. */
+  @Test
+  void aPullAskingForMoreThanAPage_getsOnePageAtMost() throws Exception {
+    Store big = new Store();
+    String value = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    for (int i = 0; i < 20; i++) {
+      big.merge(Entry.of("big" + i, value, new Version(1, "p1")));
+    }
+    Transfers transfers = new Transfers(null, big, null, settled(), () -> PULLERS_VIEW, () -> 0, member -> true,
+        null, TestingAids.fromSystemProperties());
+    byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
+        4 * Transfers.PAGE_BYTES));
+    Store.Page page = page(transfers.handlePull(Wire.open(request, 0, request.length)));
+    assertEquals(2, page.entries().size(), "one page's worth, not four");
+    assertTrue(page.next().isPresent(), "the rest comes on the next request");
+  }
+
   @Test
   void aSourceOnThePullersView_sendsTheRange() throws Exception {
     Store.Page page = page(pull(() -> PULLERS_VIEW));
