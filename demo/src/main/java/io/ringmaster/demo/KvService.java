@@ -95,6 +95,11 @@ final class KvService {
   private final Routing routing;
   private final Store store;
   private final VersionClock clock;
+
+  /** The clock this peer stamps its writes with (for tests). */
+  VersionClock clock() {
+    return clock;
+  }
   private final Rpc rpc;
   private final Counters counters;
   private final LongSupplier viewId;
@@ -213,6 +218,7 @@ final class KvService {
         calls.put(routing.self(), storeAndForward(request));
       }
       Version newest = e.version();
+      boolean beaten = false; // an owner holds another entry with this very version, which wins
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
           Wire.WriteReply reply = Rpc.await(call.getValue(), writeTimeouts.call());
@@ -223,6 +229,7 @@ final class KvService {
           });
           storedHere |= here && call.getKey().equals(routing.self()) && reply.stored().contains(routing.self());
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
+          beaten |= reply.beaten();
         } catch (ExecutionException failed) {
           lastError = call.getKey() + ": " + Rpc.describe(failed);
         } catch (InterruptedException interrupted) {
@@ -230,9 +237,11 @@ final class KvService {
           throw new Unavailable("interrupted");
         }
       }
-      boolean superseded = newest.isNewerThan(e.version());
+      boolean superseded = newest.isNewerThan(e.version()) || beaten;
       if (superseded) {
-        // A newer version got there first (see the class comment): restamp past it, write again.
+        // A newer version got there first (see the class comment), or another entry with this very
+        // version (a process restarted under this peer's id stamped the same microsecond) won the
+        // tie: restamp past it, write again.
         clock.observe(newest.stamp());
         storedBy.clear();
         Version again = clock.next();
@@ -245,7 +254,8 @@ final class KvService {
         e = new Entry(e.key(), e.value(), again, e.deleted());
         stored.clear();
         storedHere = false;
-        lastError = "superseded by " + newest;
+        lastError = beaten && !newest.isNewerThan(e.version()) ? "another entry holds the version " + newest
+            : "superseded by " + newest;
       } else if (stored.containsAll(missing)) {
         if (System.nanoTime() <= deadline) {
           continue; // check the owners again: the ring may have changed meanwhile
@@ -292,6 +302,14 @@ final class KvService {
   }
 
   /**
+   * Whether {@code copy} has the write's very version and wins over it (see
+   * {@link Entry#supersedes}): then the write was not kept, though no newer version was seen.
+   */
+  private static boolean beats(Optional<Entry> copy, Entry write) {
+    return copy.isPresent() && copy.get().version().equals(write.version()) && copy.get().supersedes(write);
+  }
+
+  /**
    * Stores the write here, then sends it on to the owners (by this peer's ring, read after the
    * store) that the sender did not write to. Never blocks: the future completes when those
    * owners answered (each call is bounded by its timeout).
@@ -322,9 +340,10 @@ final class KvService {
     }
     // Named with this process, so that the writer can tell if the id is another process's later.
     Optional<UUID> mine = counted ? routing.ownProcess() : Optional.empty();
+    Optional<Entry> now = store.get(e.key());
     Wire.WriteReply here = new Wire.WriteReply(mine.isPresent() ? Map.of(routing.self(), mine.get()) : Map.of(),
-        store.get(e.key()).map(Entry::version).orElse(e.version()));
-    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e.key(), here, forwardTimeout(r.hops()))
+        now.map(Entry::version).orElse(e.version()), beats(now, e));
+    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e, here, forwardTimeout(r.hops()))
         : CompletableFuture.completedFuture(here);
     List<String> extra = new ArrayList<>(owners);
     for (String target : r.targets()) {
@@ -388,7 +407,8 @@ final class KvService {
    * in may beat. In time: within {@link #PREVIOUS_OWNER_TIMEOUT} a step, and within {@code budget},
    * the time this peer's sender leaves it. Sent from a worker: this runs on a JGroups thread.
    */
-  private CompletableFuture<Wire.WriteReply> withPreviousOwners(String key, Wire.WriteReply here, Duration budget) {
+  private CompletableFuture<Wire.WriteReply> withPreviousOwners(Entry write, Wire.WriteReply here, Duration budget) {
+    String key = write.key();
     Duration steps = PREVIOUS_OWNER_TIMEOUT.multipliedBy(STEPS_BACK);
     List<CompletableFuture<Optional<Entry>>> calls = askPreviousOwners(key, STEPS_BACK - 1,
         budget.compareTo(steps) < 0 ? budget : steps, true, true);
@@ -399,17 +419,19 @@ final class KvService {
       // This peer's copy again too: a hand-off may have brought a newer one meanwhile, and the
       // previous owner that sent it then dropped it, answering with none.
       Version held = here.held();
-      Optional<Version> now = store.get(key).map(Entry::version);
-      if (now.isPresent() && now.get().isNewerThan(held)) {
-        held = now.get();
+      Optional<Entry> now = store.get(key);
+      boolean beaten = here.beaten() || beats(now, write);
+      if (now.isPresent() && now.get().version().isNewerThan(held)) {
+        held = now.get().version();
       }
       for (CompletableFuture<Optional<Entry>> call : calls) {
-        Optional<Version> there = call.join().map(Entry::version);
-        if (there.isPresent() && there.get().isNewerThan(held)) {
-          held = there.get();
+        Optional<Entry> there = call.join();
+        beaten |= beats(there, write);
+        if (there.isPresent() && there.get().version().isNewerThan(held)) {
+          held = there.get().version();
         }
       }
-      return new Wire.WriteReply(here.storedBy(), held);
+      return new Wire.WriteReply(here.storedBy(), held, beaten);
     });
   }
 

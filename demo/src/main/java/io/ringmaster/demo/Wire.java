@@ -31,7 +31,7 @@ import java.util.UUID;
  */
 final class Wire {
   /** Names these messages; a change to any of them must change it. */
-  static final String APPLICATION_VERSION = "ringmaster-demo/4";
+  static final String APPLICATION_VERSION = "ringmaster-demo/5";
 
   static final byte OP_WRITE = 'W';
   static final byte OP_GET = 'G';
@@ -80,9 +80,12 @@ final class Wire {
    * afterwards: newer than the write's own when a write with a higher stamp got there first. The
    * writer checks each process against the one its view has for the id: a copy stored by another
    * process than the one holding the id now (the peer restarted, or rejoined) does not count, and
-   * the write is sent again.
+   * the write is sent again. {@code beaten}: one of them (or a previous owner it asked) holds
+   * another entry with the write's very version, which wins over it (a process restarted under
+   * the writer's id, whose clock stamped the same microsecond): the write was not kept, and is
+   * stamped again.
    */
-  record WriteReply(Map<String, UUID> storedBy, Version held) {
+  record WriteReply(Map<String, UUID> storedBy, Version held, boolean beaten) {
     WriteReply {
       storedBy = Collections.unmodifiableMap(new LinkedHashMap<>(storedBy));
     }
@@ -95,7 +98,7 @@ final class Wire {
     WriteReply merge(WriteReply other) {
       Map<String, UUID> all = new LinkedHashMap<>(storedBy);
       other.storedBy.forEach(all::putIfAbsent);
-      return new WriteReply(all, other.held.isNewerThan(held) ? other.held : held);
+      return new WriteReply(all, other.held.isNewerThan(held) ? other.held : held, beaten || other.beaten);
     }
   }
 
@@ -212,12 +215,14 @@ final class Wire {
       processes(out, r.storedBy());
       out.writeLong(r.held().stamp());
       out.writeUTF(r.held().writer());
+      out.writeBoolean(r.beaten());
     });
   }
 
   static WriteReply readWriteReply(DataInputStream in) throws IOException {
     Map<String, UUID> storedBy = processes(in);
-    return new WriteReply(storedBy, version(in));
+    Version held = version(in);
+    return new WriteReply(storedBy, held, in.readBoolean());
   }
 
   static byte[] getReply(Optional<Entry> found) {

@@ -42,9 +42,11 @@ class WireTest {
     Map<String, UUID> storedBy = new LinkedHashMap<>();
     storedBy.put("c", new UUID(-1, 7));
     storedBy.put("a", new UUID(Long.MIN_VALUE, Long.MAX_VALUE));
-    Wire.WriteReply reply = new Wire.WriteReply(storedBy, new Version(9, "c"));
+    Wire.WriteReply reply = new Wire.WriteReply(storedBy, new Version(9, "c"), false);
     Wire.WriteReply decodedReply = Wire.readWriteReply(body(Wire.writeReply(reply), Wire.OK));
     assertEquals(reply, decodedReply);
+    Wire.WriteReply beaten = new Wire.WriteReply(storedBy, new Version(9, "c"), true);
+    assertEquals(beaten, Wire.readWriteReply(body(Wire.writeReply(beaten), Wire.OK)));
     assertEquals(List.of("c", "a"), List.copyOf(decodedReply.stored()), "in the order sent");
 
     Wire.PeerStatus s = new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0);
@@ -105,7 +107,7 @@ class WireTest {
       java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
           () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
       assertEquals("malformed message: version stamp " + stamp + " outside 0.." + Version.MAX_STAMP, bad.getMessage());
-      byte[] reply = Wire.writeReply(new Wire.WriteReply(Map.of("a", new UUID(1, 2)), new Version(stamp, "a")));
+      byte[] reply = Wire.writeReply(new Wire.WriteReply(Map.of("a", new UUID(1, 2)), new Version(stamp, "a"), false));
       org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
           () -> Wire.readWriteReply(body(reply, Wire.OK)));
     }

@@ -1,0 +1,51 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A write stamped with the very version an owner already holds for its key, under another value:
+ * what a peer restarted under its id writes when its clock gives the microsecond its earlier
+ * process stamped (that process had been dragged ahead by a peer's clock). The entry already held
+ * wins the tie on every owner ({@link Entry#supersedes}), so the write was not kept: the owners say
+ * so, and the writer stamps it again, rather than acknowledge a value no owner holds.
+ */
+class SameVersionWriteTest {
+  private final List<InJvmPeer> peers = new ArrayList<>();
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  @Test
+  void aWriteWhoseVersionAnOwnerHoldsUnderAnotherValue_isStampedAgain_andKept() throws Exception {
+    String cluster = InJvmPeer.clusterName("same-version-write");
+    for (String id : List.of("a", "b", "c")) {
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties()));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer a = peers.get(0);
+    String key = a.keyOwnedBy(Set.of("b", "c"));
+    long ahead = VersionClock.systemMicros() + 60_000_000L; // a minute ahead: a's next stamp is ahead + 1
+    a.kv().clock().observe(ahead);
+    Version taken = new Version(ahead + 1, "a");
+    Entry earlier = Entry.of(key, "zebra", taken); // what a's earlier process stored at that version
+    peers.get(1).store().merge(earlier);
+    peers.get(2).store().merge(earlier);
+
+    KvService.Written written = a.kv().put(key, "apple"); // "zebra" wins a tie with "apple"
+
+    assertEquals(new Version(ahead + 2, "a"), written.version(), "stamped again, past the version taken");
+    for (InJvmPeer owner : peers.subList(1, 3)) {
+      assertEquals(Optional.of(Entry.of(key, "apple", written.version())), owner.store().get(key),
+          "the acknowledged value is the one " + owner.routing().self() + " holds");
+    }
+  }
+}
