@@ -116,7 +116,15 @@ public final class Ringmaster implements AutoCloseable {
   /** Runs {@link #rejoin}; its thread starts only if the node ever rejoins. */
   private final ScheduledExecutorService rejoinThread;
   private final ClusterNode node;
-  private final List<SerialDelivery<RingDivergence>> divergenceListeners = new CopyOnWriteArrayList<>();
+  private final List<DivergenceListener> divergenceListeners = new CopyOnWriteArrayList<>();
+
+  /**
+   * A divergence listener's delivery, and what it has been handed in the current view: gossip finds
+   * a lasting divergence again at each round, and the listener hears it once per view. Its own
+   * memory, so that a listener added later still hears one found before it came; read and written
+   * on the gossip thread only, which hands the reports over.
+   */
+  private record DivergenceListener(SerialDelivery<RingDivergence> delivery, OncePerView handed) {}
   private final Member localMember;
   /** Set by start() (again on a port-race retry); read by any thread. */
   private volatile JChannel channel;
@@ -464,7 +472,7 @@ public final class Ringmaster implements AutoCloseable {
     // A start() under way, which holds the lock taken below, gives up once its connect returns,
     // rather than wait up to startTimeout for a ring and join only to leave again. Nothing if its
     // first ring is already published: then it returns, and this close() leaves gracefully.
-    node.failFirstRing(new RingmasterException(Reason.CLOSED, "node " + config.nodeId() + " was closed while it started"));
+    node.failFirstRing(closedWhileStarting());
     // A flag set before the call would make every wait below give up at once: no hand-off at all.
     boolean interruptedBefore = Thread.interrupted();
     try {
@@ -600,14 +608,24 @@ public final class Ringmaster implements AutoCloseable {
         + " before it", config.nodeId(), timeout);
   }
 
+  /** What a start() under way throws once close() or closeAbruptly() was called. */
+  private RingmasterException closedWhileStarting() {
+    return new RingmasterException(Reason.CLOSED, "node " + config.nodeId() + " was closed while it started");
+  }
+
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
-  synchronized void closeAbruptly() {
+  void closeAbruptly() {
     closeCalled.set(true);
     node.wakeWaiters();
-    try {
-      shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
-    } finally {
-      closeDone.complete(null); // a close() that comes later must not wait for it forever
+    // As in close(): a start() under way, which holds the lock taken below, gives up once its
+    // connect returns, instead of waiting up to startTimeout for a ring.
+    node.failFirstRing(closedWhileStarting());
+    synchronized (this) {
+      try {
+        shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
+      } finally {
+        closeDone.complete(null); // a close() that comes later must not wait for it forever
+      }
     }
   }
 
@@ -834,7 +852,11 @@ public final class Ringmaster implements AutoCloseable {
   /** Called on the JGroups thread that received the checksum: hands the report to the gossip thread. */
   private void divergence(RingDivergence d) {
     try {
-      gossipTimer.execute(() -> divergenceListeners.forEach(l -> l.submit(d)));
+      gossipTimer.execute(() -> divergenceListeners.forEach(l -> {
+        if (l.handed().first(d.viewId(), d)) { // before queuing: a slow listener's queue holds each once
+          l.delivery().submit(d);
+        }
+      }));
     } catch (RejectedExecutionException closing) {
       LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d);
     }
@@ -1303,19 +1325,11 @@ public final class Ringmaster implements AutoCloseable {
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     requireOpen(listener, executor);
     SerialDelivery<RingDivergence>[] self = holder();
-    // Gossip finds a lasting divergence again at each round: this listener hears it once per view.
-    // Its own memory, so that a listener added later still hears one found before it came.
-    OncePerView heard = new OncePerView();
-    Consumer<RingDivergence> once = d -> {
-      if (heard.first(d.viewId(), d)) {
-        listener.accept(d);
-      }
-    };
-    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), once, executor,
-        executor != listenerPool, this, () -> divergenceListeners.remove(self[0]));
-    divergenceListeners.add(self[0]);
+    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor,
+        executor != listenerPool, this, () -> divergenceListeners.removeIf(l -> l.delivery() == self[0]));
+    divergenceListeners.add(new DivergenceListener(self[0], new OncePerView()));
     if (refusesListeners()) { // closed since requireOpen: gossip is stopping
-      divergenceListeners.remove(self[0]);
+      divergenceListeners.removeIf(l -> l.delivery() == self[0]);
       throw ClusterNode.closedToListeners(config.nodeId());
     }
     return self[0];

@@ -62,10 +62,7 @@ public class RingmasterException extends RuntimeException {
     LEFT_AFTER_JOIN,
     /** {@link Ringmaster#close()} was called while {@code start()} waited for the first ring. */
     CLOSED,
-    /**
-     * The thread in {@code start()} (or in a wait of {@link io.ringmaster.testing.LocalCluster})
-     * was interrupted; its interrupt flag is set again.
-     */
+    /** The thread in {@code start()} was interrupted; start() sets its interrupt flag again. */
     INTERRUPTED,
     /**
      * {@link Ringmaster#awaitRing}'s condition (or {@link io.ringmaster.testing.LocalCluster}'s

@@ -143,6 +143,9 @@ class ClusterAgreementTest {
           java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "app-divergence"));
       try {
         Registration onMine = a.addDivergenceListener(x -> threads.add(Thread.currentThread().getName()), mine);
+        // A listener whose executor never runs its callbacks: what queues up for it while it is stuck.
+        List<Runnable> neverRun = new java.util.concurrent.CopyOnWriteArrayList<>();
+        SerialDelivery<?> stuck = (SerialDelivery<?>) a.addDivergenceListener(x -> { }, neverRun::add);
         // A same-thread executor: the report still must not run on the JGroups thread that got it.
         List<String> direct = new java.util.concurrent.CopyOnWriteArrayList<>();
         a.addDivergenceListener(x -> direct.add(Thread.currentThread().getName()), Runnable::run);
@@ -187,6 +190,7 @@ class ClusterAgreementTest {
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !late.isEmpty());
         assertEquals(List.of(d), late);
         assertEquals(2, direct.size(), "heard twice by a listener that had heard it: " + direct);
+        assertEquals(2, stuck.pending(), "a stuck listener's queue holds each divergence once, not each message");
         onMine.close();
       } finally {
         mine.shutdownNow();

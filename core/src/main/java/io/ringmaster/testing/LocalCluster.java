@@ -172,7 +172,7 @@ public final class LocalCluster implements AutoCloseable {
    *
    * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if they do not within {@code timeout}
    * @throws IllegalArgumentException if {@code side} is empty, or holds a node this cluster did
-   *                               not start
+   *                               not start, or one not running (crashed, closed)
    * @throws InterruptedException  if the thread is interrupted while it waits
    */
   public HashRing awaitAgreement(Collection<Ringmaster> side, Duration timeout) throws InterruptedException {
@@ -180,9 +180,14 @@ public final class LocalCluster implements AutoCloseable {
       if (side.isEmpty()) {
         throw new IllegalArgumentException("no node to agree: the side is empty");
       }
-      side.forEach(this::requireOwn);
+      side.forEach(this::requireRunning);
     }
-    long deadline = System.nanoTime() + timeout.toNanos();
+    return awaitAgreement(side, System.nanoTime() + timeout.toNanos(), timeout);
+  }
+
+  /** As {@link #awaitAgreement(Collection, Duration)}, until {@code deadline}; {@code timeout} is what a failure names. */
+  private HashRing awaitAgreement(Collection<Ringmaster> side, long deadline, Duration timeout)
+      throws InterruptedException {
     while (true) {
       List<Ringmaster> nodes = side == null ? nodes() : List.copyOf(side);
       if (nodes.isEmpty()) {
@@ -217,7 +222,7 @@ public final class LocalCluster implements AutoCloseable {
   public HashRing awaitSettled(Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (true) {
-      HashRing ring = awaitAgreement(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+      HashRing ring = awaitAgreement(null, deadline, timeout);
       List<Ringmaster> nodes = nodes();
       boolean idle = true;
       for (Ringmaster n : nodes) {
@@ -324,15 +329,16 @@ public final class LocalCluster implements AutoCloseable {
    * are fixed by the nodes' addresses now: a node that rejoins meanwhile (a new address) is heard
    * again by all.
    *
-   * @throws IllegalArgumentException if a node was not started by this cluster or is in two
-   *                                  sides, or there are fewer than two sides
+   * @throws IllegalArgumentException if a node was not started by this cluster, is not running
+   *                                  (crashed, closed), or is in two sides; or there are fewer
+   *                                  than two sides
    */
   @SafeVarargs
   public final void partition(Collection<Ringmaster>... sides) {
     Set<Ringmaster> listed = new HashSet<>();
     for (Collection<Ringmaster> side : sides) {
       for (Ringmaster n : side) {
-        requireOwn(n);
+        requireRunning(n);
         if (!listed.add(n)) {
           throw new IllegalArgumentException("node " + n.localMember().id() + " is in two sides of the partition");
         }
@@ -363,7 +369,8 @@ public final class LocalCluster implements AutoCloseable {
 
   /**
    * Ends every partition: the nodes hear each other again, and the sides merge (within about
-   * 10 s). Addresses a test told a node's {@link #discard} to ignore itself stay ignored.
+   * 10 s). It takes back the addresses {@link #partition} told each node's {@link #discard} to
+   * ignore (one a test told it to ignore as well included); others a test added stay ignored.
    */
   public void heal() {
     for (Map.Entry<Ringmaster, Set<Address>> e : cut.entrySet()) {
@@ -373,6 +380,14 @@ public final class LocalCluster implements AutoCloseable {
       }
     }
     cut.clear();
+  }
+
+  private void requireRunning(Ringmaster node) {
+    requireOwn(node);
+    if (!nodes().contains(node)) {
+      throw new IllegalArgumentException("node " + node.localMember().id() + " is not running (crashed, closed, or"
+          + " not started)");
+    }
   }
 
   private void requireOwn(Ringmaster node) {

@@ -124,7 +124,7 @@ class LocalClusterTest {
   }
 
   @Test
-  void badArguments_failNamingWhatIsWrong() {
+  void badArguments_failNamingWhatIsWrong() throws Exception {
     assertThrows(IllegalArgumentException.class, () -> new LocalCluster(" "));
     assertThrows(IllegalArgumentException.class, () -> new OwnershipFold(1, 0));
     try (LocalCluster cluster = new LocalCluster("kit-args"); LocalCluster other = new LocalCluster("kit-args")) {
@@ -139,6 +139,13 @@ class LocalClusterTest {
       IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class, () -> cluster.crash(stranger));
       assertTrue(foreign.getMessage().startsWith("node s was not started by cluster kit-args-"), foreign.getMessage());
       assertEquals(List.of(a), cluster.nodes());
+      Ringmaster b = cluster.start("b");
+      cluster.crash(b);
+      IllegalArgumentException crashed = assertThrows(IllegalArgumentException.class,
+          () -> cluster.partition(List.of(a), List.of(b)));
+      assertTrue(crashed.getMessage().startsWith("node b is not running"), crashed.getMessage());
+      assertThrows(IllegalArgumentException.class, () -> cluster.awaitAgreement(List.of(a, b), WAIT));
+      assertEquals(List.of("a"), ids(cluster.awaitAgreement(List.of(a), WAIT)), "a alone, once b is out");
       cluster.close();
       IllegalStateException late = assertThrows(IllegalStateException.class, () -> cluster.start("b"));
       assertTrue(late.getMessage().endsWith(" is closed"), late.getMessage());

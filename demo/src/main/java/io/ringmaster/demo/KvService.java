@@ -239,6 +239,8 @@ final class KvService {
       }
       boolean superseded = newest.isNewerThan(e.version()) || beaten;
       if (superseded) {
+        String why = newest.isNewerThan(e.version()) ? "superseded by " + newest
+            : "another entry holds the version " + newest;
         // A newer version got there first (see the class comment), or another entry with this very
         // version (a process restarted under this peer's id stamped the same microsecond) won the
         // tie: restamp past it, write again.
@@ -254,8 +256,7 @@ final class KvService {
         e = new Entry(e.key(), e.value(), again, e.deleted());
         stored.clear();
         storedHere = false;
-        lastError = beaten && !newest.isNewerThan(e.version()) ? "another entry holds the version " + newest
-            : "superseded by " + newest;
+        lastError = why;
       } else if (stored.containsAll(missing)) {
         if (System.nanoTime() <= deadline) {
           continue; // check the owners again: the ring may have changed meanwhile
