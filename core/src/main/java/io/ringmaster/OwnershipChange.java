@@ -15,8 +15,9 @@ import java.util.Objects;
  *                       {@code previousRing} is still the cluster's ring before it: see below);
  *                       for {@link Reason#LEAVING}, equal to {@code viewId} (both rings are of the
  *                       last view this node installed)
- * @param viewId         the JGroups view id of {@code ring}. Ids grow from one change to the next,
- *                       except after this node rejoins the cluster (to end a split view, see
+ * @param viewId         the JGroups view id of {@code ring}. Ids never decrease from one change
+ *                       to the next (a LEAVING change repeats the last view's), except after
+ *                       this node rejoins the cluster (to end a split view, see
  *                       {@code stats().rejoins()}): it is then a new member of views whose
  *                       ids may be lower. Order changes by their delivery, not by this id
  * @param previousRing   the ring before; for a node's first view, and its first view in the ring

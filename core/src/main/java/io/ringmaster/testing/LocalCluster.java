@@ -98,7 +98,7 @@ public final class LocalCluster implements AutoCloseable {
   /**
    * A builder for a node of this cluster: its cluster name, the node id, {@value #STACK}, gossip
    * every 300 ms (a split view after a heal ends sooner) and a 5 s {@code leaveTimeout}; the other
-   * settings are Ringmaster's defaults (1,024 virtual nodes, 2 replicas). Set what the test needs.
+   * settings are Ringmaster's defaults (1,024 virtual nodes, 1 replica). Set what the test needs.
    */
   public Ringmaster.Builder builder(String nodeId) {
     return Ringmaster.builder().clusterName(name).nodeId(nodeId).jgroupsConfig(STACK)

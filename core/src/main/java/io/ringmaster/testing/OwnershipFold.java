@@ -214,7 +214,10 @@ public final class OwnershipFold implements OwnershipListener {
     return List.copyOf(changes);
   }
 
-  /** What the changes contradicted in the fold before them, in order; empty if nothing. */
+  /**
+   * What the changes contradicted: the fold before them, or their own rings (sources,
+   * destinations, roles), in order; empty if nothing.
+   */
   public synchronized List<String> violations() {
     return List.copyOf(violations);
   }
