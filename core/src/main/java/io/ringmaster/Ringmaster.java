@@ -130,6 +130,8 @@ public final class Ringmaster implements AutoCloseable {
   private volatile JChannel channel;
   private volatile Gossip gossip;
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
+  /** Set by a graceful leave whose wait found every listener idle: see {@link #leftIdle()}. */
+  private volatile boolean leftIdle;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
@@ -533,6 +535,7 @@ public final class Ringmaster implements AutoCloseable {
       }
       long deadline = queuedAt + config.leaveTimeout().toNanos();
       listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
+      leftIdle = listeners == ClusterNode.ListenersState.IDLE;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -978,6 +981,18 @@ public final class Ringmaster implements AutoCloseable {
 
   private static List<String> memberIds(HashRing ring) {
     return ring.members().stream().map(Member::id).toList();
+  }
+
+  /**
+   * Whether the node's graceful leave ended with every ownership and membership listener done: a
+   * {@link #close()} that saw them handle every callback, the {@code LEAVING} change's hand-off
+   * included, within {@code leaveTimeout}. False before such a close() has waited for them, and
+   * when it left with listeners still busy (its WARNING "listeners still busy after
+   * leaveTimeout"), or waiting in a circle for the listener that called it. A process about to
+   * exit can log it, or exit with a status that says whether its data was handed on.
+   */
+  public boolean leftIdle() {
+    return leftIdle;
   }
 
   /**

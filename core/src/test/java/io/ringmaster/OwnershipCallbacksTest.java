@@ -416,6 +416,7 @@ class OwnershipCallbacksTest {
           }));
       try {
         deaf.close();
+        assertFalse(deaf.leftIdle(), "it left with a listener still busy");
         await("close() interrupted the callback").atMost(WAIT).until(() -> interrupts.get() == 1);
         List<String> warnings = log.records().stream().map(r -> java.text.MessageFormat.format(r.getMessage(),
             r.getParameters())).toList();

@@ -71,7 +71,9 @@ class LocalClusterTest {
       assertFoldsMatch(cluster, folds);
       assertTrue(folds.get("a").changes().stream().anyMatch(ch -> ch.reason() == OwnershipChange.Reason.MERGE));
 
+      assertFalse(d.leftIdle(), "not left yet");
       d.close(); // gracefully: its listener hands everything on
+      assertTrue(d.leftIdle(), "its listeners had handled everything when it left");
       assertTrue(folds.get("d").holdsNothing(), "d's listener heard it leave");
       cluster.awaitSettled(WAIT);
       assertFoldsMatch(cluster, folds);
