@@ -201,8 +201,9 @@ public final class Ringmaster implements AutoCloseable {
    *                             for the first ring; its interrupt flag is set again);
    *                             the node is then closed (build a new one, with the same settings,
    *                             to try again). Its {@link RingmasterException#reason() reason()}
-   *                             tells these apart ({@code REFUSED}, {@code STACK},
-   *                             {@code START_TIMEOUT}, {@code CLOSED}, {@code INTERRUPTED}, ...).
+   *                             tells these apart ({@code REFUSED}, {@code ID_HELD},
+   *                             {@code STACK}, {@code START_TIMEOUT}, {@code CLOSED},
+   *                             {@code INTERRUPTED}, ...).
    *                             A start that fails once its first ring is installed
    *                             (a logger that throws on its INFO line, say) leaves as
    *                             {@link #close()} does: the listeners, told the first ring, are told
