@@ -319,7 +319,7 @@ public final class Ringmaster implements AutoCloseable {
     String port = config.bindPort().isPresent() && foundNoPort(e) ? " from bindPort " + config.bindPort().get()
         + " (and the ports of the stack's port_range after it" + (config.bindPort().get() < 1024
         ? "; ports below 1024 need the privilege to bind them)" : ")") : "";
-    Optional<Throwable> refused = causeOf(e, SecurityException.class);
+    Optional<Throwable> refused = causeOf(e, t -> t instanceof SecurityException);
     if (refused.isPresent()) {
       // The cluster turned the join down (AUTH: a wrong secret): JGroups' connect throws the
       // coordinator's reason as a SecurityException.
@@ -334,10 +334,10 @@ public final class Ringmaster implements AutoCloseable {
     return anyCause(e, t -> t instanceof BindException);
   }
 
-  /** The first of {@code e} and its causes that is a {@code type}. */
-  private static Optional<Throwable> causeOf(Throwable e, Class<? extends Throwable> type) {
+  /** The first of {@code e} and its causes that passes {@code test}. */
+  private static Optional<Throwable> causeOf(Throwable e, Predicate<Throwable> test) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (type.isInstance(t)) {
+      if (test.test(t)) {
         return Optional.of(t);
       }
     }
@@ -346,12 +346,7 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Whether {@code e} or one of its causes passes {@code test}. */
   private static boolean anyCause(Throwable e, Predicate<Throwable> test) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (test.test(t)) {
-        return true;
-      }
-    }
-    return false;
+    return causeOf(e, test).isPresent();
   }
 
   /**
