@@ -211,7 +211,8 @@ public final class Ringmaster implements AutoCloseable {
    *                             for the gossip timer, is thrown as it is, after the same leave)
    * @throws IllegalArgumentException if the JGroups stack refuses one of its settings (a keystore
    *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
-   *                                  message names it), or one of its protocols makes the node's
+   *                                  message names it; a value from a stack variable: the message
+   *                                  names the variables set), or one of its protocols makes the node's
    *                                  address (RELAY2's address tagging, RELAY3); the node is then
    *                                  closed
    * @throws IllegalStateException if {@code start()} was called before, or the node is closed
@@ -327,7 +328,7 @@ public final class Ringmaster implements AutoCloseable {
           + config.clusterName() + "\": its coordinator refused the join: " + refused.get().getMessage(), e);
     }
     return new RingmasterException(Reason.STACK, "node " + config.nodeId() + " cannot start its JGroups stack "
-        + config.jgroupsConfig() + address + port + ": " + e, e);
+        + config.jgroupsConfig() + address + port + ": " + e + Stacks.variablesSet(config.jgroupsConfig()), e);
   }
 
   private static boolean bindFailed(Throwable e) {

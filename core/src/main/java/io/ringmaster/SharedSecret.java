@@ -49,6 +49,20 @@ final class SharedSecret {
     }
   }
 
+  /**
+   * Where the system property or the environment variable gives a secret (the node's setting
+   * aside), as "system property ringmaster.secret"; never the secret.
+   */
+  static Optional<String> source() {
+    String property = System.getProperty(PROPERTY);
+    if (property != null && !property.isBlank()) {
+      return Optional.of("system property " + PROPERTY);
+    }
+    String variable = System.getenv(ENVIRONMENT);
+    return variable != null && !variable.isBlank() ? Optional.of("environment variable " + ENVIRONMENT)
+        : Optional.empty();
+  }
+
   private static Optional<String> fromEnvironment() {
     return Optional.ofNullable(System.getProperty(PROPERTY)).filter(s -> !s.isBlank())
         .or(() -> Optional.ofNullable(System.getenv(ENVIRONMENT)).filter(s -> !s.isBlank()));

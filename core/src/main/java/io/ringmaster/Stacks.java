@@ -7,7 +7,10 @@ import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.jgroups.JChannel;
+import org.jgroups.annotations.Property;
+import org.jgroups.conf.AttributeType;
 import org.jgroups.conf.ConfiguratorFactory;
 import org.jgroups.conf.ProtocolConfiguration;
 import org.jgroups.conf.ProtocolStackConfigurator;
@@ -97,6 +100,11 @@ final class Stacks {
    * a transport's {@code bind_addr}, an address other hosts can reach; for TCPPING's
    * {@code initial_hosts}, none). A stack whose own default is empty is left alone, and so are the
    * attributes whose value a node setting replaces (the three flags).
+   *
+   * <p>Fails too when such a variable gives a duration (an attribute JGroups declares as a time) as a
+   * bare number: JGroups would read {@code RINGMASTER_FD_TIMEOUT=15} as 15 ms, and the node would
+   * either fail when it starts, with a message naming neither the variable nor its value, or run
+   * with heartbeats a thousand times too often. The stack file's own defaults are not checked.
    */
   static void checkVariables(String jgroupsConfig, boolean initialHostsSet, boolean bindAddressSet,
                              boolean bindPortSet) {
@@ -118,10 +126,12 @@ final class Stacks {
           continue;
         }
         String substituted = Util.substituteVariable(raw);
-        if (substituted != null && !substituted.isEmpty()) {
-          continue; // JGroups keeps the attribute
+        if (substituted != null && !substituted.isEmpty()) { // JGroups keeps the attribute
+          checkDuration(jgroupsConfig, protocol, name, raw, substituted);
+          continue;
         }
-        List<String> empty = emptyVariables(raw);
+        List<String> empty = setVariables(raw).entrySet().stream().filter(v -> v.getValue().isEmpty())
+            .map(Map.Entry::getKey).toList();
         if (!empty.isEmpty()) {
           throw new IllegalArgumentException(String.join(" and ", empty) + " is set but empty (" + protocol + "."
               + name + " in jgroupsConfig " + jgroupsConfig + "): JGroups would drop the attribute and use its own"
@@ -131,9 +141,87 @@ final class Stacks {
     }
   }
 
-  /** The variables of an attribute's {@code ${...}} that JGroups reads as set to an empty value, as "system property x". */
-  private static List<String> emptyVariables(String attribute) {
-    List<String> empty = new java.util.ArrayList<>();
+  /**
+   * The stack's {@code ${...}} variables that are set here, as " (the stack's variables set here:
+   * system property ringmaster.merge.min=5s)", or "" if none is: JGroups' own message for a value
+   * it refuses while it starts the stack ("interval needs to be smaller than timeout") names
+   * neither. A variable whose name suggests a secret ("secret", "pass", "key", "token") is named
+   * without its value.
+   */
+  static String variablesSet(String jgroupsConfig) {
+    List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
+    if (protocols == null) {
+      return "";
+    }
+    java.util.Set<String> set = new java.util.LinkedHashSet<>();
+    for (ProtocolConfiguration p : protocols) {
+      for (String raw : p.getProperties().values()) {
+        if (raw != null && raw.contains("${")) {
+          setVariables(raw).forEach((source, value) -> set.add(
+              source.toLowerCase(java.util.Locale.ROOT).matches(".*(secret|pass|key|token).*") ? source
+                  : source + "=" + value));
+        }
+      }
+    }
+    return set.isEmpty() ? "" : " (the stack's variables set here: " + String.join(", ", set) + ")";
+  }
+
+  /**
+   * Fails naming the variable and its value when it gives {@code protocol.attribute}, a time, as a
+   * bare number ({@link #checkVariables}).
+   */
+  private static void checkDuration(String jgroupsConfig, String protocol, String attribute, String raw,
+                                    String substituted) {
+    if (!substituted.trim().matches("[0-9]+") || !isTime(protocol, attribute)) {
+      return;
+    }
+    for (Map.Entry<String, String> variable : setVariables(raw).entrySet()) {
+      if (variable.getValue().trim().matches("[0-9]+")) {
+        String n = variable.getValue().trim();
+        throw new IllegalArgumentException(variable.getKey() + " is \"" + variable.getValue() + "\" (" + protocol + "."
+            + attribute + " in jgroupsConfig " + jgroupsConfig + "), a duration without a unit, which JGroups"
+            + " would read as " + n + " ms: give the unit, as " + n + "s or " + n + "ms");
+      }
+    }
+  }
+
+  /**
+   * Whether JGroups declares {@code attribute} of the protocol named (short or qualified) a time
+   * ({@link AttributeType#TIME}), on a field or a setter of the protocol's class or its superclasses.
+   */
+  static boolean isTime(String protocolName, String attribute) {
+    Class<?> type;
+    try {
+      type = Util.loadProtocolClass(protocolName.trim(), Stacks.class);
+    } catch (Exception | LinkageError unknown) {
+      return false; // JGroups refuses the stack when the node starts, naming the protocol
+    }
+    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+      for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+        if (isTime(f.getAnnotation(Property.class), f.getName(), attribute)) {
+          return true;
+        }
+      }
+      for (java.lang.reflect.Method m : c.getDeclaredMethods()) {
+        if (isTime(m.getAnnotation(Property.class), Util.methodNameToAttributeName(m.getName()), attribute)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  private static boolean isTime(Property property, String implicitName, String attribute) {
+    return property != null && property.type() == AttributeType.TIME
+        && (property.name().isEmpty() ? implicitName : property.name()).equals(attribute);
+  }
+
+  /**
+   * The variables of an attribute's {@code ${...}} that JGroups reads, the first one set of each
+   * {@code ${...}}, as "system property x" or "environment variable X", with their values.
+   */
+  private static Map<String, String> setVariables(String attribute) {
+    Map<String, String> set = new java.util.LinkedHashMap<>();
     java.util.regex.Matcher m = VARIABLE.matcher(attribute);
     while (m.find()) {
       String spec = m.group(1);
@@ -150,14 +238,12 @@ final class Stacks {
           source = "environment variable " + var;
         }
         if (value != null) {
-          if (value.isEmpty()) {
-            empty.add(source);
-          }
+          set.put(source, value);
           break; // the first one set is the one JGroups reads
         }
       }
     }
-    return empty;
+    return set;
   }
 
   /**
@@ -211,14 +297,27 @@ final class Stacks {
   /**
    * Fails naming the setting when the stack needs a shared secret ({@link #usesSecret}) and none is
    * set: not the {@code secret} setting (the caller's case), nor the system property, nor the
-   * environment variable. Without this the node would fail only when it starts.
+   * environment variable. Without this the node would fail only when it starts. Warns, the other
+   * way round, when the system property or the environment variable gives a secret and the stack
+   * uses none: the node joins unauthenticated and sends in the clear, while whoever set it may
+   * believe otherwise (a warning, not a failure, since such a variable is often set for a whole
+   * host or image).
    */
   static void checkSecretAvailable(String jgroupsConfig) {
     List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
-    if (protocols != null && protocols.stream().anyMatch(Stacks::usesSecret) && !SharedSecret.available()) {
-      throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " needs a shared secret: set the"
-          + " \"secret\" setting, the system property " + SharedSecret.PROPERTY + " or the environment variable "
-          + SharedSecret.ENVIRONMENT);
+    if (protocols == null) {
+      return;
+    }
+    if (protocols.stream().anyMatch(Stacks::usesSecret)) {
+      if (!SharedSecret.available()) {
+        throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " needs a shared secret: set the"
+            + " \"secret\" setting, the system property " + SharedSecret.PROPERTY + " or the environment variable "
+            + SharedSecret.ENVIRONMENT);
+      }
+    } else {
+      SharedSecret.source().ifPresent(source -> LOG.log(Level.WARNING, "{0} is set, but jgroupsConfig {1} has no"
+          + " protocol that uses a secret, so this node joins without authentication and sends in the clear: use"
+          + " secure-tcp.xml, or unset it; its protocols: {2}", source, jgroupsConfig, names(protocols)));
     }
   }
 
@@ -311,10 +410,20 @@ final class Stacks {
       stack = ConfiguratorFactory.getStackConfigurator(in);
     }
     configureBeforeInit(stack.getProtocolStack(), config);
+    String hosts = initialHosts(stack.getProtocolStack());
     Channel channel;
     SharedSecret.forNextStack(config.secret());
     try {
       channel = new Channel(stack);
+    } catch (IllegalArgumentException refused) {
+      // A value JGroups refuses when it initializes the stack: its message names the attribute,
+      // not where the value came from.
+      String variables = variablesSet(config.jgroupsConfig());
+      if (variables.isEmpty()) {
+        throw refused;
+      }
+      throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused.getMessage()
+          + variables, refused);
     } finally {
       SharedSecret.forNextStack(java.util.Optional.empty());
     }
@@ -328,6 +437,7 @@ final class Stacks {
             + " does not support: it makes the address itself, carrying the node's id and ring parameters");
       }
       configure(channel, config);
+      warnIfOnlyLoopbackHosts(channel, config, hosts);
     } catch (Exception | Error e) {
       channel.close();
       throw e;
@@ -351,11 +461,76 @@ final class Stacks {
         p.getProperties().remove("initial_hosts_file"); // TCPPING would read the file instead
       }
     }
+    // TCPPING probes a host without [port] at the transport's port, read while it initializes.
+    config.bindPort().ifPresent(port -> protocols.get(0).getProperties().put("bind_port", Integer.toString(port)));
     if (config.bindAddress().isPresent()) {
       // The transport is the stack file's first protocol. An address, not the name: JGroups reads
       // some names as keywords (site_local, match-...), and keeps only one family's addresses.
       protocols.get(0).getProperties().put("bind_addr",
           InetAddress.getByName(config.bindAddress().get()).getHostAddress());
+    }
+  }
+
+  /** TCPPING's {@code initial_hosts} as JGroups reads them, or null: no TCPPING, or its hosts come from a file. */
+  private static String initialHosts(List<ProtocolConfiguration> protocols) {
+    for (ProtocolConfiguration p : protocols) {
+      if (isProtocol(p.getProtocolName(), "TCPPING") && p.getProperties().get("initial_hosts_file") == null) {
+        String hosts = p.getProperties().get("initial_hosts");
+        return hosts == null ? null : Util.substituteVariable(hosts);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Warns when the node is bound to an address other hosts can reach but TCPPING's hosts are all
+   * loopback addresses (a stack's {@code 127.0.0.1[7950]} left as it is while {@code bindAddress}
+   * was set): the node then finds only the members on its own host, so each host forms a cluster
+   * of its own, each owning every key. A node that lists only itself by its own address (the
+   * first of several, which the others list) is not warned about.
+   */
+  private static void warnIfOnlyLoopbackHosts(JChannel channel, RingmasterConfig config, String hosts) {
+    InetAddress bound = channel.getProtocolStack().getTransport().getBindAddress();
+    if (!onlyLoopbackHosts(bound, hosts)) {
+      return;
+    }
+    LOG.log(Level.WARNING, "{0}: stack {1} is bound to {2}, but TCPPING''s initial_hosts ({3}) are all on the loopback"
+        + " interface, so this node finds only the members on this host and each host forms a cluster of its own;"
+        + " set initialHosts (or ringmaster.initial_hosts, or RINGMASTER_INITIAL_HOSTS with secure-tcp.xml) to the"
+        + " members'' addresses", config.nodeId(), config.jgroupsConfig(), bound.getHostAddress(), hosts);
+  }
+
+  /**
+   * Whether a node bound to {@code bound} (null: the stack gives no address) would find only the
+   * members on its own host through TCPPING's {@code hosts} (null: no TCPPING, or a hosts file):
+   * it is bound to an address other hosts reach, and every host listed is a loopback address.
+   */
+  static boolean onlyLoopbackHosts(InetAddress bound, String hosts) {
+    if (hosts == null || hosts.isBlank() || bound == null || bound.isLoopbackAddress() || bound.isAnyLocalAddress()) {
+      return false;
+    }
+    for (String entry : hosts.split("[,\\s]+")) {
+      int open = entry.indexOf('[');
+      String host = (open >= 0 ? entry.substring(0, open) : entry).trim();
+      if (!host.isEmpty() && !isLoopback(host)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Whether a host of {@code initial_hosts} is a loopback address: {@code localhost}, or a literal; a name is not looked up. */
+  private static boolean isLoopback(String host) {
+    if (host.equalsIgnoreCase("localhost")) {
+      return true;
+    }
+    if (!host.matches("[0-9.]+|[0-9a-fA-F:]*:[0-9a-fA-F:.]*")) {
+      return false; // a name: not resolved here
+    }
+    try {
+      return InetAddress.getByName(host).isLoopbackAddress(); // a literal: no lookup
+    } catch (UnknownHostException malformed) {
+      return false;
     }
   }
 

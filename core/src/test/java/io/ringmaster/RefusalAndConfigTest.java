@@ -741,6 +741,124 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * A duration given by a stack variable without a unit: JGroups would read 15 as 15 ms, and the
+   * node would fail at start with "interval needs to be smaller than timeout", naming neither the
+   * variable nor its value (or, for the interval, send heartbeats every few milliseconds). Refused
+   * at build, naming both; with a unit it builds, and a bare number for an attribute that is not a
+   * time (a port) is left alone.
+   */
+  @Test
+  void builder_aDurationVariableWithoutAUnit_failsAtBuildNamingItAndTheValue() {
+    String stack = TestCluster.STACK;
+    withProperty("ringmaster.fd.timeout", "15", () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+      assertEquals("system property ringmaster.fd.timeout is \"15\" (FD_ALL3.timeout in jgroupsConfig " + stack
+          + "), a duration without a unit, which JGroups would read as 15 ms: give the unit, as 15s or 15ms",
+          e.getMessage());
+    });
+    withProperty("ringmaster.merge.max", " 4000", () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+      assertTrue(e.getMessage().startsWith("system property ringmaster.merge.max is \" 4000\" (MERGE3.max_interval"),
+          e.getMessage());
+    });
+    withProperty("ringmaster.fd.timeout", "15s", () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack)
+        .buildConfig());
+    // Values with their units that JGroups refuses only when it starts the stack (the shortest
+    // merge interval above the stack's longest; a heartbeat interval above the timeout): the
+    // failure names the variables set.
+    withProperty("ringmaster.merge.min", "5s", () -> {
+      try (Ringmaster node = Ringmaster.builder().nodeId("a").clusterName("merge-min-" + System.nanoTime())
+          .jgroupsConfig(stack).build()) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, node::start);
+        assertEquals("jgroupsConfig " + stack + ": min_interval (5000) has to be < max_interval (3000) (the stack's"
+            + " variables set here: system property ringmaster.merge.min=5s)", e.getMessage());
+      }
+    });
+    withProperty("ringmaster.fd.interval", "4s", () -> {
+      try (Ringmaster node = Ringmaster.builder().nodeId("a").clusterName("fd-interval-" + System.nanoTime())
+          .jgroupsConfig(stack).build()) {
+        Exception e = assertThrows(Exception.class, node::start);
+        assertTrue(e.getMessage().endsWith(" (the stack's variables set here: system property ringmaster.fd.interval=4s)"),
+            e.getMessage());
+      }
+    });
+    withProperty("ringmaster.bind_port", "7850", () -> Ringmaster.builder().nodeId("a")
+        .jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml").buildConfig());
+    assertTrue(Stacks.isTime("FD_ALL3", "interval") && Stacks.isTime("org.jgroups.protocols.VERIFY_SUSPECT2", "timeout")
+        && Stacks.isTime("pbcast.GMS", "join_timeout"), "times declared on fields, superclasses included");
+    assertFalse(Stacks.isTime("TCP", "bind_port") || Stacks.isTime("MERGE3", "max_participants_in_merge")
+        || Stacks.isTime("NO_SUCH_PROTOCOL", "timeout"), "not times");
+  }
+
+  /**
+   * A secret in the system property (or the environment variable) with a stack that uses none:
+   * the node would join unauthenticated and send in the clear, so the build warns, naming where
+   * the secret came from (never the secret) and the stack. A stack that uses it is not warned
+   * about.
+   */
+  @Test
+  void builder_aSecretPropertyForAStackThatUsesNone_warnsNamingTheProperty() {
+    try (NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING)) {
+      withProperty(SharedSecret.PROPERTY, "s3cret-from-the-host", () -> {
+        Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").buildConfig();
+        assertEquals(List.of(), log.records(), "a stack that uses the secret");
+        Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml").buildConfig();
+      });
+      assertEquals(1, log.records().size(), () -> log.records().toString());
+      java.util.logging.LogRecord warning = log.records().get(0);
+      assertTrue(warning.getMessage().startsWith("{0} is set, but jgroupsConfig {1} has no protocol that uses a secret,"
+          + " so this node joins without authentication and sends in the clear"), warning.getMessage());
+      assertEquals(List.of("system property ringmaster.secret", "ringmaster/jgroups/localhost-tcp.xml"),
+          List.of(warning.getParameters()).subList(0, 2));
+      assertFalse(List.of(warning.getParameters()).toString().contains("s3cret"), "never the secret");
+    }
+  }
+
+  /**
+   * A node bound to an address other hosts reach, whose TCPPING hosts are all loopback addresses
+   * (secure-tcp.xml's 127.0.0.1[7950] left as it is): it would find only the members on its own
+   * host, so each host would form a cluster of its own. A node that lists any other host, or only
+   * itself, or is bound to loopback or to every address, is not warned about.
+   */
+  @Test
+  void onlyLoopbackHosts_isABoundNodeWhoseHostsAreAllLoopback() throws Exception {
+    java.net.InetAddress lan = java.net.InetAddress.getByName("10.0.0.5");
+    assertTrue(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950]"));
+    assertTrue(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],localhost[7951] ::1[7952]"));
+    assertFalse(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],10.0.0.6[7950]"));
+    assertFalse(Stacks.onlyLoopbackHosts(lan, "10.0.0.5[7950]"), "the first node, which the others list");
+    assertFalse(Stacks.onlyLoopbackHosts(lan, "db-1[7950]"), "a name is not looked up");
+    assertFalse(Stacks.onlyLoopbackHosts(java.net.InetAddress.getByName("127.0.0.1"), "127.0.0.1[7950]"));
+    assertFalse(Stacks.onlyLoopbackHosts(java.net.InetAddress.getByName("0.0.0.0"), "127.0.0.1[7950]"));
+    assertFalse(Stacks.onlyLoopbackHosts(lan, null), "no TCPPING");
+    assertFalse(Stacks.onlyLoopbackHosts(null, "127.0.0.1[7950]"));
+  }
+
+  /**
+   * TCPPING probes a host given without a port at the transport's port, which it reads while the
+   * stack is initialized: the bindPort setting must be the transport's port by then, not only
+   * once the channel is built, or the host is probed at the stack file's port.
+   */
+  @Test
+  void bindPort_isThePortTcppingProbesAHostWithoutOne() {
+    withProperty("ringmaster.initial_hosts", "127.0.0.1", () -> {
+      RingmasterConfig config = Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
+          .bindPort(9000).buildConfig();
+      try (org.jgroups.JChannel channel = Stacks.create(config)) {
+        TCPPING ping = channel.getProtocolStack().findProtocol(TCPPING.class);
+        assertTrue(ping.getInitialHosts().stream().map(Object::toString).anyMatch(h -> h.endsWith(":9000")),
+            () -> ping.getInitialHosts().toString());
+        assertFalse(ping.getInitialHosts().stream().map(Object::toString).anyMatch(h -> h.endsWith(":7800")),
+            () -> ping.getInitialHosts().toString());
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    });
+  }
+
+  /**
    * Stacks a node can run on, but badly: without MERGE3 partitions never heal, without a failure
    * detector a crashed member keeps its keys, and the secret's AUTH without encryption sends
    * everything in clear. Each gets a WARNING when the node is built; the shipped stacks get none.

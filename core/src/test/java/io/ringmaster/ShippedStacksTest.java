@@ -63,4 +63,24 @@ class ShippedStacksTest {
       }
     }
   }
+
+  /**
+   * Every variable a shipped stack reads (each name in its {@code ${...}}) is documented in README.md
+   * or docs/operations.md, so that an operator can find every knob without reading the XML.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("shippedStacks")
+  void everyVariableOfAShippedStack_isDocumented(String file) throws IOException {
+    String docs = Files.readString(Path.of("..", "README.md")) + Files.readString(Path.of("..", "docs", "operations.md"));
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\$\\{([^}:]*)").matcher(Files.readString(SHIPPED.resolve(file)));
+    List<String> undocumented = new java.util.ArrayList<>();
+    while (m.find()) {
+      for (String name : m.group(1).split(",")) {
+        if (!docs.contains(name.trim())) {
+          undocumented.add(name.trim());
+        }
+      }
+    }
+    assertEquals(List.of(), undocumented, file);
+  }
 }
