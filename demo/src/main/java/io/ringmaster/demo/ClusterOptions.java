@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
@@ -29,9 +30,18 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    * not checked: JGroups reads it only for a protocol whose stack sets no address, and the
    * localhost stack sets one.)
    *
+   * An empty one is refused here too, as every peer would refuse it (exit status 2).
+   *
    * @throws UsageException naming the properties
    */
   static void checkForwarded(java.util.Properties properties) {
+    for (String name : List.of("ringmaster.initial_hosts", "ringmaster.bind_port", "ringmaster.bind_addr")) {
+      String value = properties.getProperty(name);
+      if (value != null && value.isBlank()) {
+        throw new UsageException("-D" + name + " is set but empty: every peer would refuse it; unset it, or give it a"
+            + " value");
+      }
+    }
     if (properties.getProperty("ringmaster.initial_hosts") != null) {
       return;
     }

@@ -107,7 +107,7 @@ final class TestingAids {
     }
     try {
       long n = Long.parseLong(value.strip());
-      if (Math.abs(n) <= MAX_OFFSET_MILLIS) {
+      if (n >= -MAX_OFFSET_MILLIS && n <= MAX_OFFSET_MILLIS) { // not Math.abs: it leaves Long.MIN_VALUE negative
         return n;
       }
     } catch (NumberFormatException notANumber) {

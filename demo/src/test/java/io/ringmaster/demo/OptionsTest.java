@@ -123,6 +123,14 @@ class OptionsTest {
     unmoved.setProperty("ringmaster.bind_addr", "127.0.0.1");
     unmoved.setProperty("ringmaster.bind_port", "7800");
     ClusterOptions.checkForwarded(unmoved);
+    // An empty one, which every peer would refuse, is refused here, not taken for a moved value.
+    for (String name : List.of("ringmaster.initial_hosts", "ringmaster.bind_port", "ringmaster.bind_addr")) {
+      java.util.Properties empty = new java.util.Properties();
+      empty.setProperty(name, "");
+      e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(empty), name);
+      assertEquals("-D" + name + " is set but empty: every peer would refuse it; unset it, or give it a value",
+          e.getMessage());
+    }
   }
 
   /**

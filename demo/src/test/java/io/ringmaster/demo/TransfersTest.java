@@ -187,7 +187,7 @@ class TransfersTest {
   void clockOffsetProperty_outsideADayOrNotANumber_isRefusedNamingPropertyAndValue() {
     keeping(TestingAids.CLOCK_OFFSET, () -> {
       assertEachRefused(TestingAids.CLOCK_OFFSET, "whole milliseconds within 86400000 either way",
-          List.of("soon", "86400001", "-86400001", "1.5"), TestingAids::clockOffset);
+          List.of("soon", "86400001", "-86400001", "1.5", Long.toString(Long.MIN_VALUE)), TestingAids::clockOffset);
       System.setProperty(TestingAids.CLOCK_OFFSET, "-60000");
       assertEquals(-60_000, TestingAids.clockOffset());
     });
