@@ -40,6 +40,12 @@ import org.jgroups.util.UUID;
  * the split, since its merge detection compares view ids only. A member the cluster refuses sends
  * no checksum (it is not in the ring it would vouch for); it asks instead
  * ({@link #TYPE_LISTED_QUERY}), and is told the same way, with no divergence reported.
+ *
+ * <p>Every one of these messages goes to one member: one sent to the whole cluster is dropped, so
+ * that a single forged multicast (on a stack without authentication, anyone on the network can
+ * send one in a member's name) cannot make every member rejoin, or report a divergence, at once.
+ * A member that answers a stranger's query logs it once per view and stranger, and has at most
+ * {@link #MAX_TELLS_QUEUED} answers waiting to be sent.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -85,6 +91,13 @@ final class Gossip {
   /** {@link #TYPE_LISTED_QUERY} messages sent (by this node, while refused) and received. */
   final AtomicLong queriesSent = new AtomicLong();
   final AtomicLong queriesReceived = new AtomicLong();
+  /** Messages of this class sent to the whole cluster, dropped unread. */
+  final AtomicLong multicastsDropped = new AtomicLong();
+  /** Answers "your view is not mine" queued at most, beyond which a stranger's query goes unanswered. */
+  static final int MAX_TELLS_QUEUED = 64;
+  private final java.util.concurrent.atomic.AtomicInteger tellsQueued = new java.util.concurrent.atomic.AtomicInteger();
+  /** The members told "not in view", by view: each is logged once a view (guarded by itself). */
+  private final OncePerView told = new OncePerView();
 
   /**
    * @param background  runs the replies to checksums from members this node's view does not list
@@ -269,6 +282,11 @@ final class Gossip {
     if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY) {
       return;
     }
+    if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
+      multicastsDropped.incrementAndGet();
+      LOG.log(Level.DEBUG, "{0}: dropped a gossip message sent to every member by {1}", localId, msg.getSrc());
+      return;
+    }
     try (DataInputStream in = new DataInputStream(
         new java.io.ByteArrayInputStream(payload, msg.getOffset() + 1, msg.getLength() - 1))) {
       long viewId = in.readLong();
@@ -375,9 +393,18 @@ final class Gossip {
    * (a send may block).
    */
   private void tellNotListed(Address member, View view) {
-    LOG.log(Level.WARNING, "{0}: {1} says it is in view {2}, which does not list it: one view id with two member"
-        + " lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
-        view.getViewId());
+    boolean first;
+    synchronized (told) { // JGroups threads, one per sender or batch
+      first = told.first(view.getViewId(), member);
+    }
+    LOG.log(first ? Level.WARNING : Level.DEBUG, "{0}: {1} says it is in view {2}, which does not list it: one view"
+        + " id with two member lists (a JGroups merge race); telling it to rejoin", localId,
+        ClusterNode.describe(member), view.getViewId());
+    if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
+      tellsQueued.decrementAndGet();
+      LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId, MAX_TELLS_QUEUED, member);
+      return;
+    }
     byte[] payload = encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator());
     try {
       background.execute(() -> {
@@ -385,10 +412,13 @@ final class Gossip {
           channel.send(control(member, payload));
         } catch (Exception e) {
           LOG.log(Level.DEBUG, "telling {0} it is not in view {1} failed: {2}", member, view.getViewId(), e);
+        } finally {
+          tellsQueued.decrementAndGet();
         }
       });
       notListedSent.incrementAndGet();
     } catch (RejectedExecutionException closing) {
+      tellsQueued.decrementAndGet();
       LOG.log(Level.DEBUG, "closing: {0} not told it is not in view {1}", member, view.getViewId());
     }
   }

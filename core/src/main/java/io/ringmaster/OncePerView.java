@@ -10,8 +10,11 @@ import java.util.Set;
  * thread-safe: its users call it one at a time.
  */
 final class OncePerView {
-  /** Reports remembered per view; past it, each new report counts as new without being remembered. */
-  static final int MAX_REMEMBERED = 256;
+  /**
+   * Reports remembered per view; past it, each new report counts as new without being remembered.
+   * A report a peer, so clusters of up to this many members keep the once-per-view promise.
+   */
+  static final int MAX_REMEMBERED = 4_096;
 
   private final Set<Object> seen = new HashSet<>();
   private Object view;

@@ -1253,6 +1253,11 @@ public final class Ringmaster implements AutoCloseable {
     return gossip == null ? 0 : gossip.notListedIgnored.get();
   }
 
+  /** Gossip messages sent to every member, dropped unread (for tests). */
+  long gossipMulticastsDropped() {
+    return gossip == null ? 0 : gossip.multicastsDropped.get();
+  }
+
   /** "Does your view list me?" messages sent while refused (for tests). */
   long listedQueriesSent() {
     return gossip == null ? 0 : gossip.queriesSent.get();

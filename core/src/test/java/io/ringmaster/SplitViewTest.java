@@ -230,6 +230,34 @@ class SplitViewTest {
   }
 
   /**
+   * Gossip messages go to one member each: one sent to the whole cluster, as a forger on a stack
+   * without authentication could send in a member's name, is dropped unread. Here a "not in view"
+   * for the very view b and c have, from a, which their view lists (so sent to b alone it would
+   * make b rejoin), and a checksum that disagrees with theirs: neither a rejoin nor a divergence.
+   */
+  @Test
+  void gossipSentToEveryMember_isDroppedUnread_noRejoinNoDivergence() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-multicast")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster c = cluster.start("c");
+      List<Ringmaster> nodes = List.of(a, b, c);
+      TestCluster.awaitAgreement(nodes, 3, WAIT);
+      View view = b.channel().getView();
+      a.channel().send(new BytesMessage(null, Gossip.encodeNotListed(view.getViewId().getId(), view.getCreator())));
+      a.channel().send(new BytesMessage(null, Gossip.encode(view.getViewId().getId(), view.getCreator(),
+          b.ring().checksum() + 1, "a")));
+      for (Ringmaster n : List.of(b, c)) {
+        await(n.localMember().id() + " drops both").atMost(WAIT).until(() -> n.gossipMulticastsDropped() == 2);
+        assertEquals(0, n.stats().rejoins(), n.localMember().id());
+        assertEquals(0, n.stats().divergences(), n.localMember().id());
+        assertEquals(0, n.notListedIgnored(), "dropped before it is read");
+        assertEquals(view, n.channel().getView());
+      }
+    }
+  }
+
+  /**
    * Installs one view id with two member lists, as the JGroups merge race does: {@code x} keeps
    * every member of its view, while {@code others} leave {@code x} out.
    */

@@ -1,0 +1,32 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link OncePerView}: a report repeated in one view counts once, for as many distinct reports as
+ * a cluster of {@link OncePerView#MAX_REMEMBERED} members gives (one a peer); a new view starts
+ * afresh; past the bound, a new report counts as new each time rather than being silenced.
+ */
+class OncePerViewTest {
+  @Test
+  void eachReportCountsOncePerView_upToTheBound_andANewViewStartsAfresh() {
+    OncePerView once = new OncePerView();
+    int bound = OncePerView.MAX_REMEMBERED;
+    for (int peer = 0; peer < bound; peer++) {
+      assertTrue(once.first(7L, "peer-" + peer), "peer-" + peer);
+    }
+    for (int peer = 0; peer < bound; peer++) {
+      assertFalse(once.first(7L, "peer-" + peer), "peer-" + peer + " again, in the same view");
+    }
+    assertTrue(once.first(7L, "one more"), "past the bound: new");
+    assertTrue(once.first(7L, "one more"), "past the bound: not remembered, so never silenced");
+    assertFalse(once.first(7L, "peer-" + (bound - 1)), "those remembered stay remembered");
+
+    assertTrue(once.first(8L, "peer-0"), "a new view starts afresh");
+    assertFalse(once.first(8L, "peer-0"));
+    assertTrue(once.first(7L, "peer-0"), "back to an older view: afresh too");
+  }
+}
