@@ -8,8 +8,10 @@ import java.util.function.LongSupplier;
 /**
  * Spaces out the WARN lines of a protocol that drops messages: the first drop from a sender is
  * logged, then at most one every {@link #INTERVAL_NANOS} per sender, and at most
- * {@link #MAX_LINES} lines in all in any such interval (a stranger can name a new sender in each
- * message); each line says how many drops went unlogged before it. A member sealing under another
+ * {@link #MAX_LINES} lines in all in each window of that length (a stranger can name a new sender
+ * in each message; a window starts at the first line after the last one ended, so two windows
+ * back to back can log twice as many lines within 10 s); each line says how many drops went
+ * unlogged before it, except those of a sender forgotten before its next line. A member sealing under another
  * key, or a stranger flooding the port, would otherwise write a line per message, on the JGroups
  * threads that receive them.
  */
@@ -29,14 +31,13 @@ final class DropLog {
       return size() > MAX_SENDERS;
     }
   };
-  private long intervalStart;
-  private int linesInInterval;
+  private final Window lines;
   /** Drops that were due a line but found the interval's lines spent, since the last line. */
   private long overLimit;
 
   DropLog(LongSupplier nanoClock) {
     this.nanoClock = nanoClock;
-    this.intervalStart = nanoClock.getAsLong();
+    this.lines = new Window(nanoClock, MAX_LINES);
   }
 
   /**
@@ -50,20 +51,46 @@ final class DropLog {
       s[1]++;
       return null;
     }
-    if (now - intervalStart >= INTERVAL_NANOS) {
-      intervalStart = now;
-      linesInInterval = 0;
-    }
-    if (linesInInterval >= MAX_LINES) {
+    if (!lines.tryTake()) {
       overLimit++;
       return null;
     }
-    linesInInterval++;
     long fromSender = s == null ? 0 : s[1];
     senders.put(sender, new long[] {now, 0});
     String suffix = suffix(fromSender, overLimit);
     overLimit = 0;
     return suffix;
+  }
+
+  /**
+   * At most {@code limit} takes in each window of {@link #INTERVAL_NANOS}, a window starting at the
+   * first take after the last one ended. Thread-safe.
+   */
+  static final class Window {
+    private final LongSupplier nanoClock;
+    private final int limit;
+    private long start;
+    private int taken;
+
+    Window(LongSupplier nanoClock, int limit) {
+      this.nanoClock = nanoClock;
+      this.limit = limit;
+      this.start = nanoClock.getAsLong();
+    }
+
+    /** Whether one more fits in the current window (and takes it). */
+    synchronized boolean tryTake() {
+      long now = nanoClock.getAsLong();
+      if (now - start >= INTERVAL_NANOS) {
+        start = now;
+        taken = 0;
+      }
+      if (taken >= limit) {
+        return false;
+      }
+      taken++;
+      return true;
+    }
   }
 
   private static String suffix(long fromSender, long overLimit) {

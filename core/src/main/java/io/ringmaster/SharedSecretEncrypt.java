@@ -115,6 +115,15 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private final SealedCopies copies = new SealedCopies(DEPARTED_KEPT);
   /** Spaces out the WARN lines of the drops: one per sender every 10 s, ten in all. */
   private final DropLog drops = new DropLog(System::nanoTime);
+  /**
+   * Join requests in clear handed up to be refused, at most {@link #MAX_CLEAR_JOINS} every 10 s:
+   * each costs AUTH a WARN line (or an ERROR with a stack trace for one without a proof) and a
+   * refusal sent to an address the sender chose, for which the transport keeps a sender thread. A
+   * joiner with another secret asks again every join attempt, so under a flood it may go
+   * unanswered and time out rather than be told why.
+   */
+  static final int MAX_CLEAR_JOINS = 10;
+  private final DropLog.Window clearJoins = new DropLog.Window(System::nanoTime, MAX_CLEAR_JOINS);
   /** The stack's AUTH, which checks join proofs; null if it has none. */
   private volatile AUTH auth;
   /** The stack's UNICAST3, which would keep each refusal to send again; null if it has none. */
@@ -356,7 +365,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   public Object up(Message msg) {
     if (passesInPlain(msg)) {
-      return admittedBySealedCopy(msg) ? null : up_prot.up(msg);
+      return admittedBySealedCopy(msg) || overClearJoinLimit(msg) ? null : up_prot.up(msg);
     }
     Message opened = open(msg);
     return opened == null ? null : up_prot.up(opened);
@@ -377,7 +386,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     boolean oob = batch.mode() == MessageBatch.Mode.OOB;
     for (Message msg : batch) {
       if (passesInPlain(msg)) {
-        if (!admittedBySealedCopy(msg)) {
+        if (!admittedBySealedCopy(msg) && !overClearJoinLimit(msg)) {
           apart.add(msg);
         }
         continue;
@@ -534,6 +543,16 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
           msg.getSrc(), checker == null ? "(no AUTH in the stack)" : "whose proof checks");
     }
     return left;
+  }
+
+  /** Whether a join request in clear, to be refused, is dropped: past {@link #MAX_CLEAR_JOINS} in 10 s. */
+  private boolean overClearJoinLimit(Message msg) {
+    if (!isBareJoin(msg) || clearJoins.tryTake()) {
+      return false;
+    }
+    dropped(msg.getSrc(), "%s: dropped a join request in clear from %s unanswered: more than %d in 10 s", local_addr,
+        msg.getSrc(), MAX_CLEAR_JOINS);
+    return true;
   }
 
   /** Whether the message carries no headers but those a clear join request is sent with, and the transport's. */

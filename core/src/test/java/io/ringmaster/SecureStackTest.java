@@ -359,6 +359,34 @@ class SecureStackTest {
     }
   }
 
+  /**
+   * A stranger flooding a member with join requests in clear, each from a new address (each would
+   * cost AUTH a log line and a refusal to an address the stranger chose): at most
+   * {@link SharedSecretEncrypt#MAX_CLEAR_JOINS} go up to be refused every 10 s, the rest are
+   * dropped unanswered (and logged as drops are, DropLogTest).
+   */
+  @Test
+  void joinRequestsInClear_pastTheLimitIn10Seconds_areDroppedUnanswered() throws Exception {
+    try (TestCluster cluster = new TestCluster("secure-join-flood")) {
+      Ringmaster a = cluster.start(cluster.builder("alpha-5Jf3").jgroupsConfig(STACK).bindPort(7956)
+          .initialHosts("127.0.0.1[7956]").secret("s3cret-flood"));
+      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, p -> false);
+      SharedSecretEncrypt encryption = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      SharedSecretAuthToken noProof = new SharedSecretAuthToken();
+      noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
+      int sent = 3 * SharedSecretEncrypt.MAX_CLEAR_JOINS;
+      for (int i = 0; i < sent; i++) { // straight into a's encryption, as if from its transport
+        Address stranger = UUID.randomUUID();
+        encryption.up(new EmptyMessage(a.channel().getAddress()).setSrc(stranger)
+            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
+            .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
+      }
+      assertEquals(SharedSecretEncrypt.MAX_CLEAR_JOINS, aAbove.passedUp.stream()
+          .filter(m -> m.headers().contains("JOIN_REQ")).count(), "went up to AUTH, to be refused");
+    }
+  }
+
   @Test
   void joinProof_isGoodForTheJoinersOwnAddressOnly() throws Exception {
     Address joiner = UUID.randomUUID();
