@@ -44,6 +44,7 @@ final class ClusterStatus {
     TreeSet<String> rings = new TreeSet<>();
     long[] keys = new long[2];
     int answered = 0;
+    List<String> outOfRing = new ArrayList<>();
     for (PeerProcess p : peers) {
       String[] why = {"no answer"};
       Optional<JsonNode> s = get(p.url() + "/stats", why);
@@ -53,8 +54,14 @@ final class ClusterStatus {
       }
       answered++;
       rings.add(row(p.id(), p.url(), s.get(), keys));
+      if (!s.get().path("inRing").asBoolean()) {
+        outOfRing.add(p.id());
+      }
     }
-    if (rings.size() == 1 && answered == peers.size()) {
+    if (!outOfRing.isEmpty()) {
+      out.println("ring: not in the ring: " + String.join(", ", outOfRing) + " (refused: another peer holds its id,"
+          + " or it runs other ring settings; see its log)");
+    } else if (rings.size() == 1 && answered == peers.size()) {
       Map<String, String> others = new TreeMap<>(ringEndpoints(peers.get(0)).orElse(Map.of()));
       peers.forEach(p -> others.remove(p.id()));
       List<String> notes = new ArrayList<>();

@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
+import io.ringmaster.ring.HashRing;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -269,14 +270,22 @@ final class HttpApi implements HttpHandler {
         throw new HttpError(400, "limit must be in 0.." + MAX_KEYS_LISTED + ": " + q.get("limit"));
       }
     }
-    long view = viewId.getAsLong();
-    Listed listed = listKeys(store.all(), key -> role.equals("all") || role.equals(roleHere(key)), limit,
+    // One ring for every key of the reply, and the view it is of: a view installed while the keys
+    // are listed would otherwise label some by the ring before and some by the ring after.
+    long view;
+    HashRing ring;
+    do {
+      view = viewId.getAsLong();
+      ring = routing.ring();
+    } while (viewId.getAsLong() != view);
+    HashRing listedRing = ring;
+    Listed listed = listKeys(store.all(), key -> role.equals("all") || role.equals(roleHere(listedRing, key)), limit,
         MAX_KEYS_LISTED_BYTES);
     send(ex, 200, new Keys(routing.self(), view, role, listed.keys().size(), listed.truncated(), listed.keys()));
   }
 
-  private String roleHere(String key) {
-    int index = routing.indexOfSelf(routing.owners(key));
+  private String roleHere(HashRing ring, String key) {
+    int index = routing.indexOfSelf(routing.owners(ring, key));
     return index == 0 ? "primary" : index > 0 ? "backup" : "stray";
   }
 

@@ -258,6 +258,10 @@ final class KvService {
         storedHere = false;
         lastError = why;
       } else if (stored.containsAll(missing)) {
+        if (stopped) {
+          // Every owner of the ring of this round stored it: the stop changes nothing for this write.
+          return new Written(e.key(), owners, e.version());
+        }
         if (System.nanoTime() <= deadline) {
           continue; // check the owners again: the ring may have changed meanwhile
         }
@@ -470,9 +474,10 @@ final class KvService {
         (ready.test(owner) ? asked : joining).add(owner);
       }
     }
-    if (routing.isLeaving() && routing.inRing() && !asked.contains(routing.self())) {
+    boolean leavingSelf = routing.isLeaving() && routing.inRing() && !asked.contains(routing.self());
+    if (leavingSelf) {
       // A leaving peer owns nothing, but until its hand-off has reached the owners its copy may be
-      // the only one, or the newest: it counts as one more answer.
+      // the only one, or the newest: it counts as one more answer, if it holds a copy.
       asked.add(0, routing.self());
     }
     int serving = asked.size();
@@ -493,7 +498,12 @@ final class KvService {
     }));
     try {
       awaitAnswers(serving > 0 ? calls.subList(0, serving) : calls, firstCopy, deadline);
-      if (serving > 0 && serving < calls.size() && calls.subList(0, serving).stream().noneMatch(KvService::answered)) {
+      // The leaving peer's own "none" is no owner's answer: it holds only what it has not handed off.
+      boolean ownerAnswered = false;
+      for (int i = 0; i < serving; i++) {
+        ownerAnswered |= answered(calls.get(i)) && (i > 0 || !leavingSelf || calls.get(i).join().isPresent());
+      }
+      if (serving < calls.size() && !ownerAnswered) {
         awaitAnswers(calls, firstCopy, deadline); // no serving owner answered: the new ones, then
       }
     } catch (InterruptedException interrupted) {

@@ -57,6 +57,34 @@ class LeavingReadTest {
     assertEquals(0, b.store().size(), "what b handed off is not counted as held");
   }
 
+  /**
+   * A read through a peer that is leaving, of a key it never held, while every owner of the key
+   * has just joined (no status report from any yet): the leaving peer's own "none" comes at once,
+   * and must not stand for the owners' answers, which hold the key (and here come 200 ms later).
+   */
+  @Test
+  void readThroughALeavingPeer_whenEveryOwnerIsNew_waitsForTheOwners() throws Exception {
+    String cluster = InJvmPeer.clusterName("leaving-read-new-owners");
+    TestingAids aids = TestingAids.fromSystemProperties();
+    for (String id : List.of("a", "b", "c")) {
+      peers.add(InJvmPeer.start(cluster, id, aids, builder -> builder.replicas(2), KvService.WriteTimeouts.DEFAULT,
+          kv -> kv::handleWrite, key -> List.of(), owner -> false));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    assertEquals(Set.of("a", "b"), Set.copyOf(a.kv().put(key, "v1").owners()));
+    assertTrue(c.store().get(key).isEmpty(), "c never held it");
+
+    for (InJvmPeer owner : List.of(a, peers.get(1))) {
+      owner.rpc().handleQuickly(Wire.OP_GET, in -> owner.kv().handleGet(in).thenApplyAsync(reply -> reply,
+          java.util.concurrent.CompletableFuture.delayedExecutor(200, java.util.concurrent.TimeUnit.MILLISECONDS)));
+    }
+    c.routing().startLeaving();
+    assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through the leaving c");
+  }
+
   private static Optional<String> value(KvService.Read read) {
     return read.entry().filter(e -> !e.deleted()).map(Entry::value);
   }

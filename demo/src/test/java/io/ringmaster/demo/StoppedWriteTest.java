@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A write still going round its loop when its peer has left ends with 503 "the peer is stopping"
  * at its next round, instead of calling owners it can no longer reach until its 10 s deadline
- * (which held up the peer's stop, and then had its connection cut).
+ * (which held up the peer's stop, and then had its connection cut); but one that every owner
+ * stored in the round under way when the peer stopped is written.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class StoppedWriteTest {
@@ -49,5 +50,23 @@ class StoppedWriteTest {
     KvService.Unavailable unavailable = org.junit.jupiter.api.Assertions.assertInstanceOf(
         KvService.Unavailable.class, failed.getCause());
     assertEquals("the peer is stopping", unavailable.getMessage());
+  }
+
+  @Test
+  void aWriteEveryOwnerStored_whileThePeerStopped_isWritten() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-stored");
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
+    peers.add(a);
+    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), settings -> settings.replicas(2));
+    peers.add(b);
+    InJvmPeer.awaitOneRing(peers);
+    // b stores the write, then a stops, then b says it stored it.
+    b.rpc().handleQuickly(Wire.OP_WRITE, in -> b.kv().handleWrite(in).thenApply(reply -> {
+      a.kv().stopped();
+      return reply;
+    }));
+    KvService.Written written = a.kv().put("k", "v");
+    assertEquals(List.of("a", "b"), written.owners().stream().sorted().toList());
+    assertTrue(b.store().get("k").isPresent(), "b holds it");
   }
 }
