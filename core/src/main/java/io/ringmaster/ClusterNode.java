@@ -72,6 +72,14 @@ final class ClusterNode {
   /** At most this many announced rings are kept for views not installed yet. */
   private static final int MAX_RINGS_BEFORE = 16;
 
+  /**
+   * Tokens at most in an account of the ring before a join that is built into a ring (about 54 MB),
+   * unless the view's own ring has more than a quarter of that: the rest are ignored. A ring before
+   * has the view's members that were in it and those that left with the join, so a cluster of up
+   * to 4,000 members at 1,024 tokens each, collapsing to a few, stays within it.
+   */
+  static final long MAX_TOKENS_BEFORE = 1L << 22;
+
   /** At most this many answers are kept for one view: the {@value #RING_BEFORE_SENDERS} senders', and one to spare. */
   private static final int MAX_ANSWERS_PER_VIEW = RING_BEFORE_SENDERS + 1;
 
@@ -504,7 +512,9 @@ final class ClusterNode {
    * one of them to say which members it had ({@link #tellNewcomers}); the wait ends as soon as the
    * first answer from another member of the view that makes a ring is here, usually within
    * milliseconds (an answer from an address outside the view is not taken: a buggy or foreign
-   * sender's list, as large as a message can make it, would otherwise be built into a ring).
+   * sender's list, as large as a message can make it, would otherwise be built into a ring; nor
+   * one whose members have more tokens than {@link #MAX_TOKENS_BEFORE} and four times this view's
+   * ring, which no ring before it could have).
    * Without one (the senders crashed, or none is a Ringmaster node), the ring of this view without
    * this node stands in: then the sources of a range may name a member that joined with it and
    * holds none of the data.
@@ -523,6 +533,20 @@ final class ClusterNode {
           RingBefore ignored = told;
           logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2},"
               + " not another member of that view", local.id(), view.getViewId(), ignored.source()));
+          continue;
+        }
+        long tokens = 0;
+        for (Member m : told.members()) {
+          tokens += Member.tokenCount(ring.virtualNodes(), Math.max(0, m.weight())); // NaN: 0, refused below
+        }
+        if (tokens > Math.max(MAX_TOKENS_BEFORE, 4L * ring.tokenCount())) {
+          // A ring the sender could not have had (one a member made up, say): building it could
+          // take gigabytes, and fail this node's start.
+          RingBefore big = told;
+          long named = tokens;
+          logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2}: its"
+              + " members have {3} tokens, more than {4} and four times this view''s ring", local.id(),
+              view.getViewId(), big.source(), named, MAX_TOKENS_BEFORE));
           continue;
         }
         try {

@@ -76,6 +76,32 @@ class RingBeforeJoinTest {
     }
   }
 
+  /**
+   * An account from a member of the view whose members would make a ring of more tokens than any
+   * ring before this view could have had (a member that made it up): ignored with a WARNING, not
+   * built (gigabytes, for a message of a few hundred bytes), and a member's true account counts.
+   */
+  @Test
+  void newcomer_anAccountWithFarMoreTokensThanARingBeforeCouldHave_isIgnored() throws Exception {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    double heavy = (double) (ClusterNode.MAX_TOKENS_BEFORE / 2) / 64; // 2^21 tokens each, at 64 a unit of weight
+    List<Member> madeUp = new ArrayList<>(List.of(A.member()));
+    for (int i = 0; i < 3; i++) {
+      madeUp.add(new Member("made-up-" + i, heavy, ""));
+    }
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("ignored an account of the ring before"));
+         FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(5, (UUID) a, madeUp, c);
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a);
+      node.install(View.create(a, 5, a, c, b)); // c joins with b
+      assertEquals(ring(A).checksum(), node.ownership.get(0).previousRing().checksum());
+      assertEquals(1, log.records().size());
+      assertEquals(3 * (ClusterNode.MAX_TOKENS_BEFORE / 2) + 64, log.records().get(0).getParameters()[3]);
+    }
+  }
+
   @Test
   void newcomer_answerForAnotherView_isIgnored_andTheRingWithoutItStandsInAfterTheWait() throws Exception {
     Address a = A.newAddress();
