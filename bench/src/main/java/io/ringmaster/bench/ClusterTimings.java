@@ -91,11 +91,13 @@ public final class ClusterTimings {
     List<Long> leaves = new ArrayList<>();
     for (int run = 0; run < runs; run++) {
       String cluster = "timings-" + ProcessHandle.current().pid() + "-" + run;
-      List<Child> children = new ArrayList<>();
+      List<Child> children = new ArrayList<>(); // the members of the cluster now
+      List<Child> started = new ArrayList<>(); // every process of the run
       try {
         for (int i = 0; i < size; i++) {
           Child c = new Child(cluster, "node-" + i);
           children.add(c);
+          started.add(c);
           long connecting = c.await("CONNECTING", -1, 0, 30_000);
           long all = 0;
           for (Child m : children) {
@@ -105,7 +107,7 @@ public final class ClusterTimings {
             joins.add(all - connecting);
           }
         }
-        // kill -9 of a non-coordinator member
+        // kill -9 of a non-coordinator member (kept in "started", which the end of the run stops and waits for)
         Child victim = children.remove(1);
         int[] marks = children.stream().mapToInt(Child::mark).toArray();
         long killedAt = System.currentTimeMillis();
@@ -128,10 +130,10 @@ public final class ClusterTimings {
         System.out.printf("run %d: join %d ms, kill -9 %d ms, leave %d ms%n", run, joins.get(run), kills.get(run),
             leaves.get(run));
       } finally {
-        for (Child c : children) {
+        for (Child c : started) { // the killed and the leaving one too: a leaver stuck in close() would keep its port
           c.process.destroyForcibly();
         }
-        for (Child c : children) {
+        for (Child c : started) {
           c.process.waitFor(10, TimeUnit.SECONDS);
         }
       }

@@ -20,7 +20,9 @@ import org.jgroups.View;
  * Many nodes in one JVM on {@code in-jvm.xml}: (1) how long 100 members take to converge on one
  * ring checksum when they all start at once; (2) for clusters of 16 and 100 members, the time from
  * a view reaching a node (its JGroups receiver) to the node's ownership listener being called with
- * the new ring, over several joins.
+ * the new ring, over several joins. A node that rejoins (its new channel has no timing receiver)
+ * drops out of the second figure. Each wait for agreement gives up after {@link #WAIT_NANOS}; the
+ * nodes and threads started are closed whatever happens, and the exit status is 1 on a failure.
  *
  * <pre>{@code java -Xmx2g -Djava.net.preferIPv4Stack=true -Dringmaster.fd.timeout=30s -Dringmaster.fd.interval=5s \
  *   -Dringmaster.merge.min=5s -Dringmaster.merge.max=15s \
@@ -33,15 +35,36 @@ public final class InJvmClusterBench {
   private static final java.util.logging.Logger JGROUPS = java.util.logging.Logger.getLogger("org.jgroups");
   private static final java.util.logging.Logger RINGMASTER = java.util.logging.Logger.getLogger("io.ringmaster");
 
+  /** How long one wait for agreement lasts at most: two minutes. */
+  private static final long WAIT_NANOS = TimeUnit.MINUTES.toNanos(2);
+
   public static void main(String[] args) throws Exception {
     // A hundred nodes joining and leaving at once make JGroups and the nodes log one line each
     // (thread pools growing, "joined" lines, coordinators leaving): keep the report readable.
     JGROUPS.setLevel(java.util.logging.Level.SEVERE);
     RINGMASTER.setLevel(java.util.logging.Level.WARNING);
-    convergence(100);
-    viewLatency(16, 5);
-    viewLatency(100, 5);
-    System.exit(0);
+    int status = 0;
+    try {
+      convergence(100);
+      viewLatency(16, 5);
+      viewLatency(100, 5);
+    } catch (Exception | Error e) {
+      e.printStackTrace();
+      status = 1;
+    }
+    System.exit(status); // the JGroups threads of the in-JVM transport would keep the JVM up
+  }
+
+  /** Waits until the nodes agree on a ring of {@code size} members, or fails saying so after {@link #WAIT_NANOS}. */
+  private static void awaitAgreement(List<Ringmaster> nodes, int size) throws InterruptedException {
+    long deadline = System.nanoTime() + WAIT_NANOS;
+    while (!agree(nodes, size)) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new IllegalStateException("the nodes did not agree on a ring of " + size + " members within "
+            + TimeUnit.NANOSECONDS.toSeconds(WAIT_NANOS) + " s");
+      }
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
   }
 
   private static Ringmaster.Builder node(String cluster, String id) {
@@ -54,20 +77,31 @@ public final class InJvmClusterBench {
     ExecutorService pool = Executors.newFixedThreadPool(8);
     List<Ringmaster> nodes = Collections.synchronizedList(new ArrayList<>());
     long start = System.nanoTime();
+    try {
+      startAll(pool, nodes, cluster, size);
+      awaitAgreement(nodes, size);
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      System.out.printf("%d members started at once converged on one checksum in %d ms%n", size, ms);
+    } finally {
+      closeAll(nodes, pool);
+    }
+  }
+
+  /** Starts nodes n0 ... n(count - 1) on the pool, all at once; each node started is in {@code nodes}. */
+  private static void startAll(ExecutorService pool, List<Ringmaster> nodes, String cluster, int count)
+      throws Exception {
     List<Future<?>> starting = new ArrayList<>();
-    for (int i = 0; i < size; i++) {
+    for (int i = 0; i < count; i++) {
       String id = "n" + i;
-      starting.add(pool.submit(() -> nodes.add(node(cluster, id).build().start())));
+      starting.add(pool.submit(() -> {
+        Ringmaster node = node(cluster, id).build();
+        nodes.add(node); // closed with the others, should its start fail
+        return node.start();
+      }));
     }
     for (Future<?> f : starting) {
       f.get();
     }
-    while (!agree(nodes, size)) {
-      TimeUnit.MILLISECONDS.sleep(5);
-    }
-    long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-    System.out.printf("%d members started at once converged on one checksum in %d ms%n", size, ms);
-    closeAll(nodes, pool);
   }
 
   private static boolean agree(List<Ringmaster> nodes, int size) {
@@ -90,17 +124,17 @@ public final class InJvmClusterBench {
     List<Ringmaster> nodes = Collections.synchronizedList(new ArrayList<>());
     Map<String, Long> arrived = new ConcurrentHashMap<>(); // node + viewId -> nanoTime at the receiver
     List<Long> latencies = Collections.synchronizedList(new ArrayList<>());
-    List<Future<?>> starting = new ArrayList<>();
-    for (int i = 0; i < size - 1; i++) {
-      String id = "n" + i;
-      starting.add(pool.submit(() -> nodes.add(node(cluster, id).build().start())));
+    try {
+      startAll(pool, nodes, cluster, size - 1);
+      awaitAgreement(nodes, size - 1);
+      timeJoins(nodes, cluster, size, joins, arrived, latencies);
+    } finally {
+      closeAll(nodes, pool);
     }
-    for (Future<?> f : starting) {
-      f.get();
-    }
-    while (!agree(nodes, size - 1)) {
-      TimeUnit.MILLISECONDS.sleep(5);
-    }
+  }
+
+  private static void timeJoins(List<Ringmaster> nodes, String cluster, int size, int joins, Map<String, Long> arrived,
+                                List<Long> latencies) throws Exception {
     for (Ringmaster n : nodes) {
       String id = n.localMember().id();
       Receiver inner = n.channel().getReceiver();
@@ -125,35 +159,41 @@ public final class InJvmClusterBench {
     }
     int members = size - 1;
     for (int j = 0; j < joins; j++) {
-      Ringmaster joiner = node(cluster, "joiner-" + j).build().start();
-      nodes.add(joiner);
+      Ringmaster joiner = node(cluster, "joiner-" + j).build();
+      nodes.add(joiner); // closed with the others, should its start fail
+      joiner.start();
       members++;
-      while (!agree(nodes, members)) {
-        TimeUnit.MILLISECONDS.sleep(5);
-      }
+      awaitAgreement(nodes, members);
       Ringmaster leaver = nodes.remove(nodes.size() - 1);
       leaver.close();
       members--;
-      while (!agree(nodes, members)) {
-        TimeUnit.MILLISECONDS.sleep(5);
-      }
+      awaitAgreement(nodes, members);
     }
     TimeUnit.MILLISECONDS.sleep(200);
     List<Long> v = new ArrayList<>(latencies);
     Collections.sort(v);
+    if (v.isEmpty()) {
+      throw new IllegalStateException(size + " members: no ownership callback was timed");
+    }
     System.out.printf("%d members: view at receiver -> ownership listener called: min %.2f / median %.2f / p99 %.2f / max %.2f ms over %d callbacks%n",
         size, v.get(0) / 1e6, v.get(v.size() / 2) / 1e6, v.get((int) (v.size() * 0.99)) / 1e6, v.get(v.size() - 1) / 1e6,
         v.size());
-    closeAll(nodes, pool);
   }
 
-  private static void closeAll(List<Ringmaster> nodes, ExecutorService pool) throws Exception {
+  /** Closes every node (a node that fails to close does not keep the others open), then the pool. */
+  private static void closeAll(List<Ringmaster> nodes, ExecutorService pool) throws InterruptedException {
     List<Future<?>> closing = new ArrayList<>();
-    for (Ringmaster n : new ArrayList<>(nodes)) {
-      closing.add(pool.submit(n::close));
+    synchronized (nodes) {
+      for (Ringmaster n : nodes) {
+        closing.add(pool.submit(n::close));
+      }
     }
     for (Future<?> f : closing) {
-      f.get();
+      try {
+        f.get();
+      } catch (java.util.concurrent.ExecutionException e) {
+        e.getCause().printStackTrace();
+      }
     }
     pool.shutdown();
   }
