@@ -414,6 +414,13 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    */
   private Message open(Message msg) {
     EncryptHeader header = msg.getHeader(this.id);
+    if (header == null && isBareJoin(msg) && onlyJoinHeaders(msg)
+        && Objects.equals(gmsHeader(msg).getMember(), msg.getSrc())) {
+      // The clear copy of a join request from a member already admitted (it asked again before the
+      // answer reached it): its sealed copy is the one that counts.
+      log.debug("%s: dropped the clear copy of a join request from %s, a member already", local_addr, msg.getSrc());
+      return null;
+    }
     if (header == null) {
       dropped(msg.getSrc(), "%s: dropped a message from %s without an encryption header", local_addr, msg.getSrc());
       return null;

@@ -238,11 +238,41 @@ class SecureStackTest {
           .until(() -> !unicastOfA.hasSendConnectionTo(stranger));
 
       // A member's own join request (as when it repeats one the coordinator has already answered by
-      // adding it) goes out sealed as well as in clear: the sealed copy gets through.
-      bAbove.sendDown(new EmptyMessage(toA).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
-          .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
-      await("b's join request, past a's encryption").atMost(WAIT).until(() -> aAbove.passedUp.stream()
-          .anyMatch(m -> m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
+      // adding it) goes out sealed as well as in clear: the sealed copy gets through, and the clear
+      // one is dropped as such, at DEBUG (it comes with every such repeat), not as a message
+      // without a seal, which is a WARN.
+      java.util.logging.Logger encryptionLog = java.util.logging.Logger.getLogger(SharedSecretEncrypt.class.getName());
+      java.util.logging.Level levelBefore = encryptionLog.getLevel();
+      List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+      java.util.logging.Handler warnings = new java.util.logging.Handler() {
+        @Override
+        public void publish(java.util.logging.LogRecord r) {
+          logged.add(r.getLevel() + " " + r.getMessage());
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+      };
+      encryptionLog.addHandler(warnings);
+      encryptionLog.setLevel(java.util.logging.Level.ALL);
+      try {
+        bAbove.sendDown(new EmptyMessage(toA).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
+            .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
+        await("b's join request, past a's encryption").atMost(WAIT).until(() -> aAbove.passedUp.stream()
+            .anyMatch(m -> m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
+        await("its clear copy, through a's encryption").atMost(WAIT).until(() -> aBelow.passedUp.stream()
+            .anyMatch(m -> m.sealed() == null && m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
+        assertEquals(List.of("FINE " + toA + ": dropped the clear copy of a join request from " + b0
+            + ", a member already"), logged.stream().filter(w -> w.contains(" from " + b0)).toList());
+      } finally {
+        encryptionLog.removeHandler(warnings);
+        encryptionLog.setLevel(levelBefore);
+      }
 
       // What b sends in clear (a join request, a refusal) leaves with only the membership and AUTH
       // headers, as receivers take it: without UNICAST3's, nor any other protocol's. Sent to an
