@@ -266,10 +266,14 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       dropped(msg.getSrc(), "%s: dropped a message from %s sealed for %s", local_addr, opened.getSrc(), opened.getDest());
       return null;
     }
-    if (opened.getSrc() == null
-        || !copies.admit(opened.getSrc(), opened.getDest() == null, opened.isFlagSet(Message.Flag.OOB), seal)) {
-      dropped(msg.getSrc(), "%s: dropped a copy of a message from %s (seal number %d), sent again", local_addr,
-          opened.getSrc(), seal);
+    if (opened.getSrc() == null) {
+      dropped(msg.getSrc(), "%s: dropped a sealed message from %s that names no sender", local_addr, msg.getSrc());
+      return null;
+    }
+    if (!copies.admit(opened.getSrc(), opened.getDest() == null, opened.isFlagSet(Message.Flag.OOB), seal)) {
+      // A copy of one taken, or one too far below the numbers taken to tell (SealedCopies#admit).
+      dropped(msg.getSrc(), "%s: dropped a message from %s (seal number %d): a copy of one taken, sent again, or"
+          + " older than the seal numbers it keeps", local_addr, opened.getSrc(), seal);
       return null;
     }
     return opened;
