@@ -44,8 +44,8 @@ import org.jgroups.util.UUID;
  * <p>Every one of these messages goes to one member: one sent to the whole cluster is dropped, so
  * that a single forged multicast (on a stack without authentication, anyone on the network can
  * send one in a member's name) cannot make every member rejoin, or report a divergence, at once.
- * A member that answers a stranger's query logs it once per view and stranger, and has at most
- * {@link #MAX_TELLS_QUEUED} answers waiting to be sent.
+ * A member that answers a stranger's query logs it once per view and stranger (ten such lines at
+ * most every 10 s), and has at most {@link #MAX_TELLS_QUEUED} answers waiting to be sent.
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -98,6 +98,8 @@ final class Gossip {
   private final java.util.concurrent.atomic.AtomicInteger tellsQueued = new java.util.concurrent.atomic.AtomicInteger();
   /** The members told "not in view", by view: each is logged once a view (guarded by itself). */
   private final OncePerView told = new OncePerView();
+  /** Those WARNINGs, ten at most every 10 s (a forger can name a new member in each query). */
+  private final DropLog.Window toldLines = new DropLog.Window(System::nanoTime, DropLog.MAX_LINES);
 
   /**
    * @param background  runs the replies to checksums from members this node's view does not list
@@ -397,7 +399,7 @@ final class Gossip {
     synchronized (told) { // JGroups threads, one per sender or batch
       first = told.first(view.getViewId(), member);
     }
-    LOG.log(first ? Level.WARNING : Level.DEBUG, "{0}: {1} says it is in view {2}, which does not list it: one view"
+    LOG.log(first && toldLines.tryTake() ? Level.WARNING : Level.DEBUG, "{0}: {1} says it is in view {2}, which does not list it: one view"
         + " id with two member lists (a JGroups merge race); telling it to rejoin", localId,
         ClusterNode.describe(member), view.getViewId());
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go

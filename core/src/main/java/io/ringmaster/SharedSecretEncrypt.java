@@ -119,10 +119,12 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * Join requests in clear handed up to be refused, at most {@link #MAX_CLEAR_JOINS} every 10 s:
    * each costs AUTH a WARN line (or an ERROR with a stack trace for one without a proof) and a
    * refusal sent to an address the sender chose, for which the transport keeps a sender thread. A
-   * joiner with another secret asks again every join attempt, so under a flood it may go
-   * unanswered and time out rather than be told why.
+   * joiner with another secret asks again at each join attempt (every 2 s with secure-tcp.xml), so
+   * about ten of them at once are all answered; past that, or under a flood, one may go unanswered
+   * through all its attempts, and then JGroups starts it as a cluster of its own, which its
+   * coordinator's view (a view of one) shows.
    */
-  static final int MAX_CLEAR_JOINS = 10;
+  static final int MAX_CLEAR_JOINS = 50;
   private final DropLog.Window clearJoins = new DropLog.Window(System::nanoTime, MAX_CLEAR_JOINS);
   /** The stack's AUTH, which checks join proofs; null if it has none. */
   private volatile AUTH auth;

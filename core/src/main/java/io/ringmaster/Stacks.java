@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.jgroups.JChannel;
 import org.jgroups.annotations.Property;
 import org.jgroups.conf.AttributeType;
@@ -101,10 +102,11 @@ final class Stacks {
    * {@code initial_hosts}, none). A stack whose own default is empty is left alone, and so are the
    * attributes whose value a node setting replaces (the three flags).
    *
-   * <p>Fails too when such a variable gives a duration (an attribute JGroups declares as a time) as a
-   * bare number: JGroups would read {@code RINGMASTER_FD_TIMEOUT=15} as 15 ms, and the node would
-   * either fail when it starts, with a message naming neither the variable nor its value, or run
-   * with heartbeats a thousand times too often. The stack file's own defaults are not checked.
+   * <p>Fails too when such a variable gives a duration (an attribute JGroups declares as a time in
+   * milliseconds) as a bare number under {@link #SHORTEST_BARE_MILLIS}: JGroups would read
+   * {@code RINGMASTER_FD_TIMEOUT=15} as 15 ms, and the node would either fail when it starts, with
+   * a message naming neither the variable nor its value, or run with heartbeats a thousand times too
+   * often. The stack file's own defaults are not checked.
    */
   static void checkVariables(String jgroupsConfig, boolean initialHostsSet, boolean bindAddressSet,
                              boolean bindPortSet) {
@@ -145,8 +147,9 @@ final class Stacks {
    * The stack's {@code ${...}} variables that are set here, as " (the stack's variables set here:
    * system property ringmaster.merge.min=5s)", or "" if none is: JGroups' own message for a value
    * it refuses while it starts the stack ("interval needs to be smaller than timeout") names
-   * neither. A variable whose name suggests a secret ("secret", "pass", "key", "token") is named
-   * without its value.
+   * neither. A value is shown only for a duration and for an address or port
+   * ({@link #SHOWN_ATTRIBUTES}); any other variable is named without it, since it may fill a
+   * password (a keystore's {@code store_password}, say).
    */
   static String variablesSet(String jgroupsConfig) {
     List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
@@ -155,29 +158,42 @@ final class Stacks {
     }
     java.util.Set<String> set = new java.util.LinkedHashSet<>();
     for (ProtocolConfiguration p : protocols) {
-      for (String raw : p.getProperties().values()) {
+      for (Map.Entry<String, String> attribute : p.getProperties().entrySet()) {
+        String raw = attribute.getValue();
         if (raw != null && raw.contains("${")) {
-          setVariables(raw).forEach((source, value) -> set.add(
-              source.toLowerCase(java.util.Locale.ROOT).matches(".*(secret|pass|key|token).*") ? source
-                  : source + "=" + value));
+          boolean shown = SHOWN_ATTRIBUTES.matcher(attribute.getKey()).matches()
+              || isTime(p.getProtocolName(), attribute.getKey());
+          setVariables(raw).forEach((source, value) -> set.add(shown ? source + "=" + value : source));
         }
       }
     }
     return set.isEmpty() ? "" : " (the stack's variables set here: " + String.join(", ", set) + ")";
   }
 
+  /** Attributes whose values the failures of a stack's start show: addresses, ports, hosts, a TTL. */
+  private static final java.util.regex.Pattern SHOWN_ATTRIBUTES =
+      java.util.regex.Pattern.compile("bind_addr|bind_port|port_range|initial_hosts|mcast_addr|mcast_port|ip_ttl");
+
   /**
-   * Fails naming the variable and its value when it gives {@code protocol.attribute}, a time, as a
-   * bare number ({@link #checkVariables}).
+   * A bare number of milliseconds below this, given by a variable for a duration, is refused as a
+   * slip: {@code RINGMASTER_FD_TIMEOUT=15} meant 15 s. 0 (which disables some timers) and larger
+   * numbers are taken as milliseconds, as JGroups reads them.
+   */
+  static final long SHORTEST_BARE_MILLIS = 100;
+
+  /**
+   * Fails naming the variable and its value when it gives {@code protocol.attribute}, a time in
+   * milliseconds, as a bare number from 1 to {@link #SHORTEST_BARE_MILLIS} - 1 ({@link #checkVariables}).
    */
   private static void checkDuration(String jgroupsConfig, String protocol, String attribute, String raw,
                                     String substituted) {
-    if (!substituted.trim().matches("[0-9]+") || !isTime(protocol, attribute)) {
+    if (!substituted.trim().matches("[0-9]{1,18}")
+        || timeUnit(protocol, attribute).filter(TimeUnit.MILLISECONDS::equals).isEmpty()) {
       return;
     }
     for (Map.Entry<String, String> variable : setVariables(raw).entrySet()) {
-      if (variable.getValue().trim().matches("[0-9]+")) {
-        String n = variable.getValue().trim();
+      String n = variable.getValue().trim();
+      if (n.matches("[0-9]{1,18}") && Long.parseLong(n) > 0 && Long.parseLong(n) < SHORTEST_BARE_MILLIS) {
         throw new IllegalArgumentException(variable.getKey() + " is \"" + variable.getValue() + "\" (" + protocol + "."
             + attribute + " in jgroupsConfig " + jgroupsConfig + "), a duration without a unit, which JGroups"
             + " would read as " + n + " ms: give the unit, as " + n + "s or " + n + "ms");
@@ -190,25 +206,30 @@ final class Stacks {
    * ({@link AttributeType#TIME}), on a field or a setter of the protocol's class or its superclasses.
    */
   static boolean isTime(String protocolName, String attribute) {
+    return timeUnit(protocolName, attribute).isPresent();
+  }
+
+  /** The unit of {@code attribute} of the protocol named if JGroups declares it a time ({@link #isTime}). */
+  private static java.util.Optional<TimeUnit> timeUnit(String protocolName, String attribute) {
     Class<?> type;
     try {
       type = Util.loadProtocolClass(protocolName.trim(), Stacks.class);
     } catch (Exception | LinkageError unknown) {
-      return false; // JGroups refuses the stack when the node starts, naming the protocol
+      return java.util.Optional.empty(); // JGroups refuses the stack when the node starts, naming the protocol
     }
     for (Class<?> c = type; c != null; c = c.getSuperclass()) {
       for (java.lang.reflect.Field f : c.getDeclaredFields()) {
         if (isTime(f.getAnnotation(Property.class), f.getName(), attribute)) {
-          return true;
+          return java.util.Optional.of(f.getAnnotation(Property.class).unit());
         }
       }
       for (java.lang.reflect.Method m : c.getDeclaredMethods()) {
         if (isTime(m.getAnnotation(Property.class), Util.methodNameToAttributeName(m.getName()), attribute)) {
-          return true;
+          return java.util.Optional.of(m.getAnnotation(Property.class).unit());
         }
       }
     }
-    return false;
+    return java.util.Optional.empty();
   }
 
   private static boolean isTime(Property property, String implicitName, String attribute) {
@@ -299,9 +320,8 @@ final class Stacks {
    * set: not the {@code secret} setting (the caller's case), nor the system property, nor the
    * environment variable. Without this the node would fail only when it starts. Warns, the other
    * way round, when the system property or the environment variable gives a secret and the stack
-   * uses none: the node joins unauthenticated and sends in the clear, while whoever set it may
-   * believe otherwise (a warning, not a failure, since such a variable is often set for a whole
-   * host or image).
+   * uses none: whoever set it may believe that joins are checked and messages encrypted with it (a
+   * warning, not a failure, since such a variable is often set for a whole host or image).
    */
   static void checkSecretAvailable(String jgroupsConfig) {
     List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
@@ -315,9 +335,9 @@ final class Stacks {
             + SharedSecret.ENVIRONMENT);
       }
     } else {
-      SharedSecret.source().ifPresent(source -> LOG.log(Level.WARNING, "{0} is set, but jgroupsConfig {1} has no"
-          + " protocol that uses a secret, so this node joins without authentication and sends in the clear: use"
-          + " secure-tcp.xml, or unset it; its protocols: {2}", source, jgroupsConfig, names(protocols)));
+      SharedSecret.source().ifPresent(source -> LOG.log(Level.WARNING, "{0} is set, but jgroupsConfig {1} does not"
+          + " use the shared secret, so it neither checks joins with it nor encrypts with it (use secure-tcp.xml for"
+          + " that), or unset it; its protocols: {2}", source, jgroupsConfig, names(protocols)));
     }
   }
 

@@ -741,11 +741,13 @@ class RefusalAndConfigTest {
   }
 
   /**
-   * A duration given by a stack variable without a unit: JGroups would read 15 as 15 ms, and the
-   * node would fail at start with "interval needs to be smaller than timeout", naming neither the
-   * variable nor its value (or, for the interval, send heartbeats every few milliseconds). Refused
-   * at build, naming both; with a unit it builds, and a bare number for an attribute that is not a
-   * time (a port) is left alone.
+   * A duration given by a stack variable as a bare number under 100: JGroups would read 15 as
+   * 15 ms, and the node would fail at start with "interval needs to be smaller than timeout",
+   * naming neither the variable nor its value (or, for the interval, send heartbeats every few
+   * milliseconds). Refused at build, naming both; with a unit it builds, so do bare milliseconds
+   * that could be meant, and a bare number for an attribute that is not a time (a port) is left
+   * alone. Values JGroups refuses only at start: the failure names the variables set, with the
+   * values of durations only (another variable may fill a password).
    */
   @Test
   void builder_aDurationVariableWithoutAUnit_failsAtBuildNamingItAndTheValue() {
@@ -757,14 +759,17 @@ class RefusalAndConfigTest {
           + "), a duration without a unit, which JGroups would read as 15 ms: give the unit, as 15s or 15ms",
           e.getMessage());
     });
-    withProperty("ringmaster.merge.max", " 4000", () -> {
+    withProperty("ringmaster.merge.max", " 99", () -> {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
-      assertTrue(e.getMessage().startsWith("system property ringmaster.merge.max is \" 4000\" (MERGE3.max_interval"),
+      assertTrue(e.getMessage().startsWith("system property ringmaster.merge.max is \" 99\" (MERGE3.max_interval"),
           e.getMessage());
     });
-    withProperty("ringmaster.fd.timeout", "15s", () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack)
-        .buildConfig());
+    // With a unit; and bare milliseconds that could be meant (0, which disables some timers, and 100 up).
+    for (String meant : List.of("15s", "40000", "100", "0")) {
+      withProperty("ringmaster.fd.timeout", meant, () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack)
+          .buildConfig());
+    }
     // Values with their units that JGroups refuses only when it starts the stack (the shortest
     // merge interval above the stack's longest; a heartbeat interval above the timeout): the
     // failure names the variables set.
@@ -792,6 +797,21 @@ class RefusalAndConfigTest {
         || Stacks.isTime("NO_SUCH_PROTOCOL", "timeout"), "not times");
   }
 
+  /** The variables a failed start names show the values of durations and addresses only: another may fill a password. */
+  @Test
+  void variablesSet_showsTheValuesOfDurationsAndAddressesOnly(@TempDir Path dir) throws IOException {
+    String inJvm;
+    try (var in = getClass().getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      inJvm = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertTrue(inJvm.contains("<SHARED_LOOPBACK "), inJvm);
+    Path stack = Files.writeString(dir.resolve("with-passcode.xml"),
+        inJvm.replace("<SHARED_LOOPBACK ", "<SHARED_LOOPBACK diag.passcode=\"${ringmaster.test.code:none}\" "));
+    withProperty("ringmaster.test.code", "hunter2", () -> withProperty("ringmaster.merge.min", "5s", () ->
+        assertEquals(" (the stack's variables set here: system property ringmaster.test.code, system property"
+            + " ringmaster.merge.min=5s)", Stacks.variablesSet(stack.toString()))));
+  }
+
   /**
    * A secret in the system property (or the environment variable) with a stack that uses none:
    * the node would join unauthenticated and send in the clear, so the build warns, naming where
@@ -808,8 +828,8 @@ class RefusalAndConfigTest {
       });
       assertEquals(1, log.records().size(), () -> log.records().toString());
       java.util.logging.LogRecord warning = log.records().get(0);
-      assertTrue(warning.getMessage().startsWith("{0} is set, but jgroupsConfig {1} has no protocol that uses a secret,"
-          + " so this node joins without authentication and sends in the clear"), warning.getMessage());
+      assertTrue(warning.getMessage().startsWith("{0} is set, but jgroupsConfig {1} does not use the shared secret, so"
+          + " it neither checks joins with it nor encrypts with it"), warning.getMessage());
       assertEquals(List.of("system property ringmaster.secret", "ringmaster/jgroups/localhost-tcp.xml"),
           List.of(warning.getParameters()).subList(0, 2));
       assertFalse(List.of(warning.getParameters()).toString().contains("s3cret"), "never the secret");

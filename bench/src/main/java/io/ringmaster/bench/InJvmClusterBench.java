@@ -180,12 +180,20 @@ public final class InJvmClusterBench {
         v.size());
   }
 
-  /** Closes every node (a node that fails to close does not keep the others open), then the pool. */
+  /**
+   * Stops the starts still queued on {@code pool} and waits for those running, then closes every
+   * node built (a node that fails to close does not keep the others open).
+   */
   private static void closeAll(List<Ringmaster> nodes, ExecutorService pool) throws InterruptedException {
+    pool.shutdownNow(); // a start under way is interrupted, and fails: its node is in "nodes"
+    if (!pool.awaitTermination(2, TimeUnit.MINUTES)) {
+      System.err.println("starts still running after 2 minutes: their nodes may stay open");
+    }
+    ExecutorService closer = Executors.newFixedThreadPool(8);
     List<Future<?>> closing = new ArrayList<>();
     synchronized (nodes) {
       for (Ringmaster n : nodes) {
-        closing.add(pool.submit(n::close));
+        closing.add(closer.submit(n::close));
       }
     }
     for (Future<?> f : closing) {
@@ -195,6 +203,6 @@ public final class InJvmClusterBench {
         e.getCause().printStackTrace();
       }
     }
-    pool.shutdown();
+    closer.shutdown();
   }
 }

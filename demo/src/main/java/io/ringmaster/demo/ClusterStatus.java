@@ -59,8 +59,8 @@ final class ClusterStatus {
       }
     }
     if (!outOfRing.isEmpty()) {
-      out.println("ring: not in the ring: " + String.join(", ", outOfRing) + " (refused: another peer holds its id,"
-          + " or it runs other ring settings; see its log)");
+      out.println("ring: not in the ring: " + String.join(", ", outOfRing) + " (refused, as when another peer holds"
+          + " its id, or rejoining; see its log)");
     } else if (rings.size() == 1 && answered == peers.size()) {
       Map<String, String> others = new TreeMap<>(ringEndpoints(peers.get(0)).orElse(Map.of()));
       peers.forEach(p -> others.remove(p.id()));

@@ -53,6 +53,7 @@ class ClusterStatusTest {
     status.print(peers, Set.of());
     String printed = bytes.toString(StandardCharsets.UTF_8);
     assertFalse(printed.contains("agree ("), printed);
-    assertTrue(printed.contains("ring: not in the ring: peer-2 (refused"), printed);
+    assertTrue(printed.contains("ring: not in the ring: peer-2 (refused, as when another peer holds its id, or"
+        + " rejoining"), printed);
   }
 }
