@@ -16,11 +16,39 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
 
   /**
    * The peers' cluster ports on the localhost stack: TCP from 7800 (one of 20), failure detection
-   * from 7900 (a peer's TCP port plus 100, or one of the 3 after it). The base port must leave
+   * from 7900 (a peer's TCP port plus 100, or one of the 3 after it); from {@code first} instead
+   * when {@code -Dringmaster.bind_port} moves them ({@link #clusterPorts}). The base port must leave
    * them clear, and the launcher skips them when it looks for a free HTTP port.
    */
-  static final int CLUSTER_PORTS_FIRST = 7800;
-  static final int CLUSTER_PORTS_LAST = 7900 + MAX_PEERS - 1 + 3;
+  record ClusterPorts(int first, int last) {
+    boolean contains(int port) {
+      return port >= first && port <= last;
+    }
+
+    @Override
+    public String toString() {
+      return first + "-" + last;
+    }
+  }
+
+  /** The stack's own first TCP port. */
+  static final int DEFAULT_CLUSTER_PORT = 7800;
+
+  /**
+   * The cluster ports of peers started with these system properties: from {@code ringmaster.bind_port}
+   * if it is a port (the peers refuse it otherwise), else from {@value #DEFAULT_CLUSTER_PORT}.
+   */
+  static ClusterPorts clusterPorts(java.util.Properties properties) {
+    int first = DEFAULT_CLUSTER_PORT;
+    String moved = properties.getProperty("ringmaster.bind_port");
+    if (moved != null && moved.strip().matches("[0-9]{1,5}")) {
+      int port = Integer.parseInt(moved.strip());
+      if (port >= 1 && port <= 65535 - 100 - MAX_PEERS - 2) {
+        first = port;
+      }
+    }
+    return new ClusterPorts(first, first + 100 + MAX_PEERS - 1 + 3);
+  }
 
   /**
    * The launcher hands its {@code -Dringmaster.*} properties on to the peers ({@link PeerProcess}).
@@ -65,13 +93,13 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
   static ClusterOptions parse(String[] args, int from) {
     Flags f = Flags.parse(args, from, FLAGS);
     int basePort = f.integer("--base-port", 1, 65535 - MAX_PEERS).orElse(8081);
-    if (basePort <= CLUSTER_PORTS_LAST && basePort + MAX_PEERS - 1 >= CLUSTER_PORTS_FIRST) {
-      throw new UsageException("--base-port " + basePort + ": the peers' HTTP ports (" + basePort + "-"
-          + (basePort + MAX_PEERS - 1) + ") would overlap their cluster ports (" + CLUSTER_PORTS_FIRST + "-"
-          + CLUSTER_PORTS_LAST + "); choose one below " + (CLUSTER_PORTS_FIRST - MAX_PEERS + 1) + " or above "
-          + CLUSTER_PORTS_LAST);
-    }
     checkForwarded(System.getProperties());
+    ClusterPorts cluster = clusterPorts(System.getProperties());
+    if (basePort <= cluster.last() && basePort + MAX_PEERS - 1 >= cluster.first()) {
+      throw new UsageException("--base-port " + basePort + ": the peers' HTTP ports (" + basePort + "-"
+          + (basePort + MAX_PEERS - 1) + ") would overlap their cluster ports (" + cluster + "); choose one below "
+          + (cluster.first() - MAX_PEERS + 1) + " or above " + cluster.last());
+    }
     try {
       TestingAids.fromSystemProperties(); // handed on to every peer: refused here, once, rather than by each
     } catch (IllegalArgumentException e) {

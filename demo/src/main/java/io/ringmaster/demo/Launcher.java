@@ -360,8 +360,9 @@ final class Launcher {
    * user did not choose; any other port that cannot be bound is taken for busy.
    */
   private int freePort() throws IOException {
+    ClusterOptions.ClusterPorts cluster = ClusterOptions.clusterPorts(System.getProperties());
     for (int port = nextPort; port < 65536; port++) {
-      if (port >= ClusterOptions.CLUSTER_PORTS_FIRST && port <= ClusterOptions.CLUSTER_PORTS_LAST) {
+      if (cluster.contains(port)) {
         continue;
       }
       try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {

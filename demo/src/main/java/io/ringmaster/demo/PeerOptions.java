@@ -56,12 +56,12 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
   }
 
   private static boolean inClusterPorts(int port) {
-    return port >= ClusterOptions.CLUSTER_PORTS_FIRST && port <= ClusterOptions.CLUSTER_PORTS_LAST;
+    return ClusterOptions.clusterPorts(System.getProperties()).contains(port);
   }
 
   private static String clusterPortsClash(int port) {
-    return "--http-port " + port + " is in the range the peers' cluster ports use (" + ClusterOptions.CLUSTER_PORTS_FIRST
-        + "-" + ClusterOptions.CLUSTER_PORTS_LAST + "); choose another";
+    return "--http-port " + port + " is in the range the peers' cluster ports use ("
+        + ClusterOptions.clusterPorts(System.getProperties()) + "); choose another";
   }
 
   Duration tombstoneGrace() {

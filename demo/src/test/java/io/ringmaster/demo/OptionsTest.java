@@ -223,6 +223,28 @@ class OptionsTest {
     assertEquals(7923, ClusterOptions.parse(new String[] {"--base-port", "7923"}, 0).basePort());
   }
 
+  /**
+   * Peers whose cluster ports the launcher's -Dringmaster.bind_port moves (handed on to them): the
+   * ports the base port and a peer's HTTP port must leave clear move with them, and the stack's
+   * own range is free for HTTP.
+   */
+  @Test
+  void movedClusterPorts_areTheOnesTheBaseAndHttpPortsMustLeaveClear() {
+    KeptProperties.keeping(() -> {
+      System.setProperty("ringmaster.bind_port", "9000");
+      System.setProperty("ringmaster.initial_hosts", "127.0.0.1[9000]");
+      String message = assertThrows(UsageException.class,
+          () -> ClusterOptions.parse(new String[] {"--base-port", "9010"}, 0)).getMessage();
+      assertTrue(message.endsWith("would overlap their cluster ports (9000-9122); choose one below 8981 or above 9122"),
+          message);
+      assertEquals(7800, ClusterOptions.parse(new String[] {"--base-port", "7800"}, 0).basePort());
+      assertEquals(7850, PeerOptions.parse(new String[] {"--id", "p", "--http-port", "7850"}, 0).httpPort());
+      assertEquals("--http-port 9100 is in the range the peers' cluster ports use (9000-9122); choose another",
+          refusal("--id", "p", "--http-port", "9100"));
+    }, "ringmaster.bind_port", "ringmaster.initial_hosts");
+    assertEquals("7800-7922", ClusterOptions.clusterPorts(new java.util.Properties()).toString());
+  }
+
   @Test
   void launcher_commandWithWordsItDoesNotTake_saysSo_andDoesNothing() {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();

@@ -204,15 +204,6 @@ class TransfersTest {
 
   /** Runs {@code body}, then gives {@code property} back the value it had. */
   private static void keeping(String property, Runnable body) {
-    String before = System.getProperty(property);
-    try {
-      body.run();
-    } finally {
-      if (before == null) {
-        System.clearProperty(property);
-      } else {
-        System.setProperty(property, before);
-      }
-    }
+    KeptProperties.keeping(body, property);
   }
 }
