@@ -70,18 +70,19 @@ final class DropLog {
     private final LongSupplier nanoClock;
     private final int limit;
     private long start;
+    private boolean started;
     private int taken;
 
     Window(LongSupplier nanoClock, int limit) {
       this.nanoClock = nanoClock;
       this.limit = limit;
-      this.start = nanoClock.getAsLong();
     }
 
     /** Whether one more fits in the current window (and takes it). */
     synchronized boolean tryTake() {
       long now = nanoClock.getAsLong();
-      if (now - start >= INTERVAL_NANOS) {
+      if (!started || now - start >= INTERVAL_NANOS) {
+        started = true;
         start = now;
         taken = 0;
       }

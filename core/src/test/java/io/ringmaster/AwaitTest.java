@@ -353,7 +353,8 @@ class AwaitTest {
           "close() does not wait for the waiter, which waits for it, nor interrupt it");
       assertThrows(IllegalStateException.class, () -> a.addOwnershipListener(change -> { }), "closed");
     } finally {
-      application.shutdownNow(); // its threads end on their own: an assert here would hide the test's failure
+      application.shutdownNow();
+      application.awaitTermination(30, TimeUnit.SECONDS); // not asserted: it would hide the test's own failure
     }
   }
 

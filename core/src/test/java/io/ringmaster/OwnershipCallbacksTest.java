@@ -182,9 +182,9 @@ class OwnershipCallbacksTest {
       AtomicInteger mostAtOnce = new AtomicInteger();
       List<Long> views = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> b = new AtomicReference<>();
-      CountDownLatch secondStarted = new CountDownLatch(1);
       AtomicInteger handed = new AtomicInteger(); // tasks handed to the executor
       AtomicInteger handedWhileFirstRan = new AtomicInteger(-1);
+      CountDownLatch sawC = new CountDownLatch(1);
       Executor counting = task -> {
         handed.incrementAndGet();
         pool.execute(task);
@@ -194,20 +194,13 @@ class OwnershipCallbacksTest {
         try {
           views.add(change.viewId());
           if (views.size() == 1) {
-            // Held until the ring with c has been published on b and b counts a second callback
-            // pending (b's only listener: this one running, the next queued), and then the view
-            // thread has launched what it queued (awaitListeners() from this callback waits for
-            // everything but this listener).
-            b.get().awaitRing(r -> r.contains("c"), WAIT);
-            await("the next callback queued").atMost(WAIT)
-                .until(() -> b.get().stats().pendingCallbacks() >= 2 || secondStarted.getCount() == 0);
-            b.get().awaitListeners(WAIT);
+            // Held until the view thread has launched what the view with c queued: it launches
+            // the ownership listeners first, then the membership listeners, in registration order,
+            // so once the membership listener added after this one has heard of c, this
+            // listener's next callback was handed over, or kept back, already.
+            await("the view with c, launched").atMost(WAIT).until(() -> sawC.getCount() == 0);
             handedWhileFirstRan.set(handed.get());
-          } else {
-            secondStarted.countDown();
           }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
         } finally {
           inFlight.decrementAndGet();
         }
@@ -215,6 +208,11 @@ class OwnershipCallbacksTest {
       cluster.start(cluster.builder("b"), node -> {
         b.set(node);
         node.addOwnershipListener(slowFirst, counting);
+        node.addMembershipListener(change -> {
+          if (change.members().stream().anyMatch(m -> m.id().equals("c"))) {
+            sawC.countDown();
+          }
+        }, pool);
       });
       cluster.start("c");
       await("both callbacks ran").atMost(WAIT).until(() -> views.size() >= 2);

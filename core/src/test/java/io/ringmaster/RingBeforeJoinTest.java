@@ -100,6 +100,17 @@ class RingBeforeJoinTest {
       assertEquals(1, log.records().size());
       assertEquals(3 * (ClusterNode.MAX_TOKENS_BEFORE / 2) + 64, log.records().get(0).getParameters()[3]);
     }
+    // A true account of a large member that left with the join: far more than four times the view's
+    // small ring, within the bound, so built.
+    Member gone = new Member("gone", heavy / 8, ""); // 2^18 tokens
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("ignored an account of the ring before"));
+         FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member(), gone), a);
+      node.install(View.create(a, 5, a, c, b));
+      assertEquals(HashRing.builder().virtualNodes(64).add(A.member()).add(gone).build().checksum(),
+          node.ownership.get(0).previousRing().checksum());
+      assertEquals(List.of(), log.records());
+    }
   }
 
   @Test

@@ -76,7 +76,9 @@ class ShippedStacksTest {
     List<String> undocumented = new java.util.ArrayList<>();
     while (m.find()) {
       for (String name : m.group(1).split(",")) {
-        if (!docs.contains(name.trim())) {
+        // The whole name (as itself, or after -D), not a part of a longer one.
+        if (!java.util.regex.Pattern.compile("(?:(?<![\\w.])|(?<=-D))" + java.util.regex.Pattern.quote(name.trim())
+            + "(?![\\w.])").matcher(docs).find()) {
           undocumented.add(name.trim());
         }
       }

@@ -116,10 +116,18 @@ class HashRingTest {
         () -> ring(8, List.of(Member.of("z", 0.0))).isOwnerOfPosition(0, 1, Member.of("z", 0.0)));
   }
 
-  @Test
-  void isOwnerOfPosition_afterWarmUp_allocatesNothing() {
+  /** The JVM's per-thread allocation counter, failing the test if it measures nothing (it would read -1). */
+  private static com.sun.management.ThreadMXBean allocationMeter() {
     com.sun.management.ThreadMXBean threads =
         (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    assertTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
+        "this JVM measures no thread's allocation");
+    return threads;
+  }
+
+  @Test
+  void isOwnerOfPosition_afterWarmUp_allocatesNothing() {
+    com.sun.management.ThreadMXBean threads = allocationMeter();
     SplittableRandom random = new SplittableRandom(22);
     List<Member> members = randomMembers(random, 50, 3, false);
     HashRing ring = ring(64, members);
@@ -147,8 +155,7 @@ class HashRingTest {
    */
   @Test
   void ownerOfAStringOrBytes_afterWarmUp_allocatesNothing() {
-    com.sun.management.ThreadMXBean threads =
-        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    com.sun.management.ThreadMXBean threads = allocationMeter();
     SplittableRandom random = new SplittableRandom(23);
     HashRing ring = ring(64, randomMembers(random, 50, 3, false));
     String[] alphabet = {"a", "Z", "7", ":", "\u00e9", "\u0416", "\u4e2d", "\ud83d\ude00"};
