@@ -503,7 +503,7 @@ final class KvService {
       for (int i = 0; i < serving; i++) {
         ownerAnswered |= answered(calls.get(i)) && (i > 0 || !leavingSelf || calls.get(i).join().isPresent());
       }
-      if (serving < calls.size() && !ownerAnswered) {
+      if (serving > 0 && serving < calls.size() && !ownerAnswered) {
         awaitAnswers(calls, firstCopy, deadline); // no serving owner answered: the new ones, then
       }
     } catch (InterruptedException interrupted) {
