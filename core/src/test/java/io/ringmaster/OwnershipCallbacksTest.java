@@ -181,7 +181,6 @@ class OwnershipCallbacksTest {
       AtomicInteger inFlight = new AtomicInteger();
       AtomicInteger mostAtOnce = new AtomicInteger();
       List<Long> views = new CopyOnWriteArrayList<>();
-      AtomicReference<Ringmaster> b = new AtomicReference<>();
       AtomicInteger handed = new AtomicInteger(); // tasks handed to the executor
       AtomicInteger handedWhileFirstRan = new AtomicInteger(-1);
       CountDownLatch sawC = new CountDownLatch(1);
@@ -206,7 +205,6 @@ class OwnershipCallbacksTest {
         }
       };
       cluster.start(cluster.builder("b"), node -> {
-        b.set(node);
         node.addOwnershipListener(slowFirst, counting);
         node.addMembershipListener(change -> {
           if (change.members().stream().anyMatch(m -> m.id().equals("c"))) {
