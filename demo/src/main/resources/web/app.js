@@ -187,7 +187,10 @@ const SETTLE_MS = 5000;
  * only once it has lasted SETTLE_MS. The same view with another checksum is one at once.
  */
 function settling(p, ring) {
-  if (String(p.viewId) === String(ring.viewId)) return false;
+  if (String(p.viewId) === String(ring.viewId)) {
+    mismatchSince.delete(p.id); // settled: a later mismatch, even of the same pair of views, starts afresh
+    return false;
+  }
   const key = `${p.viewId}|${ring.viewId}`;
   const seen = mismatchSince.get(p.id);
   // One entry per member, replaced when the mismatch changes: the map stays as small as the cluster.
@@ -390,12 +393,21 @@ function describe(e) {
       if ((e.left || []).length) parts.push(`<span class="loss">left ${x(names(e.left))}</span>`);
       if ((e.joined || []).length) parts.push(`<span class="gain">joined ${x(names(e.joined))}</span>`);
       for (const r of (e.refused || [])) parts.push(`<span class="loss">refused: ${x(r)}</span>`);
-      return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${x((e.members || []).length)} members)`;
+      // What each member gained and lost as primary owner: what the ring above redraws.
+      const moves = (e.moved || []).map(m => {
+        const changes = [];
+        if (m.gainedRanges) changes.push(`<span class="gain">gained ${x(m.gainedRanges)} ranges (${pct(m.gainedFraction)})${(m.from || []).length ? ' from ' + x(m.from.join(', ')) : ''}</span>`);
+        if (m.lostRanges) changes.push(`<span class="loss">lost ${x(m.lostRanges)} ranges (${pct(m.lostFraction)})${(m.to || []).length ? ' to ' + x(m.to.join(', ')) : ''}</span>`);
+        return `<li class="move"><b>${x(m.id)}</b> ${changes.join(', ')}</li>`;
+      });
+      return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${x((e.members || []).length)} members)`
+        + (moves.length ? `<ul class="moves">${moves.join('')}</ul>` : '');
     }
     case 'ownership': {
-      const from = [...new Set((e.gained || []).flatMap(g => g.sources || []))];
-      const to = [...new Set((e.lost || []).flatMap(l => l.destinations || []))];
-      const parts = [`${x(e.reason || 'view')} ${x(e.viewId)}:`];
+      // sources and destinations name every member; the ranges listed may be only the first ones.
+      const from = e.sources || [...new Set((e.gained || []).flatMap(g => g.sources || []))];
+      const to = e.destinations || [...new Set((e.lost || []).flatMap(l => l.destinations || []))];
+      const parts = [`this peer, ${x(e.reason || 'view')} ${x(e.viewId)}:`];
       if (e.gainedRanges) parts.push(`<span class="gain">gained ${x(e.gainedRanges)} ranges (${pct(e.gainedFraction)})${from.length ? ' from ' + x(from.join(', ')) : ''}</span>`);
       if (e.lostRanges) parts.push(`<span class="loss">lost ${x(e.lostRanges)} ranges (${pct(e.lostFraction)})${to.length ? ' to ' + x(to.join(', ')) : ''}</span>`);
       if (e.roleChanges) parts.push(`${x(e.roleChanges)} role changes`);
@@ -414,6 +426,8 @@ function describe(e) {
       return `<span class="loss"><b>divergence</b> (${x(e.kind)}): ${x(e.peer)} has checksum ${x(e.peerChecksum)}, this peer ${x(e.localChecksum)}</span>`;
     case 'received':
       return `received ${x(e.keys)} keys from ${x(e.from)} (${x(e.kind)})`;
+    case 'gap':
+      return `<span class="loss"><b>${x(e.missed)} events missed</b> while this page was not connected (the ring above is current)</span>`;
     case 'leaving':
       return `<b>${x(e.id)}</b> is leaving: handing off its keys`;
     default:

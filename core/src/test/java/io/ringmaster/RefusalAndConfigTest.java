@@ -534,9 +534,9 @@ class RefusalAndConfigTest {
   }
 
   @Test
-  void fromConfig_exampleFile_readsEverySetting() {
-    RingmasterConfig c = Ringmaster.builder().config(Path.of(System.getProperty("basedir", "."), "..", "config",
-        "node.example.json")).buildConfig();
+  void fromConfig_exampleFile_readsEverySetting_whereverItIsCopied(@TempDir Path dir) throws IOException {
+    Path example = Path.of(System.getProperty("basedir", "."), "..", "config", "node.example.json");
+    RingmasterConfig c = Ringmaster.builder().config(example).buildConfig();
     assertEquals("orders", c.clusterName());
     assertEquals("orders-1", c.nodeId());
     assertEquals("rack-1", c.zone());
@@ -544,7 +544,9 @@ class RefusalAndConfigTest {
     assertEquals(1024, c.virtualNodes());
     assertEquals("orders/1", c.applicationVersion());
     assertEquals(Duration.ofSeconds(10), c.leaveTimeout());
-    assertTrue(Files.isRegularFile(Path.of(c.jgroupsConfig())), "stack resolved beside the file: " + c.jgroupsConfig());
+    assertEquals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG, c.jgroupsConfig(), "the stack in the jar");
+    Path copy = Files.copy(example, dir.resolve("node.json"));
+    assertEquals(c, Ringmaster.builder().config(copy).buildConfig(), "a copy outside the repository reads the same");
   }
 
   @Test

@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The last {@value #CAPACITY} events and the Server-Sent Events subscribers of {@code /events}.
  * A new subscriber first gets the buffered events, then live ones; a browser reconnecting with
  * the {@code Last-Event-ID} header gets only the buffered events after that one, so it shows none
- * twice. Each subscriber has its own bounded queue and writer thread, so a slow browser never
+ * twice, and first a {@code gap} event if some after that one are no longer buffered. Each subscriber has its own bounded queue and writer thread, so a slow browser never
  * holds up a publisher; one that falls {@value #QUEUE} events behind, or whose connection fails,
  * is dropped.
  */
@@ -87,6 +87,10 @@ final class EventLog implements AutoCloseable {
       // An id this process sent: the events after it. Any other (sent by the process before a
       // restart, say): all of them.
       boolean known = seen >= 0 && seen <= sequence;
+      long oldest = recent.isEmpty() ? sequence + 1 : recent.peekFirst().id();
+      if (known && oldest > seen + 1) { // it missed events no longer buffered: say how many
+        s.offer(new Sse(oldest - 1, Json.string(Events.gap(oldest - 1 - seen))));
+      }
       for (Sse e : recent) {
         if (!known || e.id() > seen) {
           s.offer(e);

@@ -3,11 +3,15 @@ package io.ringmaster.demo;
 import io.ringmaster.MembershipChange;
 import io.ringmaster.OwnershipChange;
 import io.ringmaster.RingDivergence;
+import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
 
 /**
  * The events of {@code GET /events}, one JSON object each with a {@code type} and a {@code time}
@@ -17,22 +21,48 @@ import java.util.List;
 final class Events {
   /** Ranges listed per ownership event; the counts are always complete. */
   static final int MAX_RANGES_LISTED = 64;
+  /** Rings with more members than this get no per-member moves in their membership events. */
+  static final int MAX_MEMBERS_DIFFED = 256;
 
   private Events() {}
 
   record Started(String type, long time, String id, String endpoint, long viewId, List<String> members) {}
 
-  /** {@code refused}: why each newly refused member is kept out of the ring (id and reason). */
+  /**
+   * {@code refused}: why each newly refused member is kept out of the ring (id and reason).
+   * {@code moved}: every member whose primary ranges changed, in id order (empty past
+   * {@value #MAX_MEMBERS_DIFFED} members).
+   */
   record Membership(String type, long time, long previousViewId, long viewId, List<String> members,
-                    List<String> joined, List<String> left, boolean merge, List<String> refused) {}
+                    List<String> joined, List<String> left, boolean merge, List<String> refused,
+                    List<Moved> moved) {}
+
+  /**
+   * What one member gained and lost as primary owner in a view change: the number of ranges
+   * (merged where they touch), the fraction of the circle, and whom from and to.
+   */
+  record Moved(String id, int gainedRanges, double gainedFraction, List<String> from, int lostRanges,
+               double lostFraction, List<String> to) {}
 
   record Gain(List<String> range, List<String> sources, String role) {}
 
   record Loss(List<String> range, List<String> destinations, String role) {}
 
+  /**
+   * This peer's own change. {@code gained} and {@code lost} list the first
+   * {@value #MAX_RANGES_LISTED} ranges; the counts, fractions, {@code sources} (every previous
+   * owner of a gained range) and {@code destinations} (every owner now of a lost range) cover all.
+   */
   record Ownership(String type, long time, String reason, long previousViewId, long viewId, int gainedRanges,
-                   double gainedFraction, List<Gain> gained, int lostRanges, double lostFraction, List<Loss> lost,
-                   int roleChanges) {}
+                   double gainedFraction, List<Gain> gained, List<String> sources, int lostRanges,
+                   double lostFraction, List<Loss> lost, List<String> destinations, int roleChanges) {}
+
+  /**
+   * Sent first to a browser that reconnects naming an event older than those still buffered: the
+   * {@code missed} events between are gone. Its id is the last of them, so a browser that
+   * reconnects again is sent the buffered ones.
+   */
+  record Gap(String type, long time, long missed) {}
 
   /** Keys moved for one ownership change: {@code direction} "in" (pulled and pushed to us) or "out". */
   record Migration(String type, long time, String direction, String reason, long viewId, long keys, int ranges,
@@ -58,30 +88,78 @@ final class Events {
     return new Started("started", now(), id, endpoint, viewId, ids(members));
   }
 
-  static Membership membership(MembershipChange c) {
+  /**
+   * @param before the ring of the change's previous view
+   * @param after  the ring of its members now
+   */
+  static Membership membership(MembershipChange c, HashRing before, HashRing after) {
     return new Membership("membership", now(), c.previousViewId(), c.viewId(), ids(c.members()), ids(c.joined()),
-        ids(c.left()), c.isMerge(), c.refused().stream().map(r -> (r.local() ? "this peer: " : "") + r.reason()).toList());
+        ids(c.left()), c.isMerge(), c.refused().stream().map(r -> (r.local() ? "this peer: " : "") + r.reason()).toList(),
+        moved(before, after));
+  }
+
+  /**
+   * Every member whose primary ranges differ between the two rings, in id order: what the ring
+   * page draws, so what its log says moved. Empty when either ring has more than
+   * {@value #MAX_MEMBERS_DIFFED} members (each member's diff is a pass over both rings).
+   */
+  static List<Moved> moved(HashRing before, HashRing after) {
+    if (before.members().size() > MAX_MEMBERS_DIFFED || after.members().size() > MAX_MEMBERS_DIFFED) {
+      return List.of();
+    }
+    SortedSet<String> ids = new TreeSet<>(ids(before.members()));
+    ids.addAll(ids(after.members()));
+    List<Moved> moved = new ArrayList<>();
+    for (String id : ids) {
+      RingDiff d = RingDiff.compute(before, after, id, 1);
+      if (d.gained().isEmpty() && d.lost().isEmpty()) {
+        continue;
+      }
+      Set<String> from = new TreeSet<>();
+      double gained = 0;
+      for (RingDiff.Gained g : d.gained()) {
+        gained += g.range().fraction();
+        from.addAll(ids(g.sources()));
+      }
+      Set<String> to = new TreeSet<>();
+      double lost = 0;
+      for (RingDiff.Lost l : d.lost()) {
+        lost += l.range().fraction();
+        to.addAll(ids(l.destinations()));
+      }
+      moved.add(new Moved(id, d.gained().size(), gained, List.copyOf(from), d.lost().size(), lost, List.copyOf(to)));
+    }
+    return moved;
+  }
+
+  static Gap gap(long missed) {
+    return new Gap("gap", now(), missed);
   }
 
   static Ownership ownership(OwnershipChange c) {
     List<Gain> gained = new ArrayList<>();
+    Set<String> sources = new TreeSet<>();
     double gainedFraction = 0;
     for (RingDiff.Gained g : c.gained()) {
       gainedFraction += g.range().fraction();
+      sources.addAll(ids(g.sources()));
       if (gained.size() < MAX_RANGES_LISTED) {
         gained.add(new Gain(range(g.range()), ids(g.sources()), g.role().name().toLowerCase()));
       }
     }
     List<Loss> lost = new ArrayList<>();
+    Set<String> destinations = new TreeSet<>();
     double lostFraction = 0;
     for (RingDiff.Lost l : c.lost()) {
       lostFraction += l.range().fraction();
+      destinations.addAll(ids(l.destinations()));
       if (lost.size() < MAX_RANGES_LISTED) {
         lost.add(new Loss(range(l.range()), ids(l.destinations()), l.role().name().toLowerCase()));
       }
     }
     return new Ownership("ownership", now(), c.reason().name().toLowerCase(), c.previousViewId(), c.viewId(),
-        c.gained().size(), gainedFraction, gained, c.lost().size(), lostFraction, lost, c.roleChanges().size());
+        c.gained().size(), gainedFraction, gained, List.copyOf(sources), c.lost().size(), lostFraction, lost,
+        List.copyOf(destinations), c.roleChanges().size());
   }
 
   static Migration migration(String direction, OwnershipChange c, long keys, int ranges, List<String> peers,

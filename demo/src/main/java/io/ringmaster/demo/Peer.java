@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpServer;
 import io.ringmaster.OwnershipChange;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.RingmasterStats;
+import io.ringmaster.ring.HashRing;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
@@ -23,6 +24,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One key-value peer: a Ringmaster node, the store, the fork channel for peer traffic, the
@@ -223,11 +225,16 @@ final class Peer implements AutoCloseable {
       // Peer.start closes the node, once the rebalancer's listener has been let go.
       throw new IOException("cannot open the fork channel on " + self + ": " + e, e);
     }
+    // The ring of the members the listener last heard of: the log's per-member moves are the
+    // difference between it and the next one. The listener runs one change at a time, in order.
+    AtomicReference<HashRing> heard = new AtomicReference<>(
+        HashRing.builder().virtualNodes(node.config().virtualNodes()).build());
     node.addMembershipListener(c -> {
+      HashRing before = heard.getAndUpdate(r -> r.withMembers(c.members()));
       if (c.previousViewId() < 0) {
         return; // the members when the listener was added: the "started" event lists them
       }
-      events.publish(Events.membership(c));
+      events.publish(Events.membership(c, before, heard.get()));
       // Tell the others about the new ring now, not at the next tick: until then the ring page
       // would see this peer on the old view.
       runOn(statusTimer, "status", this::publishStatus);

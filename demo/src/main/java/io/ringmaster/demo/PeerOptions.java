@@ -118,10 +118,9 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
   }
 
   /**
-   * Whether {@code jgroupsConfig} is the localhost stack: by its name in the jar, or a file with
-   * the same bytes (the copy in {@code config/jgroups/} that {@code config/node.example.json}
-   * names, which the config file's reader turns into an absolute path). A file that differs may
-   * bind other ports, and is left to JGroups.
+   * Whether {@code jgroupsConfig} is the localhost stack: by its name in the jar (as
+   * {@code config/node.example.json} names it), or a file with the same bytes (such as the copy in
+   * {@code config/jgroups/}). A file that differs may bind other ports, and is left to JGroups.
    */
   private static boolean isLocalhostStack(String jgroupsConfig) {
     if (jgroupsConfig.equals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)) {

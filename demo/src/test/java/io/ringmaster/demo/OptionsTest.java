@@ -169,7 +169,7 @@ class OptionsTest {
     assertEquals(List.of(), warnings, "the leave waited for no listener in vain");
   }
 
-  /** The example config names the localhost stack by its file in config/jgroups: the same stack, the same check. */
+  /** The example config names the localhost stack in the jar; a file with its bytes is the same stack, checked alike. */
   @Test
   void builder_httpPortAmongTheClusterPorts_withTheExampleConfig_isRefused(@TempDir Path dir) throws IOException {
     Path repo = Path.of("..").toAbsolutePath().normalize();
@@ -177,7 +177,11 @@ class OptionsTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PeerOptions.parse(
         new String[] {"--http-port", "7800", "--config", example.toString()}, 0).builder());
     assertEquals("--http-port 7800 is in the range the peers' cluster ports use (7800-7922); choose another ("
-        + example + " keeps the stack " + repo.resolve("config/jgroups/localhost-tcp.xml") + ")", e.getMessage());
+        + example + " keeps the stack ringmaster/jgroups/localhost-tcp.xml)", e.getMessage());
+    Path copy = Files.writeString(dir.resolve("copy.json"), "{\"nodeId\": \"p\", \"jgroupsConfig\": \""
+        + repo.resolve("config/jgroups/localhost-tcp.xml").toString().replace("\\", "\\\\") + "\"}");
+    assertThrows(IllegalArgumentException.class, () -> PeerOptions.parse(
+        new String[] {"--http-port", "7800", "--config", copy.toString()}, 0).builder(), "the stack's copy in a file");
 
     Path changed = Files.writeString(dir.resolve("stack.xml"), Files.readString(
         repo.resolve("config/jgroups/localhost-tcp.xml")).replace("7800", "9800"));

@@ -143,6 +143,14 @@ class RingPageBrowserTest extends WithPeerCluster {
     assertTrue(states.stream().noneMatch(st -> st.startsWith("diverge")), states::toString);
     assertEquals("yes", js.executeScript("return window.__loadedOnce;"), "the page was reloaded");
     assertTrue(arcs().stream().noneMatch(a -> "peer-3".equals(a.getAttribute("data-member"))));
+    // The log says what each member took, not only what this page's peer did.
+    await("the log names what each peer took from peer-3").atMost(WAIT).ignoreExceptions().until(() -> {
+      List<String> moves = browser.findElements(By.cssSelector("#log .moves li")).stream()
+          .map(WebElement::getText).toList();
+      return moves.stream().anyMatch(m -> m.startsWith("peer-3 lost ") && m.endsWith(" to peer-1, peer-2"))
+          && moves.stream().anyMatch(m -> m.startsWith("peer-1 gained ") && m.endsWith(" from peer-3"))
+          && moves.stream().anyMatch(m -> m.startsWith("peer-2 gained ") && m.endsWith(" from peer-3"));
+    });
     shoot("ring-after-kill");
 
     browser.findElement(By.id("key")).sendKeys("user:42");
@@ -174,6 +182,23 @@ class RingPageBrowserTest extends WithPeerCluster {
     // of the circle) is drawn as the sliver it is, not as the whole circle.
     String sliver = (String) js.executeScript("return arcPath('6917529027641081856', '6917529027641081857', 100);");
     assertTrue(sliver.startsWith("M ") && sliver.contains(" L ") && !sliver.contains(" A "), sliver);
+
+    // The page hashes keys as the spec does (its golden hashes), to mark a key's position.
+    JsonNode spec = PeerCluster.parse(goldenVectors());
+    for (JsonNode h : spec.path("hashes")) {
+      assertEquals(h.path("h1").asText(), js.executeScript("return position(arguments[0]).toString();",
+          h.path("input").asText()), "the page's hash of \"" + h.path("input").asText() + "\"");
+    }
+    // Every text an event carries reaches the log escaped: ids, zones and reasons come from peers.
+    String escaped = (String) js.executeScript("const t = '<img src=x onerror=\\'window.__xss=1\\'>';"
+        + "const ev = (type) => ({type, id: t, reason: t, viewId: t, members: [t], joined: [t], left: [t],"
+        + "  refused: [t], merge: true, moved: [{id: t, gainedRanges: t, lostRanges: t, from: [t], to: [t]}],"
+        + "  gainedRanges: t, lostRanges: t, sources: [t], destinations: [t], roleChanges: t, direction: t,"
+        + "  keys: t, ranges: t, peers: [t], millis: t, kind: t, peer: t, peerChecksum: t, localChecksum: t,"
+        + "  from: t, missed: t});"
+        + "return ['started', 'membership', 'ownership', 'migration', 'sweep', 'repair', 'divergence',"
+        + "  'received', 'gap', 'leaving', t].map(type => describe(ev(type))).join('\\n');");
+    assertTrue(escaped.contains("&lt;img") && !escaped.contains("<img"), escaped);
 
     // The key ".." cannot leave a browser as it is (it resolves /kv/.. to /): said so, not sent.
     WebElement key = browser.findElement(By.id("key"));
@@ -266,6 +291,13 @@ class RingPageBrowserTest extends WithPeerCluster {
       sums.add(cell.getAttribute("data-checksum"));
     }
     return sums;
+  }
+
+  /** The JSON block of golden vectors in docs/ring-spec.md. */
+  private static String goldenVectors() throws IOException {
+    String text = Files.readString(Path.of(System.getProperty("basedir", "."), "..", "docs", "ring-spec.md"));
+    int begin = text.indexOf("```json", text.indexOf("<!-- vectors:begin -->")) + "```json".length();
+    return text.substring(begin, text.indexOf("```", begin));
   }
 
   private void shoot(String name) throws IOException {

@@ -1,0 +1,70 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.OwnershipChange;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+
+/** The ring page's log entries, from rings built here. */
+class EventsTest {
+  private static HashRing ring(int members, int virtualNodes) {
+    List<Member> list = new ArrayList<>();
+    for (int i = 1; i <= members; i++) {
+      list.add(Member.of("peer-" + i));
+    }
+    return HashRing.builder().virtualNodes(virtualNodes).addAll(list).build();
+  }
+
+  @Test
+  void moved_aPeerLeaving_eachOtherPeerGainsFromItOnly_andItLosesItsShareToThem() {
+    HashRing before = ring(4, 64);
+    HashRing after = before.without("peer-3");
+    List<Events.Moved> moved = Events.moved(before, after);
+
+    assertEquals(List.of("peer-1", "peer-2", "peer-3", "peer-4"), moved.stream().map(Events.Moved::id).toList());
+    Events.Moved leaver = moved.get(2);
+    assertEquals(0, leaver.gainedRanges());
+    assertEquals(List.of("peer-1", "peer-2", "peer-4"), leaver.to());
+    assertEquals(before.share("peer-3"), leaver.lostFraction(), 1e-9);
+    double gained = 0;
+    for (Events.Moved m : moved) {
+      if (m != leaver) {
+        assertEquals(List.of("peer-3"), m.from(), m.id());
+        assertEquals(0, m.lostRanges(), m.id());
+        assertEquals(RingDiff.compute(before, after, m.id(), 1).gained().size(), m.gainedRanges(), m.id());
+        gained += m.gainedFraction();
+      }
+    }
+    assertEquals(leaver.lostFraction(), gained, 1e-9, "what it lost, the others gained");
+    assertEquals(List.of(), Events.moved(after, after), "nothing moved");
+  }
+
+  @Test
+  void ownership_manyRanges_listsTheFirstOnes_butNamesEverySourceAndDestination() {
+    HashRing before = ring(100, 16);
+    HashRing after = before.with(new Member("newcomer", 64.0, ""));
+    RingDiff diff = RingDiff.compute(before, after, "newcomer", 1);
+    Set<String> sources = new TreeSet<>();
+    diff.gained().forEach(g -> g.sources().forEach(m -> sources.add(m.id())));
+    Set<String> listed = new TreeSet<>();
+    diff.gained().subList(0, Events.MAX_RANGES_LISTED).forEach(g -> g.sources().forEach(m -> listed.add(m.id())));
+    assertTrue(listed.size() < sources.size(), "the case this checks: the listed ranges name only some sources");
+
+    Events.Ownership e = Events.ownership(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, before, after, diff));
+    assertEquals(Events.MAX_RANGES_LISTED, e.gained().size());
+    assertEquals(diff.gained().size(), e.gainedRanges());
+    assertEquals(List.copyOf(sources), e.sources());
+
+    Events.Ownership lost = Events.ownership(new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, after, before,
+        RingDiff.compute(after, before, "newcomer", 1)));
+    assertEquals(List.copyOf(sources), lost.destinations(), "leaving again, to the same members");
+  }
+}
