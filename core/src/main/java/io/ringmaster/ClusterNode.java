@@ -833,14 +833,18 @@ final class ClusterNode {
    */
   CompletableFuture<Long> queueLeaving() {
     CompletableFuture<Long> queued = new CompletableFuture<>();
-    viewThread.execute(() -> {
-      try {
-        announceLeaving(queued);
-      } catch (RuntimeException | Error e) {
-        // Thrown before the change was queued (the launches throw nothing): in the future, which
-        // close() waits for and reports.
-      }
-    });
+    try {
+      viewThread.execute(() -> {
+        try {
+          announceLeaving(queued);
+        } catch (RuntimeException | Error e) {
+          // Thrown before the change was queued (the launches throw nothing): in the future, which
+          // close() waits for and reports.
+        }
+      });
+    } catch (RejectedExecutionException stopped) { // shut down meanwhile (closeAbruptly, in the test kit)
+      queued.completeExceptionally(stopped);
+    }
     return queued;
   }
 

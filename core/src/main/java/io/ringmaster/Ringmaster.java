@@ -531,8 +531,11 @@ public final class Ringmaster implements AutoCloseable {
         }
       }
       long deadline = queuedAt + config.leaveTimeout().toNanos();
-      listeners = node.awaitListeners(deadline, unwaited, runningHere(), true);
-      leftIdle = listeners == ClusterNode.ListenersState.IDLE;
+      List<SerialDelivery<?>> callers = runningHere();
+      listeners = node.awaitListeners(deadline, unwaited, callers, true);
+      // A listener that calls close() gets its LEAVING change only once its callback returns, after
+      // the node left; the others on its executor (one not the node's pool) were not waited for.
+      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && unwaited == null;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -985,8 +988,11 @@ public final class Ringmaster implements AutoCloseable {
    * {@link #close()} that saw them handle every callback, the {@code LEAVING} change's hand-off
    * included, within {@code leaveTimeout}. False before such a close() has waited for them, and
    * when it left with listeners still busy (its WARNING "listeners still busy after
-   * leaveTimeout"), or waiting in a circle for the listener that called it. A process about to
-   * exit can log it, or exit with a status that says whether its data was handed on.
+   * leaveTimeout"), or waiting in a circle for the listener that called it; false too when a
+   * listener of this node called close(), since that listener's {@code LEAVING} change runs only
+   * after its callback returns, once the node has left. A listener whose {@link Registration} was
+   * closed, even during that wait, is no longer one of the node's and is not counted. A process
+   * about to exit can log it, or exit with a status that says whether its data was handed on.
    */
   public boolean leftIdle() {
     return leftIdle;

@@ -457,6 +457,9 @@ final class SerialDelivery<E> implements Registration {
    */
   synchronized boolean awaitIdle(long deadlineNanos, Predicate<Thread> futile) throws InterruptedException {
     while (running || !queue.isEmpty()) {
+      if (closed) {
+        return true; // its registration was closed: no longer waited for, even by a wait under way
+      }
       if (runningOnThisThread()) {
         return true;
       }
@@ -481,6 +484,7 @@ final class SerialDelivery<E> implements Registration {
       }
       closed = true;
       queue.clear();
+      notifyAll(); // the waits in awaitIdle stop waiting for it
     }
     onClose.run();
   }

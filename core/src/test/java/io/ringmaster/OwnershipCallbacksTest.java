@@ -250,6 +250,7 @@ class OwnershipCallbacksTest {
           await().atMost(WAIT).until(() -> reasons.contains(OwnershipChange.Reason.LEAVING));
           assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons, id);
           assertTrue(n.channel().isClosed(), id + " left the cluster");
+          assertFalse(n.leftIdle(), id + ": its LEAVING hand-off ran after the node left");
           await().atMost(WAIT).until(() -> nodeThreads(id).isEmpty()); // none leaked
         }
       } finally {
@@ -928,6 +929,41 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * A listener whose registration is closed while close() waits for it is no longer waited for:
+   * close() goes on at once, not at leaveTimeout.
+   */
+  @Test
+  void close_waitingForAListener_goesOnOnceItsRegistrationIsClosed() throws Exception {
+    try (TestCluster cluster = new TestCluster("unregister-while-closing")) {
+      cluster.start("a");
+      Ringmaster b = cluster.start(cluster.builder("b").leaveTimeout(Duration.ofMinutes(5)));
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicBoolean stuck = new AtomicBoolean();
+      Registration stuckListener = b.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          stuck.set(true);
+          try {
+            release.await(3 * WAIT.toMillis(), TimeUnit.MILLISECONDS); // a hand-off that hangs
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      });
+      Thread closer = new Thread(b::close, "closer");
+      try {
+        closer.start();
+        await("close() waits for the stuck listener").atMost(WAIT).until(() -> stuck.get()
+            && waitingIn(closer, "leave"));
+        stuckListener.close(); // a watchdog gives up on it
+        await("close() went on").atMost(WAIT).until(() -> closer.getState() == Thread.State.TERMINATED);
+        assertTrue(b.leftIdle(), "a listener let go is none of the node's: the others were all done");
+      } finally {
+        release.countDown();
+        closer.join(WAIT.toMillis());
+      }
+    }
+  }
 
   /** Whether {@code t} is waiting, inside a method named {@code method} of {@link Ringmaster}. */
   private static boolean waitingIn(Thread t, String method) {

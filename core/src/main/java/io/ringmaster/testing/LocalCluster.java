@@ -224,11 +224,14 @@ public final class LocalCluster implements AutoCloseable {
     while (true) {
       HashRing ring = awaitAgreement(null, deadline, timeout);
       List<Ringmaster> nodes = nodes();
+      List<Long> views = nodes.stream().map(Ringmaster::viewId).toList();
       boolean idle = true;
       for (Ringmaster n : nodes) {
         idle &= n.awaitListeners(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       }
-      if (idle && agreed(nodes) == ring) { // the same ring object: no view since
+      // The same ring object and views: no view since (a view can leave the ring as it was, when it
+      // only refuses a member or adds one that is no Ringmaster node, and still has callbacks).
+      if (idle && agreed(nodes) == ring && nodes.stream().map(Ringmaster::viewId).toList().equals(views)) {
         return ring;
       }
       if (System.nanoTime() - deadline >= 0) {
