@@ -486,7 +486,8 @@ final class KvService {
     for (String owner : asked) {
       calls.add(routing.isSelf(owner)
           ? ownCopy(key, STEPS_BACK, false, false)
-          : rpc.call(owner, Wire.get(key, STEPS_BACK, false), CALL_TIMEOUT).thenApply(KvService::getReply));
+          : rpc.call(owner, Wire.get(key, STEPS_BACK, false, viewId.getAsLong()), CALL_TIMEOUT)
+              .thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
     // When the first copy arrived, from whichever owner: the others get READ_GRACE from then.
@@ -617,7 +618,17 @@ final class KvService {
   CompletableFuture<byte[]> handleGet(DataInputStream in) throws IOException {
     String key = in.readUTF();
     int stepsBack = Math.min(in.readUnsignedByte(), STEPS_BACK);
-    return ownCopy(key, stepsBack, true, in.readBoolean()).thenApply(Wire::getReply);
+    boolean strict = in.readBoolean();
+    long askersView = in.readLong();
+    long view = viewId.getAsLong();
+    if (strict && view < askersView) {
+      // A write's check from a new owner of the key: until this peer routes by the asker's ring, a
+      // write stored here is not forwarded to the asker, which would acknowledge its own over it.
+      // Refused, as a pull is: the check fails, and the writer tries again.
+      return CompletableFuture.failedFuture(new Rpc.Declined("view " + askersView
+          + " not installed here yet (this peer has view " + view + ")"));
+    }
+    return ownCopy(key, stepsBack, true, strict).thenApply(Wire::getReply);
   }
 
   /**
@@ -707,7 +718,7 @@ final class KvService {
    */
   private List<CompletableFuture<Optional<Entry>>> askOwners(String key, int stepsBack, Duration timeout,
                                                              boolean fromWorker, boolean holdsCopy) {
-    byte[] request = Wire.get(key, stepsBack, false);
+    byte[] request = Wire.get(key, stepsBack, false, viewId.getAsLong());
     List<String> live = routing.owners(key).stream().filter(routing::isLive).toList();
     List<String> serving = live.stream().filter(ready).toList();
     boolean unreported = serving.isEmpty() && !holdsCopy;
@@ -729,7 +740,7 @@ final class KvService {
    */
   private List<CompletableFuture<Optional<Entry>>> askPreviousOwners(String key, int stepsBack, Duration timeout,
                                                                      boolean fromWorker, boolean strict) {
-    byte[] request = Wire.get(key, stepsBack, strict);
+    byte[] request = Wire.get(key, stepsBack, strict, viewId.getAsLong());
     return previousOwners.apply(key).stream().filter(routing::isLive).map(owner -> {
       CompletableFuture<Optional<Entry>> call = (fromWorker ? rpc.callFromWorker(owner, request, timeout)
           : rpc.call(owner, request, timeout)).thenApply(KvService::getReply);

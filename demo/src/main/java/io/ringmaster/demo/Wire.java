@@ -138,14 +138,18 @@ final class Wire {
   /**
    * A read of one key. A peer asked that holds no copy and is still taking the key in asks the
    * key's previous owners ({@link Incoming}) with one step fewer: {@code stepsBack} is how many
-   * more times the read may go back so, 0 for none. A {@code strict} read fails if a previous
-   * owner asked does not answer, where another read counts it as holding nothing.
+   * more times the read may go back so, 0 for none. A {@code strict} read (a write's check) fails
+   * if a previous owner asked does not answer, where another read counts it as holding nothing;
+   * and it is answered only by a peer that has installed {@code viewId}, the asker's view, or a
+   * later one: a peer still routing by an older ring does not forward the writes it stores to the
+   * asker, so its answer would not stay true.
    */
-  static byte[] get(String key, int stepsBack, boolean strict) {
+  static byte[] get(String key, int stepsBack, boolean strict, long viewId) {
     return bytes(OP_GET, out -> {
       out.writeUTF(key);
       out.writeByte(stepsBack);
       out.writeBoolean(strict);
+      out.writeLong(viewId);
     });
   }
 

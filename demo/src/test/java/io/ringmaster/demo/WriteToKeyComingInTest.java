@@ -214,9 +214,32 @@ class WriteToKeyComingInTest {
   }
 
   private static Optional<String> readAsAReaderWould(InJvmPeer from, String target, String key) throws Exception {
-    DataInputStream reply = from.rpc().call(target, Wire.get(key, KvService.STEPS_BACK, false), Duration.ofSeconds(5))
-        .get(10, TimeUnit.SECONDS);
+    DataInputStream reply = from.rpc().call(target, Wire.get(key, KvService.STEPS_BACK, false, from.node().viewId()),
+        Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS);
     return Wire.readGetReply(reply).map(Entry::value);
+  }
+
+  /**
+   * A write's check is answered only by a previous owner that has installed the asker's view: one
+   * still routing by an older ring would not forward the writes it stores to the asker, which would
+   * then acknowledge its write over them. It declines, and the writer tries again. A read is
+   * answered whatever the views.
+   */
+  @Test
+  void aWritesCheck_isDeclinedByAPreviousOwnerOnAnOlderView_aReadIsNot() throws Exception {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
+    b.store().merge(Entry.of(key, "at b", new Version(VersionClock.systemMicros(), "b")));
+    long view = b.node().viewId();
+    assertEquals(Optional.of("at b"), Wire.readGetReply(a.rpc().call("b", Wire.get(key, 0, true, view),
+        Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS)).map(Entry::value), "b has the asker's view");
+
+    java.util.concurrent.ExecutionException declined = assertThrows(java.util.concurrent.ExecutionException.class,
+        () -> a.rpc().call("b", Wire.get(key, 0, true, view + 1), Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS));
+    assertEquals("b: view " + (view + 1) + " not installed here yet (this peer has view " + view + ")",
+        Rpc.describe(declined));
+    assertEquals(Optional.of("at b"), Wire.readGetReply(a.rpc().call("b", Wire.get(key, 0, false, view + 1),
+        Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS)).map(Entry::value), "a read");
   }
 
   @Test
