@@ -673,7 +673,7 @@ final class KvService {
     }
     Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);
     List<CompletableFuture<Optional<Entry>>> calls = forward
-        ? askOwners(key, stepsBack - 1, timeout, fromPeer, mine.isPresent())
+        ? askOwners(key, stepsBack - 1, timeout, fromPeer)
         : askPreviousOwners(key, stepsBack - 1, timeout, fromPeer, strict);
     if (calls.isEmpty()) {
       // Read again: the pull that brought the key in may have ended since the first read.
@@ -711,17 +711,17 @@ final class KvService {
    * Asks the owners of a key in this peer's ring that serve requests (this peer is not one) for
    * their copies, each going back {@code stepsBack} more steps, within {@code timeout}; the call to
    * one that does not answer fails, naming it. If none has reported that it serves requests yet (one that just
-   * joined, to which this peer may have handed the key) and this peer holds no copy to answer
-   * with, every live owner is asked, within one {@link #PREVIOUS_OWNER_TIMEOUT} at most: one that
-   * does not answer yet costs that wait, where skipping it would answer "not found" for a key it
-   * holds.
+   * joined, to which this peer may have handed the key), every live owner is asked, within one
+   * {@link #PREVIOUS_OWNER_TIMEOUT} at most: one that does not answer yet costs that wait, where
+   * skipping it would answer "not found" for a key it holds, or this peer's older copy for one
+   * written there since (a copy held here then answers if none does).
    */
   private List<CompletableFuture<Optional<Entry>>> askOwners(String key, int stepsBack, Duration timeout,
-                                                             boolean fromWorker, boolean holdsCopy) {
+                                                             boolean fromWorker) {
     byte[] request = Wire.get(key, stepsBack, false, viewId.getAsLong());
     List<String> live = routing.owners(key).stream().filter(routing::isLive).toList();
     List<String> serving = live.stream().filter(ready).toList();
-    boolean unreported = serving.isEmpty() && !holdsCopy;
+    boolean unreported = serving.isEmpty();
     Duration wait = unreported && timeout.compareTo(PREVIOUS_OWNER_TIMEOUT) > 0 ? PREVIOUS_OWNER_TIMEOUT : timeout;
     return (unreported ? live : serving).stream().map(owner ->
         (fromWorker ? rpc.callFromWorker(owner, request, wait) : rpc.call(owner, request, wait))
