@@ -1006,8 +1006,8 @@ public final class Ringmaster implements AutoCloseable {
    * ring's member with this node's id is that other node, so {@code ownerOf(key)} naming
    * {@link #localMember()} does not mean this node owns the key, nor does
    * {@code ring().ownedRanges(localMember().id(), n)} list this node's ranges (they are the other
-   * node's; this one owns none): ask {@link #isLocal} and {@link #isPrimary}, which answer for
-   * this node. False after {@link #close()}: the node has left the ring.
+   * node's; this one owns none): ask {@link #isLocal}, {@link #isPrimary} and, by position,
+   * {@link #isLocalAtPosition} and {@link #isPrimaryAtPosition}, which answer for this node. False after {@link #close()}: the node has left the ring.
    */
   public boolean isInRing() {
     return node.state().localInRing();
@@ -1081,12 +1081,25 @@ public final class Ringmaster implements AutoCloseable {
    * {@link #ownerOf(String)} fails), and after {@link #close()}.
    */
   public boolean isLocal(String key) {
-    return isLocalAt(HashRing.position(key));
+    return isLocalAtPosition(HashRing.position(key));
   }
 
   /** Whether this node is among the owners (primary or backup) of a key given as bytes. Allocation-free. */
   public boolean isLocal(byte[] key) {
-    return isLocalAt(HashRing.position(key));
+    return isLocalAtPosition(HashRing.position(key));
+  }
+
+  /**
+   * Whether this node is among the owners of the keys at a ring position ({@link
+   * HashRing#position(String)}), as {@link #isLocal(String)}: for a store kept in ring order, that
+   * walks its entries by position. Unlike {@code ring().isOwnerOfPosition(position, replicas,
+   * localMember())}, false while this node is not in the ring, even if a member holding its id is
+   * (see {@link #isInRing()}). Allocation-free.
+   */
+  public boolean isLocalAtPosition(long position) {
+    ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
+    return s.localInRing() && !s.ring().isEmpty()
+        && s.ring().isOwnerOfPosition(position, config.replicas(), localMember);
   }
 
   /**
@@ -1094,26 +1107,45 @@ public final class Ringmaster implements AutoCloseable {
    * the ring ({@link #isInRing}), when no member has a weight above 0, and after {@link #close()}.
    */
   public boolean isPrimary(String key) {
-    return isPrimaryAt(HashRing.position(key));
+    return isPrimaryAtPosition(HashRing.position(key));
   }
 
   /** Whether this node is the primary owner of a key given as bytes. Allocation-free. */
   public boolean isPrimary(byte[] key) {
-    return isPrimaryAt(HashRing.position(key));
+    return isPrimaryAtPosition(HashRing.position(key));
   }
 
-  // A ring without tokens (every member at weight 0: routers, or members warming up) owns no key:
-  // ownerOf() fails there, but "is it mine?" has an answer, no.
-  private boolean isLocalAt(long position) {
-    ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it
-    return s.localInRing() && !s.ring().isEmpty()
-        && s.ring().isOwnerOfPosition(position, config.replicas(), localMember);
-  }
-
-  private boolean isPrimaryAt(long position) {
+  /**
+   * Whether this node is the primary owner of the keys at a ring position, as {@link
+   * #isPrimary(String)}, and false while this node is not in the ring (see {@link
+   * #isLocalAtPosition(long)}). Allocation-free.
+   */
+  public boolean isPrimaryAtPosition(long position) {
+    // A ring without tokens (every member at weight 0: routers, or members warming up) owns no key:
+    // ownerOf() fails there, but "is it mine?" has an answer, no.
     ClusterNode.Snapshot s = node.state();
     return s.localInRing() && !s.ring().isEmpty() && s.ring().ownerOfPosition(position).equals(localMember);
   }
+
+  /**
+   * The view, its ring and whether this node is in it, read at once. {@link #viewId()}, {@link
+   * #ring()} and {@link #isInRing()} each read the latest, so three calls can straddle a view
+   * change: tag work with the view it was decided in from one of these. Before {@link #start()},
+   * view -1 and an empty ring; after {@link #close()}, the ring this node left behind, not in it.
+   */
+  public RingState ringState() {
+    ClusterNode.Snapshot s = node.state();
+    return new RingState(s.viewId(), s.ring(), s.localInRing());
+  }
+
+  /**
+   * A view id, the ring built from that view, and whether this node is in that ring.
+   *
+   * @param viewId the JGroups view id; -1 before the first view
+   * @param ring   the ring of that view
+   * @param inRing whether this node is in the ring (see {@link Ringmaster#isInRing()})
+   */
+  public record RingState(long viewId, HashRing ring, boolean inRing) {}
 
   /** This node as a ring member. */
   public Member localMember() {

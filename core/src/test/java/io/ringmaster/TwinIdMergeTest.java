@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.ring.HashRing;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -46,18 +47,32 @@ class TwinIdMergeTest {
       Ringmaster holder = a.isInRing() ? a : twin;
       Ringmaster refused = holder == a ? twin : a;
 
+      Ringmaster.RingState state = refused.ringState();
+      assertFalse(state.inRing());
+      assertEquals(b.viewId(), state.viewId());
+      assertEquals(b.ring(), state.ring());
       int held = 0;
+      int heldByTheTwinsId = 0;
       for (int k = 0; k < 2_000; k++) {
         String key = "user:" + k;
         byte[] bytes = key.getBytes(StandardCharsets.UTF_8);
+        long position = HashRing.position(key);
         boolean holders = b.ring().ownerOf(key).id().equals("a");
+        boolean local = b.ring().owners(key, 2).stream().anyMatch(m -> m.id().equals("a"));
         assertEquals(holders, holder.isPrimary(key), key);
-        assertEquals(b.ring().owners(key, 2).stream().anyMatch(m -> m.id().equals("a")), holder.isLocal(key), key);
-        assertFalse(refused.isPrimary(key) || refused.isPrimary(bytes), key + ": the refused twin is no owner");
-        assertFalse(refused.isLocal(key) || refused.isLocal(bytes), key + ": the refused twin is no owner");
+        assertEquals(holders, holder.isPrimaryAtPosition(position), key);
+        assertEquals(local, holder.isLocal(key), key);
+        assertEquals(local, holder.isLocalAtPosition(position), key);
+        assertFalse(refused.isPrimary(key) || refused.isPrimary(bytes) || refused.isPrimaryAtPosition(position),
+            key + ": the refused twin is no owner");
+        assertFalse(refused.isLocal(key) || refused.isLocal(bytes) || refused.isLocalAtPosition(position),
+            key + ": the refused twin is no owner");
+        // What the ring alone says of the twin's Member: it is the holder's, equal to it.
+        heldByTheTwinsId += state.ring().isOwnerOfPosition(position, 2, refused.localMember()) ? 1 : 0;
         held += holders ? 1 : 0;
       }
       assertTrue(held > 0, "the holder is the primary of some keys: " + held);
+      assertTrue(heldByTheTwinsId > 0, "the ring gives the twin's Member keys, which the twin does not own");
     } finally {
       addresses.forEach(Islands::forget);
     }

@@ -62,9 +62,10 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
   public record Lost(KeyRange range, List<Member> destinations, Role role) {}
 
   /**
-   * A range the member keeps, with its role before and after. The range's other owners, the new
-   * primary among them, are those of the new ring ({@link HashRing#owners(String, int)} for any
-   * key in the range, or at its end).
+   * A range the member keeps, with its role before and after. Ranges are merged by the two roles
+   * alone, so the range's other owners (the new primary among them, when the member becomes a
+   * backup) can differ from key to key within it: {@link HashRing#owners(String, int)} of the old
+   * and the new ring give them, per key.
    */
   public record RoleChange(KeyRange range, Role before, Role after) {}
 
