@@ -54,13 +54,23 @@ class GoldenVectorsTest {
     assertRing(vectors.get("ring"), 3);
   }
 
-  /** Rounding half up, weight 0, the empty zone, ids in UTF-8 order, the walk's second turn, lone surrogates. */
+  /**
+   * Rounding half up, and a product just below one half, weight 0, the empty zone, ids in UTF-8
+   * order, the walk's second turn, lone surrogates.
+   */
   @Test
   void edgeRingOwnersAndChecksum_matchTheSpec() {
     JsonNode spec = vectors.get("edgeRing");
     assertRing(spec, 6);
     HashRing ring = HashRing.builder().virtualNodes(16).add(new Member("bravo", 0.15625, "zone-b")).build();
     assertEquals(3, ring.tokenCount(), "16 x 0.15625 = 2.5 rounds up");
+    JsonNode echo = spec.get("members").get(6);
+    assertEquals("echo", echo.get("id").asText());
+    double x = 16 * echo.get("weight").asDouble();
+    assertEquals(Math.nextDown(0.5), x, "the largest double below one half");
+    assertEquals(1.0, Math.floor(x + 0.5), "which floor(x + 0.5) rounds up: a port doing so fails tokenCount");
+    assertEquals(0, HashRing.builder().virtualNodes(16).add(new Member("echo", echo.get("weight").asDouble(), ""))
+        .build().tokenCount());
     JsonNode loneSurrogate = spec.get("keys").get(10);
     JsonNode questionMark = spec.get("keys").get(11);
     assertEquals("\uD800x", loneSurrogate.get("key").asText());

@@ -266,6 +266,7 @@ class RingDiffTest {
       for (long p : probes(before, after, diff, random)) {
         check(before, heldBefore, after, heldAfter, diff, p);
       }
+      assertCoalesced(diff);
     }
   }
 
