@@ -133,6 +133,59 @@ public final class LocalCluster implements AutoCloseable {
     return node.start();
   }
 
+  /**
+   * Builds and starts a node for each id with {@link #builder(String)}'s settings, at once: each
+   * start waits for its first ring, so several nodes start in about the time of one. When no node
+   * of this cluster runs yet, the first id starts alone first, so that the others join its cluster
+   * rather than each found one of its own and merge later. Returns the nodes in the order of the
+   * ids, once every start has ended.
+   *
+   * @throws RingmasterException   the first start that failed (the others' failures suppressed),
+   *                               once every start has ended; the nodes that started are still
+   *                               this cluster's, and stopped with it
+   * @throws IllegalStateException if this cluster is closed
+   */
+  public List<Ringmaster> startAll(String... nodeIds) {
+    List<String> ids = List.of(nodeIds);
+    List<Ringmaster> out = new ArrayList<>();
+    int first = 0;
+    if (nodes().isEmpty() && !ids.isEmpty()) {
+      out.add(start(ids.get(0)));
+      first = 1;
+    }
+    List<CompletableFuture<Ringmaster>> starts = new ArrayList<>();
+    for (String id : ids.subList(first, ids.size())) {
+      CompletableFuture<Ringmaster> f = new CompletableFuture<>();
+      Thread t = new Thread(() -> {
+        try {
+          f.complete(start(id));
+        } catch (Throwable e) {
+          f.completeExceptionally(e);
+        }
+      }, "start-" + id);
+      t.setDaemon(true);
+      t.start();
+      starts.add(f);
+    }
+    RuntimeException failed = null;
+    for (CompletableFuture<Ringmaster> f : starts) {
+      try {
+        out.add(f.join());
+      } catch (java.util.concurrent.CompletionException e) {
+        RuntimeException cause = e.getCause() instanceof RuntimeException r ? r : e;
+        if (failed == null) {
+          failed = cause;
+        } else {
+          failed.addSuppressed(cause);
+        }
+      }
+    }
+    if (failed != null) {
+      throw failed;
+    }
+    return out;
+  }
+
   /** The nodes started here and neither crashed nor closed, in the order they were started. */
   public List<Ringmaster> nodes() {
     List<Ringmaster> live = new ArrayList<>();

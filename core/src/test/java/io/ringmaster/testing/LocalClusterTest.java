@@ -24,6 +24,24 @@ class LocalClusterTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
 
   /**
+   * startAll starts the nodes at once into one ring, into a running cluster too, and one start
+   * that fails (an id already held) is thrown once the others have started.
+   */
+  @Test
+  void startAll_startsTheNodesTogether_andThrowsAFailedStartOnceTheOthersStarted() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: startAll")) {
+      List<Ringmaster> three = cluster.startAll("a", "b", "c");
+      assertEquals(List.of("a", "b", "c"), three.stream().map(n -> n.localMember().id()).toList());
+      assertEquals(3, cluster.awaitSettled(WAIT).members().size(), "one ring: none founded a cluster of its own");
+
+      RingmasterException held = assertThrows(RingmasterException.class, () -> cluster.startAll("d", "a", "e"));
+      assertEquals(RingmasterException.Reason.ID_HELD, held.reason());
+      assertEquals(List.of("a", "b", "c", "d", "e"), cluster.awaitSettled(WAIT).members().stream().map(Member::id)
+          .sorted().toList(), "d and e started all the same");
+    }
+  }
+
+  /**
    * Four nodes agree; a crash (its listeners hear nothing more), then a partition and its healing,
    * each end in one ring of the nodes left, and every node's fold of its changes matches its ring
    * at each step, with no change contradicting the one before it nor its own rings; a graceful
