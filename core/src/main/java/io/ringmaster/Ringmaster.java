@@ -989,9 +989,10 @@ public final class Ringmaster implements AutoCloseable {
    * included, within {@code leaveTimeout}. False before such a close() has waited for them, and
    * when it left with listeners still busy (its WARNING "listeners still busy after
    * leaveTimeout"), or waiting in a circle for the listener that called it; false too when a
-   * listener of this node called close(), since that listener's {@code LEAVING} change runs only
-   * after its callback returns, once the node has left. A listener whose {@link Registration} was
-   * closed, even during that wait, is no longer one of the node's and is not counted. A process
+   * listener of this node called close() (an ownership listener's {@code LEAVING} change runs only
+   * after its callback returns, once the node has left). Another listener whose
+   * {@link Registration} was closed, even during that wait, is no longer one of the node's and is
+   * not counted. A process
    * about to exit can log it, or exit with a status that says whether its data was handed on.
    */
   public boolean leftIdle() {

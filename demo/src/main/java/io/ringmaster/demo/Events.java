@@ -39,7 +39,8 @@ final class Events {
 
   /**
    * What one member gained and lost as primary owner in a view change: the number of ranges
-   * (merged where they touch), the fraction of the circle, and whom from and to.
+   * (merged where they touch and have the same previous or new owner), the fraction of the
+   * circle, and whom from and to.
    */
   record Moved(String id, int gainedRanges, double gainedFraction, List<String> from, int lostRanges,
                double lostFraction, List<String> to) {}

@@ -31,7 +31,7 @@ import java.util.UUID;
  */
 final class Wire {
   /** Names these messages; a change to any of them must change it. */
-  static final String APPLICATION_VERSION = "ringmaster-demo/5";
+  static final String APPLICATION_VERSION = "ringmaster-demo/6";
 
   static final byte OP_WRITE = 'W';
   static final byte OP_GET = 'G';

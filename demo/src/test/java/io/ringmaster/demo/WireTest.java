@@ -57,6 +57,38 @@ class WireTest {
     assertEquals(Optional.of(gone), Wire.readGetReply(body(Wire.getReply(Optional.of(gone)), Wire.OK)));
   }
 
+  /**
+   * Every message's bytes, for fixed contents, pinned with the version that names them: a change to
+   * any layout fails here until {@link Wire#APPLICATION_VERSION} changes too (and then this digest),
+   * so peers of two builds refuse each other instead of misreading each other's messages.
+   */
+  @Test
+  void layouts_arePinnedWithTheVersionThatNamesThem() throws Exception {
+    Entry e = Entry.of("k", "v", new Version(7, "p1"));
+    Entry gone = Entry.tombstone("k2", new Version(8, "p2"));
+    Map<String, UUID> storedBy = new LinkedHashMap<>();
+    storedBy.put("c", new UUID(-1, 7));
+    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+    for (byte[] m : List.of(
+        Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a", "b")), 2,
+            new Wire.Leavers(Map.of("x", new UUID(1, -2))))),
+        Wire.get("k", 2, true, 7),
+        Wire.pull(new Wire.PullRequest(12, List.of(new KeyRange(5, -5)), new Store.Cursor(1,
+            Optional.of(Store.Slot.of("k9"))), 1000)),
+        Wire.push(new Wire.PushRequest(Wire.PushKind.MIGRATION, "p3", List.of(e, gone))),
+        Wire.writeReply(new Wire.WriteReply(storedBy, new Version(9, "c"), true)),
+        Wire.status(new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0)),
+        Wire.page(new Store.Page(List.of(gone), Optional.empty())),
+        Wire.getReply(Optional.of(e)),
+        Wire.error("no"))) {
+      all.write(m);
+    }
+    String digest = java.util.HexFormat.of().formatHex(
+        java.security.MessageDigest.getInstance("SHA-256").digest(all.toByteArray()));
+    assertEquals("ringmaster-demo/6 c2de115a20f282a88fe6320db8c721a44cbe7425fb63bcc9de04c8b130f2ff07", Wire.APPLICATION_VERSION + " " + digest,
+        "a message's layout changed: change Wire.APPLICATION_VERSION, then the digest here");
+  }
+
   @Test
   void operationBytes_neverOne_soTheCoreGossipIgnoresThem() {
     for (byte op : new byte[] {Wire.OP_WRITE, Wire.OP_GET, Wire.OP_PULL, Wire.OP_PUSH, Wire.OP_STATUS}) {
