@@ -21,10 +21,21 @@ for a in "$@"; do
 done
 
 command -v java >/dev/null || { echo "demo/run.sh: no java on the PATH (JDK 17 or later needed)" >&2; exit 1; }
+# "17.0.15", "21", or "1.8.0_392": the major version is the first number, or the second after "1."
+version=$(java -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -1)
+major=${version%%.*}
+[[ "$major" == 1 ]] && major=$(echo "$version" | cut -d. -f2)
+if [[ "$major" =~ ^[0-9]+$ ]] && (( major < 17 )); then
+  echo "demo/run.sh: the java on the PATH is version $version; JDK 17 or later is needed" >&2
+  exit 1
+fi
 if $build || { ! $help && [[ ! -f "$jar" ]]; }; then
   command -v mvn >/dev/null || { echo "demo/run.sh: no mvn on the PATH to build $jar (Maven 3.8 or later)" >&2; exit 1; }
-  echo "building $jar ..."
+  echo "building $jar (the first build downloads Maven's dependencies: a few minutes) ..."
   (cd -- "$root" && mvn -B -q -DskipTests -pl demo -am package)
+elif [[ -f "$jar" ]] && [[ -n "$(find "$root/core/src" "$root/demo/src" "$root/config/jgroups" "$root/pom.xml" "$root/core/pom.xml" \
+    "$root/demo/pom.xml" -newer "$jar" -print -quit 2>/dev/null)" ]]; then
+  echo "demo/run.sh: the sources changed since $jar was built; run ./demo/run.sh --build to use them" >&2
 fi
 
 if $help; then

@@ -338,8 +338,13 @@ final class Launcher {
    */
   private void awaitAgreement() {
     List<PeerProcess> live = live();
+    if (live.isEmpty()) {
+      return;
+    }
     ClusterStatus status = new ClusterStatus(http, out);
-    if (Waits.until(() -> status.agree(live, gone()), Duration.ofSeconds(30))) {
+    // Every 250 ms, as awaitReady: each /stats counts the keys a peer holds, and the peers are busy
+    // moving them meanwhile.
+    if (Waits.until(() -> status.agree(live, gone()), Duration.ofSeconds(30), READY_POLL)) {
       out.println("ring: all " + live.size() + " peers agree");
     } else {
       out.println("ring: the peers are not in one ring yet; type status to check");
@@ -411,13 +416,22 @@ final class Launcher {
           ? "the others restore its keys from the replicas"
           : "with --replicas 1 the keys only it held are gone");
     } else if (code == 143 || code == 0) { // 143: a JVM ended by SIGTERM after its shutdown hook ran
-      // The peer's last words say what it could hand off: with nobody left, or out of time, not all.
-      out.printf("%s left gracefully in %d ms%s%n", p.id(), millis,
-          lastLine(p.log(), p.id() + " left the cluster").map(l -> l.substring(l.indexOf("keys handed off")))
-              .map(l -> ": " + l).orElse(""));
+      out.println(stopVerdict(p, millis, lastLine(p.log(), p.id() + " left the cluster")));
     } else {
       out.printf("%s stopped with exit code %d after %d ms; see %s%n", p.id(), code, millis, p.log());
     }
+  }
+
+  /**
+   * What a peer that exited after SIGTERM did, from its last words: it left, handing off what it
+   * could (with nobody left, or out of time, not all), or it never said so (its leave failed: its
+   * shutdown hook threw before that line, and the JVM exits 143 all the same).
+   */
+  static String stopVerdict(PeerProcess p, long millis, Optional<String> leftLine) {
+    return leftLine.map(l -> p.id() + " left gracefully in " + millis + " ms"
+            + (l.contains("keys handed off") ? ": " + l.substring(l.indexOf("keys handed off")) : ""))
+        .orElse(p.id() + " stopped after " + millis + " ms without reporting a finished leave: its keys may"
+            + " not have been handed off; see " + p.log());
   }
 
   /**
@@ -556,8 +570,9 @@ final class Launcher {
       }
       n--;
     }
-    add(n);
-    awaitAgreement();
+    if (!add(n).isEmpty()) { // none started: no ring to wait for
+      awaitAgreement();
+    }
   }
 
   /** {@code arg} as an int, or -1 if it is not one. */

@@ -66,6 +66,11 @@ final class LoadGenerator {
       ticker.shutdownNow();
       writers.shutdownNow();
     }
+    try { // a tick under way would print a stale bar after the last one
+      ticker.awaitTermination(1, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     double seconds = (System.nanoTime() - started) / 1e9;
     progress(done.get(), n, started);
     out.printf("%nwrote %d keys (load-%s-0..%d) in %.2f s: %.0f keys/s; %d failed%n", n - failed.get(), run, n - 1,

@@ -15,6 +15,17 @@ record PeerProcess(String id, int port, Process process, Path log) {
    */
   static PeerProcess start(String id, int port, ClusterOptions options, Path logDir) throws IOException {
     Path log = logDir.resolve(id + ".log");
+    List<String> command = command(id, port, options);
+    // A log dir may be used again: a line marks where this run of the peer starts.
+    java.nio.file.Files.writeString(log, RUN_MARK + id + " started " + java.time.Instant.now() + "\n",
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+    Process process = new ProcessBuilder(command).redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    return new PeerProcess(id, port, process, log);
+  }
+
+  /** The command line of a peer started by this JVM, the launcher. */
+  static List<String> command(String id, int port, ClusterOptions options) {
     List<String> command = new ArrayList<>();
     command.add(ProcessHandle.current().info().command().orElse(
         Path.of(System.getProperty("java.home"), "bin", "java").toString()));
@@ -29,12 +40,7 @@ record PeerProcess(String id, int port, Process process, Path log) {
     command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "peer",
         "--id", id, "--http-port", Integer.toString(port), "--replicas", Integer.toString(options.replicas()),
         "--cluster", options.cluster(), "--parent-pid", Long.toString(ProcessHandle.current().pid())));
-    // A log dir may be used again: a line marks where this run of the peer starts.
-    java.nio.file.Files.writeString(log, RUN_MARK + id + " started " + java.time.Instant.now() + "\n",
-        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
-    Process process = new ProcessBuilder(command).redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-    return new PeerProcess(id, port, process, log);
+    return command;
   }
 
   /** How the line that starts a run in a peer's log begins. */

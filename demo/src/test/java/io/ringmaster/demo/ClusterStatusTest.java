@@ -11,6 +11,7 @@ import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -32,12 +33,17 @@ class ClusterStatusTest {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     byte[] stats = ("{\"node\":\"" + id + "\",\"viewId\":3,\"checksum\":\"ab12\",\"members\":2,\"inRing\":" + inRing
         + ",\"primaryKeys\":0,\"backupKeys\":0,\"strayKeys\":0}").getBytes(StandardCharsets.UTF_8);
-    server.createContext("/stats", ex -> {
-      ex.getResponseHeaders().set("Content-Type", "application/json");
-      ex.sendResponseHeaders(200, stats.length);
-      ex.getResponseBody().write(stats);
-      ex.close();
-    });
+    // The ring as both peers report it: both members, so that only inRing can tell them apart.
+    byte[] ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}"
+        .getBytes(StandardCharsets.UTF_8);
+    for (Map.Entry<String, byte[]> reply : Map.of("/stats", stats, "/ring", ring).entrySet()) {
+      server.createContext(reply.getKey(), ex -> {
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        ex.sendResponseHeaders(200, reply.getValue().length);
+        ex.getResponseBody().write(reply.getValue());
+        ex.close();
+      });
+    }
     server.start();
     servers.add(server);
     return new PeerProcess(id, server.getAddress().getPort(), null, null);
@@ -55,5 +61,8 @@ class ClusterStatusTest {
     assertFalse(printed.contains("agree ("), printed);
     assertTrue(printed.contains("ring: not in the ring: peer-2 (refused, as when another peer holds its id, or"
         + " rejoining"), printed);
+
+    List<PeerProcess> both = List.of(peer("peer-1", true), peer("peer-2", true));
+    assertTrue(status.agree(both, Set.of()), "the same stand-ins, both in the ring, agree");
   }
 }

@@ -29,4 +29,15 @@ class LauncherLastLineTest {
     assertEquals(Optional.empty(), Launcher.lastLine(file, "error:"), "the third run wrote no error yet");
     assertEquals(Optional.empty(), Launcher.lastLine(dir.resolve("absent.log"), "error:"));
   }
+
+  /** A peer that exited after SIGTERM left gracefully only if its log says it left. */
+  @Test
+  void stopVerdict_gracefulOnlyWithThePeersOwnWordForIt() {
+    PeerProcess p = new PeerProcess("peer-3", 8083, null, Path.of("logs", "peer-3.log"));
+    assertEquals("peer-3 left gracefully in 812 ms: keys handed off in total: 10; all handed off",
+        Launcher.stopVerdict(p, 812, Optional.of("peer-3 left the cluster in 800 ms; keys handed off in total: 10;"
+            + " all handed off")));
+    assertEquals("peer-3 stopped after 812 ms without reporting a finished leave: its keys may not have been"
+        + " handed off; see " + p.log(), Launcher.stopVerdict(p, 812, Optional.empty()));
+  }
 }

@@ -147,6 +147,17 @@ class LauncherProcessTest extends WithPeerCluster {
     assertTrue(Main.exitedUnreaped(unreaped), "still a zombie: the check, not a reaping, let peer-a go");
   }
 
+  /** The stand-ins above stand for the launcher because a peer it starts names it so. */
+  @Test
+  void thePeersTheLauncherStarts_nameItAsTheirParent() {
+    List<String> command = PeerProcess.command("peer-7", 8087, ClusterOptions.parse(new String[0], 0));
+    int at = command.indexOf("--parent-pid");
+    assertTrue(at > 0, command::toString);
+    assertEquals(Long.toString(ProcessHandle.current().pid()), command.get(at + 1));
+    assertEquals(List.of("peer", "--id", "peer-7", "--http-port", "8087"),
+        command.subList(command.indexOf("peer"), command.indexOf("peer") + 5));
+  }
+
   /** The ids in a peer's ring. */
   private Set<String> ringMembers(String peer) {
     Set<String> members = new TreeSet<>();
