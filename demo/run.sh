@@ -21,10 +21,13 @@ for a in "$@"; do
 done
 
 command -v java >/dev/null || { echo "demo/run.sh: no java on the PATH (JDK 17 or later needed)" >&2; exit 1; }
-# "17.0.15", "21", or "1.8.0_392": the major version is the first number, or the second after "1."
-version=$(java -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -1)
-major=${version%%.*}
-[[ "$major" == 1 ]] && major=$(echo "$version" | cut -d. -f2)
+# "17.0.15", "21", "25-ea" or "1.8.0_392": the major version is the first number, or the second
+# after "1."; a version this cannot read is left to java itself
+version=$(java -version 2>&1 | sed -n '1s/.*version "\([^"]*\)".*/\1/p' || true)
+major=${version%%[!0-9]*}
+if [[ "$major" == 1 ]]; then
+  major=$(echo "$version" | cut -d. -f2)
+fi
 if [[ "$major" =~ ^[0-9]+$ ]] && (( major < 17 )); then
   echo "demo/run.sh: the java on the PATH is version $version; JDK 17 or later is needed" >&2
   exit 1
