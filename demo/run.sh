@@ -36,8 +36,8 @@ if $build || { ! $help && [[ ! -f "$jar" ]]; }; then
   command -v mvn >/dev/null || { echo "demo/run.sh: no mvn on the PATH to build $jar (Maven 3.8 or later)" >&2; exit 1; }
   echo "building $jar (the first build downloads Maven's dependencies: a few minutes) ..."
   (cd -- "$root" && mvn -B -q -DskipTests -pl demo -am package)
-elif [[ -f "$jar" ]] && [[ -n "$(find "$root/core/src" "$root/demo/src" "$root/config/jgroups" "$root/pom.xml" "$root/core/pom.xml" \
-    "$root/demo/pom.xml" -newer "$jar" -print -quit 2>/dev/null)" ]]; then
+elif [[ -f "$jar" ]] && [[ -n "$(find "$root/core/src/main" "$root/demo/src/main" "$root/config/jgroups" "$root/pom.xml" \
+    "$root/core/pom.xml" "$root/demo/pom.xml" -type f -newer "$jar" -print -quit 2>/dev/null)" ]]; then
   echo "demo/run.sh: the sources changed since $jar was built; run ./demo/run.sh --build to use them" >&2
 fi
 

@@ -988,7 +988,7 @@ public final class Ringmaster implements AutoCloseable {
    * {@link #close()} that saw them handle every callback, the {@code LEAVING} change's hand-off
    * included, within {@code leaveTimeout}. False before such a close() has waited for them, and
    * when it left with listeners still busy (its WARNING "listeners still busy after
-   * leaveTimeout"), or waiting in a circle for the listener that called it; false too when a
+   * leaveTimeout", not logged at a leaveTimeout of 0), or waiting in a circle for the listener that called it; false too when a
    * listener of this node called close() (an ownership listener's {@code LEAVING} change runs only
    * after its callback returns, once the node has left). Another listener whose
    * {@link Registration} was closed, even during that wait, is no longer one of the node's and is
