@@ -988,12 +988,12 @@ public final class Ringmaster implements AutoCloseable {
    * {@link #close()} that saw them handle every callback, the {@code LEAVING} change's hand-off
    * included, within {@code leaveTimeout}. False before such a close() has waited for them, and
    * when it left with listeners still busy (its WARNING "listeners still busy after
-   * leaveTimeout", not logged at a leaveTimeout of 0), or waiting in a circle for the listener that called it; false too when a
-   * listener of this node called close() (an ownership listener's {@code LEAVING} change runs only
-   * after its callback returns, once the node has left). Another listener whose
-   * {@link Registration} was closed, even during that wait, is no longer one of the node's and is
-   * not counted. A process
-   * about to exit can log it, or exit with a status that says whether its data was handed on.
+   * leaveTimeout", not logged at a leaveTimeout of 0), or waiting in a circle for the listener
+   * that called it; false too when a listener of this node called close() (an ownership
+   * listener's {@code LEAVING} change runs only after its callback returns, once the node has
+   * left). Another listener whose {@link Registration} was closed, even during that wait, is no
+   * longer one of the node's and is not counted. A process about to exit can log it, or exit with
+   * a status that says whether its data was handed on.
    */
   public boolean leftIdle() {
     return leftIdle;
@@ -1008,7 +1008,8 @@ public final class Ringmaster implements AutoCloseable {
    * {@link #localMember()} does not mean this node owns the key, nor does
    * {@code ring().ownedRanges(localMember().id(), n)} list this node's ranges (they are the other
    * node's; this one owns none): ask {@link #isLocal}, {@link #isPrimary} and, by position,
-   * {@link #isLocalAtPosition} and {@link #isPrimaryAtPosition}, which answer for this node. False after {@link #close()}: the node has left the ring.
+   * {@link #isLocalAtPosition} and {@link #isPrimaryAtPosition}, which answer for this node.
+   * False after {@link #close()}: the node has left the ring.
    */
   public boolean isInRing() {
     return node.state().localInRing();

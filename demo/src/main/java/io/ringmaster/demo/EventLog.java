@@ -20,9 +20,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The last {@value #CAPACITY} events and the Server-Sent Events subscribers of {@code /events}.
  * A new subscriber first gets the buffered events, then live ones; a browser reconnecting with
  * the {@code Last-Event-ID} header gets only the buffered events after that one, so it shows none
- * twice, and first a {@code gap} event if some after that one are no longer buffered. Each subscriber has its own bounded queue and writer thread, so a slow browser never
- * holds up a publisher; one that falls {@value #QUEUE} events behind, or whose connection fails,
- * is dropped.
+ * twice, and first a {@code gap} event if some after that one are no longer buffered. Each
+ * subscriber has its own bounded queue and writer thread, so a slow browser never holds up a
+ * publisher; one that falls {@value #QUEUE} events behind, or whose connection fails, is dropped.
  */
 final class EventLog implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(EventLog.class.getName());
