@@ -5,10 +5,10 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 
 /** {@code GET /ring}: the ring for drawing, each member's key counts, and each member's view of it. */
@@ -36,8 +36,13 @@ final class RingView {
   private final Ringmaster node;
   private final PeerDirectory directory;
   private final BooleanSupplier inRing;
-  /** Primary ranges by ring checksum; rings are few, and a ring's ranges never change. */
-  private final Map<Long, Map<String, List<List<String>>>> rangesByRing = new ConcurrentHashMap<>();
+  /**
+   * The last ring's primary ranges, by its checksum (a ring's ranges never change): one ring's
+   * only, since at 50 members of 1,024 virtual nodes they take megabytes as text.
+   */
+  private volatile RangesOf lastRanges;
+
+  private record RangesOf(long checksum, Map<String, List<List<String>>> ranges) {}
 
   /**
    * @param inRing whether this peer is in the ring, as it routes ({@link Routing#inRing()}): a peer
@@ -98,11 +103,11 @@ final class RingView {
   }
 
   private Map<String, List<List<String>>> ranges(HashRing ring) {
-    Map<String, List<List<String>>> cached = rangesByRing.get(ring.checksum());
-    if (cached != null) {
-      return cached;
+    RangesOf cached = lastRanges;
+    if (cached != null && cached.checksum() == ring.checksum()) {
+      return cached.ranges();
     }
-    Map<String, List<List<String>>> ranges = new ConcurrentHashMap<>();
+    Map<String, List<List<String>>> ranges = new HashMap<>();
     for (Member m : ring.members()) {
       List<List<String>> list = new ArrayList<>();
       for (KeyRange r : ring.primaryRanges(m.id())) {
@@ -110,10 +115,8 @@ final class RingView {
       }
       ranges.put(m.id(), List.copyOf(list));
     }
-    if (rangesByRing.size() > 16) {
-      rangesByRing.clear();
-    }
-    rangesByRing.put(ring.checksum(), ranges);
-    return ranges;
+    Map<String, List<List<String>>> all = Map.copyOf(ranges);
+    lastRanges = new RangesOf(ring.checksum(), all); // two requests for a new ring may both build it
+    return all;
   }
 }

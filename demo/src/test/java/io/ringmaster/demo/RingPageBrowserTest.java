@@ -199,6 +199,12 @@ class RingPageBrowserTest extends WithPeerCluster {
         + "return ['started', 'membership', 'ownership', 'migration', 'sweep', 'repair', 'divergence',"
         + "  'received', 'gap', 'leaving', t].map(type => describe(ev(type))).join('\\n');");
     assertTrue(escaped.contains("&lt;img") && !escaped.contains("<img"), escaped);
+    // A mismatch that settled is forgotten: the same pair of views later (a cluster restarted while
+    // the page stayed open numbers its views again) starts settling afresh, not as a divergence.
+    assertEquals(List.of(false, false, true), js.executeScript("mismatchSince.set('x', {key: '1|2',"
+        + " since: Date.now() - 60000});"
+        + "return [settling({id: 'x', viewId: 1}, {viewId: 1}), mismatchSince.has('x'),"
+        + "  settling({id: 'x', viewId: 1}, {viewId: 2})];"));
 
     // The key ".." cannot leave a browser as it is (it resolves /kv/.. to /): said so, not sent.
     WebElement key = browser.findElement(By.id("key"));
