@@ -39,11 +39,7 @@ import org.jgroups.util.UUID;
  * knows its own view is the one no one else installed, and rejoins; JGroups alone would never end
  * the split, since its merge detection compares view ids only. A member the cluster refuses sends
  * no checksum (it is not in the ring it would vouch for); it asks instead
- * ({@link #TYPE_LISTED_QUERY}), and is told the same way, with no divergence reported. A member
- * whose view lists the sender of a checksum that differs from its own asks that sender the same,
- * once per view: on the side of a split whose view lists more members, the other side's checksums
- * differ for that reason alone, and the question ends the split without waiting for this member's
- * own gossip to reach the other side.
+ * ({@link #TYPE_LISTED_QUERY}), and is told the same way, with no divergence reported.
  *
  * <p>Every one of these messages goes to one member: one sent to the whole cluster is dropped, so
  * that a single forged multicast (on a stack without authentication, anyone on the network can
@@ -92,10 +88,7 @@ final class Gossip {
   final AtomicLong notListedIgnored = new AtomicLong();
   /** {@link #TYPE_NOT_LISTED} messages this node queued to send. */
   final AtomicLong notListedSent = new AtomicLong();
-  /**
-   * {@link #TYPE_LISTED_QUERY} messages sent (by this node while refused, or to a member whose
-   * checksum differs) and received.
-   */
+  /** {@link #TYPE_LISTED_QUERY} messages sent (by this node, while refused) and received. */
   final AtomicLong queriesSent = new AtomicLong();
   final AtomicLong queriesReceived = new AtomicLong();
   /** Messages of this class sent to the whole cluster, dropped unread. */
@@ -355,9 +348,6 @@ final class Gossip {
       synchronized (logged) { // JGroups threads, one per sender or batch
         first = logged.first(ClusterNode.ViewKey.of(viewId, creator), List.of(d, String.valueOf(source)));
       }
-      if (first && holder && source != null) {
-        askListed(source, viewId, creator); // a split, if its view does not list this node: see the class comment
-      }
       if (!first) {
         LOG.log(Level.DEBUG, "{0}: {1} found again", localId, d);
       } else if (notListed) {
@@ -375,33 +365,8 @@ final class Gossip {
   }
 
   /**
-   * Asks {@code member}, from the gossip thread (a send may block), whether its view with this id
-   * and creator lists this node; it answers only if not ({@link #tellNotListed}).
-   */
-  private void askListed(Address member, long viewId, UUID creator) {
-    View v = channelView(viewId, creator);
-    if (v == null) {
-      return; // this node's channel is in another view by now: nothing to ask about
-    }
-    byte[] payload = encodeListedQuery(viewId, v.getViewId().getCreator());
-    try {
-      background.execute(() -> {
-        try {
-          channel.send(control(member, payload));
-          queriesSent.incrementAndGet();
-        } catch (Exception e) {
-          LOG.log(Level.DEBUG, "asking {0} whether view {1} lists this node failed: {2}", member, viewId, e);
-        }
-      });
-    } catch (RejectedExecutionException closing) {
-      LOG.log(Level.DEBUG, "closing: {0} not asked whether view {1} lists this node", member, viewId);
-    }
-  }
-
-  /**
-   * A member asks whether this node's view lists it (one the cluster refuses, or one whose view
-   * lists this node and whose ring differs): told only when this node's view has that very id and
-   * creator and does not list it. A query about any other view
+   * A member the cluster refuses asks whether this node's view lists it: told only when this
+   * node's view has that very id and creator and does not list it. A query about any other view
    * says nothing about a split (the asker, or this node, is in a view the other has not got yet).
    */
   private void listedQuery(long viewId, UUID creator, Address source) {

@@ -28,12 +28,9 @@ public record RingDivergence(long viewId, String peerId, long localChecksum, lon
   public enum Kind {
     /**
      * The peer is the member this node has under its id, and their checksums differ: the two
-     * computed different rings from the same members, or they have different members under one
-     * view id. The second is a split view seen from its side that lists more members (see
-     * {@link #SPLIT_VIEW}): this node then asks the peer whether its view lists this node, is told
-     * not, and rejoins, so a new view follows within moments. The first should not happen: a bug,
-     * or members that disagree on the ring's parameters or spec version; compare their
-     * {@code ringJson()}. It does not end by itself.
+     * computed different rings from the same members. Should not happen: a bug, or members that
+     * disagree on the ring's parameters or spec version; compare their {@code ringJson()}. Does
+     * not end by itself.
      */
     CHECKSUM,
     /**

@@ -1298,7 +1298,7 @@ public final class Ringmaster implements AutoCloseable {
     return gossip == null ? 0 : gossip.multicastsDropped.get();
   }
 
-  /** "Does your view list me?" messages sent, while refused or to a member whose ring differs (for tests). */
+  /** "Does your view list me?" messages sent while refused (for tests). */
   long listedQueriesSent() {
     return gossip == null ? 0 : gossip.queriesSent.get();
   }
@@ -1308,7 +1308,7 @@ public final class Ringmaster implements AutoCloseable {
     return gossip == null ? 0 : gossip.notListedSent.get();
   }
 
-  /** "Does your view list me?" messages received (for tests). */
+  /** "Does your view list me?" messages received from refused members (for tests). */
   long listedQueriesReceived() {
     return gossip == null ? 0 : gossip.queriesReceived.get();
   }

@@ -258,41 +258,6 @@ class SplitViewTest {
   }
 
   /**
-   * The member whose view lists more (x) hears the split from the other side's checksums alone:
-   * they differ from its own only because their view leaves it out, so it asks their sender
-   * whether that view lists it, is told not, and rejoins, without its own gossip reaching the
-   * other side (none gossips here, every hour). Until then x reports the split as a checksum
-   * divergence: it cannot tell the two apart (docs/operations.md).
-   */
-  @Test
-  void memberWhoseViewListsMore_hearingAnotherChecksum_asksAndRejoins() throws Exception {
-    try (TestCluster cluster = new TestCluster("split-view-asks")) {
-      List<Ringmaster> nodes = new ArrayList<>();
-      for (String id : List.of("a", "b", "x")) {
-        nodes.add(cluster.start(cluster.builder(id).gossipInterval(Duration.ofHours(1))));
-      }
-      TestCluster.awaitAgreement(nodes, 3, WAIT);
-      Ringmaster a = nodes.get(0);
-      Ringmaster x = nodes.get(2);
-      List<RingDivergence> heardByX = new CopyOnWriteArrayList<>();
-      x.addDivergenceListener(heardByX::add);
-      splitOff(x, a, nodes.get(1));
-      await("a and b on the split view without x").atMost(WAIT).until(() -> a.ring().members().size() == 2
-          && nodes.get(1).ring().members().size() == 2 && a.viewId() == x.viewId());
-
-      View split = a.channel().getView();
-      a.channel().send(new BytesMessage(x.channel().getAddress(),
-          Gossip.encode(split.getViewId().getId(), split.getCreator(), a.ring().checksum(), "a")));
-
-      await("x asked a, was told, and rejoined").atMost(WAIT).until(() -> x.stats().rejoins() == 1);
-      assertEquals(1, x.listedQueriesSent(), "asked once");
-      await("x's report").atMost(WAIT).until(() -> !heardByX.isEmpty()); // delivered on the node's pool
-      assertEquals(List.of(RingDivergence.Kind.CHECKSUM), heardByX.stream().map(RingDivergence::kind).toList());
-      TestCluster.awaitAgreement(nodes, 3, WAIT);
-    }
-  }
-
-  /**
    * Installs one view id with two member lists, as the JGroups merge race does: {@code x} keeps
    * every member of its view, while {@code others} leave {@code x} out.
    */
