@@ -534,8 +534,8 @@ public final class Ringmaster implements AutoCloseable {
       List<SerialDelivery<?>> callers = runningHere();
       listeners = node.awaitListeners(deadline, unwaited, callers, true);
       // A listener that calls close() gets its LEAVING change only once its callback returns, after
-      // the node left; the others on its executor (one not the node's pool) were not waited for.
-      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && unwaited == null;
+      // the node left (and the others on its executor, if not the node's pool, were not waited for).
+      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty();
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
