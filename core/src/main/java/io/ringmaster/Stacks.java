@@ -8,7 +8,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.jgroups.JChannel;
 import org.jgroups.annotations.Property;
 import org.jgroups.conf.AttributeType;
@@ -91,7 +93,7 @@ final class Stacks {
   }
 
   /** A {@code ${name,other:default}} in a stack file's attribute. */
-  private static final java.util.regex.Pattern VARIABLE = java.util.regex.Pattern.compile("\\$\\{([^}]*)}");
+  private static final Pattern VARIABLE = Pattern.compile("\\$\\{([^}]*)}");
 
   /**
    * Fails naming the variable when a {@code ${...}} of the stack is set to an empty value, as a
@@ -171,8 +173,8 @@ final class Stacks {
   }
 
   /** Attributes whose values the failures of a stack's start show: addresses, ports, hosts, a TTL. */
-  private static final java.util.regex.Pattern SHOWN_ATTRIBUTES =
-      java.util.regex.Pattern.compile("bind_addr|bind_port|port_range|initial_hosts|mcast_addr|mcast_port|ip_ttl");
+  private static final Pattern SHOWN_ATTRIBUTES =
+      Pattern.compile("bind_addr|bind_port|port_range|initial_hosts|mcast_addr|mcast_port|ip_ttl");
 
   /**
    * A bare number of milliseconds below this, given by a variable for a duration, is refused as a
@@ -210,26 +212,26 @@ final class Stacks {
   }
 
   /** The unit of {@code attribute} of the protocol named if JGroups declares it a time ({@link #isTime}). */
-  private static java.util.Optional<TimeUnit> timeUnit(String protocolName, String attribute) {
+  private static Optional<TimeUnit> timeUnit(String protocolName, String attribute) {
     Class<?> type;
     try {
       type = Util.loadProtocolClass(protocolName.trim(), Stacks.class);
     } catch (Exception | LinkageError unknown) {
-      return java.util.Optional.empty(); // JGroups refuses the stack when the node starts, naming the protocol
+      return Optional.empty(); // JGroups refuses the stack when the node starts, naming the protocol
     }
     for (Class<?> c = type; c != null; c = c.getSuperclass()) {
       for (java.lang.reflect.Field f : c.getDeclaredFields()) {
         if (isTime(f.getAnnotation(Property.class), f.getName(), attribute)) {
-          return java.util.Optional.of(f.getAnnotation(Property.class).unit());
+          return Optional.of(f.getAnnotation(Property.class).unit());
         }
       }
       for (java.lang.reflect.Method m : c.getDeclaredMethods()) {
         if (isTime(m.getAnnotation(Property.class), Util.methodNameToAttributeName(m.getName()), attribute)) {
-          return java.util.Optional.of(m.getAnnotation(Property.class).unit());
+          return Optional.of(m.getAnnotation(Property.class).unit());
         }
       }
     }
-    return java.util.Optional.empty();
+    return Optional.empty();
   }
 
   private static boolean isTime(Property property, String implicitName, String attribute) {
@@ -445,7 +447,7 @@ final class Stacks {
       throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused.getMessage()
           + variables, refused);
     } finally {
-      SharedSecret.forNextStack(java.util.Optional.empty());
+      SharedSecret.forNextStack(Optional.empty());
     }
     try {
       if (channel.hasAddressGenerators()) {

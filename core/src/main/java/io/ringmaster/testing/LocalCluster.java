@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -171,7 +172,7 @@ public final class LocalCluster implements AutoCloseable {
     for (CompletableFuture<Ringmaster> f : starts) {
       try {
         out.add(f.join());
-      } catch (java.util.concurrent.CompletionException e) {
+      } catch (CompletionException e) {
         RuntimeException cause = e.getCause() instanceof RuntimeException r ? r : e;
         if (failed == null) {
           failed = cause;
