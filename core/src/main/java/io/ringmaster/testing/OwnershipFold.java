@@ -16,8 +16,9 @@ import java.util.SplittableRandom;
  * sample of ring positions, and checks each change: against the fold (a range gained that was
  * already held, a range lost or a role changed that was not held so, two ranges of one change on
  * one position), and against its own two rings at the end of each of its ranges, so that no range
- * escapes the sample (a gained range's sources are its owners in the ring before, a lost range's
- * destinations its owners in the ring after, and the roles are the member's places there). A
+ * escapes the sample (a gained range's sources are its owners in the ring before, which do not
+ * hold the member, a lost range's destinations its owners in the ring after, which do not either,
+ * and the roles are the member's places there). A
  * test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}): what a
  * listener that moves data by these changes would hold, against what the node owns.
  *
@@ -104,8 +105,9 @@ public final class OwnershipFold implements OwnershipListener {
 
   /**
    * Each range of the change, at its end (a position every range holds): gained ranges' sources
-   * are the owners there in the ring before, lost ranges' destinations the owners in the ring
-   * after, and the member is where the roles say, in the ring each role is of.
+   * are the owners there in the ring before, without the member, lost ranges' destinations the
+   * owners in the ring after, without the member, and the member is where the roles say, in the
+   * ring each role is of.
    */
   private void checkEnds(OwnershipChange change) {
     RingDiff diff = change.diff();
@@ -119,6 +121,7 @@ public final class OwnershipFold implements OwnershipListener {
             + ids(before));
       }
       expectRole(change, end, owners(change.ring(), end, n), member, g.role(), "gained as ");
+      expectNone(change, end, before, member, "gained where the ring before makes it ");
     }
     for (RingDiff.Lost l : change.lost()) {
       long end = l.range().end();
@@ -127,6 +130,7 @@ public final class OwnershipFold implements OwnershipListener {
         violate(change, end, "lost to " + ids(l.destinations()) + ", where the ring after has " + ids(after));
       }
       expectRole(change, end, owners(change.previousRing(), end, n), member, l.role(), "lost as ");
+      expectNone(change, end, after, member, "lost where the ring after makes it ");
     }
     for (RingDiff.RoleChange r : change.roleChanges()) {
       long end = r.range().end();
@@ -140,6 +144,13 @@ public final class OwnershipFold implements OwnershipListener {
     byte actual = roleIn(owners, member);
     if (actual != code(role)) {
       violate(change, position, what + role + ", where that ring makes it " + name(actual));
+    }
+  }
+
+  private void expectNone(OwnershipChange change, long position, List<Member> owners, String member, String what) {
+    byte actual = roleIn(owners, member);
+    if (actual != NONE) {
+      violate(change, position, what + name(actual));
     }
   }
 

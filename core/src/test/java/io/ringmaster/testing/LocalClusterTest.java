@@ -141,6 +141,21 @@ class LocalClusterTest {
     wrongSources.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two, lying));
     assertEquals(1, wrongSources.violations().stream().filter(v -> v.endsWith("gained with sources [], where the"
         + " ring before has [a]")).count(), String.valueOf(wrongSources.violations()));
+
+    // a range told gained where both rings make a its owner, its sources (a) and role right: only
+    // the rings show it was held before; and lost where both make it the owner: only the ring after
+    RingDiff.Gained kept = RingDiff.compute(empty, false, one, true, "a", 1).gained().get(0);
+    OwnershipFold heldBefore = new OwnershipFold(16, 5);
+    heldBefore.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one, new RingDiff("a", 1,
+        List.of(new RingDiff.Gained(kept.range(), List.of(Member.of("a")), kept.role())), List.of(), List.of())));
+    assertEquals(List.of("VIEW change to view 2, position " + Long.toHexString(kept.range().end())
+        + ": gained where the ring before makes it PRIMARY"), heldBefore.violations());
+    OwnershipFold heldAfter = new OwnershipFold(16, 5);
+    heldAfter.onOwnershipChange(join);
+    heldAfter.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one, new RingDiff("a", 1,
+        List.of(), List.of(new RingDiff.Lost(kept.range(), List.of(Member.of("a")), kept.role())), List.of())));
+    assertEquals(List.of("VIEW change to view 2, position " + Long.toHexString(kept.range().end())
+        + ": lost where the ring after makes it PRIMARY"), heldAfter.violations());
   }
 
   @Test
