@@ -101,9 +101,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private static final long SERIES_GAP = 1L << 20;
 
   private volatile SecretKeySpec macKey;
-  // One of each per thread, set up with the key once and initialized again for each message.
-  private final ThreadLocal<Cipher> ciphers = ThreadLocal.withInitial(this::newCipher);
-  private final ThreadLocal<Mac> macs = ThreadLocal.withInitial(this::newMac);
+  /** How many ciphers and MACs are kept between messages (JGroups' Encrypt keeps as many). */
+  static final int KEPT = 8;
+  // Set up with the key once, initialized again for each message; lent to one message at a time.
+  private final Lender<Cipher> ciphers = new Lender<>(KEPT, this::newCipher);
+  private final Lender<Mac> macs = new Lender<>(KEPT, this::newMac);
   /** The highest seal number this node has given: a series started later starts above it. */
   private final LongAccumulator highestSeal = new LongAccumulator(Math::max, Long.MIN_VALUE);
   /** This node's seal numbers for messages to all members (see {@link SealedCopies}). */
@@ -179,6 +181,19 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     findProtocolsAbove();
   }
 
+  /** Drops the ciphers and MACs kept between messages, which hold the keys. */
+  @Override
+  public void destroy() {
+    super.destroy();
+    ciphers.clear();
+    macs.clear();
+  }
+
+  /** How many ciphers and MACs are kept now: each at most {@link #KEPT}, none after {@link #destroy}. */
+  int keptCiphersAndMacs() {
+    return ciphers.kept() + macs.kept();
+  }
+
   private void findProtocolsAbove() {
     auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
     unicast = getProtocolStack() == null ? null : getProtocolStack().findProtocol(UNICAST3.class);
@@ -224,10 +239,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       throw new GeneralSecurityException("a message without a " + IV_LENGTH + "-byte IV: not sealed by "
           + getClass().getSimpleName());
     }
-    Cipher cipher = ciphers.get();
     if (!decode) {
-      cipher.init(Cipher.ENCRYPT_MODE, secret_key, new IvParameterSpec(iv));
-      byte[] encrypted = cipher.doFinal(buf, offset, length);
+      byte[] encrypted = cipher(Cipher.ENCRYPT_MODE, iv, buf, offset, length);
       byte[] sealed = Arrays.copyOf(encrypted, encrypted.length + MAC_LENGTH);
       System.arraycopy(mac(iv, encrypted, 0, encrypted.length), 0, sealed, encrypted.length, MAC_LENGTH);
       return sealed;
@@ -238,12 +251,20 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
             Arrays.copyOfRange(buf, offset + cipherLength, offset + length))) {
       throw new GeneralSecurityException("a message failed its integrity check (a wrong key, or changed on the way)");
     }
-    cipher.init(Cipher.DECRYPT_MODE, secret_key, new IvParameterSpec(iv));
-    return cipher.doFinal(buf, offset, cipherLength);
+    return cipher(Cipher.DECRYPT_MODE, iv, buf, offset, cipherLength);
+  }
+
+  /** One message through a lent cipher; the cipher is kept for the next only if this did not throw. */
+  private byte[] cipher(int mode, byte[] iv, byte[] buf, int offset, int length) throws GeneralSecurityException {
+    Cipher cipher = ciphers.take();
+    cipher.init(mode, secret_key, new IvParameterSpec(iv));
+    byte[] result = cipher.doFinal(buf, offset, length);
+    ciphers.giveBack(cipher);
+    return result;
   }
 
   /**
-   * Opens a sealed message with {@link #code} (the MAC first), on this thread's cipher, and returns
+   * Opens a sealed message with {@link #code} (the MAC first), on a cipher of its own, and returns
    * the message that was sealed; or null (the message is dropped, and the drop logged) if it was
    * sealed for another member (a unicast sent again to this one), or is a copy of one taken before
    * ({@code SealedCopies}). A message that is not sealed whole (no payload, or marked as a payload
@@ -335,10 +356,12 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   }
 
   private byte[] mac(byte[] iv, byte[] buf, int offset, int length) {
-    Mac mac = macs.get();
+    Mac mac = macs.take();
     mac.update(iv);
     mac.update(buf, offset, length);
-    return mac.doFinal();
+    byte[] result = mac.doFinal();
+    macs.giveBack(mac);
+    return result;
   }
 
   private Cipher newCipher() {

@@ -344,6 +344,13 @@ class SecureStackTest {
           "a changed message got past the integrity check: " + aAbove.probesUp());
 
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+
+      // The ciphers and MACs, set up with the keys, are kept between messages by the protocol
+      // alone (not by each thread that sent one), and dropped when the node closes.
+      int kept = encryptionOfA.keptCiphersAndMacs();
+      assertTrue(kept > 0 && kept <= 2 * SharedSecretEncrypt.KEPT, "kept: " + kept);
+      a.close();
+      assertEquals(0, encryptionOfA.keptCiphersAndMacs(), "ciphers and MACs kept after close");
     }
   }
 
