@@ -294,7 +294,12 @@ final class ClusterNode {
       firstRing.completeExceptionally(new RingmasterException(RingmasterException.Reason.VIEW_FAILED,
           "view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
-      if (!retry || !retried) {
+      if (state != before) {
+        // Published: its callbacks were queued first, so the listeners miss nothing; what failed
+        // came after (the launches run all the same, in a finally).
+        logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " was installed on " + local.id()
+            + ", but what follows it failed", e));
+      } else if (!retry || !retried) {
         logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
             + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
             + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
@@ -440,6 +445,10 @@ final class ClusterNode {
     MembershipChange membership = membershipChange(previous, next, view, refused);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
         : OwnershipChange.Reason.VIEW;
+    // Made before the ring is published: what fails after that (an Error making it) would leave the
+    // ring published and its listeners never told, with no view to try again.
+    OwnershipChange change = diff.isEmpty() ? null
+        : new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff, localIn);
     List<SerialDelivery<?>> idle = new ArrayList<>();
     // The launches in a finally: whatever throws once a callback is queued (an Error in queuing the
     // next, a logger) must not leave a listener marked running with no launch to come, deaf to
@@ -456,21 +465,22 @@ final class ClusterNode {
         publishing.incrementAndGet();
         try {
           state = next; // publish first, then notify
+          // Queued at once (enqueue never throws): once the ring is published, its listeners are told.
+          if (change != null && !left) {
+            enqueue(ownershipListeners, change, idle);
+          }
+          if (membership != null) {
+            enqueue(membershipListeners, membership, idle);
+          }
           // The refusals this view reports count as reported once its ring is published: a view that
           // failed before that, and is tried again, reports them then.
           reportedRefusals.clear();
           reportedRefusals.addAll(reported);
           refusals.addAndGet(refused.size());
-          // Before any callback runs: a listener on a same-thread executor that calls close()
-          // would otherwise wait for a start() that waits for this.
+          // Before any callback runs (they are launched after this block): a listener on a
+          // same-thread executor that calls close() would otherwise wait for a start() that waits
+          // for this.
           firstRing.complete(next);
-          if (!diff.isEmpty() && !left) {
-            enqueue(ownershipListeners, new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff),
-                idle);
-          }
-          if (membership != null) {
-            enqueue(membershipListeners, membership, idle);
-          }
         } finally {
           publishing.decrementAndGet();
         }
@@ -608,7 +618,10 @@ final class ClusterNode {
     }
   }
 
-  /** Queues an event for each listener, collecting in {@code idle} those to launch. */
+  /**
+   * Queues an event for each listener, collecting in {@code idle} those to launch once the lock is
+   * released (idle ones, and those with something to log: see {@link SerialDelivery#enqueue}).
+   */
   private static <E> void enqueue(List<SerialDelivery<E>> listeners, E event, List<SerialDelivery<?>> idle) {
     for (SerialDelivery<E> l : listeners) {
       if (l.enqueue(event)) {
@@ -759,7 +772,8 @@ final class ClusterNode {
       if (s.localInRing()) {
         RingDiff diff = RingDiff.compute(emptyRing(), s.ring(), local.id(), local.replicas());
         if (!diff.isEmpty()) {
-          initial = new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(), s.ring(), diff);
+          initial = new OwnershipChange(OwnershipChange.Reason.INITIAL, -1, s.viewId(), emptyRing(), s.ring(), diff,
+              true);
         }
       }
       ownershipListeners.add(delivery);
@@ -943,7 +957,7 @@ final class ClusterNode {
         RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
         if (!diff.isEmpty()) {
           enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
-              s.viewId(), s.ring(), without, diff), idle);
+              s.viewId(), s.ring(), without, diff, false), idle);
           queued = true;
         }
       }

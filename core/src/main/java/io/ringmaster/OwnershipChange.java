@@ -35,9 +35,16 @@ import java.util.Objects;
  *                       view's members)
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
+ * @param inRing         whether this node is in {@code ring}. Nearly always the same as
+ *                       {@code ring.contains(diff.memberId())}, but not in the change that refuses
+ *                       a node because another member holds its id (a merge that brings back a
+ *                       member of the same id from the other side, say): {@code ring} then holds
+ *                       that id, the other member's, and this node has lost everything; routing by
+ *                       {@code ring}, keys it gives that id are not this node's. False for
+ *                       {@link Reason#LEAVING}
  */
 public record OwnershipChange(Reason reason, long previousViewId, long viewId, HashRing previousRing,
-                              HashRing ring, RingDiff diff) {
+                              HashRing ring, RingDiff diff, boolean inRing) {
 
   /** Why a change was delivered. */
   public enum Reason {
@@ -69,6 +76,16 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
     Objects.requireNonNull(previousRing, "previousRing");
     Objects.requireNonNull(ring, "ring");
     Objects.requireNonNull(diff, "diff");
+  }
+
+  /**
+   * A change whose node is in {@code ring} if {@code ring} holds its id: every change but one that
+   * refuses the node for an id another member holds (for tests of listeners, say).
+   */
+  public OwnershipChange(Reason reason, long previousViewId, long viewId, HashRing previousRing, HashRing ring,
+                         RingDiff diff) {
+    this(reason, previousViewId, viewId, previousRing, ring, diff,
+        Objects.requireNonNull(ring, "ring").contains(Objects.requireNonNull(diff, "diff").memberId()));
   }
 
   /** Ranges now owned, each with the members that held them before (where to fetch from). */

@@ -58,6 +58,10 @@ final class SerialDelivery<E> implements Registration {
   private final ArrayDeque<E> queue = new ArrayDeque<>();
   /** The queue reached {@link #LAG_WARNING} since it was last empty. */
   private boolean lagging;
+  /** The WARNING of {@link #lagging}, for the next {@link #launch()} to log: not under the publisher's lock. */
+  private boolean lagWarningDue;
+  /** Why an {@link #enqueue} could not queue its event (no memory): the next launch reports the removal. */
+  private Throwable notQueued;
   /** Events queued or being delivered: a drain is launched or about to be. */
   private boolean running;
   /** A callback is running now (taken from the queue, not yet returned). */
@@ -188,37 +192,41 @@ final class SerialDelivery<E> implements Registration {
   }
 
   /**
-   * Queues an event. True if the listener was idle: the caller must then {@link #launch()} the
-   * delivery, after releasing any lock it holds.
+   * Queues an event. True if the caller must {@link #launch()} the delivery, after releasing any
+   * lock it holds: the listener was idle, or there is something to log (it fell behind, or the
+   * event could not be queued). Never throws: an event it cannot queue (no memory) removes the
+   * listener, as a refused callback does, rather than leave it a sequence with a gap.
    */
-  boolean enqueue(E event) {
-    boolean fellBehind;
-    boolean idle;
-    synchronized (this) {
-      if (closed) {
-        return false;
-      }
+  synchronized boolean enqueue(E event) {
+    if (closed) {
+      return false;
+    }
+    try {
       queue.add(event);
-      fellBehind = queue.size() == LAG_WARNING && !lagging;
-      if (fellBehind) {
-        lagging = true;
-      }
-      idle = !running;
-      if (idle) {
-        running = true;
-        launchPending = true;
-      }
+    } catch (RuntimeException | Error e) {
+      closed = true;
+      queue.clear();
+      notQueued = e;
+      notifyAll();
+      return true;
     }
-    if (fellBehind) {
-      warnLagging();
+    if (queue.size() == LAG_WARNING && !lagging) {
+      lagging = true;
+      lagWarningDue = true;
     }
-    return idle;
+    boolean idle = !running;
+    if (idle) {
+      running = true;
+      launchPending = true;
+    }
+    return idle || lagWarningDue;
   }
 
   /**
-   * The WARNING of a listener that falls behind, once per lag: outside this delivery's monitor
-   * (which its listener's thread takes at each callback), and quietly, since it runs in the
-   * publisher's publish, which a logger that throws must not fail.
+   * The WARNING of a listener that falls behind, once per lag: logged by the launch after the
+   * event that made it so, outside this delivery's monitor (which its listener's thread takes at
+   * each callback) and the publisher's lock (a logger may block), and quietly, since a logger that
+   * throws must not fail the launches.
    */
   private void warnLagging() {
     ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
@@ -254,10 +262,27 @@ final class SerialDelivery<E> implements Registration {
   }
 
   private void launch(boolean first) {
+    boolean warn;
+    Throwable lost;
     synchronized (this) {
       if (first) {
         held = false;
       }
+      warn = lagWarningDue;
+      lagWarningDue = false;
+      lost = notQueued;
+      notQueued = null;
+    }
+    if (warn) {
+      warnLagging();
+    }
+    if (lost != null) {
+      ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.ERROR, name + ": a callback could not be queued ("
+          + lost + "); the listener is removed so that it never sees a sequence with a gap. Register it again to"
+          + " start over.", lost));
+      onClose.run();
+    }
+    synchronized (this) {
       if (!launchPending || held) {
         return;
       }

@@ -75,6 +75,31 @@ class SerialDeliveryTest {
   }
 
   /**
+   * The WARNING of a listener that falls behind is logged by the launch the publisher makes after
+   * releasing its lock, not while it queues the change under that lock: a logger that blocks (a
+   * full asynchronous appender) would hold every thread that takes the node's publish lock.
+   */
+  @Test
+  void theLagWarning_isLoggedByTheLaunchAfterTheQueuing_notByTheQueuing() {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> d = new SerialDelivery<>("lagging listener", e -> { }, held::add, new Object(), () -> { });
+    try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith("lagging listener"))) {
+      assertTrue(d.enqueue("event 1"), "idle: to be launched");
+      d.launch();
+      for (int i = 2; i < SerialDelivery.LAG_WARNING; i++) {
+        assertFalse(d.enqueue("event " + i), "running: nothing to launch");
+      }
+      assertTrue(d.enqueue("event " + SerialDelivery.LAG_WARNING), "fell behind: a WARNING for the launch to log");
+      assertEquals(List.of(), log.levels(), "nothing logged while queuing");
+      d.launch();
+      assertEquals(List.of(Level.WARNING), log.levels());
+      d.launch();
+      assertEquals(List.of(Level.WARNING), log.levels(), "once");
+      assertEquals(1, held.size());
+    }
+  }
+
+  /**
    * The first callback of a listener being added is launched by the thread adding it, not by
    * another thread's launch in between (a listener's close() or awaitListeners()): a refusal
    * seen on that other thread would reach the adding thread too late, and it would return a
