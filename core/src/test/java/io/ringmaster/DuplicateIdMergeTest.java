@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
+import io.ringmaster.testing.OwnershipFold;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -50,6 +51,7 @@ class DuplicateIdMergeTest {
       HashRing before = merge.previousRing();
       HashRing after = merge.ring();
       assertTrue(after.contains("b"), "the id stays in the ring, held by the earlier member");
+      assertFalse(merge.inRing(), "the change says this node is not the \"b\" of its ring");
       assertEquals(List.of(), merge.gained());
       SplittableRandom random = new SplittableRandom(11);
       int owned = 0;
@@ -67,6 +69,14 @@ class DuplicateIdMergeTest {
             () -> "the new owners of " + Long.toHexString(p) + " in the merged ring");
       }
       assertTrue(owned > 10_000, "with 2 of 2 replicas it owned every key on its side: " + owned);
+      assertEquals(List.of(), folded(f), "what the kit's fold finds wrong in the changes");
+      // The same losses told by a change that calls this node the "b" of the merged ring: wrong.
+      OwnershipFold fold = new OwnershipFold();
+      f.ownership.subList(0, f.ownership.size() - 1).forEach(fold::onOwnershipChange);
+      fold.onOwnershipChange(new OwnershipChange(merge.reason(), merge.previousViewId(), merge.viewId(), before,
+          after, merge.diff(), true));
+      assertTrue(fold.violations().stream().anyMatch(v -> v.endsWith(": lost where the ring after makes it PRIMARY")),
+          String.valueOf(fold.violations()));
     }
   }
 
@@ -86,6 +96,7 @@ class DuplicateIdMergeTest {
       assertEquals(List.of(), late.get(0).refused(), "a listener added now hears of no refusal: it is over");
       OwnershipChange admitted = f.lastOwnership();
       assertEquals(7, admitted.viewId());
+      assertTrue(admitted.inRing());
       HashRing ring = admitted.ring();
       HashRing elsewhere = ring.without("b");
       assertEquals(elsewhere.checksum(), admitted.previousRing().checksum());
@@ -105,7 +116,15 @@ class DuplicateIdMergeTest {
             () -> "the sources of " + Long.toHexString(p));
       }
       assertTrue(owned > 10_000, "with 2 of 3 replicas it owns most keys: " + owned);
+      assertEquals(List.of(), folded(f), "what the kit's fold finds wrong in the changes");
     }
+  }
+
+  /** The node's changes, in order, through a fresh {@link OwnershipFold}: what it finds wrong. */
+  private static List<String> folded(FedNode f) {
+    OwnershipFold fold = new OwnershipFold();
+    f.ownership.forEach(fold::onOwnershipChange);
+    return fold.violations();
   }
 
   /**

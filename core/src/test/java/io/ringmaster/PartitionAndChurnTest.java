@@ -71,6 +71,7 @@ class PartitionAndChurnTest {
     try (TestCluster cluster = new TestCluster("churn")) {
       List<Ringmaster> alive = new ArrayList<>();
       List<Ringmaster> gone = new ArrayList<>();
+      Set<Ringmaster> closed = java.util.concurrent.ConcurrentHashMap.newKeySet();
       for (int i = 0; i < 12; i++) {
         alive.add(cluster.startRecorded(cluster.builder("n" + i).replicas(2), rec));
       }
@@ -103,6 +104,7 @@ class PartitionAndChurnTest {
               }
             } else if (choice == 1) {
               victim.close();
+              closed.add(victim);
             } else {
               cluster.crash(victim);
             }
@@ -114,7 +116,12 @@ class PartitionAndChurnTest {
       assertFolds(rec, alive);
       for (Ringmaster g : gone) {
         assertEquals(List.of(), rec.get(g).violations(), g.localMember().id());
+        if (closed.contains(g)) { // its LEAVING change handed everything on (close() waits for it, within leaveTimeout)
+          await(g.localMember().id() + " left gracefully, owning nothing").atMost(WAIT)
+              .until(rec.get(g)::ownsNothing);
+        }
       }
+      assertEquals(counts[1], closed.size());
       assertTrue(counts[0] > 20 && counts[1] > 10 && counts[2] > 10,
           counts[0] + " joins, " + counts[1] + " leaves, " + counts[2] + " crashes");
     }

@@ -10,6 +10,7 @@ import io.ringmaster.OwnershipChange;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.RingmasterException;
 import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
@@ -17,6 +18,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.jgroups.MergeView;
 import org.junit.jupiter.api.Test;
 
 /** The test kit an embedder's tests use: real nodes in one JVM, their failures, and the fold of what they hear. */
@@ -32,7 +34,10 @@ class LocalClusterTest {
     try (LocalCluster cluster = new LocalCluster("kit test: startAll")) {
       List<Ringmaster> three = cluster.startAll("a", "b", "c");
       assertEquals(List.of("a", "b", "c"), three.stream().map(n -> n.localMember().id()).toList());
-      assertEquals(3, cluster.awaitSettled(WAIT).members().size(), "one ring: none founded a cluster of its own");
+      assertEquals(3, cluster.awaitSettled(WAIT).members().size());
+      for (Ringmaster n : three) { // separate clusters would have merged by now
+        assertFalse(n.channel().getView() instanceof MergeView, "one cluster from the start: " + n.channel().getView());
+      }
 
       RingmasterException held = assertThrows(RingmasterException.class, () -> cluster.startAll("d", "a", "e"));
       assertEquals(RingmasterException.Reason.ID_HELD, held.reason());
@@ -139,8 +144,8 @@ class LocalClusterTest {
     RingDiff lying = new RingDiff("b", 1, List.of(new RingDiff.Gained(g.range(), List.of(), g.role())), List.of(),
         List.of()); // no sources, where a held the range
     wrongSources.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two, lying));
-    assertEquals(1, wrongSources.violations().stream().filter(v -> v.endsWith("gained with sources [], where the"
-        + " ring before has [a]")).count(), String.valueOf(wrongSources.violations()));
+    assertTrue(wrongSources.violations().contains("VIEW change to view 2, position " + Long.toHexString(g.range().end())
+        + ": gained with sources [], where the ring before has [a]"), String.valueOf(wrongSources.violations()));
 
     // a range told gained where both rings make a its owner, its sources (a) and role right: only
     // the rings show it was held before; and lost where both make it the owner: only the ring after
@@ -156,6 +161,39 @@ class LocalClusterTest {
         List.of(), List.of(new RingDiff.Lost(kept.range(), List.of(Member.of("a")), kept.role())), List.of())));
     assertEquals(List.of("VIEW change to view 2, position " + Long.toHexString(kept.range().end())
         + ": lost where the ring after makes it PRIMARY"), heldAfter.violations());
+
+    // A change that tells of nothing, and a role "changed" to what it was.
+    OwnershipFold idle = new OwnershipFold(16, 6);
+    idle.onOwnershipChange(join);
+    idle.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one, new RingDiff("a", 1,
+        List.of(), List.of(), List.of())));
+    idle.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, one, one, new RingDiff("a", 1,
+        List.of(), List.of(), List.of(new RingDiff.RoleChange(kept.range(), kept.role(), kept.role())))));
+    assertEquals(List.of("VIEW change to view 2: nothing changed", "VIEW change to view 3, position "
+        + Long.toHexString(kept.range().end()) + ": changed from PRIMARY to PRIMARY"), idle.violations());
+  }
+
+  /**
+   * A gained range stretched over a neighbour's with other sources, told with the sources at its
+   * end: right there, wrong inside, which the fold's positions inside the range find.
+   */
+  @Test
+  void theFold_checksSourcesInsideARange_notAtItsEndAlone() {
+    HashRing two = HashRing.builder().virtualNodes(16).build().withMembers(List.of(Member.of("a"), Member.of("b")));
+    HashRing three = two.with(Member.of("c"));
+    List<RingDiff.Gained> gains = RingDiff.compute(two, three, "c", 1).gained();
+    RingDiff.Gained first = gains.get(0);
+    RingDiff.Gained other = gains.stream().filter(g -> !g.sources().equals(first.sources())).findFirst().orElseThrow();
+    RingDiff.Gained stretched = new RingDiff.Gained(new KeyRange(first.range().start(), other.range().end()),
+        other.sources(), RingDiff.Role.PRIMARY);
+    OwnershipFold fold = new OwnershipFold();
+    fold.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, two, three, new RingDiff("c", 1,
+        List.of(stretched), List.of(), List.of())));
+    String wrong = "gained with sources " + List.of(other.sources().get(0).id()) + ", where the ring before has "
+        + List.of(first.sources().get(0).id());
+    assertTrue(fold.violations().stream().anyMatch(v -> v.endsWith(wrong)), String.valueOf(fold.violations()));
+    assertTrue(fold.violations().stream().noneMatch(v -> v.contains(Long.toHexString(other.range().end()))),
+        "right at the end: " + fold.violations());
   }
 
   @Test
