@@ -52,14 +52,18 @@ public final class BalanceReport {
     System.out.printf("java %s (%s), %d processors, %s%n%n", System.getProperty("java.version"),
         System.getProperty("java.vm.name"), Runtime.getRuntime().availableProcessors(),
         ManagementFactory.getRuntimeMXBean().getInputArguments());
-    checkHash();
+    int failures = checkHash();
     warmUp();
-    balanceAndMoves();
+    failures += balanceAndMoves();
     heap();
+    if (failures > 0) {
+      System.out.println("FAILED: " + failures + " hash mismatches or misplaced keys (above)");
+      System.exit(1);
+    }
   }
 
-  /** HashRing.position must be the first 64 bits of Guava's MurmurHash3 x64-128, seed 0. */
-  static void checkHash() {
+  /** HashRing.position must be the first 64 bits of Guava's MurmurHash3 x64-128, seed 0: the mismatches. */
+  static int checkHash() {
     String[] keys = Fixtures.stringKeys(10_000, 7);
     String[] odd = {"", "a", "ü", "日本語のキー", "emoji \uD83D\uDE00", "lone \uD800 surrogate",
         "exactly-16-chars", "a key of more than thirty-two characters, mixed: é"};
@@ -73,6 +77,7 @@ public final class BalanceReport {
     }
     System.out.printf("Hash check: HashRing.position == Guava murmur3_128().asLong() on %d keys: %s%n%n",
         keys.length + odd.length, bad == 0 ? "OK" : bad + " mismatches");
+    return bad;
   }
 
   private static String[] concat(String[] a, String[] b) {
@@ -90,7 +95,9 @@ public final class BalanceReport {
     }
   }
 
-  static void balanceAndMoves() {
+  /** Prints the balance and moves tables; returns the misplaced keys (a key moved between two members that stayed). */
+  static int balanceAndMoves() {
+    int misplacedInAll = 0;
     String[] keys = LookupBenchmark.Keys.STRINGS; // the same keys the lookups are timed on
     StringBuilder balance = new StringBuilder();
     StringBuilder moves = new StringBuilder();
@@ -178,10 +185,12 @@ public final class BalanceReport {
             n, v, joinSum / SETS, joinWorst, joinOpt, joinSum / SETS / joinOpt, joinWorst / joinOpt,
             leaveSum / SETS, leaveWorst, leaveOpt, leaveSum / SETS / leaveOpt, leaveWorst / leaveOpt,
             misplaced));
+        misplacedInAll += (int) Math.min(Integer.MAX_VALUE, misplaced);
       }
     }
     System.out.println(balance);
     System.out.println(moves);
+    return misplacedInAll;
   }
 
   static void heap() {

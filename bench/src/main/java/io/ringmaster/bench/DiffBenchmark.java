@@ -70,7 +70,7 @@ public class DiffBenchmark {
       default -> throw new IllegalArgumentException("unknown member: " + member);
     };
     if (memberId == null) { // other sizes: searched for, at the cost of diffs computed before the measurement
-      memberId = firstLosing();
+      memberId = firstLosing(replicas);
       System.out.printf("%n[diff] members %d, virtualNodes %d: %s searched for"
           + " (a cold run is not a JVM's first diff)%n", members, virtualNodes, memberId);
     }
@@ -79,8 +79,8 @@ public class DiffBenchmark {
   /** After the measurement: checks the chosen member, and prints the diff's sizes. */
   @TearDown
   public void check() {
-    if (member.equals("existing")) {
-      String first = firstLosing();
+    if (member.equals("existing") && FIRST_LOSING.containsKey(members + "/" + virtualNodes)) {
+      String first = firstLosing(3);
       if (!memberId.equals(first)) {
         throw new IllegalStateException("FIRST_LOSING names " + memberId + ", but the first member that loses"
             + " ranges at 1 and 3 replicas is " + first);
@@ -91,14 +91,15 @@ public class DiffBenchmark {
         memberId, replicas, d.gained().size(), d.lost().size(), d.roleChanges().size());
   }
 
-  private String firstLosing() {
+  /** The first member that loses ranges at 1 and at {@code replicas} replicas. */
+  private String firstLosing(int replicas) {
     for (Member m : Fixtures.members(0, members)) {
       if (!RingDiff.compute(before, after, m.id(), 1).lost().isEmpty()
-          && !RingDiff.compute(before, after, m.id(), 3).lost().isEmpty()) {
+          && !RingDiff.compute(before, after, m.id(), replicas).lost().isEmpty()) {
         return m.id();
       }
     }
-    throw new IllegalStateException("no member loses ranges at 1 and 3 replicas");
+    throw new IllegalStateException("no member loses ranges at 1 and " + replicas + " replicas");
   }
 
   @Benchmark

@@ -20,9 +20,10 @@ import org.jgroups.View;
  * Many nodes in one JVM on {@code in-jvm.xml}: (1) how long 100 members take to converge on one
  * ring checksum when they all start at once; (2) for clusters of 16 and 100 members, the time from
  * a view reaching a node (its JGroups receiver) to the node's ownership listener being called with
- * the new ring, over several joins. A node that rejoins (its new channel has no timing receiver)
- * drops out of the second figure. Each wait for agreement gives up after {@link #WAIT_NANOS}; the
- * nodes and threads started are closed whatever happens, and the exit status is 1 on a failure.
+ * the new ring, over several joins and the leaves that follow them. A node that rejoins (its new
+ * channel has no timing receiver) drops out of the second figure. Each wait for agreement gives
+ * up after {@link #WAIT_NANOS}; the nodes and threads started are closed whatever happens, and the
+ * exit status is 1 on a failure.
  *
  * <pre>{@code java -Xmx2g -Djava.net.preferIPv4Stack=true -Dringmaster.fd.timeout=30s -Dringmaster.fd.interval=5s \
  *   -Dringmaster.merge.min=5s -Dringmaster.merge.max=15s \

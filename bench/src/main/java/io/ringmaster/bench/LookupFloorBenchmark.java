@@ -104,7 +104,8 @@ public class LookupFloorBenchmark {
     ring = HashRing.builder().virtualNodes(virtualNodes).addAll(Fixtures.members(0, members)).build();
     memberArray = ring.members().toArray(new Member[0]);
     int tokens = ring.tokenCount();
-    int cellCount = Integer.highestOneBit(tokens - 1) << 1;
+    // At least 512: the small index's bases below reach 256 cells past themselves.
+    int cellCount = Math.max(512, Integer.highestOneBit(tokens - 1) << 1);
     cellShift = 64 - Integer.numberOfTrailingZeros(cellCount);
     cells = new int[cellCount + 4];
     int indexCount = Math.max(1, cellCount >> 2);

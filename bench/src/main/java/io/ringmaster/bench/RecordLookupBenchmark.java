@@ -43,7 +43,7 @@ import org.openjdk.jmh.infra.Blackhole;
  *       key before the run;
  *   <li>{@code ringmaster}: {@link HashRing#ownerOf(byte[])}.
  * </ul>
- * {@code offset} 6 gives every record a cache line of its own; 0, as the study ran until
+ * {@code offset} 6 keeps every record within one cache line (two share each); 0, as the study ran until
  * 2026-12-02, has every other record straddle two lines.
  *
  * <p>A study, kept so that the figures in docs/performance.md can be run again; not the ring's
@@ -71,7 +71,7 @@ public class RecordLookupBenchmark {
    * Longs before the first record. G1 places an array of at least half a region (as the records
    * are, 2.0-2.7 MB in regions of 1 MB, and {@link #setup} checks it) at the start of a region, so its elements
    * start 16 bytes (the array header) after a 64-byte line: with 6 longs (48 bytes) before them,
-   * every record has a line of its own; with 0, every other record straddles two lines.
+   * every record lies within one line (two to a line); with 0, every other record straddles two lines.
    */
   @Param({"6", "0"})
   public int offset;
