@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.testing.OwnershipFold;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jgroups.Address;
 import org.jgroups.View;
@@ -18,6 +22,44 @@ import org.junit.jupiter.api.Test;
  * node "a"'s view handling, in the order the race leaves them.
  */
 class ViewOrderTest {
+
+  /**
+   * A listener added while a view is being installed (its ring built from the ring before, nothing
+   * published yet) starts from the ring before, then hears the view: it misses nothing and hears
+   * nothing twice. Its first change is made under the lock the publication takes.
+   */
+  @Test
+  void aListenerAddedWhileAViewIsInstalled_startsFromTheRingBefore_andHearsTheView() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      n.view(1, n.self); // alone: a first view with others would wait for the ring before it
+      CountDownLatch building = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      n.node.beforeBuild = view -> {
+        if (view.getViewId().getId() == 2) {
+          building.countDown();
+          try {
+            release.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      };
+      n.node.onView(View.create(n.self, 2, n.self, b, c));
+      assertTrue(building.await(10, TimeUnit.SECONDS), "view 2 reached its build");
+      OwnershipFold fold = new OwnershipFold();
+      n.node.addOwnershipListener(new SerialDelivery<>("fold", fold::onOwnershipChange, Runnable::run, n, () -> { }));
+      release.countDown();
+      n.installed();
+
+      assertEquals(List.of(OwnershipChange.Reason.INITIAL, OwnershipChange.Reason.VIEW),
+          fold.changes().stream().map(OwnershipChange::reason).toList());
+      assertEquals(List.of(1L, 2L), fold.changes().stream().map(OwnershipChange::viewId).toList());
+      assertEquals(List.of(), fold.violations());
+      assertEquals(Optional.empty(), fold.disagreement(n.node.state().ring(), "a", 2));
+    }
+  }
 
   @Test
   void aViewOlderThanTheLastOne_isSkipped_andTheNextNewerOneFollowsTheLast() throws Exception {
