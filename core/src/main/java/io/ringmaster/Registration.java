@@ -10,8 +10,15 @@ package io.ringmaster;
  * called from the listener's own callback, and a second call does nothing. To listen again, add the
  * listener again: on a running node its first change is then the current state, from nothing.
  */
-@FunctionalInterface
 public interface Registration extends AutoCloseable {
   @Override
   void close();
+
+  /**
+   * Whether the listener is still registered: true until {@link #close()}, or until the node
+   * removes it because its executor refused a callback (which would have handed it a sequence
+   * with a gap; an ERROR names it). Once false, the listener hears nothing more: add it again to
+   * start over from the current state. A node's close() removes no listener.
+   */
+  boolean isActive();
 }

@@ -502,6 +502,11 @@ final class SerialDelivery<E> implements Registration {
   }
 
   @Override
+  public synchronized boolean isActive() {
+    return !closed;
+  }
+
+  @Override
   public void close() {
     synchronized (this) {
       if (closed) {

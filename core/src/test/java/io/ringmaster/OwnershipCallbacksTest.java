@@ -1055,7 +1055,9 @@ class OwnershipCallbacksTest {
       OwnershipChange first = late.changes().get(0);
       assertEquals(OwnershipChange.Reason.INITIAL, first.reason());
       assertTrue(first.gained().stream().allMatch(g -> g.sources().isEmpty()));
+      assertTrue(handle.isActive());
       handle.close();
+      assertFalse(handle.isActive());
       c.close();
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       assertTrue(b.awaitListeners(WAIT));

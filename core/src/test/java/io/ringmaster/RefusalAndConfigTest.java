@@ -1060,10 +1060,12 @@ class RefusalAndConfigTest {
     SerialDelivery<String> delivery = new SerialDelivery<>("test listener", seen::add, flaky, this,
         () -> removed[0] = true);
     delivery.submit("first");
+    assertTrue(delivery.isActive());
     delivery.submit("second"); // rejected
     delivery.submit("third");
     assertEquals(java.util.List.of("first"), seen, "no callback after a gap");
     assertTrue(removed[0], "the listener was removed");
+    assertFalse(delivery.isActive(), "its registration says so");
   }
 
   /**
