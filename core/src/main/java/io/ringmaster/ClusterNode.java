@@ -121,6 +121,8 @@ final class ClusterNode {
    * heap, say), to be tried again ({@link #retryFailedView}); null once it or a later view is published.
    */
   private volatile View failedView;
+  /** The view whose ring {@link #install} published last; read and written on the view thread only. */
+  private View publishedView;
   /** The failed view {@link #retryFailedView} tries, when it may next, and the wait after: gossip thread only. */
   private View retrying;
   private long retryAtNanos;
@@ -277,6 +279,7 @@ final class ClusterNode {
    */
   private void install(View view, boolean retry) {
     Snapshot before = state;
+    publishedView = null;
     try {
       installView(view, retry);
       if (state != before || retry) {
@@ -294,7 +297,7 @@ final class ClusterNode {
       firstRing.completeExceptionally(new RingmasterException(RingmasterException.Reason.VIEW_FAILED,
           "view " + view.getViewId()
           + " could not be installed: " + e.getMessage(), e));
-      if (state != before) {
+      if (publishedView == view) {
         // Published: its callbacks were queued first, so the listeners miss nothing; what failed
         // came after (the launches run all the same, in a finally).
         logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " was installed on " + local.id()
@@ -449,7 +452,8 @@ final class ClusterNode {
     // ring published and its listeners never told, with no view to try again.
     OwnershipChange change = diff.isEmpty() ? null
         : new OwnershipChange(reason, previous.viewId(), viewId, before, ring, diff, localIn);
-    List<SerialDelivery<?>> idle = new ArrayList<>();
+    // Sized before the lock for every listener, so that collecting them cannot fail once the ring is published.
+    List<SerialDelivery<?>> toLaunch = new ArrayList<>(ownershipListeners.size() + membershipListeners.size() + 8);
     // The launches in a finally: whatever throws once a callback is queued (an Error in queuing the
     // next, a logger) must not leave a listener marked running with no launch to come, deaf to
     // every later change.
@@ -465,22 +469,24 @@ final class ClusterNode {
         publishing.incrementAndGet();
         try {
           state = next; // publish first, then notify
-          // Queued at once (enqueue never throws): once the ring is published, its listeners are told.
+          publishedView = view;
+          // Before any callback runs (they are launched after this block): a listener on a
+          // same-thread executor that calls close() would otherwise wait for a start() that waits
+          // for this.
+          firstRing.complete(next);
+          // Queued at once (enqueue never throws, and toLaunch has room for every listener): once
+          // the ring is published, its listeners are told.
           if (change != null && !left) {
-            enqueue(ownershipListeners, change, idle);
+            enqueue(ownershipListeners, change, toLaunch);
           }
           if (membership != null) {
-            enqueue(membershipListeners, membership, idle);
+            enqueue(membershipListeners, membership, toLaunch);
           }
           // The refusals this view reports count as reported once its ring is published: a view that
           // failed before that, and is tried again, reports them then.
           reportedRefusals.clear();
           reportedRefusals.addAll(reported);
           refusals.addAndGet(refused.size());
-          // Before any callback runs (they are launched after this block): a listener on a
-          // same-thread executor that calls close() would otherwise wait for a start() that waits
-          // for this.
-          firstRing.complete(next);
         } finally {
           publishing.decrementAndGet();
         }
@@ -493,7 +499,7 @@ final class ClusterNode {
         tellNewcomers(view, self, previous, next);
       }
     } finally {
-      launchAll(idle); // outside the lock: no listener code runs under it
+      launchAll(toLaunch); // outside the lock: no listener code runs under it
     }
     if (!diff.isEmpty() || membership != null) {
       lastChangeMillis.set(System.currentTimeMillis());
@@ -619,13 +625,13 @@ final class ClusterNode {
   }
 
   /**
-   * Queues an event for each listener, collecting in {@code idle} those to launch once the lock is
-   * released (idle ones, and those with something to log: see {@link SerialDelivery#enqueue}).
+   * Queues an event for each listener, collecting in {@code toLaunch} those to launch once the lock
+   * is released (idle ones, and those with something to log: see {@link SerialDelivery#enqueue}).
    */
-  private static <E> void enqueue(List<SerialDelivery<E>> listeners, E event, List<SerialDelivery<?>> idle) {
+  private static <E> void enqueue(List<SerialDelivery<E>> listeners, E event, List<SerialDelivery<?>> toLaunch) {
     for (SerialDelivery<E> l : listeners) {
       if (l.enqueue(event)) {
-        idle.add(l);
+        toLaunch.add(l);
       }
     }
   }
@@ -881,15 +887,15 @@ final class ClusterNode {
    * waits for as it does for any other (up to leaveTimeout).
    */
   private void announceLeaving(CompletableFuture<Long> queued) {
-    List<SerialDelivery<?>> idle = new ArrayList<>();
+    List<SerialDelivery<?>> toLaunch = new ArrayList<>();
     try {
-      queueLeavingChange(idle);
+      queueLeavingChange(toLaunch);
       queued.complete(System.nanoTime());
     } catch (RuntimeException | Error e) {
       queued.completeExceptionally(e);
       throw e;
     } finally {
-      launchAll(idle); // those queued before a throw too: none may be left marked running
+      launchAll(toLaunch); // those queued before a throw too: none may be left marked running
     }
   }
 
@@ -912,14 +918,18 @@ final class ClusterNode {
    *         was not in the ring, or closed)
    */
   boolean announceLeavingFromElsewhere() {
+    List<SerialDelivery<?>> toLaunch = new ArrayList<>();
     try {
-      return queueLeavingChange(new ArrayList<>());
+      return queueLeavingChange(toLaunch);
     } finally {
       List<SerialDelivery<?>> all = new ArrayList<>(ownershipListeners);
       all.addAll(membershipListeners);
       List<SerialDelivery<?>> elsewhere = new ArrayList<>(); // launched after the pool's, as by launchAll
       for (SerialDelivery<?> d : all) {
         if (!d.launchPending()) {
+          if (toLaunch.contains(d)) {
+            d.launch(); // busy, with something to log (it fell behind, or the change could not be queued)
+          }
           continue; // idle, running, or its launch made: nothing to hand over
         }
         if (listenerPool == null || d.executor() == listenerPool) {
@@ -943,10 +953,11 @@ final class ClusterNode {
    * member (unless it is not in the ring, or has already left), and marks the node left: no
    * ownership change comes after it.
    *
-   * @param idle gets the deliveries that were idle, to launch outside the lock (even if this throws)
+   * @param toLaunch gets the deliveries to launch outside the lock (even if this throws): those
+   *                 that were idle, and those with something to log (see {@link SerialDelivery#enqueue})
    * @return whether the change was queued
    */
-  private boolean queueLeavingChange(List<SerialDelivery<?>> idle) {
+  private boolean queueLeavingChange(List<SerialDelivery<?>> toLaunch) {
     synchronized (publishLock) {
       boolean queued = false;
       boolean leftBefore = left;
@@ -957,7 +968,7 @@ final class ClusterNode {
         RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
         if (!diff.isEmpty()) {
           enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
-              s.viewId(), s.ring(), without, diff, false), idle);
+              s.viewId(), s.ring(), without, diff, false), toLaunch);
           queued = true;
         }
       }

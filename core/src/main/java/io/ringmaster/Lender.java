@@ -17,6 +17,7 @@ import java.util.function.Supplier;
 final class Lender<T> {
   private final AtomicReferenceArray<T> kept;
   private final Supplier<T> make;
+  private volatile boolean closed;
 
   /**
    * @param capacity how many to keep between uses: about as many as threads use them at once
@@ -47,15 +48,22 @@ final class Lender<T> {
    */
   void giveBack(T t) {
     Objects.requireNonNull(t, "t");
-    for (int i = 0; i < kept.length(); i++) {
+    for (int i = 0; i < kept.length() && !closed; i++) {
       if (kept.get(i) == null && kept.compareAndSet(i, null, t)) {
+        if (closed) { // closed meanwhile: its clearing may have passed this slot
+          kept.compareAndSet(i, t, null);
+        }
         return;
       }
     }
   }
 
-  /** Drops every kept one (one out now is kept again when given back). */
-  void clear() {
+  /**
+   * Drops every kept one, and keeps none from now on: one out now is dropped when given back, and
+   * {@link #take} makes a new one each time.
+   */
+  void close() {
+    closed = true;
     for (int i = 0; i < kept.length(); i++) {
       kept.set(i, null);
     }

@@ -229,6 +229,11 @@ final class SerialDelivery<E> implements Registration {
    * throws must not fail the launches.
    */
   private void warnLagging() {
+    synchronized (this) {
+      if (!lagging) {
+        return; // caught up meanwhile (its INFO line may be out already): nothing to warn of
+      }
+    }
     ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
         + " callbacks are queued behind the one it runs (each ownership change holds its rings until"
         + " delivered); see stats().pendingCallbacks()"));
@@ -264,7 +269,8 @@ final class SerialDelivery<E> implements Registration {
   private void launch(boolean first) {
     boolean warn;
     Throwable lost;
-    synchronized (this) {
+    boolean go = false;
+    synchronized (this) { // held released and the launch claimed at once: no other thread takes a first launch
       if (first) {
         held = false;
       }
@@ -272,6 +278,20 @@ final class SerialDelivery<E> implements Registration {
       lagWarningDue = false;
       lost = notQueued;
       notQueued = null;
+      if (lost != null && first) {
+        firstRefusal = lost; // the listener being added was not: requireAccepted() says so
+      }
+      if (launchPending && !held) {
+        launchPending = false;
+        if (closed) {
+          // Removed since the event was queued: nothing to deliver, and no executor to bother (it
+          // may be shut down by now, and its refusal would be reported for a listener already gone).
+          running = false;
+          notifyAll();
+        } else {
+          go = true;
+        }
+      }
     }
     if (warn) {
       warnLagging();
@@ -282,18 +302,8 @@ final class SerialDelivery<E> implements Registration {
           + " start over.", lost));
       onClose.run();
     }
-    synchronized (this) {
-      if (!launchPending || held) {
-        return;
-      }
-      launchPending = false;
-      if (closed) {
-        // Removed since the event was queued: nothing to deliver, and no executor to bother (it
-        // may be shut down by now, and its refusal would be reported for a listener already gone).
-        running = false;
-        notifyAll();
-        return;
-      }
+    if (!go) {
+      return;
     }
     Launch task = new Launch();
     try {

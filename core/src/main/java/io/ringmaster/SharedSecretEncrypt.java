@@ -101,8 +101,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private static final long SERIES_GAP = 1L << 20;
 
   private volatile SecretKeySpec macKey;
-  /** How many ciphers and MACs are kept between messages (JGroups' Encrypt keeps as many). */
-  static final int KEPT = 8;
+  /**
+   * How many ciphers and MACs are kept between messages: more than the threads that seal or open
+   * messages at once, as a rule (JGroups' Encrypt keeps 8 for each direction; these serve both).
+   */
+  static final int KEPT = 16;
   // Set up with the key once, initialized again for each message; lent to one message at a time.
   private final Lender<Cipher> ciphers = new Lender<>(KEPT, this::newCipher);
   private final Lender<Mac> macs = new Lender<>(KEPT, this::newMac);
@@ -185,8 +188,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   public void destroy() {
     super.destroy();
-    ciphers.clear();
-    macs.clear();
+    ciphers.close();
+    macs.close();
   }
 
   /** How many ciphers and MACs are kept now: each at most {@link #KEPT}, none after {@link #destroy}. */

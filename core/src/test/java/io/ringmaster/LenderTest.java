@@ -1,7 +1,6 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -38,13 +37,16 @@ class LenderTest {
     List<Thing> again = List.of(lender.take(), lender.take());
     assertTrue(again.contains(first) && again.contains(second), "the kept ones lent again");
     assertEquals(3, made.get());
+    Thing out = lender.take();
     lender.giveBack(first);
-    lender.clear();
+    lender.close();
+    assertEquals(0, lender.kept());
+    lender.giveBack(out); // out while it closed: dropped
     assertEquals(0, lender.kept());
     Thing after = lender.take();
-    assertEquals(4, made.get(), "a cleared lender makes a new one");
+    assertEquals(5, made.get(), "a closed lender makes a new one each time");
     lender.giveBack(after);
-    assertSame(after, lender.take());
+    assertEquals(0, lender.kept(), "and keeps none");
   }
 
   @Test

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -96,6 +97,53 @@ class SerialDeliveryTest {
       d.launch();
       assertEquals(List.of(Level.WARNING), log.levels(), "once");
       assertEquals(1, held.size());
+    }
+  }
+
+  /**
+   * The adding thread claims the first launch in the same step that lets others launch: while it
+   * logs (here, a lag WARNING, held by a logger that blocks), another thread's launch finds nothing
+   * to launch, and the executor's refusal of the first callback reaches the adding thread.
+   */
+  @Test
+  void aFirstLaunch_thatLogsFirst_isStillTheAddingThreads() throws Exception {
+    AtomicInteger offered = new AtomicInteger();
+    Executor refusing = task -> {
+      offered.incrementAndGet();
+      throw new RejectedExecutionException("pool full");
+    };
+    SerialDelivery<String> delivery = new SerialDelivery<>("first listener", event -> { }, refusing, new Object(),
+        () -> { });
+    CountDownLatch logging = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    try (NodeLog log = new NodeLog(r -> {
+      if (r.getMessage().startsWith("first listener falls behind")) {
+        logging.countDown();
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return true;
+    })) {
+      assertTrue(delivery.enqueueFirst("initial"));
+      for (int i = 1; i < SerialDelivery.LAG_WARNING; i++) {
+        delivery.enqueue("change " + i); // the last one makes a lag WARNING due
+      }
+      Thread adding = new Thread(delivery::launchFirst, "adding thread");
+      adding.start();
+      assertTrue(logging.await(10, TimeUnit.SECONDS), "the adding thread logs the WARNING");
+      Thread other = new Thread(delivery::launch, "another launcher");
+      other.start();
+      other.join();
+      assertEquals(0, offered.get(), "the other thread launched nothing");
+      release.countDown();
+      adding.join();
+      assertEquals(1, offered.get());
+      assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
+    } finally {
+      release.countDown();
     }
   }
 

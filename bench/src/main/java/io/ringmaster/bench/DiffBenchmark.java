@@ -70,7 +70,7 @@ public class DiffBenchmark {
       default -> throw new IllegalArgumentException("unknown member: " + member);
     };
     if (memberId == null) { // other sizes: searched for, at the cost of diffs computed before the measurement
-      memberId = firstLosing(replicas);
+      memberId = firstLosing();
       System.out.printf("%n[diff] members %d, virtualNodes %d: %s searched for"
           + " (a cold run is not a JVM's first diff)%n", members, virtualNodes, memberId);
     }
@@ -80,7 +80,7 @@ public class DiffBenchmark {
   @TearDown
   public void check() {
     if (member.equals("existing") && FIRST_LOSING.containsKey(members + "/" + virtualNodes)) {
-      String first = firstLosing(3);
+      String first = firstLosing();
       if (!memberId.equals(first)) {
         throw new IllegalStateException("FIRST_LOSING names " + memberId + ", but the first member that loses"
             + " ranges at 1 and 3 replicas is " + first);
@@ -91,15 +91,19 @@ public class DiffBenchmark {
         memberId, replicas, d.gained().size(), d.lost().size(), d.roleChanges().size());
   }
 
-  /** The first member that loses ranges at 1 and at {@code replicas} replicas. */
-  private String firstLosing(int replicas) {
+  /**
+   * The first member that loses ranges at 1 and at 3 replicas (so that both replica counts time
+   * the same member), and at {@link #replicas} if another is set.
+   */
+  private String firstLosing() {
     for (Member m : Fixtures.members(0, members)) {
       if (!RingDiff.compute(before, after, m.id(), 1).lost().isEmpty()
+          && !RingDiff.compute(before, after, m.id(), 3).lost().isEmpty()
           && !RingDiff.compute(before, after, m.id(), replicas).lost().isEmpty()) {
         return m.id();
       }
     }
-    throw new IllegalStateException("no member loses ranges at 1 and " + replicas + " replicas");
+    throw new IllegalStateException("no member loses ranges at 1, 3 and " + replicas + " replicas");
   }
 
   @Benchmark

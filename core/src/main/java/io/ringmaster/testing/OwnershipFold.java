@@ -16,11 +16,12 @@ import java.util.SplittableRandom;
  * sample of ring positions, and checks each change: against the fold (a range gained that was
  * already held, a range lost or a role changed that was not held so, two ranges of one change on
  * one position, a change with nothing in it, a role changed to itself), and against its own two
- * rings: at every position of the sample inside a range and at the end of each range, so that no
- * range escapes (a gained range's sources are its owners in the ring before, a lost range's
- * destinations its owners in the ring after, neither of which holds the member at the range's
- * end (but for a change that refuses the node: its ring after holds another member of its id),
- * and the roles are the member's places there). A test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}): what a
+ * rings: a gained range's sources are its owners in the ring before, and a lost range's
+ * destinations its owners in the ring after, at every position of the sample inside the range
+ * and at its end; at each range's end (a position every range holds, so that none escapes the
+ * checks), the member's roles are its places in the two rings, and the ring before a gain and the
+ * ring after a loss do not hold it (but for a change that refuses the node: its ring after holds
+ * another member of its id). A test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}): what a
  * listener that moves data by these changes would hold, against what the node owns.
  *
  * <p>One fold per node. Add it before {@code start()} (or to a running node, whose first change
