@@ -91,7 +91,11 @@ final class Rebalancer implements OwnershipListener {
         start = since;
       }
       long deadline = start + leaveBudget.toNanos();
-      if (leaving) {
+      // Refused (another peer holds this id) once this peer began to stop: its close() found it in
+      // the ring and so skipped leaveRefused, and the node, no longer in the ring, delivers no
+      // LEAVING change after this one. This change's drain is the only leave this peer gets.
+      boolean drains = leaving || !change.inRing() && since != null;
+      if (drains) {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
         startLeaving(change.viewId());
       }
@@ -103,7 +107,7 @@ final class Rebalancer implements OwnershipListener {
       // the LEAVING change queued behind this one, whose drain hands on all this peer still holds.
       BooleanSupplier expired = leaving ? () -> System.nanoTime() - deadline >= 0 : () -> stopping != null;
       boolean handedOff = steps.run(() -> handOff(change, expired));
-      if (leaving) {
+      if (drains) {
         handedOff = steps.run(() -> drain(deadline));
       }
       boolean fetched = steps.run(() -> fetch(change));

@@ -295,6 +295,36 @@ class RebalancerTest {
    * nothing, so the leave's budget is left to the leave. One replica: in the first change a loses
    * ranges to b, which refuses hand-offs; in the second it gains b's (b holds keys there).
    */
+  /**
+   * A change that refuses the peer (another holds its id) handled once the peer began to stop: its
+   * close() found it in the ring and skipped the refused peer's leave, and no LEAVING change comes
+   * after this one, so the change drains what the peer holds, a key it does not own included.
+   */
+  @Test
+  void aRefusalHandledOnceThePeerIsStopping_drainsWhatThePeerHolds() throws Exception {
+    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
+    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), oneReplica));
+    InJvmPeer.awaitOneRing(peers);
+    HashRing both = a.node().ring();
+    long view = a.node().viewId();
+    Entry stray = null;
+    for (int i = 0; stray == null; i++) {
+      Entry e = Entry.of("stray-" + i, "v", new Version(VersionClock.systemMicros(), "a"));
+      stray = both.ownerOf(e.key()).id().equals("b") ? e : null;
+    }
+    a.store().merge(stray); // a copy of a key b owns, which no range a loses holds
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    rebalancer.stopping();
+
+    // The ring after holds "a", the other peer's id now: everything this "a" owned is lost.
+    rebalancer.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.MERGE, view, view, both, both,
+        RingDiff.compute(both, true, both, false, "a", 1), false));
+    assertTrue(rebalancer.leaveOutcome().isPresent(), "a leave ran");
+    String key = stray.key();
+    assertEquals(Optional.of(stray.value()), b.store().get(key).map(Entry::value), "the stray reached its owner");
+  }
+
   @Test
   void aChangeHandledOnceThePeerIsStopping_triesEachPushOnce_andPullsNothing() throws Exception {
     UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
