@@ -195,6 +195,34 @@ final class Peer implements AutoCloseable {
         incoming.done(change);
       }
     });
+    // Before start(), like the rebalancer's: a merge installed between start() and a listener added
+    // after it would reach that listener folded into its first change, and its repair never run.
+    // The ring of the members the listener last heard of: the log's per-member moves are the
+    // difference between it and the next one. The listener runs one change at a time, in order.
+    AtomicReference<HashRing> heard = new AtomicReference<>(
+        HashRing.builder().virtualNodes(node.config().virtualNodes()).build());
+    node.addMembershipListener(c -> {
+      HashRing before = heard.getAndUpdate(r -> r.withMembers(c.members()));
+      if (c.previousViewId() < 0) {
+        return; // the node's first view: the "started" event lists its members
+      }
+      try {
+        rebalancerReady.get(); // completed once the peer serves: the sweeper and the log are set up
+      } catch (ExecutionException startFailed) {
+        return; // the peer's start failed: nothing to log or repair
+      } catch (InterruptedException closing) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      events.publish(Events.membership(c, before, heard.get()));
+      // Tell the others about the new ring now, not at the next tick: until then the ring page
+      // would see this peer on the old view.
+      runOn(statusTimer, "status", this::publishStatus);
+      if (c.isMerge()) {
+        sweeper.repairQueued();
+        runOn(maintenance, "repair after merge", () -> sweeper.repairAfterMerge(c.viewId()));
+      }
+    });
     node.start();
     routing = new Routing(node);
     rpc = new Rpc(node, rpcWorkers, rpcTimer);
@@ -225,24 +253,6 @@ final class Peer implements AutoCloseable {
       // Peer.start closes the node, once the rebalancer's listener has been let go.
       throw new IOException("cannot open the fork channel on " + self + ": " + e, e);
     }
-    // The ring of the members the listener last heard of: the log's per-member moves are the
-    // difference between it and the next one. The listener runs one change at a time, in order.
-    AtomicReference<HashRing> heard = new AtomicReference<>(
-        HashRing.builder().virtualNodes(node.config().virtualNodes()).build());
-    node.addMembershipListener(c -> {
-      HashRing before = heard.getAndUpdate(r -> r.withMembers(c.members()));
-      if (c.previousViewId() < 0) {
-        return; // the members when the listener was added: the "started" event lists them
-      }
-      events.publish(Events.membership(c, before, heard.get()));
-      // Tell the others about the new ring now, not at the next tick: until then the ring page
-      // would see this peer on the old view.
-      runOn(statusTimer, "status", this::publishStatus);
-      if (c.isMerge()) {
-        sweeper.repairQueued();
-        runOn(maintenance, "repair after merge", () -> sweeper.repairAfterMerge(c.viewId()));
-      }
-    });
     node.addDivergenceListener(d -> events.publish(Events.divergence(d)));
     events.publish(Events.started(self, options.endpoint(), node.viewId(), node.members()));
     // Last: from here the rebalancer moves data, starting with the change that waited for it.
