@@ -85,14 +85,18 @@ class PortRaceTest {
 
       // The same address in the stack file (its ${ringmaster.bind_addr}) fails alike.
       LosesPortRace.loseNext(0);
-      System.setProperty("ringmaster.bind_addr", "192.0.2.1");
+      String bindAddressBefore = System.setProperty("ringmaster.bind_addr", "192.0.2.1");
       try {
         e = assertThrows(RingmasterException.class, () -> cluster.start(tcp(cluster, "c", "port-race-tcp.xml")));
         assertEquals(0, LosesPortRace.stacksBuilt(), "no stack initialised: " + e.getMessage());
         assertTrue(e.getMessage().contains("192.0.2.1 is not a valid address on any local network interface"),
             e.getMessage());
       } finally {
-        System.clearProperty("ringmaster.bind_addr");
+        if (bindAddressBefore == null) {
+          System.clearProperty("ringmaster.bind_addr");
+        } else {
+          System.setProperty("ringmaster.bind_addr", bindAddressBefore);
+        }
       }
     }
   }

@@ -120,7 +120,7 @@ class SerialDeliveryTest {
       if (r.getMessage().startsWith("first listener falls behind")) {
         logging.countDown();
         try {
-          release.await();
+          release.await(30, TimeUnit.SECONDS); // bounded: a regression that blocks the other thread here fails below
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
         }
@@ -136,10 +136,12 @@ class SerialDeliveryTest {
       assertTrue(logging.await(10, TimeUnit.SECONDS), "the adding thread logs the WARNING");
       Thread other = new Thread(delivery::launch, "another launcher");
       other.start();
-      other.join();
+      other.join(10_000);
+      assertFalse(other.isAlive(), "the other launch returned at once");
       assertEquals(0, offered.get(), "the other thread launched nothing");
       release.countDown();
-      adding.join();
+      adding.join(10_000);
+      assertFalse(adding.isAlive());
       assertEquals(1, offered.get());
       assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
     } finally {

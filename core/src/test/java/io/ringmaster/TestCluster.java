@@ -71,10 +71,20 @@ final class TestCluster implements AutoCloseable {
     return node;
   }
 
+  /**
+   * Runs each stop on a thread of its own, not on the common pool, which tests' own tasks (and
+   * callbacks) may hold: stops would queue behind them.
+   */
+  private static final java.util.concurrent.Executor ON_OWN_THREAD = task -> {
+    Thread t = new Thread(task, "test-cluster-stop");
+    t.setDaemon(true);
+    t.start();
+  };
+
   /** Cuts the node off (it hears and says nothing), then closes it without a graceful leave. */
   void crash(Ringmaster node) {
     discard(node).discardAll(true);
-    crashes.add(CompletableFuture.runAsync(node::closeAbruptly));
+    crashes.add(CompletableFuture.runAsync(node::closeAbruptly, ON_OWN_THREAD));
   }
 
   /** The node's DISCARD protocol, inserted above the transport on first use. */
@@ -189,7 +199,8 @@ final class TestCluster implements AutoCloseable {
   public void close() {
     List<Throwable> failures = new ArrayList<>();
     awaitEach(List.copyOf(crashes), failures);
-    awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly)).toList(), failures);
+    awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly, ON_OWN_THREAD)).toList(),
+        failures);
     throwFirst(failures, "stopping the test cluster failed");
   }
 

@@ -161,7 +161,7 @@ class OptionsTest {
       PeerOptions options = PeerOptions.parse(new String[] {"--http-port", Integer.toString(PeerCluster.freePort()),
           "--config", config.toString()}, 0);
       io.ringmaster.RingmasterException e = assertThrows(io.ringmaster.RingmasterException.class,
-          () -> Peer.start(options));
+          () -> Peer.start(options).close()); // closed if it starts after all
       assertTrue(e.getMessage().contains("failed to finish its start, so it left again"), e.getMessage());
     } finally {
       log.setFilter(before);

@@ -72,6 +72,8 @@ final class PeerCluster implements AutoCloseable {
    */
   private final Path patientJoinerConfig;
   private final Map<String, TestPeer> peers = new LinkedHashMap<>();
+  /** Set by {@link #close()}, under the lock of {@code peers}. */
+  private boolean closed;
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(2)).build();
 
@@ -144,6 +146,10 @@ final class PeerCluster implements AutoCloseable {
     TestPeer peer = new TestPeer(name, port, p, log);
     synchronized (peers) {
       peers.put(name, peer);
+      if (closed) { // a test thread abandoned at its timeout, starting a peer after the cluster closed
+        p.destroyForcibly();
+        throw new IllegalStateException("cluster " + cluster + " is closed: peer " + name + " not started");
+      }
     }
     return peer;
   }
@@ -350,9 +356,14 @@ final class PeerCluster implements AutoCloseable {
   /** The peer's {@code /events} stream, held open as a browser tab would; reads time out after 10 s. */
   Socket openEvents(String name) throws IOException {
     Socket s = new Socket("127.0.0.1", peer(name).httpPort());
-    s.setSoTimeout(10_000);
-    s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
-    return s;
+    try {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+      return s;
+    } catch (IOException | RuntimeException e) {
+      s.close();
+      throw e;
+    }
   }
 
   /**
@@ -378,6 +389,7 @@ final class PeerCluster implements AutoCloseable {
   public void close() {
     List<TestPeer> all;
     synchronized (peers) {
+      closed = true; // a start after this stops its peer itself
       all = new ArrayList<>(peers.values());
     }
     for (TestPeer p : all) {

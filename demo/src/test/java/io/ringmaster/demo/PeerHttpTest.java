@@ -249,13 +249,13 @@ class PeerHttpTest {
     HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     HttpResponse<Stream<String>> stream = client.send(
         HttpRequest.newBuilder(cluster.uri("solo", "/events")).GET().build(), HttpResponse.BodyHandlers.ofLines());
-    assertEquals(200, stream.statusCode());
-    assertEquals("text/event-stream; charset=utf-8", stream.headers().firstValue("Content-Type").orElse(""));
-    Thread reader = new Thread(() -> stream.body().filter(l -> l.startsWith("data: "))
-        .forEach(l -> data.add(l.substring("data: ".length()))));
-    reader.setDaemon(true);
-    reader.start();
     try (Stream<String> body = stream.body()) { // closed whatever happens: the reader thread then ends
+      assertEquals(200, stream.statusCode());
+      assertEquals("text/event-stream; charset=utf-8", stream.headers().firstValue("Content-Type").orElse(""));
+      Thread reader = new Thread(() -> body.filter(l -> l.startsWith("data: "))
+          .forEach(l -> data.add(l.substring("data: ".length()))));
+      reader.setDaemon(true);
+      reader.start();
       assertEventsThenAMembership(data);
     }
   }

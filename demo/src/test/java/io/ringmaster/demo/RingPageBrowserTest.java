@@ -16,7 +16,9 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -94,6 +96,23 @@ class RingPageBrowserTest extends WithPeerCluster {
     ProcessHandle.current().descendants().filter(RingPageBrowserTest::isBrowser).forEach(ProcessHandle::destroyForcibly);
   }
 
+  /** Waits up to 10 s for every browser process started to exit (killed, or quit). */
+  private void awaitBrowserExits() {
+    List<ProcessHandle> all = new ArrayList<>(browserProcesses);
+    ProcessHandle.current().descendants().filter(RingPageBrowserTest::isBrowser).forEach(all::add);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (ProcessHandle p : all) {
+      try {
+        p.onExit().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (ExecutionException | TimeoutException e) {
+        // still running after 10 s, or gone in a way the handle cannot tell: the deletion below tries all the same
+      }
+    }
+  }
+
   @AfterEach
   void stop() throws IOException {
     try {
@@ -102,6 +121,7 @@ class RingPageBrowserTest extends WithPeerCluster {
       }
     } finally {
       killBrowserProcesses(); // those quit() left behind (it failed, or timed out)
+      awaitBrowserExits(); // before the profile they write to is deleted
       try {
         Runtime.getRuntime().removeShutdownHook(browserKiller); // false if the set-up failed before adding it
       } catch (IllegalStateException shuttingDown) {
