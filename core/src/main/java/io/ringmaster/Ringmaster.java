@@ -1669,7 +1669,10 @@ public final class Ringmaster implements AutoCloseable {
     /**
      * The port the stack binds to, overriding the stack file's {@code bind_port}: 0 to 65535, 0 for
      * any. A stack with the in-JVM transport ({@code in-jvm.xml}) binds no socket: with it,
-     * {@link #build} refuses this setting.
+     * {@link #build} refuses this setting. With a TCPPING stack ({@code localhost-tcp.xml},
+     * {@code secure-tcp.xml}) 0 makes a node no other member's {@code initialHosts} name: while it
+     * is the only member left, a newcomer starts a cluster of its own, merged with it only seconds
+     * later (JGroups warns of it as the stack starts).
      */
     public Builder bindPort(int bindPort) {
       if (bindPort < 0 || bindPort > MAX_PORT) {

@@ -1,5 +1,6 @@
 package io.ringmaster;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
@@ -437,6 +438,8 @@ final class Stacks {
     SharedSecret.forNextStack(config.secret());
     try {
       channel = new Channel(stack);
+    } catch (IOException | RingmasterException notASetting) {
+      throw notASetting; // an address no interface has, say: start() names the setting behind it
     } catch (IllegalArgumentException refused) {
       // A value JGroups refuses when it initializes the stack: its message names the attribute,
       // not where the value came from.
@@ -446,6 +449,11 @@ final class Stacks {
       }
       throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused.getMessage()
           + variables, refused);
+    } catch (Exception refused) {
+      // Refused all the same, as another type: FD_ALL3's interval not below its timeout
+      // (IllegalStateException), a value JGroups cannot convert (a plain Exception).
+      throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused
+          + variablesSet(config.jgroupsConfig()), refused);
     } finally {
       SharedSecret.forNextStack(Optional.empty());
     }
@@ -488,8 +496,15 @@ final class Stacks {
     if (config.bindAddress().isPresent()) {
       // The transport is the stack file's first protocol. An address, not the name: JGroups reads
       // some names as keywords (site_local, match-...), and keeps only one family's addresses.
-      protocols.get(0).getProperties().put("bind_addr",
-          InetAddress.getByName(config.bindAddress().get()).getHostAddress());
+      String address = InetAddress.getByName(config.bindAddress().get()).getHostAddress();
+      protocols.get(0).getProperties().put("bind_addr", address);
+      for (ProtocolConfiguration p : protocols) {
+        if (isProtocolClass(p.getProtocolName(), FD_SOCK2.class)) {
+          // JGroups checks its address while it builds the stack: the stack's own value (a
+          // variable set elsewhere to an address this host lacks) would fail the start.
+          p.getProperties().put("bind_addr", address);
+        }
+      }
     }
   }
 

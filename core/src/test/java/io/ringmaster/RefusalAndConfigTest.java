@@ -361,6 +361,24 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * The bindAddress setting replaces the stack's address for the failure detector's socket too,
+   * before JGroups checks it: a ringmaster.bind_addr set elsewhere to an address no interface has
+   * does not fail a node whose setting is good.
+   */
+  @Test
+  void bindAddress_replacesTheStacksAddress_forTheFailureDetectorToo() {
+    withProperty("ringmaster.bind_addr", "192.0.2.1", () -> {
+      try (TestCluster cluster = new TestCluster("bind-address-fd")) {
+        Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
+            .bindAddress("127.0.0.1").bindPort(7867).initialHosts("127.0.0.1[7867]"));
+        org.jgroups.protocols.FD_SOCK2 fd = a.channel().getProtocolStack()
+            .findProtocol(org.jgroups.protocols.FD_SOCK2.class);
+        assertEquals("127.0.0.1", fd.getBindAddress().getHostAddress());
+      }
+    });
+  }
+
+  /**
    * The initialHosts setting probes the port range after each port, as the same string in the
    * stack file does: b lists only 7860, where nobody is, and joins a at 7861 at once, instead of
    * starting alone and merging seconds later.
@@ -786,7 +804,9 @@ class RefusalAndConfigTest {
     withProperty("ringmaster.fd.interval", "4s", () -> {
       try (Ringmaster node = Ringmaster.builder().nodeId("a").clusterName("fd-interval-" + System.nanoTime())
           .jgroupsConfig(stack).build()) {
-        Exception e = assertThrows(Exception.class, node::start);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, node::start);
+        assertTrue(e.getMessage().startsWith("jgroupsConfig " + stack + ": java.lang.IllegalStateException: "),
+            e.getMessage());
         assertTrue(e.getMessage().endsWith(" (the stack's variables set here: system property ringmaster.fd.interval=4s)"),
             e.getMessage());
       }
