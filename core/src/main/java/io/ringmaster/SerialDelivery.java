@@ -276,8 +276,10 @@ final class SerialDelivery<E> implements Registration {
       }
       warn = lagWarningDue;
       lagWarningDue = false;
-      lost = notQueued;
-      notQueued = null;
+      lost = first || !held ? notQueued : null; // a first event's, for the adding thread's launch alone
+      if (lost != null) {
+        notQueued = null;
+      }
       if (lost != null && first) {
         firstRefusal = lost; // the listener being added was not: requireAccepted() says so
       }

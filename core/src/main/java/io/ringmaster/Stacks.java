@@ -361,6 +361,15 @@ final class Stacks {
   }
 
   /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */
+  private static boolean hasCause(Throwable e, Class<? extends Throwable> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private static boolean isProtocol(String name, String shortName) {
     return name.equals(shortName) || name.endsWith("." + shortName);
   }
@@ -450,6 +459,9 @@ final class Stacks {
       throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused.getMessage()
           + variables, refused);
     } catch (Exception refused) {
+      if (hasCause(refused, IOException.class)) {
+        throw refused; // an address that does not resolve yet, an interface not up yet: may pass later
+      }
       // Refused all the same, as another type: FD_ALL3's interval not below its timeout
       // (IllegalStateException), a value JGroups cannot convert (a plain Exception).
       throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused

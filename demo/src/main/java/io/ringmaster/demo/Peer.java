@@ -355,6 +355,12 @@ final class Peer implements AutoCloseable {
       maintenance.shutdownNow();
       pullRetrier.shutdownNow();
       long started = System.nanoTime();
+      if (rebalancer != null) {
+        // The LEAVING hand-off's budget counts from here, about where the node's leave timeout
+        // starts. Before the check below: a refusal published after it is then handled as the
+        // peer's leave by the refusal's own change (which finds the peer stopping), not by nothing.
+        rebalancer.stopping();
+      }
       runAll(() -> {
         if (rebalancer != null && !node.isInRing() && node.viewId() >= 0) {
           // Refused (another peer holds this id): the node owns nothing, so it delivers no LEAVING
@@ -362,9 +368,6 @@ final class Peer implements AutoCloseable {
           rebalancer.leaveRefused(node.viewId());
         }
       }, () -> {
-        if (rebalancer != null) {
-          rebalancer.stopping(); // the LEAVING hand-off's budget counts from here, where the node's leave timeout starts
-        }
         routing.nodeClosing();
         node.close(); // delivers LEAVING; the rebalancer hands everything off before this returns
       });

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.jgroups.Address;
 
@@ -94,7 +95,7 @@ final class Rebalancer implements OwnershipListener {
       // Refused (another peer holds this id) once this peer began to stop: its close() found it in
       // the ring and so skipped leaveRefused, and the node, no longer in the ring, delivers no
       // LEAVING change after this one. This change's drain is the only leave this peer gets.
-      boolean drains = leaving || !change.inRing() && since != null;
+      boolean drains = leaving || !change.inRing() && since != null && refusedLeave.compareAndSet(false, true);
       if (drains) {
         // Before the scan: a write stored after it must see the ring this peer leaves behind.
         startLeaving(change.viewId());
@@ -121,6 +122,9 @@ final class Rebalancer implements OwnershipListener {
     }
   }
 
+  /** Whether the leave of a refused peer was claimed: by {@link #leaveRefused}, or by the refusal's change. */
+  private final AtomicBoolean refusedLeave = new AtomicBoolean();
+
   /** Marks the moment this peer starts to leave the cluster: called just before its node is closed. */
   void stopping() {
     if (stopping == null) {
@@ -136,6 +140,9 @@ final class Rebalancer implements OwnershipListener {
    * ring meanwhile) still fits before the process is killed.
    */
   void leaveRefused(long viewId) {
+    if (!refusedLeave.compareAndSet(false, true)) {
+      return; // the refusal's change drained already
+    }
     counters.migrationsInProgress.incrementAndGet();
     try {
       startLeaving(viewId);
