@@ -360,7 +360,7 @@ final class Stacks {
     return isA(name, SharedSecretEncrypt.class) && (keystoreName == null || keystoreName.isEmpty());
   }
 
-  /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */
+  /** Whether {@code e} or one of its causes is a {@code type}. */
   private static boolean hasCause(Throwable e, Class<? extends Throwable> type) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (type.isInstance(t)) {
@@ -370,6 +370,7 @@ final class Stacks {
     return false;
   }
 
+  /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */
   private static boolean isProtocol(String name, String shortName) {
     return name.equals(shortName) || name.endsWith("." + shortName);
   }

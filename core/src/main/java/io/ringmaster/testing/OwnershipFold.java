@@ -21,8 +21,9 @@ import java.util.SplittableRandom;
  * and at its end; at each range's end (a position every range holds, so that none escapes the
  * checks), the member's roles are its places in the two rings, and the ring before a gain and the
  * ring after a loss do not hold it (but for a change that refuses the node: its ring after holds
- * another member of its id). A test compares the fold with the node's ring ({@link #disagreement(Ringmaster)}): what a
- * listener that moves data by these changes would hold, against what the node owns.
+ * another member of its id). A test compares the fold with the node's ring
+ * ({@link #disagreement(Ringmaster)}): what a listener that moves data by these changes would hold,
+ * against what the node owns.
  *
  * <p>One fold per node. Add it before {@code start()} (or to a running node, whose first change
  * is its ownership then), and compare once the node's listeners have handled its current ring
