@@ -100,6 +100,8 @@ final class Gossip {
   private final OncePerView told = new OncePerView();
   /** Those WARNINGs, ten at most every 10 s (a forger can name a new member in each query). */
   private final DropLog.Window toldLines = new DropLog.Window(System::nanoTime, DropLog.MAX_LINES);
+  /** The ERROR lines of divergences, at most {@link DropLog#MAX_LINES} every 10 s (the reports themselves all go on). */
+  private final DropLog.Window divergenceLines = new DropLog.Window(System::nanoTime, DropLog.MAX_LINES);
 
   /**
    * @param background  runs the replies to checksums from members this node's view does not list
@@ -324,7 +326,8 @@ final class Gossip {
     // The same view (number and coordinator) must give the same ring; a partition that reached
     // the same number under another coordinator is another view, not a divergence.
     UUID local = creatorBits(s.viewCreator());
-    boolean sameView = s.viewId() == viewId && local.equals(creator); // UUIDs: equal bits, whatever the subclass
+    // UUIDs: equal bits, whatever the subclass. A node with no view yet compares with nothing.
+    boolean sameView = s.viewId() >= 0 && s.viewId() == viewId && local.equals(creator);
     if (!sameView) {
       return;
     }
@@ -348,8 +351,10 @@ final class Gossip {
       synchronized (logged) { // JGroups threads, one per sender or batch
         first = logged.first(ClusterNode.ViewKey.of(viewId, creator), List.of(d, String.valueOf(source)));
       }
-      if (!first) {
-        LOG.log(Level.DEBUG, "{0}: {1} found again", localId, d);
+      if (!first || (!notListed && !divergenceLines.tryTake())) {
+        // Found again in this view, or past the ERROR lines of 10 s: a sender names its id and
+        // checksum freely, so a flood of new ones would be a flood of lines.
+        LOG.log(Level.DEBUG, "{0}: {1} found again, or past the lines of 10 s", localId, d);
       } else if (notListed) {
         LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
       } else if (holder) {

@@ -150,6 +150,10 @@ public final class Ringmaster implements AutoCloseable {
   /** A test seam: run on the rejoin thread, holding {@link #rejoinLock}, just before it connects again. */
   volatile Runnable beforeRejoinConnect = () -> { };
   private final AtomicLong rejoins = new AtomicLong();
+  /** Divergence reports handed to the gossip thread and not yet passed on to the listeners. */
+  private final AtomicInteger divergencesQueued = new AtomicInteger();
+  /** At most this many wait for the gossip thread; the rest are dropped (at DEBUG). */
+  static final int MAX_DIVERGENCES_QUEUED = 64;
   /** Which of this node's pools runs the current thread; empty on every other thread. */
   private final ThreadLocal<Pool> ownPool = new ThreadLocal<>();
 
@@ -854,13 +858,25 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Called on the JGroups thread that received the checksum: hands the report to the gossip thread. */
   private void divergence(RingDivergence d) {
+    if (divergencesQueued.incrementAndGet() > MAX_DIVERGENCES_QUEUED) {
+      // The gossip thread is behind (a send waiting on the transport) and senders keep naming new
+      // divergences: each would wait in the timer's queue, which has no bound. Counted in stats().
+      divergencesQueued.decrementAndGet();
+      LOG.log(Level.DEBUG, "{0}: {1} divergence reports wait already; not handed on: {2}", config.nodeId(),
+          MAX_DIVERGENCES_QUEUED, d);
+      return;
+    }
     try {
-      gossipTimer.execute(() -> divergenceListeners.forEach(l -> {
-        if (l.handed().first(d.viewId(), d)) { // before queuing: a slow listener's queue holds each once
-          l.delivery().submit(d);
-        }
-      }));
+      gossipTimer.execute(() -> {
+        divergencesQueued.decrementAndGet();
+        divergenceListeners.forEach(l -> {
+          if (l.handed().first(d.viewId(), d)) { // before queuing: a slow listener's queue holds each once
+            l.delivery().submit(d);
+          }
+        });
+      });
     } catch (RejectedExecutionException closing) {
+      divergencesQueued.decrementAndGet();
       LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d);
     }
   }

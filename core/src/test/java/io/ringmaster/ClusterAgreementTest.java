@@ -204,6 +204,30 @@ class ClusterAgreementTest {
     }
   }
 
+  /**
+   * A sender that names a new id in each checksum message (a forger, or a plain JGroups member):
+   * every message counts, but at most ten ERROR lines come in 10 s, not one per message.
+   */
+  @Test
+  void gossip_aFloodOfNewDivergences_logsTenErrorLinesAtMost() throws Exception {
+    try (TestCluster cluster = new TestCluster("divergence-flood");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("ring divergence"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      org.jgroups.Address creator = a.channel().getView().getCreator();
+      long before = a.stats().divergences();
+      for (int i = 0; i < 200; i++) {
+        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+            Gossip.encode(a.viewId(), creator, a.ring().checksum(), "z" + i)));
+      }
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+          .until(() -> a.stats().divergences() >= before + 200);
+      long errors = log.records().stream().filter(r -> r.getLevel() == java.util.logging.Level.SEVERE).count();
+      assertTrue(errors >= 1 && errors <= DropLog.MAX_LINES, errors + " ERROR lines");
+    }
+  }
+
   @Test
   void ringJson_listsMembersWithSharesAndTheChecksum() throws Exception {
     try (TestCluster cluster = new TestCluster("json")) {

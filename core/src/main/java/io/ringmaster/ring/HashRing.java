@@ -643,6 +643,7 @@ public final class HashRing {
    *                                  {@link #MAX_TOKENS_PER_MEMBER}
    */
   public HashRing withMembers(Collection<Member> next) {
+    Objects.requireNonNull(next, "members");
     for (Member m : next) {
       if (m == null) {
         throw new IllegalArgumentException("member must not be null");
@@ -797,6 +798,7 @@ public final class HashRing {
 
     /** Adds each member, as {@link #add(Member)}. */
     public Builder addAll(Collection<Member> toAdd) {
+      Objects.requireNonNull(toAdd, "members");
       for (Member m : toAdd) {
         add(m);
       }

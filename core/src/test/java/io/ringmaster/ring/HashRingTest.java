@@ -734,10 +734,13 @@ class HashRingTest {
             next.set(pick, m);
             changed = ring.with(m);
           }
-          default -> { // one or two leave and one or two join, in one change
+          default -> { // one or two leave, one or two join, and one kept changes weight and zone, in one change
             for (int k = random.nextInt(1, 3); k > 0 && next.size() > 1; k--) {
               next.remove(random.nextInt(next.size()));
             }
+            int kept = random.nextInt(next.size());
+            Member before = next.get(kept);
+            next.set(kept, new Member(before.id(), random.nextInt(0, 9) / 4.0, "zone-" + random.nextInt(4)));
             for (int k = random.nextInt(1, 3); k > 0; k--) {
               next.add(new Member("new-" + fresh++, random.nextInt(1, 9) / 4.0, "zone-" + random.nextInt(4)));
             }

@@ -253,16 +253,19 @@ class RingDiffTest {
     // are the other member's. It gains or loses every range the id has, and the sources or
     // destinations name the id where that ring gives it the keys.
     SplittableRandom random = new SplittableRandom(33);
-    for (int round = 0; round < 60; round++) {
+    for (int round = 0; round < 80; round++) {
       List<Member> pool = HashRingTest.randomMembers(random, 8, random.nextInt(0, 3), round % 2 == 0);
       int v = random.nextInt(1, 24);
       int n = random.nextInt(1, 4);
       HashRing before = randomRing(pool, v, random);
       HashRing after = randomRing(pool, v, random);
       String id = pool.get(random.nextInt(pool.size())).id();
-      boolean heldBefore = round % 3 != 0;
-      boolean heldAfter = round % 3 != 1;
+      boolean heldBefore = round % 4 != 0 && round % 4 != 3; // all four: (false, *), (*, false), both, neither
+      boolean heldAfter = round % 4 != 1 && round % 4 != 3;
       RingDiff diff = RingDiff.compute(before, heldBefore, after, heldAfter, id, n);
+      if (!heldBefore && !heldAfter) {
+        assertTrue(diff.isEmpty(), "held on neither side, yet changed: " + diff);
+      }
       for (long p : probes(before, after, diff, random)) {
         check(before, heldBefore, after, heldAfter, diff, p);
       }
