@@ -350,7 +350,7 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /** Whether {@code e} or one of its causes passes {@code test}. */
-  private static boolean anyCause(Throwable e, Predicate<Throwable> test) {
+  static boolean anyCause(Throwable e, Predicate<Throwable> test) {
     return causeOf(e, test).isPresent();
   }
 

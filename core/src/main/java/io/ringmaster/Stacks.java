@@ -360,16 +360,6 @@ final class Stacks {
     return isA(name, SharedSecretEncrypt.class) && (keystoreName == null || keystoreName.isEmpty());
   }
 
-  /** Whether {@code e} or one of its causes is a {@code type}. */
-  private static boolean hasCause(Throwable e, Class<? extends Throwable> type) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (type.isInstance(t)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /** Whether a protocol name, short ({@code TCPPING}) or qualified, names the JGroups protocol {@code shortName}. */
   private static boolean isProtocol(String name, String shortName) {
     return name.equals(shortName) || name.endsWith("." + shortName);
@@ -460,7 +450,7 @@ final class Stacks {
       throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused.getMessage()
           + variables, refused);
     } catch (Exception refused) {
-      if (hasCause(refused, IOException.class)) {
+      if (Ringmaster.anyCause(refused, t -> t instanceof IOException)) {
         throw refused; // an address that does not resolve yet, an interface not up yet: may pass later
       }
       // Refused all the same, as another type: FD_ALL3's interval not below its timeout
@@ -605,15 +595,8 @@ final class Stacks {
       gms.useDeltaViews(false);
     }
     TP transport = stack.getTransport();
-    if (config.bindAddress().isPresent()) {
-      InetAddress address = InetAddress.getByName(config.bindAddress().get());
-      transport.setBindAddress(address);
-      FD_SOCK2 fd = stack.findProtocol(FD_SOCK2.class);
-      if (fd != null) {
-        fd.setBindAddress(address);
-      }
-    }
-    config.bindPort().ifPresent(transport::setBindPort);
+    // bindAddress and bindPort are in place already, written into the stack before it was
+    // initialized (configureBeforeInit).
     InetAddress bound = transport.getBindAddress();
     if (stack.findProtocol(SharedSecretEncrypt.class) != null && bound != null && bound.isLoopbackAddress()) {
       // A stack meant for hosts others reach, left at its defaults: members on other hosts would
