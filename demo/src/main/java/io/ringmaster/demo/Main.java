@@ -49,6 +49,17 @@ public final class Main {
 
   /** Runs a command; returns the exit code. {@code peer} and {@code cluster} return only when stopped. */
   static int run(String[] args, PrintStream out, PrintStream err) {
+    return run(args, out, err, System.in, peer -> { });
+  }
+
+  /**
+   * {@link #run(String[], PrintStream, PrintStream)} with the launcher's commands read from
+   * {@code in}, and {@code started} told of a peer once it serves, before this waits for it to
+   * stop: a test that expects no peer to start closes it there, and gets a wrong exit code rather
+   * than a run that never returns.
+   */
+  static int run(String[] args, PrintStream out, PrintStream err, java.io.InputStream in,
+      java.util.function.Consumer<Peer> started) {
     if (args.length == 0) {
       err.println("error: a command is required");
       err.println(USAGE);
@@ -64,10 +75,10 @@ public final class Main {
     try {
       switch (args[0]) {
         case "peer" -> {
-          return peer(PeerOptions.parse(args, 1), out, err);
+          return peer(PeerOptions.parse(args, 1), out, err, started);
         }
         case "cluster" -> {
-          return new Launcher(ClusterOptions.parse(args, 1), out, err).run(System.in);
+          return new Launcher(ClusterOptions.parse(args, 1), out, err).run(in);
         }
         case "help", "--help", "-h" -> {
           out.println(USAGE);
@@ -82,7 +93,8 @@ public final class Main {
     }
   }
 
-  private static int peer(PeerOptions options, PrintStream out, PrintStream err) {
+  private static int peer(PeerOptions options, PrintStream out, PrintStream err,
+      java.util.function.Consumer<Peer> whenStarted) {
     io.ringmaster.RingmasterConfig config;
     try {
       config = options.builder().buildConfig();
@@ -138,6 +150,7 @@ public final class Main {
       }
       out.println(peer.describe());
       out.flush();
+      whenStarted.accept(peer);
       try {
         peer.awaitStop();
         over = true;

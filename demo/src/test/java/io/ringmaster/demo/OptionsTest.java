@@ -21,6 +21,15 @@ import org.junit.jupiter.api.io.TempDir;
 
 class OptionsTest {
 
+  /**
+   * {@link Main#run}, for a command line that must not start a peer: one that starts anyway is
+   * closed at once (a launcher reads no commands), so the test fails on its exit code rather than
+   * waiting for a peer that never stops.
+   */
+  private static int runExpectingNoPeer(String[] args, PrintStream out, PrintStream err) {
+    return Main.run(args, out, err, InputStream.nullInputStream(), Peer::close);
+  }
+
   private static String refusal(String... args) {
     return assertThrows(UsageException.class, () -> PeerOptions.parse(args, 0)).getMessage();
   }
@@ -303,16 +312,16 @@ class OptionsTest {
   @Test
   void main_badArguments_printsOneLineErrorAndUsage_exits2() {
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int code = Main.run(new String[] {"peer", "--id", "p", "--http-port", "x"}, System.out,
+    int code = runExpectingNoPeer(new String[] {"peer", "--id", "p", "--http-port", "x"}, System.out,
         new PrintStream(err, true, StandardCharsets.UTF_8));
     assertEquals(2, code);
     String[] lines = err.toString(StandardCharsets.UTF_8).split("\n");
     assertEquals("error: --http-port must be a whole number in 1..65535: x", lines[0]);
     assertTrue(lines[1].startsWith("usage: "), lines[1]);
-    assertEquals(2, Main.run(new String[] {"nope"}, System.out, new PrintStream(new ByteArrayOutputStream())));
-    assertEquals(2, Main.run(new String[0], System.out, new PrintStream(new ByteArrayOutputStream())));
+    assertEquals(2, runExpectingNoPeer(new String[] {"nope"}, System.out, new PrintStream(new ByteArrayOutputStream())));
+    assertEquals(2, runExpectingNoPeer(new String[0], System.out, new PrintStream(new ByteArrayOutputStream())));
     // An unknown command stays one, --help or not.
-    assertEquals(2, Main.run(new String[] {"nope", "--help"}, System.out, new PrintStream(new ByteArrayOutputStream())));
+    assertEquals(2, runExpectingNoPeer(new String[] {"nope", "--help"}, System.out, new PrintStream(new ByteArrayOutputStream())));
   }
 
   /** A bad -Dringmaster.demo.* property is a bad command line: exit 2 naming it, for a peer and for the launcher. */
@@ -325,7 +334,7 @@ class OptionsTest {
       for (String[] args : List.of(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(PeerCluster.freePort())},
           new String[] {"cluster", "--peers", "1"})) {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        assertEquals(2, Main.run(args, System.out, new PrintStream(err, true, StandardCharsets.UTF_8)), args[0]);
+        assertEquals(2, runExpectingNoPeer(args, System.out, new PrintStream(err, true, StandardCharsets.UTF_8)), args[0]);
         String first = err.toString(StandardCharsets.UTF_8).split("\n")[0];
         assertEquals("error: system property " + property + " must be a whole number from 0: \"lots\"", first);
       }
@@ -343,7 +352,7 @@ class OptionsTest {
     for (String command : new String[] {"peer", "cluster"}) {
       ByteArrayOutputStream out = new ByteArrayOutputStream();
       ByteArrayOutputStream err = new ByteArrayOutputStream();
-      int code = Main.run(new String[] {command, "--id", "p", "--help"}, new PrintStream(out, true, StandardCharsets.UTF_8),
+      int code = runExpectingNoPeer(new String[] {command, "--id", "p", "--help"}, new PrintStream(out, true, StandardCharsets.UTF_8),
           new PrintStream(err, true, StandardCharsets.UTF_8));
       assertEquals(0, code, command);
       assertTrue(out.toString(StandardCharsets.UTF_8).startsWith("usage: "), command);
@@ -356,7 +365,7 @@ class OptionsTest {
     try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
       int port = busy.getLocalPort();
       ByteArrayOutputStream err = new ByteArrayOutputStream();
-      int code = Main.run(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(port)}, System.out,
+      int code = runExpectingNoPeer(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(port)}, System.out,
           new PrintStream(err, true, StandardCharsets.UTF_8));
       assertEquals(1, code);
       assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: cannot start peer: --http-port " + port
@@ -379,7 +388,7 @@ class OptionsTest {
     Path bad = Files.writeString(dir.resolve("bad.xml"), stack.replace("<pbcast.GMS", "<pbcast.GMS no_such_setting=\"1\""));
     Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"jgroupsConfig\": \"bad.xml\"}");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int code = Main.run(new String[] {"peer", "--http-port", Integer.toString(PeerCluster.freePort()), "--config",
+    int code = runExpectingNoPeer(new String[] {"peer", "--http-port", Integer.toString(PeerCluster.freePort()), "--config",
         config.toString()}, System.out, new PrintStream(err, true, StandardCharsets.UTF_8));
     String printed = err.toString(StandardCharsets.UTF_8);
     assertEquals(1, code, printed);
@@ -392,7 +401,7 @@ class OptionsTest {
   void main_aWeightTooSmallForTheVirtualNodes_isRefusedNamingTheFlag(@TempDir Path dir) throws Exception {
     Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\"}");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int code = Main.run(new String[] {"peer", "--http-port", "1", "--config", config.toString(), "--weight", "0.0001"},
+    int code = runExpectingNoPeer(new String[] {"peer", "--http-port", "1", "--config", config.toString(), "--weight", "0.0001"},
         System.out, new PrintStream(err, true, StandardCharsets.UTF_8));
     assertEquals(2, code);
     assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: --weight: weight 1.0E-4 with virtualNodes 256"
@@ -403,7 +412,7 @@ class OptionsTest {
   void main_configFileWithUnknownKey_exits2NamingTheKey(@TempDir Path dir) throws Exception {
     Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"colour\": \"red\"}");
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int code = Main.run(new String[] {"peer", "--http-port", "1", "--config", config.toString()}, System.out,
+    int code = runExpectingNoPeer(new String[] {"peer", "--http-port", "1", "--config", config.toString()}, System.out,
         new PrintStream(err, true, StandardCharsets.UTF_8));
     assertEquals(2, code);
     assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: unknown setting \"colour\""), err::toString);
