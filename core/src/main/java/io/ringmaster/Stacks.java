@@ -21,6 +21,7 @@ import org.jgroups.conf.ProtocolStackConfigurator;
 import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
+import org.jgroups.protocols.UDP;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.Util;
@@ -606,11 +607,39 @@ final class Stacks {
           + " ringmaster.initial_hosts, as system properties or as the environment variables RINGMASTER_BIND_ADDR"
           + " and RINGMASTER_INITIAL_HOSTS)", config.nodeId(), config.jgroupsConfig(), bound.getHostAddress());
     }
+    if (transport instanceof UDP && bound != null) {
+      reportMulticastInterface(config, bound);
+    }
     if (config.initialHosts().isPresent() && stack.findProtocol(TCPPING.class) == null) {
       // The builder checks this first; a stack whose protocols resolve differently at start comes here.
       throw new IllegalArgumentException("initialHosts is set (\"" + config.initialHosts().get()
           + "\"), but jgroupsConfig " + config.jgroupsConfig() + " has no TCPPING");
     }
+  }
+
+  /**
+   * Says where a multicast stack ({@code lan-udp.xml}) sends and listens, since its default
+   * ({@code site_local,loopback}) picks an interface without saying which: a WARNING when that is
+   * the loopback interface (no site-local address here, or one set so), where only this host's
+   * members find each other and members on other hosts each start a cluster of their own; otherwise
+   * an INFO line naming the interface, so that a bridge picked instead of the LAN shows in the log.
+   */
+  private static void reportMulticastInterface(RingmasterConfig config, InetAddress bound) {
+    if (bound.isLoopbackAddress()) {
+      LOG.log(Level.WARNING, "{0}: stack {1} multicasts on the loopback interface ({2}), so only members on this"
+          + " host can join; for a cluster across hosts set bindAddress (or ringmaster.bind_addr) to this host''s"
+          + " address on the LAN", config.nodeId(), config.jgroupsConfig(), bound.getHostAddress());
+      return;
+    }
+    String name;
+    try {
+      java.net.NetworkInterface nic = java.net.NetworkInterface.getByInetAddress(bound);
+      name = nic == null ? "no interface" : "interface " + nic.getName();
+    } catch (java.net.SocketException unreadable) {
+      name = "interface unknown: " + unreadable.getMessage();
+    }
+    LOG.log(Level.INFO, "{0}: stack {1} multicasts on {2} ({3}); set bindAddress (or ringmaster.bind_addr) to"
+        + " choose another", config.nodeId(), config.jgroupsConfig(), bound.getHostAddress(), name);
   }
 
   /**

@@ -85,4 +85,42 @@ class ShippedStacksTest {
     }
     assertEquals(List.of(), undocumented, file);
   }
+
+  /**
+   * The multicast stack says where it multicasts: bound to 127.0.0.1 (set so, or its default's
+   * fallback where the host has no site-local address) a WARNING that only this host's members can
+   * join, naming the setting that opens it; bound elsewhere an INFO line naming the interface.
+   * Members on other hosts would otherwise each start a cluster of their own, with nothing saying why.
+   */
+  @org.junit.jupiter.api.Test
+  void theMulticastStack_saysWhichInterfaceItUses_warningWhenOnlyThisHostCanJoin() throws Exception {
+    String resource = "ringmaster/jgroups/lan-udp.xml";
+    String loopback = "multicasts on the loopback interface (127.0.0.1), so only members on this host can join;"
+        + " for a cluster across hosts set bindAddress (or ringmaster.bind_addr) to this host's address on the LAN";
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("multicasts on"));
+         JChannel channel = Stacks.create(Ringmaster.builder().nodeId("udp-set").jgroupsConfig(resource)
+             .bindAddress("127.0.0.1").buildConfig())) {
+      assertEquals(List.of("WARNING udp-set: stack " + resource + " " + loopback), lines(log));
+    }
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("multicasts on"));
+         JChannel channel = Stacks.create(Ringmaster.builder().nodeId("udp-default").jgroupsConfig(resource)
+             .buildConfig())) {
+      java.net.InetAddress bound = channel.getProtocolStack().getTransport().getBindAddress();
+      String expected = bound.isLoopbackAddress() ? "WARNING udp-default: stack " + resource + " " + loopback
+          : "INFO udp-default: stack " + resource + " multicasts on " + bound.getHostAddress() + " (interface "
+              + java.net.NetworkInterface.getByInetAddress(bound).getName() + "); set bindAddress (or"
+              + " ringmaster.bind_addr) to choose another";
+      assertEquals(List.of(expected), lines(log), bound::toString);
+    }
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("multicasts on"));
+         JChannel channel = Stacks.create(Ringmaster.builder().nodeId("tcp").jgroupsConfig(
+             "ringmaster/jgroups/localhost-tcp.xml").buildConfig())) {
+      assertEquals(List.of(), lines(log), "a TCP stack multicasts nowhere");
+    }
+  }
+
+  private static List<String> lines(NodeLog log) {
+    return log.records().stream().map(r -> r.getLevel() + " "
+        + java.text.MessageFormat.format(r.getMessage(), r.getParameters())).toList();
+  }
 }
