@@ -406,8 +406,13 @@ function describe(e) {
     case 'ownership': {
       // sources and destinations name every member; the ranges listed may be only the first ones.
       const from = e.sources || [...new Set((e.gained || []).flatMap(g => g.sources || []))];
-      const to = e.destinations || [...new Set((e.lost || []).flatMap(l => l.destinations || []))];
+      let to = e.destinations || [...new Set((e.lost || []).flatMap(l => l.destinations || []))];
       const parts = [`this peer, ${x(e.reason || 'view')} ${x(e.viewId)}:`];
+      if (e.refused) {
+        // Refused: another peer holds this peer's id, and takes over what this one held under it.
+        parts[0] = `this peer, ${x(e.reason || 'view')} ${x(e.viewId)}: <b>refused</b>, another peer holds its id;`;
+        to = to.map(id => id === e.self ? `${id} (the peer that kept the id)` : id);
+      }
       if (e.gainedRanges) parts.push(`<span class="gain">gained ${x(e.gainedRanges)} ranges (${pct(e.gainedFraction)})${from.length ? ' from ' + x(from.join(', ')) : ''}</span>`);
       if (e.lostRanges) parts.push(`<span class="loss">lost ${x(e.lostRanges)} ranges (${pct(e.lostFraction)})${to.length ? ' to ' + x(to.join(', ')) : ''}</span>`);
       if (e.roleChanges) parts.push(`${x(e.roleChanges)} role changes`);

@@ -53,10 +53,13 @@ final class Events {
    * This peer's own change. {@code gained} and {@code lost} list the first
    * {@value #MAX_RANGES_LISTED} ranges; the counts, fractions, {@code sources} (every previous
    * owner of a gained range) and {@code destinations} (every owner now of a lost range) cover all.
+   * {@code self} is this peer's id; {@code refused} whether the cluster refused this peer: another
+   * peer holds its id, and is the destination named {@code self}.
    */
   record Ownership(String type, long time, String reason, long previousViewId, long viewId, int gainedRanges,
                    double gainedFraction, List<Gain> gained, List<String> sources, int lostRanges,
-                   double lostFraction, List<Loss> lost, List<String> destinations, int roleChanges) {}
+                   double lostFraction, List<Loss> lost, List<String> destinations, int roleChanges, String self,
+                   boolean refused) {}
 
   /**
    * Sent first to a browser that reconnects naming an event older than those still buffered: the
@@ -160,7 +163,8 @@ final class Events {
     }
     return new Ownership("ownership", now(), c.reason().name().toLowerCase(), c.previousViewId(), c.viewId(),
         c.gained().size(), gainedFraction, gained, List.copyOf(sources), c.lost().size(), lostFraction, lost,
-        List.copyOf(destinations), c.roleChanges().size());
+        List.copyOf(destinations), c.roleChanges().size(), c.diff().memberId(),
+        !c.inRing() && c.ring().contains(c.diff().memberId()));
   }
 
   static Migration migration(String direction, OwnershipChange c, long keys, int ranges, List<String> peers,

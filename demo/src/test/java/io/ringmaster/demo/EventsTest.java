@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.OwnershipChange;
@@ -66,5 +67,24 @@ class EventsTest {
     Events.Ownership lost = Events.ownership(new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, after, before,
         RingDiff.compute(after, before, "newcomer", 1)));
     assertEquals(List.copyOf(sources), lost.destinations(), "leaving again, to the same members");
+    assertEquals("newcomer", lost.self());
+    assertFalse(lost.refused() || e.refused(), "a member that left is not refused");
+  }
+
+  /**
+   * A refused peer's change (another peer kept its id): flagged so, naming this peer, so that the
+   * page can tell the peer holding the id from this one, which hands it what it held.
+   */
+  @Test
+  void ownership_ofARefusedPeer_saysSo_andNamesThisPeer() {
+    HashRing ring = ring(3, 16);
+    String id = ring.members().get(0).id();
+    RingDiff diff = RingDiff.compute(ring, true, ring, false, id, 1);
+    Events.Ownership e = Events.ownership(new OwnershipChange(OwnershipChange.Reason.VIEW, 4, 5, ring, ring, diff,
+        false));
+    assertTrue(e.refused());
+    assertEquals(id, e.self());
+    assertEquals(List.of(id), e.destinations(), "what it held under the id goes to the peer that kept it");
+    assertTrue(e.lostFraction() > 0, e::toString);
   }
 }

@@ -219,6 +219,11 @@ class RingPageBrowserTest extends WithPeerCluster {
         + "return ['started', 'membership', 'ownership', 'migration', 'sweep', 'repair', 'divergence',"
         + "  'received', 'gap', 'leaving', t].map(type => describe(ev(type))).join('\\n');");
     assertTrue(escaped.contains("&lt;img") && !escaped.contains("<img"), escaped);
+    // A refused peer's change says so, and does not read as if the peer handed its keys to itself.
+    String refused = (String) js.executeScript("return describe({type: 'ownership', reason: 'view', viewId: 9,"
+        + " self: 'peer-2', refused: true, lostRanges: 4, lostFraction: 0.25, destinations: ['peer-1', 'peer-2']});");
+    assertEquals("this peer, view 9: <b>refused</b>, another peer holds its id; <span class=\"loss\">lost 4 ranges"
+        + " (" + js.executeScript("return pct(0.25);") + ") to peer-1, peer-2 (the peer that kept the id)</span>", refused);
     // A mismatch that settled is forgotten: the same pair of views later (a cluster restarted while
     // the page stayed open numbers its views again) starts settling afresh, not as a divergence.
     assertEquals(List.of(false, false, true), js.executeScript("mismatchSince.set('x', {key: '1|2',"
