@@ -101,6 +101,32 @@ class PortRaceTest {
     }
   }
 
+  /**
+   * A stack file's address that does not resolve (a host name whose DNS record comes later, say)
+   * fails as the stack (STACK, which may pass on a later try), not as a setting refused for good,
+   * and names the name: JGroups wraps the lookup's IOException as it builds the stack.
+   */
+  @Test
+  void aStackAddressThatDoesNotResolve_failsAsTheStack_notAsARefusedSetting() {
+    try (TestCluster cluster = new TestCluster("port-race-unresolved")) {
+      LosesPortRace.loseNext(0);
+      String bindAddressBefore = System.setProperty("ringmaster.bind_addr", "no-such-host.invalid");
+      try {
+        RingmasterException e = assertThrows(RingmasterException.class,
+            () -> cluster.start(tcp(cluster, "d", "port-race-tcp.xml")));
+        assertEquals(RingmasterException.Reason.STACK, e.reason(), e.getMessage());
+        assertTrue(e.getMessage().contains("no-such-host.invalid"), e.getMessage());
+        assertEquals(0, LosesPortRace.stacksBuilt(), "no stack initialised: " + e.getMessage());
+      } finally {
+        if (bindAddressBefore == null) {
+          System.clearProperty("ringmaster.bind_addr");
+        } else {
+          System.setProperty("ringmaster.bind_addr", bindAddressBefore);
+        }
+      }
+    }
+  }
+
   private static int port(Ringmaster node) {
     IpAddress physical = (IpAddress) node.channel().down(new Event(Event.GET_PHYSICAL_ADDRESS,
         node.channel().getAddress()));
