@@ -178,6 +178,65 @@ class SerialDeliveryTest {
     assertTrue(e.getMessage().contains("pool full"), e.getMessage());
   }
 
+  /**
+   * An event that cannot be queued (in the field, no memory for the queue to grow; here a null,
+   * which the queue refuses too) does not throw at the publisher, and removes the listener, by the
+   * next launch, rather than leave it a sequence with a gap: the events after it are not delivered.
+   */
+  @Test
+  void anEventThatCannotBeQueued_removesTheListener_withoutThrowingAtThePublisher() throws Exception {
+    List<String> delivered = new CopyOnWriteArrayList<>();
+    AtomicInteger removed = new AtomicInteger();
+    CountDownLatch release = new CountDownLatch(1);
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>());
+    try {
+      SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
+        delivered.add(event);
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }, pool, new Object(), removed::incrementAndGet);
+      delivery.submit("first");
+      org.awaitility.Awaitility.await("busy with the first event").atMost(java.time.Duration.ofMinutes(1))
+          .until(() -> delivered.size() == 1); // the next events queue behind it
+      assertFalse(assertDoesNotThrow(() -> delivery.enqueue("second")), "queued behind a busy callback");
+      assertTrue(assertDoesNotThrow(() -> delivery.enqueue(null)), "the caller must launch, to report it");
+      assertEquals(0, removed.get(), "reported by the launch, outside the publisher's lock");
+      assertDoesNotThrow(delivery::launch);
+      assertEquals(1, removed.get(), "the listener is removed");
+      assertFalse(delivery.enqueue("third"), "nothing more is queued");
+      release.countDown();
+      pool.shutdown();
+      assertTrue(pool.awaitTermination(1, TimeUnit.MINUTES));
+      assertEquals(List.of("first"), delivered, "no event after the one lost: no gap");
+      assertDoesNotThrow(delivery::requireAccepted, "the listener was added: its first event was delivered");
+    } finally {
+      release.countDown();
+      pool.shutdownNow();
+    }
+  }
+
+  /** A first event that cannot be queued fails the add, on the adding thread, as a refused one does. */
+  @Test
+  void aFirstEventThatCannotBeQueued_failsTheAdd() {
+    AtomicInteger removed = new AtomicInteger();
+    AtomicInteger offered = new AtomicInteger();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, task -> {
+      offered.incrementAndGet();
+      task.run();
+    }, new Object(), removed::incrementAndGet);
+    assertTrue(delivery.enqueueFirst(null));
+    delivery.launch(); // another thread's launch leaves the report to the adding thread
+    assertEquals(0, removed.get());
+    delivery.launchFirst();
+    assertEquals(1, removed.get());
+    assertEquals(0, offered.get(), "nothing to deliver");
+    RejectedExecutionException e = assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
+    assertTrue(e.getCause() instanceof NullPointerException, e::toString);
+  }
+
   @Test
   void callingExecutor_isTheInnermostListeners_andNoneOutsideACallback() {
     Object node = new Object();
