@@ -48,10 +48,13 @@ final class ClusterNode {
 
   /**
    * Everything a lookup needs, published at once. {@code viewCreator} with {@code viewId} names
-   * the view: two partitions can reach the same number under different coordinators.
+   * the view: two partitions can reach the same number under different coordinators. {@code view}
+   * is that view (null before the first): the gossip asks it which members it lists, since the
+   * channel's own may have moved on while the next ring is built.
    */
   record Snapshot(long viewId, Address viewCreator, HashRing ring, Map<String, Address> addresses,
-                  Map<String, NodeMetadata> metadata, boolean localInRing, List<MembershipChange.Refusal> refused) {}
+                  Map<String, NodeMetadata> metadata, boolean localInRing, List<MembershipChange.Refusal> refused,
+                  View view) {}
 
   /** Tells the members new to the ring in a view which members the ring had before it. */
   interface RingBeforeSender {
@@ -160,7 +163,7 @@ final class ClusterNode {
     this.listenerPool = listenerPool;
     this.viewThread = viewThread;
     this.ringBeforeTimeout = ringBeforeTimeout;
-    this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false, List.of());
+    this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false, List.of(), null);
   }
 
   void setLocalAddress(Address address) {
@@ -243,7 +246,7 @@ final class ClusterNode {
           addresses.remove(local.id());
           metadata.remove(local.id());
           state = new Snapshot(s.viewId(), s.viewCreator(), s.ring().without(local.id()), Map.copyOf(addresses),
-              Map.copyOf(metadata), false, s.refused());
+              Map.copyOf(metadata), false, s.refused(), s.view());
         }
       }
     } finally {
@@ -427,7 +430,7 @@ final class ClusterNode {
     HashRing ring = base.withMembers(members);
     long viewId = view.getViewId().getId();
     Snapshot next = new Snapshot(viewId, view.getViewId().getCreator(), ring, Map.copyOf(addresses),
-        Map.copyOf(metadata), localIn, List.copyOf(refusedNow));
+        Map.copyOf(metadata), localIn, List.copyOf(refusedNow), view);
     if (ring != previous.ring()) {
       ringBuilds.incrementAndGet();
     }

@@ -336,7 +336,9 @@ final class Gossip {
     boolean holder = source != null && source.equals(s.addresses().get(sender));
     boolean notListed = false;
     if (!holder && source != null) {
-      View v = channelView(viewId, creator);
+      // The ring's own view, not the channel's: that may have moved on while the next ring is built
+      // (a split healing), and then could not say whether this view lists the sender.
+      View v = s.view();
       notListed = v != null && !v.containsMember(source);
       if (notListed) {
         tellNotListed(source, v);

@@ -258,6 +258,55 @@ class SplitViewTest {
   }
 
   /**
+   * A member that the view does not list, heard while this node's channel has moved on to the next
+   * view and its ring is still being built (a split healing), is reported as the split view it is,
+   * and told so: not as a member claiming another's place in the ring (HOLDER, an ERROR line),
+   * which is what the channel's newer view made of it, since that view could not say whether the
+   * older one listed the sender.
+   */
+  @Test
+  void aSplitHeardWhileTheNextRingIsBuilt_isReportedAsASplitView_notAsAHolder() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-building")) {
+      Ringmaster m = cluster.start("m");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(m, x), 2, WAIT);
+      List<RingDivergence> reports = new CopyOnWriteArrayList<>();
+      m.addDivergenceListener(reports::add);
+      View agreed = m.channel().getView();
+      long split = agreed.getViewId().getId() + 1;
+      CountDownLatch building = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      m.beforeEachBuild(v -> {
+        if (v.getViewId().getId() == split + 1) {
+          building.countDown();
+          try {
+            release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      });
+      try {
+        splitOff(x, m);
+        await("m's ring of the split view").atMost(WAIT).until(() -> m.viewId() == split);
+        // m's channel moves on to the next view; its ring stays the split view's while it is built.
+        gms(m).installView(new View(new ViewId(agreed.getCreator(), split + 1), List.of(m.channel().getAddress())));
+        assertTrue(building.await(WAIT.toMillis(), TimeUnit.MILLISECONDS));
+        assertEquals(split, m.viewId());
+        // x gossips the split view's checksum to m, which it lists and which does not list it.
+        await("x heard by m while m builds the next ring").atMost(WAIT).until(() -> !reports.isEmpty());
+        assertEquals(split, m.viewId(), "still building");
+      } finally {
+        release.countDown();
+      }
+      assertTrue(reports.stream().allMatch(r -> r.kind() == RingDivergence.Kind.SPLIT_VIEW
+          && r.peerId().equals("x")), reports::toString);
+      await("x told, and rejoined").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
+      TestCluster.awaitAgreement(List.of(m, x), 2, WAIT);
+    }
+  }
+
+  /**
    * Installs one view id with two member lists, as the JGroups merge race does: {@code x} keeps
    * every member of its view, while {@code others} leave {@code x} out.
    */
