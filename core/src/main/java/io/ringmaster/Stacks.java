@@ -134,6 +134,9 @@ final class Stacks {
         String substituted = Util.substituteVariable(raw);
         if (substituted != null && !substituted.isEmpty()) { // JGroups keeps the attribute
           checkDuration(jgroupsConfig, protocol, name, raw, substituted);
+          if (tcpping && name.equals("initial_hosts")) {
+            checkVariableHosts(jgroupsConfig, raw, substituted);
+          }
           continue;
         }
         List<String> empty = setVariables(raw).entrySet().stream().filter(v -> v.getValue().isEmpty())
@@ -145,6 +148,51 @@ final class Stacks {
         }
       }
     }
+  }
+
+  /**
+   * Fails naming the variable when TCPPING's {@code initial_hosts}, taken from one, has an entry
+   * JGroups would misread: {@code host:port} (JGroups takes the whole entry for a host name, which
+   * never resolves: it logs that at each discovery and the node starts a cluster of its own), a
+   * bracket not closed at the entry's end, or a port that is not a number in 1..65535 (JGroups
+   * would fail with a bare NumberFormatException). A host without a port ({@code db-1}, which
+   * JGroups gives the transport's port) and IPv6 literals ({@code ::1[7800]}) pass.
+   */
+  private static void checkVariableHosts(String jgroupsConfig, String raw, String hosts) {
+    Map<String, String> variables = setVariables(raw);
+    if (variables.isEmpty()) {
+      return; // the stack's own default
+    }
+    for (String entry : hosts.split("[,\\s]+")) {
+      if (entry.isEmpty()) {
+        continue;
+      }
+      int open = entry.indexOf('[');
+      String host = open >= 0 ? entry.substring(0, open) : entry;
+      String problem = null;
+      if (open >= 0 && (entry.indexOf(']') != entry.length() - 1 || open == 0)) {
+        problem = "must look like host[port] or host";
+      } else if (open >= 0 && !validPort(entry.substring(open + 1, entry.length() - 1))) {
+        problem = "has a port that is not a number in 1.." + Ringmaster.Builder.MAX_PORT;
+      } else if (host.indexOf(':') >= 0 && host.indexOf(':') == host.lastIndexOf(':')) {
+        problem = "gives its port after a colon, which JGroups reads as part of the host name; write "
+            + host.substring(0, host.indexOf(':')) + "[" + host.substring(host.indexOf(':') + 1) + "]";
+      } else if (open < 0 && host.indexOf(']') >= 0) {
+        problem = "must look like host[port] or host";
+      }
+      if (problem != null) {
+        throw new IllegalArgumentException(String.join(" and ", variables.keySet()) + " (TCPPING.initial_hosts"
+            + " in jgroupsConfig " + jgroupsConfig + "): entry \"" + entry + "\" " + problem);
+      }
+    }
+  }
+
+  private static boolean validPort(String port) {
+    if (!port.matches("[0-9]{1,5}")) {
+      return false;
+    }
+    int p = Integer.parseInt(port);
+    return p >= 1 && p <= Ringmaster.Builder.MAX_PORT;
   }
 
   /**

@@ -761,6 +761,38 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * TCPPING's hosts from a variable, in a form JGroups misreads, fail at build naming the variable
+   * and the entry: {@code host:port} (JGroups would take it all for a host name that never
+   * resolves, and the node would start a cluster of its own), a bracket left open, a bad port.
+   * Hosts with or without a port, several, and an IPv6 literal build.
+   */
+  @Test
+  void builder_initialHostsFromAVariable_inAFormJGroupsMisreads_failsAtBuildNamingIt() {
+    String stack = "ringmaster/jgroups/localhost-tcp.xml";
+    String prefix = "system property ringmaster.initial_hosts (TCPPING.initial_hosts in jgroupsConfig " + stack
+        + "): entry ";
+    java.util.Map<String, String> refused = new java.util.LinkedHashMap<>();
+    refused.put("127.0.0.1:7800", prefix + "\"127.0.0.1:7800\" gives its port after a colon, which JGroups reads as"
+        + " part of the host name; write 127.0.0.1[7800]");
+    refused.put("db-1[7950],db-2:7950", prefix + "\"db-2:7950\" gives its port after a colon, which JGroups reads"
+        + " as part of the host name; write db-2[7950]");
+    refused.put("db-1[7950", prefix + "\"db-1[7950\" must look like host[port] or host");
+    refused.put("[7950]", prefix + "\"[7950]\" must look like host[port] or host");
+    refused.put("db-1]", prefix + "\"db-1]\" must look like host[port] or host");
+    refused.put("db-1[x]", prefix + "\"db-1[x]\" has a port that is not a number in 1..65535");
+    refused.put("db-1[70000]", prefix + "\"db-1[70000]\" has a port that is not a number in 1..65535");
+    refused.forEach((hosts, message) -> withProperty("ringmaster.initial_hosts", hosts, () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig(), hosts);
+      assertEquals(message, e.getMessage());
+    }));
+    for (String hosts : List.of("db-1[7950], db-2[7950]", "db-1 db-2", "::1[7800]", "127.0.0.1[7800]")) {
+      withProperty("ringmaster.initial_hosts", hosts,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+    }
+  }
+
+  /**
    * A duration given by a stack variable as a bare number under 100: JGroups would read 15 as
    * 15 ms, and the node would fail at start with "interval needs to be smaller than timeout",
    * naming neither the variable nor its value (or, for the interval, send heartbeats every few

@@ -102,6 +102,8 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     }
     try {
       TestingAids.fromSystemProperties(); // handed on to every peer: refused here, once, rather than by each
+      // The stack's variables too (ringmaster.initial_hosts=host:port, say), as each peer's node reads them.
+      io.ringmaster.Ringmaster.builder().nodeId("launcher").buildConfig();
     } catch (IllegalArgumentException e) {
       throw new UsageException(e.getMessage());
     }

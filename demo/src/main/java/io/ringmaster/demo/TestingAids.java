@@ -49,12 +49,24 @@ final class TestingAids {
     this.readRepair = readRepair;
   }
 
+  /** Every {@code ringmaster.demo.*} property there is: any other name is a typo. */
+  private static final java.util.List<String> NAMES =
+      java.util.List.of(REFUSE_PULLS, REFUSE_HANDOFFS, REFUSE_REPAIRS, CLOCK_OFFSET, NO_READ_REPAIR);
+
   /**
    * The aids the system properties ask for.
    *
-   * @throws IllegalArgumentException naming the property and the value if one has a value it does not take
+   * @throws IllegalArgumentException naming the property and the value if one has a value it does not
+   *                                  take, or naming a {@code ringmaster.demo.*} property there is not
+   *                                  (a misspelt one would leave its aid off without a word)
    */
   static TestingAids fromSystemProperties() {
+    for (String name : System.getProperties().stringPropertyNames()) {
+      if (name.startsWith("ringmaster.demo.") && !NAMES.contains(name)) {
+        throw new IllegalArgumentException("unknown system property " + name + "; the demo reads "
+            + String.join(", ", NAMES));
+      }
+    }
     return new TestingAids(count(REFUSE_PULLS), count(REFUSE_HANDOFFS), count(REFUSE_REPAIRS), clockOffset(),
         !flag(NO_READ_REPAIR));
   }

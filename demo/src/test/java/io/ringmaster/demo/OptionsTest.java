@@ -324,19 +324,35 @@ class OptionsTest {
     assertEquals(2, runExpectingNoPeer(new String[] {"nope", "--help"}, System.out, new PrintStream(new ByteArrayOutputStream())));
   }
 
-  /** A bad -Dringmaster.demo.* property is a bad command line: exit 2 naming it, for a peer and for the launcher. */
+  /**
+   * A bad -Dringmaster.demo.* property is a bad command line: exit 2 naming it, for a peer and for
+   * the launcher; so is a misspelt one, which would otherwise leave its aid off without a word, and
+   * a stack variable in a form JGroups misreads (each peer would start a cluster of its own).
+   */
   @Test
-  void main_badDemoProperty_exits2NamingIt_beforeAnythingStarts() throws java.io.IOException {
-    String property = TestingAids.REFUSE_PULLS;
+  void main_badDemoOrStackProperty_exits2NamingIt_beforeAnythingStarts() throws IOException {
+    assertBadProperty(TestingAids.REFUSE_PULLS, "lots",
+        "error: system property " + TestingAids.REFUSE_PULLS + " must be a whole number from 0: \"lots\"");
+    assertBadProperty("ringmaster.demo.noReadRepiar", "true", "error: unknown system property"
+        + " ringmaster.demo.noReadRepiar; the demo reads ringmaster.demo.refuseFirstPulls,"
+        + " ringmaster.demo.refuseFirstHandoffs, ringmaster.demo.refuseFirstRepairs,"
+        + " ringmaster.demo.clockOffsetMillis, ringmaster.demo.noReadRepair");
+    assertBadProperty("ringmaster.initial_hosts", "127.0.0.1:7800", "error: system property"
+        + " ringmaster.initial_hosts (TCPPING.initial_hosts in jgroupsConfig ringmaster/jgroups/localhost-tcp.xml):"
+        + " entry \"127.0.0.1:7800\" gives its port after a colon, which JGroups reads as part of the host name;"
+        + " write 127.0.0.1[7800]");
+  }
+
+  private static void assertBadProperty(String property, String value, String expected) throws IOException {
     String before = System.getProperty(property);
-    System.setProperty(property, "lots");
+    System.setProperty(property, value);
     try {
       for (String[] args : List.of(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(PeerCluster.freePort())},
           new String[] {"cluster", "--peers", "1"})) {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         assertEquals(2, runExpectingNoPeer(args, System.out, new PrintStream(err, true, StandardCharsets.UTF_8)), args[0]);
         String first = err.toString(StandardCharsets.UTF_8).split("\n")[0];
-        assertEquals("error: system property " + property + " must be a whole number from 0: \"lots\"", first);
+        assertEquals(expected, first, args[0]);
       }
     } finally {
       if (before == null) {
