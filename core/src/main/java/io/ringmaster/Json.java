@@ -41,6 +41,9 @@ final class Json {
       "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts",
       "secret", "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
 
+  /** Jackson's message for a key given twice in one object. */
+  private static final java.util.regex.Pattern DUPLICATE = java.util.regex.Pattern.compile("Duplicate field '(\\w+)'");
+
   private Json() {}
 
   /**
@@ -75,7 +78,11 @@ final class Json {
       // written without its quotes: then only where.
       // A bare token quoted back ("Unrecognized token 'hunter2'") may be the value of a key whose
       // name is misspelled: never repeated.
-      String why = mentionsSecret(file) ? "the parser's message is left out, since the file sets a secret"
+      // A setting given twice is named all the same: the name is one of ours, not a value.
+      java.util.regex.Matcher twice = DUPLICATE.matcher(String.valueOf(e.getOriginalMessage()));
+      String why = twice.matches() && KNOWN.contains(twice.group(1)) ? "setting \"" + twice.group(1)
+          + "\" is given twice (Duplicate field '" + twice.group(1) + "')"
+          : mentionsSecret(file) ? "the parser's message is left out, since the file sets a secret"
           : e.getOriginalMessage().replaceAll("Unrecognized token '[^']*'", "Unrecognized token");
       throw new IllegalArgumentException("config file " + file + " is not valid JSON" + where + ": " + why);
     } catch (IOException e) {

@@ -586,7 +586,11 @@ class RefusalAndConfigTest {
         "setting \"jgroupsConfig\" in " + dir.resolve("node"), "nowhere/stack.xml");
     assertConfigError(dir, "{\"weight\": 1}", "nodeId is required", ".json does not set \"nodeId\"");
     assertConfigError(dir, "{\"nodeId\": \"a\"} {\"nodeId\": \"b\"}", "not valid JSON", "Trailing token");
-    assertConfigError(dir, "{\"nodeId\": \"a\", \"nodeId\": \"b\"}", "not valid JSON", "Duplicate field 'nodeId'");
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"nodeId\": \"b\"}", "not valid JSON", "(line 1, column ",
+        "setting \"nodeId\" is given twice (Duplicate field 'nodeId')");
+    // Named in a file that sets a secret too, whose other parser messages are left out.
+    assertConfigError(dir, "{\"secret\": \"s3cret\", \"nodeId\": \"a\", \"nodeId\": \"b\"}", "not valid JSON",
+        "setting \"nodeId\" is given twice");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 99999999999}", "leaveTimeout", "24 hours",
         "99999999999 ms");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"bindPort\": 99999999999}", "setting \"bindPort\"",
