@@ -259,7 +259,15 @@ public final class Ringmaster implements AutoCloseable {
           viewId(), members().size());
       joined = true;
     } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
-      Throwable failure = startFailure(e, published);
+      Throwable failure;
+      try {
+        failure = startFailure(e, published);
+      } catch (RuntimeException | Error describing) { // no memory for the message, say: the node still shuts down
+        failure = describing;
+        if (describing != e) {
+          describing.addSuppressed(e);
+        }
+      }
       // Cleared while the node shuts down, whose waits (the channel's close, the pools) would
       // otherwise give up at once; set again for the caller.
       boolean interrupted = Thread.interrupted() || e instanceof InterruptedException;
@@ -386,6 +394,12 @@ public final class Ringmaster implements AutoCloseable {
           gossip.receive(msg);
         }
       });
+      if (closeCalled.get()) {
+        // Closed while the stack was built: joining now would only mean leaving again, and each
+        // member handing this node ranges, then taking them back. (A close() during the connect
+        // itself is seen once the first view is in: failFirstRing.)
+        throw new ExecutionException(closedWhileStarting());
+      }
       try {
         channel.connect(config.clusterName());
         return;
@@ -460,7 +474,8 @@ public final class Ringmaster implements AutoCloseable {
    * 5 s more for that), and the callbacks queued by then still run, after close() returns.
    *
    * <p>Called while {@link #start()} runs on another thread, before the first ring came, close()
-   * makes that start() give up once its connect returns (it throws a {@link RingmasterException}:
+   * makes that start() give up: without joining if it has not connected yet (the cluster never
+   * sees the node), else once its connect returns (it throws a {@link RingmasterException}:
    * "closed while it started"; no listener hears anything), and returns after it.
    */
   @Override
@@ -472,8 +487,8 @@ public final class Ringmaster implements AutoCloseable {
       return;
     }
     node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
-    // A start() under way, which holds the lock taken below, gives up once its connect returns,
-    // rather than wait up to startTimeout for a ring and join only to leave again. Nothing if its
+    // A start() under way, which holds the lock taken below, gives up before it connects, or once
+    // its connect returns, rather than wait up to startTimeout for a ring and join only to leave again. Nothing if its
     // first ring is already published: then it returns, and this close() leaves gracefully.
     node.failFirstRing(closedWhileStarting());
     // A flag set before the call would make every wait below give up at once: no hand-off at all.

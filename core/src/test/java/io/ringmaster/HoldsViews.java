@@ -14,6 +14,41 @@ import org.jgroups.stack.Protocol;
 public class HoldsViews extends Protocol {
   private static volatile CountDownLatch gate;
   private static final AtomicBoolean HOLDING = new AtomicBoolean();
+  private static volatile CountDownLatch initGate;
+  private static final AtomicBoolean IN_INIT = new AtomicBoolean();
+
+  /** A stack's {@code init()} is held from now until {@link #releaseInit()}, or a minute at most: the stack is being built. */
+  static void holdInit() {
+    IN_INIT.set(false);
+    initGate = new CountDownLatch(1);
+  }
+
+  /** Whether a stack's {@code init()} is being held now. */
+  static boolean inInit() {
+    return IN_INIT.get();
+  }
+
+  static void releaseInit() {
+    CountDownLatch g = initGate;
+    initGate = null;
+    if (g != null) {
+      g.countDown();
+    }
+  }
+
+  @Override
+  public void init() throws Exception {
+    super.init();
+    CountDownLatch g = initGate;
+    if (g != null) {
+      IN_INIT.set(true);
+      try {
+        g.await(1, TimeUnit.MINUTES); // bounded: a failed test lets it go too
+      } finally {
+        IN_INIT.set(false);
+      }
+    }
+  }
 
   /** Views are held from now until {@link #release()}, or a minute at most. */
   static void hold() {

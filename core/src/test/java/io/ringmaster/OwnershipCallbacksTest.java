@@ -673,10 +673,8 @@ class OwnershipCallbacksTest {
     }
   }
 
-  /** The live threads of the node with this id. */
   private static List<String> nodeThreads(String id) {
-    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
-        .filter(name -> name.startsWith("ringmaster-") && name.contains("-" + id + "-")).toList();
+    return TestCluster.nodeThreads(id);
   }
 
   @Test
@@ -926,6 +924,51 @@ class OwnershipCallbacksTest {
       assertFalse(b.isInRing());
       assertEquals(List.of(), heard, "no listener heard of a node whose start failed");
       TestCluster.awaitAgreement(List.of(a), 1, WAIT);
+    }
+  }
+
+  /**
+   * close() from another thread while start() builds the stack (before it connects): the start
+   * gives up without joining, so the cluster never sees the node come and go (each member would
+   * have handed it ranges, and taken them back).
+   */
+  @Test
+  void close_whileStartBuildsTheStack_startGivesUpWithoutJoining() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-while-building")) {
+      Ringmaster a = cluster.start("a");
+      List<MembershipChange> aHeard = new CopyOnWriteArrayList<>();
+      a.addMembershipListener(aHeard::add);
+      Ringmaster b = cluster.builder("b").jgroupsConfig("holds-views.xml").build();
+      CompletableFuture<Ringmaster> started = new CompletableFuture<>();
+      HoldsViews.holdInit();
+      try {
+        new Thread(() -> {
+          try {
+            started.complete(b.start());
+          } catch (Throwable t) {
+            started.completeExceptionally(t);
+          }
+        }, "starter").start();
+        await("b's stack held as it is built").atMost(WAIT).until(HoldsViews::inInit);
+        Thread closer = new Thread(b::close, "closer");
+        closer.start();
+        await("close() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
+        HoldsViews.releaseInit();
+        ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
+            TimeUnit.MILLISECONDS));
+        assertTrue(e.getCause() instanceof RingmasterException r && r.reason() == RingmasterException.Reason.CLOSED,
+            String.valueOf(e.getCause()));
+        closer.join(WAIT.toMillis());
+        assertFalse(closer.isAlive(), "close() returned");
+        assertTrue(b.channel().isClosed(), "the stack built is closed");
+      } finally {
+        HoldsViews.releaseInit();
+        b.close();
+      }
+      assertTrue(a.awaitListeners(WAIT));
+      assertTrue(aHeard.stream().noneMatch(c -> c.joined().stream().anyMatch(m -> m.id().equals("b"))),
+          () -> "b never joined: " + aHeard);
+      assertEquals(1, a.channel().getView().size());
     }
   }
 

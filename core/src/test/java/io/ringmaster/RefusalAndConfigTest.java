@@ -216,6 +216,7 @@ class RefusalAndConfigTest {
       assertEquals(a.channel().getAddress(), b.addressOf("a").orElseThrow(), "the holder keeps the id");
       assertTrue(a.isInRing() && b.isInRing());
       assertFalse(twin.get(0).isInRing(), "refused");
+      assertTrue(twin.get(0).channel().isClosed(), "the failed start closed the twin's channel");
       assertEquals(List.of("a", "b"), b.members().stream().map(Member::id).sorted().toList());
       assertEquals(a.ring().checksum(), b.ring().checksum(), "one ring, so one owner per range");
     }
@@ -248,6 +249,10 @@ class RefusalAndConfigTest {
         await("a's ring without b").atMost(WAIT).until(() -> a.members().stream().map(Member::id).toList()
             .equals(List.of("a")));
         assertEquals(List.of(), heard, "its listeners heard something");
+        // Closed by the failed start itself, before anything here closes it.
+        assertTrue(b.channel().isClosed(), "the failed start closed the channel");
+        await("the failed start stopped the node's threads").atMost(WAIT)
+            .until(() -> TestCluster.nodeThreads("slow-b").isEmpty());
       } finally {
         built.countDown();
         b.close();
