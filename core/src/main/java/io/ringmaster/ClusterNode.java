@@ -431,9 +431,6 @@ final class ClusterNode {
     long viewId = view.getViewId().getId();
     Snapshot next = new Snapshot(viewId, view.getViewId().getCreator(), ring, Map.copyOf(addresses),
         Map.copyOf(metadata), localIn, List.copyOf(refusedNow), view);
-    if (ring != previous.ring()) {
-      ringBuilds.incrementAndGet();
-    }
     lastBuildNanos.set(System.nanoTime() - started);
 
     // A node new to the ring (its first ring, or its first since the cluster refused it) is
@@ -473,6 +470,9 @@ final class ClusterNode {
         try {
           state = next; // publish first, then notify
           publishedView = view;
+          if (ring != previous.ring()) { // counted once published: not a ring dropped, nor one built twice
+            ringBuilds.incrementAndGet();
+          }
           // Before any callback runs (they are launched after this block): a listener on a
           // same-thread executor that calls close() would otherwise wait for a start() that waits
           // for this.
@@ -484,6 +484,9 @@ final class ClusterNode {
           }
           if (membership != null) {
             enqueue(membershipListeners, membership, toLaunch);
+          }
+          if (change != null && !left || membership != null) { // what the listeners are told, not a view after LEAVING
+            lastChangeMillis.set(System.currentTimeMillis());
           }
           // The refusals this view reports count as reported once its ring is published: a view that
           // failed before that, and is tried again, reports them then.
@@ -503,9 +506,6 @@ final class ClusterNode {
       }
     } finally {
       launchAll(toLaunch); // outside the lock: no listener code runs under it
-    }
-    if (!diff.isEmpty() || membership != null) {
-      lastChangeMillis.set(System.currentTimeMillis());
     }
     if (state.viewId() >= 0) {
       ringsBefore.clear(); // only a node's first ring reads them

@@ -117,6 +117,32 @@ class ViewOrderTest {
   }
 
   /**
+   * stats().ringBuilds() counts the rings published, and lastChange() moves with what listeners
+   * are told: a view with the members of the ring before it builds nothing new, and a view handled
+   * after the node closed (its ring built, then dropped) counts neither.
+   */
+  @Test
+  void ringBuildsAndLastChange_countWhatWasPublishedAndTold() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      n.view(1, n.self);
+      assertEquals(1, n.node.ringBuilds.get());
+      n.view(2, n.self, b);
+      assertEquals(2, n.node.ringBuilds.get());
+      long changed = n.node.lastChangeMillis.get();
+      assertTrue(changed > 0);
+      n.view(3, n.self, b); // the same members: the same ring
+      assertEquals(2, n.node.ringBuilds.get());
+      assertEquals(3, n.node.state().viewId());
+      n.node.close();
+      n.view(4, n.self, b, c); // built, but dropped: the node is closed
+      assertEquals(2, n.node.ringBuilds.get(), "a ring never published");
+      assertEquals(changed, n.node.lastChangeMillis.get(), "nothing told");
+    }
+  }
+
+  /**
    * A view whose install fails before its ring is published (a ring too large for this node's
    * heap, say) is tried again at the next gossip round, so that the node catches up with its
    * peers, which installed it, rather than keep the ring before it until a later view comes; its
