@@ -228,6 +228,60 @@ class ClusterAgreementTest {
     }
   }
 
+  /**
+   * While the gossip thread is held (a divergence listener on a same-thread executor, say), at most
+   * {@value Ringmaster#MAX_DIVERGENCES_QUEUED} reports wait for it and the rest are dropped; once it
+   * is free, each report it passed on frees its place, so reports after that reach the listeners.
+   */
+  @Test
+  void gossip_reportsWaitingForTheGossipThread_areBounded_andThePlacesFreeAgain() throws Exception {
+    try (TestCluster cluster = new TestCluster("divergence-queue")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      org.jgroups.Address creator = a.channel().getView().getCreator();
+      java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+      List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+      a.addDivergenceListener(d -> {
+        heard.add(d.peerId());
+        if (d.peerId().equals("first")) {
+          held.countDown();
+          try {
+            release.await(30, java.util.concurrent.TimeUnit.SECONDS); // bounded: a failed test lets it go too
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run); // on the gossip thread, which it holds
+      java.util.function.Consumer<String> forge = id -> {
+        try {
+          b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+              Gossip.encode(a.viewId(), creator, a.ring().checksum(), id)));
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      };
+      long before = a.stats().divergences();
+      forge.accept("first");
+      assertTrue(held.await(30, java.util.concurrent.TimeUnit.SECONDS), "the gossip thread held");
+      for (int i = 0; i < 200; i++) {
+        forge.accept("z" + i);
+      }
+      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+          .until(() -> a.stats().divergences() >= before + 201);
+      release.countDown();
+      org.awaitility.Awaitility.await("the reports that waited").atMost(Duration.ofSeconds(20))
+          .until(() -> heard.size() >= 1 + Ringmaster.MAX_DIVERGENCES_QUEUED);
+      forge.accept("later");
+      org.awaitility.Awaitility.await("a report after the queue emptied").atMost(Duration.ofSeconds(20))
+          .until(() -> heard.contains("later"));
+      assertEquals(1 + Ringmaster.MAX_DIVERGENCES_QUEUED + 1, heard.size(), heard::toString);
+      assertEquals(List.of("first", "z0", "z" + (Ringmaster.MAX_DIVERGENCES_QUEUED - 1)), List.of(heard.get(0),
+          heard.get(1), heard.get(Ringmaster.MAX_DIVERGENCES_QUEUED)), "the first ones waited; the rest were dropped");
+    }
+  }
+
   @Test
   void ringJson_listsMembersWithSharesAndTheChecksum() throws Exception {
     try (TestCluster cluster = new TestCluster("json")) {
