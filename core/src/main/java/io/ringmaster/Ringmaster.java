@@ -132,6 +132,8 @@ public final class Ringmaster implements AutoCloseable {
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by a graceful leave whose wait found every listener idle: see {@link #leftIdle()}. */
   private volatile boolean leftIdle;
+  /** Set by {@link #closeAbruptly()}: no leave that it cut short ended idle. */
+  private volatile boolean abrupt;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
@@ -637,7 +639,10 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
   void closeAbruptly() {
-    closeCalled.set(true);
+    boolean closing = closeCalled.getAndSet(true); // a close() under way: it ends, and says it did, after this
+    if (!closeDone.isDone()) {
+      abrupt = true; // a leave under way would find its listeners idle because this stopped them
+    }
     node.wakeWaiters();
     // As in close(): a start() under way, which holds the lock taken below, gives up once its
     // connect returns, instead of waiting up to startTimeout for a ring.
@@ -646,7 +651,9 @@ public final class Ringmaster implements AutoCloseable {
       try {
         shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
       } finally {
-        closeDone.complete(null); // a close() that comes later must not wait for it forever
+        if (!closing) {
+          closeDone.complete(null); // a close() that comes later must not wait for it forever
+        }
       }
     }
   }
@@ -1027,7 +1034,7 @@ public final class Ringmaster implements AutoCloseable {
    * a status that says whether its data was handed on.
    */
   public boolean leftIdle() {
-    return leftIdle;
+    return leftIdle && !abrupt;
   }
 
   /**

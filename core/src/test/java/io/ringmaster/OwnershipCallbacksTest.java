@@ -928,6 +928,44 @@ class OwnershipCallbacksTest {
   }
 
   /**
+   * A crash (closeAbruptly, as the test kit's LocalCluster.crash) while close() waits for a
+   * listener's LEAVING hand-off: the hand-off is cut short, close() returns, and leftIdle() does
+   * not claim a leave that ended with every listener done (they were idle only because the crash
+   * stopped them).
+   */
+  @Test
+  void closeAbruptly_whileCloseWaitsForAHandOff_cutsItShort_andLeftIdleSaysNo() throws Exception {
+    try (TestCluster cluster = new TestCluster("crash-while-leaving")) {
+      cluster.start("keeper");
+      CountDownLatch inHandOff = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      Ringmaster b = cluster.start(cluster.builder("b").leaveTimeout(WAIT), n -> n.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          inHandOff.countDown();
+          try {
+            release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS); // bounded: a failed test lets it go too
+          } catch (InterruptedException crashed) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }));
+      Thread closer = new Thread(b::close, "closer");
+      try {
+        closer.start();
+        assertTrue(inHandOff.await(WAIT.toMillis(), TimeUnit.MILLISECONDS), "the LEAVING hand-off runs");
+        b.closeAbruptly();
+        closer.join(WAIT.toMillis());
+        assertFalse(closer.isAlive(), "close() returned");
+        assertEquals(1, release.getCount(), "cut short, not released");
+        assertFalse(b.leftIdle(), "its hand-off was cut short");
+        assertTrue(b.channel().isClosed());
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
+  /**
    * close() from another thread while start() builds the stack (before it connects): the start
    * gives up without joining, so the cluster never sees the node come and go (each member would
    * have handed it ranges, and taken them back).
