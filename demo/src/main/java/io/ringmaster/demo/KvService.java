@@ -109,6 +109,13 @@ final class KvService {
   private final Function<String, List<String>> previousOwners;
   /** Set once the peer has left: a write still going round its loop then gives up at once. */
   private volatile boolean stopped;
+  /** Completed by {@link #stopped()}: wakes the waits of writes in flight, whose replies can no longer come. */
+  private final CompletableFuture<Long> stopSignal = new CompletableFuture<>();
+  /**
+   * How long after the peer stopped a write call may still get its reply (see {@link #awaitReply}):
+   * well inside the grace {@link Peer} gives requests in flight.
+   */
+  static final Duration REPLY_AFTER_STOP = Duration.ofSeconds(1);
 
   /**
    * @param ready         whether a peer serves requests yet
@@ -146,7 +153,41 @@ final class KvService {
    * stopping" at their next round instead of retrying until their deadline.
    */
   void stopped() {
+    stopSignal.complete(System.nanoTime());
     stopped = true;
+  }
+
+  /**
+   * A write call's reply, as {@link Rpc#await} gives it, except that a peer stopping meanwhile ends
+   * the wait with 503 "the peer is stopping" within {@link #REPLY_AFTER_STOP} of the stop (a reply
+   * received as the node left may still be on its way to the call): the node has left, so no
+   * other reply will come, and the call's own timeout would outlast the grace the peer gives
+   * requests in flight.
+   */
+  private Wire.WriteReply awaitReply(CompletableFuture<Wire.WriteReply> call) throws InterruptedException,
+      ExecutionException {
+    Duration timeout = writeTimeouts.call();
+    try {
+      CompletableFuture.anyOf(call, stopSignal).get(timeout.plus(Rpc.AWAIT_MARGIN).toNanos(), TimeUnit.NANOSECONDS);
+    } catch (ExecutionException | TimeoutException readBelow) {
+      // the call's own failure, read below; or no reply in time
+    }
+    if (!call.isDone() && stopped) {
+      try {
+        long left = stopSignal.join() + REPLY_AFTER_STOP.toNanos() - System.nanoTime(); // one grace for every call
+        call.get(Math.max(0, left), TimeUnit.NANOSECONDS);
+      } catch (ExecutionException | TimeoutException readBelow) {
+        // as above
+      }
+    }
+    if (!call.isDone()) {
+      if (stopped) {
+        throw new Unavailable("the peer is stopping");
+      }
+      throw new ExecutionException(new TimeoutException("no reply in " + timeout + ", nor "
+          + Rpc.AWAIT_MARGIN + " after that"));
+    }
+    return call.get(); // done: its reply, or its failure
   }
 
   /**
@@ -210,7 +251,7 @@ final class KvService {
       for (String owner : missing) {
         if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
-          Waits.until(() -> ready.test(owner), READY_WAIT);
+          Waits.until(() -> stopped || ready.test(owner), READY_WAIT);
           calls.put(owner, rpc.call(owner, message, writeTimeouts.call()).thenApply(KvService::reply));
         }
       }
@@ -221,7 +262,7 @@ final class KvService {
       boolean beaten = false; // an owner holds another entry with this very version, which wins
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
-          Wire.WriteReply reply = Rpc.await(call.getValue(), writeTimeouts.call());
+          Wire.WriteReply reply = awaitReply(call.getValue());
           // The owner called, and those it forwarded the write to, each with its process.
           reply.storedBy().forEach((id, process) -> {
             stored.add(id);
@@ -278,7 +319,8 @@ final class KvService {
             + lastError);
       }
       if (!superseded) {
-        Waits.until(() -> viewId.getAsLong() != view, Duration.ofMillis(250)); // an owner may have crashed
+        // An owner may have crashed; a stop ends the wait too, for the 503 at the top of the loop.
+        Waits.until(() -> stopped || viewId.getAsLong() != view, Duration.ofMillis(250));
       }
     }
   }
@@ -526,7 +568,8 @@ final class KvService {
     if (held.isEmpty()) {
       throw new Unavailable("no owner of \"" + key + "\" answered " + asked + "; last error: " + lastError);
     }
-    String servedBy = held.keySet().iterator().next(); // a miss names an owner that said so
+    // A miss names an owner that said so: not this peer while it leaves (it owns nothing).
+    String servedBy = held.keySet().stream().filter(owners::contains).findFirst().orElse(null);
     Optional<Entry> newest = Optional.empty();
     for (Map.Entry<String, Optional<Entry>> copy : held.entrySet()) {
       Optional<Entry> winner = Entry.newer(newest, copy.getValue());
@@ -534,6 +577,9 @@ final class KvService {
         newest = winner;
         servedBy = copy.getKey();
       }
+    }
+    if (servedBy == null) { // only the leaving peer's own "none": no owner said the key is missing
+      throw new Unavailable("no owner of \"" + key + "\" answered " + owners + "; last error: " + lastError);
     }
     if (newest.isPresent() && readRepair) {
       repair(newest.get(), owners, held);

@@ -83,6 +83,12 @@ class LeavingReadTest {
     }
     c.routing().startLeaving();
     assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through the leaving c");
+    // A miss through the leaving c names an owner that said so, not c, which owns nothing.
+    String never = java.util.stream.IntStream.iterate(0, i -> i + 1).mapToObj(i -> "never-" + i)
+        .filter(k -> Set.copyOf(a.routing().owners(k)).equals(Set.of("a", "b"))).findFirst().orElseThrow();
+    KvService.Read miss = c.kv().get(never);
+    assertTrue(miss.entry().isEmpty(), miss::toString);
+    assertTrue(miss.owners().contains(miss.servedBy()), miss::toString);
   }
 
   private static Optional<String> value(KvService.Read read) {

@@ -52,6 +52,36 @@ class StoppedWriteTest {
     assertEquals("the peer is stopping", unavailable.getMessage());
   }
 
+  /**
+   * A write waiting for an owner's reply when its peer stops ends at once with 503, not when the
+   * call times out: the node has left, so no reply can come, and the peer gives requests in flight
+   * only a short grace before it cuts their connections. Here the call would wait a minute.
+   */
+  @Test
+  void aWriteWaitingForAReply_whenThePeerStops_endsAsStopping_notAtTheCallsTimeout() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-waiting");
+    CountDownLatch asked = new CountDownLatch(1);
+    KvService.WriteTimeouts minute = new KvService.WriteTimeouts(java.time.Duration.ofMinutes(1),
+        java.time.Duration.ofMinutes(2));
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2), minute,
+        kv -> kv::handleWrite);
+    peers.add(a);
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
+        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+          asked.countDown();
+          return new CompletableFuture<>(); // never answers
+        }));
+    InJvmPeer.awaitOneRing(peers);
+
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
+    assertTrue(asked.await(20, TimeUnit.SECONDS), "b was asked to store the write");
+    a.kv().stopped();
+    ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+        () -> write.get(20, TimeUnit.SECONDS), "ended well before the call's minute");
+    assertEquals("the peer is stopping", org.junit.jupiter.api.Assertions.assertInstanceOf(
+        KvService.Unavailable.class, failed.getCause()).getMessage());
+  }
+
   @Test
   void aWriteEveryOwnerStored_whileThePeerStopped_isWritten() throws Exception {
     String cluster = InJvmPeer.clusterName("stopped-write-stored");
