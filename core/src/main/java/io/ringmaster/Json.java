@@ -37,7 +37,8 @@ final class Json {
       .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
       .configure(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES, false);
 
-  private static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
+  /** Every key a config file may set. */
+  static final Set<String> KNOWN = Set.of("clusterName", "nodeId", "weight", "zone", "virtualNodes",
       "replicas", "applicationVersion", "jgroupsConfig", "endpoint", "bindAddress", "bindPort", "initialHosts",
       "secret", "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
 

@@ -572,6 +572,33 @@ class RefusalAndConfigTest {
     assertEquals(c, Ringmaster.builder().config(copy).buildConfig(), "a copy outside the repository reads the same");
   }
 
+  /**
+   * Every key a config file may set reaches its setting, each at a value that is not its default
+   * (a key read into the wrong setting, or not at all, fails here), and the file names every key
+   * there is.
+   */
+  @Test
+  void fromConfig_everyKey_reachesItsSetting(@TempDir Path dir) throws IOException {
+    Path stack = Files.copy(Path.of(System.getProperty("basedir", "."), "..", "config", "jgroups", "secure-tcp.xml"),
+        dir.resolve("mine.xml"));
+    String json = "{\"clusterName\": \"c1\", \"nodeId\": \"n1\", \"weight\": 2.5, \"zone\": \"z1\","
+        + " \"virtualNodes\": 77, \"replicas\": 3, \"applicationVersion\": \"v9\", \"jgroupsConfig\": \"mine.xml\","
+        + " \"endpoint\": \"http://127.0.0.1:9999\", \"bindAddress\": \"127.0.0.1\", \"bindPort\": 7951,"
+        + " \"initialHosts\": \"127.0.0.1[7951]\", \"secret\": \"s3cret-every-key\", \"leaveTimeoutMillis\": 1234,"
+        + " \"gossipIntervalMillis\": 567, \"startTimeoutMillis\": 8910}";
+    java.util.Set<String> keys = new java.util.TreeSet<>();
+    new com.fasterxml.jackson.databind.ObjectMapper().readTree(json).fieldNames().forEachRemaining(keys::add);
+    assertEquals(new java.util.TreeSet<>(Json.KNOWN), keys, "this test sets every key there is");
+    RingmasterConfig c = Ringmaster.builder().config(Files.writeString(dir.resolve("node.json"), json)).buildConfig();
+    assertEquals(List.of("c1", "n1", 2.5, "z1", 77, 3, "v9", stack.toString(), "http://127.0.0.1:9999"),
+        List.of(c.clusterName(), c.nodeId(), c.weight(), c.zone(), c.virtualNodes(), c.replicas(),
+            c.applicationVersion(), c.jgroupsConfig(), c.endpoint()));
+    assertEquals(List.of(Optional.of("127.0.0.1"), Optional.of(7951), Optional.of("127.0.0.1[7951]"),
+        Optional.of("s3cret-every-key")), List.of(c.bindAddress(), c.bindPort(), c.initialHosts(), c.secret()));
+    assertEquals(List.of(Duration.ofMillis(1234), Duration.ofMillis(567), Duration.ofMillis(8910)),
+        List.of(c.leaveTimeout(), c.gossipInterval(), c.startTimeout()));
+  }
+
   @Test
   void fromConfig_badFiles_failNamingTheKeyOrPath(@TempDir Path dir) throws IOException {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"wieght\": 2}", "unknown setting \"wieght\"");
