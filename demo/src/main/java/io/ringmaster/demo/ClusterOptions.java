@@ -34,16 +34,20 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
   /** The stack's own first TCP port. */
   static final int DEFAULT_CLUSTER_PORT = 7800;
 
+  /** The highest {@code ringmaster.bind_port} whose cluster ports (TCP and failure detection) all stay under 65536. */
+  static final int MAX_CLUSTER_PORT = 65535 - 100 - MAX_PEERS - 2;
+
   /**
    * The cluster ports of peers started with these system properties: from {@code ringmaster.bind_port}
-   * if it is a port (the peers refuse it otherwise), else from {@value #DEFAULT_CLUSTER_PORT}.
+   * if it is a port up to {@link #MAX_CLUSTER_PORT} ({@link #checkForwarded} refuses a higher one, and
+   * the peers a value that is no port), else from {@value #DEFAULT_CLUSTER_PORT}.
    */
   static ClusterPorts clusterPorts(java.util.Properties properties) {
     int first = DEFAULT_CLUSTER_PORT;
     String moved = properties.getProperty("ringmaster.bind_port");
     if (moved != null && moved.strip().matches("[0-9]{1,5}")) {
       int port = Integer.parseInt(moved.strip());
-      if (port >= 1 && port <= 65535 - 100 - MAX_PEERS - 2) {
+      if (port >= 1 && port <= MAX_CLUSTER_PORT) {
         first = port;
       }
     }
@@ -69,6 +73,14 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
         throw new UsageException("-D" + name + " is set but empty: every peer would refuse it; unset it, or give it a"
             + " value");
       }
+    }
+    String bindPort = properties.getProperty("ringmaster.bind_port");
+    if (bindPort != null && bindPort.strip().matches("[0-9]{1,9}") && Integer.parseInt(bindPort.strip()) > MAX_CLUSTER_PORT) {
+      // JGroups takes it, but the failure detector's ports (100 above) wrap past 65535 to just
+      // over 1024, and the launcher would keep the wrong ports clear of the peers' HTTP ports.
+      throw new UsageException("-Dringmaster.bind_port=" + bindPort.strip() + ": the peers' cluster ports (that port,"
+          + " the " + (MAX_PEERS - 1) + " after it and their failure detection's, 100 above) would run past 65535;"
+          + " choose one up to " + MAX_CLUSTER_PORT);
     }
     if (properties.getProperty("ringmaster.initial_hosts") != null) {
       return;

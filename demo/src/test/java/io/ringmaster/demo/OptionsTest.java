@@ -256,6 +256,17 @@ class OptionsTest {
           refusal("--id", "p", "--http-port", "9100"));
     }, "ringmaster.bind_port", "ringmaster.initial_hosts");
     assertEquals("7800-7922", ClusterOptions.clusterPorts(new java.util.Properties()).toString());
+    // A bind port whose range would run past 65535 is refused, not quietly taken for 7800.
+    java.util.Properties high = new java.util.Properties();
+    high.setProperty("ringmaster.bind_port", "65500");
+    high.setProperty("ringmaster.initial_hosts", "127.0.0.1[65500]");
+    assertEquals("-Dringmaster.bind_port=65500: the peers' cluster ports (that port, the 19 after it and their"
+        + " failure detection's, 100 above) would run past 65535; choose one up to 65413",
+        assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(high)).getMessage());
+    high.setProperty("ringmaster.bind_port", "65413");
+    high.setProperty("ringmaster.initial_hosts", "127.0.0.1[65413]");
+    ClusterOptions.checkForwarded(high);
+    assertEquals("65413-65535", ClusterOptions.clusterPorts(high).toString());
   }
 
   @Test
