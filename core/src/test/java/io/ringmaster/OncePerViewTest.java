@@ -8,7 +8,8 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link OncePerView}: a report repeated in one view counts once, for as many distinct reports as
  * a cluster of {@link OncePerView#MAX_REMEMBERED} members gives (one a peer); a new view starts
- * afresh; past the bound, a new report counts as new each time rather than being silenced.
+ * afresh, and the view before it stays remembered; past the bound, a new report counts as new
+ * each time rather than being silenced.
  */
 class OncePerViewTest {
   @Test
@@ -27,6 +28,11 @@ class OncePerViewTest {
 
     assertTrue(once.first(8L, "peer-0"), "a new view starts afresh");
     assertFalse(once.first(8L, "peer-0"));
-    assertTrue(once.first(7L, "peer-0"), "back to an older view: afresh too");
+    // Reports of two views, handed on out of order (made on two threads): the view before is remembered.
+    assertFalse(once.first(7L, "peer-0"), "a late report of the view before is not new again");
+    assertTrue(once.first(7L, "late but new"), "a report new in the view before is new");
+    assertFalse(once.first(8L, "peer-0"), "and the current view's memory stays");
+    assertTrue(once.first(9L, "peer-0"));
+    assertTrue(once.first(7L, "peer-0"), "two views back: afresh");
   }
 }
