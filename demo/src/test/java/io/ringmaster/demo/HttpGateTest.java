@@ -96,6 +96,8 @@ class HttpGateTest {
     HttpResponse<String> late = get("/stats");
     assertEquals(503, late.statusCode());
     assertTrue(late.body().contains("the peer is stopping"), late.body());
+    assertEquals("close", late.headers().firstValue("Connection").orElse(""), "this peer will not answer on it again");
+    assertEquals("1", late.headers().firstValue("Retry-After").orElse(""));
     assertFalse(closed.isDone(), "close() waits while a request is in flight");
     release.countDown();
     assertTrue(closed.get(20, TimeUnit.SECONDS), "every request in flight ended");
