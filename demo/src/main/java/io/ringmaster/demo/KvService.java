@@ -153,8 +153,8 @@ final class KvService {
    * stopping" at their next round instead of retrying until their deadline.
    */
   void stopped() {
+    stopped = true; // first: a write woken by the signal must find it set
     stopSignal.complete(System.nanoTime());
-    stopped = true;
   }
 
   /**
@@ -172,7 +172,7 @@ final class KvService {
     } catch (ExecutionException | TimeoutException readBelow) {
       // the call's own failure, read below; or no reply in time
     }
-    if (!call.isDone() && stopped) {
+    if (!call.isDone() && stopSignal.isDone()) {
       try {
         long left = stopSignal.join() + REPLY_AFTER_STOP.toNanos() - System.nanoTime(); // one grace for every call
         call.get(Math.max(0, left), TimeUnit.NANOSECONDS);
@@ -181,7 +181,7 @@ final class KvService {
       }
     }
     if (!call.isDone()) {
-      if (stopped) {
+      if (stopSignal.isDone()) {
         throw new Unavailable("the peer is stopping");
       }
       throw new ExecutionException(new TimeoutException("no reply in " + timeout + ", nor "
