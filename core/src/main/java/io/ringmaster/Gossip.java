@@ -78,6 +78,8 @@ final class Gossip {
   final AtomicLong sent = new AtomicLong();
   final AtomicLong received = new AtomicLong();
   final AtomicLong divergences = new AtomicLong();
+  /** Of {@link #divergences}, those of a split view (SPLIT_VIEW). */
+  final AtomicLong splitViewDivergences = new AtomicLong();
   /**
    * The divergences logged in the current view, with the address that sent each: a peer that
    * keeps gossiping the same disagreement, round after round, is logged once per view (the
@@ -346,6 +348,9 @@ final class Gossip {
     }
     if (s.ring().checksum() != checksum || !holder) {
       divergences.incrementAndGet();
+      if (notListed) {
+        splitViewDivergences.incrementAndGet();
+      }
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum,
           notListed ? RingDivergence.Kind.SPLIT_VIEW
               : holder ? RingDivergence.Kind.CHECKSUM : RingDivergence.Kind.HOLDER);

@@ -132,7 +132,7 @@ public final class Ringmaster implements AutoCloseable {
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by a graceful leave whose wait found every listener idle: see {@link #leftIdle()}. */
   private volatile boolean leftIdle;
-  /** Set by {@link #closeAbruptly()}: no leave that it cut short ended idle. */
+  /** Set by {@link #closeAbruptly()}: a leave whose wait for the listeners it cut short did not end idle. */
   private volatile boolean abrupt;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
@@ -556,7 +556,8 @@ public final class Ringmaster implements AutoCloseable {
       listeners = node.awaitListeners(deadline, unwaited, callers, true);
       // A listener that calls close() gets its LEAVING change only once its callback returns, after
       // the node left (and the others on its executor, if not the node's pool, were not waited for).
-      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty();
+      // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
+      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
             config.nodeId(), config.leaveTimeout());
@@ -640,12 +641,10 @@ public final class Ringmaster implements AutoCloseable {
   /** Stops without the graceful hand-off; what a crash looks like to this node's listeners. */
   void closeAbruptly() {
     boolean closing = closeCalled.getAndSet(true); // a close() under way: it ends, and says it did, after this
-    if (!closeDone.isDone()) {
-      abrupt = true; // a leave under way would find its listeners idle because this stopped them
-    }
+    abrupt = true; // a leave still waiting for its listeners would find them idle because this stopped them
     node.wakeWaiters();
-    // As in close(): a start() under way, which holds the lock taken below, gives up once its
-    // connect returns, instead of waiting up to startTimeout for a ring.
+    // As in close(): a start() under way, which holds the lock taken below, gives up before it
+    // connects, or once its connect returns, instead of waiting up to startTimeout for a ring.
     node.failFirstRing(closedWhileStarting());
     synchronized (this) {
       try {
@@ -1034,7 +1033,7 @@ public final class Ringmaster implements AutoCloseable {
    * a status that says whether its data was handed on.
    */
   public boolean leftIdle() {
-    return leftIdle && !abrupt;
+    return leftIdle;
   }
 
   /**
@@ -1477,7 +1476,8 @@ public final class Ringmaster implements AutoCloseable {
     long last = node.lastChangeMillis.get();
     return new RingmasterStats(s.viewId(), s.ring().members().size(), node.viewsSeen.get(), node.ringBuilds.get(),
         Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
-        gossip == null ? 0 : gossip.divergences.get(), rejoins.get(), gossip == null ? 0 : gossip.sent.get(),
+        gossip == null ? 0 : gossip.divergences.get(), gossip == null ? 0 : gossip.splitViewDivergences.get(),
+        rejoins.get(), gossip == null ? 0 : gossip.sent.get(),
         gossip == null ? 0 : gossip.received.get(), node.refusals.get(),
         last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)), node.failedViewId());
   }

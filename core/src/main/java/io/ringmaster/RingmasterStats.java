@@ -22,6 +22,10 @@ import java.util.OptionalLong;
  *                         checksum, or a sender in the ring as an id this node's ring gives
  *                         another member or none (the same view id with two member lists, after a
  *                         merge race); a running total
+ * @param splitViewDivergences of {@code divergences}, those of kind
+ *                         {@link RingDivergence.Kind#SPLIT_VIEW}, which end by themselves (the
+ *                         member the view does not list rejoins): {@code divergences} minus these
+ *                         counts the ones that should never happen
  * @param rejoins          times this node left and joined the cluster again because its view had
  *                         an id its peers' view also had, with other members (a JGroups merge race)
  * @param gossipSent       checksum messages sent (a node the cluster refuses sends none; it asks a
@@ -40,6 +44,7 @@ import java.util.OptionalLong;
  *                         only equal view ids, so no {@link RingDivergence} says so)
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
-                              int pendingCallbacks, long divergences, long rejoins, long gossipSent,
+                              int pendingCallbacks, long divergences, long splitViewDivergences, long rejoins,
+                              long gossipSent,
                               long gossipReceived, long refusedMembers, Optional<Instant> lastChange,
                               OptionalLong failedViewId) {}

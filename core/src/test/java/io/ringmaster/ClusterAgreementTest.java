@@ -182,6 +182,7 @@ class ClusterAgreementTest {
         assertEquals(new RingDivergence(a.viewId(), "z", a.ring().checksum(), a.ring().checksum(),
             RingDivergence.Kind.HOLDER), seen.get(1));
         assertEquals(3, a.stats().divergences(), "every disagreeing message counts");
+        assertEquals(0, a.stats().splitViewDivergences(), "none of a split view");
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> threads.size() >= 2);
         assertEquals(List.of("app-divergence", "app-divergence"), threads, "the listener given an executor runs on it");
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !direct.isEmpty());

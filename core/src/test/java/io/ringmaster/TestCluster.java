@@ -92,13 +92,13 @@ final class TestCluster implements AutoCloseable {
     return LocalCluster.discard(node);
   }
 
-  /** The node's group membership protocol: tests install views through it, as JGroups does. */
   /** The live threads of the node with this id. */
   static List<String> nodeThreads(String id) {
     return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
         .filter(name -> name.startsWith("ringmaster-") && name.contains("-" + id + "-")).toList();
   }
 
+  /** The node's group membership protocol: tests install views through it, as JGroups does. */
   static GMS gms(Ringmaster node) {
     return node.channel().getProtocolStack().findProtocol(GMS.class);
   }

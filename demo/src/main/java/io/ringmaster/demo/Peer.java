@@ -52,7 +52,7 @@ final class Peer implements AutoCloseable {
                     long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
                     long migrationsFailed, int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed, long deletesServed,
                     long writesStored, long writesForwarded, long readRepairs, long readsFromPreviousOwners,
-                    long divergences, long rejoins,
+                    long divergences, long splitViewDivergences, long rejoins,
                     int eventSubscribers) {}
 
   /** How long a stopping peer waits for the HTTP requests in flight once it has left. */
@@ -322,7 +322,7 @@ final class Peer implements AutoCloseable {
         s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
         pullRetries.pending(), sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
         counters.writesStored.sum(), counters.writesForwarded.sum(), counters.readRepairs.sum(),
-        counters.readsFromPreviousOwners.sum(), s.divergences(), s.rejoins(),
+        counters.readsFromPreviousOwners.sum(), s.divergences(), s.splitViewDivergences(), s.rejoins(),
         events.subscribers());
   }
 
