@@ -39,8 +39,8 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
 
   /**
    * The cluster ports of peers started with these system properties: from {@code ringmaster.bind_port}
-   * if it is a port up to {@link #MAX_CLUSTER_PORT} ({@link #checkForwarded} refuses a higher one, and
-   * the peers a value that is no port), else from {@value #DEFAULT_CLUSTER_PORT}.
+   * if it is a port up to {@link #MAX_CLUSTER_PORT} ({@link #checkBindPort} refuses a higher one, and
+   * the peers' stack a value that is no port), else from {@value #DEFAULT_CLUSTER_PORT}.
    */
   static ClusterPorts clusterPorts(java.util.Properties properties) {
     int first = DEFAULT_CLUSTER_PORT;
@@ -74,14 +74,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
             + " value");
       }
     }
-    String bindPort = properties.getProperty("ringmaster.bind_port");
-    if (bindPort != null && bindPort.strip().matches("[0-9]{1,9}") && Integer.parseInt(bindPort.strip()) > MAX_CLUSTER_PORT) {
-      // JGroups takes it, but the failure detector's ports (100 above) wrap past 65535 to just
-      // over 1024, and the launcher would keep the wrong ports clear of the peers' HTTP ports.
-      throw new UsageException("-Dringmaster.bind_port=" + bindPort.strip() + ": the peers' cluster ports (that port,"
-          + " the " + (MAX_PEERS - 1) + " after it and their failure detection's, 100 above) would run past 65535;"
-          + " choose one up to " + MAX_CLUSTER_PORT);
-    }
+    checkBindPort(properties);
     if (properties.getProperty("ringmaster.initial_hosts") != null) {
       return;
     }
@@ -94,6 +87,22 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
           + ", but they look for each other at 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise:"
           + " set it too (for example -Dringmaster.initial_hosts=" + (address != null ? address : "127.0.0.1")
           + "[" + (port != null ? port : "7800") + "])");
+    }
+  }
+
+  /**
+   * Refuses a {@code ringmaster.bind_port} above {@link #MAX_CLUSTER_PORT}, for the launcher and for
+   * a peer alike: JGroups takes it, but the failure detector's ports (100 above) wrap past 65535
+   * to just over 1024, and the ports kept clear of the peers' HTTP ports would be the wrong ones.
+   *
+   * @throws UsageException naming the property and the highest port it takes
+   */
+  static void checkBindPort(java.util.Properties properties) {
+    String bindPort = properties.getProperty("ringmaster.bind_port");
+    if (bindPort != null && bindPort.strip().matches("[0-9]{1,9}") && Integer.parseInt(bindPort.strip()) > MAX_CLUSTER_PORT) {
+      throw new UsageException("-Dringmaster.bind_port=" + bindPort.strip() + ": the peers' cluster ports (that port,"
+          + " the " + (MAX_PEERS - 1) + " after it and their failure detection's, 100 above) would run past 65535;"
+          + " choose one up to " + MAX_CLUSTER_PORT);
     }
   }
 

@@ -42,6 +42,7 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
 
   static PeerOptions parse(String[] args, int from) {
     Flags f = Flags.parse(args, from, FLAGS);
+    ClusterOptions.checkBindPort(System.getProperties());
     PeerOptions o = new PeerOptions(f.string("--id"), f.port("--http-port"), f.integer("--replicas", 1, 255),
         f.string("--zone"), f.nonNegative("--weight"), f.path("--config"), f.clusterName("--cluster"),
         f.longValue("--parent-pid", 1), f.integer("--tombstone-grace", 1, MAX_TOMBSTONE_GRACE_SECONDS));

@@ -267,6 +267,12 @@ class OptionsTest {
     high.setProperty("ringmaster.initial_hosts", "127.0.0.1[65413]");
     ClusterOptions.checkForwarded(high);
     assertEquals("65413-65535", ClusterOptions.clusterPorts(high).toString());
+    KeptProperties.keeping(() -> { // a peer started by hand refuses it too
+      System.setProperty("ringmaster.bind_port", "65500");
+      System.setProperty("ringmaster.initial_hosts", "127.0.0.1[65500]");
+      assertTrue(assertThrows(UsageException.class, () -> PeerOptions.parse(new String[] {"--id", "p", "--http-port",
+          "7850"}, 0)).getMessage().startsWith("-Dringmaster.bind_port=65500: the peers' cluster ports"));
+    }, "ringmaster.bind_port", "ringmaster.initial_hosts");
   }
 
   @Test
