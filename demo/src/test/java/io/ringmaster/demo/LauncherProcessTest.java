@@ -158,6 +158,56 @@ class LauncherProcessTest extends WithPeerCluster {
         command.subList(command.indexOf("peer"), command.indexOf("peer") + 5));
   }
 
+  /**
+   * A launcher stopped by SIGTERM (what a service manager sends; Ctrl-C's SIGINT takes the same
+   * path) stops every peer it started, each with its graceful leave, before it exits with 143; one
+   * whose input ends stops them alike and exits 0. Each peer's log says it left the cluster, and
+   * none says it noticed its launcher gone (a peer does that within a second of the launcher's exit,
+   * so a launcher that exited first would show it).
+   */
+  @Test
+  @Timeout(value = 300, unit = TimeUnit.SECONDS)
+  void sigtermOrTheEndOfInput_stopsEveryPeerGracefully_beforeTheLauncherExits() throws Exception {
+    for (String how : List.of("sigterm", "end-of-input")) {
+      int peers = how.equals("sigterm") ? 2 : 1;
+      Path logs = Files.createTempDirectory(Files.createDirectories(Path.of("target", "peer-logs")), "stop-" + how + "-");
+      output.setLength(0);
+      launcher = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+          "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
+          "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
+          "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
+          "-cp", System.getProperty("java.class.path"), Main.class.getName(),
+          "cluster", "--peers", Integer.toString(peers), "--replicas", "2", "--cluster", "launcher-stop-" + how,
+          "--base-port", "26100", "--log-dir", logs.toString()).redirectErrorStream(true).start();
+      Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
+      reader.setDaemon(true);
+      reader.start();
+      await(how + ": the launcher's peers in one ring").atMost(Duration.ofSeconds(90))
+          .until(() -> output.toString().contains("ring: all " + peers + " peers agree"));
+      List<ProcessHandle> started = launcher.children().toList();
+      children.addAll(started);
+      assertEquals(peers, started.size(), how + ": " + output);
+
+      if (how.equals("sigterm")) {
+        launcher.destroy(); // SIGTERM
+      } else {
+        launcher.getOutputStream().close();
+      }
+      assertTrue(launcher.waitFor(150, TimeUnit.SECONDS), how + ": the launcher exits: " + output);
+      assertEquals(how.equals("sigterm") ? 143 : 0, launcher.exitValue(), how + ": " + output);
+      for (ProcessHandle peer : started) {
+        assertFalse(peer.isAlive(), how + ": a peer outlived its launcher: " + peer.pid());
+      }
+      for (int i = 1; i <= peers; i++) {
+        String log = Files.readString(logs.resolve("peer-" + i + ".log"));
+        assertTrue(log.contains("peer-" + i + " left the cluster in "), how + ", peer-" + i + ": " + log);
+        assertFalse(log.contains("is gone; leaving"), how + ", peer-" + i + ": " + log);
+      }
+      launcher = null;
+      children.clear();
+    }
+  }
+
   /** The ids in a peer's ring. */
   private Set<String> ringMembers(String peer) {
     Set<String> members = new TreeSet<>();
