@@ -101,6 +101,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private static final long SERIES_GAP = 1L << 20;
 
   private volatile SecretKeySpec macKey;
+
+  /** The key of the messages' MACs, derived from the AES key at init (for tests). */
+  SecretKeySpec macKey() {
+    return macKey;
+  }
   /**
    * How many ciphers and MACs are kept between messages: more than the threads that seal or open
    * messages at once, as a rule (JGroups' Encrypt keeps 8 for each direction; these serve both).
@@ -312,6 +317,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   protected void handleView(View view) {
     super.handleView(view);
+    joinsAsked.clear(); // in a view: no refusal in clear is taken any more
     Set<Address> now = new HashSet<>(view.getMembers());
     members = now;
     copies.retain(now);
@@ -397,7 +403,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   public Object up(Message msg) {
     if (passesInPlain(msg)) {
-      return admittedBySealedCopy(msg) || overClearJoinLimit(msg) ? null : up_prot.up(msg);
+      return admittedBySealedCopy(msg) || overClearJoinLimit(msg) ? null : upInClear(msg);
     }
     Message opened = open(msg);
     return opened == null ? null : up_prot.up(opened);
@@ -416,10 +422,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     List<Message> kept = new ArrayList<>(batch.size());
     List<Message> apart = new ArrayList<>();
     boolean oob = batch.mode() == MessageBatch.Mode.OOB;
+    List<Message> clear = new ArrayList<>();
     for (Message msg : batch) {
       if (passesInPlain(msg)) {
         if (!admittedBySealedCopy(msg) && !overClearJoinLimit(msg)) {
-          apart.add(msg);
+          clear.add(msg);
         }
         continue;
       }
@@ -437,6 +444,22 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       up_prot.up(batch);
     }
     apart.forEach(up_prot::up);
+    clear.forEach(this::upInClear);
+  }
+
+  /**
+   * Passes up a message taken in clear. AUTH throws once it has sent the refusal of a join request
+   * without its header: dropped here, through the drop log, rather than as JGroups' ERROR line with
+   * a stack trace at each such request (anyone can send them), and without losing the messages
+   * after it in a batch.
+   */
+  private Object upInClear(Message msg) {
+    try {
+      return up_prot.up(msg);
+    } catch (RuntimeException refused) {
+      dropped(msg.getSrc(), "%s: refused a message in clear from %s: %s", local_addr, msg.getSrc(), refused.getMessage());
+      return null;
+    }
   }
 
   /**
@@ -499,12 +522,25 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       return result;
     }
     if (isBareJoin(msg)) {
+      if (view == null && msg.getDest() != null && joinsAsked.size() < MAX_JOINS_ASKED) {
+        joinsAsked.add(msg.getDest()); // a refusal in clear is taken from it alone
+      }
       Object result = super.down(msg);
       down_prot.down(inClear(msg));
       return result;
     }
     return super.down(msg);
   }
+
+  /**
+   * The members this node asked to join, while it has no view: a join refusal in clear is taken
+   * only from one of them, sent to this node. Anyone who can reach the port can send a refusal in
+   * clear; taken from anyone, one with text of the sender's choosing would fail the start (as
+   * REFUSED, the wrong-secret failure), with no need to know which member this node asked.
+   */
+  private final Set<Address> joinsAsked = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /** At most this many are remembered: a joiner asks the coordinator, and again each join timeout. */
+  private static final int MAX_JOINS_ASKED = 64;
 
   /**
    * A copy of a message to send in clear, with only its membership and {@code AUTH} headers (the
@@ -546,7 +582,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * rides in on it (UNICAST3's included: see {@link #inClear}): a bare join request from a member
    * not in this node's view, asking to join as its sender (to be refused:
    * {@link #admittedBySealedCopy} drops one whose proof checks), and, while this node has no view
-   * yet (it is joining), a rejection.
+   * yet (it is joining), a rejection sent to it by a member it asked to join ({@link #joinsAsked}).
    */
   private boolean passesInPlain(Message msg) {
     if (msg.getHeader(this.id) != null || !onlyJoinHeaders(msg)) {
@@ -557,7 +593,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       return (current == null || !current.containsMember(msg.getSrc()))
           && Objects.equals(gmsHeader(msg).getMember(), msg.getSrc());
     }
-    return current == null && isRejection(msg);
+    return current == null && isRejection(msg) && local_addr != null && local_addr.equals(msg.getDest())
+        && joinsAsked.contains(msg.getSrc());
   }
 
   /**

@@ -490,4 +490,95 @@ class SecureStackTest {
     }
     return false;
   }
+
+  /**
+   * A join refusal in clear is taken only while joining, from a member this node asked to join, and
+   * sent to this node: anyone who can reach the port could otherwise fail a joiner's start with a
+   * refusal of their own (REFUSED, the wrong-secret failure), with text of their choosing, without
+   * knowing whom it asked or even its address. The protocol of a stack built (not connected),
+   * between two recorders.
+   */
+  @Test
+  void aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin_sentToThisNode() throws Exception {
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+        .secret("s3cret-refusal").buildConfig())) {
+      aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin(channel.getProtocolStack());
+    }
+  }
+
+  private static void aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin(ProtocolStack stack) {
+    SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
+    Address self = UUID.randomUUID();
+    Address coordinator = UUID.randomUUID();
+    encrypt.setAddress(self);
+    List<Message> passedUp = new java.util.ArrayList<>();
+    encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
+      @Override
+      public Object up(Message msg) {
+        passedUp.add(msg);
+        return null;
+      }
+    });
+    encrypt.setDownProtocol(new org.jgroups.stack.Protocol() {
+      @Override
+      public Object down(Message msg) {
+        return null; // sent nowhere
+      }
+    }.setDownProtocol(stack.getTransport())); // which the encryption looks for below it
+    short gms = ClassConfigurator.getProtocolId(GMS.class);
+    java.util.function.BiFunction<Address, Address, Message> refusal = (from, to) -> {
+      try {
+        return new BytesMessage(to, org.jgroups.util.Util.streamableToBuffer(new JoinRsp("forged: go away")))
+            .setSrc(from).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    };
+
+    encrypt.up(refusal.apply(coordinator, self));
+    assertEquals(List.of(), passedUp, "no member asked yet");
+    encrypt.down(new EmptyMessage(coordinator).setSrc(self).putHeader(gms,
+        new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
+    encrypt.up(refusal.apply(UUID.randomUUID(), self));
+    encrypt.up(refusal.apply(coordinator, null));
+    encrypt.up(refusal.apply(coordinator, UUID.randomUUID()));
+    assertEquals(List.of(), passedUp, "from a member not asked, to all, or to another node");
+    encrypt.up(refusal.apply(coordinator, self));
+    assertEquals(1, passedUp.size(), "the refusal of the member asked, to this node");
+  }
+
+  /**
+   * A join request in clear that the protocol above refuses by throwing (AUTH does, once it has
+   * sent its refusal of one without its header) is dropped here, not thrown to the transport, where
+   * JGroups logs an ERROR line with a stack trace for each one anyone sends; in a batch, the
+   * messages after it still go up. The protocol of a stack built (not connected), under a recorder.
+   */
+  @Test
+  void aJoinRequestInClearRefusedByAThrow_isDroppedHere_andABatchGoesOn() throws Exception {
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+        .secret("s3cret-throw").buildConfig())) {
+      SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      Address self = UUID.randomUUID();
+      Address joiner = UUID.randomUUID();
+      encrypt.setAddress(self);
+      List<Message> reached = new java.util.concurrent.CopyOnWriteArrayList<>();
+      encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
+        @Override
+        public Object up(Message msg) {
+          reached.add(msg);
+          throw new IllegalStateException("found a join request but no AUTH header (as AUTH throws)");
+        }
+      });
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      java.util.function.Supplier<Message> join = () -> new EmptyMessage(self).setSrc(joiner)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, joiner));
+      assertEquals(null, org.junit.jupiter.api.Assertions.assertDoesNotThrow(() -> encrypt.up(join.get())));
+      assertEquals(1, reached.size());
+      MessageBatch batch = new MessageBatch(self, joiner, new AsciiString("c"), false, MessageBatch.Mode.REG, 2);
+      batch.add(join.get());
+      batch.add(join.get());
+      org.junit.jupiter.api.Assertions.assertDoesNotThrow(() -> encrypt.up(batch));
+      assertEquals(3, reached.size(), "both of the batch went up");
+    }
+  }
 }

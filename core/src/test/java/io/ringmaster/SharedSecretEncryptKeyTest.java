@@ -53,6 +53,27 @@ class SharedSecretEncryptKeyTest {
         "opened under another key");
   }
 
+  /**
+   * The keys a shared secret gives, against vectors computed with another implementation (Python's
+   * {@code hashlib.pbkdf2_hmac} and {@code hashlib.sha256}): PBKDF2-HMAC-SHA256 of the secret's
+   * UTF-8 bytes, 210,000 rounds, a salt for each key, 128 bits for AES and 256 for the join proofs;
+   * the MACs' key is SHA-256 of its label and the AES key, so that no two keys are the same.
+   */
+  @Test
+  void theKeysOfASecret_matchVectorsComputedElsewhere() throws Exception {
+    String secret = "golden-s3cret \u00fc";
+    SecretKeySpec aes = SharedSecret.aesKey(secret);
+    assertEquals("AES", aes.getAlgorithm());
+    assertEquals("3d8d21ef5eadab00747a7a845219dd4e", java.util.HexFormat.of().formatHex(aes.getEncoded()));
+    assertEquals("9a9c3008374517dd5c1f10eed4e8ee89220325124d86c217c25c6ae9ea62338e",
+        java.util.HexFormat.of().formatHex(SharedSecret.authKey(secret)));
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(aes);
+    encrypt.init();
+    assertEquals("55688da22530814aa11df89bcbb7dfb723c02557557a5ef6c68efe2b0b8eb94f",
+        java.util.HexFormat.of().formatHex(encrypt.macKey().getEncoded()));
+  }
+
   @Test
   void aKeystoreKeyOfAnotherAlgorithm_failsNamingTheKeystoreAndAlias() throws Exception {
     Path store = keystore(new SecretKeySpec(randomBytes(32), "HmacSHA256"));
