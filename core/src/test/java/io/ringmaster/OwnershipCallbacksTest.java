@@ -882,6 +882,27 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /** {@code node.start()} on a thread of its own: the node, or what start() threw. */
+  private static CompletableFuture<Ringmaster> startElsewhere(Ringmaster node) {
+    CompletableFuture<Ringmaster> started = new CompletableFuture<>();
+    new Thread(() -> {
+      try {
+        started.complete(node.start());
+      } catch (Throwable t) {
+        started.completeExceptionally(t);
+      }
+    }, "starter").start();
+    return started;
+  }
+
+  /** {@code node.close()} on a thread of its own, once it waits for a start() under way (which holds the node's lock). */
+  private static Thread closeElsewhere(Ringmaster node) {
+    Thread closer = new Thread(node::close, "closer");
+    closer.start();
+    await("close() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
+    return closer;
+  }
+
   /**
    * close() from another thread while start() is held in its connect (its first view held): the
    * start gives up when the connect returns, instead of joining only to leave again; no listener
@@ -895,21 +916,11 @@ class OwnershipCallbacksTest {
       Ringmaster b = cluster.builder("b").jgroupsConfig("holds-views.xml").build();
       b.addOwnershipListener(heard::add);
       b.addMembershipListener(heard::add);
-      CompletableFuture<Ringmaster> started = new CompletableFuture<>();
       HoldsViews.hold();
       try {
-        new Thread(() -> {
-          try {
-            started.complete(b.start());
-          } catch (Throwable t) {
-            started.completeExceptionally(t);
-          }
-        }, "starter").start();
+        CompletableFuture<Ringmaster> started = startElsewhere(b);
         await("b's first view held").atMost(WAIT).until(HoldsViews::holding);
-        Thread closer = new Thread(b::close, "closer");
-        closer.start();
-        // It waits for start() to return (start holds the node's lock), having told it to give up.
-        await("close() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
+        Thread closer = closeElsewhere(b); // it has told start() to give up
         HoldsViews.release();
         ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
             TimeUnit.MILLISECONDS));
@@ -977,20 +988,11 @@ class OwnershipCallbacksTest {
       List<MembershipChange> aHeard = new CopyOnWriteArrayList<>();
       a.addMembershipListener(aHeard::add);
       Ringmaster b = cluster.builder("b").jgroupsConfig("holds-views.xml").build();
-      CompletableFuture<Ringmaster> started = new CompletableFuture<>();
       HoldsViews.holdInit();
       try {
-        new Thread(() -> {
-          try {
-            started.complete(b.start());
-          } catch (Throwable t) {
-            started.completeExceptionally(t);
-          }
-        }, "starter").start();
+        CompletableFuture<Ringmaster> started = startElsewhere(b);
         await("b's stack held as it is built").atMost(WAIT).until(HoldsViews::inInit);
-        Thread closer = new Thread(b::close, "closer");
-        closer.start();
-        await("close() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
+        Thread closer = closeElsewhere(b);
         HoldsViews.releaseInit();
         ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
             TimeUnit.MILLISECONDS));
