@@ -77,9 +77,12 @@ final class Gossip {
   private final Consumer<View> onNotListed;
   final AtomicLong sent = new AtomicLong();
   final AtomicLong received = new AtomicLong();
-  final AtomicLong divergences = new AtomicLong();
-  /** Of {@link #divergences}, those of a split view (SPLIT_VIEW). */
+  /**
+   * The divergences found of a split view (SPLIT_VIEW), and the others; apart, so that stats() gives
+   * the others as the difference of two counts it reads, which never goes back.
+   */
   final AtomicLong splitViewDivergences = new AtomicLong();
+  final AtomicLong otherDivergences = new AtomicLong();
   /**
    * The divergences logged in the current view, with the address that sent each: a peer that
    * keeps gossiping the same disagreement, round after round, is logged once per view (the
@@ -347,10 +350,7 @@ final class Gossip {
       }
     }
     if (s.ring().checksum() != checksum || !holder) {
-      divergences.incrementAndGet();
-      if (notListed) {
-        splitViewDivergences.incrementAndGet();
-      }
+      (notListed ? splitViewDivergences : otherDivergences).incrementAndGet(); // one of the two: see stats()
       RingDivergence d = new RingDivergence(viewId, sender, s.ring().checksum(), checksum,
           notListed ? RingDivergence.Kind.SPLIT_VIEW
               : holder ? RingDivergence.Kind.CHECKSUM : RingDivergence.Kind.HOLDER);

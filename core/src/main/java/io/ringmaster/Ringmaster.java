@@ -1474,9 +1474,10 @@ public final class Ringmaster implements AutoCloseable {
   public RingmasterStats stats() {
     ClusterNode.Snapshot s = node.state();
     long last = node.lastChangeMillis.get();
+    long split = gossip == null ? 0 : gossip.splitViewDivergences.get(); // read once: the others are the difference
     return new RingmasterStats(s.viewId(), s.ring().members().size(), node.viewsSeen.get(), node.ringBuilds.get(),
         Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
-        gossip == null ? 0 : gossip.divergences.get(), gossip == null ? 0 : gossip.splitViewDivergences.get(),
+        gossip == null ? 0 : split + gossip.otherDivergences.get(), split,
         rejoins.get(), gossip == null ? 0 : gossip.sent.get(),
         gossip == null ? 0 : gossip.received.get(), node.refusals.get(),
         last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)), node.failedViewId());

@@ -403,7 +403,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   @Override
   public Object up(Message msg) {
     if (passesInPlain(msg)) {
-      return admittedBySealedCopy(msg) || overClearJoinLimit(msg) ? null : upInClear(msg);
+      if (isBareJoin(msg)) {
+        return admittedBySealedCopy(msg) || overClearJoinLimit(msg) ? null : upInClear(msg);
+      }
+      holdRefusal(msg);
+      return null;
     }
     Message opened = open(msg);
     return opened == null ? null : up_prot.up(opened);
@@ -425,7 +429,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     List<Message> clear = new ArrayList<>();
     for (Message msg : batch) {
       if (passesInPlain(msg)) {
-        if (!admittedBySealedCopy(msg) && !overClearJoinLimit(msg)) {
+        if (!isBareJoin(msg)) {
+          holdRefusal(msg);
+        } else if (!admittedBySealedCopy(msg) && !overClearJoinLimit(msg)) {
           clear.add(msg);
         }
         continue;
@@ -457,8 +463,35 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     try {
       return up_prot.up(msg);
     } catch (RuntimeException refused) {
-      dropped(msg.getSrc(), "%s: refused a message in clear from %s: %s", local_addr, msg.getSrc(), refused.getMessage());
+      if (!isBareJoin(msg)) {
+        throw refused; // only AUTH's refusal is expected; anything else is a fault, with its stack trace
+      }
+      dropped(msg.getSrc(), "%s: refused a join request in clear from %s: %s", local_addr, msg.getSrc(),
+          refused.getMessage());
       return null;
+    }
+  }
+
+  /**
+   * How long a join refusal in clear waits before it goes up: dropped if this node has a view by
+   * then (its join was answered, sealed). The members' addresses that a refusal must name travel in
+   * clear (discovery answers anyone who names the cluster), so anyone who can reach the port can
+   * send one; held, it fails a join only where no sealed answer came within this time, which is what
+   * a joiner with another secret gets (it can open nothing).
+   */
+  static final long REFUSAL_GRACE_MILLIS = 1_000;
+
+  private void holdRefusal(Message msg) {
+    try {
+      getTransport().getTimer().schedule(() -> {
+        if (view == null) {
+          upInClear(msg);
+        } else {
+          log.debug("%s: dropped a join refusal in clear from %s: joined meanwhile", local_addr, msg.getSrc());
+        }
+      }, REFUSAL_GRACE_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS, false); // on the timer: GMS only completes the join
+    } catch (RuntimeException stopped) { // the stack is stopping: nobody waits for the join any more
+      log.debug("%s: dropped a join refusal in clear from %s: stopping", local_addr, msg.getSrc());
     }
   }
 
@@ -594,7 +627,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
           && Objects.equals(gmsHeader(msg).getMember(), msg.getSrc());
     }
     return current == null && isRejection(msg) && local_addr != null && local_addr.equals(msg.getDest())
-        && joinsAsked.contains(msg.getSrc());
+        && msg.getSrc() != null && joinsAsked.contains(msg.getSrc());
   }
 
   /**
@@ -657,7 +690,15 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     return type == GMS.GmsHeader.JOIN_REQ || type == GMS.GmsHeader.JOIN_REQ_WITH_STATE_TRANSFER;
   }
 
-  /** A join response that carries only a failure reason: it can make a join fail, never admit anyone. */
+  /**
+   * The reasons JGroups' AUTH gives a refused joiner, the only join refusals JGroups makes: a
+   * refusal in clear with any other text is not taken, so that a forged one cannot put words of
+   * its sender's choosing into a joiner's failure.
+   */
+  private static final Set<String> AUTH_REASONS = Set.of("authentication failed", "no AUTH header found in message",
+      "join or merge without an AUTH header");
+
+  /** A join response that carries only one of AUTH's failure reasons: it can make a join fail, never admit anyone. */
   private static boolean isRejection(Message msg) {
     GMS.GmsHeader gms = gmsHeader(msg);
     if (gms == null || gms.getType() != GMS.GmsHeader.JOIN_RSP || !msg.hasArray()) {
@@ -665,7 +706,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     }
     try {
       JoinRsp rsp = Util.streamableFromBuffer(JoinRsp::new, msg.getArray(), msg.getOffset(), msg.getLength());
-      return rsp.getFailReason() != null && rsp.getView() == null;
+      return rsp.getFailReason() != null && rsp.getView() == null && AUTH_REASONS.contains(rsp.getFailReason());
     } catch (Exception notARejection) {
       return false;
     }

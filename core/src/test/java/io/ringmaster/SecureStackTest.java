@@ -21,6 +21,7 @@ import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.EmptyMessage;
 import org.jgroups.Message;
+import org.jgroups.View;
 import org.jgroups.conf.ClassConfigurator;
 import org.jgroups.protocols.AUTH;
 import org.jgroups.protocols.AuthHeader;
@@ -210,7 +211,7 @@ class SecureStackTest {
           new EmptyMessage(toA).setSrc(stranger).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
               .putHeader(ClassConfigurator.getProtocolId(UNICAST3.class), UnicastHeader3.createDataHeader(1, (short) 0,
                   false)),
-          new BytesMessage(toA).setArray(GMS.marshal(new JoinRsp("refused"))) // a rejection, as AUTH sends one
+          new BytesMessage(toA).setArray(GMS.marshal(new JoinRsp("authentication failed"))) // a rejection, as AUTH sends one
               .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP)));
       forged.forEach(bBelow::sendDown);
       SharedSecretAuthToken noProof = new SharedSecretAuthToken();
@@ -283,7 +284,7 @@ class SecureStackTest {
       bAbove.sendDown(new EmptyMessage(nobody).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
           .putHeader(unicast, UnicastHeader3.createDataHeader(1, (short) 0, true))
           .putHeader(ClassConfigurator.getProtocolId(NAKACK2.class), NakAckHeader2.createMessageHeader(1)));
-      bAbove.sendDown(new BytesMessage(nobody).setArray(GMS.marshal(new JoinRsp("refused"))) // as AUTH sends it
+      bAbove.sendDown(new BytesMessage(nobody).setArray(GMS.marshal(new JoinRsp("authentication failed"))) // as AUTH sends it
           .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP))
           .putHeader(unicast, UnicastHeader3.createDataHeader(2, (short) 0, false)));
       List<WireTap.Seen> toNobody = bBelow.sentBy(test).subList(sentBefore, bBelow.sentBy(test).size());
@@ -492,17 +493,26 @@ class SecureStackTest {
   }
 
   /**
-   * A join refusal in clear is taken only while joining, from a member this node asked to join, and
-   * sent to this node: anyone who can reach the port could otherwise fail a joiner's start with a
-   * refusal of their own (REFUSED, the wrong-secret failure), with text of their choosing, without
-   * knowing whom it asked or even its address. The protocol of a stack built (not connected),
-   * between two recorders.
+   * A join refusal in clear is taken only while joining, from a member this node asked to join,
+   * sent to this node, with one of AUTH's reasons, and only if no view came within
+   * {@link SharedSecretEncrypt#REFUSAL_GRACE_MILLIS} (the join answered, sealed): anyone who can
+   * reach the port could otherwise fail a joiner's start with a refusal of their own (REFUSED, the
+   * wrong-secret failure), with text of their choosing. The protocol of a stack built (not
+   * connected), between two recorders.
    */
   @Test
   void aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin_sentToThisNode() throws Exception {
     try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
         .secret("s3cret-refusal").buildConfig())) {
-      aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin(channel.getProtocolStack());
+      // The transport's timer, which a connect would start: held refusals go up on it.
+      org.jgroups.util.TimeScheduler3 timer = (org.jgroups.util.TimeScheduler3) channel.getProtocolStack()
+          .getTransport().getTimer();
+      timer.start();
+      try {
+        aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin(channel.getProtocolStack());
+      } finally {
+        timer.stop();
+      }
     }
   }
 
@@ -528,7 +538,7 @@ class SecureStackTest {
     short gms = ClassConfigurator.getProtocolId(GMS.class);
     java.util.function.BiFunction<Address, Address, Message> refusal = (from, to) -> {
       try {
-        return new BytesMessage(to, org.jgroups.util.Util.streamableToBuffer(new JoinRsp("forged: go away")))
+        return new BytesMessage(to, org.jgroups.util.Util.streamableToBuffer(new JoinRsp("authentication failed")))
             .setSrc(from).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
       } catch (Exception e) {
         throw new IllegalStateException(e);
@@ -542,9 +552,28 @@ class SecureStackTest {
     encrypt.up(refusal.apply(UUID.randomUUID(), self));
     encrypt.up(refusal.apply(coordinator, null));
     encrypt.up(refusal.apply(coordinator, UUID.randomUUID()));
-    assertEquals(List.of(), passedUp, "from a member not asked, to all, or to another node");
+    org.junit.jupiter.api.Assertions.assertDoesNotThrow(() -> encrypt.up(refusal.apply(null, self)));
+    try {
+      encrypt.up(new BytesMessage(self, org.jgroups.util.Util.streamableToBuffer(new JoinRsp("words of my choosing")))
+          .setSrc(coordinator).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP)));
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+    await("past the refusals' grace").pollDelay(Duration.ofMillis(SharedSecretEncrypt.REFUSAL_GRACE_MILLIS * 2))
+        .atMost(WAIT).until(() -> true);
+    assertEquals(List.of(), passedUp, "from a member not asked, to all, to another node, from no one, or not AUTH's");
+
     encrypt.up(refusal.apply(coordinator, self));
-    assertEquals(1, passedUp.size(), "the refusal of the member asked, to this node");
+    assertEquals(List.of(), passedUp, "held while a sealed answer may still come");
+    await("the refusal of the member asked, to this node, after its grace").atMost(WAIT)
+        .until(() -> passedUp.size() == 1);
+
+    // A view within the grace (the join answered, sealed) drops a refusal still held.
+    encrypt.up(refusal.apply(coordinator, self));
+    encrypt.handleView(View.create(coordinator, 1, coordinator, self));
+    await("past the refusal's grace").pollDelay(Duration.ofMillis(SharedSecretEncrypt.REFUSAL_GRACE_MILLIS * 2))
+        .atMost(WAIT).until(() -> true);
+    assertEquals(1, passedUp.size(), "the refusal held when the view came was dropped");
   }
 
   /**
