@@ -49,8 +49,8 @@ import org.jgroups.util.Util;
  * split. This protocol lets exactly two kinds of messages pass unencrypted so that {@code AUTH}
  * (above it) can refuse the joiner and the joiner learns why: a join request without a payload
  * (nothing secret in it) whose token {@code AUTH} will refuse, and a join response that carries
- * only a failure reason (it can only make a join fail, never admit anyone); each only where it
- * belongs ({@code passesInPlain}). A join request in clear whose token checks is dropped: its
+ * only a failure reason (it can only make a join fail, never admit anyone), held a moment in case
+ * a sealed answer comes; each only where it belongs ({@code passesInPlain}). A join request in clear whose token checks is dropped: its
  * sealed copy admits the joiner ({@code admittedBySealedCopy}).
  *
  * <p>Plain {@code SYM_ENCRYPT} with its defaults would encrypt in ECB mode (the JDK's "AES"), in
@@ -205,6 +205,10 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   private void findProtocolsAbove() {
     auth = getProtocolStack() == null ? null : getProtocolStack().findProtocol(AUTH.class);
     unicast = getProtocolStack() == null ? null : getProtocolStack().findProtocol(UNICAST3.class);
+    GMS gms = getProtocolStack() == null ? null : getProtocolStack().findProtocol(GMS.class);
+    if (gms != null && gms.getJoinTimeout() > 0) {
+      refusalHoldMillis = Math.min(REFUSAL_GRACE_MILLIS, gms.getJoinTimeout() / 2);
+    }
   }
 
   /**
@@ -318,6 +322,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   protected void handleView(View view) {
     super.handleView(view);
     joinsAsked.clear(); // in a view: no refusal in clear is taken any more
+    refusalHeld.set(false);
     Set<Address> now = new HashSet<>(view.getMembers());
     members = now;
     copies.retain(now);
@@ -473,24 +478,47 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   }
 
   /**
-   * How long a join refusal in clear waits before it goes up: dropped if this node has a view by
-   * then (its join was answered, sealed). The members' addresses that a refusal must name travel in
-   * clear (discovery answers anyone who names the cluster), so anyone who can reach the port can
-   * send one; held, it fails a join only where no sealed answer came within this time, which is what
-   * a joiner with another secret gets (it can open nothing).
+   * How long a join refusal in clear waits before it goes up, at most: dropped if this node has a
+   * view by then (its join was answered, sealed). The members' addresses that a refusal must name
+   * travel in clear (discovery answers anyone who names the cluster), so anyone who can reach the
+   * port can send one; held, it fails a join only where no sealed answer came within this time,
+   * which is what a joiner with another secret gets (it can open nothing). Half of GMS's
+   * {@code join_timeout} if that is shorter: a refusal must reach the join attempt it answers, or
+   * the joiner, its attempts used up, would start a cluster of its own.
    */
   static final long REFUSAL_GRACE_MILLIS = 1_000;
 
+  /** {@link #REFUSAL_GRACE_MILLIS}, or half of GMS's join timeout (set at init). */
+  private volatile long refusalHoldMillis = REFUSAL_GRACE_MILLIS;
+  /** A refusal is held: one is enough to fail the join, and the others are not kept. */
+  private final java.util.concurrent.atomic.AtomicBoolean refusalHeld = new java.util.concurrent.atomic.AtomicBoolean();
+
+  /** How long a join refusal in clear is held (for tests). */
+  long refusalHoldMillis() {
+    return refusalHoldMillis;
+  }
+
+  /** Sets how long a join refusal in clear is held (for tests). */
+  void refusalHoldMillis(long millis) {
+    refusalHoldMillis = millis;
+  }
+
   private void holdRefusal(Message msg) {
-    try {
-      getTransport().getTimer().schedule(() -> {
-        if (view == null) {
-          upInClear(msg);
-        } else {
-          log.debug("%s: dropped a join refusal in clear from %s: joined meanwhile", local_addr, msg.getSrc());
-        }
-      }, REFUSAL_GRACE_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS, false); // on the timer: GMS only completes the join
-    } catch (RuntimeException stopped) { // the stack is stopping: nobody waits for the join any more
+    if (!refusalHeld.compareAndSet(false, true)) {
+      log.debug("%s: dropped a join refusal in clear from %s: one is held already", local_addr, msg.getSrc());
+      return;
+    }
+    // On the timer's own thread: GMS only completes the join with it.
+    java.util.concurrent.Future<?> held = getTransport().getTimer().schedule(() -> {
+      refusalHeld.set(false);
+      if (view == null) {
+        upInClear(msg);
+      } else {
+        log.debug("%s: dropped a join refusal in clear from %s: joined meanwhile", local_addr, msg.getSrc());
+      }
+    }, refusalHoldMillis, java.util.concurrent.TimeUnit.MILLISECONDS, false);
+    if (held == null) { // the stack is stopping: nobody waits for the join any more
+      refusalHeld.set(false);
       log.debug("%s: dropped a join refusal in clear from %s: stopping", local_addr, msg.getSrc());
     }
   }
@@ -615,7 +643,8 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * rides in on it (UNICAST3's included: see {@link #inClear}): a bare join request from a member
    * not in this node's view, asking to join as its sender (to be refused:
    * {@link #admittedBySealedCopy} drops one whose proof checks), and, while this node has no view
-   * yet (it is joining), a rejection sent to it by a member it asked to join ({@link #joinsAsked}).
+   * yet (it is joining), a rejection sent to it by a member it asked to join ({@link #joinsAsked}),
+   * with one of AUTH's reasons, which then waits ({@link #REFUSAL_GRACE_MILLIS}) for a sealed answer.
    */
   private boolean passesInPlain(Message msg) {
     if (msg.getHeader(this.id) != null || !onlyJoinHeaders(msg)) {

@@ -346,8 +346,15 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * The right secret joins; a wrong one fails the start as REFUSED, "authentication failed". Also
+   * for a joiner whose GMS waits only a second for each of its join attempts, and makes only one:
+   * the refusal, held in clear for a while (a forged one must not beat a sealed answer), is held for
+   * less than that wait, or it would come after the attempt gave up and the joiner would start a
+   * cluster of its own.
+   */
   @Test
-  void secureStack_rightSecretJoins_wrongSecretIsRefused() {
+  void secureStack_rightSecretJoins_wrongSecretIsRefused(@TempDir Path dir) throws IOException {
     try (TestCluster cluster = new TestCluster("secure")) {
       String stack = "ringmaster/jgroups/secure-tcp.xml";
       Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack).bindPort(7950).initialHosts("127.0.0.1[7950]")
@@ -361,6 +368,17 @@ class RefusalAndConfigTest {
       assertTrue(wrong.getMessage().toLowerCase().contains("authentication failed"), wrong.getMessage());
       assertTrue(wrong.getMessage().startsWith("node c cannot join cluster"), wrong.getMessage());
       assertEquals(RingmasterException.Reason.REFUSED, wrong.reason(), "the same secret would be refused again");
+      assertEquals(2, a.members().size());
+
+      String secure = new String(getClass().getClassLoader().getResourceAsStream(stack).readAllBytes(),
+          java.nio.charset.StandardCharsets.UTF_8);
+      assertTrue(secure.contains("join_timeout=\"2s\""), secure);
+      Path oneShort = Files.writeString(dir.resolve("one-short-join.xml"),
+          secure.replace("join_timeout=\"2s\"", "join_timeout=\"1s\" max_join_attempts=\"1\""));
+      RingmasterException shortWait = assertThrows(RingmasterException.class, () -> cluster.start(
+          cluster.builder("d").jgroupsConfig(oneShort.toString()).bindPort(7953).initialHosts("127.0.0.1[7950]")
+              .secret("guess")));
+      assertEquals(RingmasterException.Reason.REFUSED, shortWait.reason(), shortWait.getMessage());
       assertEquals(2, a.members().size());
     }
   }
