@@ -490,8 +490,9 @@ public final class Ringmaster implements AutoCloseable {
     }
     node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
     // A start() under way, which holds the lock taken below, gives up before it connects, or once
-    // its connect returns, rather than wait up to startTimeout for a ring and join only to leave again. Nothing if its
-    // first ring is already published: then it returns, and this close() leaves gracefully.
+    // its connect returns, rather than wait up to startTimeout for a ring and join only to leave
+    // again. Nothing if its first ring is already published: then it returns, and this close()
+    // leaves gracefully.
     node.failFirstRing(closedWhileStarting());
     // A flag set before the call would make every wait below give up at once: no hand-off at all.
     boolean interruptedBefore = Thread.interrupted();
@@ -1028,7 +1029,8 @@ public final class Ringmaster implements AutoCloseable {
    * leaveTimeout", not logged at a leaveTimeout of 0), or waiting in a circle for the listener
    * that called it; false too when a listener of this node called close() (an ownership
    * listener's {@code LEAVING} change runs only after its callback returns, once the node has
-   * left). Another listener whose {@link Registration} was closed, even during that wait, is no
+   * left), and when a crash (the test kit's {@code LocalCluster.crash}) cut that wait short. Another
+   * listener whose {@link Registration} was closed, even during that wait, is no
    * longer one of the node's and is not counted. A process about to exit can log it, or exit with
    * a status that says whether its data was handed on.
    */

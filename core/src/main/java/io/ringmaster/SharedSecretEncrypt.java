@@ -50,8 +50,9 @@ import org.jgroups.util.Util;
  * (above it) can refuse the joiner and the joiner learns why: a join request without a payload
  * (nothing secret in it) whose token {@code AUTH} will refuse, and a join response that carries
  * only a failure reason (it can only make a join fail, never admit anyone), held a moment in case
- * a sealed answer comes; each only where it belongs ({@code passesInPlain}). A join request in clear whose token checks is dropped: its
- * sealed copy admits the joiner ({@code admittedBySealedCopy}).
+ * a sealed answer comes; each only where it belongs ({@code passesInPlain}). A join request in
+ * clear whose token checks is dropped: its sealed copy admits the joiner
+ * ({@code admittedBySealedCopy}).
  *
  * <p>Plain {@code SYM_ENCRYPT} with its defaults would encrypt in ECB mode (the JDK's "AES"), in
  * which equal plaintext blocks give equal ciphertext, would check nothing (a changed ciphertext
@@ -106,6 +107,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   SecretKeySpec macKey() {
     return macKey;
   }
+
   /**
    * How many ciphers and MACs are kept between messages: more than the threads that seal or open
    * messages at once, as a rule (JGroups' Encrypt keeps 8 for each direction; these serve both).
