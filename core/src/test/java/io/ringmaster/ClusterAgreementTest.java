@@ -283,6 +283,48 @@ class ClusterAgreementTest {
     }
   }
 
+  /**
+   * A gossip round that fails (here an Error from the stack below, once) is logged, and the rounds
+   * after it go on: thrown out of the scheduled task, it would cancel gossip for good, and with it
+   * the divergence checks, the split-view rejoins and the retries of a view that failed.
+   */
+  @Test
+  void gossip_aRoundThatFails_isLogged_andTheRoundsGoOn() throws Exception {
+    try (TestCluster cluster = new TestCluster("gossip-fails");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("gossip round failed"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      FailsOnce failing = new FailsOnce("ringmaster-gossip-a");
+      a.channel().getProtocolStack().insertProtocol(failing, org.jgroups.stack.ProtocolStack.Position.ABOVE,
+          org.jgroups.protocols.FRAG2.class); // the top one
+      org.awaitility.Awaitility.await("a gossip round failed").atMost(Duration.ofSeconds(20))
+          .until(() -> failing.thrown.get() && !log.records().isEmpty());
+      assertEquals(java.util.logging.Level.SEVERE, log.records().get(0).getLevel(), "an Error is logged as ERROR");
+      long sent = a.stats().gossipSent();
+      org.awaitility.Awaitility.await("the rounds after it").atMost(Duration.ofSeconds(20))
+          .until(() -> a.stats().gossipSent() >= sent + 2);
+    }
+  }
+
+  /** Throws an Error on the first message sent down by a thread whose name starts with the given prefix. */
+  static final class FailsOnce extends org.jgroups.stack.Protocol {
+    private final String threadPrefix;
+    final java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+
+    FailsOnce(String threadPrefix) {
+      this.threadPrefix = threadPrefix;
+    }
+
+    @Override
+    public Object down(org.jgroups.Message msg) {
+      if (Thread.currentThread().getName().startsWith(threadPrefix) && thrown.compareAndSet(false, true)) {
+        throw new AssertionError("a stack that fails (a test)");
+      }
+      return down_prot.down(msg);
+    }
+  }
+
   @Test
   void ringJson_listsMembersWithSharesAndTheChecksum() throws Exception {
     try (TestCluster cluster = new TestCluster("json")) {
