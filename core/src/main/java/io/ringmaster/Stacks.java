@@ -187,12 +187,14 @@ final class Stacks {
     }
   }
 
+  /** Whether {@code port} is one, read as JGroups reads an {@code initial_hosts} port ({@code Integer.parseInt}). */
   private static boolean validPort(String port) {
-    if (!port.matches("[0-9]{1,5}")) {
+    try {
+      int p = Integer.parseInt(port);
+      return p >= 1 && p <= Ringmaster.Builder.MAX_PORT;
+    } catch (NumberFormatException notANumber) {
       return false;
     }
-    int p = Integer.parseInt(port);
-    return p >= 1 && p <= Ringmaster.Builder.MAX_PORT;
   }
 
   /**
@@ -706,13 +708,7 @@ final class Stacks {
         throw new IllegalArgumentException("initialHosts entry must look like 127.0.0.1[7800]: \"" + e + "\"");
       }
       String port = e.substring(open + 1, e.length() - 1);
-      int p;
-      try {
-        p = Integer.parseInt(port);
-      } catch (NumberFormatException notANumber) {
-        p = -1;
-      }
-      if (p < 1 || p > Ringmaster.Builder.MAX_PORT) {
+      if (!validPort(port)) {
         throw new IllegalArgumentException("initialHosts entry \"" + e + "\": the port must be a number in 1.."
             + Ringmaster.Builder.MAX_PORT + ", not \"" + port + "\"");
       }

@@ -184,8 +184,7 @@ final class KvService {
       if (stopSignal.isDone()) {
         throw new Unavailable("the peer is stopping");
       }
-      throw new ExecutionException(new TimeoutException("no reply in " + timeout + ", nor "
-          + Rpc.AWAIT_MARGIN + " after that"));
+      throw Rpc.noReply(timeout);
     }
     return call.get(); // done: its reply, or its failure
   }

@@ -63,9 +63,14 @@ final class Rpc implements AutoCloseable {
     try {
       return call.get(timeout.plus(AWAIT_MARGIN).toNanos(), TimeUnit.NANOSECONDS);
     } catch (TimeoutException late) {
-      throw new ExecutionException(new TimeoutException("no reply in " + timeout + ", nor " + AWAIT_MARGIN
-          + " after that"));
+      throw noReply(timeout);
     }
+  }
+
+  /** What {@link #await} throws for a call that did not end within {@code timeout} and the margin after it. */
+  static ExecutionException noReply(Duration timeout) {
+    return new ExecutionException(new TimeoutException("no reply in " + timeout + ", nor " + AWAIT_MARGIN
+        + " after that"));
   }
 
   /** Handles one request; returns the reply, which starts with {@link Wire#OK} or {@link Wire#ERROR}. */
