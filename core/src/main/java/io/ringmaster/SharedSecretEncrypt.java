@@ -596,6 +596,24 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   }
 
   /**
+   * Forgets, once this node has left, the view it left: a node that connects again (a rejoin, see
+   * {@link io.ringmaster.RingmasterStats#rejoins()}) joins as a newcomer does, and takes a
+   * refusal in clear from a member it asked (see {@link #passesInPlain}). JGroups' encryption keeps
+   * its last view through a disconnect, and a refusal to a joiner that still had a view was dropped
+   * as one sent to a member: the joiner started a cluster of its own instead.
+   */
+  @Override
+  public Object down(org.jgroups.Event evt) {
+    Object result = super.down(evt);
+    if (evt.getType() == org.jgroups.Event.DISCONNECT) { // below GMS, which has left by now
+      view = null;
+      members = Set.of();
+      joinsAsked.clear();
+    }
+    return result;
+  }
+
+  /**
    * The members this node asked to join, while it has no view: a join refusal in clear is taken
    * only from one of them, sent to this node. Anyone who can reach the port can send a refusal in
    * clear; taken from anyone, one with text of the sender's choosing would fail the start (as

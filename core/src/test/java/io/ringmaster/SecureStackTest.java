@@ -425,6 +425,32 @@ class SecureStackTest {
     }
   }
 
+  /**
+   * A node that left a cluster and connects again (as a rejoin does) joins as a newcomer: a
+   * refusal in clear from the member it asked still fails its join. Before, the encryption kept
+   * the view the node had left, dropped the refusal as one sent to a member, and the joiner, its
+   * join attempts unanswered, started a cluster of its own.
+   */
+  @Test
+  void afterALeave_aJoinAgainWithAnotherSecret_isStillRefused() throws Exception {
+    try (TestCluster cluster = new TestCluster("secure-join-again")) {
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(STACK).bindPort(7958)
+          .initialHosts("127.0.0.1[7958]").secret("s3cret-again"));
+      RingmasterConfig config = cluster.builder("x").jgroupsConfig(STACK).bindPort(7959)
+          .initialHosts("127.0.0.1[7958]").secret("another-s3cret").buildConfig();
+      try (org.jgroups.JChannel x = Stacks.create(config)) {
+        x.connect(config.clusterName() + "-elsewhere"); // a answers no one of another cluster
+        assertEquals(List.of(x.getAddress()), x.getView().getMembers(), "alone");
+        x.disconnect();
+        Exception refused = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+            () -> x.connect(config.clusterName()));
+        assertTrue(String.valueOf(refused.getMessage()).contains("authentication failed"), refused.toString());
+        assertFalse(x.isConnected());
+      }
+      assertEquals(1, a.members().size());
+    }
+  }
+
   @Test
   void joinProof_isGoodForTheJoinersOwnAddressOnly() throws Exception {
     Address joiner = UUID.randomUUID();
