@@ -21,7 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The key {@link SharedSecretEncrypt} takes from a keystore ({@code keystore_name}) or from code
  * instead of the shared secret: an AES key of 128, 192 or 256 bits is used as it is, and anything
  * else fails the start with a message that names where the key came from and what it is, before
- * JGroups would take the key's algorithm as the cipher to use. And the cipher settings it takes.
+ * JGroups would take the key's algorithm as the cipher to use. And the cipher settings it takes, and
+ * the seal it makes with the key.
  */
 class SharedSecretEncryptKeyTest {
   private static final String PASSWORD = "keystore-password";
@@ -72,6 +73,56 @@ class SharedSecretEncryptKeyTest {
     encrypt.init();
     assertEquals("55688da22530814aa11df89bcbb7dfb723c02557557a5ef6c68efe2b0b8eb94f",
         java.util.HexFormat.of().formatHex(encrypt.macKey().getEncoded()));
+  }
+
+  /**
+   * A seal is AES-CBC of the message, then HMAC-SHA256 of the IV and the ciphertext (computed here
+   * with the JDK's own cipher and MAC, not the protocol's code), and opening checks that MAC before
+   * it decrypts anything: a changed IV (which CBC alone would take, changing the first block
+   * without a word), a changed last block (which would fail the padding check, telling an attacker
+   * something) or a changed or cut MAC all fail the same integrity check.
+   */
+  @Test
+  void aSeal_isEncryptThenMacOverTheIv_andOpeningChecksTheMacBeforeDecrypting() throws Exception {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    SecretKeySpec aes = SharedSecret.aesKey("s3cret-seal");
+    encrypt.setSecretKey(aes);
+    encrypt.init();
+    byte[] plain = "a message, sealed whole: more than one block of it".getBytes(StandardCharsets.UTF_8);
+    byte[] iv = randomBytes(16);
+
+    javax.crypto.Cipher cbc = javax.crypto.Cipher.getInstance("AES/CBC/PKCS5Padding");
+    cbc.init(javax.crypto.Cipher.ENCRYPT_MODE, aes, new javax.crypto.spec.IvParameterSpec(iv));
+    byte[] ciphertext = cbc.doFinal(plain);
+    javax.crypto.Mac hmac = javax.crypto.Mac.getInstance("HmacSHA256");
+    hmac.init(encrypt.macKey());
+    hmac.update(iv);
+    byte[] mac = hmac.doFinal(ciphertext);
+    byte[] sealed = encrypt.code(plain, 0, plain.length, iv, false);
+    assertArrayEquals(java.nio.ByteBuffer.allocate(ciphertext.length + mac.length).put(ciphertext).put(mac).array(),
+        sealed, "the ciphertext, then its MAC");
+    byte[] framed = new byte[sealed.length + 5];
+    System.arraycopy(sealed, 0, framed, 3, sealed.length);
+    assertArrayEquals(plain, encrypt.code(framed, 3, sealed.length, iv, true), "opened within a larger buffer");
+
+    byte[] otherIv = iv.clone();
+    otherIv[0] ^= 1;
+    assertIntegrityFails(encrypt, sealed, otherIv, "another IV");
+    byte[] lastBlockChanged = sealed.clone();
+    lastBlockChanged[ciphertext.length - 1] ^= 1;
+    assertIntegrityFails(encrypt, lastBlockChanged, iv, "a changed last block");
+    byte[] macChanged = sealed.clone();
+    macChanged[sealed.length - 1] ^= 1;
+    assertIntegrityFails(encrypt, macChanged, iv, "a changed MAC");
+    assertIntegrityFails(encrypt, java.util.Arrays.copyOf(sealed, sealed.length - 1), iv, "a MAC cut short");
+    assertIntegrityFails(encrypt, java.util.Arrays.copyOf(sealed, 31), iv, "less than a MAC");
+  }
+
+  private static void assertIntegrityFails(SharedSecretEncrypt encrypt, byte[] sealed, byte[] iv, String what) {
+    GeneralSecurityException e = assertThrows(GeneralSecurityException.class,
+        () -> encrypt.code(sealed, 0, sealed.length, iv, true), what);
+    assertEquals(GeneralSecurityException.class, e.getClass(), what + ": " + e); // not the cipher's BadPadding
+    assertTrue(e.getMessage().contains("integrity check"), what + ": " + e.getMessage());
   }
 
   @Test
