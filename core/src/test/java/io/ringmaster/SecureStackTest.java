@@ -451,6 +451,52 @@ class SecureStackTest {
     }
   }
 
+  /**
+   * A member's sealed join request, sent again after the member left (by anyone who recorded it
+   * on the wire), is dropped by the encryption as a copy of one taken: it would otherwise admit,
+   * under the left member's address and id, a member that nobody runs. The copy goes straight up
+   * a's stack from below its encryption, as if from its transport.
+   */
+  @Test
+  void aSealedJoinRequestSentAgainAfterTheMemberLeft_isDropped() throws Exception {
+    try (TestCluster cluster = new TestCluster("secure-join-replay")) {
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(STACK).bindPort(7957)
+          .initialHosts("127.0.0.1[7957]").secret("s3cret-replay"));
+      WireTap aBelow = tap(a, ProtocolStack.Position.BELOW, p -> false);
+      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, p -> false);
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(STACK).bindPort(7958)
+          .initialHosts("127.0.0.1[7957]").secret("s3cret-replay"));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      Address bAddress = b.channel().getAddress();
+
+      // b's join request as it reached a, sealed: found by opening what came up with the same key.
+      SharedSecretEncrypt sameKey = new SharedSecretEncrypt();
+      sameKey.setSecretKey(SharedSecret.aesKey("s3cret-replay"));
+      sameKey.init();
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      WireTap.Seen joinRequest = aBelow.passedUp.stream().filter(m -> m.sealed() != null).filter(m -> {
+        try {
+          byte[] plain = sameKey.code(m.payload(), 0, m.payload().length, m.sealed().iv(), true);
+          Message opened = org.jgroups.util.Util.messageFromBuffer(plain, Long.BYTES, plain.length - Long.BYTES);
+          GMS.GmsHeader header = opened.getHeader(gms);
+          return header != null && header.getType() == GMS.GmsHeader.JOIN_REQ && bAddress.equals(opened.getSrc());
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      }).findFirst().orElseThrow(() -> new AssertionError("no sealed join request from b reached a"));
+      assertEquals(1, aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count(),
+          "b's join request, opened once");
+
+      b.close();
+      await("a alone").atMost(WAIT).until(() -> a.channel().getView().size() == 1);
+      aBelow.up(new BytesMessage(a.channel().getAddress(), joinRequest.payload()).setSrc(bAddress)
+          .putHeader(SharedSecretEncrypt.ID, joinRequest.sealed()));
+      assertEquals(1, aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count(),
+          "the join request sent again got past a's encryption");
+      assertEquals(1, a.channel().getView().size());
+    }
+  }
+
   @Test
   void joinProof_isGoodForTheJoinersOwnAddressOnly() throws Exception {
     Address joiner = UUID.randomUUID();

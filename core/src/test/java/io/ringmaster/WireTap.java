@@ -117,6 +117,9 @@ final class WireTap extends Protocol {
   }
 
   private static byte[] payload(Message msg) {
+    if (msg.hasArray() && msg.getArray() == null) { // a BytesMessage with no payload
+      return new byte[0];
+    }
     if (msg.hasArray()) {
       return Arrays.copyOfRange(msg.getArray(), msg.getOffset(), msg.getOffset() + msg.getLength());
     }
