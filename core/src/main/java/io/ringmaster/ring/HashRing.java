@@ -231,8 +231,9 @@ public final class HashRing {
 
   /**
    * The position of a key on the ring: MurmurHash3 x64-128 (seed 0) of its UTF-8 bytes, first 64
-   * bits. Allocates nothing. Stores that keep entries ordered by position can move one
-   * {@link KeyRange} with one scan.
+   * bits. Allocates nothing. Stores that keep entries ordered by position (signed, as the ring
+   * orders tokens) can move one {@link KeyRange} with one scan, or two when it
+   * {@linkplain KeyRange#wraps() wraps}.
    */
   public static long position(String key) {
     return Murmur3.hash(requireKey(key));

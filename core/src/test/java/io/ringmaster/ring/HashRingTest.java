@@ -367,8 +367,9 @@ class HashRingTest {
   }
 
   @Test
-  void tokenOrder_equalTokens_tieBrokenByIdBytesThenIndex() {
-    // Every token of every member lands on position 7: the spec's order decides everything.
+  void tokenOrder_equalTokens_tieBrokenByIdBytes() {
+    // Every token of every member lands on position 7: the spec's order decides everything. (Its
+    // last key, the token's index, orders only equal tokens of one member, which own nothing apart.)
     HashRing.Builder builder = HashRing.builder().virtualNodes(3).tokenFunction((m, i) -> 7L);
     HashRing ring = builder.add(Member.of("b")).add(Member.of("\u00e9")).add(Member.of("a")).add(Member.of("Z")).build();
     // UTF-8 byte order: "Z" (0x5a) < "a" < "b" < "é" (0xc3 0xa9); String.compareTo would agree
