@@ -23,17 +23,20 @@ import org.jgroups.stack.MembershipChangePolicy;
  * reference and refuses the members that differ; that rule needs nothing but the view, so all
  * members agree. JGroups' own order would let a refused member come first: when the members
  * before it leave, or when a partition heals and JGroups puts first the coordinator whose address
- * sorts lowest, which may be a misconfigured node that was alone on its side. This policy puts first a member with the
- * parameters most members hold:
+ * sorts lowest, which may be a misconfigured node that was alone on its side. This policy keeps
+ * the cluster's parameters first:
  * <ul>
- *   <li>On a join or leave, the winning parameters are those the most node ids of the new view
- *       hold (ties: those of the previous view's first member, so a tie changes nothing). Members
- *       stay in JGroups' order, except when the first Ringmaster member would then have other
- *       parameters: the first member that was already in the view and has the winning ones is
- *       moved to its place. A joiner is never moved (it must not coordinate the view that admits
- *       it), so joiners alone never make their parameters the cluster's, though they count: a
- *       correct node joining a view where a misconfigured node leads one correct member turns it
- *       round.</li>
+ *   <li>On a join or leave, the parameters stay those of the previous view's first Ringmaster
+ *       member, the ring's. Members stay in JGroups' order, except when the first Ringmaster
+ *       member would then have other parameters (the members before a refused one left): the
+ *       first member of the previous view that has the ring's parameters is moved to its place.
+ *       Neither a joiner (it must not coordinate the view that admits it) nor a member refused in
+ *       the previous view is ever moved there, however many of them hold other parameters:
+ *       misconfigured nodes that start, fail their start and leave, or crash and wait to be found
+ *       dead, can outnumber the ring's members for a while, and must not take the cluster over.
+ *       Only when no member with the ring's parameters is left do the others take JGroups'
+ *       order. So after a tie won by a misconfigured node (below), correct nodes that join are
+ *       refused until it leaves.</li>
  *   <li>On a merge, the winning parameters are those the most node ids hold across all
  *       subgroups (ties: those of the member whose address sorts lowest). If every subgroup with
  *       a Ringmaster member is led by a member with them (one configuration everywhere, the usual
@@ -72,16 +75,15 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
   public List<Address> getNewMembership(Collection<Address> current, Collection<Address> joiners,
                                         Collection<Address> leavers, Collection<Address> suspects) {
     List<Address> next = new ArrayList<>(jgroups.getNewMembership(current, joiners, leavers, suspects));
-    Optional<NodeMetadata.RingParameters> previous = firstRingmasterMember(current).map(NodeMetadata::parameters);
-    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(List.of(next), previous);
+    Optional<NodeMetadata.RingParameters> ring = firstRingmasterMember(current).map(NodeMetadata::parameters);
     int first = indexOfFirstRingmasterMember(next);
-    if (winning.isEmpty() || first < 0 || holds(next.get(first), winning.get())) {
+    if (ring.isEmpty() || first < 0 || holds(next.get(first), ring.get())) {
       return next;
     }
     Set<Address> before = new HashSet<>(current);
     for (int i = first + 1; i < next.size(); i++) {
       Address a = next.get(i);
-      if (before.contains(a) && holds(a, winning.get())) { // never a joiner: it is not in the cluster yet
+      if (before.contains(a) && holds(a, ring.get())) { // in the ring: neither a joiner nor one refused
         next.remove(i);
         next.add(first, a);
         break;
@@ -96,7 +98,7 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
     if (groups.isEmpty()) {
       return new ArrayList<>();
     }
-    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups, Optional.empty());
+    Optional<NodeMetadata.RingParameters> winning = mostHeldParameters(groups);
     if (groups.stream().allMatch(g -> firstRingmasterMember(g).isEmpty() || ledBy(g, winning))) {
       // One configuration on every side with a Ringmaster node (the usual case; a side of plain
       // JGroups members only takes no part in it): JGroups' coordinator, the one whose
@@ -138,12 +140,11 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
   }
 
   /**
-   * The ring parameters held by the most node ids across all groups, refused members included; on
-   * a tie, {@code preferred} if it is among the tied, else those held by the member whose address
-   * sorts lowest. Empty with no Ringmaster member.
+   * The ring parameters held by the most node ids across all groups of a merge, refused members
+   * included; on a tie, those held by the member whose address sorts lowest. Empty with no
+   * Ringmaster member.
    */
-  static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups,
-                                                                  Optional<NodeMetadata.RingParameters> preferred) {
+  static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups) {
     Map<NodeMetadata.RingParameters, Set<String>> ids = new HashMap<>();
     Map<NodeMetadata.RingParameters, Address> lowest = new HashMap<>();
     for (Collection<Address> group : groups) {
@@ -156,7 +157,6 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
     }
     return ids.keySet().stream().min(Comparator
         .comparing((NodeMetadata.RingParameters p) -> ids.get(p).size(), Comparator.reverseOrder())
-        .thenComparing(p -> !preferred.equals(Optional.of(p)))
         .thenComparing(lowest::get));
   }
 
