@@ -149,7 +149,12 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     if (keystore_name == null && secret_key == null) {
       setSecretKey(SharedSecret.aesKey(SharedSecret.require(getClass().getSimpleName())));
     } else if (fromKeystore) {
-      readSecretKeyFromKeystore();
+      try {
+        readSecretKeyFromKeystore();
+      } catch (Exception e) { // no such file, a wrong password, no such key: a setting, not a passing fault
+        throw new IllegalArgumentException(getClass().getSimpleName() + " cannot read its key from keystore_name "
+            + keystore_name + ", alias " + alias + ": " + e.getMessage(), e);
+      }
     }
     // Checked before SYM_ENCRYPT sees the key: it would take a key of another algorithm as the
     // cipher to use (and fail to find a cipher of that name, or use it), and it digests the key's

@@ -135,6 +135,26 @@ class SharedSecretEncryptKeyTest {
     assertTrue(e.getMessage().contains("gives a HmacSHA256 key of 256 bits"), e.getMessage());
   }
 
+  /**
+   * A keystore that cannot be read (no such file, a wrong password, no such alias) is a setting to
+   * mend, not a fault that may pass: the start fails with an IllegalArgumentException naming the
+   * keystore and the alias (an IOException would make it a STACK failure, which a supervisor may
+   * retry for ever).
+   */
+  @Test
+  void aKeystoreThatCannotBeRead_failsNamingTheKeystoreAndAlias() throws Exception {
+    Path missing = dir.resolve("no-such.jceks");
+    Path store = keystore(new SecretKeySpec(randomBytes(16), "AES"));
+    SharedSecretEncrypt wrongPassword = (SharedSecretEncrypt) fromKeystore(store).storePassword("not-the-password");
+    SharedSecretEncrypt wrongAlias = (SharedSecretEncrypt) fromKeystore(store).alias("another-alias");
+    for (var c : java.util.Map.of(fromKeystore(missing), missing + ", alias " + ALIAS,
+        wrongPassword, store + ", alias " + ALIAS, wrongAlias, store + ", alias another-alias").entrySet()) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.getKey().init());
+      assertTrue(e.getMessage().startsWith("SharedSecretEncrypt cannot read its key from keystore_name " + c.getValue()),
+          e.getMessage());
+    }
+  }
+
   @Test
   void aKeystoreAesKeyOfAnUnusableLength_failsGivingTheLength() throws Exception {
     Path store = keystore(new SecretKeySpec(randomBytes(8), "AES"));
