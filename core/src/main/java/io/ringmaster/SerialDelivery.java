@@ -405,6 +405,8 @@ final class SerialDelivery<E> implements Registration {
     Frame outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
     Frame frame = new Frame(this, outer, LAUNCHING.get() == this);
     runner = Thread.currentThread();
+    boolean interrupted = false;
+    boolean first = true;
     try {
       while (true) {
         E event;
@@ -431,6 +433,12 @@ final class SerialDelivery<E> implements Registration {
         if (done) {
           return;
         }
+        if (frame.inline() && !first) {
+          // On the publisher's thread, as its launches are: a callback starts with no interrupt left
+          // by the one before it (close()'s, meant for that one, would fail the next one's hand-off).
+          interrupted |= Thread.interrupted();
+        }
+        first = false;
         DELIVERING.set(frame);
         try {
           listener.accept(event);
@@ -447,6 +455,9 @@ final class SerialDelivery<E> implements Registration {
         DELIVERING.remove(); // no trace left on an application's thread
       } else {
         DELIVERING.set(outer);
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt(); // the thread's own, back
       }
     }
   }

@@ -514,7 +514,8 @@ class OwnershipCallbacksTest {
    * held (one on the node's pool, a same-thread one). The two same-thread listeners run one after
    * the other on one pool thread, as they would have on the view thread, never on the closing one.
    * The listener holding the view thread gets the change there once its callback returns
-   * (interrupted by the shutdown).
+   * (interrupted by the shutdown, it sets the flag again, as it should), and its LEAVING callback
+   * starts without the interrupt meant for the one before it.
    * Before, close() gave up with "could not announce the leave" and no listener ever heard the node
    * leave: their folds kept what it had given up.
    */
@@ -527,6 +528,7 @@ class OwnershipCallbacksTest {
       Ringmaster keeper = cluster.start("keeper");
       CountDownLatch release = new CountDownLatch(1);
       AtomicBoolean holding = new AtomicBoolean();
+      CompletableFuture<Boolean> holderLeavingInterrupted = new CompletableFuture<>();
       OwnershipRecorder holder = new OwnershipRecorder(SEED);
       Map<String, OwnershipRecorder> recorders = new LinkedHashMap<>();
       Map<String, Thread> leavingOn = new java.util.concurrent.ConcurrentHashMap<>();
@@ -544,8 +546,12 @@ class OwnershipCallbacksTest {
       };
       Ringmaster leaver = cluster.start(cluster.builder("leaver").leaveTimeout(Duration.ofSeconds(3)), node -> {
         node.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            holderLeavingInterrupted.complete(Thread.currentThread().isInterrupted());
+          }
           holder.onOwnershipChange(change);
-          if (change.ring().contains("joiner")) { // the joiner's view: hold the view thread
+          if (change.reason() != OwnershipChange.Reason.LEAVING && change.ring().contains("joiner")) {
+            // the joiner's view: hold the view thread
             holding.set(true);
             try {
               release.await();
@@ -587,6 +593,7 @@ class OwnershipCallbacksTest {
       }
       await("the listener holding the view thread heard the node leave").atMost(WAIT)
           .until(() -> heardLeave(holder));
+      assertEquals(false, holderLeavingInterrupted.getNow(null), "its LEAVING callback started interrupted");
       assertTrue(holder.ownsNothing());
       assertEquals(List.of(), holder.violations());
       List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
