@@ -231,9 +231,10 @@ final class ClusterNode {
 
   /**
    * Stops publishing: a view being installed right now is dropped before it is published. A node
-   * in the ring publishes one last state: its ring without it, what it leaves behind (the ring its
-   * LEAVING change named), so that its lookups after close() agree with its listeners' fold (it
-   * owns nothing) and route to the members that took its ranges.
+   * in the ring publishes one last state: its last ring without it, what it leaves behind (the
+   * ring its LEAVING change named, unless a view came between that change and this call), so that
+   * its lookups after close() agree with its listeners' fold (it owns nothing) and route to the
+   * members that took its ranges.
    */
   void close() {
     try {

@@ -55,7 +55,10 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
     /**
      * A merge view after a partition healed. Gains name their sources as this node's side of the
      * partition knew them; writes made on the other side may be on members of that side only, so
-     * an application that accepted writes on both sides reconciles with the merged owners too.
+     * an application that accepted writes on both sides reconciles with the merged owners too. If
+     * both sides had a member of one id, a source may name the one of this node's side that the
+     * merge refused: {@code addressOf} then gives the other one, which kept the id; the refused
+     * member hears that it lost everything, and to whom, so that it can hand its data on.
      */
     MERGE,
     /**

@@ -1421,8 +1421,9 @@ public final class Ringmaster implements AutoCloseable {
   public Registration addDivergenceListener(Consumer<RingDivergence> listener, Executor executor) {
     requireOpen(listener, executor);
     SerialDelivery<RingDivergence>[] self = holder();
-    self[0] = new SerialDelivery<>("divergence listener of " + config.nodeId(), listener, executor,
-        executor != listenerPool, this, () -> divergenceListeners.removeIf(l -> l.delivery() == self[0]));
+    self[0] = new SerialDelivery<>("divergence listener " + listener + " of " + config.nodeId(),
+        listener, executor, executor != listenerPool, this,
+        () -> divergenceListeners.removeIf(l -> l.delivery() == self[0]));
     divergenceListeners.add(new DivergenceListener(self[0], new OncePerView()));
     if (refusesListeners()) { // closed since requireOpen: gossip is stopping
       divergenceListeners.removeIf(l -> l.delivery() == self[0]);
