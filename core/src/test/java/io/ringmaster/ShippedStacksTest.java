@@ -65,6 +65,38 @@ class ShippedStacksTest {
   }
 
   /**
+   * The localhost stack's failure detector takes the system properties that secure-tcp.xml's
+   * does (its defaults 3 s, 1 s and 250 ms otherwise): demo peers on a machine too loaded to answer
+   * within 3 s can be given more time without a stack file of their own.
+   */
+  @org.junit.jupiter.api.Test
+  void theLocalhostStack_readsTheFailureDetectorsTimings_fromSystemProperties() throws Exception {
+    String stack = "ringmaster/jgroups/localhost-tcp.xml";
+    long[] shipped = fdTimings(stack);
+    assertEquals(List.of(3_000L, 1_000L, 250L), List.of(shipped[0], shipped[1], shipped[2]));
+    List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout");
+    names.forEach(n -> assertEquals(null, System.getProperty(n), n + " set outside this test"));
+    try {
+      System.setProperty(names.get(0), "10s");
+      System.setProperty(names.get(1), "2s");
+      System.setProperty(names.get(2), "1500ms");
+      long[] set = fdTimings(stack);
+      assertEquals(List.of(10_000L, 2_000L, 1_500L), List.of(set[0], set[1], set[2]));
+    } finally {
+      names.forEach(System::clearProperty);
+    }
+  }
+
+  private static long[] fdTimings(String stack) throws Exception {
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("fd-check").jgroupsConfig(stack).buildConfig())) {
+      org.jgroups.protocols.FD_ALL3 fd = channel.getProtocolStack().findProtocol(org.jgroups.protocols.FD_ALL3.class);
+      org.jgroups.protocols.VERIFY_SUSPECT2 verify = channel.getProtocolStack()
+          .findProtocol(org.jgroups.protocols.VERIFY_SUSPECT2.class);
+      return new long[] {fd.getTimeout(), fd.getInterval(), verify.getTimeout()};
+    }
+  }
+
+  /**
    * Every variable a shipped stack reads (each name in its {@code ${...}}) is documented in README.md
    * or docs/operations.md, so that an operator can find every knob without reading the XML.
    */

@@ -36,6 +36,13 @@ class LauncherProcessTest extends WithPeerCluster {
    * the stand-ins live: should this JVM die, its peers still leave within it.
    */
   private static final int STAND_IN_SECONDS = 120;
+  /**
+   * A more patient failure detector for the launcher's peers, which it passes on to them (as
+   * {@link PeerCluster}'s peers have): five JVMs on a shared 2-core machine, one starved for the
+   * shipped 3 s would be suspected and merged back, and the launcher judges the ring once.
+   */
+  private static final String PATIENT_FD = "-Dringmaster.fd.timeout=10s";
+  private static final String PATIENT_VERIFY = "-Dringmaster.verify_suspect.timeout=1s";
   private Process launcher;
   private final StringBuffer output = new StringBuffer();
   private final List<ProcessHandle> children = new ArrayList<>();
@@ -70,6 +77,7 @@ class LauncherProcessTest extends WithPeerCluster {
         "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
         "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
         "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
+        PATIENT_FD, PATIENT_VERIFY,
         "-cp", System.getProperty("java.class.path"), Main.class.getName(),
         "cluster", "--peers", "2", "--replicas", "2", "--cluster", cluster.name(), "--base-port", "26000",
         "--log-dir", logs.toString());
@@ -176,6 +184,7 @@ class LauncherProcessTest extends WithPeerCluster {
           "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
           "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
           "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
+          PATIENT_FD, PATIENT_VERIFY,
           "-cp", System.getProperty("java.class.path"), Main.class.getName(),
           "cluster", "--peers", Integer.toString(peers), "--replicas", "2", "--cluster", "launcher-stop-" + how,
           "--base-port", "26100", "--log-dir", logs.toString()).redirectErrorStream(true).start();

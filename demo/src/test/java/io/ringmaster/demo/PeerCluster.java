@@ -175,8 +175,9 @@ final class PeerCluster implements AutoCloseable {
         .getResourceAsStream(RingmasterConfig.DEFAULT_JGROUPS_CONFIG)) {
       stack = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
-    stack = replace(stack, "<FD_ALL3 timeout=\"3s\"", "<FD_ALL3 timeout=\"10s\"");
-    return replace(stack, "<VERIFY_SUSPECT2 timeout=\"250ms\"", "<VERIFY_SUSPECT2 timeout=\"1s\"");
+    stack = replace(stack, "<FD_ALL3 timeout=\"${ringmaster.fd.timeout:3s}\"", "<FD_ALL3 timeout=\"10s\"");
+    return replace(stack, "<VERIFY_SUSPECT2 timeout=\"${ringmaster.verify_suspect.timeout:250ms}\"",
+        "<VERIFY_SUSPECT2 timeout=\"1s\"");
   }
 
   private static String replace(String stack, String setting, String by) {
