@@ -512,6 +512,6 @@ if (typeof document !== 'undefined') {
   }
   document.addEventListener('visibilitychange', pauseWhileHidden);
   refresh();
-  follow();
+  pauseWhileHidden(); // a page opened in a background tab says it waits to be shown, not that it connects
 }
 if (typeof module !== 'undefined') module.exports = { position, fraction, spanOf, arcPath };

@@ -117,6 +117,7 @@ final class Launcher {
     // form singletons that merge only seconds later.
     if (add(1).isEmpty() && !isStopping()) {
       unhook(stopHook); // no peer started: nothing to stop
+      removeTemporaryLogDirIfEmpty();
       if (basePortRefused) { // the command line's fault: exit 2, as for any bad flag
         err.println("usage: " + ClusterOptions.USAGE);
         return 2;
@@ -222,7 +223,8 @@ final class Launcher {
         if (isStopping()) {
           break; // Ctrl-C, say: stopAll says what it stops
         }
-        err.println("error: cannot start a peer: " + e); // the class too: some say only a path
+        // The class too, as some say only a path; not that of a refusal of ours, which says it all.
+        err.println("error: cannot start a peer: " + (e instanceof PortNotAllowed ? e.getMessage() : e));
         basePortRefused |= e instanceof PortNotAllowed;
         if (e instanceof PortNotAllowed) {
           break; // the same for every other peer
@@ -328,6 +330,17 @@ final class Launcher {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
+    }
+  }
+
+  /** The temporary log directory made for this run, removed if no peer wrote a log in it. */
+  private void removeTemporaryLogDirIfEmpty() {
+    if (options.logDir().isEmpty()) {
+      try {
+        Files.deleteIfExists(logDir);
+      } catch (IOException notEmpty) {
+        // A peer that failed wrote its log there: kept, where the start said the logs would be.
+      }
     }
   }
 
