@@ -33,7 +33,8 @@ public class RingmasterException extends RuntimeException {
      * more tokens than a member may have, or the coordinator refused its join (a wrong secret).
      * Starting again with the same settings fails again, unless the member it was compared with
      * was the odd one out (a lone misconfigured member whose side of a healing partition it
-     * joined: the message names that member).
+     * joined: the message names that member); if that member won the heal (a tie of one correct
+     * member against it), it leads the cluster, and every start fails until it is stopped.
      */
     REFUSED,
     /**

@@ -37,8 +37,10 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       Only when no member with the ring's parameters is left do the others take JGroups'
  *       order. So after a tie won by a misconfigured node (below), correct nodes that join are
  *       refused until it leaves.</li>
- *   <li>On a merge, the winning parameters are those the most node ids hold across all
- *       subgroups (ties: those of the member whose address sorts lowest). If every subgroup with
+ *   <li>On a merge, the winning parameters are those of the most members of the subgroups' rings:
+ *       in each subgroup, the node ids that hold its first Ringmaster member's parameters (a
+ *       member refused on its side does not count, for the same reason as above; ties: the
+ *       parameters of the ring member whose address sorts lowest). If every subgroup with
  *       a Ringmaster member is led by a member with them (one configuration everywhere, the usual
  *       case; a subgroup of plain JGroups members only does not count), JGroups'
  *       coordinator stands: the one whose address sorts lowest comes first, then the rest of its
@@ -46,9 +48,9 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       one id, the one on the side of the lower coordinator keeps the id. Otherwise, of the
  *       subgroups led by a member with them, the one whose ring holds the most members comes first
  *       (ties: the one whose coordinator's address sorts lowest), then the others by their
- *       coordinators' addresses (JGroups hands them over in hash-map order); if none is, the
- *       holder of the winning parameters whose address sorts lowest is put first. So a lone
- *       misconfigured node never wins against two correct members, however they are split.</li>
+ *       coordinators' addresses (JGroups hands them over in hash-map order). So a lone
+ *       misconfigured node never wins against two correct members, however they are split, and
+ *       misconfigured nodes refused on a side never win.</li>
  * </ul>
  *
  * <p>Each JGroups member picks the next coordinator, and rebuilds views from deltas, with its own
@@ -117,16 +119,8 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
         .comparing((Collection<Address> g) -> !ledBy(g, winning)) // led by the winning parameters first
         .thenComparing(RingmasterMembershipPolicy::ringSize, Comparator.reverseOrder())
         .thenComparing(BY_COORDINATOR); // then JGroups' choice: the lowest coordinator
-    Collection<Address> first = groups.stream().min(order).orElseThrow();
-    List<Address> out = firstThenByCoordinator(first, groups);
-    if (!ledBy(first, winning)) {
-      // Every member with the winning parameters was refused on its side: put one first.
-      Address holder = out.stream().filter(a -> holds(a, winning.get())).min(Comparator.naturalOrder())
-          .orElseThrow();
-      out.remove(holder);
-      out.add(0, holder);
-    }
-    return out;
+    // The winning parameters are some side's ring's, so the first side is led by them.
+    return firstThenByCoordinator(groups.stream().min(order).orElseThrow(), groups);
   }
 
   /**
@@ -140,16 +134,21 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
   }
 
   /**
-   * The ring parameters held by the most node ids across all groups of a merge, refused members
-   * included; on a tie, those held by the member whose address sorts lowest. Empty with no
+   * The ring parameters of the most node ids in the rings of a merge's groups: in each group, those
+   * that hold the parameters of its first Ringmaster member (a member refused on its side does not
+   * count); on a tie, those of the ring member whose address sorts lowest. Empty with no
    * Ringmaster member.
    */
   static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups) {
     Map<NodeMetadata.RingParameters, Set<String>> ids = new HashMap<>();
     Map<NodeMetadata.RingParameters, Address> lowest = new HashMap<>();
     for (Collection<Address> group : groups) {
+      Optional<NodeMetadata.RingParameters> ring = firstRingmasterMember(group).map(NodeMetadata::parameters);
+      if (ring.isEmpty()) {
+        continue; // plain JGroups members only
+      }
       for (Address a : group) {
-        NodeMetadata.from(a).ifPresent(m -> {
+        NodeMetadata.from(a).filter(m -> m.parameters().equals(ring.get())).ifPresent(m -> {
           ids.computeIfAbsent(m.parameters(), k -> new HashSet<>()).add(m.id());
           lowest.merge(m.parameters(), a, (x, y) -> x.compareTo(y) <= 0 ? x : y);
         });
