@@ -433,9 +433,9 @@ final class SerialDelivery<E> implements Registration {
         if (done) {
           return;
         }
-        if (frame.inline() && !first) {
-          // On the publisher's thread, as its launches are: a callback starts with no interrupt left
-          // by the one before it (close()'s, meant for that one, would fail the next one's hand-off).
+        if (!first) {
+          // A callback starts with no interrupt left by the one before it: close()'s, meant for that
+          // one, would fail the next one's hand-off. The thread gets it back when the queue is drained.
           interrupted |= Thread.interrupted();
         }
         first = false;

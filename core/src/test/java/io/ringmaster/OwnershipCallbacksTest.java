@@ -360,6 +360,7 @@ class OwnershipCallbacksTest {
       CountDownLatch never = new CountDownLatch(1);
       CountDownLatch added = new CountDownLatch(1);
       List<Boolean> stuckInterrupted = new CopyOnWriteArrayList<>();
+      List<Boolean> stuckLeavingInterrupted = new CopyOnWriteArrayList<>();
       List<Boolean> closerInterrupted = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> self = new AtomicReference<>();
       OwnershipListener closer = change -> {
@@ -371,15 +372,23 @@ class OwnershipCallbacksTest {
       };
       startListening(cluster, cluster.builder("stuck").leaveTimeout(Duration.ofMillis(300)), null, closer, self);
       self.get().addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          stuckLeavingInterrupted.add(Thread.currentThread().isInterrupted());
+          return;
+        }
         try {
           never.await(); // a hand-off that never ends
         } catch (InterruptedException e) {
           stuckInterrupted.add(true);
+          Thread.currentThread().interrupt(); // kept, as it should be
         }
       });
       added.countDown();
       await().atMost(WAIT).until(() -> !closerInterrupted.isEmpty() && !stuckInterrupted.isEmpty());
       assertEquals(List.of(false), closerInterrupted, "the closing listener's own thread");
+      await().atMost(WAIT).until(() -> !stuckLeavingInterrupted.isEmpty());
+      assertEquals(List.of(false), stuckLeavingInterrupted,
+          "the interrupted listener's LEAVING callback, next on that thread, starts without the interrupt");
       assertTrue(self.get().channel().isClosed());
     }
   }
