@@ -189,11 +189,23 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     findProtocolsAbove();
   }
 
-  /** Looks for the stack's AUTH and UNICAST3 again: a protocol may have been added since {@link #init()}. */
+  /**
+   * Looks for the stack's AUTH and UNICAST3 again (a protocol may have been added since
+   * {@link #init()}), and forgets the view of an earlier connection: a node that connects again (a
+   * rejoin, see {@link io.ringmaster.RingmasterStats#rejoins()}) joins as a newcomer does, and takes
+   * a refusal in clear from a member it asked (see {@link #passesInPlain}). JGroups' encryption
+   * keeps its last view through a disconnect, and a refusal to a joiner that still had a view was
+   * dropped as one sent to a member: the joiner started a cluster of its own instead. Each connect
+   * starts the stack, before the join.
+   */
   @Override
   public void start() throws Exception {
     super.start();
     findProtocolsAbove();
+    view = null;
+    members = Set.of();
+    joinsAsked.clear();
+    refusalHeld.set(false);
   }
 
   /** Drops the ciphers and MACs kept between messages, which hold the keys. */
@@ -598,24 +610,6 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       return result;
     }
     return super.down(msg);
-  }
-
-  /**
-   * Forgets, once this node has left, the view it left: a node that connects again (a rejoin, see
-   * {@link io.ringmaster.RingmasterStats#rejoins()}) joins as a newcomer does, and takes a
-   * refusal in clear from a member it asked (see {@link #passesInPlain}). JGroups' encryption keeps
-   * its last view through a disconnect, and a refusal to a joiner that still had a view was dropped
-   * as one sent to a member: the joiner started a cluster of its own instead.
-   */
-  @Override
-  public Object down(org.jgroups.Event evt) {
-    Object result = super.down(evt);
-    if (evt.getType() == org.jgroups.Event.DISCONNECT) { // below GMS, which has left by now
-      view = null;
-      members = Set.of();
-      joinsAsked.clear();
-    }
-    return result;
   }
 
   /**
