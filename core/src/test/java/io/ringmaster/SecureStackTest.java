@@ -484,14 +484,15 @@ class SecureStackTest {
           throw new IllegalStateException(e);
         }
       }).findFirst().orElseThrow(() -> new AssertionError("no sealed join request from b reached a"));
-      assertEquals(1, aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count(),
-          "b's join request, opened once");
 
       b.close();
       await("a alone").atMost(WAIT).until(() -> a.channel().getView().size() == 1);
+      // Once, or more if b's join was slow enough for GMS to ask again: counted before the copy.
+      long opened = aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count();
+      assertTrue(opened >= 1, "b's join request, opened");
       aBelow.up(new BytesMessage(a.channel().getAddress(), joinRequest.payload()).setSrc(bAddress)
           .putHeader(SharedSecretEncrypt.ID, joinRequest.sealed()));
-      assertEquals(1, aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count(),
+      assertEquals(opened, aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count(),
           "the join request sent again got past a's encryption");
       assertEquals(1, a.channel().getView().size());
     }

@@ -72,18 +72,25 @@ class ShippedStacksTest {
   @org.junit.jupiter.api.Test
   void theLocalhostStack_readsTheFailureDetectorsTimings_fromSystemProperties() throws Exception {
     String stack = "ringmaster/jgroups/localhost-tcp.xml";
-    long[] shipped = fdTimings(stack);
-    assertEquals(List.of(3_000L, 1_000L, 250L), List.of(shipped[0], shipped[1], shipped[2]));
     List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout");
-    names.forEach(n -> assertEquals(null, System.getProperty(n), n + " set outside this test"));
+    java.util.Map<String, String> outside = new java.util.HashMap<>(); // given to the test JVM, say: put back after
+    names.forEach(n -> outside.put(n, System.clearProperty(n)));
     try {
+      long[] shipped = fdTimings(stack);
+      assertEquals(List.of(3_000L, 1_000L, 250L), List.of(shipped[0], shipped[1], shipped[2]));
       System.setProperty(names.get(0), "10s");
       System.setProperty(names.get(1), "2s");
       System.setProperty(names.get(2), "1500ms");
       long[] set = fdTimings(stack);
       assertEquals(List.of(10_000L, 2_000L, 1_500L), List.of(set[0], set[1], set[2]));
     } finally {
-      names.forEach(System::clearProperty);
+      outside.forEach((n, v) -> {
+        if (v == null) {
+          System.clearProperty(n);
+        } else {
+          System.setProperty(n, v);
+        }
+      });
     }
   }
 
