@@ -128,6 +128,7 @@ final class Launcher {
       add(options.peers() - 1);
     }
     if (isStopping()) { // Ctrl-C while the peers started: the shutdown hook stops them
+      removeTemporaryLogDirIfEmpty(); // none started yet, say
       return 130;
     }
     awaitAgreement();

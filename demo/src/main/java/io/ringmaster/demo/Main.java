@@ -114,6 +114,10 @@ public final class Main {
     // during the start must still hand them on. The hook waits for the start to end first.
     CompletableFuture<Peer> started = new CompletableFuture<>();
     CompletableFuture<Void> left = new CompletableFuture<>();
+    LeaveLogManager.holdUntil(left); // what the hand-off logs reaches the log
+    // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
+    // leaveTimeout each), then the node's own stop.
+    LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
     Thread hook = new Thread(() -> {
       try {
         Peer p = started.join(); // null if the start failed: nothing to hand off
@@ -127,14 +131,10 @@ public final class Main {
     try {
       Runtime.getRuntime().addShutdownHook(hook);
     } catch (IllegalStateException shuttingDown) { // a signal before the start: nothing to hand off
+      left.complete(null); // the log waits for no leave
       err.println("error: stopped before the peer started");
       return 1;
     }
-    // Only now that the hook is in: the log is kept open until the leave it will complete.
-    LeaveLogManager.holdUntil(left); // what the hand-off logs reaches the log
-    // What the hook may wait: the start, then close(): a rejoin under way and the hand-off (up to
-    // leaveTimeout each), then the node's own stop.
-    LeaveLogManager.holdAtMost(config.startTimeout().plus(config.leaveTimeout().multipliedBy(2)).plusSeconds(30));
     boolean over = false; // the peer failed to start, or stopped: nothing left for the hook to do
     try {
       // Watched from before the start, which can take a while (joining, pulling ranges): a launcher
