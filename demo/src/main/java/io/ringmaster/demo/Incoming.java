@@ -58,6 +58,11 @@ final class Incoming {
 
   /** A change was published: what it gains is coming in. Quick, and safe on the node's view thread. */
   synchronized void arrived(OwnershipChange change) {
+    if (change.reason() == OwnershipChange.Reason.LEAVING) {
+      // It gains nothing, and its ring (without this peer) is not the node's until the node has
+      // left: noted, every key this peer still owns would read as coming in from its successors.
+      return;
+    }
     if (doneFirst.removeIf(c -> c == change)) {
       // the rebalancer took it up and finished it before this ran
     } else if (!change.gained().isEmpty()) {

@@ -39,6 +39,23 @@ class IncomingTest {
     assertEquals(List.of(), incoming.previousOwners(key("b")));
   }
 
+  /**
+   * This peer's LEAVING change names the ring without it, which the node publishes only once it
+   * has left: until then a key it owns is not coming in from anyone (it would read as coming in
+   * from its successors, and each write here would ask them for their copies).
+   */
+  @Test
+  void whileThisPeerLeaves_aKeyItStillOwns_comesInFromNoOne() {
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
+    incoming.arrived(join);
+    incoming.done(join);
+    HashRing without = after.without("b");
+    incoming.arrived(new OwnershipChange(OwnershipChange.Reason.LEAVING, 2, 2, after, without,
+        RingDiff.compute(after, without, "b", 1)));
+    assertEquals(List.of(), incoming.previousOwners(key("b")), "published is still the ring with b");
+    assertEquals(List.of(), incoming.previousOwners(key("a")));
+  }
+
   @Test
   void aKeyInARingPublishedAndNotYetNoted_comesInFromItsOwnersInTheRingLastNoted() {
     published.set(HashRing.builder().virtualNodes(64).build());
