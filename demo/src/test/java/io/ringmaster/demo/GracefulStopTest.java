@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -79,8 +81,18 @@ class GracefulStopTest extends WithPeerCluster {
     cluster.awaitSettled(all, Duration.ofSeconds(30));
     writer = new KeyWriter(cluster, 8);
     writer.writeAll(600).get(90, TimeUnit.SECONDS);
+    // A tenth of the keys deleted: their tombstones must go with the hand-offs, or a copy the
+    // leavers still held would bring them back.
+    Map<String, String> acked = new java.util.TreeMap<>(writer.acknowledged());
+    List<String> deleted = acked.keySet().stream().filter(k -> k.hashCode() % 10 == 0).toList();
+    assertTrue(deleted.size() > 20, deleted.size() + " keys to delete");
+    for (String key : deleted) {
+      HttpResponse<String> r = cluster.send("peer-1", HttpRequest.newBuilder(cluster.uri("peer-1",
+          PeerCluster.keyPath(key))).DELETE());
+      assertEquals(200, r.statusCode(), () -> key + ": " + r.body());
+      acked.remove(key);
+    }
     cluster.awaitSettled(all, Duration.ofSeconds(30));
-    Map<String, String> acked = writer.acknowledged();
 
     Process second = cluster.peer("peer-2").process();
     Process third = cluster.peer("peer-3").process();
@@ -99,7 +111,14 @@ class GracefulStopTest extends WithPeerCluster {
     assertEquals(List.of(), lost.subList(0, Math.min(20, lost.size())), lost.size() + " of " + acked.size()
         + " keys lost");
     writer.assertNoUnexpectedReplies();
-    assertEquals(acked.size(), cluster.json("peer-1", "/stats").path("primaryKeys").asLong(), "each key held once");
+    for (String key : deleted) {
+      HttpResponse<String> r = cluster.get("peer-1", key);
+      assertEquals(404, r.statusCode(), () -> key + " came back: " + r.body());
+      assertTrue(PeerCluster.parse(r.body()).path("deleted").asBoolean(), () -> key + ": " + r.body());
+    }
+    JsonNode stats = cluster.json("peer-1", "/stats");
+    assertEquals(acked.size(), stats.path("primaryKeys").asLong(), "each key held once: " + stats);
+    assertEquals(deleted.size(), stats.path("tombstones").asLong(), "each tombstone held once: " + stats);
   }
 
   @Test
