@@ -128,6 +128,16 @@ class CrashRecoveryTest extends WithPeerCluster {
     for (int k = 0; k < keys; k++) {
       assertEquals(200, cluster.put("peer-1", "retry-" + k, "v" + k).statusCode());
     }
+    // A tenth deleted: their tombstones come with the pulls, or the dead peer's keys would read as
+    // never written, and a stray copy could bring them back.
+    List<String> deleted = new ArrayList<>();
+    for (int k = 0; k < keys; k += 10) {
+      String key = "retry-" + k;
+      assertEquals(200, cluster.send("peer-1", java.net.http.HttpRequest.newBuilder(cluster.uri("peer-1",
+          PeerCluster.keyPath(key))).DELETE()).statusCode(), key);
+      deleted.add(key);
+    }
+    int live = keys - deleted.size();
 
     long failedBefore = cluster.json("peer-2", "/stats").path("migrationsFailed").asLong(); // since it started
 
@@ -139,10 +149,17 @@ class CrashRecoveryTest extends WithPeerCluster {
     cluster.awaitSettled(survivors, Duration.ofSeconds(60));
     await("the retry brought every key's second copy").atMost(Duration.ofSeconds(60)).ignoreExceptions()
         .until(() -> cluster.json("peer-2", "/stats").path("pullRetriesPending").asInt() == 0
-            && copies(survivors) == 2L * keys);
+            && copies(survivors) == 2L * live);
     for (String peer : survivors) {
       JsonNode held = cluster.json(peer, "/keys");
-      assertEquals(keys, held.path("count").asInt(), peer + " holds every key (two peers, two replicas)");
+      assertEquals(live, held.path("count").asInt(), peer + " holds every key (two peers, two replicas)");
+      assertEquals(deleted.size(), cluster.json(peer, "/stats").path("tombstones").asInt(),
+          peer + " holds every tombstone");
+      for (String key : deleted) {
+        java.net.http.HttpResponse<String> r = cluster.get(peer, key);
+        assertEquals(404, r.statusCode(), () -> key + " via " + peer + ": " + r.body());
+        assertTrue(PeerCluster.parse(r.body()).path("deleted").asBoolean(), () -> key + " via " + peer + ": " + r.body());
+      }
     }
   }
 
