@@ -25,7 +25,9 @@ import org.junit.jupiter.api.io.TempDir;
  * gains nothing from its own side), so only the repair's push brings the second copy. Every peer
  * refuses the first repair pushes from each sender, as many as a push tries, so each peer's first
  * repair fails, and only a repair that tries again gives every key its two copies. (A refusal is
- * counted per request, and a push tries each request {@link Transfers#ATTEMPTS} times.)
+ * counted per request, and a push tries each request {@link Transfers#ATTEMPTS} times.) Keys
+ * written on the other side before c started, and deleted through c, end deleted on every owner:
+ * the newer tombstones win over the older values, whoever holds them.
  */
 class MergeRepairTest extends WithPeerCluster {
   private static final int KEYS = 60;
@@ -39,9 +41,22 @@ class MergeRepairTest extends WithPeerCluster {
     Map<String, String> refuse = Map.of(TestingAids.REFUSE_REPAIRS, Integer.toString(Transfers.ATTEMPTS));
     cluster.awaitReady(cluster.start("a", "a", refuse, "--config", config));
     cluster.awaitReady(cluster.start("b", "b", refuse, "--config", config));
+    // Keys written on a and b's side, then deleted on c's, where they never were: after the heal
+    // the deletes, newer, win, whoever owns the keys then (c's tombstones are strays where it
+    // does not own them, for the repair or the sweep to hand on).
+    List<String> deletedApart = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      String key = "deleted-apart-" + i;
+      assertEquals(200, cluster.put("a", key, "old").statusCode(), key);
+      deletedApart.add(key);
+    }
     cluster.awaitReady(cluster.start("c", "c", PeerCluster.with(refuse, "ringmaster.bind_port", "7860",
         "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
     assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
+    for (String key : deletedApart) {
+      var r = cluster.send("c", java.net.http.HttpRequest.newBuilder(cluster.uri("c", PeerCluster.keyPath(key))).DELETE());
+      assertEquals(200, r.statusCode(), () -> "delete " + key + " via c: " + r.body());
+    }
 
     List<String> keys = new ArrayList<>();
     for (int i = 0; i < KEYS; i++) {
@@ -70,6 +85,40 @@ class MergeRepairTest extends WithPeerCluster {
     for (String key : keys) {
       assertEquals("v-" + key, PeerCluster.parse(cluster.get("a", key).body()).path("value").asText(), key);
     }
+    // Every owner of a key deleted apart holds the tombstone, not the older value: read locally, so
+    // that no read through the cluster finds the newest copy and repairs it first.
+    await("the deletes made apart held by every owner").atMost(Duration.ofSeconds(60))
+        .pollInterval(Duration.ofMillis(500)).ignoreExceptions().untilAsserted(() -> {
+          for (String key : deletedApart) {
+            List<String> owners = ownersInTheRingOfA(key);
+            assertEquals(2, owners.size(), key + ": " + owners);
+            for (String owner : owners) {
+              var local = cluster.send(owner, java.net.http.HttpRequest.newBuilder(cluster.uri(owner,
+                  PeerCluster.keyPath(key) + "?local=true")).GET());
+              assertEquals(200, local.statusCode(), () -> key + " on " + owner + ": " + local.body());
+              assertTrue(PeerCluster.parse(local.body()).path("deleted").asBoolean(),
+                  () -> key + " on " + owner + ": " + local.body());
+            }
+          }
+        });
+    for (String key : deletedApart) {
+      var r = cluster.get("a", key);
+      assertEquals(404, r.statusCode(), () -> key + " came back: " + r.body());
+    }
+  }
+
+  /** The owners of a key in a's ring, built here from what a's /ring says of it (its checksum checked). */
+  private List<String> ownersInTheRingOfA(String key) {
+    JsonNode said = cluster.json("a", "/ring?ranges=false");
+    io.ringmaster.ring.HashRing.Builder builder = io.ringmaster.ring.HashRing.builder()
+        .virtualNodes(said.path("virtualNodes").asInt());
+    for (JsonNode m : said.path("members")) {
+      builder.add(new io.ringmaster.ring.Member(m.path("id").asText(), m.path("weight").asDouble(),
+          m.path("zone").asText()));
+    }
+    io.ringmaster.ring.HashRing ring = builder.build();
+    assertEquals(said.path("checksum").asText(), Long.toHexString(ring.checksum()), "the ring a has");
+    return ring.owners(key, said.path("replicas").asInt()).stream().map(io.ringmaster.ring.Member::id).toList();
   }
 
   /** The keys that not exactly two peers hold as owners (primary or backup), with how many do. */
