@@ -433,9 +433,12 @@ final class SerialDelivery<E> implements Registration {
         if (done) {
           return;
         }
-        if (!first) {
-          // A callback starts with no interrupt left by the one before it: close()'s, meant for that
-          // one, would fail the next one's hand-off. The thread gets it back when the queue is drained.
+        if (!first && (frame.inline() || !foreignExecutor)) {
+          // On the node's threads (its pool, or the publisher's where a same-thread listener runs),
+          // a callback starts with no interrupt left by the one before it: close()'s, meant for that
+          // one, would fail the next one's hand-off. The thread gets it back when the queue is
+          // drained. On an application's executor an interrupt is the application's (close() sends
+          // none there): the next callback sees it.
           interrupted |= Thread.interrupted();
         }
         first = false;

@@ -76,6 +76,34 @@ class SerialDeliveryTest {
   }
 
   /**
+   * An interrupt a callback leaves set (one it was sent, and kept, as it should) is not the next
+   * callback's on the node's own pool, where close() sends them: that one starts without it, and
+   * the thread gets it back when the drain ends. On an application's executor the interrupt is the
+   * application's (close() never interrupts those threads, and shutdownNow() would mean it for
+   * every callback after): the next callback sees it.
+   */
+  @Test
+  void anInterruptLeftByACallback_isHiddenFromTheNextOnTheNodesPool_butNotOnTheApplications() {
+    for (boolean foreign : new boolean[] {false, true}) {
+      List<Runnable> held = new CopyOnWriteArrayList<>();
+      List<Boolean> seen = new CopyOnWriteArrayList<>();
+      SerialDelivery<String> d = new SerialDelivery<>("listener", event -> {
+        seen.add(Thread.currentThread().isInterrupted());
+        if (event.equals("first")) {
+          Thread.currentThread().interrupt(); // as if sent during the callback, and kept
+        }
+      }, held::add, foreign, new Object(), () -> { });
+      d.submit("first");
+      d.submit("second");
+      assertEquals(1, held.size(), "one drain for both");
+      held.remove(0).run(); // on this thread, as the executor's would
+      boolean after = Thread.interrupted(); // and cleared: later tests run on this thread
+      assertEquals(List.of(false, foreign), seen, foreign ? "on the application's executor" : "on the node's pool");
+      assertTrue(after, "the thread has the interrupt when the drain ends");
+    }
+  }
+
+  /**
    * The WARNING of a listener that falls behind is logged by the launch the publisher makes after
    * releasing its lock, not while it queues the change under that lock: a logger that blocks (a
    * full asynchronous appender) would hold every thread that takes the node's publish lock.
