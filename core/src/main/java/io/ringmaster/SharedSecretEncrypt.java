@@ -195,13 +195,29 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * rejoin, see {@link io.ringmaster.RingmasterStats#rejoins()}) joins as a newcomer does, and takes
    * a refusal in clear from a member it asked (see {@link #passesInPlain}). JGroups' encryption
    * keeps its last view through a disconnect, and a refusal to a joiner that still had a view was
-   * dropped as one sent to a member: the joiner started a cluster of its own instead. Each connect
-   * starts the stack, before the join.
+   * dropped as one sent to a member: the joiner started a cluster of its own instead. A connect
+   * starts the stack before it joins; but a connect whose start failed part way leaves the stack
+   * marked started, and the next one does not start it again: the view is also forgotten at each
+   * disconnect ({@link #down(org.jgroups.Event)}).
    */
   @Override
   public void start() throws Exception {
     super.start();
     findProtocolsAbove();
+    forgetTheView();
+  }
+
+  /** Forgets the view at a disconnect, once GMS above has left (see {@link #start()}). */
+  @Override
+  public Object down(org.jgroups.Event evt) {
+    Object result = super.down(evt);
+    if (evt.getType() == org.jgroups.Event.DISCONNECT) {
+      forgetTheView();
+    }
+    return result;
+  }
+
+  private void forgetTheView() {
     view = null;
     members = Set.of();
     joinsAsked.clear();
