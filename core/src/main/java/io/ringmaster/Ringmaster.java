@@ -1650,12 +1650,12 @@ public final class Ringmaster implements AutoCloseable {
      * cluster must announce the same, or the cluster refuses the newcomer, as it does for
      * {@link #virtualNodes(int)} and {@link #replicas(int)}, naming both values; when members join and
      * leave, the ring's parameters (this one among them, taken together) stay the cluster's while a
-     * member holding them is left, and when a partition heals, those of the most members of the
-     * sides' rings win ({@link RingmasterMembershipPolicy}). Change it only when members of the old and the new version cannot work together, and then as
-     * you would change {@code replicas}: with a full restart (or under another cluster name), since a
-     * node with the new version is refused while any member has the old one; a rolling upgrade
-     * between compatible versions keeps it. It travels in the node's JGroups address, so keep it
-     * short; at most 255 UTF-8 bytes.
+     * member holding them is left, and when a partition heals, those of the most members of the sides'
+     * rings win ({@link RingmasterMembershipPolicy}). Change it only when members of the old and the
+     * new version cannot work together, and then as you would change {@code replicas}: with a full
+     * restart (or under another cluster name), since a node with the new version is refused while any
+     * member has the old one; a rolling upgrade between compatible versions keeps it. It travels in the
+     * node's JGroups address, so keep it short; at most 255 UTF-8 bytes.
      */
     public Builder applicationVersion(String applicationVersion) {
       NodeMetadata.checkFits("applicationVersion", wellFormed("applicationVersion",
