@@ -1454,6 +1454,11 @@ public final class Ringmaster implements AutoCloseable {
     return lifecycle == Lifecycle.CLOSED;
   }
 
+  /** Whether the current thread is one of this node's own (its view, gossip, rejoin or listener pool). */
+  boolean onOwnThread() {
+    return ownPool.get() != null;
+  }
+
   /** Whether close() was called or start() failed: a listener added now would never be called. */
   private boolean refusesListeners() {
     return closeCalled.get() || lifecycle == Lifecycle.CLOSED;

@@ -405,6 +405,10 @@ final class SerialDelivery<E> implements Registration {
     Frame outer = DELIVERING.get(); // a same-thread listener's close() can run another's drain
     Frame frame = new Frame(this, outer, LAUNCHING.get() == this);
     runner = Thread.currentThread();
+    // The node's own thread: its pool, or its view or gossip thread running a same-thread listener;
+    // not an application's, even one that runs such a listener's callbacks (the thread that added
+    // it, say).
+    boolean nodeThread = frame.inline() ? owner instanceof Ringmaster node && node.onOwnThread() : !foreignExecutor;
     boolean interrupted = false;
     boolean first = true;
     try {
@@ -433,12 +437,11 @@ final class SerialDelivery<E> implements Registration {
         if (done) {
           return;
         }
-        if (!first && (frame.inline() || !foreignExecutor)) {
-          // On the node's threads (its pool, or the publisher's where a same-thread listener runs),
-          // a callback starts with no interrupt left by the one before it: close()'s, meant for that
-          // one, would fail the next one's hand-off. The thread gets it back when the queue is
-          // drained. On an application's executor an interrupt is the application's (close() sends
-          // none there): the next callback sees it.
+        if (!first && nodeThread) {
+          // On the node's threads a callback starts with no interrupt left by the one before it:
+          // close()'s, meant for that one, would fail the next one's hand-off. The thread gets it
+          // back when the queue is drained. On an application's thread an interrupt is the
+          // application's (close() sends none there): the next callback sees it.
           interrupted |= Thread.interrupted();
         }
         first = false;

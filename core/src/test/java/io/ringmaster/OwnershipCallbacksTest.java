@@ -352,6 +352,42 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * The application thread that adds a same-thread listener runs its first callback, and the
+   * changes queued meanwhile, itself: an interrupt the application sends it during one of them is
+   * the application's, and the next callback on that thread sees it (Ringmaster hides an interrupt
+   * left by a callback from the next one only on its own threads, where close() sends them).
+   */
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void sameThreadCallbacksOnTheAddingThread_seeTheApplicationsInterrupt() {
+    try (TestCluster cluster = new TestCluster("interrupt-adding-thread")) {
+      Ringmaster a = cluster.start("a");
+      List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+      List<Boolean> interrupted = new CopyOnWriteArrayList<>();
+      CompletableFuture<Ringmaster> joiner = new CompletableFuture<>();
+      boolean kept;
+      try {
+        a.addOwnershipListener(change -> {
+          reasons.add(change.reason());
+          interrupted.add(Thread.currentThread().isInterrupted());
+          if (change.reason() == OwnershipChange.Reason.INITIAL) {
+            SerialDelivery<?> self = SerialDelivery.runningOnCurrentThread(a).get(0);
+            CompletableFuture.runAsync(() -> joiner.complete(cluster.start("b")));
+            await("b's view, queued behind this callback").atMost(WAIT).until(() -> self.pending() >= 2);
+            Thread.currentThread().interrupt(); // the application's, sent during this callback
+          }
+        }, Runnable::run);
+      } finally {
+        kept = Thread.interrupted(); // and cleared: later tests run on this thread
+      }
+      assertTrue(kept, "the adding thread has the interrupt when its callbacks are done");
+      assertEquals(List.of(OwnershipChange.Reason.INITIAL, OwnershipChange.Reason.VIEW), reasons.subList(0, 2));
+      assertEquals(List.of(false, true), interrupted.subList(0, 2), "the second callback saw the interrupt");
+      joiner.join();
+    }
+  }
+
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_fromAPoolListener_interruptsAnotherStillBusyAfterLeaveTimeout_butNotItself() throws Exception {
