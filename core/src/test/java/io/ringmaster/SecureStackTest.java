@@ -654,6 +654,70 @@ class SecureStackTest {
   }
 
   /**
+   * A node that was a member and joins again (a rejoin) takes a refusal in clear from the member it
+   * asks as any joiner does: the view it had is forgotten at the disconnect, and again when its
+   * stack starts (a connect whose start failed part way is not started again, so the disconnect's
+   * reset must hold alone; a view handled after the disconnect, from a leave that timed out, is
+   * cleared by the start's). The protocol of a stack built (not connected), between two recorders,
+   * with the transport's timer counting the refusals held.
+   */
+  @Test
+  void aMemberJoiningAgain_takesARefusalInClear_afterADisconnectAndAfterAStart() throws Exception {
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("again").jgroupsConfig(STACK)
+        .secret("s3cret-again").buildConfig())) {
+      ProtocolStack stack = channel.getProtocolStack();
+      org.jgroups.util.TimeScheduler3 timer = (org.jgroups.util.TimeScheduler3) stack.getTransport().getTimer();
+      timer.start();
+      try {
+        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
+        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
+        Address self = UUID.randomUUID();
+        Address coordinator = UUID.randomUUID();
+        encrypt.setAddress(self);
+        encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
+          @Override
+          public Object up(Message msg) {
+            return null;
+          }
+        });
+        encrypt.setDownProtocol(new org.jgroups.stack.Protocol() {
+          @Override
+          public Object down(Message msg) {
+            return null; // sent nowhere
+          }
+
+          @Override
+          public Object down(org.jgroups.Event evt) {
+            return null;
+          }
+        }.setDownProtocol(stack.getTransport())); // which the encryption looks for below it
+        short gms = ClassConfigurator.getProtocolId(GMS.class);
+        for (String how : List.of("a disconnect", "a start", "a view after a disconnect, then a start")) {
+          encrypt.handleView(View.create(coordinator, 1, coordinator, self)); // a member
+          switch (how) {
+            case "a disconnect" -> encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
+            case "a start" -> encrypt.start();
+            default -> {
+              encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
+              encrypt.handleView(View.create(coordinator, 2, coordinator, self)); // the leave timed out
+              encrypt.start();
+            }
+          }
+          int before = timer.size();
+          encrypt.down(new EmptyMessage(coordinator).setSrc(self).putHeader(gms,
+              new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
+          encrypt.up(new BytesMessage(self, org.jgroups.util.Util.streamableToBuffer(
+              new JoinRsp("authentication failed"))).setSrc(coordinator)
+              .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP)));
+          assertEquals(before + 1, timer.size(), "after " + how + ": the refusal is held, as any joiner's");
+        }
+      } finally {
+        timer.stop();
+      }
+    }
+  }
+
+  /**
    * A join request in clear that the protocol above refuses by throwing (AUTH does, once it has
    * sent its refusal of one without its header) is dropped here, not thrown to the transport, where
    * JGroups logs an ERROR line with a stack trace for each one anyone sends; in a batch, the
