@@ -49,8 +49,9 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       subgroups led by a member with them, the one whose ring holds the most members comes first
  *       (ties: the one whose coordinator's address sorts lowest), then the others by their
  *       coordinators' addresses (JGroups hands them over in hash-map order). So a lone
- *       misconfigured node never wins against two correct members, however they are split, and
- *       misconfigured nodes refused on a side never win.</li>
+ *       misconfigured node never wins against two correct members in rings, however they are
+ *       split, and misconfigured nodes refused on a side never win; but neither does a correct
+ *       member refused on its side (one that lost a tie before) count against it.</li>
  * </ul>
  *
  * <p>Each JGroups member picks the next coordinator, and rebuilds views from deltas, with its own

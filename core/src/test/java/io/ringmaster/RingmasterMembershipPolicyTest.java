@@ -119,7 +119,7 @@ class RingmasterMembershipPolicyTest {
   }
 
   @Test
-  void merge_correctMembersSplitAcrossSubgroups_stillWin() {
+  void merge_correctMembersInRingsSplitAcrossSubgroups_stillWin_butOneRefusedOnItsSideDoesNotCount() {
     for (int trial = 0; trial < 20; trial++) {
       Address bad = node("bad", 128);
       Address a = node("a", 64);
