@@ -407,10 +407,10 @@ final class SerialDelivery<E> implements Registration {
     runner = Thread.currentThread();
     // The node's own thread: its pool, or its view or gossip thread running a same-thread listener;
     // not an application's, even one that runs such a listener's callbacks (the thread that added
-    // it, say).
-    boolean nodeThread = frame.inline() ? owner instanceof Ringmaster node && node.onOwnThread() : !foreignExecutor;
+    // it, say). Asked of the thread, not of how the drain was launched: an executor may run it
+    // later, on whichever thread.
+    boolean nodeThread = owner instanceof Ringmaster node ? node.onOwnThread() : !foreignExecutor;
     boolean interrupted = false;
-    boolean first = true;
     try {
       while (true) {
         E event;
@@ -437,14 +437,15 @@ final class SerialDelivery<E> implements Registration {
         if (done) {
           return;
         }
-        if (!first && nodeThread) {
-          // On the node's threads a callback starts with no interrupt left by the one before it:
-          // close()'s, meant for that one, would fail the next one's hand-off. The thread gets it
-          // back when the queue is drained. On an application's thread an interrupt is the
-          // application's (close() sends none there): the next callback sees it.
+        if (nodeThread) {
+          // On the node's threads a callback starts with no interrupt left by the one before it
+          // (this listener's, or another's on the same thread: divergence listeners one after
+          // another on the gossip thread, say): close()'s, meant for that one, would fail the next
+          // one's hand-off. The thread gets it back when the queue is drained. On an application's
+          // thread an interrupt is the application's (close() sends none there): the next callback
+          // sees it.
           interrupted |= Thread.interrupted();
         }
-        first = false;
         DELIVERING.set(frame);
         try {
           listener.accept(event);

@@ -136,6 +136,43 @@ class ClusterAgreementTest {
     }
   }
 
+  /**
+   * Divergence listeners on a same-thread executor run one after another on the gossip thread.
+   * close() stops that thread, interrupting the first one's callback; the second starts without
+   * that interrupt, which was meant for the first (docs/operations.md), though the first kept it.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(value = 90, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_whileASameThreadDivergenceListenerRuns_theNextStartsWithoutItsInterrupt() throws Exception {
+    try (TestCluster cluster = new TestCluster("divergence-interrupt")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      java.util.concurrent.CountDownLatch inFirst = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+      List<Boolean> firstInterrupted = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<Boolean> secondInterrupted = new java.util.concurrent.CopyOnWriteArrayList<>();
+      a.addDivergenceListener(d -> {
+        inFirst.countDown();
+        try {
+          never.await(); // a report that takes long to send: cut short by close()
+        } catch (InterruptedException e) {
+          firstInterrupted.add(true);
+          Thread.currentThread().interrupt(); // kept, as it should be
+        }
+      }, Runnable::run);
+      a.addDivergenceListener(d -> secondInterrupted.add(Thread.currentThread().isInterrupted()), Runnable::run);
+      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+          Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
+      assertTrue(inFirst.await(30, java.util.concurrent.TimeUnit.SECONDS), "the divergence reached the first");
+      a.close();
+      org.awaitility.Awaitility.await("the second listener's callback").atMost(Duration.ofSeconds(30))
+          .until(() -> !secondInterrupted.isEmpty());
+      assertEquals(List.of(true), firstInterrupted, "close() interrupted the first callback");
+      assertEquals(List.of(false), secondInterrupted, "the second started with the first one's interrupt");
+    }
+  }
+
   @Test
   void gossip_sameViewOtherChecksum_reportsDivergence() throws Exception {
     try (TestCluster cluster = new TestCluster("divergence")) {

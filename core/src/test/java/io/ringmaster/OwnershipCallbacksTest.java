@@ -360,12 +360,13 @@ class OwnershipCallbacksTest {
    */
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-  void sameThreadCallbacksOnTheAddingThread_seeTheApplicationsInterrupt() {
+  void sameThreadCallbacksOnTheAddingThread_seeTheApplicationsInterrupt() throws Exception {
     try (TestCluster cluster = new TestCluster("interrupt-adding-thread")) {
       Ringmaster a = cluster.start("a");
       List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
       List<Boolean> interrupted = new CopyOnWriteArrayList<>();
-      CompletableFuture<Ringmaster> joiner = new CompletableFuture<>();
+      AtomicReference<CompletableFuture<Ringmaster>> joiner = new AtomicReference<>();
+      AtomicReference<Throwable> waitFailed = new AtomicReference<>();
       boolean kept;
       try {
         a.addOwnershipListener(change -> {
@@ -373,18 +374,23 @@ class OwnershipCallbacksTest {
           interrupted.add(Thread.currentThread().isInterrupted());
           if (change.reason() == OwnershipChange.Reason.INITIAL) {
             SerialDelivery<?> self = SerialDelivery.runningOnCurrentThread(a).get(0);
-            CompletableFuture.runAsync(() -> joiner.complete(cluster.start("b")));
-            await("b's view, queued behind this callback").atMost(WAIT).until(() -> self.pending() >= 2);
+            joiner.set(CompletableFuture.supplyAsync(() -> cluster.start("b")));
+            try {
+              await("b's view, queued behind this callback").atMost(WAIT).until(() -> self.pending() >= 2);
+            } catch (RuntimeException | Error e) {
+              waitFailed.set(e);
+            }
             Thread.currentThread().interrupt(); // the application's, sent during this callback
           }
         }, Runnable::run);
       } finally {
         kept = Thread.interrupted(); // and cleared: later tests run on this thread
       }
+      assertEquals(null, waitFailed.get(), "b's view never queued behind the first callback");
       assertTrue(kept, "the adding thread has the interrupt when its callbacks are done");
       assertEquals(List.of(OwnershipChange.Reason.INITIAL, OwnershipChange.Reason.VIEW), reasons.subList(0, 2));
       assertEquals(List.of(false, true), interrupted.subList(0, 2), "the second callback saw the interrupt");
-      joiner.join();
+      joiner.get().get(WAIT.toSeconds(), TimeUnit.SECONDS);
     }
   }
 
