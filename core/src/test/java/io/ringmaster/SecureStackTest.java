@@ -550,6 +550,33 @@ class SecureStackTest {
     return tap;
   }
 
+  /**
+   * Puts the encryption of a stack built (not connected) at {@code self}, between a recorder of what
+   * it passes up and a protocol that sends nothing on (messages and events), above the transport,
+   * which the encryption looks for below it.
+   */
+  private static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp) {
+    encrypt.setAddress(self);
+    encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
+      @Override
+      public Object up(Message msg) {
+        passedUp.add(msg);
+        return null;
+      }
+    });
+    encrypt.setDownProtocol(new org.jgroups.stack.Protocol() {
+      @Override
+      public Object down(Message msg) {
+        return null; // sent nowhere
+      }
+
+      @Override
+      public Object down(org.jgroups.Event evt) {
+        return null;
+      }
+    }.setDownProtocol(encrypt.getProtocolStack().getTransport()));
+  }
+
   /** The version (a digest of the key) that the node's encryption puts in what it seals. */
   private static byte[] encryptionVersion(Ringmaster node) {
     SharedSecretEncrypt encryption = node.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
@@ -587,21 +614,8 @@ class SecureStackTest {
         int others = timer.size(); // the transport's own tasks
         Address self = UUID.randomUUID();
         Address coordinator = UUID.randomUUID();
-        encrypt.setAddress(self);
         List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
-        encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
-          @Override
-          public Object up(Message msg) {
-            passedUp.add(msg);
-            return null;
-          }
-        });
-        encrypt.setDownProtocol(new org.jgroups.stack.Protocol() {
-          @Override
-          public Object down(Message msg) {
-            return null; // sent nowhere
-          }
-        }.setDownProtocol(stack.getTransport())); // which the encryption looks for below it
+        between(encrypt, self, passedUp);
         short gms = ClassConfigurator.getProtocolId(GMS.class);
         java.util.function.BiFunction<Address, String, Message> refusalTo = (to, reason) -> {
           try {
@@ -672,24 +686,7 @@ class SecureStackTest {
         SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
         Address self = UUID.randomUUID();
         Address coordinator = UUID.randomUUID();
-        encrypt.setAddress(self);
-        encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
-          @Override
-          public Object up(Message msg) {
-            return null;
-          }
-        });
-        encrypt.setDownProtocol(new org.jgroups.stack.Protocol() {
-          @Override
-          public Object down(Message msg) {
-            return null; // sent nowhere
-          }
-
-          @Override
-          public Object down(org.jgroups.Event evt) {
-            return null;
-          }
-        }.setDownProtocol(stack.getTransport())); // which the encryption looks for below it
+        between(encrypt, self, new java.util.concurrent.CopyOnWriteArrayList<>());
         short gms = ClassConfigurator.getProtocolId(GMS.class);
         for (String how : List.of("a disconnect", "a start", "a view after a disconnect, then a start")) {
           encrypt.handleView(View.create(coordinator, 1, coordinator, self)); // a member
