@@ -865,6 +865,7 @@ public final class Ringmaster implements AutoCloseable {
       retry = !closeCalled.get();
       LOG.log(retry ? Level.ERROR : Level.DEBUG, "{0}: rejoining the cluster failed: {1}; next attempt in {2}",
           config.nodeId(), e, config.gossipInterval());
+      stopStackLeftHalfStarted();
     } finally {
       rejoinLock.unlock();
       rejoining.set(false);
@@ -875,6 +876,25 @@ public final class Ringmaster implements AutoCloseable {
       } catch (RejectedExecutionException closing) {
         LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId());
       }
+    }
+  }
+
+  /**
+   * After a rejoin's connect failed: JGroups marks a stack started before it starts the protocols,
+   * bottom up, and clears the mark only when it stops them. A protocol whose start threw (a
+   * transport whose port was taken meanwhile, say) leaves those above it, the membership protocol
+   * among them, never started, and the next connect would skip them all. Stopping the stack, as
+   * JGroups' own close would, clears the mark; a stack already stopped (a connect that failed
+   * after the start, or before it) is left as it is.
+   */
+  private void stopStackLeftHalfStarted() {
+    if (channel.isConnected()) {
+      return;
+    }
+    try {
+      channel.getProtocolStack().stopStack(config.clusterName());
+    } catch (RuntimeException | Error e) {
+      LOG.log(Level.WARNING, "{0}: stopping the stack after a failed rejoin failed: {1}", config.nodeId(), e);
     }
   }
 

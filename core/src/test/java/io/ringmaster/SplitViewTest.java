@@ -21,6 +21,9 @@ import org.jgroups.BytesMessage;
 import org.jgroups.JChannel;
 import org.jgroups.View;
 import org.jgroups.ViewId;
+import org.jgroups.protocols.TP;
+import org.jgroups.stack.Protocol;
+import org.jgroups.stack.ProtocolStack;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -170,6 +173,50 @@ class SplitViewTest {
       assertEquals(2, connects.get(), "the connect that threw, then the one tried again");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       assertEquals(1, x.stats().rejoins(), "one rejoin, its connect tried twice");
+    }
+  }
+
+  /**
+   * JGroups marks a stack started before it starts its protocols, and only a stop clears the mark:
+   * when one protocol's start fails in a rejoin's connect (a port taken meanwhile, say), the ones
+   * above it never started, and the next connect would find the stack "started" and skip them,
+   * leaving the node without a membership protocol. The failed connect must stop the stack.
+   */
+  @Test
+  void aRejoinWhoseStackFailsToStart_startsTheWholeStackNextTime_andTheNodeComesBack() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-start")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      FailsToStartOnce fault = new FailsToStartOnce();
+      x.beforeRejoinConnect = () -> {
+        if (x.channel().getProtocolStack().findProtocol(FailsToStartOnce.class) == null) {
+          try { // just above the transport: everything above it is left unstarted by the failure
+            x.channel().getProtocolStack().insertProtocol(fault, ProtocolStack.Position.ABOVE, TP.class);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      };
+      splitOff(x, a, b);
+
+      await("x rejoins after its stack failed to start").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
+      assertEquals(2, fault.starts.get(), "the start that failed, then the one tried again");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+    }
+  }
+
+  /** A protocol whose first start fails, as a transport's does when its port was taken meanwhile. */
+  static final class FailsToStartOnce extends Protocol {
+    final AtomicInteger starts = new AtomicInteger();
+
+    @Override
+    public void start() throws Exception {
+      super.start();
+      if (starts.incrementAndGet() == 1) {
+        throw new IllegalStateException("injected by the test: the first start of this protocol fails");
+      }
     }
   }
 
