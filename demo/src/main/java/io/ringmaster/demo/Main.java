@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
@@ -193,7 +194,9 @@ public final class Main {
   private static void exitWithParent(long pid, PrintStream err) {
     // One handle, taken now: it remembers the process's start time, so a new process that later
     // gets the same pid does not pass for the launcher (a handle taken afresh each time would).
-    Optional<ProcessHandle> parent = ProcessHandle.of(pid);
+    // One that took the pid already, the launcher having died before this line, started after
+    // this peer did, and does not pass either.
+    Optional<ProcessHandle> parent = ProcessHandle.of(pid).filter(p -> startedNoLaterThan(p, ProcessHandle.current()));
     ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(Peer.daemons("parent-watch"));
     watch.scheduleWithFixedDelay(() -> {
       if (parent.isEmpty() || !parent.get().isAlive() || exitedUnreaped(pid)) {
@@ -201,6 +204,18 @@ public final class Main {
         System.exit(0);
       }
     }, 1, 1, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Whether {@code candidate} can be the process that started {@code self}: it started no later.
+   * The launcher starts before the peers it starts, and a process that takes the launcher's pid
+   * after it died starts after them. True when the system gives no start time (the check is then
+   * the pid alone).
+   */
+  static boolean startedNoLaterThan(ProcessHandle candidate, ProcessHandle self) {
+    Optional<Instant> started = candidate.info().startInstant();
+    Optional<Instant> selfStarted = self.info().startInstant();
+    return started.isEmpty() || selfStarted.isEmpty() || !started.get().isAfter(selfStarted.get());
   }
 
   /**

@@ -155,6 +155,21 @@ class LauncherProcessTest extends WithPeerCluster {
     assertTrue(Main.exitedUnreaped(unreaped), "still a zombie: the check, not a reaping, let peer-a go");
   }
 
+  /**
+   * The pid a peer is given may belong to a new process by the time the peer looks it up, if the
+   * launcher died first: only a process that started no later than the peer can be its launcher.
+   */
+  @Test
+  void aProcessStartedAfterThePeer_isNotTakenForItsLauncher() throws Exception {
+    ProcessHandle self = ProcessHandle.current();
+    ProcessHandle launcher = self.parent().orElseThrow(); // what started this JVM: Maven, or the IDE
+    assertTrue(Main.startedNoLaterThan(launcher, self), "the process that started this one");
+    Process later = new ProcessBuilder("sleep", "30").start(); // what could take a dead launcher's pid
+    children.add(later.toHandle());
+    assertTrue(later.toHandle().info().startInstant().isPresent(), "this system gives start times");
+    assertFalse(Main.startedNoLaterThan(later.toHandle(), self), "a process started after this one");
+  }
+
   /** The stand-ins above stand for the launcher because a peer it starts names it so. */
   @Test
   void thePeersTheLauncherStarts_nameItAsTheirParent() {
