@@ -937,7 +937,7 @@ final class ClusterNode {
           continue; // idle, running, or its launch made: nothing to hand over
         }
         if (listenerPool == null || d.executor() == listenerPool) {
-          d.launch();
+          d.launchInTurn(); // without a pool, one after another here: a same-thread callback holds up the rest
         } else {
           elsewhere.add(d);
         }
@@ -997,7 +997,7 @@ final class ClusterNode {
         for (SerialDelivery<?> d : deliveries) {
           if ((d.executor() == listenerPool) == onPool) {
             try {
-              d.launch(); // never throws, by its contract; if it did, the launches after it must still go
+              d.launchInTurn(); // never throws, by its contract; if it did, the launches after it must still go
             } catch (RuntimeException | Error e) {
               logQuietly(() -> LOG.log(Level.ERROR, "launching " + d.name() + " failed", e));
             }
@@ -1103,9 +1103,11 @@ final class ClusterNode {
    * A listener on a same-thread executor calling close() or awaitListeners() holds up the launch
    * of the deliveries queued after its own: they are launched here, or they could not finish
    * before it returns. Any other caller leaves the launches to the thread that queued them: an
-   * application's thread calling close(), or a listener on a pool (its callback, on a thread of
-   * its own, holds up nothing). A same-thread listener's callback would otherwise run on the
-   * caller's thread, with no time limit, while the caller means only to wait, up to its deadline.
+   * application's thread calling close(), a listener on a pool (its callback, on a thread of its
+   * own, holds up nothing), or a same-thread callback launched alone (a listener's first, on the
+   * thread adding it; a divergence listener's, on the gossip thread). A same-thread listener's
+   * callback would otherwise run on the caller's thread, with no time limit, while the caller means
+   * only to wait, up to its deadline.
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is running
    */

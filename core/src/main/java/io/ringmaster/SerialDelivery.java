@@ -29,13 +29,16 @@ final class SerialDelivery<E> implements Registration {
    */
   private static final ThreadLocal<Frame> DELIVERING = new ThreadLocal<>();
 
-  /** The delivery whose {@link #launch()} the current thread is in, handing its drain to the executor. */
+  /**
+   * The delivery whose {@link #launchInTurn()} the current thread is in, handing its drain to the
+   * executor (null in any other launch).
+   */
   private static final ThreadLocal<SerialDelivery<?>> LAUNCHING = new ThreadLocal<>();
 
   /**
    * One delivery running on a thread, inside {@code outer} (null for the outermost); {@code inline}
-   * if its executor runs it in the launch itself (a same-thread executor), on the thread that
-   * launched it, so that the launches after this one wait for its callback.
+   * if its executor runs it in the launch itself (a same-thread executor), in a batch of launches
+   * ({@link #launchInTurn()}), so that the launches after this one wait for its callback.
    */
   private record Frame(SerialDelivery<?> delivery, Frame outer, boolean inline) {}
 
@@ -123,9 +126,11 @@ final class SerialDelivery<E> implements Registration {
   }
 
   /**
-   * Whether the current thread runs one of {@code running}'s callbacks inline, in the launch that
-   * the thread which queued it made (a same-thread executor): the launches after that one wait for
-   * the callback to return. A callback on a pool's thread holds up nothing.
+   * Whether the current thread runs one of {@code running}'s callbacks inline, in a batch of
+   * launches ({@link #launchInTurn()}, a same-thread executor): the launches after that one wait
+   * for the callback to return. A callback on a pool's thread holds up nothing, nor does one
+   * launched alone (a listener's first event on the thread adding it, a divergence report on the
+   * gossip thread).
    */
   static boolean holdsUpLaunches(List<SerialDelivery<?>> running) {
     for (Frame f = DELIVERING.get(); f != null; f = f.outer) {
@@ -252,7 +257,7 @@ final class SerialDelivery<E> implements Registration {
 
   /** Launches the event of {@link #enqueueFirst}, and lets anyone launch from now on. */
   void launchFirst() {
-    launch(true);
+    launch(true, false);
   }
 
   /**
@@ -263,10 +268,20 @@ final class SerialDelivery<E> implements Registration {
    * listener (even if logging it fails), so the launches to other listeners after this one go on.
    */
   void launch() {
-    launch(false);
+    launch(false, false);
   }
 
-  private void launch(boolean first) {
+  /**
+   * {@link #launch()}, as one of a batch that the calling thread launches one after another (a
+   * view's deliveries on the view thread, those close() hands over): a callback that the executor
+   * runs here, inline, holds up the launches after it, which its close() or awaitListeners() then
+   * makes itself ({@link #holdsUpLaunches}).
+   */
+  void launchInTurn() {
+    launch(false, true);
+  }
+
+  private void launch(boolean first, boolean inTurn) {
     boolean warn;
     Throwable lost;
     boolean go = false;
@@ -310,7 +325,7 @@ final class SerialDelivery<E> implements Registration {
     Launch task = new Launch();
     try {
       SerialDelivery<?> launching = LAUNCHING.get(); // a same-thread callback's close() launches others
-      LAUNCHING.set(this);
+      LAUNCHING.set(inTurn ? this : null);
       try {
         executor.execute(task);
       } finally {

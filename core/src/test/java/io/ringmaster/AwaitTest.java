@@ -111,6 +111,61 @@ class AwaitTest {
   }
 
   /**
+   * The same from same-thread callbacks that hold up no launch of the view thread: a divergence
+   * listener's, which the gossip thread runs, and an ownership listener's first, which the thread
+   * adding it runs. Their awaitListeners() only waits, too: the held-up callback is not theirs to
+   * run (it would run on the gossip thread, stopping its rounds, or on the application's thread,
+   * inside addOwnershipListener, with no time limit, and alongside the first listener's).
+   */
+  @Test
+  void awaitListeners_fromASameThreadCallbackThatHoldsUpNothing_neverRunsAHeldUpCallbackOnItsThread()
+      throws Exception {
+    try (TestCluster cluster = new TestCluster("await-listeners-nothing-held")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      HeldUp held = HeldUp.on(a);
+      List<String> waitedOn = new CopyOnWriteArrayList<>();
+      List<String> firstWaitedOn = new CopyOnWriteArrayList<>();
+      try {
+        cluster.start("c"); // a's view thread runs the first listener's callback for the join, which blocks
+        assertTrue(held.inFirst().await(WAIT.toSeconds(), TimeUnit.SECONDS));
+
+        a.addDivergenceListener(d -> waitedOn.add(awaitBriefly(a)), Runnable::run);
+        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+            Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
+        org.awaitility.Awaitility.await("the divergence listener waited").atMost(WAIT).until(() -> !waitedOn.isEmpty());
+        assertTrue(waitedOn.get(0).startsWith("false on ringmaster-gossip-a"), waitedOn::toString);
+        assertEquals(List.of(), held.secondRanOn(), "the second listener's callback did not run on the gossip thread");
+
+        a.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.INITIAL) {
+            firstWaitedOn.add(awaitBriefly(a));
+          }
+        }, Runnable::run);
+        assertEquals(List.of("false on " + Thread.currentThread().getName()), firstWaitedOn);
+        assertEquals(List.of(), held.secondRanOn(), "the second listener's callback did not run on the adding thread");
+      } finally {
+        held.release().countDown();
+      }
+      assertTrue(a.awaitListeners(WAIT));
+      assertEquals(1, held.secondRanOn().size());
+      String ranOn = held.secondRanOn().get(0).getName();
+      assertTrue(ranOn.startsWith("ringmaster-view-a"), ranOn);
+    }
+  }
+
+  /** What {@code node.awaitListeners} for 200 ms returned, and on which thread. */
+  private static String awaitBriefly(Ringmaster node) {
+    try {
+      return node.awaitListeners(Duration.ofMillis(200)) + " on " + Thread.currentThread().getName();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "interrupted on " + Thread.currentThread().getName();
+    }
+  }
+
+  /**
    * Two same-thread listeners added to {@code node}: the first blocks in its callback for the
    * node's next change (after {@code inFirst}) until {@code release}; the second, held up behind
    * it, records the threads its callbacks for that change run on.
