@@ -134,7 +134,7 @@ function renderTable(ring) {
   // What the rows show: each report's age only when it is shown (a stale report's title), since
   // the age of every report changes at each poll.
   const reports = (ring.peers || []).map(p => [p.id, p.viewId, p.checksum, p.agrees, settlingNow(p, ring),
-    p.agrees === false && p.ageMillis != null ? Math.round(p.ageMillis / 1000) : null]);
+    p.recent === false && p.ageMillis != null ? Math.round(p.ageMillis / 1000) : null]);
   const shown = JSON.stringify([ring.members, reports, ring.viewId, ring.checksum, ring.local, ring.inRing]);
   if (shown === renderedTable) return;
   renderedTable = shown;
@@ -158,9 +158,9 @@ function renderTable(ring) {
     if (p) {
       const matches = p.checksum === ring.checksum && String(p.viewId) === String(ring.viewId);
       const same = p.agrees ?? matches;
-      // A report that matches but is not recent (agrees false) is no divergence: muted, as the
-      // badge's "no recent report" is neutral.
-      const stale = matches && !same;
+      // A report that is not recent is neither agreement nor divergence, whatever view it names
+      // (the member may have moved on since): muted, as the badge's "no recent report" is neutral.
+      const stale = !same && p.recent === false;
       const state = same ? 'agree-ok' : stale || settling(p, ring) ? 'muted' : 'agree-bad';
       // A mark as well as the colour: agrees, no recent report or settling, differs.
       const mark = state === 'agree-ok' ? '\u2713' : state === 'muted' ? '\u2026' : '\u2260';
@@ -214,12 +214,19 @@ function setBadge(state, text) {
 function renderAgreement(ring) {
   const peers = ring.peers || [];
   const reported = ring.members.filter(m => peers.some(p => p.id === m.id));
-  const mismatched = peers.filter(p => ring.members.some(m => m.id === p.id)
+  // Only recent reports can disagree: a member that stopped reporting may have moved on since.
+  const mismatched = peers.filter(p => ring.members.some(m => m.id === p.id) && p.recent !== false
       && (p.checksum !== ring.checksum || String(p.viewId) !== String(ring.viewId)));
+  // A mismatch that ended (the member caught up, stopped reporting or left) is forgotten, so that
+  // the same pair of views later (a cluster restarted while the page stayed open numbers its views
+  // again) settles afresh instead of counting from the first time.
+  for (const id of [...mismatchSince.keys()]) {
+    if (!mismatched.some(p => p.id === id)) mismatchSince.delete(id);
+  }
   const waiting = mismatched.filter(p => settling(p, ring));
   const disagree = mismatched.filter(p => !waiting.includes(p));
-  // A member that reported the same ring long ago is not counted as agreeing (p.agrees is false).
-  const stale = peers.filter(p => p.agrees === false && !mismatched.includes(p));
+  // A member whose report is not recent is counted neither as agreeing nor as disagreeing.
+  const stale = peers.filter(p => p.recent === false);
   if (ring.members.length === 0) {
     setBadge('unknown', 'no members in this peer\u2019s ring');
   } else if (disagree.length > 0) {
@@ -263,6 +270,16 @@ async function failed(what, response) {
   return e;
 }
 
+function renderHeader(ring) {
+  document.getElementById('local').textContent = ring.inRing === false
+    ? `\u2013 peer ${ring.local}, refused: another peer holds its id, this one owns nothing`
+    : `\u2013 peer ${ring.local}`;
+  document.getElementById('view-id').textContent = ring.viewId;
+  document.getElementById('checksum').textContent = ring.checksum;
+  document.getElementById('vnodes').textContent = ring.virtualNodes;
+  document.getElementById('replicas').textContent = ring.replicas;
+}
+
 async function refresh() {
   try {
     // Polled without ranges (megabytes for big rings); fetched with them when the ring changes.
@@ -271,23 +288,25 @@ async function refresh() {
     if (!response.ok) throw await failed('GET /ring', response);
     const ring = await response.json();
     state.ring = ring;
-    document.getElementById('local').textContent = ring.inRing === false
-      ? `\u2013 peer ${ring.local}, refused: another peer holds its id, this one owns nothing`
-      : `\u2013 peer ${ring.local}`;
-    document.getElementById('view-id').textContent = ring.viewId;
-    document.getElementById('checksum').textContent = ring.checksum;
-    document.getElementById('vnodes').textContent = ring.virtualNodes;
-    document.getElementById('replicas').textContent = ring.replicas;
     const key = `${ring.viewId}/${ring.checksum}`;
     if (key !== state.drawnFor) {
-      const fullResponse = await fetch('/ring', { cache: 'no-store', signal: timeout(10000) });
-      if (!fullResponse.ok) throw await failed('GET /ring', fullResponse);
-      const full = await fullResponse.json();
+      let full;
+      try {
+        const fullResponse = await fetch('/ring', { cache: 'no-store', signal: timeout(10000) });
+        if (!fullResponse.ok) throw await failed('GET /ring', fullResponse);
+        full = await fullResponse.json();
+      } catch (e) {
+        // The peer answered the poll: what did not come is this view's ranges (megabytes for a big ring).
+        throw Object.assign(new Error(`this peer's ranges of view ${ring.viewId} did not load (${e.message})`),
+            { ranges: true });
+      }
       // The key marked was placed on the ring drawn before: its owners may have changed.
       if (state.drawnFor !== '') state.highlight = null;
       drawRing(full);
       state.drawnFor = `${full.viewId}/${full.checksum}`;
     }
+    // After the drawing: the header names the view the ring and the table show.
+    renderHeader(ring);
     const keys = ring.members.reduce((n, m) => n + (m.primaryKeys || 0), 0);
     document.getElementById('centre-members').textContent = `${ring.members.length} members`;
     document.getElementById('centre-keys').textContent = `${keys} keys`;
@@ -298,7 +317,8 @@ async function refresh() {
   } catch (e) {
     // What the page shows is from the last answer: dimmed until the next one.
     document.querySelector('main').classList.add('stale');
-    setBadge('diverge', e.answered ? `this peer answered ${e.message}` : `this peer does not answer (${e.message})`);
+    setBadge('diverge', e.ranges ? e.message
+        : e.answered ? `this peer answered ${e.message}` : `this peer does not answer (${e.message})`);
   } finally {
     setTimeout(refresh, 1000);
   }

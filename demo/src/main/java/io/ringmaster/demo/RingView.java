@@ -23,7 +23,8 @@ final class RingView {
                     Long backupKeys, List<List<String>> ranges, String checksum, Long viewId) {}
 
   /** One member's latest report: its view id and checksum, and whether they match this peer's. */
-  record PeerInfo(String id, long viewId, String checksum, boolean agrees, long ageMillis, int migrationsInProgress) {}
+  record PeerInfo(String id, long viewId, String checksum, boolean agrees, boolean recent, long ageMillis,
+                  int migrationsInProgress) {}
 
   /**
    * @param inRing whether this peer is in the ring; if not (the cluster refuses it: another peer
@@ -93,9 +94,10 @@ final class RingView {
       }
       Wire.PeerStatus st = report.get().status();
       long age = report.get().ageMillis(now);
-      boolean agrees = st.checksum() == ring.checksum() && st.viewId() == viewId && age <= PeerDirectory.FRESH_MILLIS;
+      boolean recent = age <= PeerDirectory.FRESH_MILLIS;
+      boolean agrees = st.checksum() == ring.checksum() && st.viewId() == viewId && recent;
       agreed &= agrees;
-      peers.add(new PeerInfo(m.id(), st.viewId(), Long.toHexString(st.checksum()), agrees, age,
+      peers.add(new PeerInfo(m.id(), st.viewId(), Long.toHexString(st.checksum()), agrees, recent, age,
           st.migrationsInProgress()));
     }
     return new RingReply(node.localMember().id(), inRing.getAsBoolean(), viewId, Long.toHexString(ring.checksum()),
