@@ -277,8 +277,11 @@ public final class Ringmaster implements AutoCloseable {
         if (published) {
           // The listeners have the first ring's gains: they get the LEAVING change too, as from
           // close(), or their folds would go on owning what the node never held after all. As in
-          // close(): a close() called meanwhile (a listener's, on its LEAVING change) returns at
+          // close(): a close() called from now on (a listener's, on its LEAVING change) returns at
           // once instead of blocking on this node's lock while the leave waits for that listener.
+          // One a listener called earlier, in its first callback, waits for this lock, and the
+          // leave below waits for that listener until leaveTimeout (a rare pair: the start failing
+          // after its first ring is a logger that throws, or no thread left for the gossip timer).
           closeCalled.set(true);
           try {
             leave(null);
@@ -488,15 +491,15 @@ public final class Ringmaster implements AutoCloseable {
       }
       return;
     }
-    node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
-    // A start() under way, which holds the lock taken below, gives up before it connects, or once
-    // its connect returns, rather than wait up to startTimeout for a ring and join only to leave
-    // again. Nothing if its first ring is already published: then it returns, and this close()
-    // leaves gracefully.
-    node.failFirstRing(closedWhileStarting());
     // A flag set before the call would make every wait below give up at once: no hand-off at all.
     boolean interruptedBefore = Thread.interrupted();
-    try {
+    try { // from here on, closeDone is completed whatever fails: later close() calls wait for it
+      node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
+      // A start() under way, which holds the lock taken below, gives up before it connects, or once
+      // its connect returns, rather than wait up to startTimeout for a ring and join only to leave
+      // again. Nothing if its first ring is already published: then it returns, and this close()
+      // leaves gracefully.
+      node.failFirstRing(closedWhileStarting());
       synchronized (this) { // start() may still hold it, until its first ring
         if (lifecycle != Lifecycle.RUNNING) {
           lifecycle = Lifecycle.CLOSED;
@@ -643,16 +646,19 @@ public final class Ringmaster implements AutoCloseable {
   void closeAbruptly() {
     boolean closing = closeCalled.getAndSet(true); // a close() under way: it ends, and says it did, after this
     abrupt = true; // a leave still waiting for its listeners would find them idle because this stopped them
-    node.wakeWaiters();
-    // As in close(): a start() under way, which holds the lock taken below, gives up before it
-    // connects, or once its connect returns, instead of waiting up to startTimeout for a ring.
-    node.failFirstRing(closedWhileStarting());
-    synchronized (this) {
-      try {
-        shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
-      } finally {
-        if (!closing) {
-          closeDone.complete(null); // a close() that comes later must not wait for it forever
+    try {
+      node.wakeWaiters();
+      // As in close(): a start() under way, which holds the lock taken below, gives up before it
+      // connects, or once its connect returns, instead of waiting up to startTimeout for a ring.
+      node.failFirstRing(closedWhileStarting());
+    } finally { // whatever failed above (no memory for the exception, say): the node still stops
+      synchronized (this) {
+        try {
+          shutdown(ownPool.get(), ClusterNode.ListenersState.BUSY, null);
+        } finally {
+          if (!closing) {
+            closeDone.complete(null); // a close() that comes later must not wait for it forever
+          }
         }
       }
     }
