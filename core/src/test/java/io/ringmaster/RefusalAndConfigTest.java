@@ -432,9 +432,9 @@ class RefusalAndConfigTest {
     try (var in = getClass().getClassLoader().getResourceAsStream("ringmaster/jgroups/localhost-tcp.xml")) {
       shipped = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
-    assertTrue(shipped.contains("join_timeout=\"1s\""), shipped);
-    return Files.writeString(dir.resolve("patient-joiner.xml"),
-        shipped.replace("join_timeout=\"1s\"", "join_timeout=\"5s\"")).toString();
+    String setting = "join_timeout=\"${ringmaster.join_timeout:1s}\"";
+    assertTrue(shipped.contains(setting), shipped);
+    return Files.writeString(dir.resolve("patient-joiner.xml"), shipped.replace(setting, "join_timeout=\"5s\"")).toString();
   }
 
   /**

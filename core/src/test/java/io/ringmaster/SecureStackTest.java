@@ -611,6 +611,9 @@ class SecureStackTest {
       try {
         SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
         assertEquals(1_000, encrypt.refusalHoldMillis(), "half of the stack's join_timeout of 2 s");
+        // Longer here, so that a refusal is still held when the asserts below look, even after a
+        // pause of a second on a slow machine (and a view comes within the hold).
+        encrypt.refusalHoldMillis(3_000);
         int others = timer.size(); // the transport's own tasks
         Address self = UUID.randomUUID();
         Address coordinator = UUID.randomUUID();
@@ -653,9 +656,7 @@ class SecureStackTest {
         assertEquals(others + 1, timer.size(), "a refusal in a batch is held too");
         await("that one after its hold").atMost(WAIT).until(() -> passedUp.size() == 2);
 
-        // A view within the hold (the join answered, sealed) drops a refusal still held. A longer
-        // hold here, so that the view comes first even on a slow machine.
-        encrypt.refusalHoldMillis(3_000);
+        // A view within the hold (the join answered, sealed) drops a refusal still held.
         encrypt.up(refusal.get());
         assertEquals(others + 1, timer.size());
         encrypt.handleView(View.create(coordinator, 1, coordinator, self));

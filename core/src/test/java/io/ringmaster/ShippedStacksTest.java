@@ -66,23 +66,26 @@ class ShippedStacksTest {
 
   /**
    * The localhost stack's failure detector takes the system properties that secure-tcp.xml's
-   * does (its defaults 3 s, 1 s and 250 ms otherwise): demo peers on a machine too loaded to answer
-   * within 3 s can be given more time without a stack file of their own.
+   * does (its defaults 3 s, 1 s and 250 ms otherwise), and its join timeout one of its own (1 s):
+   * demo peers on a machine too loaded to answer within 3 s, or to answer a joiner within 1 s, can
+   * be given more time without a stack file of their own.
    */
   @org.junit.jupiter.api.Test
-  void theLocalhostStack_readsTheFailureDetectorsTimings_fromSystemProperties() throws Exception {
+  void theLocalhostStack_readsItsTimings_fromSystemProperties() throws Exception {
     String stack = "ringmaster/jgroups/localhost-tcp.xml";
-    List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout");
+    List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout",
+        "ringmaster.join_timeout");
     java.util.Map<String, String> outside = new java.util.HashMap<>(); // given to the test JVM, say: put back after
     names.forEach(n -> outside.put(n, System.clearProperty(n)));
     try {
-      long[] shipped = fdTimings(stack);
-      assertEquals(List.of(3_000L, 1_000L, 250L), List.of(shipped[0], shipped[1], shipped[2]));
+      long[] shipped = timings(stack);
+      assertEquals(List.of(3_000L, 1_000L, 250L, 1_000L), List.of(shipped[0], shipped[1], shipped[2], shipped[3]));
       System.setProperty(names.get(0), "10s");
       System.setProperty(names.get(1), "2s");
       System.setProperty(names.get(2), "1500ms");
-      long[] set = fdTimings(stack);
-      assertEquals(List.of(10_000L, 2_000L, 1_500L), List.of(set[0], set[1], set[2]));
+      System.setProperty(names.get(3), "5s");
+      long[] set = timings(stack);
+      assertEquals(List.of(10_000L, 2_000L, 1_500L, 5_000L), List.of(set[0], set[1], set[2], set[3]));
     } finally {
       outside.forEach((n, v) -> {
         if (v == null) {
@@ -94,12 +97,14 @@ class ShippedStacksTest {
     }
   }
 
-  private static long[] fdTimings(String stack) throws Exception {
+  /** FD_ALL3's timeout and interval, VERIFY_SUSPECT2's timeout and GMS's join timeout, in ms. */
+  private static long[] timings(String stack) throws Exception {
     try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("fd-check").jgroupsConfig(stack).buildConfig())) {
       org.jgroups.protocols.FD_ALL3 fd = channel.getProtocolStack().findProtocol(org.jgroups.protocols.FD_ALL3.class);
       org.jgroups.protocols.VERIFY_SUSPECT2 verify = channel.getProtocolStack()
           .findProtocol(org.jgroups.protocols.VERIFY_SUSPECT2.class);
-      return new long[] {fd.getTimeout(), fd.getInterval(), verify.getTimeout()};
+      org.jgroups.protocols.pbcast.GMS gms = channel.getProtocolStack().findProtocol(org.jgroups.protocols.pbcast.GMS.class);
+      return new long[] {fd.getTimeout(), fd.getInterval(), verify.getTimeout(), gms.getJoinTimeout()};
     }
   }
 

@@ -9,6 +9,7 @@ import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
@@ -148,7 +149,7 @@ final class Events {
       gainedFraction += g.range().fraction();
       sources.addAll(ids(g.sources()));
       if (gained.size() < MAX_RANGES_LISTED) {
-        gained.add(new Gain(range(g.range()), ids(g.sources()), g.role().name().toLowerCase()));
+        gained.add(new Gain(range(g.range()), ids(g.sources()), g.role().name().toLowerCase(Locale.ROOT)));
       }
     }
     List<Loss> lost = new ArrayList<>();
@@ -158,10 +159,10 @@ final class Events {
       lostFraction += l.range().fraction();
       destinations.addAll(ids(l.destinations()));
       if (lost.size() < MAX_RANGES_LISTED) {
-        lost.add(new Loss(range(l.range()), ids(l.destinations()), l.role().name().toLowerCase()));
+        lost.add(new Loss(range(l.range()), ids(l.destinations()), l.role().name().toLowerCase(Locale.ROOT)));
       }
     }
-    return new Ownership("ownership", now(), c.reason().name().toLowerCase(), c.previousViewId(), c.viewId(),
+    return new Ownership("ownership", now(), c.reason().name().toLowerCase(Locale.ROOT), c.previousViewId(), c.viewId(),
         c.gained().size(), gainedFraction, gained, List.copyOf(sources), c.lost().size(), lostFraction, lost,
         List.copyOf(destinations), c.roleChanges().size(), c.diff().memberId(),
         !c.inRing() && c.ring().contains(c.diff().memberId()));
@@ -169,7 +170,7 @@ final class Events {
 
   static Migration migration(String direction, OwnershipChange c, long keys, int ranges, List<String> peers,
                              long millis, boolean ok) {
-    return new Migration("migration", now(), direction, c.reason().name().toLowerCase(), c.viewId(), keys, ranges,
+    return new Migration("migration", now(), direction, c.reason().name().toLowerCase(Locale.ROOT), c.viewId(), keys, ranges,
         List.copyOf(peers), millis, ok);
   }
 

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
@@ -368,7 +369,7 @@ final class Transfers {
       return Wire.error("repair push refused (" + TestingAids.REFUSE_REPAIRS + ")");
     }
     if (r.kind() != Wire.PushKind.REPAIR && aids.refuseHandoff()) {
-      return Wire.error(r.kind().name().toLowerCase() + " push refused (" + TestingAids.REFUSE_HANDOFFS + ")");
+      return Wire.error(r.kind().name().toLowerCase(Locale.ROOT) + " push refused (" + TestingAids.REFUSE_HANDOFFS + ")");
     }
     int changed = 0;
     for (Entry e : r.entries()) {
@@ -390,7 +391,7 @@ final class Transfers {
       counters.keysMigratedIn.add(changed);
     }
     if (changed > 0) {
-      events.publish(Events.received(r.kind().name().toLowerCase(), r.from(), changed, r.entries().size()));
+      events.publish(Events.received(r.kind().name().toLowerCase(Locale.ROOT), r.from(), changed, r.entries().size()));
     }
     return Wire.pushReply(changed);
   }

@@ -78,7 +78,8 @@ class DuplicateIdHealTest extends WithPeerCluster {
     cluster.awaitReady(a);
     cluster.awaitReady(cluster.start("b", "b", Map.of(), "--config", config));
     PeerCluster.TestPeer twin = cluster.start("a-twin", "a", Map.of(
-        "ringmaster.bind_port", "7860", "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config);
+        "ringmaster.bind_port", "7860", "ringmaster.initial_hosts", "127.0.0.1[7850]",
+        "ringmaster.join_timeout", "1s"), "--config", config); // alone, by design: no need to wait 5 s
     cluster.awaitReady(twin);
 
     Map<String, String> written = new LinkedHashMap<>(write("b", "main-"));

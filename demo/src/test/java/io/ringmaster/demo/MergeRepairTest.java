@@ -51,7 +51,7 @@ class MergeRepairTest extends WithPeerCluster {
       deletedApart.add(key);
     }
     cluster.awaitReady(cluster.start("c", "c", PeerCluster.with(refuse, "ringmaster.bind_port", "7860",
-        "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
+        "ringmaster.initial_hosts", "127.0.0.1[7850]", "ringmaster.join_timeout", "1s"), "--config", config));
     assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
     for (String key : deletedApart) {
       var r = cluster.send("c", java.net.http.HttpRequest.newBuilder(cluster.uri("c", PeerCluster.keyPath(key))).DELETE());

@@ -43,7 +43,7 @@ class NewestReadTest extends WithPeerCluster {
     cluster.awaitReady(cluster.start("b", "b", refuse, "--config", config));
     List<String> keys = cluster.putKeys("a", "both-", "old-", KEYS);
     cluster.awaitReady(cluster.start("c", "c", PeerCluster.with(refuse, "ringmaster.bind_port", "7860",
-        "ringmaster.initial_hosts", "127.0.0.1[7850]"), "--config", config));
+        "ringmaster.initial_hosts", "127.0.0.1[7850]", "ringmaster.join_timeout", "1s"), "--config", config));
     assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
     for (String key : keys) {
       HttpResponse<String> r = cluster.put("c", key, "new-" + key);

@@ -63,14 +63,6 @@ final class PeerCluster implements AutoCloseable {
   private final Path logDir;
   /** The node config that names {@link #patientStack}, for peers started without a {@code --config}. */
   private final Path patientConfig;
-  /**
-   * The same for a peer started while another of this cluster runs: it waits up to 5 s, not 1 s,
-   * for the cluster to answer its join. A joiner's JVM, just started on a loaded machine, that
-   * hears nothing within 1 s founds a cluster of its own, merged seconds later: a merge repair then
-   * pushes it copies where a test expects a join and its pulls (one that does hear the coordinator
-   * joins at once, whatever the timeout).
-   */
-  private final Path patientJoinerConfig;
   private final Map<String, TestPeer> peers = new LinkedHashMap<>();
   /** Set by {@link #close()}, under the lock of {@code peers}. */
   private boolean closed;
@@ -82,8 +74,6 @@ final class PeerCluster implements AutoCloseable {
     this.replicas = replicas;
     this.logDir = Files.createDirectories(Path.of("target", "peer-logs", test));
     this.patientConfig = config(logDir.resolve("patient"), patientStack());
-    this.patientJoinerConfig = config(logDir.resolve("patient-joiner"), replace(patientStack(),
-        "join_timeout=\"1s\"", "join_timeout=\"5s\""));
   }
 
   /** The JGroups cluster name its peers join. */
@@ -121,6 +111,19 @@ final class PeerCluster implements AutoCloseable {
     props.put("ringmaster.bind_port", Integer.toString(JGROUPS_PORT));
     props.put("ringmaster.initial_hosts", "127.0.0.1[" + JGROUPS_PORT + "]");
     props.put(TestingAids.NO_READ_REPAIR, "true");
+    boolean joining;
+    synchronized (peers) {
+      joining = peers.values().stream().anyMatch(other -> other.process().isAlive());
+    }
+    if (joining) {
+      // A peer started while another of this cluster runs waits up to 5 s, not 1 s, for the
+      // cluster to answer its join (every stack here reads it: the demo's, and those made from
+      // it). A joiner's JVM, just started on a loaded machine, that hears nothing within 1 s
+      // founds a cluster of its own, merged seconds later: a merge repair then pushes it copies
+      // where a test expects a join and its pulls (one that does hear the coordinator joins at
+      // once, whatever the timeout). A peer meant to start alone is given 1 s back.
+      props.put("ringmaster.join_timeout", "5s");
+    }
     props.putAll(properties);
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -130,11 +133,7 @@ final class PeerCluster implements AutoCloseable {
         Main.class.getName(), "peer", "--id", id, "--http-port", Integer.toString(port),
         "--replicas", Integer.toString(replicas), "--cluster", cluster));
     if (!List.of(peerFlags).contains("--config")) {
-      boolean joining;
-      synchronized (peers) {
-        joining = peers.values().stream().anyMatch(other -> other.process().isAlive());
-      }
-      command.addAll(List.of("--config", (joining ? patientJoinerConfig : patientConfig).toString()));
+      command.addAll(List.of("--config", patientConfig.toString()));
     }
     if (!List.of(peerFlags).contains("--parent-pid")) {
       // A test JVM that dies (killed, or the IDE's stop button) takes its peers with it.
