@@ -412,8 +412,10 @@ final class Gossip {
       first = told.first(view.getViewId(), member);
     }
     Level level = first && toldLines.tryTake() ? Level.WARNING : Level.DEBUG;
-    LOG.log(level, "{0}: {1} says it is in view {2}, which does not list it: one view id with two member lists (a"
-        + " JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member), view.getViewId());
+    // Quietly: the member must still be told, or the split stays.
+    ClusterNode.logQuietly(() -> LOG.log(level, "{0}: {1} says it is in view {2}, which does not list it: one view id"
+        + " with two member lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
+        view.getViewId()));
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
       tellsQueued.decrementAndGet();
       LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId, MAX_TELLS_QUEUED, member);

@@ -494,12 +494,19 @@ public final class Ringmaster implements AutoCloseable {
     // A flag set before the call would make every wait below give up at once: no hand-off at all.
     boolean interruptedBefore = Thread.interrupted();
     try { // from here on, closeDone is completed whatever fails: later close() calls wait for it
-      node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
-      // A start() under way, which holds the lock taken below, gives up before it connects, or once
-      // its connect returns, rather than wait up to startTimeout for a ring and join only to leave
-      // again. Nothing if its first ring is already published: then it returns, and this close()
-      // leaves gracefully.
-      node.failFirstRing(closedWhileStarting());
+      try {
+        node.wakeWaiters(); // threads in awaitRing see the node closing, instead of holding up its listeners
+        // A start() under way, which holds the lock taken below, gives up before it connects, or
+        // once its connect returns, rather than wait up to startTimeout for a ring and join only to
+        // leave again. Nothing if its first ring is already published: then it returns, and this
+        // close() leaves gracefully.
+        node.failFirstRing(closedWhileStarting());
+      } catch (RuntimeException | Error e) {
+        // No memory for the future or the exception, say: the node must still leave, or nothing
+        // could make it (every later close() returns at once).
+        ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, config.nodeId() + ": waking the threads waiting for a"
+            + " ring failed; leaving all the same", e));
+      }
       synchronized (this) { // start() may still hold it, until its first ring
         if (lifecycle != Lifecycle.RUNNING) {
           lifecycle = Lifecycle.CLOSED;
@@ -511,7 +518,7 @@ public final class Ringmaster implements AutoCloseable {
       // queued behind that one (see ClusterNode.awaitListeners). start() has returned
       // (a second call fails: the node is started), and closeCalled keeps a second close() out.
       leave(ownPool.get());
-      LOG.log(Level.INFO, "{0} left {1}", config.nodeId(), config.clusterName());
+      ClusterNode.logQuietly(() -> LOG.log(Level.INFO, "{0} left {1}", config.nodeId(), config.clusterName()));
     } finally {
       closeDone.complete(null);
       if (interruptedBefore) {
@@ -549,10 +556,11 @@ public final class Ringmaster implements AutoCloseable {
             throw new ExecutionException(e);
           }
           queuedAt = System.nanoTime();
-          LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a listener on a same-thread"
-              + " executor?); " + (queuedHere ? "the LEAVING change was queued by close() instead, and " : "")
-              + "the callbacks the view thread had yet to start were handed to the node''s pool", config.nodeId(),
-              queueTimeout);
+          // Quietly: the wait for the listeners' hand-off below must still run.
+          ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a"
+              + " listener on a same-thread executor?); " + (queuedHere ? "the LEAVING change was queued by close()"
+              + " instead, and " : "") + "the callbacks the view thread had yet to start were handed to the node''s"
+              + " pool", config.nodeId(), queueTimeout));
         }
       }
       long deadline = queuedAt + config.leaveTimeout().toNanos();
@@ -633,8 +641,9 @@ public final class Ringmaster implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the LEAVING change is still queued: see leave()
     }
-    LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1} ms); leaving from the ring"
-        + " before it", config.nodeId(), timeout);
+    // Quietly: the leave that called this must still queue the LEAVING change.
+    ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1}"
+        + " ms); leaving from the ring before it", config.nodeId(), timeout));
   }
 
   /** What a start() under way throws once close() or closeAbruptly() was called. */
@@ -770,14 +779,16 @@ public final class Ringmaster implements AutoCloseable {
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {
+      // Quietly: a logger that throws here would cancel the rounds, as a failure rethrown would.
       String failed = config.nodeId() + ": gossip round failed; the ring checksums are not compared until a round"
           + " succeeds";
       if (e instanceof Error) {
-        LOG.log(Level.ERROR, failed, e);
+        ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, failed, e));
       } else {
-        LOG.log(gossipFailing || closeCalled.get() ? Level.DEBUG : Level.WARNING,
-            failed + " (failures after this one are logged at DEBUG until one succeeds)", e);
+        Level level = gossipFailing || closeCalled.get() ? Level.DEBUG : Level.WARNING;
         gossipFailing = true;
+        ClusterNode.logQuietly(() -> LOG.log(level, failed + " (failures after this one are logged at DEBUG until"
+            + " one succeeds)", e));
       }
     }
   }
@@ -869,9 +880,10 @@ public final class Ringmaster implements AutoCloseable {
       }
     } catch (Exception | Error e) { // an Error too: nothing reads this task's future, so it would vanish
       retry = !closeCalled.get();
-      LOG.log(retry ? Level.ERROR : Level.DEBUG, "{0}: rejoining the cluster failed: {1}; next attempt in {2}",
-          config.nodeId(), e, config.gossipInterval());
       stopStackLeftHalfStarted();
+      boolean logged = retry; // quietly: a logger that throws must not cancel the next attempt
+      ClusterNode.logQuietly(() -> LOG.log(logged ? Level.ERROR : Level.DEBUG,
+          "{0}: rejoining the cluster failed: {1}; next attempt in {2}", config.nodeId(), e, config.gossipInterval()));
     } finally {
       rejoinLock.unlock();
       rejoining.set(false);
@@ -900,7 +912,8 @@ public final class Ringmaster implements AutoCloseable {
     try {
       channel.getProtocolStack().stopStack(config.clusterName());
     } catch (RuntimeException | Error e) {
-      LOG.log(Level.WARNING, "{0}: stopping the stack after a failed rejoin failed: {1}", config.nodeId(), e);
+      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: stopping the stack after a failed rejoin failed:"
+          + " {1}", config.nodeId(), e));
     }
   }
 

@@ -374,7 +374,11 @@ final class SerialDelivery<E> implements Registration {
       }
       refusal = e;
       try {
-        if (owner instanceof Ringmaster node && node.stopping() && !leaving) {
+        if (first) {
+          // The listener being added: its add fails with this refusal (requireAccepted), which
+          // says it all to the caller; it was never added, so nothing is "removed".
+          LOG.log(System.Logger.Level.DEBUG, "{0}: its executor refused the first callback ({1}); not added", name, e);
+        } else if (owner instanceof Ringmaster node && node.stopping() && !leaving) {
           // The node's pools stop at the end of close(), after the LEAVING change: a close() from a
           // callback can still see a report handed on after it, which the node would not deliver.
           LOG.log(System.Logger.Level.DEBUG, "{0}: node closing, callback not run ({1})", name, e);

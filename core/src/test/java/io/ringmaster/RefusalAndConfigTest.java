@@ -478,7 +478,8 @@ class RefusalAndConfigTest {
    */
   @Test
   void addingAListener_whoseExecutorRefusesItsFirstCallback_failsAndKeepsNothing() {
-    try (TestCluster cluster = new TestCluster("refused-first-callback")) {
+    try (TestCluster cluster = new TestCluster("refused-first-callback");
+         NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue())) {
       Ringmaster a = cluster.start(cluster.builder("a"));
       Executor full = task -> {
         throw new RejectedExecutionException("queue full");
@@ -494,6 +495,8 @@ class RefusalAndConfigTest {
           e.getMessage());
       assertEquals(0, a.membershipListenerCount());
       assertEquals(List.of(), seen);
+      // The caller has the refusal: no line says a listener was removed, which was never added.
+      assertEquals(List.of(), log.records().stream().map(java.util.logging.LogRecord::getMessage).toList());
       // An executor that takes them is fine.
       a.addOwnershipListener(change -> { }, Runnable::run);
       assertEquals(1, a.ownershipListenerCount());

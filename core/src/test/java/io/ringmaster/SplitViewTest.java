@@ -180,11 +180,17 @@ class SplitViewTest {
    * JGroups marks a stack started before it starts its protocols, and only a stop clears the mark:
    * when one protocol's start fails in a rejoin's connect (a port taken meanwhile, say), the ones
    * above it never started, and the next connect would find the stack "started" and skip them,
-   * leaving the node without a membership protocol. The failed connect must stop the stack.
+   * leaving the node without a membership protocol. The failed connect must stop the stack. Also
+   * with a logger that throws at the failure's line: the next attempt must still be scheduled, or
+   * the node stays out of the cluster for good while its ring still claims its ranges.
    */
-  @Test
-  void aRejoinWhoseStackFailsToStart_startsTheWholeStackNextTime_andTheNodeComesBack() throws Exception {
-    try (TestCluster cluster = new TestCluster("split-view-start")) {
+  @ParameterizedTest(name = "logger throws: {0}")
+  @ValueSource(booleans = {false, true})
+  void aRejoinWhoseStackFailsToStart_startsTheWholeStackNextTime_andTheNodeComesBack(boolean loggerThrows)
+      throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-start");
+         ThrowingLog log = new ThrowingLog(r -> loggerThrows
+             && ThrowingLog.messageContains("rejoining the cluster failed").test(r))) {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       Ringmaster x = cluster.start("x");
@@ -203,6 +209,7 @@ class SplitViewTest {
 
       await("x rejoins after its stack failed to start").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
       assertEquals(2, fault.starts.get(), "the start that failed, then the one tried again");
+      assertEquals(loggerThrows ? 1 : 0, log.thrown(), "the logger threw at the failure's line");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
     }
   }
