@@ -470,17 +470,23 @@ function escapeHtml(s) {
  * peer would leave none for the page's requests.
  */
 let stream = null;
+/** The id of the last event the log shows, or null: a new stream names it and gets only newer ones. */
+let lastEventId = null;
 
 function follow() {
   if (stream !== null || document.hidden) return;
   const live = document.getElementById('live');
-  const source = new EventSource('/events');
+  // The browser's own reconnects name the last event seen (a header); a new stream, after the tab
+  // was hidden or the peer refused a place, names it in the query. The peer then sends only newer
+  // events, after a "gap" line if some are no longer buffered; to a peer restarted since, the id
+  // is unknown, and it sends all it has, which are new to this log too.
+  const seen = lastEventId;
+  const source = new EventSource(seen === null ? '/events' : `/events?lastEventId=${encodeURIComponent(seen)}`);
   stream = source;
-  let fresh = true;
+  let fresh = seen === null;
   source.onopen = () => {
     live.textContent = '(live)';
-    // A new stream starts with the peer's buffered events, which the log may show already: start
-    // the log over. (The browser's own reconnects name the last event seen and get only newer ones.)
+    // A first stream starts with the peer's buffered events: the log starts with them.
     if (fresh) {
       document.getElementById('log').replaceChildren();
       fresh = false;
@@ -496,6 +502,7 @@ function follow() {
     }
   };
   source.onmessage = (message) => {
+    if (message.lastEventId) lastEventId = message.lastEventId;
     let e;
     try { e = JSON.parse(message.data); } catch { return; }
     const li = document.createElement('li');
@@ -512,7 +519,7 @@ function follow() {
   };
 }
 
-/** Closes the stream while the tab is hidden; a new one, when it shows again, replays the peer's recent events. */
+/** Closes the stream while the tab is hidden; a new one, when it shows again, sends what the log missed. */
 function pauseWhileHidden() {
   if (!document.hidden) {
     follow();

@@ -19,8 +19,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The last {@value #CAPACITY} events and the Server-Sent Events subscribers of {@code /events}.
  * A new subscriber first gets the buffered events, then live ones; a browser reconnecting with
- * the {@code Last-Event-ID} header gets only the buffered events after that one, so it shows none
- * twice, and first a {@code gap} event if some after that one are no longer buffered. Each
+ * the {@code Last-Event-ID} header (or a page that opens a new stream naming the last event it
+ * showed) gets only the buffered events after that one, so it shows none twice, and first a
+ * {@code gap} event if some after that one are no longer buffered. Each
  * subscriber has its own bounded queue and writer thread, so a slow browser never holds up a
  * publisher; one that falls {@value #QUEUE} events behind, or whose connection fails, is dropped.
  */
@@ -75,7 +76,16 @@ final class EventLog implements AutoCloseable {
 
   /** Starts streaming to {@code exchange}; returns at once, the exchange stays open. */
   void subscribe(HttpExchange exchange) throws IOException {
-    long seen = lastEventId(exchange.getRequestHeaders().getFirst("Last-Event-ID"));
+    subscribe(exchange, null);
+  }
+
+  /**
+   * The same, for a subscriber that names the last event it saw in {@code lastEventId} (null if
+   * none) when its request has no {@code Last-Event-ID} header.
+   */
+  void subscribe(HttpExchange exchange, String lastEventId) throws IOException {
+    String header = exchange.getRequestHeaders().getFirst("Last-Event-ID");
+    long seen = lastEventId(header != null ? header : lastEventId);
     Subscriber s = new Subscriber(exchange);
     synchronized (this) { // the check and the place it grants, at once: concurrent requests cannot both pass
       if (closed) {
@@ -111,9 +121,9 @@ final class EventLog implements AutoCloseable {
   }
 
   /** The sequence number in the id a reconnecting browser names, or -1 if none or not this process's. */
-  private long lastEventId(String header) {
+  private long lastEventId(String named) {
     String prefix = epoch + "-";
-    String id = header == null ? "" : header.strip();
+    String id = named == null ? "" : named.strip();
     if (!id.startsWith(prefix)) {
       return -1;
     }

@@ -151,8 +151,9 @@ final class HttpApi implements HttpHandler {
       send(ex, 200, stats.get());
     } else if (path.equals("/events")) {
       allow(ex, "GET"); // a stream: HEAD would hold a subscriber's place for nothing
-      query(ex, "/events");
-      events.subscribe(ex);
+      // ?lastEventId= names the last event seen as the Last-Event-ID header does, for a page that
+      // opens a new stream (a browser sets the header only on its own reconnects); the header wins.
+      events.subscribe(ex, query(ex, "/events", "lastEventId").get("lastEventId"));
     } else if (path.equals("/events/recent")) {
       allowGetOrHead(ex);
       query(ex, "/events/recent");

@@ -293,6 +293,11 @@ class PeerHttpTest {
     // Ids from another process (the peer before a restart, whose count may be anywhere): all of them.
     assertEquals(all, eventIds("zzzzzzzz-" + sequence(all.get(0)), 3));
     assertEquals(all, eventIds("not an id", 3));
+    // A page opening a new stream names the last event it showed in the query, as the header does;
+    // a request with both is a browser's reconnect of such a stream: the header is the newer.
+    assertEquals(all.subList(1, 3), eventIds(null, "lastEventId=" + all.get(0), 2), "the query alone");
+    assertEquals(all.get(2), eventIds(all.get(1), "lastEventId=" + all.get(0), 1).get(0), "the header wins");
+    assertEquals(400, send("GET", "/events?lastEventid=" + all.get(0), null).statusCode(), "a misspelt parameter");
   }
 
   private static long sequence(String eventId) {
@@ -301,8 +306,13 @@ class PeerHttpTest {
 
   /** The ids of the first {@code count} events a new /events stream sends. */
   private List<String> eventIds(String lastEventId, int count) throws Exception {
+    return eventIds(lastEventId, null, count);
+  }
+
+  /** The same, for a request to {@code /events?query} (none if null). */
+  private List<String> eventIds(String lastEventId, String query, int count) throws Exception {
     HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    HttpRequest.Builder request = HttpRequest.newBuilder(cluster.uri("solo", "/events")).GET();
+    HttpRequest.Builder request = HttpRequest.newBuilder(cluster.uri("solo", query == null ? "/events" : "/events?" + query)).GET();
     if (lastEventId != null) {
       request.header("Last-Event-ID", lastEventId);
     }

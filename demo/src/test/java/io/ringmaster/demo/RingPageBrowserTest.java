@@ -295,6 +295,11 @@ class RingPageBrowserTest extends WithPeerCluster {
     // and an open stream holds one), and takes a place again when it shows.
     await("only the page's stream on peer-2").atMost(WAIT).ignoreExceptions().until(() ->
         cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == 1);
+    // A line the peer never sent: a stream that started the log over (the peer's buffer sent again,
+    // every line shown twice or the lines that left the buffer lost) would take it away.
+    js.executeScript("const li = document.createElement('li'); li.id = 'shown-before'; li.textContent = 'shown before';"
+        + "document.getElementById('log').prepend(li);");
+    List<String> shownBefore = logLines();
     js.executeScript(VISIBILITY, true);
     await("the hidden page's stream closed").atMost(WAIT).ignoreExceptions().until(() ->
         browser.findElement(By.id("live")).getText().equals("(paused while the tab is hidden)")
@@ -303,6 +308,10 @@ class RingPageBrowserTest extends WithPeerCluster {
     await("the shown page live again").atMost(WAIT).ignoreExceptions().until(() ->
         browser.findElement(By.id("live")).getText().equals("(live)")
             && cluster.json("peer-2", "/stats").path("eventSubscribers").asInt() == 1);
+    // Its new stream named the last event shown, and got only newer ones (if any came meanwhile).
+    List<String> shownAfter = logLines();
+    assertTrue(shownAfter.size() >= shownBefore.size(), () -> shownBefore + " became " + shownAfter);
+    assertEquals(shownBefore, shownAfter.subList(shownAfter.size() - shownBefore.size(), shownAfter.size()));
 
     // A reply that comes after a newer request's does not overwrite it: the read of "slow-key" is
     // held in the page until the read of user:42 has been shown.
@@ -334,6 +343,11 @@ class RingPageBrowserTest extends WithPeerCluster {
   private static final String VISIBILITY = "const hidden = arguments[0];"
       + "Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });"
       + "document.dispatchEvent(new Event('visibilitychange'));";
+
+  /** The log's lines as shown, newest first. */
+  private List<String> logLines() {
+    return browser.findElements(By.cssSelector("#log li")).stream().map(WebElement::getText).toList();
+  }
 
   private List<WebElement> arcs() {
     return browser.findElements(By.cssSelector("#arcs path"));
