@@ -49,7 +49,12 @@ import org.jgroups.util.UUID;
  */
 final class Gossip {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
-  /** 2: view id, view creator, checksum, sender (1 was the format without the creator, now ignored). */
+  /**
+   * 2: view id, view creator, checksum, sender (1 was the format without the creator, now ignored).
+   * The first byte of every message this class sends or reads is in 1..31, a range kept for it: an
+   * application's messages on the node's channel (or on a fork of it not yet up) start otherwise,
+   * and are dropped here.
+   */
   static final byte TYPE_CHECKSUM = 2;
   /** View id, view creator, then the ring's members before that view: a count, then id, weight, zone. */
   static final byte TYPE_RING_BEFORE = 3;
@@ -358,21 +363,27 @@ final class Gossip {
       synchronized (logged) { // JGroups threads, one per sender or batch
         first = logged.first(ClusterNode.ViewKey.of(viewId, creator), List.of(d, String.valueOf(source)));
       }
-      if (!first || (!notListed && !divergenceLines.tryTake())) {
-        // Found again in this view, or past the ERROR lines of 10 s: a sender names its id and
-        // checksum freely, so a flood of new ones would be a flood of lines.
-        LOG.log(Level.DEBUG, "{0}: {1} found again, or past the lines of 10 s", localId, d);
-      } else if (notListed) {
-        LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
-      } else if (holder) {
-        LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
-            localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
-      } else {
-        LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} says it is in the ring as {3}, where this"
-            + " node has {4}", localId, viewId, source, sender,
-            s.addresses().containsKey(sender) ? s.addresses().get(sender) : "no member with that id");
-      }
+      // Handed on first: a logger that throws must not keep the listeners from hearing of it (the
+      // report is taken once per view and sender).
       onDivergence.accept(d);
+      boolean lineDue = first && (notListed || divergenceLines.tryTake());
+      boolean split = notListed;
+      ClusterNode.logQuietly(() -> {
+        if (!lineDue) {
+          // Found again in this view, or past the ERROR lines of 10 s: a sender names its id and
+          // checksum freely, so a flood of new ones would be a flood of lines.
+          LOG.log(Level.DEBUG, "{0}: {1} found again, or past the lines of 10 s", localId, d);
+        } else if (split) {
+          LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
+        } else if (holder) {
+          LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
+              localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
+        } else {
+          LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} says it is in the ring as {3}, where this"
+              + " node has {4}", localId, viewId, source, sender,
+              s.addresses().containsKey(sender) ? s.addresses().get(sender) : "no member with that id");
+        }
+      });
     }
   }
 

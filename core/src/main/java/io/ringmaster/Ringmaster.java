@@ -571,13 +571,13 @@ public final class Ringmaster implements AutoCloseable {
       // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
-        LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1}; leaving anyway",
-            config.nodeId(), config.leaveTimeout());
+        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1};"
+            + " leaving anyway", config.nodeId(), config.leaveTimeout()));
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (ExecutionException e) {
-      LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e);
+      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e));
     } finally {
       try {
         // Here, outside the node's lock, whether or not the wait above ran (the LEAVING change may
@@ -859,9 +859,10 @@ public final class Ringmaster implements AutoCloseable {
         if (v == null || !stale.getViewId().equals(v.getViewId())) {
           return; // a newer view came meanwhile: JGroups ended the split itself
         }
-        LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in it: one view id with two"
-            + " member lists (a JGroups merge race); rejoining the cluster to end the split", config.nodeId(),
-            stale.getViewId());
+        // Quietly, as every line of a rejoin: a logger that throws must not keep the node split.
+        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in"
+            + " it: one view id with two member lists (a JGroups merge race); rejoining the cluster to end the split",
+            config.nodeId(), stale.getViewId()));
         channel.disconnect();
       }
       if (closeCalled.get()) {
@@ -871,13 +872,15 @@ public final class Ringmaster implements AutoCloseable {
       channel.connect(config.clusterName());
       rejoins.incrementAndGet();
       View now = channel.getView();
-      if (now != null && now.size() == 1 && stale.size() > 1) {
-        LOG.log(Level.WARNING, "{0} rejoined {1} alone (view {2}): no member answered its join; it merges back"
-            + " when MERGE3 finds the others", config.nodeId(), config.clusterName(), now.getViewId());
-      } else {
-        LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
-            now == null ? "none" : now.getViewId());
-      }
+      ClusterNode.logQuietly(() -> {
+        if (now != null && now.size() == 1 && stale.size() > 1) {
+          LOG.log(Level.WARNING, "{0} rejoined {1} alone (view {2}): no member answered its join; it merges back"
+              + " when MERGE3 finds the others", config.nodeId(), config.clusterName(), now.getViewId());
+        } else {
+          LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
+              now == null ? "none" : now.getViewId());
+        }
+      });
     } catch (Exception | Error e) { // an Error too: nothing reads this task's future, so it would vanish
       retry = !closeCalled.get();
       stopStackLeftHalfStarted();

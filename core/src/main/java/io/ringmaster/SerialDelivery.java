@@ -17,8 +17,8 @@ import java.util.function.Predicate;
  * up that thread, and the launches after its own.
  *
  * <p>Publishing is two steps, so that no listener runs under the publisher's lock: {@link
- * #enqueue} under the lock (which fixes the order), then {@link #launch()} after it (where a
- * same-thread executor runs the listener).
+ * #enqueue} under the lock (which fixes the order), then {@link #launch()} or
+ * {@link #launchInTurn()} after it (where a same-thread executor runs the listener).
  */
 final class SerialDelivery<E> implements Registration {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
@@ -262,9 +262,9 @@ final class SerialDelivery<E> implements Registration {
 
   /**
    * Hands the queued events to the executor, if an {@link #enqueue} asked for it and no one has
-   * done it yet: anyone may call it, once or more (a listener calling close() or awaitListeners()
-   * does, for the deliveries its own callback holds up on a same-thread executor), except while a
-   * first event waits for {@link #launchFirst}. Never throws: an executor's refusal removes the
+   * done it yet: anyone may call it, once or more (a divergence report's publisher, say; a batch's
+   * launcher calls {@link #launchInTurn()}), except while a first event waits for
+   * {@link #launchFirst}. Never throws: an executor's refusal removes the
    * listener (even if logging it fails), so the launches to other listeners after this one go on.
    */
   void launch() {
@@ -314,9 +314,13 @@ final class SerialDelivery<E> implements Registration {
       warnLagging();
     }
     if (lost != null) {
-      ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.ERROR, name + ": a callback could not be queued ("
-          + lost + "); the listener is removed so that it never sees a sequence with a gap. Register it again to"
-          + " start over.", lost));
+      Throwable notQueuedHere = lost;
+      // The first event of a listener being added: its add fails with this (requireAccepted), and
+      // says so to the caller; it was never added, so nothing is "removed".
+      ClusterNode.logQuietly(() -> LOG.log(first ? System.Logger.Level.DEBUG : System.Logger.Level.ERROR,
+          first ? name + ": its first callback could not be queued (" + notQueuedHere + "); not added"
+              : name + ": a callback could not be queued (" + notQueuedHere + "); the listener is removed so that"
+              + " it never sees a sequence with a gap. Register it again to start over.", notQueuedHere));
       onClose.run();
     }
     if (!go) {

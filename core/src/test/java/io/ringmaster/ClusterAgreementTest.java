@@ -173,6 +173,29 @@ class ClusterAgreementTest {
     }
   }
 
+  /**
+   * A logger that throws at the divergence's ERROR line does not keep the listeners from hearing
+   * of it: each divergence is handed on once per view and sender, so a report lost there would
+   * be lost for good.
+   */
+  @Test
+  void aDivergence_reachesTheListeners_evenWhenTheLoggerThrowsAtItsLine() throws Exception {
+    try (TestCluster cluster = new TestCluster("divergence-logger");
+         ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("ring divergence in view"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      List<RingDivergence> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      a.addDivergenceListener(seen::add);
+      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+          Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
+      org.awaitility.Awaitility.await("the divergence reported").atMost(Duration.ofSeconds(30))
+          .until(() -> !seen.isEmpty());
+      assertEquals(RingDivergence.Kind.CHECKSUM, seen.get(0).kind());
+      assertEquals(1, log.thrown(), "the logger threw at the divergence's line");
+    }
+  }
+
   @Test
   void gossip_sameViewOtherChecksum_reportsDivergence() throws Exception {
     try (TestCluster cluster = new TestCluster("divergence")) {

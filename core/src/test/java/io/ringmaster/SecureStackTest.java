@@ -671,9 +671,10 @@ class SecureStackTest {
   /**
    * A node that was a member and joins again (a rejoin) takes a refusal in clear from the member it
    * asks as any joiner does: the view it had is forgotten at the disconnect, and again when its
-   * stack starts (a connect whose start failed part way is not started again, so the disconnect's
-   * reset must hold alone; a view handled after the disconnect, from a leave that timed out, is
-   * cleared by the start's). The protocol of a stack built (not connected), between two recorders,
+   * stack starts (JGroups does not start again a stack whose start failed part way, unless it is
+   * stopped, as Ringmaster's rejoin does: the disconnect's reset must hold alone for any other
+   * caller; a view handled after the disconnect, from a leave that timed out, is cleared by the
+   * start's). The protocol of a stack built (not connected), between two recorders,
    * with the transport's timer counting the refusals held.
    */
   @Test
