@@ -305,7 +305,8 @@ async function refresh() {
       drawRing(full);
       state.drawnFor = `${full.viewId}/${full.checksum}`;
     }
-    // After the drawing: the header names the view the ring and the table show.
+    // After the drawing, so that a failed ranges fetch leaves the header on the view drawn (the
+    // header and the table show the polled view; a newer one fetched for the drawing, at the next poll).
     renderHeader(ring);
     const keys = ring.members.reduce((n, m) => n + (m.primaryKeys || 0), 0);
     document.getElementById('centre-members').textContent = `${ring.members.length} members`;

@@ -194,9 +194,7 @@ public final class Main {
   private static void exitWithParent(long pid, PrintStream err) {
     // One handle, taken now: it remembers the process's start time, so a new process that later
     // gets the same pid does not pass for the launcher (a handle taken afresh each time would).
-    // One that took the pid already, the launcher having died before this line, started after
-    // this peer did, and does not pass either.
-    Optional<ProcessHandle> parent = ProcessHandle.of(pid).filter(p -> startedNoLaterThan(p, ProcessHandle.current()));
+    Optional<ProcessHandle> parent = launcher(pid, ProcessHandle.current());
     ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(Peer.daemons("parent-watch"));
     watch.scheduleWithFixedDelay(() -> {
       if (parent.isEmpty() || !parent.get().isAlive() || exitedUnreaped(pid)) {
@@ -204,6 +202,15 @@ public final class Main {
         System.exit(0);
       }
     }, 1, 1, TimeUnit.SECONDS);
+  }
+
+  /**
+   * The process {@code pid} if it can be the launcher that started {@code self}; empty if there is
+   * none, or if a process that took the pid after the launcher died holds it now (it started after
+   * {@code self}).
+   */
+  static Optional<ProcessHandle> launcher(long pid, ProcessHandle self) {
+    return ProcessHandle.of(pid).filter(p -> startedNoLaterThan(p, self));
   }
 
   /**

@@ -159,7 +159,8 @@ final class Rpc implements AutoCloseable {
 
   /** Serves one request; package-private for tests. */
   void dispatch(Message msg, Response response) {
-    if (msg.getArray() == null || msg.getLength() == 0) {
+    // hasArray first: an ObjectMessage (a foreign dispatcher's, on this fork) throws on getArray()
+    if (!msg.hasArray() || msg.getArray() == null || msg.getLength() == 0) {
       if (response != null) {
         reply(msg, response, Wire.error("empty request"));
       }

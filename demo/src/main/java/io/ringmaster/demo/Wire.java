@@ -20,9 +20,10 @@ import java.util.UUID;
 
 /**
  * The peer-to-peer messages on the demo's fork channel, as bytes. Every request starts with an
- * operation byte; every reply with {@link #OK} or {@link #ERROR}. No operation byte is 1: a
- * request that reaches a peer whose fork channel is not up yet lands on the node's main channel,
- * where the core's gossip reads a first byte of 1 as its own checksum message.
+ * operation byte; every reply with {@link #OK} or {@link #ERROR}. No operation or reply byte is
+ * in 1..31, which the core's gossip keeps for its own message types: a request that reaches a
+ * peer whose fork channel is not up yet lands on the node's main channel, where gossip would read
+ * such a first byte as one of its messages (it drops any other).
  *
  * <p>Peers of one cluster must speak the same messages: every peer announces
  * {@link #APPLICATION_VERSION} as its node's {@code applicationVersion}, so that the cluster
@@ -392,6 +393,9 @@ final class Wire {
 
   private static Store.Cursor cursor(DataInputStream in) throws IOException {
     int segment = in.readInt();
+    if (segment < 0) {
+      throw new IOException("negative segment in a cursor: " + segment);
+    }
     return new Store.Cursor(segment, in.readBoolean() ? Optional.of(Store.Slot.of(in.readUTF())) : Optional.empty());
   }
 

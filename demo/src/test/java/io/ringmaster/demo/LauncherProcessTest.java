@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -163,11 +164,11 @@ class LauncherProcessTest extends WithPeerCluster {
   void aProcessStartedAfterThePeer_isNotTakenForItsLauncher() throws Exception {
     ProcessHandle self = ProcessHandle.current();
     ProcessHandle launcher = self.parent().orElseThrow(); // what started this JVM: Maven, or the IDE
-    assertTrue(Main.startedNoLaterThan(launcher, self), "the process that started this one");
+    assertEquals(Optional.of(launcher), Main.launcher(launcher.pid(), self), "the process that started this one");
     Process later = new ProcessBuilder("sleep", "30").start(); // what could take a dead launcher's pid
     children.add(later.toHandle());
     assertTrue(later.toHandle().info().startInstant().isPresent(), "this system gives start times");
-    assertFalse(Main.startedNoLaterThan(later.toHandle(), self), "a process started after this one");
+    assertEquals(Optional.empty(), Main.launcher(later.pid(), self), "a process started after this one");
   }
 
   /** The stand-ins above stand for the launcher because a peer it starts names it so. */

@@ -121,9 +121,11 @@ class RpcDispatchTest {
   void errorReplies_goPastFlowControl_toTheRequester() throws Exception {
     Rpc rpc = new Rpc(null, new BusyWorkers(), null);
     Address requester = Util.createRandomAddress("requester");
-    for (byte[] request : List.of(new byte[0], new byte[] {(byte) 0xEE})) {
+    // Empty, an unknown operation, and a foreign dispatcher's ObjectMessage on this fork (whose
+    // getArray() throws): each answered with an error, none throwing on the JGroups thread.
+    for (Message msg : List.<Message>of(new BytesMessage(null, new byte[0]), new BytesMessage(null, new byte[] {(byte) 0xEE}),
+        new org.jgroups.ObjectMessage(null, "a foreign request"))) {
       AtomicReference<Message> reply = new AtomicReference<>();
-      BytesMessage msg = new BytesMessage(null, request);
       msg.setSrc(requester);
       rpc.dispatch(msg, new Response() {
         @Override

@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.KeyRange;
 import java.io.DataInputStream;
@@ -15,6 +16,15 @@ import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 class WireTest {
+  /** No first byte of the demo's messages is one that the core's gossip keeps (1..31). */
+  @Test
+  void noOperationOrReplyByte_isOneTheCoresGossipKeeps() {
+    for (byte b : new byte[] {Wire.OP_WRITE, Wire.OP_GET, Wire.OP_PULL, Wire.OP_PUSH, Wire.OP_STATUS, Wire.OK,
+        Wire.ERROR}) {
+      assertTrue(b < 1 || b > 31, () -> "byte " + b);
+    }
+  }
+
   private static DataInputStream body(byte[] message, byte op) {
     assertEquals(op, message[0]);
     return Wire.open(message, 0, message.length);
@@ -126,6 +136,11 @@ class WireTest {
     byte[] pull = Wire.pull(new Wire.PullRequest(3, List.of(KeyRange.full()), Store.Cursor.START, 100));
     java.nio.ByteBuffer.wrap(pull, 1 + 8, 4).putInt(-1); // the range count, after the op and the view id
     org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPull(body(pull, Wire.OP_PULL)));
+
+    // A cursor's segment below 0: refused as malformed, not an index out of bounds in the store.
+    byte[] cursor = Wire.pull(new Wire.PullRequest(3, List.of(), Store.Cursor.START, 100));
+    java.nio.ByteBuffer.wrap(cursor, 1 + 8 + 4, 4).putInt(-1); // after the op, the view id and no ranges
+    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPull(body(cursor, Wire.OP_PULL)));
   }
 
   /**
