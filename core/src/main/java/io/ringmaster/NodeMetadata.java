@@ -15,8 +15,8 @@ import org.jgroups.util.ExtendedUUID;
  * ({@link ExtendedUUID}) so that every member reads the same metadata from the same view.
  * Keys are short because the address travels with every message; each value is at most 255 bytes.
  */
-record NodeMetadata(String id, double weight, String zone, int specVersion, int virtualNodes, int replicas,
-                    String applicationVersion, String endpoint) {
+record NodeMetadata(String id, double weight, String zone, int specVersion, int protocolVersion, int virtualNodes,
+                    int replicas, String applicationVersion, String endpoint) {
   static final int MAX_VALUE_BYTES = 255;
   private static final String ID = "rm.i";
   private static final String WEIGHT = "rm.w";
@@ -26,8 +26,8 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
   private static final String APPLICATION_VERSION = "rm.a";
 
   static NodeMetadata of(RingmasterConfig c) {
-    return new NodeMetadata(c.nodeId(), c.weight(), c.zone(), HashRing.SPEC_VERSION, c.virtualNodes(),
-        c.replicas(), c.applicationVersion(), c.endpoint());
+    return new NodeMetadata(c.nodeId(), c.weight(), c.zone(), HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION,
+        c.virtualNodes(), c.replicas(), c.applicationVersion(), c.endpoint());
   }
 
   Member member() {
@@ -39,7 +39,9 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     address.put(ID, id.getBytes(StandardCharsets.UTF_8));
     address.put(WEIGHT, ByteBuffer.allocate(8).putDouble(weight).array());
     address.put(ZONE, zone.getBytes(StandardCharsets.UTF_8));
-    address.put(PARAMS, ByteBuffer.allocate(12).putInt(specVersion).putInt(virtualNodes).putInt(replicas).array());
+    // The protocol version last: builds before it read the first 12 bytes, and ignore the rest.
+    address.put(PARAMS, ByteBuffer.allocate(16).putInt(specVersion).putInt(virtualNodes).putInt(replicas)
+        .putInt(protocolVersion).array());
     if (!applicationVersion.isEmpty()) { // absent reads as "": a node that sets none costs no bytes
       address.put(APPLICATION_VERSION, applicationVersion.getBytes(StandardCharsets.UTF_8));
     }
@@ -65,10 +67,14 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
       byte[] zone = u.get(ZONE);
       byte[] applicationVersion = u.get(APPLICATION_VERSION);
       byte[] endpoint = u.get(ENDPOINT);
+      int specVersion = p.getInt();
+      int virtualNodes = p.getInt();
+      int replicas = p.getInt();
+      int protocolVersion = p.remaining() >= 4 ? p.getInt() : 0; // 0: a build from before the protocol version
       NodeMetadata m = new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
           ByteBuffer.wrap(u.get(WEIGHT)).getDouble(),
           zone == null ? "" : new String(zone, StandardCharsets.UTF_8),
-          p.getInt(), p.getInt(), p.getInt(),
+          specVersion, protocolVersion, virtualNodes, replicas,
           applicationVersion == null ? "" : new String(applicationVersion, StandardCharsets.UTF_8),
           endpoint == null ? "" : new String(endpoint, StandardCharsets.UTF_8));
       m.checkBuildable();
@@ -91,10 +97,11 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
   }
 
   /** The parameters every member of a ring must share. */
-  record RingParameters(int specVersion, int virtualNodes, int replicas, String applicationVersion) {}
+  record RingParameters(int specVersion, int protocolVersion, int virtualNodes, int replicas,
+                        String applicationVersion) {}
 
   RingParameters parameters() {
-    return new RingParameters(specVersion, virtualNodes, replicas, applicationVersion);
+    return new RingParameters(specVersion, protocolVersion, virtualNodes, replicas, applicationVersion);
   }
 
   /** Each ring parameter that differs from {@code other}'s, with both values. Empty if they agree. */
@@ -113,7 +120,15 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     if (specVersion != other.specVersion) {
       out.add("ring spec version: " + specVersion + " on " + id + ", " + other.specVersion + " on " + other.id);
     }
+    if (protocolVersion != other.protocolVersion) {
+      out.add("membership protocol: " + protocolName(protocolVersion) + " on " + id + ", "
+          + protocolName(other.protocolVersion) + " on " + other.id);
+    }
     return out;
+  }
+
+  private static String protocolName(int version) {
+    return version == 0 ? "0 (a build from before protocol versions)" : Integer.toString(version);
   }
 
   /** Fails with the setting's name if a value would not fit in the address. */

@@ -275,11 +275,11 @@ class RingmasterMembershipPolicyTest {
   void membersNoRingCanHold_areLeftOut_neverTheReference() {
     Address a = node("a", 64);
     List<Address> broken = List.of(
-        address(new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, 64, 1, "", "")),
-        address(new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, 64, 1, "", "")),
-        address(new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, 0, 1, "", "")),
-        address(new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, 64, 0, "", "")),
-        address(new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, 64, 1, "", "")));
+        address(new NodeMetadata("", 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 64, 1, "", "")),
+        address(new NodeMetadata("nan", Double.NaN, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 64, 1, "", "")),
+        address(new NodeMetadata("no-tokens", 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 0, 1, "", "")),
+        address(new NodeMetadata("no-replicas", 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 64, 0, "", "")),
+        address(new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 64, 1, "", "")));
     for (Address b : broken) {
       assertTrue(NodeMetadata.isRingmasterNode(b), "it carries the keys");
       assertEquals(java.util.Optional.empty(), NodeMetadata.from(b), b.toString());
@@ -306,10 +306,10 @@ class RingmasterMembershipPolicyTest {
   }
 
   private Address version(String id, String applicationVersion) {
-    return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, 64, 1, applicationVersion, ""));
+    return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 64, 1, applicationVersion, ""));
   }
 
   private Address node(String id, int virtualNodes) {
-    return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, virtualNodes, 1, "", ""));
+    return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, virtualNodes, 1, "", ""));
   }
 }

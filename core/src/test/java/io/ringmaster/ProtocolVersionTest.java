@@ -1,0 +1,40 @@
+package io.ringmaster;
+
+import static io.ringmaster.FedNode.meta;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.nio.ByteBuffer;
+import java.util.List;
+import org.jgroups.util.ExtendedUUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Members of builds whose membership rules differ ({@link Ringmaster#PROTOCOL_VERSION}) would each
+ * compute another ring from the same view: each refuses the others, naming both versions, and
+ * keeps them out of its ring, as for different ring parameters. A build from before the protocol
+ * version announced 12 bytes of parameters, which read as version 0.
+ */
+class ProtocolVersionTest {
+  @Test
+  void membersOfAnotherProtocolVersion_orOfABuildBeforeVersions_areRefused_namingBothVersions() throws Exception {
+    NodeMetadata next = meta("next");
+    next = new NodeMetadata(next.id(), next.weight(), next.zone(), next.specVersion(), Ringmaster.PROTOCOL_VERSION + 1,
+        next.virtualNodes(), next.replicas(), next.applicationVersion(), next.endpoint());
+    ExtendedUUID before = meta("before").newAddress();
+    before.put("rm.p", ByteBuffer.allocate(12).putInt(HashRing.SPEC_VERSION).putInt(64).putInt(2).array());
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.view(1, a.self);
+      a.view(2, a.self, next.newAddress(), before, meta("b").newAddress());
+
+      assertEquals(List.of("a", "b"), a.node.state().ring().members().stream().map(Member::id).toList());
+      List<String> reasons = a.lastMembership().refused().stream().map(MembershipChange.Refusal::reason).toList();
+      assertEquals(List.of(
+          "membership protocol: " + (Ringmaster.PROTOCOL_VERSION + 1) + " on next, " + Ringmaster.PROTOCOL_VERSION + " on a",
+          "membership protocol: 0 (a build from before protocol versions) on before, " + Ringmaster.PROTOCOL_VERSION
+              + " on a"),
+          reasons.stream().map(r -> r.substring(r.indexOf("membership protocol: "))).toList(), reasons::toString);
+    }
+  }
+}
