@@ -14,6 +14,10 @@ import org.jgroups.util.ExtendedUUID;
  * What a node tells the cluster about itself, carried in its JGroups address
  * ({@link ExtendedUUID}) so that every member reads the same metadata from the same view.
  * Keys are short because the address travels with every message; each value is at most 255 bytes.
+ * A later {@link Ringmaster#PROTOCOL_VERSION} may add keys, and bytes after the parameters, but
+ * must keep {@code rm.i}, {@code rm.w} and the parameters' first 12 bytes as they are: a member
+ * whose metadata this build cannot read is left out of its ring unseen, where one it reads is
+ * refused, naming both versions.
  */
 record NodeMetadata(String id, double weight, String zone, int specVersion, int protocolVersion, int virtualNodes,
                     int replicas, String applicationVersion, String endpoint) {
@@ -39,9 +43,11 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     address.put(ID, id.getBytes(StandardCharsets.UTF_8));
     address.put(WEIGHT, ByteBuffer.allocate(8).putDouble(weight).array());
     address.put(ZONE, zone.getBytes(StandardCharsets.UTF_8));
-    // The protocol version last: builds before it read the first 12 bytes, and ignore the rest.
-    address.put(PARAMS, ByteBuffer.allocate(16).putInt(specVersion).putInt(virtualNodes).putInt(replicas)
-        .putInt(protocolVersion).array());
+    // The protocol version in the spec version's high 16 bits: builds from before it, which read
+    // the whole int as the spec version, see another one (65,537 for spec 1, protocol 1) and refuse
+    // this node as this build refuses them, both ways.
+    address.put(PARAMS, ByteBuffer.allocate(12).putInt(specVersion | protocolVersion << 16).putInt(virtualNodes)
+        .putInt(replicas).array());
     if (!applicationVersion.isEmpty()) { // absent reads as "": a node that sets none costs no bytes
       address.put(APPLICATION_VERSION, applicationVersion.getBytes(StandardCharsets.UTF_8));
     }
@@ -67,10 +73,11 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
       byte[] zone = u.get(ZONE);
       byte[] applicationVersion = u.get(APPLICATION_VERSION);
       byte[] endpoint = u.get(ENDPOINT);
-      int specVersion = p.getInt();
+      int versions = p.getInt();
+      int specVersion = versions & 0xFFFF;
+      int protocolVersion = versions >>> 16; // 0: a build from before the protocol version
       int virtualNodes = p.getInt();
       int replicas = p.getInt();
-      int protocolVersion = p.remaining() >= 4 ? p.getInt() : 0; // 0: a build from before the protocol version
       NodeMetadata m = new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
           ByteBuffer.wrap(u.get(WEIGHT)).getDouble(),
           zone == null ? "" : new String(zone, StandardCharsets.UTF_8),

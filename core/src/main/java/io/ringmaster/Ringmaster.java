@@ -118,9 +118,11 @@ public final class Ringmaster implements AutoCloseable {
    * how others read it, the rules by which each admits or refuses a member and orders a view
    * ({@link RingmasterMembershipPolicy}), and the messages they gossip. Every member computes the
    * ring on its own, so every member must apply the same rules: members with different versions
-   * refuse each other, as for different {@code virtualNodes}, naming both versions. It changes
-   * with any change to those rules; a rolling upgrade works between builds with the same
-   * {@code PROTOCOL_VERSION} and {@link HashRing#SPEC_VERSION} (docs/operations.md, "Upgrading").
+   * refuse each other, as for different {@code virtualNodes}, naming both versions (builds from
+   * before this version existed see another ring spec version, 65,537, and refuse this one too).
+   * It changes with any change to those rules (at most 32,767); a rolling upgrade works between
+   * builds with the same {@code PROTOCOL_VERSION} and {@link HashRing#SPEC_VERSION}
+   * (docs/operations.md, "Upgrading").
    */
   public static final int PROTOCOL_VERSION = 1;
 
@@ -842,7 +844,8 @@ public final class Ringmaster implements AutoCloseable {
       rejoining.set(false);
     } catch (Error e) { // no thread for the rejoin (out of memory, say): the next report tries again
       rejoining.set(false);
-      LOG.log(Level.ERROR, "{0}: cannot start rejoining the cluster: {1}", config.nodeId(), e);
+      ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, "{0}: cannot start rejoining the cluster: {1}",
+          config.nodeId(), e));
     }
   }
 
@@ -906,7 +909,7 @@ public final class Ringmaster implements AutoCloseable {
       try {
         rejoinThread.schedule(() -> rejoinLater(stale), config.gossipInterval().toMillis(), TimeUnit.MILLISECONDS);
       } catch (RejectedExecutionException closing) {
-        LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId());
+        ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId()));
       }
     }
   }

@@ -19,9 +19,9 @@ import org.jgroups.stack.MembershipChangePolicy;
  * those of a misconfigured node. Ringmaster installs it in the stack of every node it starts.
  *
  * <p>Every member takes the ring parameters ({@code virtualNodes}, {@code replicas},
- * {@code applicationVersion}, spec version) of the first Ringmaster member of the view as the
- * reference and refuses the members that differ; that rule needs nothing but the view, so all
- * members agree. JGroups' own order would let a refused member come first: when the members
+ * {@code applicationVersion}, spec version, {@link Ringmaster#PROTOCOL_VERSION}) of the first
+ * Ringmaster member of the view as the reference and refuses the members that differ; that rule
+ * needs nothing but the view, so all members agree. JGroups' own order would let a refused member come first: when the members
  * before it leave, or when a partition heals and JGroups puts first the coordinator whose address
  * sorts lowest, which may be a misconfigured node that was alone on its side. This policy keeps
  * the cluster's parameters first:

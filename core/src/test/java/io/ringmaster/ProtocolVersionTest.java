@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import static io.ringmaster.FedNode.meta;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
@@ -14,7 +15,8 @@ import org.junit.jupiter.api.Test;
  * Members of builds whose membership rules differ ({@link Ringmaster#PROTOCOL_VERSION}) would each
  * compute another ring from the same view: each refuses the others, naming both versions, and
  * keeps them out of its ring, as for different ring parameters. A build from before the protocol
- * version announced 12 bytes of parameters, which read as version 0.
+ * version announced its spec version alone in the parameters' first int, which reads as version
+ * 0; and it reads this build's first int as another spec version, so it refuses this build too.
  */
 class ProtocolVersionTest {
   @Test
@@ -24,6 +26,10 @@ class ProtocolVersionTest {
         next.virtualNodes(), next.replicas(), next.applicationVersion(), next.endpoint());
     ExtendedUUID before = meta("before").newAddress();
     before.put("rm.p", ByteBuffer.allocate(12).putInt(HashRing.SPEC_VERSION).putInt(64).putInt(2).array());
+    // What such a build reads from this one's: three ints, the first its spec version.
+    ByteBuffer read = ByteBuffer.wrap(meta("a").newAddress().get("rm.p"));
+    assertNotEquals(HashRing.SPEC_VERSION, read.getInt(), "a build from before sees another spec version");
+    assertEquals(List.of(64, 2), List.of(read.getInt(), read.getInt()), "and the same virtualNodes and replicas");
     try (FedNode a = new FedNode(meta("a"))) {
       a.view(1, a.self);
       a.view(2, a.self, next.newAddress(), before, meta("b").newAddress());

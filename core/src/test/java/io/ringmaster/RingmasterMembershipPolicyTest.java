@@ -82,6 +82,22 @@ class RingmasterMembershipPolicyTest {
         "bad leaves: no member with its parameters is left, so JGroups' order stands");
   }
 
+  /**
+   * Another membership protocol version counts as other ring parameters: its member never leads
+   * when the reference leaves, and loses a merge to the side whose ring has more members.
+   */
+  @Test
+  void aMemberOfAnotherProtocolVersion_holdsOtherParameters_atALeaveAndAtAMerge() {
+    for (int trial = 0; trial < 20; trial++) { // random addresses: the lone node sorts first about half the time
+      Address a = node("a", 64);
+      Address next = address(new NodeMetadata("next", 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION + 1,
+          64, 1, "", ""));
+      Address b = node("b", 64);
+      assertEquals(List.of(b, next), policy.getNewMembership(List.of(a, next, b), List.of(), List.of(a), List.of()));
+      assertEquals(List.of(a, b, next), policy.getNewMembership(List.of(List.of(next), List.of(a, b))));
+    }
+  }
+
   @Test
   void plainJGroupsMembers_stayWhereJGroupsPutsThem() {
     Address plain = plainAddress();
