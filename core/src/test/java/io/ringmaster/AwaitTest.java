@@ -103,10 +103,7 @@ class AwaitTest {
       } finally {
         held.release().countDown();
       }
-      assertTrue(a.awaitListeners(WAIT));
-      assertEquals(1, held.secondRanOn().size());
-      String ranOn = held.secondRanOn().get(0).getName();
-      assertTrue(ranOn.startsWith("ringmaster-view-a"), ranOn);
+      held.ranOnceOnTheViewThreadOf(a);
     }
   }
 
@@ -148,10 +145,7 @@ class AwaitTest {
       } finally {
         held.release().countDown();
       }
-      assertTrue(a.awaitListeners(WAIT));
-      assertEquals(1, held.secondRanOn().size());
-      String ranOn = held.secondRanOn().get(0).getName();
-      assertTrue(ranOn.startsWith("ringmaster-view-a"), ranOn);
+      held.ranOnceOnTheViewThreadOf(a);
     }
   }
 
@@ -171,6 +165,14 @@ class AwaitTest {
    * it, records the threads its callbacks for that change run on.
    */
   private record HeldUp(CountDownLatch inFirst, CountDownLatch release, List<Thread> secondRanOn) {
+    /** Once released: the held-up callback ran, once, on {@code node}'s view thread. */
+    void ranOnceOnTheViewThreadOf(Ringmaster node) throws InterruptedException {
+      assertTrue(node.awaitListeners(WAIT));
+      assertEquals(1, secondRanOn.size());
+      String ranOn = secondRanOn.get(0).getName();
+      assertTrue(ranOn.startsWith("ringmaster-view-" + node.localMember().id()), ranOn);
+    }
+
     static HeldUp on(Ringmaster node) {
       HeldUp held = new HeldUp(new CountDownLatch(1), new CountDownLatch(1), new CopyOnWriteArrayList<>());
       node.addOwnershipListener(change -> {
