@@ -298,7 +298,8 @@ final class Gossip {
     }
     if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
       multicastsDropped.incrementAndGet();
-      LOG.log(Level.DEBUG, "{0}: dropped a gossip message sent to every member by {1}", localId, msg.getSrc());
+      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: dropped a gossip message sent to every member by {1}",
+          localId, msg.getSrc()));
       return;
     }
     try (DataInputStream in = new DataInputStream(
@@ -323,7 +324,7 @@ final class Gossip {
         node.ringBeforeArrived(viewId, creator, before, msg.getSrc());
       }
     } catch (IOException | IllegalArgumentException malformed) {
-      LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed);
+      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed));
     }
   }
 
@@ -429,7 +430,8 @@ final class Gossip {
         view.getViewId()));
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
       tellsQueued.decrementAndGet();
-      LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId, MAX_TELLS_QUEUED, member);
+      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId,
+          MAX_TELLS_QUEUED, member));
       return;
     }
     byte[] payload = encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator());
@@ -459,8 +461,8 @@ final class Gossip {
     View v = channelView(viewId, creator);
     if (v == null || source == null || !v.containsMember(source) || source.equals(channel.getAddress())) {
       notListedIgnored.incrementAndGet();
-      LOG.log(Level.DEBUG, "{0}: ignored \"not in view {1}\" from {2}: this node''s view is {3}", localId, viewId,
-          source, channel.getView() == null ? "none" : channel.getView().getViewId());
+      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: ignored \"not in view {1}\" from {2}: this node''s view"
+          + " is {3}", localId, viewId, source, channel.getView() == null ? "none" : channel.getView().getViewId()));
       return;
     }
     onNotListed.accept(v);

@@ -773,8 +773,8 @@ public final class Ringmaster implements AutoCloseable {
 
   private void await(ExecutorService pool, String name, boolean runsCaller) throws InterruptedException {
     if (!runsCaller && !pool.awaitTermination(1, TimeUnit.SECONDS)) {
-      LOG.log(Level.WARNING, "{0}: the {1} still runs a task a second after close() interrupted it; close()"
-          + " returns without waiting for it", config.nodeId(), name);
+      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the {1} still runs a task a second after close()"
+          + " interrupted it; close() returns without waiting for it", config.nodeId(), name));
     }
   }
 
@@ -940,8 +940,8 @@ public final class Ringmaster implements AutoCloseable {
       // The gossip thread is behind (a send waiting on the transport) and senders keep naming new
       // divergences: each would wait in the timer's queue, which has no bound. Counted in stats().
       divergencesQueued.decrementAndGet();
-      LOG.log(Level.DEBUG, "{0}: {1} divergence reports wait already; not handed on: {2}", config.nodeId(),
-          MAX_DIVERGENCES_QUEUED, d);
+      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: {1} divergence reports wait already; not handed on:"
+          + " {2}", config.nodeId(), MAX_DIVERGENCES_QUEUED, d));
       return;
     }
     try {
@@ -955,7 +955,7 @@ public final class Ringmaster implements AutoCloseable {
       });
     } catch (RejectedExecutionException closing) {
       divergencesQueued.decrementAndGet();
-      LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d);
+      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d));
     }
   }
 

@@ -176,7 +176,7 @@ final class SerialDelivery<E> implements Registration {
     Throwable refused = firstRefusal;
     if (refused != null) {
       throw new RejectedExecutionException(name + ": its executor refused a callback as the listener was"
-          + " added (" + refused + "), so it was removed", refused);
+          + " added (" + refused + "), so it was not added", refused);
     }
   }
 

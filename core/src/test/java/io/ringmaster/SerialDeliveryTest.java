@@ -320,6 +320,27 @@ class SerialDeliveryTest {
     assertEquals(1, removed.get(), "the listener was removed");
     assertTrue(delivery.refused());
     assertThrows(RejectedExecutionException.class, delivery::requireAccepted);
+
+    // A later callback's refusal, logged at ERROR: the same while that line throws.
+    AtomicInteger laterRemoved = new AtomicInteger();
+    java.util.concurrent.atomic.AtomicBoolean refuse = new java.util.concurrent.atomic.AtomicBoolean();
+    SerialDelivery<String> later = new SerialDelivery<>("later", event -> { }, task -> {
+      if (refuse.get()) {
+        throw new RejectedExecutionException("pool full");
+      }
+      task.run();
+    }, new Object(), laterRemoved::incrementAndGet);
+    assertTrue(later.enqueueFirst("taken"));
+    later.launchFirst();
+    later.requireAccepted();
+    refuse.set(true);
+    try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("its executor refused a callback"))) {
+      assertTrue(later.enqueue("refused"));
+      later.launch(); // returns: the launches after it, to other listeners, still go
+      assertEquals(1, log.thrown(), "the refusal's ERROR line threw");
+    }
+    assertEquals(1, laterRemoved.get(), "the listener was removed");
+    assertTrue(later.refused());
   }
 
   /**
