@@ -87,6 +87,19 @@ import org.jgroups.View;
  * print as their logical name (the node id) instead of their name and every key they carry.
  */
 public final class Ringmaster implements AutoCloseable {
+  /**
+   * The version of how members decide membership together: what each announces about itself and
+   * how others read it, the rules by which each admits or refuses a member and orders a view
+   * ({@link RingmasterMembershipPolicy}), and the messages they gossip. Every member computes the
+   * ring on its own, so every member must apply the same rules: members with different versions
+   * refuse each other, as for different {@code virtualNodes}, naming both versions (builds from
+   * before this version existed see another ring spec version, 65,537, and refuse this one too).
+   * It changes with any change to those rules (at most 32,767); a rolling upgrade works between
+   * builds with the same {@code PROTOCOL_VERSION} and {@link HashRing#SPEC_VERSION}
+   * (docs/operations.md, "Upgrading").
+   */
+  public static final int PROTOCOL_VERSION = 1;
+
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
 
   static {
@@ -113,19 +126,6 @@ public final class Ringmaster implements AutoCloseable {
   private final ExecutorService viewThread;
   private final ExecutorService listenerPool;
   private final ScheduledExecutorService gossipTimer;
-  /**
-   * The version of how members decide membership together: what each announces about itself and
-   * how others read it, the rules by which each admits or refuses a member and orders a view
-   * ({@link RingmasterMembershipPolicy}), and the messages they gossip. Every member computes the
-   * ring on its own, so every member must apply the same rules: members with different versions
-   * refuse each other, as for different {@code virtualNodes}, naming both versions (builds from
-   * before this version existed see another ring spec version, 65,537, and refuse this one too).
-   * It changes with any change to those rules (at most 32,767); a rolling upgrade works between
-   * builds with the same {@code PROTOCOL_VERSION} and {@link HashRing#SPEC_VERSION}
-   * (docs/operations.md, "Upgrading").
-   */
-  public static final int PROTOCOL_VERSION = 1;
-
   /** Runs {@link #rejoin}; its thread starts only if the node ever rejoins. */
   private final ScheduledExecutorService rejoinThread;
   private final ClusterNode node;
