@@ -590,7 +590,8 @@ public final class Ringmaster implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (ExecutionException e) {
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(), e));
+      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(),
+          e));
     } finally {
       try {
         // Here, outside the node's lock, whether or not the wait above ran (the LEAVING change may

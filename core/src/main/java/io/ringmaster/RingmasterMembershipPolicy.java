@@ -21,10 +21,10 @@ import org.jgroups.stack.MembershipChangePolicy;
  * <p>Every member takes the ring parameters ({@code virtualNodes}, {@code replicas},
  * {@code applicationVersion}, spec version, {@link Ringmaster#PROTOCOL_VERSION}) of the first
  * Ringmaster member of the view as the reference and refuses the members that differ; that rule
- * needs nothing but the view, so all members agree. JGroups' own order would let a refused member come first: when the members
- * before it leave, or when a partition heals and JGroups puts first the coordinator whose address
- * sorts lowest, which may be a misconfigured node that was alone on its side. This policy keeps
- * the cluster's parameters first:
+ * needs nothing but the view, so all members agree. JGroups' own order would let a refused member
+ * come first: when the members before it leave, or when a partition heals and JGroups puts first
+ * the coordinator whose address sorts lowest, which may be a misconfigured node that was alone on
+ * its side. This policy keeps the cluster's parameters first:
  * <ul>
  *   <li>On a join or leave, the parameters stay those of the previous view's first Ringmaster
  *       member, the ring's. Members stay in JGroups' order, except when the first Ringmaster
