@@ -666,7 +666,15 @@ final class ClusterNode {
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
       if (found.isEmpty()) {
-        continue; // a JGroups member that is not a Ringmaster node
+        // A JGroups member that is not a Ringmaster node; or one whose metadata no ring could use
+        // (a foreign or broken peer, or a build that changed what this one reads: every member
+        // leaves it out alike), said once, so that an operator sees why a member is not in the ring.
+        if (NodeMetadata.isRingmasterNode(a) && reported.add(a)) {
+          logQuietly(() -> LOG.log(Level.WARNING, "{0}: member {1} of view {2} announces Ringmaster metadata that this"
+              + " build cannot read or no ring could use; it is left out of the ring", local.id(), a,
+              view.getViewId()));
+        }
+        continue;
       }
       NodeMetadata m = found.get();
       if (referenceAddress == null) {

@@ -16,8 +16,8 @@ import org.jgroups.util.ExtendedUUID;
  * Keys are short because the address travels with every message; each value is at most 255 bytes.
  * A later {@link Ringmaster#PROTOCOL_VERSION} may add keys, and bytes after the parameters, but
  * must keep {@code rm.i}, {@code rm.w} and the parameters' first 12 bytes as they are: a member
- * whose metadata this build cannot read is left out of its ring unseen, where one it reads is
- * refused, naming both versions.
+ * whose metadata this build cannot read is left out of its ring with a WARNING alone, where one
+ * it reads is refused, naming both versions, and its own start fails.
  */
 record NodeMetadata(String id, double weight, String zone, int specVersion, int protocolVersion, int virtualNodes,
                     int replicas, String applicationVersion, String endpoint) {

@@ -8,6 +8,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.nio.ByteBuffer;
 import java.util.List;
+import org.jgroups.Address;
 import org.jgroups.util.ExtendedUUID;
 import org.junit.jupiter.api.Test;
 
@@ -41,6 +42,29 @@ class ProtocolVersionTest {
           "membership protocol: 0 (a build from before protocol versions) on before, " + Ringmaster.PROTOCOL_VERSION
               + " on a"),
           reasons.stream().map(r -> r.substring(r.indexOf("membership protocol: "))).toList(), reasons::toString);
+    }
+  }
+
+  /**
+   * A member whose metadata this build cannot read (here without a weight, as a later build that
+   * changed what it announces might be) is left out of the ring on every member alike; a WARNING
+   * says so once while it stays in the view, naming it, so that an operator sees why.
+   */
+  @Test
+  void aMemberWhoseMetadataCannotBeRead_isLeftOut_andSaidOnce() throws Exception {
+    ExtendedUUID unreadable = meta("later").newAddress();
+    unreadable.remove("rm.w");
+    try (FedNode a = new FedNode(meta("a"));
+         NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING
+             && r.getMessage().contains("cannot read"))) {
+      a.view(1, a.self);
+      Address b = meta("b").newAddress();
+      a.view(2, a.self, unreadable, b);
+      a.view(3, a.self, unreadable, b, meta("c").newAddress());
+
+      assertEquals(List.of("a", "b", "c"), a.node.state().ring().members().stream().map(Member::id).toList());
+      assertEquals(1, log.records().size(), () -> log.records().stream().map(r -> r.getMessage()).toList().toString());
+      assertEquals("later", String.valueOf(log.records().get(0).getParameters()[1]), "named");
     }
   }
 }
