@@ -155,8 +155,22 @@ final class Gossip {
       channel.send(control(peer, encode(s.viewId(), s.viewCreator(), s.ring().checksum(), localId)));
       sent.incrementAndGet();
     } catch (Exception e) {
-      LOG.log(Level.DEBUG, "gossip to {0} failed: {1}", peer, e);
+      sendFailed("sending the ring checksum to " + peer, e);
     }
+  }
+
+  /**
+   * A send of a round failed. While the channel is connected that is a failing gossip, thrown to the
+   * round's caller, which logs it at WARNING when the rounds start failing: a stack that throws at
+   * every send must not go unseen. A channel that is not connected (a rejoin between its leave and
+   * its join, a node closing) is expected to refuse: logged at DEBUG.
+   */
+  private void sendFailed(String what, Exception e) {
+    if (!channel.isConnected()) {
+      LOG.log(Level.DEBUG, "{0} failed, the channel not connected: {1}", what, e);
+      return;
+    }
+    throw new IllegalStateException(what + " failed: " + e, e);
   }
 
   /**
@@ -176,7 +190,7 @@ final class Gossip {
       channel.send(control(peer, encodeListedQuery(v.getViewId().getId(), v.getViewId().getCreator())));
       queriesSent.incrementAndGet();
     } catch (Exception e) {
-      LOG.log(Level.DEBUG, "asking {0} whether view {1} lists this node failed: {2}", peer, v.getViewId(), e);
+      sendFailed("asking " + peer + " whether view " + v.getViewId() + " lists this node", e);
     }
   }
 

@@ -361,7 +361,7 @@ class ClusterAgreementTest {
       a.channel().getProtocolStack().insertProtocol(failing, org.jgroups.stack.ProtocolStack.Position.ABOVE,
           org.jgroups.protocols.FRAG2.class); // the top one
       org.awaitility.Awaitility.await("a gossip round failed").atMost(Duration.ofSeconds(20))
-          .until(() -> failing.thrown.get() && !log.records().isEmpty());
+          .until(() -> failing.thrown.get() == 1 && !log.records().isEmpty());
       assertEquals(java.util.logging.Level.SEVERE, log.records().get(0).getLevel(), "an Error is logged as ERROR");
       long sent = a.stats().gossipSent();
       org.awaitility.Awaitility.await("the rounds after it").atMost(Duration.ofSeconds(20))
@@ -369,18 +369,60 @@ class ClusterAgreementTest {
     }
   }
 
-  /** Throws an Error on the first message sent down by a thread whose name starts with the given prefix. */
+  /**
+   * Sends that throw, as a stack that refuses them would (an exception, not an Error), are logged at
+   * WARNING when the rounds start failing, then at DEBUG until a round succeeds, and the rounds go
+   * on. A send's failure was once caught inside the round and logged at DEBUG alone: a gossip that
+   * never reached a peer went unseen by operators told to alert on that WARNING.
+   */
+  @Test
+  void gossip_sendsThatThrow_areLoggedAtWarningOnce_thenAtDebug_andTheRoundsGoOn() throws Exception {
+    try (TestCluster cluster = new TestCluster("gossip-send-fails");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("gossip round failed"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      FailsOnce failing = new FailsOnce("ringmaster-gossip-a", 3,
+          () -> new IllegalStateException("a transport that refuses to send (a test)"));
+      a.channel().getProtocolStack().insertProtocol(failing, org.jgroups.stack.ProtocolStack.Position.ABOVE,
+          org.jgroups.protocols.FRAG2.class); // the top one
+      long sent = a.stats().gossipSent();
+      org.awaitility.Awaitility.await("three failed rounds, then two that send").atMost(Duration.ofSeconds(30))
+          .until(() -> failing.thrown.get() == 3 && a.stats().gossipSent() >= sent + 2);
+      assertEquals(List.of(java.util.logging.Level.WARNING, java.util.logging.Level.FINE,
+          java.util.logging.Level.FINE), log.levels(), "the first failure at WARNING, the next two at DEBUG");
+      assertTrue(log.records().get(0).getThrown().getMessage().contains("a transport that refuses to send"),
+          "the WARNING carries the send's failure: " + log.records().get(0).getThrown());
+    }
+  }
+
+  /**
+   * Throws on the first {@code times} messages sent down by a thread whose name starts with the
+   * given prefix: an Error, unless given what to throw.
+   */
   static final class FailsOnce extends org.jgroups.stack.Protocol {
     private final String threadPrefix;
-    final java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+    private final int times;
+    private final java.util.function.Supplier<RuntimeException> failure;
+    final java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
 
     FailsOnce(String threadPrefix) {
+      this(threadPrefix, 1, null);
+    }
+
+    FailsOnce(String threadPrefix, int times, java.util.function.Supplier<RuntimeException> failure) {
       this.threadPrefix = threadPrefix;
+      this.times = times;
+      this.failure = failure;
     }
 
     @Override
     public Object down(org.jgroups.Message msg) {
-      if (Thread.currentThread().getName().startsWith(threadPrefix) && thrown.compareAndSet(false, true)) {
+      if (Thread.currentThread().getName().startsWith(threadPrefix)
+          && thrown.getAndUpdate(n -> n < times ? n + 1 : n) < times) {
+        if (failure != null) {
+          throw failure.get();
+        }
         throw new AssertionError("a stack that fails (a test)");
       }
       return down_prot.down(msg);
