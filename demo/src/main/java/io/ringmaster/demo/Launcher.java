@@ -374,13 +374,17 @@ final class Launcher {
 
   /**
    * The next port from the last one used that nothing on 127.0.0.1 listens on, past the peers'
-   * cluster ports (a peer started later would find its own taken). A privileged port this user
-   * may not listen on is an error naming {@code --base-port}, not a reason to go on to a port the
-   * user did not choose; any other port that cannot be bound is taken for busy.
+   * cluster ports (a peer started later would find its own taken); past 65535 the search goes on
+   * from {@code --base-port}, so the ports of peers stopped since are used again. A privileged port
+   * this user may not listen on is an error naming {@code --base-port}, not a reason to go on to a
+   * port the user did not choose; any other port that cannot be bound is taken for busy.
    */
-  private int freePort() throws IOException {
+  int freePort() throws IOException {
     ClusterOptions.ClusterPorts cluster = ClusterOptions.clusterPorts(System.getProperties());
-    for (int port = nextPort; port < 65536; port++) {
+    int base = options.basePort();
+    int span = 65536 - base;
+    for (int i = 0; i < span; i++) {
+      int port = base + (nextPort - base + i) % span;
       if (cluster.contains(port)) {
         continue;
       }
@@ -396,7 +400,7 @@ final class Launcher {
         }
       }
     }
-    throw new IOException("no free port from " + nextPort);
+    throw new IOException("no free port on 127.0.0.1 from --base-port " + base + " to 65535");
   }
 
   private static int unprivilegedPortStart() {

@@ -298,6 +298,24 @@ class OptionsTest {
     assertFalse(launcher.command("quit"));
   }
 
+  /**
+   * Past port 65535 the launcher's search for a peer's HTTP port starts over from --base-port: it
+   * went on upward only, so that after 21 peers started (and stopped) from the highest base port it
+   * takes, every start failed with "no free port", one peer running or none.
+   */
+  @Test
+  void launcher_freePort_startsOverFromTheBasePort_pastTheLastPort() throws IOException {
+    Launcher launcher = new Launcher(ClusterOptions.parse(new String[] {"--base-port", "65515"}, 0), System.out,
+        System.err);
+    List<Integer> ports = new java.util.ArrayList<>();
+    for (int i = 0; i < 22; i++) { // one more than the 21 ports from 65515: nothing listens on them meanwhile
+      ports.add(launcher.freePort());
+    }
+    assertTrue(ports.stream().allMatch(p -> p >= 65515 && p <= 65535), ports.toString());
+    assertTrue(java.util.stream.IntStream.range(1, ports.size()).anyMatch(i -> ports.get(i) < ports.get(i - 1)),
+        "started over from the base port: " + ports);
+  }
+
   @Test
   void launcher_logDirThatIsAFile_exits2NamingTheFlag(@TempDir Path dir) throws IOException {
     Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
