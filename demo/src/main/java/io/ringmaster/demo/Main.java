@@ -137,10 +137,11 @@ public final class Main {
       return 1;
     }
     boolean over = false; // the peer failed to start, or stopped: nothing left for the hook to do
+    ScheduledExecutorService watch = null;
     try {
       // Watched from before the start, which can take a while (joining, pulling ranges): a launcher
       // gone meanwhile is seen at once, and its pid is not yet free for another process to take.
-      options.parentPid().ifPresent(pid -> exitWithParent(pid, err));
+      watch = options.parentPid().map(pid -> exitWithParent(pid, err)).orElse(null);
       Peer peer = null;
       try {
         peer = Peer.start(options);
@@ -168,6 +169,9 @@ public final class Main {
     } finally {
       if (over) {
         unhook(hook, left);
+        if (watch != null) { // as the hook: a JVM running peers one after another gathers no watchers
+          watch.shutdownNow();
+        }
       }
     }
   }
@@ -190,8 +194,10 @@ public final class Main {
   /**
    * Exits (through the shutdown hook's graceful leave) once the launcher is gone, even if it was
    * killed with SIGKILL and could not stop its children itself.
+   *
+   * @return the watch, to stop once the peer has stopped
    */
-  private static void exitWithParent(long pid, PrintStream err) {
+  private static ScheduledExecutorService exitWithParent(long pid, PrintStream err) {
     // One handle, taken now: it remembers the process's start time, so a new process that later
     // gets the same pid does not pass for the launcher (a handle taken afresh each time would).
     Optional<ProcessHandle> parent = launcher(pid, ProcessHandle.current());
@@ -202,6 +208,7 @@ public final class Main {
         System.exit(0);
       }
     }, 1, 1, TimeUnit.SECONDS);
+    return watch;
   }
 
   /**

@@ -425,6 +425,24 @@ class OptionsTest {
   }
 
   /**
+   * A peer that watches its launcher (--parent-pid) and fails to start stops watching: the watch
+   * thread stayed, one more for each peer a JVM ran, each ready to exit the JVM when that launcher
+   * went away.
+   */
+  @Test
+  void main_aPeerThatFailsToStart_stopsWatchingItsLauncher() throws Exception {
+    try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+      int code = runExpectingNoPeer(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(busy.getLocalPort()),
+          "--parent-pid", Long.toString(ProcessHandle.current().pid())}, System.out,
+          new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+      assertEquals(1, code);
+    }
+    org.awaitility.Awaitility.await("no thread watching the launcher").atMost(java.time.Duration.ofSeconds(10))
+        .until(() -> Thread.getAllStackTraces().keySet().stream()
+            .noneMatch(t -> t.getName().startsWith("parent-watch") && t.isAlive()));
+  }
+
+  /**
    * Settings that are fine (the command line and the config file) with a stack whose protocol
    * JGroups refuses when the node starts: the start failed, not the command line (exit 1, no usage).
    */
