@@ -7,11 +7,13 @@ import io.ringmaster.ring.Member;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -68,9 +70,18 @@ public final class LocalCluster implements AutoCloseable {
   private static final int MAX_TEST_NAME = 150;
 
   private final String name;
+  /**
+   * The nodes started here that may still run, or whose crash failed: a node that has stopped is
+   * let go at the next start, so that a long test of churn holds only its running nodes (and what
+   * their listeners keep), not every node it ever started.
+   */
   private final List<Ringmaster> started = new CopyOnWriteArrayList<>();
-  private final Set<Ringmaster> crashed = ConcurrentHashMap.newKeySet();
-  private final List<CompletableFuture<Void>> crashes = new CopyOnWriteArrayList<>();
+  /** Every node started here that the test still holds: for {@link #requireOwn}'s check alone. */
+  private final Set<Ringmaster> own = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+  /** The nodes whose {@code start()} has returned or thrown: one starting is never let go. */
+  private final Set<Ringmaster> startEnded = ConcurrentHashMap.newKeySet();
+  /** Per crashed node, its stop in the background. */
+  private final Map<Ringmaster, CompletableFuture<Void>> crashes = new ConcurrentHashMap<>();
   /** Per node, the addresses its DISCARD ignores because of {@link #partition}: {@link #heal()} takes back these only. */
   private final Map<Ringmaster, Set<Address>> cut = new ConcurrentHashMap<>();
   private volatile boolean closed;
@@ -125,13 +136,45 @@ public final class LocalCluster implements AutoCloseable {
    */
   public Ringmaster start(Ringmaster.Builder builder, Consumer<Ringmaster> beforeStart) {
     Ringmaster node = builder.build();
+    forgetStopped();
+    own.add(node);
     started.add(node);
     if (closed) { // after close() took its list: it would leave this node running
       started.remove(node);
       throw new IllegalStateException("cluster " + name + " is closed");
     }
-    beforeStart.accept(node);
-    return node.start();
+    try {
+      beforeStart.accept(node);
+      return node.start();
+    } finally {
+      startEnded.add(node);
+    }
+  }
+
+  /**
+   * Lets go of the nodes that have stopped: closed, or crashed and stopped (a crash that failed is
+   * kept, for {@link #close()} to report). A node whose channel is closed after its start ended
+   * stays stopped.
+   */
+  private void forgetStopped() {
+    for (Ringmaster n : started) {
+      CompletableFuture<Void> crash = crashes.get(n);
+      boolean crashOver = crash == null || (crash.isDone() && !crash.isCompletedExceptionally());
+      if (crashOver && startEnded.contains(n) && channelClosed(n)) {
+        started.remove(n);
+        startEnded.remove(n);
+        crashes.remove(n);
+        cut.remove(n);
+      }
+    }
+  }
+
+  private static boolean channelClosed(Ringmaster node) {
+    try {
+      return node.channel().isClosed();
+    } catch (IllegalStateException notStarted) { // its start failed before it built a stack: kept
+      return false;
+    }
   }
 
   /**
@@ -191,7 +234,7 @@ public final class LocalCluster implements AutoCloseable {
   public List<Ringmaster> nodes() {
     List<Ringmaster> live = new ArrayList<>();
     for (Ringmaster n : started) {
-      if (!crashed.contains(n) && isRunning(n)) {
+      if (!crashes.containsKey(n) && isRunning(n)) {
         live.add(n);
       }
     }
@@ -350,8 +393,7 @@ public final class LocalCluster implements AutoCloseable {
   public void crash(Ringmaster node) {
     requireOwn(node);
     discard(node).discardAll(true);
-    crashed.add(node);
-    crashes.add(onOwnThread(() -> stopAbruptly(node), "crash-" + node.localMember().id()));
+    crashes.computeIfAbsent(node, n -> onOwnThread(() -> stopAbruptly(n), "crash-" + n.localMember().id()));
   }
 
   /**
@@ -449,7 +491,7 @@ public final class LocalCluster implements AutoCloseable {
 
   private void requireOwn(Ringmaster node) {
     Objects.requireNonNull(node, "node");
-    if (!started.contains(node)) {
+    if (!own.contains(node)) {
       throw new IllegalArgumentException("node " + node.localMember().id() + " was not started by cluster " + name);
     }
   }
@@ -511,9 +553,9 @@ public final class LocalCluster implements AutoCloseable {
   public void close() {
     closed = true;
     List<Throwable> failures = new ArrayList<>();
-    List<CompletableFuture<Void>> stopping = new ArrayList<>(crashes);
+    List<CompletableFuture<Void>> stopping = new ArrayList<>(crashes.values());
     for (Ringmaster n : started) {
-      if (!crashed.contains(n)) {
+      if (!crashes.containsKey(n)) {
         stopping.add(onOwnThread(() -> stopAbruptly(n), "stop-" + n.localMember().id()));
       }
     }

@@ -47,6 +47,44 @@ class LocalClusterTest {
   }
 
   /**
+   * A cluster lets go of the nodes that have stopped, closed or crashed, with what their listeners
+   * keep (a fold keeps a ring per change): it held every node it ever started until it was closed,
+   * so a long test of churn grew without bound. The test's own checks on a stopped node still work.
+   */
+  @Test
+  void nodesThatStopped_areLetGo_andStillKnownAsTheClustersOwn() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: let go")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster closedOne = cluster.start(cluster.builder("b"), n -> n.addOwnershipListener(new OwnershipFold()));
+      java.lang.ref.WeakReference<OwnershipFold> fold = foldOf(cluster, "c");
+      closedOne.close();
+      crashAndAwaitItsStop(cluster, "c"); // the test holds neither c nor its fold from here: only the cluster could
+      cluster.start("d"); // lets go of b and c
+      org.awaitility.Awaitility.await("the crashed node's fold collected").atMost(WAIT).until(() -> {
+        System.gc();
+        return fold.get() == null;
+      });
+      assertEquals(List.of(a, cluster.nodes().get(1)), cluster.nodes());
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> cluster.partition(List.of(a), List.of(closedOne)));
+      assertTrue(e.getMessage().startsWith("node b is not running"), e.getMessage());
+    }
+  }
+
+  private static void crashAndAwaitItsStop(LocalCluster cluster, String id) {
+    Ringmaster node = cluster.nodes().stream().filter(n -> n.localMember().id().equals(id)).findFirst().orElseThrow();
+    cluster.crash(node);
+    org.awaitility.Awaitility.await(id + " stopped").atMost(WAIT).until(() -> node.channel().isClosed());
+  }
+
+  /** Starts node {@code id} with a fold that only the node holds, and returns a weak reference to it. */
+  private static java.lang.ref.WeakReference<OwnershipFold> foldOf(LocalCluster cluster, String id) {
+    OwnershipFold fold = new OwnershipFold();
+    cluster.start(cluster.builder(id), n -> n.addOwnershipListener(fold));
+    return new java.lang.ref.WeakReference<>(fold);
+  }
+
+  /**
    * Four nodes agree; a crash (its listeners hear nothing more), then a partition and its healing,
    * each end in one ring of the nodes left, and every node's fold of its changes matches its ring
    * at each step, with no change contradicting the one before it nor its own rings; a graceful
