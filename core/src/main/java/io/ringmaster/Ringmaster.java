@@ -1174,7 +1174,8 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Whether this node is among the key's owners (primary or backup). Allocation-free. False while
+   * Whether this node is among the key's owners (primary or backup). Allocation-free (with more than
+   * one replica, a thread's first call makes that thread's 1 KB scratch array). False while
    * the node is not in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
    * {@link #ownerOf(String)} fails), and after {@link #close()}.
    */
@@ -1182,7 +1183,7 @@ public final class Ringmaster implements AutoCloseable {
     return isLocalAtPosition(HashRing.position(key));
   }
 
-  /** Whether this node is among the owners (primary or backup) of a key given as bytes. Allocation-free. */
+  /** Whether this node is among the owners (primary or backup) of a key given as bytes, as {@link #isLocal(String)}. */
   public boolean isLocal(byte[] key) {
     return isLocalAtPosition(HashRing.position(key));
   }
@@ -1192,7 +1193,7 @@ public final class Ringmaster implements AutoCloseable {
    * HashRing#position(String)}), as {@link #isLocal(String)}: for a store kept in ring order, that
    * walks its entries by position. Unlike {@code ring().isOwnerOfPosition(position, replicas,
    * localMember())}, false while this node is not in the ring, even if a member holding its id is
-   * (see {@link #isInRing()}). Allocation-free.
+   * (see {@link #isInRing()}). Allocation-free, as {@link #isLocal(String)}.
    */
   public boolean isLocalAtPosition(long position) {
     ClusterNode.Snapshot s = node.state(); // one snapshot: the ring and whether this node is in it

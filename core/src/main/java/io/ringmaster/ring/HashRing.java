@@ -320,8 +320,9 @@ public final class HashRing {
 
   /**
    * Whether {@code member} is among the first {@code n} owners of a ring position (as
-   * {@code ownersOfPosition(position, n).contains(member)}), without allocating: the walk's picks
-   * go to a per-thread array when {@code min(n, members holding tokens)} is at most
+   * {@code ownersOfPosition(position, n).contains(member)}), without allocating: for {@code n = 1}
+   * it compares the primary; otherwise the walk's picks go to a per-thread array (1 KB, made on a
+   * thread's first such call) when {@code min(n, members holding tokens)} is at most
    * {@value #WALK_SCRATCH_SIZE}. False for a member that is not in the ring, or is in it with
    * another weight or zone.
    *
@@ -339,6 +340,9 @@ public final class HashRing {
       return false;
     }
     int want = Math.min(n, tokenMembers);
+    if (want == 1) {
+      return ownerIndex(i) == m; // the walk's first pick: no room needed, not even a thread's first time
+    }
     int[] out = want <= WALK_SCRATCH_SIZE ? WALK_SCRATCH.get() : new int[want];
     int count = walk(i, want, out);
     for (int q = 0; q < count; q++) {

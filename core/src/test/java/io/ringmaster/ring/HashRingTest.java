@@ -150,6 +150,39 @@ class HashRingTest {
   }
 
   /**
+   * With one replica, whether a member owns a position is whether it is the primary: nothing to
+   * allocate, even on a thread's first call. The walk's per-thread array (1 KB) was made for it on
+   * every new thread, so a node answering {@code isLocal} on a thread per request allocated that
+   * much each time.
+   */
+  @Test
+  void isOwnerOfPosition_ofOneReplica_allocatesNothing_evenOnAThreadsFirstCall() throws Exception {
+    com.sun.management.ThreadMXBean threads = allocationMeter();
+    SplittableRandom random = new SplittableRandom(24);
+    List<Member> members = randomMembers(random, 50, 3, false);
+    HashRing ring = ring(64, members);
+    Member probe = members.get(7);
+    for (int k = 0; k < 20_000; k++) { // warms the classes and the code on this thread
+      ring.isOwnerOfPosition(random.nextLong(), 1, probe);
+    }
+    long position = random.nextLong();
+    boolean primary = ring.ownerOfPosition(position).equals(probe);
+    java.util.concurrent.ConcurrentLinkedQueue<String> seen = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    for (int t = 0; t < 16; t++) {
+      Thread fresh = new Thread(() -> {
+        long before = threads.getCurrentThreadAllocatedBytes();
+        boolean owns = ring.isOwnerOfPosition(position, 1, probe);
+        long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+        seen.add(allocated + (owns == primary ? "" : " (a wrong answer)"));
+      });
+      fresh.start();
+      fresh.join();
+    }
+    // The array alone is 1,040 bytes; the meter's own noise is far below that.
+    assertTrue(seen.stream().allMatch(s -> !s.contains(" ") && Long.parseLong(s) < 256), "bytes per first call: " + seen);
+  }
+
+  /**
    * The lookups by key allocate nothing once warm: a String key's UTF-8 bytes are hashed as they
    * are encoded, not copied into an array first; ASCII, two-, three- and four-byte characters.
    */
