@@ -50,7 +50,18 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
    * {@link HashRing#owners(String, int)} gives them; empty when the old ring has no tokens (the
    * first member of a cluster).
    */
-  public record Gained(KeyRange range, List<Member> sources, Role role) {}
+  public record Gained(KeyRange range, List<Member> sources, Role role) {
+    /**
+     * Copies {@code sources}, so that a gain is immutable.
+     *
+     * @throws NullPointerException if an argument or one of the sources is null
+     */
+    public Gained {
+      Objects.requireNonNull(range, "range");
+      sources = List.copyOf(sources);
+      Objects.requireNonNull(role, "role");
+    }
+  }
 
   /**
    * A range the member no longer owns, its owners now ({@code destinations}), and its old role.
@@ -59,7 +70,18 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
    * the old ring's owners to find the ones that are new); empty when the new ring has no tokens
    * (the last member leaving).
    */
-  public record Lost(KeyRange range, List<Member> destinations, Role role) {}
+  public record Lost(KeyRange range, List<Member> destinations, Role role) {
+    /**
+     * Copies {@code destinations}, so that a loss is immutable.
+     *
+     * @throws NullPointerException if an argument or one of the destinations is null
+     */
+    public Lost {
+      Objects.requireNonNull(range, "range");
+      destinations = List.copyOf(destinations);
+      Objects.requireNonNull(role, "role");
+    }
+  }
 
   /**
    * A range the member keeps, with its role before and after. Ranges are merged by the two roles
@@ -67,11 +89,26 @@ public record RingDiff(String memberId, int replicas, List<Gained> gained, List<
    * backup) can differ from key to key within it: {@link HashRing#owners(String, int)} of the old
    * and the new ring give them, per key.
    */
-  public record RoleChange(KeyRange range, Role before, Role after) {}
+  public record RoleChange(KeyRange range, Role before, Role after) {
+    /** @throws NullPointerException if an argument is null */
+    public RoleChange {
+      Objects.requireNonNull(range, "range");
+      Objects.requireNonNull(before, "before");
+      Objects.requireNonNull(after, "after");
+    }
+  }
 
-  /** Copies the three lists, so a diff is immutable. */
+  /**
+   * Copies the three lists, so a diff is immutable.
+   *
+   * @throws NullPointerException if an argument or an element of a list is null
+   * @throws IllegalArgumentException if {@code replicas < 1}
+   */
   public RingDiff {
     Objects.requireNonNull(memberId, "memberId");
+    if (replicas < 1) {
+      throw new IllegalArgumentException("replica count must be at least 1: " + replicas);
+    }
     gained = List.copyOf(gained);
     lost = List.copyOf(lost);
     roleChanges = List.copyOf(roleChanges);

@@ -16,6 +16,35 @@ import org.junit.jupiter.api.Test;
 
 class RingDiffTest {
 
+  /**
+   * A diff built by hand (a listener's test builds its changes) is as immutable as a computed one:
+   * the owners' lists are copied, so a caller's list changed later changes nothing, and what no
+   * diff can hold (a null, no replicas) is refused where it is built, not where a listener reads it.
+   */
+  @Test
+  void aDiffBuiltByHand_copiesItsOwnersLists_andRefusesWhatNoDiffHolds() {
+    KeyRange range = new KeyRange(-5, 7);
+    List<Member> owners = new ArrayList<>(List.of(Member.of("a")));
+    RingDiff.Gained gained = new RingDiff.Gained(range, owners, Role.PRIMARY);
+    RingDiff.Lost lost = new RingDiff.Lost(range, owners, Role.BACKUP);
+    owners.add(Member.of("b"));
+    assertEquals(List.of(Member.of("a")), gained.sources());
+    assertEquals(List.of(Member.of("a")), lost.destinations());
+    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
+        () -> gained.sources().add(Member.of("c")));
+
+    List<Member> withNull = Arrays.asList(Member.of("a"), null);
+    org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+        () -> new RingDiff.Gained(range, withNull, Role.PRIMARY));
+    org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+        () -> new RingDiff.Lost(range, List.of(), null));
+    org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+        () -> new RingDiff.RoleChange(null, Role.PRIMARY, Role.BACKUP));
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> new RingDiff("a", 0, List.of(gained), List.of(), List.of()));
+    assertTrue(e.getMessage().endsWith(": 0"), e.getMessage());
+  }
+
   /** The member's role for position p in a ring, or null when it is not an owner. */
   private static Role roleAt(HashRing ring, long p, String id, int n) {
     if (ring.isEmpty()) {
