@@ -801,11 +801,23 @@ public final class HashRing {
       return this;
     }
 
-    /** Adds each member, as {@link #add(Member)}. */
+    /**
+     * Adds each member, as {@link #add(Member)}, all or none: a collection refused (a null member, an
+     * id given twice or already added) leaves the builder as it was.
+     *
+     * @throws IllegalArgumentException as {@link #add(Member)}, naming the first member refused
+     */
     public Builder addAll(Collection<Member> toAdd) {
       Objects.requireNonNull(toAdd, "members");
-      for (Member m : toAdd) {
-        add(m);
+      Map<String, Member> before = new LinkedHashMap<>(members);
+      try {
+        for (Member m : toAdd) {
+          add(m);
+        }
+      } catch (RuntimeException e) {
+        members.clear();
+        members.putAll(before);
+        throw e;
       }
       return this;
     }

@@ -149,6 +149,18 @@ class HashRingTest {
     assertTrue(owned > 0 && owned < calls, "owned " + owned); // of 2 x calls answers, about 3 in 50 true: used
   }
 
+  /** A builder whose addAll was refused is as it was: a corrected retry builds the ring it asks for. */
+  @Test
+  void builderAddAll_refused_leavesTheBuilderAsItWas() {
+    HashRing.Builder builder = HashRing.builder().virtualNodes(16).add(Member.of("a"));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> builder.addAll(List.of(Member.of("b"), Member.of("c"), Member.of("b"))));
+    assertTrue(e.getMessage().startsWith("duplicate member id: \"b\""), e.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> builder.addAll(Arrays.asList(Member.of("d"), null)));
+    HashRing ring = builder.addAll(List.of(Member.of("b"), Member.of("c"))).build();
+    assertEquals(List.of("a", "b", "c"), ring.members().stream().map(Member::id).sorted().toList());
+  }
+
   /**
    * With one replica, whether a member owns a position is whether it is the primary: nothing to
    * allocate, even on a thread's first call. The walk's per-thread array (1 KB) was made for it on
