@@ -181,8 +181,8 @@ public final class LocalCluster implements AutoCloseable {
    * Builds and starts a node for each id with {@link #builder(String)}'s settings, at once: each
    * start waits for its first ring, so several nodes start in about the time of one. When no node
    * of this cluster runs yet, the first id starts alone first, so that the others join its cluster
-   * rather than each found one of its own and merge later. Returns the nodes in the order of the
-   * ids, once every start has ended.
+   * rather than each found one of its own and merge later (if that start fails, the others still
+   * start, together). Returns the nodes in the order of the ids, once every start has ended.
    *
    * @throws RingmasterException   the first start that failed (the others' failures suppressed),
    *                               once every start has ended; the nodes that started are still
@@ -193,8 +193,13 @@ public final class LocalCluster implements AutoCloseable {
     List<String> ids = List.of(nodeIds);
     List<Ringmaster> out = new ArrayList<>();
     int first = 0;
+    RuntimeException failed = null;
     if (nodes().isEmpty() && !ids.isEmpty()) {
-      out.add(start(ids.get(0)));
+      try {
+        out.add(start(ids.get(0)));
+      } catch (RuntimeException e) { // thrown once the others have started too, as their failures are
+        failed = e;
+      }
       first = 1;
     }
     List<CompletableFuture<Ringmaster>> starts = new ArrayList<>();
@@ -211,7 +216,6 @@ public final class LocalCluster implements AutoCloseable {
       t.start();
       starts.add(f);
     }
-    RuntimeException failed = null;
     for (CompletableFuture<Ringmaster> f : starts) {
       try {
         out.add(f.join());
@@ -339,20 +343,24 @@ public final class LocalCluster implements AutoCloseable {
     }
   }
 
-  /** Their common ring, if they all have it and it holds exactly them; else null. */
+  /**
+   * Their common ring, if they all have it and it holds exactly them; else null. Each node's view
+   * id, ring and place in it are read at once ({@link Ringmaster#ringState()}): read one by one, a
+   * view between the reads could pair a node's new view with its old place in the ring.
+   */
   private static HashRing agreed(List<Ringmaster> nodes) {
-    HashRing first = nodes.get(0).ring();
-    long view = nodes.get(0).viewId();
+    Ringmaster.RingState first = nodes.get(0).ringState();
     for (Ringmaster n : nodes) {
-      if (!n.isInRing() || n.viewId() != view || n.ring().checksum() != first.checksum()) {
+      Ringmaster.RingState s = n == nodes.get(0) ? first : n.ringState();
+      if (!s.inRing() || s.viewId() != first.viewId() || s.ring().checksum() != first.ring().checksum()) {
         return null;
       }
     }
     Set<String> members = new HashSet<>();
-    for (Member m : first.members()) {
+    for (Member m : first.ring().members()) {
       members.add(m.id());
     }
-    return members.equals(new HashSet<>(ids(nodes))) ? first : null;
+    return members.equals(new HashSet<>(ids(nodes))) ? first.ring() : null;
   }
 
   private static List<String> ids(Collection<Ringmaster> nodes) {

@@ -47,6 +47,27 @@ class LocalClusterTest {
   }
 
   /**
+   * When the first id, started alone, fails (here its caller is interrupted), the others still
+   * start, and the failure is thrown once they have: it was thrown at once, the others never
+   * started.
+   */
+  @Test
+  void startAll_whoseFirstStartFails_stillStartsTheOthers() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: startAll's first fails")) {
+      Thread.currentThread().interrupt();
+      RingmasterException e;
+      try {
+        e = assertThrows(RingmasterException.class, () -> cluster.startAll("a", "b", "c"));
+      } finally {
+        Thread.interrupted();
+      }
+      assertEquals(RingmasterException.Reason.INTERRUPTED, e.reason());
+      assertEquals(List.of("b", "c"), cluster.nodes().stream().map(n -> n.localMember().id()).sorted().toList());
+      assertEquals(2, cluster.awaitSettled(WAIT).members().size());
+    }
+  }
+
+  /**
    * A cluster lets go of the nodes that have stopped, closed or crashed, with what their listeners
    * keep (a fold keeps a ring per change): it held every node it ever started until it was closed,
    * so a long test of churn grew without bound. The test's own checks on a stopped node still work.
