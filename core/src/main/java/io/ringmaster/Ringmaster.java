@@ -471,7 +471,8 @@ public final class Ringmaster implements AutoCloseable {
    * view came after that change), so the lookups name the members that took its ranges, and
    * {@link #isInRing()}, {@link #isLocal} and {@link #isPrimary} are false, as a listener's fold
    * says once it has run the LEAVING change. Idempotent: a second call waits for the first to
-   * finish, unless it comes from one of this node's listeners (see below).
+   * finish (interrupted meanwhile, it returns with its flag set), unless it comes from one of this
+   * node's listeners (see below).
    *
    * <p>A listener may call it, on any executor. That close() cannot wait for the listener calling
    * it: that listener's own LEAVING change, and anything else queued for it, comes after its
@@ -496,11 +497,31 @@ public final class Ringmaster implements AutoCloseable {
    * sees the node), else once its connect returns (it throws a {@link RingmasterException}:
    * "closed while it started"; no listener hears anything), and returns after it.
    */
+  /**
+   * A later close() waits for the first, as long as it takes; interrupted meanwhile, it returns with
+   * its flag set (the first goes on). A flag set before the call does not cut it short, as it does
+   * not cut short the first close()'s leave.
+   */
+  private void awaitFirstClose() {
+    boolean interrupted = Thread.interrupted();
+    try {
+      closeDone.get();
+    } catch (InterruptedException e) {
+      interrupted = true;
+    } catch (ExecutionException never) { // closeDone is only ever completed normally
+      throw new IllegalStateException(never);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
   @Override
   public void close() {
     if (!closeCalled.compareAndSet(false, true)) {
       if (ownPool.get() == null && SerialDelivery.callingExecutor(this) == null) {
-        closeDone.join(); // the first close(), on another thread, is not waiting for this one
+        awaitFirstClose(); // the first close(), on another thread, is not waiting for this one
       }
       return;
     }

@@ -259,6 +259,45 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * A second close() waits for the first, and returns once interrupted, its flag set, while the
+   * first goes on handing off: it waited without hearing interrupts, up to the first's whole leave.
+   */
+  @Test
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aSecondClose_waitsForTheFirst_andReturnsWhenInterrupted() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-second")) {
+      cluster.start("keeper");
+      CountDownLatch handOff = new CountDownLatch(1);
+      AtomicBoolean leaving = new AtomicBoolean();
+      Ringmaster n = cluster.start(cluster.builder("n").leaveTimeout(Duration.ofMinutes(5)),
+          node -> node.addOwnershipListener(change -> {
+            if (change.reason() == OwnershipChange.Reason.LEAVING) {
+              leaving.set(true);
+              awaitQuietly(handOff); // a hand-off under way
+            }
+          }));
+      CompletableFuture<Void> first = CompletableFuture.runAsync(n::close);
+      await().atMost(WAIT).until(leaving::get);
+      AtomicBoolean flagAfter = new AtomicBoolean();
+      Thread second = new Thread(() -> {
+        n.close();
+        flagAfter.set(Thread.currentThread().isInterrupted());
+      }, "second-close");
+      second.start();
+      await().atMost(WAIT).until(() -> second.getState() == Thread.State.WAITING);
+      assertFalse(first.isDone(), "the first close() waits for the hand-off");
+      second.interrupt();
+      second.join(TimeUnit.SECONDS.toMillis(10));
+      assertFalse(second.isAlive(), "the second close() returned once interrupted");
+      assertTrue(flagAfter.get(), "with its interrupt flag set");
+      assertFalse(first.isDone(), "the first close() goes on");
+      handOff.countDown();
+      first.get(30, TimeUnit.SECONDS);
+      assertTrue(n.channel().isClosed());
+    }
+  }
+
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a deadlock fails, not hangs
   void close_whileItsListenerClosesTheNodeToo_bothReturn() {
