@@ -1159,7 +1159,8 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * The key's owners, primary first, for the configured replica count.
+   * The key's owners, primary first, for the configured replica count: fewer when fewer members
+   * have a weight above 0, as {@link HashRing#owners(String, int)}.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during
    *                               {@link #start()}, after a start that failed before it, or on a node closed
@@ -1172,7 +1173,7 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * The owners of a key given as bytes.
+   * The owners of a key given as bytes, as {@link #owners(String)}.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during
    *                               {@link #start()}, after a start that failed before it, or on a node closed
@@ -1692,7 +1693,8 @@ public final class Ringmaster implements AutoCloseable {
 
     /**
      * This member's zone (default {@code ""}, none), such as a rack or an availability zone: a key's
-     * replicas go to distinct zones first. At most 255 UTF-8 bytes.
+     * replicas go to distinct zones first. Not null, at most 255 UTF-8 bytes, with no control
+     * character, no unpaired surrogate and no space at either end, as {@link #nodeId(String)}.
      */
     public Builder zone(String zone) {
       NodeMetadata.checkFits("zone", wellFormed("zone", notNull("zone", zone, "; use \"\" for no zone")));
@@ -1739,7 +1741,8 @@ public final class Ringmaster implements AutoCloseable {
      * new version cannot work together, and then as you would change {@code replicas}: with a full
      * restart (or under another cluster name), since a node with the new version is refused while any
      * member has the old one; a rolling upgrade between compatible versions keeps it. It travels in the
-     * node's JGroups address, so keep it short; at most 255 UTF-8 bytes.
+     * node's JGroups address, so keep it short; at most 255 UTF-8 bytes, and well formed as
+     * {@link #zone(String)}.
      */
     public Builder applicationVersion(String applicationVersion) {
       NodeMetadata.checkFits("applicationVersion", wellFormed("applicationVersion",
@@ -1762,7 +1765,10 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** How applications reach this node, announced to all members; at most 255 UTF-8 bytes. */
+    /**
+     * How applications reach this node, announced to all members ({@code ""}, the default, for
+     * none); at most 255 UTF-8 bytes, and well formed as {@link #zone(String)}.
+     */
     public Builder endpoint(String endpoint) {
       NodeMetadata.checkFits("endpoint", wellFormed("endpoint", notNull("endpoint", endpoint, "; use \"\" for none")));
       this.endpoint = endpoint;

@@ -394,12 +394,16 @@ public final class LocalCluster implements AutoCloseable {
    * Crashes a node: from now on it hears and says nothing, so the others suspect it and remove it
    * (3-5 s with {@value #STACK}), and it stops in the background without a graceful leave: its
    * listeners hear nothing more (no {@code LEAVING} change), as in a process that died.
-   * {@link #close()} waits for it to stop.
+   * {@link #close()} waits for it to stop. A node crashed already: nothing more.
    *
    * @throws IllegalArgumentException if the node was not started by this cluster
+   * @throws IllegalStateException    if its start failed before it built a stack (nothing to crash)
    */
   public void crash(Ringmaster node) {
     requireOwn(node);
+    if (crashes.containsKey(node)) {
+      return;
+    }
     discard(node).discardAll(true);
     crashes.computeIfAbsent(node, n -> onOwnThread(() -> stopAbruptly(n), "crash-" + n.localMember().id()));
   }
