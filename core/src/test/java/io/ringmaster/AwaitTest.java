@@ -50,6 +50,37 @@ class AwaitTest {
   }
 
   /**
+   * awaitRing from a listener on a same-thread executor, which runs on the node's view thread, fails
+   * at once naming the thread: waiting there would hold up the very rings it waits for (and every
+   * listener) for its whole timeout. The next view is installed as usual.
+   */
+  @Test
+  void awaitRing_onTheViewThread_failsAtOnce_andHoldsUpNoRing() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-on-view-thread")) {
+      Ringmaster a = cluster.start("a");
+      AtomicReference<Object> outcome = new AtomicReference<>();
+      a.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.VIEW && outcome.get() == null) {
+          try {
+            outcome.set(a.awaitRing(r -> r.contains("never"), Duration.ofSeconds(5)));
+          } catch (RuntimeException e) {
+            outcome.set(e);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            outcome.set(e);
+          }
+        }
+      }, Runnable::run);
+      Ringmaster b = cluster.start("b");
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> outcome.get() != null);
+      IllegalStateException e = assertInstanceOf(IllegalStateException.class, outcome.get());
+      assertTrue(e.getMessage().startsWith("awaitRing called on node a's view thread"), e.getMessage());
+      Ringmaster c = cluster.start("c");
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
+    }
+  }
+
+  /**
    * awaitListeners only waits: a same-thread listener's callback that another same-thread
    * listener's callback holds up (queued, not yet launched) runs on the node's thread once that
    * one returns, never on the thread that waits (an application's thread, or a JGroups one).

@@ -1223,6 +1223,27 @@ class RefusalAndConfigTest {
     b.leaveTimeout(Duration.ZERO).gossipInterval(Duration.ofMillis(1)).startTimeout(Duration.ofHours(24)); // the bounds
   }
 
+  /** The numbers' ranges, at both bounds: the message names the setting, its range and the value. */
+  @Test
+  void builder_numbersOutOfRange_failNamingTheSettingTheRangeAndTheValue() {
+    Ringmaster.Builder b = Ringmaster.builder();
+    for (var bad : List.<java.util.Map.Entry<String, org.junit.jupiter.api.function.Executable>>of(
+        java.util.Map.entry("replicas must be in 1..255: 0", () -> b.replicas(0)),
+        java.util.Map.entry("replicas must be in 1..255: 256", () -> b.replicas(256)),
+        java.util.Map.entry("virtualNodes must be in 1..16777216: 0", () -> b.virtualNodes(0)),
+        java.util.Map.entry("virtualNodes must be in 1..16777216: 16777217", () -> b.virtualNodes(16_777_217)),
+        java.util.Map.entry("weight must be finite and >= 0: NaN", () -> b.weight(Double.NaN)),
+        java.util.Map.entry("weight must be finite and >= 0: Infinity", () -> b.weight(Double.POSITIVE_INFINITY)),
+        java.util.Map.entry("weight must be finite and >= 0: -Infinity", () -> b.weight(Double.NEGATIVE_INFINITY)),
+        java.util.Map.entry("weight must be finite and >= 0: -0.5", () -> b.weight(-0.5)),
+        java.util.Map.entry("bindPort must be in 0..65535: -1", () -> b.bindPort(-1)),
+        java.util.Map.entry("bindPort must be in 0..65535: 65536", () -> b.bindPort(65_536)))) {
+      String message = assertThrows(IllegalArgumentException.class, bad.getValue()).getMessage();
+      assertTrue(message.startsWith(bad.getKey()), bad.getKey() + " expected, got: " + message);
+    }
+    b.replicas(1).replicas(255).virtualNodes(1).virtualNodes(16_777_216).weight(0).bindPort(0).bindPort(65_535);
+  }
+
   @Test
   void builder_nullValues_failAsBadSettingsNamingThem() {
     Ringmaster.Builder b = Ringmaster.builder();
