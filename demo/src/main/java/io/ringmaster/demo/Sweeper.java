@@ -89,15 +89,25 @@ final class Sweeper {
    * <p>Owners a push failed for (busy with every other peer's repair, say) are pushed to again,
    * after 2, 4, 8 ... seconds, at most a minute apart, while they are live: a key that both this
    * peer and such an owner keep through the merge reaches it no other way, and would keep a copy
-   * fewer, or two versions, for good. A later merge starts over with every owner.
+   * fewer, or two versions, for good. A later merge starts over with every owner; so a repair with
+   * another queued behind it (merges that came faster than a pass over the store) is skipped: that
+   * one pushes what this peer holds then, to every owner of the ring then.
+   *
+   * @return whether this pass ran (false: skipped for the one queued behind it)
    */
-  void repairAfterMerge(long mergeViewId) {
+  boolean repairAfterMerge(long mergeViewId) {
     synchronized (this) {
+      queuedRepairs = Math.max(0, queuedRepairs - 1);
+      if (queuedRepairs > 0) {
+        LOG.log(Level.DEBUG, "{0}: the repair of merge view {1} is left to that of a later merge, queued behind it",
+            routing.self(), mergeViewId);
+        return false;
+      }
       pendingRepair = null; // this pass pushes to every owner
       repairing = true;
-      queuedRepairs = Math.max(0, queuedRepairs - 1);
     }
     repair(mergeViewId, null, 0);
+    return true;
   }
 
   /**

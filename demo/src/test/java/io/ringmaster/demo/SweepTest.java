@@ -75,6 +75,29 @@ class SweepTest {
     assertEquals(1, c.counters().strayKeysHandedOff.sum());
   }
 
+  /**
+   * Repairs after merges that came faster than a pass over the store are one pass: each queued
+   * with another behind it is skipped, and the last pushes everything to every owner. Each pushed
+   * the whole store to every owner before, however many were queued, for as long as a link flapped.
+   */
+  @Test
+  void repairsAfterMerges_queuedBehindEachOther_runAsOnePass() throws Exception {
+    start(0);
+    Entry entry = strayOnC();
+    for (int merge = 0; merge < 3; merge++) {
+      c.sweeper().repairQueued();
+    }
+    List<Boolean> ran = new ArrayList<>();
+    for (long mergeView = 11; mergeView <= 13; mergeView++) {
+      assertTrue(c.sweeper().repairPending(), "a repair is queued");
+      ran.add(c.sweeper().repairAfterMerge(mergeView));
+    }
+    assertEquals(List.of(false, false, true), ran);
+    assertEquals(Optional.of(entry), a.store().get(entry.key()), "the last pass pushed to every owner");
+    assertEquals(Optional.of(entry), b.store().get(entry.key()));
+    assertTrue(!c.sweeper().repairPending(), "nothing left to repair");
+  }
+
   /** Ownership callbacks queued or running move strays themselves: the sweep waits until they are done. */
   @Test
   void noSweep_whileOwnershipCallbacksArePending() throws Exception {
