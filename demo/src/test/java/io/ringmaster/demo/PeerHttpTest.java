@@ -104,6 +104,10 @@ class PeerHttpTest {
         "unknown query parameter \"local\" for PUT /kv/{key}; it takes none");
     assertRefused(404, send("GET", "/kv/q", null)); // the refused PUT stored nothing
     assertEquals(200, send("GET", "/keys?role=primary&limit=5&", null).statusCode(), "a trailing & asks nothing");
+    assertReason(400, send("GET", "/keys?limit=100001", null), "limit must be in 0..100000: 100001");
+    assertReason(400, send("GET", "/keys?limit=-1", null), "limit must be in 0..100000: -1");
+    assertReason(400, send("GET", "/keys?limit=ten", null), "limit must be in 0..100000: ten");
+    assertEquals(200, send("GET", "/keys?limit=100000", null).statusCode(), "the bound itself");
     // Escapes that are not hex never reach the API: the JDK server refuses the request line itself.
     assertTrue(rawRequest("GET /kv/%zz HTTP/1.1").startsWith("HTTP/1.1 400"));
     String doubleSlash = rawRequest("GET //kv/a HTTP/1.1");
