@@ -370,6 +370,39 @@ class ClusterAgreementTest {
   }
 
   /**
+   * A view whose ring could not be built on a running node (an Error here, as when the heap has no
+   * room for it) is shown in stats().failedViewId() and tried again by the gossip rounds, first at
+   * once, then after 1 s: the node reaches its peers' ring with no later view to help it.
+   */
+  @Test
+  void aViewThatFailedToBuild_isShownInTheStats_andTriedAgainByTheGossip() throws Exception {
+    try (TestCluster cluster = new TestCluster("failed-view")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      java.util.concurrent.atomic.AtomicInteger builds = new java.util.concurrent.atomic.AtomicInteger();
+      a.beforeEachBuild(view -> {
+        if (view.size() == 3 && builds.incrementAndGet() <= 2) { // the view, then its first retry
+          throw new OutOfMemoryError("no room for the ring (a test)");
+        }
+      });
+      Ringmaster c = cluster.start("c");
+      java.util.concurrent.atomic.AtomicReference<RingmasterStats> failing = new java.util.concurrent.atomic.AtomicReference<>();
+      org.awaitility.Awaitility.await("a's failed view in its stats").atMost(Duration.ofSeconds(30))
+          .until(() -> {
+            RingmasterStats s = a.stats(); // one read: the view it routes by, and the one it could not install
+            failing.set(s);
+            return s.failedViewId().isPresent();
+          });
+      assertEquals(c.viewId(), failing.get().failedViewId().getAsLong(), "the view a could not install");
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, Duration.ofSeconds(30));
+      org.awaitility.Awaitility.await("the failed view cleared").atMost(Duration.ofSeconds(30))
+          .until(() -> a.stats().failedViewId().isEmpty());
+      assertEquals(3, builds.get(), "the view, its retry at the next round, then one after 1 s");
+    }
+  }
+
+  /**
    * Sends that throw, as a stack that refuses them would (an exception, not an Error), are logged at
    * WARNING when the rounds start failing, then at DEBUG until a round succeeds, and the rounds go
    * on. A send's failure was once caught inside the round and logged at DEBUG alone: a gossip that
