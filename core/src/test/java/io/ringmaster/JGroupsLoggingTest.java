@@ -38,6 +38,20 @@ class JGroupsLoggingTest {
     assertFalse(JGroupsLogging.closeRace(record(Level.SEVERE, null, null)));
   }
 
+  /** A level the application gave org.jgroups is its own: a node's start does not raise it. */
+  @Test
+  void quietByDefault_leavesALevelTheApplicationSetAlone() {
+    Logger jgroups = Logger.getLogger("org.jgroups");
+    Level before = jgroups.getLevel();
+    try {
+      jgroups.setLevel(Level.FINE);
+      JGroupsLogging.quietByDefault();
+      assertEquals(Level.FINE, jgroups.getLevel());
+    } finally {
+      jgroups.setLevel(before);
+    }
+  }
+
   @Test
   void quietByDefault_filtersTheLoggerTcpConnectionsLogThrough() {
     JGroupsLogging.quietByDefault();
