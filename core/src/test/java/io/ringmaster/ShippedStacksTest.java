@@ -97,9 +97,47 @@ class ShippedStacksTest {
     }
   }
 
+  /**
+   * secure-tcp.xml's failure detection reads the same properties, with its own defaults (5 s, 1 s
+   * and 500 ms: the window docs/operations.md gives before a restarted node can take its id back),
+   * and keeps its join timeout (2 s).
+   */
+  @org.junit.jupiter.api.Test
+  void theSecureStack_readsItsTimings_fromSystemProperties() throws Exception {
+    String stack = Path.of("..", "config", "jgroups", "secure-tcp.xml").toString();
+    List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout");
+    java.util.Map<String, String> outside = new java.util.HashMap<>();
+    names.forEach(n -> outside.put(n, System.clearProperty(n)));
+    try {
+      long[] shipped = timings(stack, "a secret of the test's");
+      assertEquals(List.of(5_000L, 1_000L, 500L, 2_000L), List.of(shipped[0], shipped[1], shipped[2], shipped[3]));
+      System.setProperty(names.get(0), "10s");
+      System.setProperty(names.get(1), "2s");
+      System.setProperty(names.get(2), "1500ms");
+      long[] set = timings(stack, "a secret of the test's");
+      assertEquals(List.of(10_000L, 2_000L, 1_500L, 2_000L), List.of(set[0], set[1], set[2], set[3]));
+    } finally {
+      outside.forEach((n, v) -> {
+        if (v == null) {
+          System.clearProperty(n);
+        } else {
+          System.setProperty(n, v);
+        }
+      });
+    }
+  }
+
   /** FD_ALL3's timeout and interval, VERIFY_SUSPECT2's timeout and GMS's join timeout, in ms. */
   private static long[] timings(String stack) throws Exception {
-    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("fd-check").jgroupsConfig(stack).buildConfig())) {
+    return timings(stack, null);
+  }
+
+  private static long[] timings(String stack, String secret) throws Exception {
+    Ringmaster.Builder builder = Ringmaster.builder().nodeId("fd-check").jgroupsConfig(stack);
+    if (secret != null) {
+      builder.secret(secret);
+    }
+    try (JChannel channel = Stacks.create(builder.buildConfig())) {
       org.jgroups.protocols.FD_ALL3 fd = channel.getProtocolStack().findProtocol(org.jgroups.protocols.FD_ALL3.class);
       org.jgroups.protocols.VERIFY_SUSPECT2 verify = channel.getProtocolStack()
           .findProtocol(org.jgroups.protocols.VERIFY_SUSPECT2.class);
