@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -146,6 +147,50 @@ class SplitViewTest {
       assertEquals(List.of("connected true, from the view it is in true"), leaving);
       assertEquals(1, x.stats().rejoins());
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+    }
+  }
+
+  /**
+   * close() while a rejoin is stuck in its connect: it waits for it at most the longer of
+   * leaveTimeout and 5 s, says so at WARNING with that wait, and its listeners still hear LEAVING
+   * (from the ring before the rejoin); the node leaves, and the others go on without it.
+   */
+  @Test
+  void close_whileARejoinIsStuck_waitsAtMostItsBound_warns_andStillTellsLeaving() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-stuck");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("a rejoin under way has not ended"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      List<OwnershipChange.Reason> heard = new CopyOnWriteArrayList<>();
+      Ringmaster x = cluster.start(cluster.builder("x").leaveTimeout(Duration.ofSeconds(1)),
+          n -> n.addOwnershipListener(change -> heard.add(change.reason())));
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      CountDownLatch connecting = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      x.beforeRejoinConnect = () -> {
+        connecting.countDown();
+        try {
+          release.await(WAIT.toSeconds(), TimeUnit.SECONDS); // a connect that does not return
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      try {
+        splitOff(x, a, b);
+        assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
+        long started = System.nanoTime();
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(x::close);
+        await("the WARNING").atMost(WAIT).until(() -> !log.records().isEmpty());
+        long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+        assertTrue(waitedMillis >= 4_900, "waited the 5 s bound before giving up: " + waitedMillis + " ms");
+        assertEquals(5000L, ((Number) log.records().get(0).getParameters()[1]).longValue(), "the wait it names");
+        await("LEAVING heard").atMost(WAIT).until(() -> heard.contains(OwnershipChange.Reason.LEAVING));
+        release.countDown();
+        closing.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      } finally {
+        release.countDown();
+      }
     }
   }
 
