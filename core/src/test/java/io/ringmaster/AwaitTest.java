@@ -50,6 +50,60 @@ class AwaitTest {
   }
 
   /**
+   * A thread interrupted while it waits in awaitRing or awaitListeners gets an
+   * InterruptedException at once, its flag cleared as the exception's contract says.
+   */
+  @Test
+  void awaitRingAndAwaitListeners_interrupted_throwInterruptedException() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-interrupted")) {
+      Ringmaster a = cluster.start("a");
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicBoolean busy = new AtomicBoolean();
+      a.addOwnershipListener(change -> { // busy with the INITIAL change until released
+        busy.set(true);
+        try {
+          release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      try {
+        org.awaitility.Awaitility.await().atMost(WAIT).until(busy::get);
+        List<String> outcomes = new CopyOnWriteArrayList<>();
+        List<Thread> waiters = List.of(
+            new Thread(() -> outcomes.add("awaitRing " + outcome(() -> a.awaitRing(r -> r.contains("never"), WAIT)))),
+            new Thread(() -> outcomes.add("awaitListeners " + outcome(() -> a.awaitListeners(WAIT)))));
+        waiters.forEach(Thread::start);
+        org.awaitility.Awaitility.await("both wait").atMost(WAIT)
+            .until(() -> waiters.stream().allMatch(t -> t.getState() == Thread.State.TIMED_WAITING
+                || t.getState() == Thread.State.WAITING));
+        waiters.forEach(Thread::interrupt);
+        for (Thread t : waiters) {
+          t.join(TimeUnit.SECONDS.toMillis(5));
+        }
+        assertEquals(List.of("awaitListeners InterruptedException", "awaitRing InterruptedException"),
+            outcomes.stream().sorted().toList());
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
+  private interface Wait {
+    Object run() throws Exception;
+  }
+
+  /** The simple name of what {@code wait} threw, or "returned". */
+  private static String outcome(Wait wait) {
+    try {
+      wait.run();
+      return "returned";
+    } catch (Exception e) {
+      return e.getClass().getSimpleName();
+    }
+  }
+
+  /**
    * awaitRing from a listener on a same-thread executor, which runs on the node's view thread, fails
    * at once naming the thread: waiting there would hold up the very rings it waits for (and every
    * listener) for its whole timeout. The next view is installed as usual.
