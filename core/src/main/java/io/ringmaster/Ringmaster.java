@@ -152,6 +152,8 @@ public final class Ringmaster implements AutoCloseable {
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
   private boolean gossipFailing;
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
+  /** Set once {@link #shutdown} has ended (see {@link #shutDown()}). */
+  private volatile boolean shutDown;
   /** Set once start() has its first ring: from then on the node may rejoin (see {@link #rejoin}). */
   private volatile boolean joined;
   /** Set while a rejoin is queued or under way, so that reports of one split start one rejoin. */
@@ -766,6 +768,7 @@ public final class Ringmaster implements AutoCloseable {
       failures.add(e);
       listenerPool.shutdownNow();
     }
+    shutDown = true;
     if (!failures.isEmpty()) {
       Throwable first = failures.get(0);
       failures.stream().skip(1).filter(t -> t != first).forEach(first::addSuppressed);
@@ -1390,6 +1393,14 @@ public final class Ringmaster implements AutoCloseable {
   /** Membership listeners registered now (for tests). */
   int membershipListenerCount() {
     return node.membershipListenerCount();
+  }
+
+  /**
+   * Whether the node's shutdown has ended: its channel closed and its threads stopped (or given up
+   * on, with a WARNING). For the test kit, which lets go of such nodes; reached by reflection.
+   */
+  boolean shutDown() {
+    return shutDown;
   }
 
   /** Runs before each view's ring is built, on the view thread (for tests: a slow or failing build). */

@@ -71,17 +71,22 @@ public final class LocalCluster implements AutoCloseable {
 
   private final String name;
   /**
-   * The nodes started here that may still run, or whose crash failed: a node that has stopped is
-   * let go at the next start, so that a long test of churn holds only its running nodes (and what
-   * their listeners keep), not every node it ever started.
+   * The nodes started here that may still run: a node that has stopped is let go at the next start
+   * or {@link #nodes()} (which the waits call), so that a long test of churn holds only its running
+   * nodes (and what their listeners keep), not every node it ever started.
    */
   private final List<Ringmaster> started = new CopyOnWriteArrayList<>();
   /** Every node started here that the test still holds: for {@link #requireOwn}'s check alone. */
   private final Set<Ringmaster> own = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
   /** The nodes whose {@code start()} has returned or thrown: one starting is never let go. */
   private final Set<Ringmaster> startEnded = ConcurrentHashMap.newKeySet();
-  /** Per crashed node, its stop in the background. */
-  private final Map<Ringmaster, CompletableFuture<Void>> crashes = new ConcurrentHashMap<>();
+  /** The crashed nodes among {@link #started}. */
+  private final Set<Ringmaster> crashed = ConcurrentHashMap.newKeySet();
+  /**
+   * The crashes' stops in the background, for {@link #close()} to wait for and report: those that
+   * ended well are dropped at the next start, the others kept.
+   */
+  private final List<CompletableFuture<Void>> crashes = new CopyOnWriteArrayList<>();
   /** Per node, the addresses its DISCARD ignores because of {@link #partition}: {@link #heal()} takes back these only. */
   private final Map<Ringmaster, Set<Address>> cut = new ConcurrentHashMap<>();
   private volatile boolean closed;
@@ -152,28 +157,33 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /**
-   * Lets go of the nodes that have stopped: closed, or crashed and stopped (a crash that failed is
-   * kept, for {@link #close()} to report). A node whose channel is closed after its start ended
-   * stays stopped.
+   * Lets go of the nodes that have stopped (closed, or crashed, and their shutdown over: the channel
+   * closed and the node's threads stopped), and of the crashes' stops that ended well (one that
+   * failed is kept, for {@link #close()} to report).
    */
   private void forgetStopped() {
+    crashes.removeIf(c -> c.isDone() && !c.isCompletedExceptionally());
     for (Ringmaster n : started) {
-      CompletableFuture<Void> crash = crashes.get(n);
-      boolean crashOver = crash == null || (crash.isDone() && !crash.isCompletedExceptionally());
-      if (crashOver && startEnded.contains(n) && channelClosed(n)) {
+      if (startEnded.contains(n) && shutDown(n)) {
         started.remove(n);
         startEnded.remove(n);
-        crashes.remove(n);
+        crashed.remove(n);
         cut.remove(n);
       }
     }
   }
 
-  private static boolean channelClosed(Ringmaster node) {
+  /**
+   * Whether the node's shutdown has ended. Package-private in {@code Ringmaster}, as closeAbruptly is,
+   * and reached the same way.
+   */
+  private static boolean shutDown(Ringmaster node) {
     try {
-      return node.channel().isClosed();
-    } catch (IllegalStateException notStarted) { // its start failed before it built a stack: kept
-      return false;
+      java.lang.reflect.Method shutDown = Ringmaster.class.getDeclaredMethod("shutDown");
+      shutDown.setAccessible(true);
+      return (Boolean) shutDown.invoke(node);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("this Ringmaster has no shutDown(): test kit and core differ", e);
     }
   }
 
@@ -236,9 +246,10 @@ public final class LocalCluster implements AutoCloseable {
 
   /** The nodes started here and neither crashed nor closed, in the order they were started. */
   public List<Ringmaster> nodes() {
+    forgetStopped();
     List<Ringmaster> live = new ArrayList<>();
     for (Ringmaster n : started) {
-      if (!crashes.containsKey(n) && isRunning(n)) {
+      if (!crashed.contains(n) && isRunning(n)) {
         live.add(n);
       }
     }
@@ -401,11 +412,11 @@ public final class LocalCluster implements AutoCloseable {
    */
   public void crash(Ringmaster node) {
     requireOwn(node);
-    if (crashes.containsKey(node)) {
+    if (!crashed.add(node)) {
       return;
     }
     discard(node).discardAll(true);
-    crashes.computeIfAbsent(node, n -> onOwnThread(() -> stopAbruptly(n), "crash-" + n.localMember().id()));
+    crashes.add(onOwnThread(() -> stopAbruptly(node), "crash-" + node.localMember().id()));
   }
 
   /**
@@ -565,9 +576,9 @@ public final class LocalCluster implements AutoCloseable {
   public void close() {
     closed = true;
     List<Throwable> failures = new ArrayList<>();
-    List<CompletableFuture<Void>> stopping = new ArrayList<>(crashes.values());
+    List<CompletableFuture<Void>> stopping = new ArrayList<>(crashes);
     for (Ringmaster n : started) {
-      if (!crashes.containsKey(n)) {
+      if (!crashed.contains(n)) {
         stopping.add(onOwnThread(() -> stopAbruptly(n), "stop-" + n.localMember().id()));
       }
     }
