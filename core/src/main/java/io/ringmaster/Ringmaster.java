@@ -499,26 +499,6 @@ public final class Ringmaster implements AutoCloseable {
    * sees the node), else once its connect returns (it throws a {@link RingmasterException}:
    * "closed while it started"; no listener hears anything), and returns after it.
    */
-  /**
-   * A later close() waits for the first, as long as it takes; interrupted meanwhile, it returns with
-   * its flag set (the first goes on). A flag set before the call does not cut it short, as it does
-   * not cut short the first close()'s leave.
-   */
-  private void awaitFirstClose() {
-    boolean interrupted = Thread.interrupted();
-    try {
-      closeDone.get();
-    } catch (InterruptedException e) {
-      interrupted = true;
-    } catch (ExecutionException never) { // closeDone is only ever completed normally
-      throw new IllegalStateException(never);
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
   @Override
   public void close() {
     if (!closeCalled.compareAndSet(false, true)) {
@@ -558,6 +538,26 @@ public final class Ringmaster implements AutoCloseable {
     } finally {
       closeDone.complete(null);
       if (interruptedBefore) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * A later close() waits for the first, as long as it takes; interrupted meanwhile, it returns with
+   * its flag set (the first goes on). A flag set before the call does not cut it short, as it does
+   * not cut short the first close()'s leave.
+   */
+  private void awaitFirstClose() {
+    boolean interrupted = Thread.interrupted();
+    try {
+      closeDone.get();
+    } catch (InterruptedException e) {
+      interrupted = true;
+    } catch (ExecutionException never) { // closeDone is only ever completed normally
+      throw new IllegalStateException(never);
+    } finally {
+      if (interrupted) {
         Thread.currentThread().interrupt();
       }
     }
@@ -1200,7 +1200,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Whether this node is among the key's owners (primary or backup). Allocation-free (with more than
-   * one replica, a thread's first call makes that thread's 1 KB scratch array). False while
+   * one replica and more than one member holding tokens, a thread's first call makes that thread's
+   * 1 KB scratch array). False while
    * the node is not in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
    * {@link #ownerOf(String)} fails), and after {@link #close()}.
    */

@@ -111,6 +111,29 @@ class DocumentedExamplesTest {
     assertTrue(compiled && errors.isEmpty(), "documented examples that do not compile:\n" + errors);
   }
 
+  /**
+   * No doc comment is followed by another before its declaration: javadoc keeps only the nearer
+   * one, so the first would be lost for readers of the API (as close()'s was, once, when a helper
+   * with its own comment went in between). JDK 17's javac does not say so.
+   */
+  @Test
+  void noDocCommentIsLeftWithoutItsDeclaration() throws IOException {
+    Pattern dangling = Pattern.compile("\\*/\\s*/\\*\\*");
+    List<String> found = new ArrayList<>();
+    for (String module : List.of("core", "demo", "bench")) {
+      try (var files = Files.walk(Path.of("..", module, "src", "main", "java"))) {
+        for (Path file : files.filter(f -> f.toString().endsWith(".java")).toList()) {
+          String text = Files.readString(file);
+          Matcher m = dangling.matcher(text);
+          while (m.find()) {
+            found.add(file + ":" + (text.substring(0, m.start()).chars().filter(c -> c == '\n').count() + 1));
+          }
+        }
+      }
+    }
+    assertEquals(List.of(), found, "doc comments followed by another doc comment");
+  }
+
   private static List<Example> examplesIn(String path) throws IOException {
     String text = Files.readString(Path.of("..").resolve(path));
     boolean markdown = path.endsWith(".md");
