@@ -118,7 +118,10 @@ public final class HashRing {
   private final int bucketBits;
   /** Replica counts whose walk {@link #isOwnerOfPosition} records in {@link #WALK_SCRATCH}. */
   static final int WALK_SCRATCH_SIZE = 256;
-  /** Each thread's room for a walk's picks (1 KB, taken on its first {@link #isOwnerOfPosition}). */
+  /**
+   * Each thread's room for a walk's picks (1 KB, taken on its first {@link #isOwnerOfPosition} that
+   * asks for more than one owner).
+   */
   private static final ThreadLocal<int[]> WALK_SCRATCH = ThreadLocal.withInitial(() -> new int[WALK_SCRATCH_SIZE]);
   /** Each member's share, computed on first use: only {@link #share(String)} needs it. */
   private volatile double[] shares;
@@ -320,8 +323,8 @@ public final class HashRing {
 
   /**
    * Whether {@code member} is among the first {@code n} owners of a ring position (as
-   * {@code ownersOfPosition(position, n).contains(member)}), without allocating: for {@code n = 1}
-   * it compares the primary; otherwise the walk's picks go to a per-thread array (1 KB, made on a
+   * {@code ownersOfPosition(position, n).contains(member)}), without allocating: for one owner
+   * ({@code n = 1}, or one member holding tokens) it compares the primary; otherwise the walk's picks go to a per-thread array (1 KB, made on a
    * thread's first such call) when {@code min(n, members holding tokens)} is at most
    * {@value #WALK_SCRATCH_SIZE}. False for a member that is not in the ring, or is in it with
    * another weight or zone.
