@@ -151,11 +151,12 @@ final class Gossip {
     if (peer == null) {
       return;
     }
+    Address self = channel.getAddress();
     try {
       channel.send(control(peer, encode(s.viewId(), s.viewCreator(), s.ring().checksum(), localId)));
       sent.incrementAndGet();
     } catch (Exception e) {
-      sendFailed("sending the ring checksum to " + peer, e);
+      sendFailed("sending the ring checksum to " + peer, e, self);
     }
   }
 
@@ -163,10 +164,11 @@ final class Gossip {
    * A send of a round failed. While the channel is connected that is a failing gossip, thrown to the
    * round's caller, which logs it at WARNING when the rounds start failing: a stack that throws at
    * every send must not go unseen. A channel that is not connected (a rejoin between its leave and
-   * its join, a node closing) is expected to refuse: logged at DEBUG.
+   * its join, a node closing), or no longer under the address it sent from (a rejoin that ended
+   * meanwhile), is expected to refuse: logged at DEBUG.
    */
-  private void sendFailed(String what, Exception e) {
-    if (!channel.isConnected()) {
+  private void sendFailed(String what, Exception e, Address sentFrom) {
+    if (!channel.isConnected() || !Objects.equals(channel.getAddress(), sentFrom)) {
       LOG.log(Level.DEBUG, "{0} failed, the channel not connected: {1}", what, e);
       return;
     }
@@ -186,11 +188,12 @@ final class Gossip {
     if (peer == null) {
       return;
     }
+    Address self = channel.getAddress();
     try {
       channel.send(control(peer, encodeListedQuery(v.getViewId().getId(), v.getViewId().getCreator())));
       queriesSent.incrementAndGet();
     } catch (Exception e) {
-      sendFailed("asking " + peer + " whether view " + v.getViewId() + " lists this node", e);
+      sendFailed("asking " + peer + " whether view " + v.getViewId() + " lists this node", e, self);
     }
   }
 
