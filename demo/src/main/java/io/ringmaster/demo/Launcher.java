@@ -67,7 +67,8 @@ final class Launcher {
   private final ClusterOptions options;
   private final PrintStream out;
   private final PrintStream err;
-  private final Map<String, PeerProcess> peers = new LinkedHashMap<>();
+  /** The peers started, by id; guarded by itself (package-private for tests). */
+  final Map<String, PeerProcess> peers = new LinkedHashMap<>();
   private boolean closing; // guarded by peers: set by stopAll, after which spawn starts nothing
   private final java.util.concurrent.CountDownLatch allStopped = new java.util.concurrent.CountDownLatch(1);
   /** Peers this launcher asked to stop: any other exit is reported as it happens. */
@@ -375,17 +376,19 @@ final class Launcher {
   /**
    * The next port from the last one used that nothing on 127.0.0.1 listens on, past the peers'
    * cluster ports (a peer started later would find its own taken); past 65535 the search goes on
-   * from {@code --base-port}, so the ports of peers stopped since are used again. A privileged port
+   * from {@code --base-port}, so the ports of peers stopped since are used again, never the port
+   * of a peer still running (one just started may not listen on it yet). A privileged port
    * this user may not listen on is an error naming {@code --base-port}, not a reason to go on to a
    * port the user did not choose; any other port that cannot be bound is taken for busy.
    */
   int freePort() throws IOException {
     ClusterOptions.ClusterPorts cluster = ClusterOptions.clusterPorts(System.getProperties());
+    Set<Integer> given = live().stream().map(PeerProcess::port).collect(java.util.stream.Collectors.toSet());
     int base = options.basePort();
     int span = 65536 - base;
     for (int i = 0; i < span; i++) {
       int port = base + (nextPort - base + i) % span;
-      if (cluster.contains(port)) {
+      if (cluster.contains(port) || given.contains(port)) {
         continue;
       }
       try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {

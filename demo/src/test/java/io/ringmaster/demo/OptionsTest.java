@@ -316,6 +316,29 @@ class OptionsTest {
         "started over from the base port: " + ports);
   }
 
+  /**
+   * Starting over never hands out the port of a peer still running: one just started may not listen
+   * on it yet, so the probe alone would find it free and give it to a second peer.
+   */
+  @Test
+  void launcher_freePort_neverGivesThePortOfARunningPeer(@TempDir Path dir) throws Exception {
+    Launcher launcher = new Launcher(ClusterOptions.parse(new String[] {"--base-port", "65515"}, 0), System.out,
+        System.err);
+    Process running = new ProcessBuilder("sleep", "60").start(); // stands for a peer not listening yet
+    try {
+      synchronized (launcher.peers) {
+        launcher.peers.put("peer-1", new PeerProcess("peer-1", 65517, running, dir.resolve("peer-1.log")));
+      }
+      List<Integer> ports = new java.util.ArrayList<>();
+      for (int i = 0; i < 25; i++) {
+        ports.add(launcher.freePort());
+      }
+      assertFalse(ports.contains(65517), ports.toString());
+    } finally {
+      running.destroyForcibly().waitFor();
+    }
+  }
+
   @Test
   void launcher_logDirThatIsAFile_exits2NamingTheFlag(@TempDir Path dir) throws IOException {
     Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
