@@ -581,7 +581,8 @@ final class ClusterNode {
       }
       logQuietly(() -> LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members"
           + " the ring had before it (in a way that makes a ring); the sources of this node''s first ranges may"
-          + " name members that joined with it", local.id(), ringBeforeTimeout.toMillis(), view.getViewId()));
+          + " name members that joined with it", local.id(), Long.toString(ringBeforeTimeout.toMillis()),
+          view.getViewId()));
       return ring.without(local.id());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // the node is closing

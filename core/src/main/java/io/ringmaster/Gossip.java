@@ -274,7 +274,7 @@ final class Gossip {
       try {
         channel.send(control(newcomer, payload));
       } catch (Exception e) {
-        LOG.log(Level.DEBUG, "telling {0} the ring before view {1} failed: {2}", newcomer, viewId, e);
+        LOG.log(Level.DEBUG, "telling {0} the ring before view {1} failed: {2}", newcomer, Long.toString(viewId), e);
       }
     }
   }
@@ -392,13 +392,14 @@ final class Gossip {
           // checksum freely, so a flood of new ones would be a flood of lines.
           LOG.log(Level.DEBUG, "{0}: {1} found again, or past the lines of 10 s", localId, d);
         } else if (split) {
-          LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, viewId, sender);
+          LOG.log(Level.DEBUG, "{0}: divergence in view {1} reported; {2} rejoins", localId, Long.toString(viewId),
+              sender);
         } else if (holder) {
-          LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}",
-              localId, viewId, sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
+          LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} has checksum {3}, this node {4}", localId,
+              Long.toString(viewId), sender, Long.toHexString(checksum), Long.toHexString(s.ring().checksum()));
         } else {
           LOG.log(Level.ERROR, "{0}: ring divergence in view {1}: {2} says it is in the ring as {3}, where this"
-              + " node has {4}", localId, viewId, source, sender,
+              + " node has {4}", localId, Long.toString(viewId), source, sender,
               s.addresses().containsKey(sender) ? s.addresses().get(sender) : "no member with that id");
         }
       });
@@ -479,7 +480,8 @@ final class Gossip {
     if (v == null || source == null || !v.containsMember(source) || source.equals(channel.getAddress())) {
       notListedIgnored.incrementAndGet();
       ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: ignored \"not in view {1}\" from {2}: this node''s view"
-          + " is {3}", localId, viewId, source, channel.getView() == null ? "none" : channel.getView().getViewId()));
+          + " is {3}", localId, Long.toString(viewId), source,
+          channel.getView() == null ? "none" : channel.getView().getViewId()));
       return;
     }
     onNotListed.accept(v);

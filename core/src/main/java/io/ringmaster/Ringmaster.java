@@ -262,7 +262,7 @@ public final class Ringmaster implements AutoCloseable {
         try {
           gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, newcomers));
         } catch (RejectedExecutionException closing) {
-          LOG.log(Level.DEBUG, "view {0}: closing, newcomers not told the ring before it", viewId);
+          LOG.log(Level.DEBUG, "view {0}: closing, newcomers not told the ring before it", Long.toString(viewId));
         }
       });
       connect();
@@ -271,9 +271,10 @@ public final class Ringmaster implements AutoCloseable {
       long interval = config.gossipInterval().toMillis();
       gossipTimer.scheduleWithFixedDelay(this::gossipRound, interval, interval, TimeUnit.MILLISECONDS);
       // In here: a logger that throws fails the start, which stops the node, rather than leave a
-      // running node to a caller that got no reference to it.
+      // running node to a caller that got no reference to it. Ids and durations as text: a number
+      // would be formatted for the locale ("view 1,234"), and an operator's search for it would fail.
       LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
-          viewId(), members().size());
+          Long.toString(viewId()), members().size());
       joined = true;
     } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
       Throwable failure;
@@ -596,7 +597,7 @@ public final class Ringmaster implements AutoCloseable {
           ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a"
               + " listener on a same-thread executor?); " + (queuedHere ? "the LEAVING change was queued by close()"
               + " instead, and " : "") + "the callbacks the view thread had yet to start were handed to the node''s"
-              + " pool", config.nodeId(), queueTimeout));
+              + " pool", config.nodeId(), Long.toString(queueTimeout)));
         }
       }
       long deadline = queuedAt + config.leaveTimeout().toNanos();
@@ -680,7 +681,7 @@ public final class Ringmaster implements AutoCloseable {
     }
     // Quietly: the leave that called this must still queue the LEAVING change.
     ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1}"
-        + " ms); leaving from the ring before it", config.nodeId(), timeout));
+        + " ms); leaving from the ring before it", config.nodeId(), Long.toString(timeout)));
   }
 
   /** What a start() under way throws once close() or closeAbruptly() was called. */

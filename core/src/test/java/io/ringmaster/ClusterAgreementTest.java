@@ -370,6 +370,32 @@ class ClusterAgreementTest {
   }
 
   /**
+   * View ids in log lines read as JGroups prints them and as stats() gives them, whatever the
+   * locale: passed as numbers, the formatter grouped their digits ("view 1,235"), and an operator
+   * searching the log for the view id of an alert found nothing.
+   */
+  @Test
+  void logLines_nameViewIdsAsTheyAre_notGroupedForTheLocale() throws Exception {
+    try (TestCluster cluster = new TestCluster("view-id-lines");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains(" joined "))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      org.jgroups.View agreed = a.channel().getView();
+      org.jgroups.View far = new org.jgroups.View(new org.jgroups.ViewId(agreed.getCreator(), 1234), agreed.getMembers());
+      TestCluster.gms(a).installView(far);
+      TestCluster.gms(b).installView(far);
+      Ringmaster c = cluster.start("c");
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, Duration.ofSeconds(30));
+      assertTrue(c.viewId() > 1234, "view " + c.viewId());
+      java.util.logging.LogRecord joined = log.records().stream()
+          .filter(r -> "c".equals(r.getParameters()[0])).findFirst().orElseThrow();
+      String line = new java.text.MessageFormat(joined.getMessage(), java.util.Locale.US).format(joined.getParameters());
+      assertTrue(line.contains("view " + c.viewId() + ","), line);
+    }
+  }
+
+  /**
    * A view whose ring could not be built on a running node (an Error here, as when the heap has no
    * room for it) is shown in stats().failedViewId() and tried again by the gossip rounds, first at
    * once, then after 1 s: the node reaches its peers' ring with no later view to help it.

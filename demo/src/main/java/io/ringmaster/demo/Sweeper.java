@@ -100,7 +100,7 @@ final class Sweeper {
       queuedRepairs = Math.max(0, queuedRepairs - 1);
       if (queuedRepairs > 0) {
         LOG.log(Level.DEBUG, "{0}: the repair of merge view {1} is left to that of a later merge, queued behind it",
-            routing.self(), mergeViewId);
+            routing.self(), Long.toString(mergeViewId));
         return false;
       }
       pendingRepair = null; // this pass pushes to every owner
@@ -174,7 +174,7 @@ final class Sweeper {
   private void pushRepair(long mergeViewId, Set<String> onlyTo, int failures) {
     if (onlyTo != null && routing.isLeaving()) {
       LOG.log(Level.INFO, "{0}: leaving; its hand-off replaces the repair of merge view {1}", routing.self(),
-          mergeViewId);
+          Long.toString(mergeViewId));
       return;
     }
     long started = System.nanoTime();
@@ -193,7 +193,7 @@ final class Sweeper {
     }
     if (perOwner.isEmpty() && onlyTo != null) {
       LOG.log(Level.INFO, "{0}: {1}, which the repair of merge view {2} could not reach, left the ring; their"
-          + " successors pull what they gained", routing.self(), onlyTo, mergeViewId);
+          + " successors pull what they gained", routing.self(), onlyTo, Long.toString(mergeViewId));
       return;
     }
     Set<String> failed = new TreeSet<>();
@@ -207,13 +207,13 @@ final class Sweeper {
     if (!failed.isEmpty()) {
       long delay = PullRetries.delayAfter(failures + 1);
       LOG.log(Level.WARNING, "{0}: repair after merge view {1} could not reach {2}; again in {3} s", routing.self(),
-          mergeViewId, failed, delay / 1_000_000_000);
+          Long.toString(mergeViewId), failed, delay / 1_000_000_000);
       synchronized (this) { // nothing else set it meanwhile: repairs run one at a time, on the maintenance thread
         pendingRepair = new PendingRepair(mergeViewId, failed, failures + 1, System.nanoTime() + delay);
       }
     } else if (onlyTo != null) {
       LOG.log(Level.INFO, "{0}: repair after merge view {1} done after {2} failed rounds", routing.self(),
-          mergeViewId, failures);
+          Long.toString(mergeViewId), failures);
     }
   }
 }
