@@ -151,6 +151,12 @@ public final class Ringmaster implements AutoCloseable {
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
   private boolean gossipFailing;
+  /** How long the channel's view may be ahead of the ring before {@link #watchViewThread} says so. */
+  static final Duration VIEW_THREAD_HELD_AFTER = Duration.ofSeconds(10);
+  /** When the channel's view was first seen ahead of the ring (0: it is not); gossip thread only. */
+  private long viewBehindSince;
+  /** Whether {@link #watchViewThread} has said so for this stretch; gossip thread only. */
+  private boolean viewThreadHeldSaid;
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
   /** Set once {@link #shutdown} has ended (see {@link #shutDown()}). */
   private volatile boolean shutDown;
@@ -815,6 +821,7 @@ public final class Ringmaster implements AutoCloseable {
   private void gossipRound() {
     try {
       node.retryFailedView();
+      watchViewThread();
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {
@@ -829,6 +836,40 @@ public final class Ringmaster implements AutoCloseable {
         ClusterNode.logQuietly(() -> LOG.log(level, failed + " (failures after this one are logged at DEBUG until"
             + " one succeeds)", e));
       }
+    }
+  }
+
+  /**
+   * Says at WARNING, once, when the channel's view has been ahead of the ring for
+   * {@link #VIEW_THREAD_HELD_AFTER}: the view thread is held (a listener on a same-thread executor
+   * in a long hand-off, an executor that blocks in {@code execute()}), views queue behind it, and
+   * lookups route by an older ring than the peers', which gossip cannot see (it compares equal
+   * view ids only). Once the ring has caught up, says so at INFO. A failed view has lines of its
+   * own; a rejoin (no view, or a view of another creator's numbering after a merge) is not this.
+   */
+  private void watchViewThread() {
+    View v = channel.getView();
+    long ringView = node.state().viewId();
+    boolean behind = v != null && v.getViewId().getId() > ringView && node.failedViewId().isEmpty();
+    long now = System.nanoTime();
+    if (!behind) {
+      if (viewThreadHeldSaid) {
+        ClusterNode.logQuietly(() -> LOG.log(Level.INFO, "{0}: the ring has caught up with the channel''s view (view"
+            + " {1})", config.nodeId(), Long.toString(ringView)));
+      }
+      viewBehindSince = 0;
+      viewThreadHeldSaid = false;
+      return;
+    }
+    if (viewBehindSince == 0) {
+      viewBehindSince = now == 0 ? 1 : now;
+    } else if (!viewThreadHeldSaid && now - viewBehindSince >= VIEW_THREAD_HELD_AFTER.toNanos()) {
+      viewThreadHeldSaid = true;
+      long seconds = TimeUnit.NANOSECONDS.toSeconds(now - viewBehindSince);
+      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: JGroups installed view {1} at least {2} s ago, and"
+          + " the ring is still at view {3}: the node''s view thread is held (a listener on a same-thread executor"
+          + " in a long callback?), and lookups route by the older ring meanwhile", config.nodeId(), v.getViewId(),
+          Long.toString(seconds), Long.toString(ringView)));
     }
   }
 

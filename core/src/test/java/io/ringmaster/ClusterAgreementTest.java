@@ -370,6 +370,48 @@ class ClusterAgreementTest {
   }
 
   /**
+   * A view thread held by a same-thread listener, the channel's view ahead of the ring for 10 s, is
+   * said once at WARNING, naming both views, and its end at INFO: the node routed by an older ring
+   * than its peers' and logged nothing (gossip compares equal view ids only).
+   */
+  @Test
+  void aHeldViewThread_isSaidOnceAtWarning_andItsEndAtInfo() throws Exception {
+    try (TestCluster cluster = new TestCluster("held-view-thread");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("view thread is held")
+             || r.getMessage().contains("has caught up"))) {
+      Ringmaster a = cluster.start("a");
+      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+      a.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.VIEW) {
+          try {
+            release.await(60, java.util.concurrent.TimeUnit.SECONDS); // a long hand-off, on the view thread
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, Runnable::run);
+      try {
+        Ringmaster b = cluster.start("b"); // a publishes its ring, then its view thread runs the listener
+        Ringmaster c = cluster.start("c"); // this view waits behind it
+        org.awaitility.Awaitility.await("the WARNING").atMost(Duration.ofSeconds(40))
+            .until(() -> !log.records().isEmpty());
+        java.util.logging.LogRecord held = log.records().get(0);
+        assertEquals(java.util.logging.Level.WARNING, held.getLevel());
+        assertEquals(c.channel().getView().getViewId(), held.getParameters()[1], "the view JGroups installed");
+        assertEquals(Long.toString(a.viewId()), held.getParameters()[3], "the view of the ring a routes by: " + a.stats()
+            + ", b " + b.stats() + ", c " + c.stats());
+        assertEquals(1, log.records().size(), "said once");
+        release.countDown();
+        TestCluster.awaitAgreement(List.of(a, b, c), 3, Duration.ofSeconds(30));
+        org.awaitility.Awaitility.await("the INFO").atMost(Duration.ofSeconds(30)).until(() -> log.records().size() == 2);
+        assertEquals(java.util.logging.Level.INFO, log.records().get(1).getLevel());
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
+  /**
    * View ids in log lines read as JGroups prints them and as stats() gives them, whatever the
    * locale: passed as numbers, the formatter grouped their digits ("view 1,235"), and an operator
    * searching the log for the view id of an alert found nothing.
