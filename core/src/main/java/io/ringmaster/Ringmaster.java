@@ -157,6 +157,11 @@ public final class Ringmaster implements AutoCloseable {
   private long viewBehindSince;
   /** Whether {@link #watchViewThread} has said so for this stretch; gossip thread only. */
   private boolean viewThreadHeldSaid;
+  /** How often failing rejoins are said at ERROR, after the first of a stretch. */
+  static final Duration REJOIN_FAILURE_REPEAT = Duration.ofMinutes(1);
+  /** Rejoin attempts failed in a row, and when one was last said at ERROR; under rejoinLock. */
+  private int rejoinFailures;
+  private long rejoinFailureSaidAt;
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
   /** Set once {@link #shutdown} has ended (see {@link #shutDown()}). */
   private volatile boolean shutDown;
@@ -952,6 +957,7 @@ public final class Ringmaster implements AutoCloseable {
       beforeRejoinConnect.run();
       channel.connect(config.clusterName());
       rejoins.incrementAndGet();
+      rejoinFailures = 0;
       View now = channel.getView();
       ClusterNode.logQuietly(() -> {
         if (now != null && now.size() == 1 && stale.size() > 1) {
@@ -965,9 +971,7 @@ public final class Ringmaster implements AutoCloseable {
     } catch (Exception | Error e) { // an Error too: nothing reads this task's future, so it would vanish
       retry = !closeCalled.get();
       stopStackLeftHalfStarted();
-      boolean logged = retry; // quietly: a logger that throws must not cancel the next attempt
-      ClusterNode.logQuietly(() -> LOG.log(logged ? Level.ERROR : Level.DEBUG,
-          "{0}: rejoining the cluster failed: {1}; next attempt in {2}", config.nodeId(), e, config.gossipInterval()));
+      logRejoinFailure(e, retry);
     } finally {
       rejoinLock.unlock();
       rejoining.set(false);
@@ -979,6 +983,25 @@ public final class Ringmaster implements AutoCloseable {
         ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId()));
       }
     }
+  }
+
+  /**
+   * A failed rejoin attempt: the first of a stretch at ERROR with its stack trace, then at DEBUG,
+   * with an ERROR again at most once a minute while they go on failing (an attempt every
+   * {@code gossipInterval} would fill the log); at DEBUG when the node is closing. Quietly: a
+   * logger that throws must not cancel the next attempt.
+   */
+  private void logRejoinFailure(Throwable e, boolean retry) {
+    int failures = ++rejoinFailures;
+    long now = System.nanoTime();
+    boolean say = retry && (failures == 1 || now - rejoinFailureSaidAt >= REJOIN_FAILURE_REPEAT.toNanos());
+    if (say) {
+      rejoinFailureSaidAt = now;
+    }
+    String line = config.nodeId() + ": rejoining the cluster failed" + (failures > 1 ? " (" + failures
+        + " attempts in a row; those between the ERROR lines at DEBUG)" : "") + "; next attempt in "
+        + config.gossipInterval().toMillis() + " ms";
+    ClusterNode.logQuietly(() -> LOG.log(say ? Level.ERROR : Level.DEBUG, line, e));
   }
 
   /**

@@ -195,6 +195,36 @@ class SplitViewTest {
   }
 
   /**
+   * Rejoin attempts that keep failing are said at ERROR once, with the failure's stack trace, then
+   * at DEBUG (an ERROR again only a minute later): each was an ERROR without its stack trace, one
+   * every gossipInterval for as long as the failures lasted.
+   */
+  @Test
+  void rejoinsThatKeepFailing_areSaidAtErrorOnce_withTheStackTrace() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-failing");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("rejoining the cluster failed"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      AtomicInteger connects = new AtomicInteger();
+      x.beforeRejoinConnect = () -> {
+        if (connects.incrementAndGet() <= 4) {
+          throw new IllegalStateException("injected by the test: connect attempt " + connects.get() + " fails");
+        }
+      };
+      splitOff(x, a, b);
+
+      await("x rejoins after four failures").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
+      assertEquals(List.of(java.util.logging.Level.SEVERE, java.util.logging.Level.FINE, java.util.logging.Level.FINE,
+          java.util.logging.Level.FINE), log.levels());
+      assertEquals("injected by the test: connect attempt 1 fails", log.records().get(0).getThrown().getMessage());
+      assertTrue(log.records().get(3).getMessage().contains("(4 attempts in a row"), log.records().get(3).getMessage());
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+    }
+  }
+
+  /**
    * A rejoin runs on the node's own thread, whose task nobody reads: an Error thrown there (out of
    * memory while JGroups restarts the stack's threads, say) must be logged and tried again like
    * an exception, or the node stays disconnected for good while its ring still claims its ranges.
