@@ -73,10 +73,18 @@ final class Routing {
     // While the cluster refuses this peer, the member with its id is the peer that holds the id.
     // (After its node closed, the ring holds no member with its id: without() leaves it as it is.)
     HashRing ring = inRing ? base.without(self) : base;
-    for (String id : known) {
-      HashRing without = ring.without(id);
-      if (!without.isEmpty()) { // if every other peer is leaving too, they are still better than none
-        ring = without;
+    // One rebuild for all the leavers (each rebuild walks every token: one per leaver cost as many
+    // as there are leavers, again whenever one more is found).
+    List<Member> staying = ring.members().stream().filter(m -> !known.contains(m.id())).toList();
+    HashRing withoutAll = staying.size() == ring.members().size() ? ring : ring.withMembers(staying);
+    if (!withoutAll.isEmpty()) {
+      ring = withoutAll;
+    } else {
+      for (String id : known) {
+        HashRing without = ring.without(id);
+        if (!without.isEmpty()) { // if every other peer is leaving too, they are still better than none
+          ring = without;
+        }
       }
     }
     derived = new Derived(base, inRing, known, ring);

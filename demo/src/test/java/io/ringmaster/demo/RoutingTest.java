@@ -40,8 +40,12 @@ class RoutingTest {
     a.startLeaving();
     a.markLeaving("b", a.addressOf("b")); // b refused a push: it is leaving too
     assertFalse(a.onlyLeaversLeft(), "c stays");
+    io.ringmaster.ring.HashRing base = peers.get(0).node().ring();
+    assertEquals(base.without("a").without("b").checksum(), a.ring().checksum(), "routes around a and b");
     a.markLeaving("c", a.addressOf("c"));
     assertTrue(a.onlyLeaversLeft(), "z owns no key, so nobody is left to take a's");
+    assertEquals(base.without("a").without("b").checksum(), a.ring().checksum(),
+        "c kept: without it no member would own anything, and a leaver is better than none");
     Map<String, UUID> processes = new HashMap<>();
     for (String id : List.of("a", "b", "c")) {
       processes.put(id, process(a, id));
