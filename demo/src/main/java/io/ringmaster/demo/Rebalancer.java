@@ -227,21 +227,29 @@ final class Rebalancer implements OwnershipListener {
       if (ring.isEmpty()) {
         return LeaveOutcome.LAST_PEER; // nobody to hand anything to, and nothing failed
       }
+      // One push per owner, of every entry it owns (a push per owner list made about as many round
+      // trips as entries in a large cluster, each up to a push's whole timeout when a peer is slow).
       Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
       for (Entry e : store.all()) { // tombstones included
         byOwners.computeIfAbsent(routing.owners(e.key()), k -> new ArrayList<>()).add(e);
       }
-      boolean complete = true;
+      Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
+      byOwners.forEach((owners, entries) -> owners.forEach(owner ->
+          perDestination.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(entries)));
+      Map<String, Address> took = new HashMap<>();
+      for (Map.Entry<String, List<Entry>> destination : perDestination.entrySet()) {
+        transfers.pushTo(destination.getKey(), destination.getValue(), Wire.PushKind.MIGRATION,
+            () -> System.nanoTime() - deadline >= 0).ifPresent(process -> took.put(destination.getKey(), process));
+      }
+      // No owner at all (every other peer is gone) leaves the pass incomplete.
+      boolean complete = !byOwners.containsKey(List.of()) && took.size() == perDestination.size();
       long moved = 0;
       for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
-        Map<String, Address> took = transfers.pushToEach(group.getKey(), group.getValue(), Wire.PushKind.MIGRATION,
-            () -> System.nanoTime() - deadline >= 0);
-        // No owner at all: every other peer is gone.
-        boolean acked = !group.getKey().isEmpty() && took.size() == group.getKey().size();
-        if (acked) {
-          moved += transfers.dropHandedOff(group.getValue(), took);
-        }
-        complete &= acked;
+        // Only the owners these entries went to count for their drop: a ring changed since may name
+        // another owner, which took other entries, not these.
+        Map<String, Address> tookThese = new HashMap<>(took);
+        tookThese.keySet().retainAll(group.getKey());
+        moved += transfers.dropHandedOff(group.getValue(), tookThese);
       }
       counters.keysMigratedOut.add(moved);
       // A ring changed during the pass (a peer joined, say) may give entries to owners that were

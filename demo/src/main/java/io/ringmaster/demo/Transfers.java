@@ -134,21 +134,6 @@ final class Transfers {
     }
   }
 
-  /**
-   * Pushes the same entries to each destination in turn, every one of them even after one failed.
-   *
-   * @return the destinations that took them all, each with the process that acknowledged, for
-   *         {@link #dropHandedOff}
-   */
-  Map<String, Address> pushToEach(List<String> destinations, List<Entry> entries, Wire.PushKind kind,
-                                  BooleanSupplier expired) {
-    Map<String, Address> took = new HashMap<>();
-    for (String destination : destinations) {
-      pushTo(destination, entries, kind, expired).ifPresent(process -> took.put(destination, process));
-    }
-    return took;
-  }
-
   /** How a push to one process ended. */
   private enum PushOutcome {
     /** That process acknowledged every page. */
@@ -268,7 +253,7 @@ final class Transfers {
    * while the process that acknowledged holds its id: one restarted since has lost what it took.
    *
    * @param took the peers that took every one of these entries, each with the process that
-   *             acknowledged a push of them all
+   *             acknowledged a push of them all (none that took other entries only)
    */
   long dropHandedOff(List<Entry> entries, Map<String, Address> took) {
     long dropped = 0;

@@ -76,6 +76,44 @@ class SweepTest {
   }
 
   /**
+   * The sweep pushes once to each owner, whatever the order of its strays' owners: strays owned by
+   * a then b and by b then a are two owner lists, and were two pushes to each of a and b (in a large
+   * cluster, about as many round trips as strays).
+   */
+  @Test
+  void aSweep_pushesOnceToEachOwner_andDropsWhatEveryOwnerTook() throws Exception {
+    start(0);
+    List<Entry> strays = new ArrayList<>();
+    for (List<String> order : List.of(List.of("a", "b"), List.of("b", "a"))) {
+      for (int i = 0, found = 0; found < 3; i++) {
+        String key = "stray-" + order.get(0) + "-" + i;
+        if (c.routing().owners(c.routing().ring(), key).equals(order)) {
+          Entry e = Entry.of(key, "v", new Version(VersionClock.systemMicros(), "c"));
+          c.store().merge(e);
+          strays.add(e);
+          found++;
+        }
+      }
+    }
+    java.util.concurrent.atomic.AtomicInteger pushes = new java.util.concurrent.atomic.AtomicInteger();
+    c.transfers().afterPage = page -> {
+      if (page == 1) {
+        pushes.incrementAndGet();
+      }
+    };
+
+    c.sweeper().sweep();
+
+    assertEquals(2, pushes.get(), "one push to a, one to b");
+    for (Entry e : strays) {
+      assertEquals(Optional.of(e), a.store().get(e.key()));
+      assertEquals(Optional.of(e), b.store().get(e.key()));
+      assertTrue(c.store().get(e.key()).isEmpty(), "c dropped " + e.key());
+    }
+    assertEquals(6, c.counters().strayKeysHandedOff.sum());
+  }
+
+  /**
    * Repairs after merges that came faster than a pass over the store are one pass: each queued
    * with another behind it is skipped, and the last pushes everything to every owner. Each pushed
    * the whole store to every owner before, however many were queued, for as long as a link flapped.
