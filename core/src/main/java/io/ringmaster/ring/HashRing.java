@@ -565,6 +565,47 @@ public final class HashRing {
   }
 
   /**
+   * Every member's {@link #primaryRanges(String)}, by id, in the order of {@link #members()} (a
+   * member without tokens with an empty list): one pass over the tokens, where a call per member
+   * walks them all for each. Unmodifiable.
+   */
+  public Map<String, List<KeyRange>> primaryRangesByMember() {
+    List<List<KeyRange>> runs = new ArrayList<>(members.length);
+    for (int m = 0; m < members.length; m++) {
+      runs.add(new ArrayList<>());
+    }
+    int n = hi.length;
+    // Each token i owns (token i-1, token i] (the first one from the last token, across the wrap);
+    // a member's consecutive tokens make one range. Equal tokens make empty ranges, left out, but
+    // for tokens all at one position: then the first owns the whole circle, as a single token does.
+    boolean oneSpot = n > 0 && token(0) == token(n - 1);
+    for (int i = 0; i < n; i++) {
+      long start = token(i == 0 ? n - 1 : i - 1);
+      long end = token(i);
+      if (start == end && !(oneSpot && i == 0)) {
+        continue;
+      }
+      List<KeyRange> own = runs.get(ownerIndex(i));
+      KeyRange last = own.isEmpty() ? null : own.get(own.size() - 1);
+      if (last != null && last.end() == start) {
+        own.set(own.size() - 1, new KeyRange(last.start(), end));
+      } else {
+        own.add(new KeyRange(start, end));
+      }
+    }
+    Map<String, List<KeyRange>> out = new LinkedHashMap<>();
+    for (int m = 0; m < members.length; m++) {
+      List<KeyRange> own = runs.get(m);
+      if (own.size() > 1 && own.get(own.size() - 1).end() == own.get(0).start()) { // touching across the wrap
+        own.set(0, new KeyRange(own.get(own.size() - 1).start(), own.get(0).end()));
+        own.remove(own.size() - 1);
+      }
+      out.put(members[m].id(), List.copyOf(own));
+    }
+    return Collections.unmodifiableMap(out);
+  }
+
+  /**
    * The ranges for which the member is among the first {@code replicas} owners, merged where they
    * touch, in ring order. Non-null, may be empty.
    *

@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -147,6 +148,31 @@ class HashRingTest {
       }
     }
     assertTrue(owned > 0 && owned < calls, "owned " + owned); // of 2 x calls answers, about 3 in 50 true: used
+  }
+
+  /**
+   * Every member's primary ranges in one pass are each member's primaryRanges(id): random rings
+   * with weights (0 included), rings of one member, of none, and rings whose tokens collide
+   * (forced, few positions for many tokens).
+   */
+  @Test
+  void primaryRangesByMember_isEachMembersPrimaryRanges() {
+    SplittableRandom random = new SplittableRandom(25);
+    for (int trial = 0; trial < 300; trial++) {
+      int n = trial == 0 ? 0 : trial == 1 ? 1 : random.nextInt(1, 12);
+      HashRing.Builder builder = HashRing.builder().virtualNodes(random.nextInt(1, 9));
+      if (trial % 3 == 0) {
+        long positions = random.nextInt(1, 6); // ties, at a handful of positions
+        long seed = random.nextLong();
+        builder.tokenFunction((m, i) -> seed + (m.id().hashCode() * 31L + i) % positions * 1_000_003L);
+      }
+      HashRing ring = builder.addAll(randomMembers(random, n, 3, true)).build();
+      Map<String, List<KeyRange>> all = ring.primaryRangesByMember();
+      assertEquals(ring.members().stream().map(Member::id).toList(), List.copyOf(all.keySet()), "trial " + trial);
+      for (Member m : ring.members()) {
+        assertEquals(ring.primaryRanges(m.id()), all.get(m.id()), "trial " + trial + ", member " + m.id());
+      }
+    }
   }
 
   /** A builder whose addAll was refused is as it was: a corrected retry builds the ring it asks for. */

@@ -110,13 +110,13 @@ final class RingView {
       return cached.ranges();
     }
     Map<String, List<List<String>>> ranges = new HashMap<>();
-    for (Member m : ring.members()) {
+    ring.primaryRangesByMember().forEach((id, owned) -> { // one pass over the tokens for every member
       List<List<String>> list = new ArrayList<>();
-      for (KeyRange r : ring.primaryRanges(m.id())) {
+      for (KeyRange r : owned) {
         list.add(Events.range(r));
       }
-      ranges.put(m.id(), List.copyOf(list));
-    }
+      ranges.put(id, List.copyOf(list));
+    });
     Map<String, List<List<String>>> all = Map.copyOf(ranges);
     lastRanges = new RangesOf(ring.checksum(), all); // two requests for a new ring may both build it
     return all;
