@@ -91,6 +91,8 @@ final class Peer implements AutoCloseable {
   private final Counters counters = new Counters();
   private final Store store = new Store();
   private final EventLog events = new EventLog();
+  /** Logs what the maintenance tasks throw, without a line a second for one that keeps failing. */
+  private final TaskGuard tasks = new TaskGuard();
   private Rpc rpc;
   private Routing routing;
   private Rebalancer rebalancer;
@@ -289,18 +291,9 @@ final class Peer implements AutoCloseable {
     directory.publish(node.ring()::contains, node::isInRing);
   }
 
-  /**
-   * Runs a maintenance task, logging what it throws: a periodic task that threw would never run
-   * again (the scheduler cancels it without a word), so an Error is caught here too.
-   */
-  private static void guard(String what, Runnable task) {
-    try {
-      task.run();
-    } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, what + " failed", e);
-    } catch (Error e) {
-      LOG.log(Level.ERROR, what + " failed", e);
-    }
+  /** Runs a maintenance task, logging what it throws (see {@link TaskGuard}). */
+  private void guard(String what, Runnable task) {
+    tasks.run(what, task);
   }
 
   Wire.PeerStatus status() {

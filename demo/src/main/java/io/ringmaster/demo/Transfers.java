@@ -178,8 +178,11 @@ final class Transfers {
             return PushOutcome.NEW_PROCESS;
           }
           if (leaving || attempt >= ATTEMPTS || !routing.isLive(destination)) {
-            LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: {3}", routing.self(), to - from,
-                destination, cause);
+            // A peer that refused because it is leaving is no fault: the entries are kept, and go
+            // to the ring's owners once it has left (during every other peer's leave, each sweep
+            // would say so at WARNING).
+            LOG.log(leaving ? Level.DEBUG : Level.WARNING, "{0}: push of {1} entries to {2} failed: {3}", routing.self(),
+                to - from, destination, cause);
             return PushOutcome.FAILED;
           }
           Waits.pause(Duration.ofMillis(200L * attempt));

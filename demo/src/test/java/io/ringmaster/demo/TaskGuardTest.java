@@ -1,0 +1,65 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A maintenance task that keeps failing (every second, for the status) logs its first failure with
+ * the stack trace, then DEBUG until it succeeds: each failure was a WARNING with a stack trace, a
+ * line a second for as long as it lasted.
+ */
+class TaskGuardTest {
+
+  @Test
+  void aTaskThatKeepsFailing_isLoggedOnce_thenAtDebug_andItsRecoveryAtInfo() {
+    Logger logger = Logger.getLogger(TaskGuard.class.getName());
+    List<LogRecord> records = new CopyOnWriteArrayList<>();
+    Handler handler = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        records.add(r);
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    Level before = logger.getLevel();
+    logger.setLevel(Level.ALL);
+    logger.addHandler(handler);
+    try {
+      TaskGuard guard = new TaskGuard();
+      Runnable failing = () -> {
+        throw new IllegalStateException("a store that cannot be read (a test)");
+      };
+      guard.run("sweep", failing);
+      guard.run("sweep", failing);
+      guard.run("status", () -> { });          // another task: nothing to say
+      guard.run("sweep", failing);
+      guard.run("sweep", () -> { });           // recovered
+      guard.run("sweep", () -> { });
+      guard.run("status", () -> {
+        throw new OutOfMemoryError("no room (a test)");
+      });
+      assertEquals(List.of(Level.WARNING, Level.FINE, Level.FINE, Level.INFO, Level.SEVERE),
+          records.stream().map(LogRecord::getLevel).toList());
+      assertEquals("a store that cannot be read (a test)", records.get(0).getThrown().getMessage());
+      assertTrue(records.get(4).getMessage().startsWith("status failed"), records.get(4).getMessage());
+    } finally {
+      logger.removeHandler(handler);
+      logger.setLevel(before);
+    }
+  }
+}
