@@ -1142,6 +1142,21 @@ final class ClusterNode {
     return out;
   }
 
+  /**
+   * The listeners, but those on {@code unwaited}, with callbacks queued or running: each named, with
+   * how many callbacks it has left, for close()'s WARNING when they outlast leaveTimeout.
+   */
+  List<String> busyListeners(Executor unwaited) {
+    List<String> busy = new ArrayList<>();
+    for (SerialDelivery<?> l : awaited(unwaited)) {
+      int left = l.pending();
+      if (left > 0) {
+        busy.add(l.name() + " (" + left + (left == 1 ? " callback" : " callbacks") + " left)");
+      }
+    }
+    return busy;
+  }
+
   private List<SerialDelivery<?>> awaited(Executor unwaited) {
     List<SerialDelivery<?>> out = new ArrayList<>();
     for (SerialDelivery<?> l : ownershipListeners) {

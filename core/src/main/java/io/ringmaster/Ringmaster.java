@@ -619,8 +619,10 @@ public final class Ringmaster implements AutoCloseable {
       // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
-        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1};"
-            + " leaving anyway", config.nodeId(), config.leaveTimeout()));
+        List<String> busy = node.busyListeners(unwaited); // whose hand-off may be cut short, and what to raise
+        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1} ms;"
+            + " leaving anyway (raise leaveTimeout, or speed up their hand-off): {2}", config.nodeId(),
+            Long.toString(config.leaveTimeout().toMillis()), String.join("; ", busy)));
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -589,6 +589,11 @@ class OwnershipCallbacksTest {
       }
       List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
       assertTrue(warnings.stream().anyMatch(m -> m.contains("listeners still busy after leaveTimeout")), warnings::toString);
+      java.util.logging.LogRecord busy = log.records().stream()
+          .filter(r -> r.getMessage().contains("listeners still busy after leaveTimeout")).findFirst().orElseThrow();
+      assertEquals("1000", busy.getParameters()[1], "the leaveTimeout it waited");
+      assertTrue(String.valueOf(busy.getParameters()[2]).startsWith("ownership listener " + handingOff + " of leaver ("),
+          "names the listener still handing off: " + busy.getParameters()[2]);
       assertTrue(warnings.stream().noneMatch(m -> m.contains("could not announce the leave")), warnings::toString);
     }
   }
