@@ -167,9 +167,14 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * A stack's own membership policy is replaced, and said at WARNING naming the stack and the class
+   * (every member must choose coordinators alike); JGroups' default policy is replaced silently.
+   */
   @Test
   void start_stackWithItsOwnMembershipPolicy_getsRingmastersPolicy_andFullViews() {
-    try (TestCluster cluster = new TestCluster("own-policy")) {
+    try (TestCluster cluster = new TestCluster("own-policy");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("membership_change_policy"))) {
       for (String stack : List.of(TestCluster.STACK, "own-policy.xml")) {
         Ringmaster node = cluster.start(cluster.builder("node-" + stack).clusterName(cluster.name + stack)
             .jgroupsConfig(stack));
@@ -179,6 +184,9 @@ class RefusalAndConfigTest {
             stack + ": " + gms.getMembershipChangePolicy());
         assertFalse(gms.useDeltaViews(), stack + ": every view is sent in full");
       }
+      assertEquals(List.of(java.util.logging.Level.WARNING), log.levels(), "said for own-policy.xml alone");
+      assertEquals(List.of("own-policy.xml", "io.ringmaster.OwnPolicy"),
+          List.of(log.records().get(0).getParameters()));
     }
   }
 
