@@ -195,6 +195,42 @@ class SplitViewTest {
   }
 
   /**
+   * The members that find a node on the wrong side of a split view say so at WARNING, once per view
+   * and node however many of its checksums or questions come before it rejoins (later at DEBUG),
+   * naming it and the view: the line operators are told to look for.
+   */
+  @Test
+  void aSplitView_isSaidAtWarningOncePerViewAndNode_byTheMembersThatFindIt() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-said");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("which does not list it"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      View split;
+      x.rejoinLock.lock(); // x's rejoin waits for it before it leaves: x gossips from the split view meanwhile
+      try {
+        splitOff(x, a, b);
+        split = a.channel().getView();
+        await("told more than once").atMost(WAIT).until(() -> log.records().size() >= 4);
+      } finally {
+        x.rejoinLock.unlock();
+      }
+      await("x rejoins").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
+      Map<Object, Integer> warningsPerNode = new HashMap<>();
+      for (java.util.logging.LogRecord r : log.records()) {
+        if (r.getLevel() == java.util.logging.Level.WARNING) {
+          assertEquals(split.getViewId(), r.getParameters()[2], "the view that does not list x");
+          assertTrue(String.valueOf(r.getParameters()[1]).startsWith("x"), "names x: " + r.getParameters()[1]);
+          warningsPerNode.merge(r.getParameters()[0], 1, Integer::sum);
+        }
+      }
+      assertTrue(!warningsPerNode.isEmpty() && warningsPerNode.values().stream().allMatch(n -> n == 1),
+          "one WARNING per member that found it: " + warningsPerNode + " of " + log.levels());
+    }
+  }
+
+  /**
    * Rejoin attempts that keep failing are said at ERROR once, with the failure's stack trace, then
    * at DEBUG (an ERROR again only a minute later): each was an ERROR without its stack trace, one
    * every gossipInterval for as long as the failures lasted.
