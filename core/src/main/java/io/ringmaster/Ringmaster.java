@@ -196,9 +196,16 @@ public final class Ringmaster implements AutoCloseable {
     // Its own thread: a rejoin takes seconds, and the gossip thread's sends must not wait for it.
     this.rejoinThread = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-rejoin-" + id, Pool.REJOIN));
     // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
-    Duration halfStart = config.startTimeout().dividedBy(2); // leaves start() time for the rest
-    this.node = new ClusterNode(metadata, viewThread,
-        halfStart.compareTo(RING_BEFORE_TIMEOUT) < 0 ? halfStart : RING_BEFORE_TIMEOUT, listenerPool);
+    this.node = new ClusterNode(metadata, viewThread, ringBeforeWait(config.startTimeout()), listenerPool);
+  }
+
+  /**
+   * How long a newcomer's first view waits for the ring before it: {@link #RING_BEFORE_TIMEOUT}, or
+   * half of {@code startTimeout} if that is less, which leaves start() time for the rest.
+   */
+  static Duration ringBeforeWait(Duration startTimeout) {
+    Duration halfStart = startTimeout.dividedBy(2);
+    return halfStart.compareTo(RING_BEFORE_TIMEOUT) < 0 ? halfStart : RING_BEFORE_TIMEOUT;
   }
 
   /** A builder with the defaults of {@link Builder}. */

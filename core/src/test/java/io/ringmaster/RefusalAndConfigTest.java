@@ -1231,6 +1231,19 @@ class RefusalAndConfigTest {
     b.leaveTimeout(Duration.ZERO).gossipInterval(Duration.ofMillis(1)).startTimeout(Duration.ofHours(24)); // the bounds
   }
 
+  /**
+   * A newcomer waits for the ring before its first view 5 s, or half its startTimeout if that is
+   * less (README, operations.md): a flat 5 s would fail a start with a 2 s startTimeout whose peers
+   * answer slowly, rather than let it use a stand-in.
+   */
+  @Test
+  void ringBeforeWait_isFiveSeconds_orHalfTheStartTimeout() {
+    assertEquals(Duration.ofSeconds(1), Ringmaster.ringBeforeWait(Duration.ofSeconds(2)));
+    assertEquals(Duration.ofMillis(4_999), Ringmaster.ringBeforeWait(Duration.ofMillis(9_998)));
+    assertEquals(Duration.ofSeconds(5), Ringmaster.ringBeforeWait(Duration.ofSeconds(10)));
+    assertEquals(Duration.ofSeconds(5), Ringmaster.ringBeforeWait(Duration.ofSeconds(30)));
+  }
+
   /** The numbers' ranges, at both bounds: the message names the setting, its range and the value. */
   @Test
   void builder_numbersOutOfRange_failNamingTheSettingTheRangeAndTheValue() {
