@@ -93,6 +93,8 @@ final class Peer implements AutoCloseable {
   private final EventLog events = new EventLog();
   /** Logs what the maintenance tasks throw, without a line a second for one that keeps failing. */
   private final TaskGuard tasks = new TaskGuard();
+  /** The key counts of the status and /stats, counted again only when something they depend on changed. */
+  private final KeyCounts.Cached keyCounts = new KeyCounts.Cached();
   private Rpc rpc;
   private Routing routing;
   private Rebalancer rebalancer;
@@ -297,14 +299,14 @@ final class Peer implements AutoCloseable {
   }
 
   Wire.PeerStatus status() {
-    KeyCounts k = KeyCounts.of(store, routing);
+    KeyCounts k = keyCounts.of(store, routing);
     RingView.Current current = RingView.Current.of(node);
     return new Wire.PeerStatus(routing.self(), current.viewId(), current.ring().checksum(), k.primary(), k.backup(),
         k.stray(), counters.migrationsInProgress.get());
   }
 
   StatsReply stats() {
-    KeyCounts k = KeyCounts.of(store, routing);
+    KeyCounts k = keyCounts.of(store, routing);
     RingmasterStats s = node.stats();
     RingView.Current current = RingView.Current.of(node);
     return new StatsReply(routing.self(), current.viewId(), s.viewsSeen(), Long.toHexString(current.ring().checksum()),

@@ -55,6 +55,16 @@ final class Store {
   record Page(List<Entry> entries, Optional<Cursor> next) {}
 
   private final ConcurrentSkipListMap<Slot, Entry> entries = new ConcurrentSkipListMap<>(ORDER);
+  /** Counts the changes to the store, each after it is made: see {@link #changes()}. */
+  private final java.util.concurrent.atomic.AtomicLong changes = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * How many times the store has changed (an entry added, replaced or removed), counted after each
+   * change: a reader that sees the same count before and after reading the store read it whole.
+   */
+  long changes() {
+    return changes.get();
+  }
   /**
    * While this peer leaves: what it handed off and dropped, by key. The other peers still route
    * reads here until it has left their view, and would otherwise hear it holds nothing.
@@ -96,12 +106,14 @@ final class Store {
       // set by the losing run would report a change that another merge made.
       Entry current = entries.putIfAbsent(slot, e);
       if (current == null) {
+        changes.incrementAndGet();
         return true;
       }
       if (!e.supersedes(current)) {
         return false;
       }
       if (entries.replace(slot, current, e)) {
+        changes.incrementAndGet();
         return true;
       }
     }
@@ -120,6 +132,7 @@ final class Store {
         return false;
       }
       if (entries.remove(slot, current)) {
+        changes.incrementAndGet();
         return true;
       }
     }
@@ -144,6 +157,7 @@ final class Store {
     for (Map.Entry<Slot, Entry> e : entries.entrySet()) {
       Entry t = e.getValue();
       if (t.deleted() && t.version().stamp() < stampBefore && !keep.test(t.key()) && entries.remove(e.getKey(), t)) {
+        changes.incrementAndGet();
         purged++;
       }
     }

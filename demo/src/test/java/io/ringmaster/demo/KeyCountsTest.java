@@ -1,0 +1,54 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A peer's key counts: each entry counted by this peer's place among its owners, as the routing
+ * names them; counted again only when the store, the ring or the peer's place in it changed (the
+ * status asks every second, and each pass read the whole store).
+ */
+class KeyCountsTest {
+  private final List<InJvmPeer> peers = new ArrayList<>();
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  @Test
+  void counts_matchEachEntrysOwners_andAreCountedAgainOnlyAfterAChange() throws Exception {
+    InJvmPeer.startAll(peers, "key-counts", List.of("a", "b", "c"));
+    InJvmPeer a = peers.get(0);
+    Routing routing = a.routing();
+    long primary = 0;
+    long backup = 0;
+    long stray = 0;
+    for (int i = 0; i < 600; i++) {
+      String key = "user:" + i;
+      a.store().merge(Entry.of(key, "v" + i, new Version(VersionClock.systemMicros(), "a")));
+      int role = routing.indexOfSelf(routing.owners(routing.ring(), key));
+      primary += role == 0 ? 1 : 0;
+      backup += role > 0 ? 1 : 0;
+      stray += role < 0 ? 1 : 0;
+    }
+    a.store().merge(Entry.tombstone("gone", new Version(VersionClock.systemMicros(), "a")));
+    KeyCounts.Cached cached = new KeyCounts.Cached();
+
+    KeyCounts counts = cached.of(a.store(), routing);
+    assertEquals(new KeyCounts(primary, backup, stray, 1), counts);
+    assertEquals(counts, cached.of(a.store(), routing));
+    assertEquals(1, cached.passes, "nothing changed: not counted again");
+
+    a.store().merge(Entry.of("user:0", "newer", new Version(VersionClock.systemMicros() + 1, "a")));
+    assertEquals(counts, cached.of(a.store(), routing), "the same keys");
+    assertEquals(2, cached.passes, "the store changed: counted again");
+    a.store().merge(Entry.tombstone("gone-too", new Version(VersionClock.systemMicros(), "a")));
+    assertEquals(2, cached.of(a.store(), routing).tombstones());
+    assertEquals(3, cached.passes);
+  }
+}
