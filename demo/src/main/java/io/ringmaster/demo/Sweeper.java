@@ -26,6 +26,16 @@ final class Sweeper {
   private final Counters counters;
   private final EventLog events;
   private final IntSupplier pendingCallbacks;
+  /**
+   * The ring, the peer's place in it and the store's change count of the last sweep that found no
+   * stray: until one of them changes, the next sweep has nothing to look for (each pass reads the
+   * whole store, every 2 s). Sweep thread only.
+   */
+  private volatile Clean clean;
+  /** Passes over the store the sweep made (for tests). */
+  volatile long passes;
+
+  private record Clean(HashRing ring, boolean inRing, long changes) {}
 
   Sweeper(Routing routing, Store store, Transfers transfers, Counters counters, EventLog events,
           IntSupplier pendingCallbacks) {
@@ -42,10 +52,16 @@ final class Sweeper {
    * ownership changes are pending or running: they move those entries themselves.
    */
   void sweep() {
+    long changes = store.changes(); // before the pass: a change during it makes the next one look again
     // The ring first: if the callbacks are idle after it was read, they have handled that ring.
     HashRing ring = routing.ring();
+    boolean inRing = routing.inRing();
     if (routing.isLeaving() || counters.migrationsInProgress.get() > 0 || pendingCallbacks.getAsInt() > 0) {
       return;
+    }
+    Clean c = clean;
+    if (c != null && c.ring() == ring && c.inRing() == inRing && c.changes() == changes) {
+      return; // nothing a stray depends on changed since a pass found none
     }
     Map<List<String>, List<Entry>> strays = new LinkedHashMap<>();
     for (Entry e : store.all()) {
@@ -54,6 +70,8 @@ final class Sweeper {
         strays.computeIfAbsent(owners, k -> new ArrayList<>()).add(e);
       }
     }
+    passes++;
+    clean = strays.isEmpty() ? new Clean(ring, inRing, changes) : null;
     // One push per destination, of every stray it owns (a push per owner list made about as many
     // round trips as strays in a large cluster, where most owner lists differ).
     Map<String, List<Entry>> perDestination = new LinkedHashMap<>();

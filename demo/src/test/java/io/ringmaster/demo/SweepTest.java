@@ -76,6 +76,28 @@ class SweepTest {
   }
 
   /**
+   * A sweep that found no stray is not repeated until the store, the ring or the peer's place in it
+   * changes: each pass read the whole store every 2 s, with nothing to find.
+   */
+  @Test
+  void aSweepThatFoundNoStray_readsTheStoreAgainOnlyAfterAChange() throws Exception {
+    start(0);
+    c.store().merge(Entry.of(c.keyOwnedBy(Set.of("c", "a")), "owned", new Version(VersionClock.systemMicros(), "c")));
+    c.sweeper().sweep();
+    c.sweeper().sweep();
+    assertEquals(1, c.sweeper().passes, "nothing changed since a pass found no stray");
+
+    Entry stray = strayOnC();
+    c.sweeper().sweep();
+    assertEquals(2, c.sweeper().passes, "the store changed");
+    assertEquals(Optional.of(stray), a.store().get(stray.key()));
+    assertTrue(c.store().get(stray.key()).isEmpty(), "c handed it off");
+    c.sweeper().sweep(); // the hand-off changed the store: one more pass, which finds nothing
+    c.sweeper().sweep();
+    assertEquals(3, c.sweeper().passes);
+  }
+
+  /**
    * The sweep pushes once to each owner, whatever the order of its strays' owners: strays owned by
    * a then b and by b then a are two owner lists, and were two pushes to each of a and b (in a large
    * cluster, about as many round trips as strays).
