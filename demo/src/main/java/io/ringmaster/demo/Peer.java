@@ -387,7 +387,7 @@ final class Peer implements AutoCloseable {
   /** Runs a task on one of the peer's executors, unless the peer is closing and that one has stopped. */
   private void runOn(ExecutorService executor, String what, Runnable task) {
     try {
-      executor.execute(() -> guard(what, task));
+      executor.execute(() -> tasks.runOnce(what, task));
     } catch (RejectedExecutionException closing) {
       // stopped by close(): nothing more to report or repair
     }

@@ -128,11 +128,12 @@ final class PullRetries {
       try {
         changed += run(r);
       } catch (RuntimeException | Error e) { // tried again later, like a pull that failed
-        if (e instanceof RuntimeException) { // an Error is thrown on below, and logged where it is caught
-          LOG.log(Level.WARNING, "pull retry from " + r.source() + " failed", e);
+        if (e instanceof Error err && error == null) {
+          error = err; // thrown on below, and logged where it is caught
+        } else {
+          LOG.log(e instanceof Error ? Level.ERROR : Level.WARNING, "pull retry from " + r.source() + " failed", e);
         }
         schedule(next(r, r.ranges()));
-        error = e instanceof Error err && error == null ? err : error;
       } finally {
         synchronized (this) {
           running.remove(r);

@@ -12,9 +12,10 @@ import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /**
- * A maintenance task that keeps failing (every second, for the status) logs its first failure with
- * the stack trace, then DEBUG until it succeeds: each failure was a WARNING with a stack trace, a
- * line a second for as long as it lasted.
+ * A maintenance task that keeps failing (every second, for the status) logs its first failure of a
+ * kind with the stack trace, then DEBUG until it succeeds: each failure was a WARNING with a stack
+ * trace, a line a second for as long as it lasted. A new kind of failure, an Error, and a task run
+ * once (a repair after a merge) are said every time.
  */
 class TaskGuardTest {
 
@@ -53,10 +54,20 @@ class TaskGuardTest {
       guard.run("status", () -> {
         throw new OutOfMemoryError("no room (a test)");
       });
-      assertEquals(List.of(Level.WARNING, Level.FINE, Level.FINE, Level.INFO, Level.SEVERE),
-          records.stream().map(LogRecord::getLevel).toList());
+      guard.run("sweep", failing);
+      guard.run("sweep", () -> {
+        throw new UnsupportedOperationException("another kind of failure (a test)");
+      });
+      guard.run("sweep", () -> {
+        throw new OutOfMemoryError("an Error, whatever came before (a test)");
+      });
+      guard.runOnce("repair after merge", failing);
+      guard.runOnce("repair after merge", failing);
+      assertEquals(List.of(Level.WARNING, Level.FINE, Level.FINE, Level.INFO, Level.SEVERE, Level.WARNING, Level.WARNING,
+          Level.SEVERE, Level.WARNING, Level.WARNING), records.stream().map(LogRecord::getLevel).toList());
       assertEquals("a store that cannot be read (a test)", records.get(0).getThrown().getMessage());
       assertTrue(records.get(4).getMessage().startsWith("status failed"), records.get(4).getMessage());
+      assertTrue(records.get(9).getMessage().startsWith("repair after merge failed"), records.get(9).getMessage());
     } finally {
       logger.removeHandler(handler);
       logger.setLevel(before);
