@@ -1143,14 +1143,15 @@ final class ClusterNode {
   }
 
   /**
-   * The listeners, but those on {@code unwaited}, with callbacks queued or running: each named, with
-   * how many callbacks it has left, for close()'s WARNING when they outlast leaveTimeout.
+   * The listeners, but those on {@code unwaited} and those in {@code running} (the callers of
+   * close(), which no wait helps), with callbacks queued or running: each named, with how many
+   * callbacks it has left, for close()'s WARNING when they outlast leaveTimeout.
    */
-  List<String> busyListeners(Executor unwaited) {
+  List<String> busyListeners(Executor unwaited, List<SerialDelivery<?>> running) {
     List<String> busy = new ArrayList<>();
     for (SerialDelivery<?> l : awaited(unwaited)) {
       int left = l.pending();
-      if (left > 0) {
+      if (left > 0 && !running.contains(l)) {
         busy.add(l.name() + " (" + left + (left == 1 ? " callback" : " callbacks") + " left)");
       }
     }

@@ -169,7 +169,7 @@ final class Gossip {
    */
   private void sendFailed(String what, Exception e, Address sentFrom) {
     if (!channel.isConnected() || !Objects.equals(channel.getAddress(), sentFrom)) {
-      LOG.log(Level.DEBUG, "{0} failed, the channel not connected: {1}", what, e);
+      LOG.log(Level.DEBUG, "{0} failed, the channel not connected, or connected again since: {1}", what, e);
       return;
     }
     throw new IllegalStateException(what + " failed: " + e, e);

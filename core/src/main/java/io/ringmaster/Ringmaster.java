@@ -626,10 +626,10 @@ public final class Ringmaster implements AutoCloseable {
       // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
-        List<String> busy = node.busyListeners(unwaited); // whose hand-off may be cut short, and what to raise
+        // Naming whose hand-off may be cut short, but for the listeners that called close(): no wait helps them.
         ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1} ms;"
             + " leaving anyway (raise leaveTimeout, or speed up their hand-off): {2}", config.nodeId(),
-            Long.toString(config.leaveTimeout().toMillis()), String.join("; ", busy)));
+            Long.toString(config.leaveTimeout().toMillis()), String.join("; ", node.busyListeners(unwaited, callers))));
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -863,10 +863,11 @@ public final class Ringmaster implements AutoCloseable {
    */
   private void watchViewThread() {
     View v = channel.getView();
+    if (v == null) {
+      return; // rejoining: no view to compare with, neither behind nor caught up
+    }
     long ringView = node.state().viewId();
-    boolean behind = v != null && v.getViewId().getId() > ringView && node.failedViewId().isEmpty();
-    long now = System.nanoTime();
-    if (!behind) {
+    if (v.getViewId().getId() <= ringView) {
       if (viewThreadHeldSaid) {
         ClusterNode.logQuietly(() -> LOG.log(Level.INFO, "{0}: the ring has caught up with the channel''s view (view"
             + " {1})", config.nodeId(), Long.toString(ringView)));
@@ -875,15 +876,19 @@ public final class Ringmaster implements AutoCloseable {
       viewThreadHeldSaid = false;
       return;
     }
+    if (node.failedViewId().isPresent()) {
+      return; // behind because a view failed: said by its own lines, and tried again
+    }
+    long now = System.nanoTime();
     if (viewBehindSince == 0) {
       viewBehindSince = now == 0 ? 1 : now;
     } else if (!viewThreadHeldSaid && now - viewBehindSince >= VIEW_THREAD_HELD_AFTER.toNanos()) {
       viewThreadHeldSaid = true;
       long seconds = TimeUnit.NANOSECONDS.toSeconds(now - viewBehindSince);
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: JGroups installed view {1} at least {2} s ago, and"
-          + " the ring is still at view {3}: the node''s view thread is held (a listener on a same-thread executor"
-          + " in a long callback?), and lookups route by the older ring meanwhile", config.nodeId(), v.getViewId(),
-          Long.toString(seconds), Long.toString(ringView)));
+      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the channel''s view (now {1}) has been ahead of the"
+          + " ring for {2} s, and the ring is still at view {3}: the node''s view thread is held (a listener on a"
+          + " same-thread executor in a long callback?), and lookups route by the older ring meanwhile",
+          config.nodeId(), v.getViewId(), Long.toString(seconds), Long.toString(ringView)));
     }
   }
 
@@ -952,6 +957,7 @@ public final class Ringmaster implements AutoCloseable {
       if (channel.isConnected()) {
         View v = channel.getView();
         if (v == null || !stale.getViewId().equals(v.getViewId())) {
+          rejoinFailures = 0;
           return; // a newer view came meanwhile: JGroups ended the split itself
         }
         // Quietly, as every line of a rejoin: a logger that throws must not keep the node split.

@@ -244,7 +244,11 @@ public final class LocalCluster implements AutoCloseable {
     return out;
   }
 
-  /** The nodes started here and neither crashed nor closed, in the order they were started. */
+  /**
+   * The nodes started here and neither crashed nor closed, in the order they were started. Nodes
+   * that have stopped (closed, or crashed, their shutdown over) are let go here and at each start,
+   * so that a long test holds only its running nodes and what their listeners keep.
+   */
   public List<Ringmaster> nodes() {
     forgetStopped();
     List<Ringmaster> live = new ArrayList<>();
@@ -405,17 +409,19 @@ public final class LocalCluster implements AutoCloseable {
    * Crashes a node: from now on it hears and says nothing, so the others suspect it and remove it
    * (3-5 s with {@value #STACK}), and it stops in the background without a graceful leave: its
    * listeners hear nothing more (no {@code LEAVING} change), as in a process that died.
-   * {@link #close()} waits for it to stop. A node crashed already: nothing more.
+   * {@link #close()} waits for it to stop. A node crashed already, or stopped and let go (see
+   * {@link #nodes()}): nothing more.
    *
    * @throws IllegalArgumentException if the node was not started by this cluster
    * @throws IllegalStateException    if its start failed before it built a stack (nothing to crash)
    */
-  public void crash(Ringmaster node) {
+  public synchronized void crash(Ringmaster node) {
     requireOwn(node);
-    if (!crashed.add(node)) {
-      return;
+    if (crashed.contains(node) || !started.contains(node)) {
+      return; // crashed already, or stopped and let go
     }
-    discard(node).discardAll(true);
+    discard(node).discardAll(true); // first: a node whose DISCARD could not be put in is not marked crashed
+    crashed.add(node);
     crashes.add(onOwnThread(() -> stopAbruptly(node), "crash-" + node.localMember().id()));
   }
 

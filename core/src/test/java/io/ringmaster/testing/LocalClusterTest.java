@@ -274,6 +274,16 @@ class LocalClusterTest {
       assertEquals(List.of(a), cluster.nodes());
       Ringmaster b = cluster.start("b");
       cluster.crash(b);
+      cluster.crash(b); // crashed already: nothing more
+      java.util.concurrent.atomic.AtomicReference<Ringmaster> unstarted = new java.util.concurrent.atomic.AtomicReference<>();
+      assertThrows(IllegalStateException.class, () -> cluster.start(cluster.builder("u"), n -> {
+        unstarted.set(n);
+        throw new IllegalStateException("a test's setup that fails before the start");
+      }));
+      for (int i = 0; i < 2; i++) { // no stack to crash, each time: not taken for crashed (and left unstopped)
+        IllegalStateException noStack = assertThrows(IllegalStateException.class, () -> cluster.crash(unstarted.get()));
+        assertEquals("node u is not started", noStack.getMessage());
+      }
       IllegalArgumentException crashed = assertThrows(IllegalArgumentException.class,
           () -> cluster.partition(List.of(a), List.of(b)));
       assertTrue(crashed.getMessage().startsWith("node b is not running"), crashed.getMessage());

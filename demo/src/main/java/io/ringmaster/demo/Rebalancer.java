@@ -257,6 +257,9 @@ final class Rebalancer implements OwnershipListener {
       if (complete && routing.ring() == ring) {
         return LeaveOutcome.COMPLETE;
       }
+      if (routing.ring().isEmpty()) {
+        return LeaveOutcome.LAST_PEER; // the last other peer left during the pass: nobody to hand anything to
+      }
       if (routing.onlyLeaversLeft()) {
         // Every peer left is stopping too (the last ones, stopped together): nobody will take
         // the data, and waiting would only resend it until the budget is spent.
