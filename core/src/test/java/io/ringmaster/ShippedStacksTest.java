@@ -87,13 +87,7 @@ class ShippedStacksTest {
       long[] set = timings(stack);
       assertEquals(List.of(10_000L, 2_000L, 1_500L, 5_000L), List.of(set[0], set[1], set[2], set[3]));
     } finally {
-      outside.forEach((n, v) -> {
-        if (v == null) {
-          System.clearProperty(n);
-        } else {
-          System.setProperty(n, v);
-        }
-      });
+      restore(outside);
     }
   }
 
@@ -117,14 +111,19 @@ class ShippedStacksTest {
       long[] set = timings(stack, "a secret of the test's");
       assertEquals(List.of(10_000L, 2_000L, 1_500L, 2_000L), List.of(set[0], set[1], set[2], set[3]));
     } finally {
-      outside.forEach((n, v) -> {
-        if (v == null) {
-          System.clearProperty(n);
-        } else {
-          System.setProperty(n, v);
-        }
-      });
+      restore(outside);
     }
+  }
+
+  /** Puts back the system properties a test cleared: each value it had, or none. */
+  private static void restore(java.util.Map<String, String> outside) {
+    outside.forEach((n, v) -> {
+      if (v == null) {
+        System.clearProperty(n);
+      } else {
+        System.setProperty(n, v);
+      }
+    });
   }
 
   /** FD_ALL3's timeout and interval, VERIFY_SUSPECT2's timeout and GMS's join timeout, in ms. */
