@@ -179,11 +179,23 @@ public final class LocalCluster implements AutoCloseable {
    */
   private static boolean shutDown(Ringmaster node) {
     try {
-      java.lang.reflect.Method shutDown = Ringmaster.class.getDeclaredMethod("shutDown");
-      shutDown.setAccessible(true);
-      return (Boolean) shutDown.invoke(node);
+      return (Boolean) ShutDown.METHOD.invoke(node);
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("this Ringmaster has no shutDown(): test kit and core differ", e);
+      throw new IllegalStateException("Ringmaster.shutDown() failed: test kit and core differ", e);
+    }
+  }
+
+  /** {@code Ringmaster.shutDown()}, looked up once: the waits ask for it every 20 ms. */
+  private static final class ShutDown {
+    static final java.lang.reflect.Method METHOD;
+
+    static {
+      try {
+        METHOD = Ringmaster.class.getDeclaredMethod("shutDown");
+        METHOD.setAccessible(true);
+      } catch (NoSuchMethodException e) {
+        throw new IllegalStateException("this Ringmaster has no shutDown(): test kit and core differ", e);
+      }
     }
   }
 
