@@ -324,8 +324,9 @@ public final class HashRing {
   /**
    * Whether {@code member} is among the first {@code n} owners of a ring position (as
    * {@code ownersOfPosition(position, n).contains(member)}), without allocating: for one owner
-   * ({@code n = 1}, or one member holding tokens) it compares the primary; otherwise the walk's picks go to a per-thread array (1 KB, made on a
-   * thread's first such call) when {@code min(n, members holding tokens)} is at most
+   * ({@code n = 1}, or one member holding tokens) it compares the primary; otherwise the walk's
+   * picks go to a per-thread array (1 KB, made on a thread's first such call) when
+   * {@code min(n, members holding tokens)} is at most
    * {@value #WALK_SCRATCH_SIZE}. False for a member that is not in the ring, or is in it with
    * another weight or zone.
    *
