@@ -864,7 +864,8 @@ public final class Ringmaster implements AutoCloseable {
   private void watchViewThread() {
     View v = channel.getView();
     if (v == null) {
-      return; // rejoining: no view to compare with, neither behind nor caught up
+      viewBehindSince = 0; // rejoining: no view to compare with; a stretch behind starts over after it
+      return;
     }
     long ringView = node.state().viewId();
     if (v.getViewId().getId() <= ringView) {
@@ -877,7 +878,8 @@ public final class Ringmaster implements AutoCloseable {
       return;
     }
     if (node.failedViewId().isPresent()) {
-      return; // behind because a view failed: said by its own lines, and tried again
+      viewBehindSince = 0; // behind because a view failed: said by its own lines, and tried again
+      return;
     }
     long now = System.nanoTime();
     if (viewBehindSince == 0) {

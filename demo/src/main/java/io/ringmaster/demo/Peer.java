@@ -221,10 +221,10 @@ final class Peer implements AutoCloseable {
       events.publish(Events.membership(c, before, heard.get()));
       // Tell the others about the new ring now, not at the next tick: until then the ring page
       // would see this peer on the old view.
-      runOn(statusTimer, "status", this::publishStatus);
+      runOn(statusTimer, () -> guard("status", this::publishStatus)); // the periodic task, run once more now
       if (c.isMerge()) {
         sweeper.repairQueued();
-        runOn(maintenance, "repair after merge", () -> sweeper.repairAfterMerge(c.viewId()));
+        runOn(maintenance, () -> tasks.runOnce("repair after merge", () -> sweeper.repairAfterMerge(c.viewId())));
       }
     });
     node.start();
@@ -384,10 +384,13 @@ final class Peer implements AutoCloseable {
     }
   }
 
-  /** Runs a task on one of the peer's executors, unless the peer is closing and that one has stopped. */
-  private void runOn(ExecutorService executor, String what, Runnable task) {
+  /**
+   * Runs a task on one of the peer's executors, unless the peer is closing and that one has stopped.
+   * The task logs its own failures ({@link TaskGuard}).
+   */
+  private void runOn(ExecutorService executor, Runnable guarded) {
     try {
-      executor.execute(() -> tasks.runOnce(what, task));
+      executor.execute(guarded);
     } catch (RejectedExecutionException closing) {
       // stopped by close(): nothing more to report or repair
     }

@@ -123,25 +123,19 @@ final class PullRetries {
       }
     }
     long changed = 0;
-    Error error = null;
     for (Retry r : due) {
       try {
         changed += run(r);
       } catch (RuntimeException | Error e) { // tried again later, like a pull that failed
-        if (e instanceof Error err && error == null) {
-          error = err; // thrown on below, and logged where it is caught
-        } else {
-          LOG.log(e instanceof Error ? Level.ERROR : Level.WARNING, "pull retry from " + r.source() + " failed", e);
-        }
+        // Logged here, naming the source, an Error too: the other retries still run, and what they
+        // changed is still counted.
+        LOG.log(e instanceof Error ? Level.ERROR : Level.WARNING, "pull retry from " + r.source() + " failed", e);
         schedule(next(r, r.ranges()));
       } finally {
         synchronized (this) {
           running.remove(r);
         }
       }
-    }
-    if (error != null) {
-      throw error; // every retry is scheduled again: the caller logs it and runs them later
     }
     return changed;
   }

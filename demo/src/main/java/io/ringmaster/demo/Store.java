@@ -60,7 +60,8 @@ final class Store {
 
   /**
    * How many times the store has changed (an entry added, replaced or removed), counted after each
-   * change: a reader that sees the same count before and after reading the store read it whole.
+   * change: a count equal to one read before a pass over the store means no change has completed
+   * since that pass began.
    */
   long changes() {
     return changes.get();

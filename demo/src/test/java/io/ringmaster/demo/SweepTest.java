@@ -20,10 +20,11 @@ class SweepTest {
   private InJvmPeer a;
   private InJvmPeer b;
   private InJvmPeer c;
+  private String cluster;
 
   /** Starts a, b and c; b refuses its first {@code handoffsBRefuses} hand-off pushes. */
   private void start(int handoffsBRefuses) throws Exception {
-    String cluster = InJvmPeer.clusterName("sweep");
+    cluster = InJvmPeer.clusterName("sweep");
     peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
     peers.add(b = InJvmPeer.start(cluster, "b",
         InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses))));
@@ -95,6 +96,11 @@ class SweepTest {
     c.sweeper().sweep(); // the hand-off changed the store: one more pass, which finds nothing
     c.sweeper().sweep();
     assertEquals(3, c.sweeper().passes);
+
+    peers.add(InJvmPeer.start(cluster, "d", TestingAids.fromSystemProperties())); // a new ring, the store as it was
+    InJvmPeer.awaitOneRing(peers);
+    c.sweeper().sweep();
+    assertEquals(4, c.sweeper().passes, "the ring changed: what c holds may be strays now");
   }
 
   /**

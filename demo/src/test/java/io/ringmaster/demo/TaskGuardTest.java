@@ -14,8 +14,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A maintenance task that keeps failing (every second, for the status) logs its first failure of a
  * kind with the stack trace, then DEBUG until it succeeds: each failure was a WARNING with a stack
- * trace, a line a second for as long as it lasted. A new kind of failure, an Error, and a task run
- * once (a repair after a merge) are said every time.
+ * trace, a line a second for as long as it lasted. A new kind of failure is said again, an Error at
+ * ERROR, and a task run once (a repair after a merge) every time it fails.
  */
 class TaskGuardTest {
 
@@ -61,13 +61,16 @@ class TaskGuardTest {
       guard.run("sweep", () -> {
         throw new OutOfMemoryError("an Error, whatever came before (a test)");
       });
+      guard.run("sweep", () -> {
+        throw new OutOfMemoryError("the same Error again (a test)");
+      });
       guard.runOnce("repair after merge", failing);
       guard.runOnce("repair after merge", failing);
       assertEquals(List.of(Level.WARNING, Level.FINE, Level.FINE, Level.INFO, Level.SEVERE, Level.WARNING, Level.WARNING,
-          Level.SEVERE, Level.WARNING, Level.WARNING), records.stream().map(LogRecord::getLevel).toList());
+          Level.SEVERE, Level.FINE, Level.WARNING, Level.WARNING), records.stream().map(LogRecord::getLevel).toList());
       assertEquals("a store that cannot be read (a test)", records.get(0).getThrown().getMessage());
       assertTrue(records.get(4).getMessage().startsWith("status failed"), records.get(4).getMessage());
-      assertTrue(records.get(9).getMessage().startsWith("repair after merge failed"), records.get(9).getMessage());
+      assertTrue(records.get(10).getMessage().startsWith("repair after merge failed"), records.get(10).getMessage());
     } finally {
       logger.removeHandler(handler);
       logger.setLevel(before);
