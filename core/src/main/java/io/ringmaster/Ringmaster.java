@@ -859,7 +859,9 @@ public final class Ringmaster implements AutoCloseable {
    * in a long hand-off, an executor that blocks in {@code execute()}), views queue behind it, and
    * lookups route by an older ring than the peers', which gossip cannot see (it compares equal
    * view ids only). Once the ring has caught up, says so at INFO. A failed view has lines of its
-   * own; a rejoin (no view, or a view of another creator's numbering after a merge) is not this.
+   * own, and a rejoin (no view meanwhile) starts the count over. It compares view numbers alone:
+   * after a rejoin into a cluster whose views are numbered below the ring's, a held view thread is
+   * seen only once the channel's numbers pass the ring's.
    */
   private void watchViewThread() {
     View v = channel.getView();

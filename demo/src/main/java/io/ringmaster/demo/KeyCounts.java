@@ -10,10 +10,6 @@ import java.util.Optional;
  */
 record KeyCounts(long primary, long backup, long stray, long tombstones) {
 
-  static KeyCounts of(Store store, Routing routing) {
-    return of(store, routing.ring(), routing.inRing(), routing.self(), routing.replicas());
-  }
-
   /**
    * A pass over the store, without a list of owners per entry: the primary, then whether this peer
    * is among the first {@code replicas} owners.

@@ -378,7 +378,7 @@ final class Peer implements AutoCloseable {
         }
         if (!gate.close(STOP_GRACE)) {
           LOG.log(System.Logger.Level.INFO, "{0}: HTTP requests still in flight after {1} ms are cut off",
-              routing.self(), STOP_GRACE.toMillis());
+              routing.self(), Long.toString(STOP_GRACE.toMillis()));
         }
       }, () -> http.stop(0), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
     }

@@ -205,8 +205,8 @@ final class Rebalancer implements OwnershipListener {
    * leaving too, data pushed here before this peer started to leave) goes to its owners in the
    * ring left behind, without this peer and without the peers found leaving. Passes repeat, each
    * after the ring changed or half a second, until one hands off everything on a ring that did not
-   * change during it, or the budget is spent;
-   * writes that arrive meanwhile are forwarded by the write path.
+   * change during it, the last other peer has left (nobody to hand anything to), or the budget is
+   * spent; writes that arrive meanwhile are forwarded by the write path.
    *
    * @return whether everything was handed off
    */

@@ -143,15 +143,32 @@ class PullRetriesTest {
     assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1), "waiting again");
 
     retries = new PullRetries((source, ranges, view) -> {
-      throw new AssertionError("an Error, on purpose");
+      if (source.equals("peer-1")) {
+        throw new AssertionError("an Error, on purpose");
+      }
+      return new Transfers.Pulled(5, true);
     }, live::contains, owned::contains, leaving::get, clock::get);
+    live.add("peer-3");
     retries.failed("peer-1", List.of(FIRST), VIEW);
-    retries.failed("peer-1", List.of(SECOND), VIEW);
+    retries.failed("peer-3", List.of(SECOND), VIEW);
     advance(PullRetries.FIRST_DELAY);
-    assertEquals(0, retries.runDue(), "logged here, naming its source, and not thrown on: the other retry still runs");
-    assertEquals(2, retries.pending(), "both tried, both scheduled again");
-    assertEquals(List.of(true, true), List.of(retries.pulling(List.of(FIRST), VIEW + 1),
-        retries.pulling(List.of(SECOND), VIEW + 1)), "waiting again, as any failed retry");
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PullRetries.class.getName());
+    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.logging.Filter before = logger.getFilter();
+    logger.setFilter(r -> {
+      logged.add(r);
+      return false;
+    });
+    try {
+      assertEquals(5, retries.runDue(), "not thrown on: the other retry still runs, and what it changed counts");
+    } finally {
+      logger.setFilter(before);
+    }
+    assertEquals(List.of("pull retry from peer-1 failed"), logged.stream()
+        .filter(r -> r.getLevel() == java.util.logging.Level.SEVERE).map(java.util.logging.LogRecord::getMessage).toList(),
+        "logged here at ERROR, naming its source");
+    assertEquals(1, retries.pending(), "the one that threw scheduled again");
+    assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1), "waiting again, as any failed retry");
   }
 
   @Test

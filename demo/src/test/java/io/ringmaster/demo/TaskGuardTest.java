@@ -14,8 +14,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A maintenance task that keeps failing (every second, for the status) logs its first failure of a
  * kind with the stack trace, then DEBUG until it succeeds: each failure was a WARNING with a stack
- * trace, a line a second for as long as it lasted. A new kind of failure is said again, an Error at
- * ERROR, and a task run once (a repair after a merge) every time it fails.
+ * trace, a line a second for as long as it lasted, also when it failed on and off. A new kind of
+ * failure is said, an Error at ERROR, and a task run once (a repair after a merge) every time.
  */
 class TaskGuardTest {
 
@@ -66,8 +66,12 @@ class TaskGuardTest {
       });
       guard.runOnce("repair after merge", failing);
       guard.runOnce("repair after merge", failing);
-      assertEquals(List.of(Level.WARNING, Level.FINE, Level.FINE, Level.INFO, Level.SEVERE, Level.WARNING, Level.WARNING,
-          Level.SEVERE, Level.FINE, Level.WARNING, Level.WARNING), records.stream().map(LogRecord::getLevel).toList());
+      guard.run("sweep", () -> { });          // nothing said since the last success: no INFO
+      guard.run("sweep", failing);             // on and off: said within the minute, so at DEBUG
+      guard.run("sweep", () -> { });
+      assertEquals(List.of(Level.WARNING, Level.FINE, Level.FINE, Level.INFO, Level.SEVERE, Level.FINE, Level.WARNING,
+          Level.SEVERE, Level.FINE, Level.WARNING, Level.WARNING, Level.INFO, Level.FINE),
+          records.stream().map(LogRecord::getLevel).toList());
       assertEquals("a store that cannot be read (a test)", records.get(0).getThrown().getMessage());
       assertTrue(records.get(4).getMessage().startsWith("status failed"), records.get(4).getMessage());
       assertTrue(records.get(10).getMessage().startsWith("repair after merge failed"), records.get(10).getMessage());
