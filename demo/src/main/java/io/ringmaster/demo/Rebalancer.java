@@ -7,9 +7,8 @@ import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -159,44 +158,28 @@ final class Rebalancer implements OwnershipListener {
     events.publish(Events.leaving(routing.self(), viewId));
   }
 
-  /** A lost range's entries as scanned, and the live new owners they go to. */
-  private record Handoff(List<String> destinations, List<Entry> entries) {}
-
   private boolean handOff(OwnershipChange change, BooleanSupplier expired) {
     if (change.lost().isEmpty()) {
       return true;
     }
     long started = System.nanoTime();
-    List<Handoff> handoffs = new ArrayList<>();
-    Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
+    // Each lost range's entries as scanned, by the live new owners they go to.
+    Map<List<String>, List<Entry>> byDestinations = new LinkedHashMap<>();
     for (RingDiff.Lost lost : change.lost()) {
-      List<Entry> entries = store.scan(lost.range());
-      List<String> destinations = transfers.liveOthers(lost.destinations());
-      handoffs.add(new Handoff(destinations, entries));
-      for (String d : destinations) {
-        perDestination.computeIfAbsent(d, k -> new ArrayList<>()).addAll(entries);
-      }
+      byDestinations.computeIfAbsent(transfers.liveOthers(lost.destinations()), k -> new ArrayList<>())
+          .addAll(store.scan(lost.range()));
     }
-    Map<String, Address> acked = new HashMap<>();
-    Set<String> failed = new HashSet<>();
-    for (Map.Entry<String, List<Entry>> push : perDestination.entrySet()) {
-      String destination = push.getKey();
-      transfers.pushTo(destination, push.getValue(), Wire.PushKind.MIGRATION, expired)
-          .ifPresentOrElse(process -> acked.put(destination, process), () -> failed.add(destination));
-    }
-    long moved = 0;
-    for (Handoff h : handoffs) {
-      // Only the destinations this range's entries went to, and took them, count for its drop: an
-      // entry whose owners by now include any other peer (its destination refused, or a peer
-      // joined since this change) stays, for the drain of a leave or the sweep to hand on.
-      Map<String, Address> took = new HashMap<>(acked);
-      took.keySet().retainAll(h.destinations());
-      moved += transfers.dropHandedOff(h.entries(), took);
-    }
+    Map<String, Address> acked = transfers.pushToOwners(byDestinations, d -> true, Wire.PushKind.MIGRATION, expired);
+    Set<String> destinations = new LinkedHashSet<>();
+    byDestinations.keySet().forEach(destinations::addAll);
+    // An entry whose owners by now include any other peer (its destination refused, or a peer
+    // joined since this change) stays, for the drain of a leave or the sweep to hand on.
+    long moved = transfers.dropHandedOff(byDestinations, acked, dropped -> { });
     counters.keysMigratedOut.add(moved);
-    events.publish(Events.migration("out", change, moved, change.lost().size(), List.copyOf(perDestination.keySet()),
-        millisSince(started), failed.isEmpty()));
-    return failed.isEmpty();
+    boolean allTook = acked.keySet().containsAll(destinations);
+    events.publish(Events.migration("out", change, moved, change.lost().size(), List.copyOf(destinations),
+        millisSince(started), allTook));
+    return allTook;
   }
 
   /**
@@ -227,30 +210,16 @@ final class Rebalancer implements OwnershipListener {
       if (ring.isEmpty()) {
         return LeaveOutcome.LAST_PEER; // nobody to hand anything to, and nothing failed
       }
-      // One push per owner, of every entry it owns (a push per owner list made about as many round
-      // trips as entries in a large cluster, each up to a push's whole timeout when a peer is slow).
       Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
       for (Entry e : store.all()) { // tombstones included
         byOwners.computeIfAbsent(routing.owners(e.key()), k -> new ArrayList<>()).add(e);
       }
-      Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
-      byOwners.forEach((owners, entries) -> owners.forEach(owner ->
-          perDestination.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(entries)));
-      Map<String, Address> took = new HashMap<>();
-      for (Map.Entry<String, List<Entry>> destination : perDestination.entrySet()) {
-        transfers.pushTo(destination.getKey(), destination.getValue(), Wire.PushKind.MIGRATION,
-            () -> System.nanoTime() - deadline >= 0).ifPresent(process -> took.put(destination.getKey(), process));
-      }
+      Map<String, Address> took = transfers.pushToOwners(byOwners, owner -> true, Wire.PushKind.MIGRATION,
+          () -> System.nanoTime() - deadline >= 0);
       // No owner at all (every other peer is gone) leaves the pass incomplete.
-      boolean complete = !byOwners.containsKey(List.of()) && took.size() == perDestination.size();
-      long moved = 0;
-      for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
-        // Only the owners these entries went to count for their drop: a ring changed since may name
-        // another owner, which took other entries, not these.
-        Map<String, Address> tookThese = new HashMap<>(took);
-        tookThese.keySet().retainAll(group.getKey());
-        moved += transfers.dropHandedOff(group.getValue(), tookThese);
-      }
+      long owners = byOwners.keySet().stream().flatMap(List::stream).distinct().count();
+      boolean complete = !byOwners.containsKey(List.of()) && took.size() == owners;
+      long moved = transfers.dropHandedOff(byOwners, took, dropped -> { });
       counters.keysMigratedOut.add(moved);
       // A ring changed during the pass (a peer joined, say) may give entries to owners that were
       // not pushed to: they were kept, and the next pass hands them on.

@@ -3,7 +3,6 @@ package io.ringmaster.demo;
 import io.ringmaster.ring.HashRing;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -73,39 +72,15 @@ final class Sweeper {
     }
     passes++;
     clean = strays.isEmpty() ? new Clean(ring, inRing, changes) : null;
-    // One push per destination, of every stray it owns (a push per owner list made about as many
-    // round trips as strays in a large cluster, where most owner lists differ).
-    Map<String, List<Entry>> perDestination = new LinkedHashMap<>();
-    for (Map.Entry<List<String>, List<Entry>> group : strays.entrySet()) {
-      for (String owner : group.getKey()) {
-        if (routing.isLive(owner)) {
-          perDestination.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(group.getValue());
-        }
-      }
-    }
-    Map<String, Address> took = new HashMap<>();
-    for (Map.Entry<String, List<Entry>> destination : perDestination.entrySet()) {
-      transfers.pushTo(destination.getKey(), destination.getValue(), Wire.PushKind.SWEEP, () -> false)
-          .ifPresent(process -> took.put(destination.getKey(), process));
-    }
+    Map<String, Address> took = transfers.pushToOwners(strays, routing::isLive, Wire.PushKind.SWEEP, () -> false);
     long moved = 0;
     Set<String> peers = new TreeSet<>();
     // Dropped only if the ring did not change during the pushes (else the next sweep, on the new
     // ring, hands them to its owners first), and each only once every one of its owners took it:
     // an owner of this ring that is gone means the ring is changing, and the owners of the next one
-    // may already have pulled from those pushed to here, too early. For each owner list, only the
-    // destinations its entries went to count (a ring changed since may name another owner, which
-    // took other entries, not these).
+    // may already have pulled from those pushed to here, too early.
     if (routing.ring() == ring) {
-      for (Map.Entry<List<String>, List<Entry>> group : strays.entrySet()) {
-        Map<String, Address> tookThese = new HashMap<>(took);
-        tookThese.keySet().retainAll(group.getKey());
-        long dropped = transfers.dropHandedOff(group.getValue(), tookThese);
-        if (dropped > 0) {
-          moved += dropped;
-          peers.addAll(tookThese.keySet());
-        }
-      }
+      moved = transfers.dropHandedOff(strays, took, peers::addAll);
     }
     if (moved > 0) {
       counters.strayKeysHandedOff.add(moved);

@@ -6,12 +6,16 @@ import java.io.DataInputStream;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -244,6 +248,48 @@ final class Transfers {
       }
       cursor = page.next().get();
     }
+  }
+
+  /**
+   * Pushes entries grouped by their owners once to each owner that {@code to} accepts, of every
+   * entry it owns (a push per owner list would make about as many round trips as entries in a
+   * large cluster, where most owner lists differ).
+   *
+   * @return the owners that took all that was pushed to them, each with the process that
+   *         acknowledged, for {@link #dropHandedOff(Map, Map, Consumer)}
+   */
+  Map<String, Address> pushToOwners(Map<List<String>, List<Entry>> byOwners, Predicate<String> to,
+                                    Wire.PushKind kind, BooleanSupplier expired) {
+    Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
+    byOwners.forEach((owners, entries) -> owners.stream().filter(to)
+        .forEach(owner -> perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(entries)));
+    Map<String, Address> took = new HashMap<>();
+    perOwner.forEach((owner, entries) -> pushTo(owner, entries, kind, expired)
+        .ifPresent(process -> took.put(owner, process)));
+    return took;
+  }
+
+  /**
+   * {@link #dropHandedOff(List, Map)} for each owner list's entries, counting only the owners that
+   * list names: a ring changed since the push may name another owner, one that took other
+   * entries, not these.
+   *
+   * @param droppedTo told the owners of each list some of whose entries were dropped
+   * @return how many entries were dropped
+   */
+  long dropHandedOff(Map<List<String>, List<Entry>> byOwners, Map<String, Address> took,
+                     Consumer<Set<String>> droppedTo) {
+    long dropped = 0;
+    for (Map.Entry<List<String>, List<Entry>> group : byOwners.entrySet()) {
+      Map<String, Address> tookThese = new HashMap<>(took);
+      tookThese.keySet().retainAll(group.getKey());
+      long these = dropHandedOff(group.getValue(), tookThese);
+      if (these > 0) {
+        dropped += these;
+        droppedTo.accept(tookThese.keySet());
+      }
+    }
+    return dropped;
   }
 
   /**
