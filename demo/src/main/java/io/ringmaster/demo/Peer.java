@@ -45,14 +45,12 @@ final class Peer implements AutoCloseable {
 
   /** {@code GET /stats}. Totals since the peer started; key counts by this peer's current ring. */
   record StatsReply(String id, long viewId, long viewsSeen, String checksum, int members, boolean inRing,
-                    boolean leaving,
-                    long primaryKeys,
-                    long backupKeys, long strayKeys, long tombstones, long tombstonesPurged, long keysMigratedIn,
-                    long keysMigratedOut,
-                    long strayKeysHandedOff, int migrationsInProgress, int pendingCallbacks, long migrationsCompleted,
-                    long migrationsFailed, int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed, long deletesServed,
-                    long writesStored, long writesForwarded, long readRepairs, long readsFromPreviousOwners,
-                    long divergences, long splitViewDivergences, long rejoins,
+                    boolean leaving, long primaryKeys, long backupKeys, long strayKeys, long tombstones,
+                    long tombstonesPurged, long keysMigratedIn, long keysMigratedOut, long strayKeysHandedOff,
+                    int migrationsInProgress, int pendingCallbacks, long migrationsCompleted, long migrationsFailed,
+                    int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed,
+                    long deletesServed, long writesStored, long writesForwarded, long readRepairs,
+                    long readsFromPreviousOwners, long divergences, long splitViewDivergences, long rejoins,
                     int eventSubscribers) {}
 
   /** How long a stopping peer waits for the HTTP requests in flight once it has left. */
@@ -310,12 +308,11 @@ final class Peer implements AutoCloseable {
     RingmasterStats s = node.stats();
     RingView.Current current = RingView.Current.of(node);
     return new StatsReply(routing.self(), current.viewId(), s.viewsSeen(), Long.toHexString(current.ring().checksum()),
-        s.members(), routing.inRing(),
-        routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(), counters.tombstonesPurged.sum(),
-        counters.keysMigratedIn.sum(),
-        counters.keysMigratedOut.sum(), counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(),
-        s.pendingCallbacks(), counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(),
-        pullRetries.pending(), sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
+        s.members(), routing.inRing(), routing.isLeaving(), k.primary(), k.backup(), k.stray(), k.tombstones(),
+        counters.tombstonesPurged.sum(), counters.keysMigratedIn.sum(), counters.keysMigratedOut.sum(),
+        counters.strayKeysHandedOff.sum(), counters.migrationsInProgress.get(), s.pendingCallbacks(),
+        counters.migrationsCompleted.sum(), counters.migrationsFailed.sum(), pullRetries.pending(),
+        sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
         counters.writesStored.sum(), counters.writesForwarded.sum(), counters.readRepairs.sum(),
         counters.readsFromPreviousOwners.sum(), s.divergences(), s.splitViewDivergences(), s.rejoins(),
         events.subscribers());

@@ -158,6 +158,36 @@ class PeerHttpTest {
     assertTrue(PeerCluster.parse(gone.body()).path("deleted").asBoolean(), gone::body);
   }
 
+  /**
+   * {@code /stats} counts each request the peer served under its own name, and each write that
+   * changed the store; a refused request counts nowhere. The peer is alone, so it owns every key
+   * and nothing is forwarded or repaired.
+   */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void stats_countEachServedRequestUnderItsOwnName_andNoRefusedOne() {
+    assertRefused(400, send("PUT", "/kv/", "v"));
+    assertRefused(400, send("GET", "/kv/q?local=1", null));
+    assertRefused(405, send("POST", "/kv/a", "v"));
+    assertEquals(200, send("PUT", "/kv/a", "1").statusCode());
+    assertEquals(200, send("PUT", "/kv/b", "1").statusCode());
+    assertEquals(200, send("PUT", "/kv/a", "2").statusCode());
+    assertEquals(200, send("PUT", "/kv/c", "1").statusCode());
+    assertEquals(200, send("GET", "/kv/a", null).statusCode());
+    assertRefused(404, send("GET", "/kv/never-written", null));
+    assertEquals(200, send("DELETE", "/kv/b", null).statusCode());
+
+    JsonNode stats = PeerCluster.parse(send("GET", "/stats", null).body());
+    assertEquals(4, stats.path("putsServed").asLong(), stats::toString);
+    assertEquals(2, stats.path("getsServed").asLong(), stats::toString);
+    assertEquals(1, stats.path("deletesServed").asLong(), stats::toString);
+    assertEquals(5, stats.path("writesStored").asLong(), "four puts and a delete, each new: " + stats);
+    assertEquals(0, stats.path("writesForwarded").asLong(), stats::toString);
+    assertEquals(0, stats.path("readRepairs").asLong(), stats::toString);
+    assertEquals(2, stats.path("primaryKeys").asLong(), "a and c: " + stats);
+    assertEquals(1, stats.path("tombstones").asLong(), "b's: " + stats);
+  }
+
   @Test
   @Timeout(value = 120, unit = TimeUnit.SECONDS)
   void stalledRequests_moreThanTheHttpThreads_areCut_andNothingIsStored() throws Exception {
