@@ -123,6 +123,56 @@ class DuplicateIdMergeTest {
     }
   }
 
+  @Test
+  void merge_subgroups_leaveOutTheRefusedTwin() throws Exception {
+    try (Merged f = new Merged()) {
+      f.installed();
+      MembershipChange merged = f.lastMembership();
+      // The holder is "b" on a's side; this node, refused, is in neither subgroup.
+      assertEquals(List.of(List.of(f.a.member(), f.b.member()), List.of(f.c.member(), f.d.member())),
+          merged.subgroups(), merged.toString());
+    }
+  }
+
+  @Test
+  void stillRefusedInALaterView_losesNothingMore_andItsRefusalIsNotReportedAgain() throws Exception {
+    try (Merged f = new Merged()) {
+      f.installed();
+      long refusals = f.node.refusals.get();
+      int ownershipChanges = f.ownership.size();
+      NodeMetadata e = meta("e");
+      f.node.onView(View.create(f.addressA, 7, f.addressA, f.holder, f.addressC, f.self, f.addressD, e.newAddress()));
+      f.installed();
+      assertFalse(f.node.state().localInRing(), "the holder of \"b\" is still there");
+      MembershipChange joined = f.lastMembership();
+      assertEquals(7, joined.viewId());
+      assertEquals(List.of(e.member()), joined.joined(), joined.toString());
+      assertEquals(List.of(), joined.refused(), "the refusal was reported in view 6: " + joined);
+      assertEquals(refusals, f.node.refusals.get(), "refusals counted once");
+      assertEquals(ownershipChanges, f.ownership.size(), "a node that holds nothing loses nothing");
+      assertEquals(List.of(), folded(f), "what the kit's fold finds wrong in the changes");
+    }
+  }
+
+  @Test
+  void anOwnershipListenerAddedWhileRefused_hearsNothing_untilTheNodeIsAdmitted() throws Exception {
+    try (Merged f = new Merged()) {
+      f.installed();
+      List<OwnershipChange> late = new CopyOnWriteArrayList<>();
+      f.node.addOwnershipListener(new SerialDelivery<>("late", late::add, Runnable::run, f, () -> { }));
+      assertEquals(List.of(), late, "the \"b\" of the ring is the holder's, not this node's");
+      f.node.onView(View.create(f.addressA, 7, f.addressA, f.addressC, f.self, f.addressD)); // the holder left
+      f.installed();
+      assertEquals(1, late.size(), late.toString());
+      assertTrue(late.get(0).inRing());
+      OwnershipFold fold = new OwnershipFold();
+      late.forEach(fold::onOwnershipChange);
+      assertEquals(List.of(), fold.violations());
+      assertEquals(java.util.Optional.empty(), fold.disagreement(late.get(0).ring(), "b", 2),
+          "the listener's fold is the node's ownership in view 7");
+    }
+  }
+
   /** The node's changes, in order, through a fresh {@link OwnershipFold}: what it finds wrong. */
   private static List<String> folded(FedNode f) {
     OwnershipFold fold = new OwnershipFold();
