@@ -283,6 +283,40 @@ class SerialDeliveryTest {
     assertNull(SerialDelivery.callingExecutor(node), "no trace left on this thread");
   }
 
+  /**
+   * An Error thrown by a listener (an assertion, a class that failed to load) is the listener's
+   * failure like any other: logged, and the later callbacks still come, on the caller's thread and
+   * on a pool alike. Caught narrower, it would kill the pool's worker with the listener marked
+   * running (deaf from then on), or escape the same-thread executor as if it refused the callback.
+   */
+  @Test
+  void aListenerThatThrowsAnError_stillGetsTheLaterCallbacks_onTheCallersThreadAndOnAPool() throws Exception {
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      for (Executor executor : List.<Executor>of(Runnable::run, pool)) {
+        List<String> delivered = new CopyOnWriteArrayList<>();
+        SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
+          delivered.add(event);
+          if (event.equals("first")) {
+            throw new AssertionError("the listener's own bug");
+          }
+        }, executor, new Object(), () -> { });
+        try (NodeLog log = new NodeLog(record -> record.getThrown() instanceof AssertionError)) {
+          delivery.submit("first");
+          delivery.submit("second");
+          assertTrue(delivery.awaitIdle(System.nanoTime() + ONE_MINUTE, thread -> false), "the callbacks ran");
+          assertEquals(1, log.records().size(), "the listener's Error was logged");
+        }
+        String where = executor == pool ? "on a pool" : "on the caller's thread";
+        assertEquals(List.of("first", "second"), delivered, where);
+        assertFalse(delivery.refused(), "an Error of the listener is no refusal of its executor");
+        assertEquals(0, delivery.pending(), "not left marked running");
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   @Test
   void aListenerThatThrows_whileLoggingThrowsToo_stillGetsTheLaterCallbacks() {
     List<String> delivered = new CopyOnWriteArrayList<>();
