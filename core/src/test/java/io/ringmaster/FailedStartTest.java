@@ -148,4 +148,29 @@ class FailedStartTest {
       assertEquals(2, a.node.membershipListenerCount());
     }
   }
+
+  /**
+   * A view that comes while close() waits for the hand-off (a member joins or crashes meanwhile)
+   * changes no listener's ownership: LEAVING was the last change, so a listener that handed
+   * everything off never gains ranges back. Its membership listeners still hear of the view.
+   */
+  @Test
+  void aViewAfterLeavingWasQueued_changesNoOwnership_butIsStillAMembershipChange() throws Exception {
+    try (FedNode a = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      a.view(1, a.self);
+      a.view(2, a.self, b);
+      a.node.announceLeaving();
+      int changes = a.ownership.size();
+      assertEquals(OwnershipChange.Reason.LEAVING, a.lastOwnership().reason());
+      a.view(3, a.self, b, c);
+      assertEquals(changes, a.ownership.size(), "nothing after LEAVING: " + a.lastOwnership());
+      assertEquals(3, a.lastMembership().viewId(), "c's join is still a membership change");
+      io.ringmaster.testing.OwnershipFold fold = new io.ringmaster.testing.OwnershipFold();
+      a.ownership.forEach(fold::onOwnershipChange);
+      assertEquals(List.of(), fold.violations());
+      assertTrue(fold.holdsNothing(), "handed everything off, and gained nothing back");
+    }
+  }
 }
