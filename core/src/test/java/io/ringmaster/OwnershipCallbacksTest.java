@@ -1257,6 +1257,32 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * Closing a registration lets go of its listener: an application that adds and removes
+   * listeners as it goes (one per shard it hosts, say) leaves nothing behind in the node, of any
+   * of the three kinds.
+   */
+  @Test
+  void registrationsClosed_leaveNoListenerBehind_ofAnyKind() {
+    try (TestCluster cluster = new TestCluster("registrations")) {
+      Ringmaster a = cluster.start("a");
+      int ownership = a.ownershipListenerCount();
+      int membership = a.membershipListenerCount();
+      int divergence = a.divergenceListenerCount();
+      for (int i = 0; i < 20; i++) {
+        List<Registration> handles = List.of(a.addOwnershipListener(change -> { }),
+            a.addMembershipListener(change -> { }), a.addDivergenceListener(report -> { }));
+        assertEquals(ownership + 1, a.ownershipListenerCount());
+        assertEquals(membership + 1, a.membershipListenerCount());
+        assertEquals(divergence + 1, a.divergenceListenerCount());
+        handles.forEach(Registration::close);
+      }
+      assertEquals(ownership, a.ownershipListenerCount());
+      assertEquals(membership, a.membershipListenerCount());
+      assertEquals(divergence, a.divergenceListenerCount());
+    }
+  }
+
   @Test
   void membershipListener_addedToRunningNode_firstGetsCurrentMembers_andTheFoldFollows() {
     try (TestCluster cluster = new TestCluster("late-membership")) {
