@@ -344,8 +344,12 @@ final class ClusterNode {
    * time, up to a minute. Called on the gossip thread at each round.
    */
   void retryFailedView() {
+    retryFailedView(System.nanoTime());
+  }
+
+  /** As {@link #retryFailedView()}, at {@code now} (a {@link System#nanoTime()} value): tests pass their own. */
+  void retryFailedView(long now) {
     View failed = failedView;
-    long now = System.nanoTime();
     if (failed == null) {
       retrying = null;
       return;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.testing.OwnershipFold;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
@@ -175,6 +176,42 @@ class ViewOrderTest {
       n.node.retryFailedView();
       n.installed();
       assertEquals(heard + 1, n.ownership.size(), "installed once");
+    }
+  }
+
+  /**
+   * A view that keeps failing (a ring too large for this heap) is tried again after 1 s, then after
+   * twice as long each time, up to a minute: not at every gossip round, each try a large allocation
+   * on a node already short of heap. The rounds' clock is the test's.
+   */
+  @Test
+  void aViewThatKeepsFailing_isTriedAgainAfterDelaysThatDouble_upToAMinute() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      n.view(1, n.self);
+      AtomicInteger builds = new AtomicInteger();
+      n.node.beforeBuild = v -> {
+        if (v.getViewId().getId() == 2) {
+          builds.incrementAndGet();
+          throw new OutOfMemoryError("a ring too large for this heap (a test)");
+        }
+      };
+      n.view(2, n.self, b);
+      assertEquals(1, builds.get());
+      long second = TimeUnit.SECONDS.toNanos(1);
+      long t0 = 1_000 * second; // any nanoTime value: only differences count
+      List<Long> triedAt = new ArrayList<>();
+      for (long t = t0; t <= t0 + 200 * second; t += second / 2) { // a round every half second
+        int before = builds.get();
+        n.node.retryFailedView(t);
+        n.installed();
+        if (builds.get() > before) {
+          triedAt.add((t - t0) / (second / 2));
+        }
+      }
+      // In half seconds after the first round: at once, then 1, 2, 4, 8, 16, 32 and 60 s apart.
+      assertEquals(List.of(0L, 2L, 6L, 14L, 30L, 62L, 126L, 246L, 366L), triedAt);
+      assertEquals(1, n.node.state().viewId(), "the ring of view 1 stays");
     }
   }
 
