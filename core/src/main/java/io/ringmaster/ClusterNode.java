@@ -134,6 +134,11 @@ final class ClusterNode {
   private static final long LAST_RETRY_DELAY_NANOS = TimeUnit.MINUTES.toNanos(1);
   /** A test seam: run on the view thread as each view is installed, just before its ring is built. */
   volatile Consumer<View> beforeBuild = view -> { };
+  /**
+   * The most tokens {@link #admit} lets a ring have: {@link HashRing#MAX_TOKENS}; a test seam, so
+   * that a test can reach the limit with rings it can build.
+   */
+  volatile long maxRingTokens = HashRing.MAX_TOKENS;
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
   /** Set when the node shuts down: no ring is published and no callback queued after it. */
@@ -647,8 +652,11 @@ final class ClusterNode {
 
   /**
    * Reads the view's members into {@code addresses} and {@code metadata}, in view order, admitting
-   * those whose ring parameters match the reference's and whose id no earlier member holds. Every
-   * member applies the same rule to the same view, so all agree on who is in the ring.
+   * those whose ring parameters match the reference's, whose id no earlier member holds, and whose
+   * tokens still fit in a ring ({@link HashRing#MAX_TOKENS}, {@link HashRing#MAX_MEMBERS}) with
+   * those admitted before them. Every member applies the same rule to the same view, so all agree
+   * on who is in the ring, and every ring it admits can be built: a member past a limit is refused
+   * (its start() fails naming the limit), where its ring would fail to build on every member.
    *
    * @param self      this member's address, as the view's installation read it once (a rejoin may
    *                  change it meanwhile)
@@ -667,6 +675,8 @@ final class ClusterNode {
                        List<MembershipChange.Refusal> refused, List<MembershipChange.Refusal> refusedNow) {
     Address referenceAddress = null;
     OwnRefusal ownRefusal = null;
+    long tokensAdmitted = 0;
+    long tokenLimit = maxRingTokens;
     reported.retainAll(view.getMembers()); // forget members that left: no unbounded growth
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
@@ -688,19 +698,25 @@ final class ClusterNode {
       String reason = null;
       RingmasterException.Reason kind = RingmasterException.Reason.REFUSED;
       List<String> differences = m.parameterDifferences(reference);
-      long tokens = Member.tokenCount(m.virtualNodes(), m.weight());
-      if (!(m.weight() >= 0) || tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
-        reason = describe(a) + " announces weight " + m.weight() + ", which gives " + tokens
-            + " tokens; at most " + HashRing.MAX_TOKENS_PER_MEMBER + " are allowed";
-      } else if (!differences.isEmpty()) {
+      long tokens = Member.tokenCount(m.virtualNodes(), m.weight()); // at most MAX_TOKENS_PER_MEMBER: from() checks
+      if (!differences.isEmpty()) {
         reason = "ring parameters of " + describe(a) + " differ from the cluster's, those of its first member "
             + describe(referenceAddress) + ": " + String.join("; ", differences);
       } else if (addresses.containsKey(m.id())) {
         reason = "node id \"" + m.id() + "\" is already held by member " + describe(addresses.get(m.id()))
             + "; the later member " + describe(a) + " is refused";
         kind = RingmasterException.Reason.ID_HELD;
+      } else if (tokensAdmitted + tokens > tokenLimit) {
+        reason = describe(a) + " would bring the ring to " + (tokensAdmitted + tokens) + " tokens, more than the "
+            + tokenLimit + " a ring holds: its weight " + m.weight() + " at virtualNodes " + m.virtualNodes()
+            + " gives it " + tokens + ", and the members before it in the view have " + tokensAdmitted
+            + "; lower virtualNodes or the weights";
+      } else if (addresses.size() == HashRing.MAX_MEMBERS) {
+        reason = describe(a) + " would be member " + (HashRing.MAX_MEMBERS + 1) + " of the ring, which holds at most "
+            + HashRing.MAX_MEMBERS;
       }
       if (reason == null) {
+        tokensAdmitted += tokens;
         addresses.put(m.id(), a);
         metadata.put(m.id(), m);
         reported.remove(a); // admitted (the holder of its id left): a new refusal is news again

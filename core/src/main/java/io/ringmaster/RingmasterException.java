@@ -31,8 +31,9 @@ public class RingmasterException extends RuntimeException {
      * The cluster did not admit these settings: the node's ring parameters ({@code virtualNodes},
      * {@code replicas}, {@code applicationVersion}, and the build's ring spec and membership
      * protocol versions, {@link Ringmaster#PROTOCOL_VERSION}) differ from the cluster's, its
-     * weight gives more tokens than a member may have, or the coordinator refused its join (a
-     * wrong secret).
+     * tokens would take the ring past the most a ring holds ({@link
+     * io.ringmaster.ring.HashRing#MAX_TOKENS}, counting the members before it in the view), or the
+     * coordinator refused its join (a wrong secret).
      * Starting again with the same settings fails again, unless the member it was compared with
      * was the odd one out (a lone misconfigured member whose side of a healing partition it
      * joined: the message names that member); if that member won the heal (a tie of one correct

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,13 +52,13 @@ class FailedStartTest {
   @Test
   void aViewWhoseRingCannotBeBuilt_failsTheStart_sayingWhy() throws Exception {
     try (FedNode a = new FedNode(meta("a"))) {
-      a.install(tooLargeARing(1, a.self));
+      failsToBuild(a, 1);
+      a.view(1, a.self);
 
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       String message = e.getCause().getMessage();
       assertEquals(RingmasterException.Reason.VIEW_FAILED, assertInstanceOf(RingmasterException.class, e.getCause()).reason());
-      assertTrue(message.startsWith("view [" + a.self + "|1] could not be installed: ring would have ")
-          && message.contains(" tokens, more than " + HashRing.MAX_TOKENS), message);
+      assertEquals("view [" + a.self + "|1] could not be installed: " + TOO_LARGE, message);
       assertNothingPublished(a);
     }
   }
@@ -69,11 +68,11 @@ class FailedStartTest {
   void aViewWhoseRingCannotBeBuilt_failsTheStart_evenIfLoggingItThrows() throws Exception {
     try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("could not be installed"));
          FedNode a = new FedNode(meta("a"))) {
-      a.install(tooLargeARing(1, a.self));
+      failsToBuild(a, 1);
+      a.view(1, a.self);
 
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
-      assertTrue(e.getCause().getMessage().startsWith("view [" + a.self + "|1] could not be installed: ring would have "),
-          e.getCause().getMessage());
+      assertEquals("view [" + a.self + "|1] could not be installed: " + TOO_LARGE, e.getCause().getMessage());
       org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> log.thrown() >= 1);
     }
   }
@@ -82,7 +81,8 @@ class FailedStartTest {
   void aLaterViewWhoseRingCannotBeBuilt_keepsTheLastRing_andTheNextViewInstalls() throws Exception {
     try (FedNode a = new FedNode(meta("a"))) {
       a.view(1, a.self);
-      a.install(tooLargeARing(2, a.self));
+      failsToBuild(a, 2);
+      a.view(2, a.self, meta("x").newAddress());
       assertEquals(1, a.node.state().viewId(), "the last good ring is kept");
       assertEquals(1, a.ownership.size(), a.ownership.toString());
       assertEquals(java.util.OptionalLong.of(2), a.node.failedViewId(), "view 2 is tried again");
@@ -96,17 +96,57 @@ class FailedStartTest {
   }
 
   /**
-   * A view with {@code self} and 32 members of the largest weight: together more tokens than a
-   * ring may hold, so building its ring fails.
+   * Members whose tokens would take the ring past the most a ring holds are refused, in view
+   * order, naming the limit and the settings to lower: every member admits the same ones, and the
+   * ring of those admitted is built, where a ring past the limit would fail to build on every
+   * member and freeze every ring. The limit is lowered through a seam, so that the rings stay small.
    */
-  private static View tooLargeARing(long id, Address self) {
-    List<Address> members = new ArrayList<>(List.of(self));
-    double heaviest = HashRing.MAX_TOKENS_PER_MEMBER / 64.0; // FedNode's members have 64 virtual nodes
-    int heavy = HashRing.MAX_TOKENS / HashRing.MAX_TOKENS_PER_MEMBER + 1; // over the limit without self
-    for (int i = 0; i < heavy; i++) {
-      members.add(meta("heavy-" + i, heaviest, "").newAddress());
+  @Test
+  void membersPastTheRingsTokenLimit_areRefused_andTheRingOfTheOthersIsBuilt() throws Exception {
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.node.maxRingTokens = 3 * 64; // FedNode's members have 64 virtual nodes: three of weight 1 fit
+      Address b = meta("b").newAddress();
+      Address light = meta("light", 0.5, "").newAddress();
+      Address heavy = meta("heavy", 2.0, "").newAddress();
+      a.view(1, a.self);
+      a.view(2, a.self, b, heavy, light);
+      assertEquals(java.util.OptionalLong.empty(), a.node.failedViewId(), "the view is installed");
+      assertEquals(2, a.node.state().viewId());
+      assertEquals(List.of("a", "b", "light"), a.node.state().ring().members().stream().map(Member::id).toList(),
+          "heavy's 128 tokens do not fit after a's and b's; light's 32 do");
+      MembershipChange change = a.lastMembership();
+      assertEquals(1, change.refused().size(), change.toString());
+      MembershipChange.Refusal refusal = change.refused().get(0);
+      assertEquals("heavy", refusal.nodeId());
+      assertTrue(refusal.reason().contains("would bring the ring to 256 tokens, more than the 192 a ring holds: its"
+          + " weight 2.0 at virtualNodes 64 gives it 128, and the members before it in the view have 128; lower"
+          + " virtualNodes or the weights"), refusal.reason());
     }
-    return View.create(self, id, members.toArray(new Address[0]));
+  }
+
+  /** A node whose own tokens take the ring past the limit is refused: its start() fails saying so. */
+  @Test
+  void aNodePastTheRingsTokenLimit_failsToStart_namingTheLimit() throws Exception {
+    try (FedNode a = new FedNode(meta("a", 2.0, ""))) {
+      a.node.maxRingTokens = 3 * 64;
+      a.view(1, meta("b").newAddress(), meta("c").newAddress(), a.self);
+      ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
+      assertEquals(RingmasterException.Reason.REFUSED, assertInstanceOf(RingmasterException.class, e.getCause()).reason());
+      assertTrue(e.getCause().getMessage().contains("would bring the ring to 256 tokens, more than the 192"),
+          e.getCause().getMessage());
+      assertNothingPublished(a);
+    }
+  }
+
+  private static final String TOO_LARGE = "Java heap space (a test: a ring too large for this heap)";
+
+  /** Makes the ring of view {@code id} fail to build on {@code a}, as a ring too large for its heap does. */
+  private static void failsToBuild(FedNode a, long id) {
+    a.node.beforeBuild = v -> {
+      if (v.getViewId().getId() == id) {
+        throw new OutOfMemoryError(TOO_LARGE);
+      }
+    };
   }
 
   private static void assertNothingPublished(FedNode a) {
