@@ -1115,6 +1115,18 @@ class RefusalAndConfigTest {
   }
 
   @Test
+  void builder_weightGivingTooManyTokens_failsNamingTheCount_evenPastWhatALongHolds() {
+    for (Object[] c : List.of(new Object[] {1.0e5, "weight 100000.0 with virtualNodes 1024 gives 102400000 tokens"},
+        new Object[] {1.0e300, "weight 1.0E300 with virtualNodes 1024 gives about 1.024E303 tokens"},
+        new Object[] {Double.MAX_VALUE, "weight 1.7976931348623157E308 with virtualNodes 1024 gives about Infinity"
+            + " tokens"})) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).weight((double) c[0]).buildConfig());
+      assertEquals(c[1] + ", more than 16777216: lower weight or virtualNodes", e.getMessage());
+    }
+  }
+
+  @Test
   void builder_weightGivingNoToken_failsNamingWeightVirtualNodesAndTheSmallestWeight() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(100).weight(0.004)

@@ -260,7 +260,8 @@ public final class HashRing {
   /**
    * The primary owner of a key. Lock-free and allocation-free.
    *
-   * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
+   * @throws IllegalStateException if the ring has no tokens (no member, or none with a token:
+   *                               weight 0, or too small a weight for one)
    */
   public Member ownerOf(String key) {
     return members[ownerIndex(slot(Murmur3.hash(requireKey(key))))];
@@ -269,7 +270,8 @@ public final class HashRing {
   /**
    * The primary owner of a key given as bytes. Lock-free and allocation-free.
    *
-   * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
+   * @throws IllegalStateException if the ring has no tokens (no member, or none with a token:
+   *                               weight 0, or too small a weight for one)
    */
   public Member ownerOf(byte[] key) {
     return members[ownerIndex(slot(Murmur3.hash(requireKey(key))))];
@@ -278,7 +280,8 @@ public final class HashRing {
   /**
    * The primary owner of a ring position ({@link #position(String)}).
    *
-   * @throws IllegalStateException if the ring has no tokens (no member, or all of weight 0)
+   * @throws IllegalStateException if the ring has no tokens (no member, or none with a token:
+   *                               weight 0, or too small a weight for one)
    */
   public Member ownerOfPosition(long position) {
     return members[ownerIndex(slot(position))];
@@ -409,8 +412,8 @@ public final class HashRing {
   }
 
   private IllegalStateException noTokens() {
-    return new IllegalStateException(
-        "the ring has no tokens: it has no member with weight > 0 (members: " + members.length + ")");
+    return new IllegalStateException("the ring has no tokens: none of its " + members.length + " members has one"
+        + " (weight 0, or round(virtualNodes * weight) = 0 at virtualNodes " + virtualNodes + ")");
   }
 
   /** The {@link #FINGERPRINT_BITS} bits of a position that follow its bucket bits. */

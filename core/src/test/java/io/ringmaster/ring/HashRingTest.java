@@ -655,9 +655,16 @@ class HashRingTest {
   void lookup_emptyRing_failsWithClearMessage() {
     HashRing empty = HashRing.builder().add(new Member("router", 0, "")).build();
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> empty.ownerOf("k"));
-    assertTrue(e.getMessage().contains("no tokens"), e.getMessage());
+    assertEquals("the ring has no tokens: none of its 1 members has one (weight 0, or round(virtualNodes * weight) = 0"
+        + " at virtualNodes 1024)", e.getMessage());
     assertTrue(empty.isEmpty());
     assertEquals(List.of(), empty.primaryRanges("router"));
+    // A weight above 0 that rounds to no token: the message must not say every weight is 0.
+    HashRing tooLight = HashRing.builder().virtualNodes(16).add(Member.of("a", 0.01)).build();
+    assertTrue(tooLight.isEmpty());
+    assertThrows(IllegalStateException.class, () -> tooLight.owners("k", 1), "no owners to list");
+    assertEquals("the ring has no tokens: none of its 1 members has one (weight 0, or round(virtualNodes * weight) = 0"
+        + " at virtualNodes 16)", assertThrows(IllegalStateException.class, () -> tooLight.ownerOf("k")).getMessage());
   }
 
   @Test
