@@ -84,6 +84,8 @@ public final class HashRing {
   private final Map<String, Integer> indexOfId;
   /** Zone of each member as a small integer, for the replica walk. */
   final int[] zoneOf;
+  /** Distinct zones, of members with tokens or not. */
+  private final int zoneCount;
   /** Distinct zones, and members, that hold at least one token. */
   private final int tokenZones;
   private final int tokenMembers;
@@ -210,7 +212,8 @@ public final class HashRing {
     if (count > 0) {
       ENTRY.set(entries, 4 * count, ENTRY_TOP | owners[0]);
     }
-    boolean[] zoneHasTokens = new boolean[zoneIds.size()];
+    this.zoneCount = zoneIds.size();
+    boolean[] zoneHasTokens = new boolean[zoneCount];
     int withTokens = 0;
     int zonesWithTokens = 0;
     for (int m = 0; m < members.length; m++) {
@@ -327,11 +330,13 @@ public final class HashRing {
   /**
    * Whether {@code member} is among the first {@code n} owners of a ring position (as
    * {@code ownersOfPosition(position, n).contains(member)}), without allocating: for one owner
-   * ({@code n = 1}, or one member holding tokens) it compares the primary; otherwise the walk's
-   * picks go to a per-thread array (1 KB, made on a thread's first such call) when
-   * {@code min(n, members holding tokens)} is at most
-   * {@value #WALK_SCRATCH_SIZE}. False for a member that is not in the ring, or is in it with
-   * another weight or zone.
+   * ({@code n = 1}, or one member holding tokens) it compares the primary; when {@code n} covers
+   * every member holding tokens, each of them owns every position; otherwise the walk's picks go
+   * to a per-thread array (1 KB, made on a thread's first such call) when
+   * {@code min(n, members holding tokens)} is at most {@value #WALK_SCRATCH_SIZE}, and a walk for
+   * more than {@value #SCANNING_WALK_MAX} owners marks them in per-thread arrays too (a byte per
+   * member of the largest ring the thread walked). False for a member that is not in the ring, or
+   * is in it with another weight or zone.
    *
    * @throws NullPointerException if {@code member} is null
    * @throws IllegalArgumentException if {@code n < 1}
@@ -347,6 +352,9 @@ public final class HashRing {
       return false;
     }
     int want = Math.min(n, tokenMembers);
+    if (want == tokenMembers) {
+      return RingBuilder.tokenCount(member, virtualNodes) > 0; // every member with tokens owns every position
+    }
     if (want == 1) {
       return ownerIndex(i) == m; // the walk's first pick: no room needed, not even a thread's first time
     }
@@ -467,17 +475,27 @@ public final class HashRing {
     return (int) ((p ^ Long.MIN_VALUE) >>> shift);
   }
 
+  /** Walks for at most this many owners compare each token's owner with those taken so far. */
+  static final int SCANNING_WALK_MAX = 16;
+
   /**
    * The replica walk from token {@code start}: fills {@code out} with up to {@code want} member
    * indices ({@code out} must have room for them), zone-distinct ones first, and returns how many
-   * it found.
+   * it found. A walk for a few owners compares each token's owner with those taken so far; one for
+   * more (all the members of a ring, say, whose walk passes about {@code N ln N} tokens) marks
+   * them in arrays instead, so that each token costs the same however many are taken.
    */
   int walk(int start, int want, int[] out) {
-    int n = hi.length;
-    int count = 0;
     if (want <= 0) {
       return 0;
     }
+    return want <= SCANNING_WALK_MAX ? walkScanning(start, want, out) : walkMarking(start, want, out);
+  }
+
+  /** {@link #walk}, comparing each token's owner with those taken so far; package-private for a test. */
+  int walkScanning(int start, int want, int[] out) {
+    int n = hi.length;
+    int count = 0;
     // First turn: members whose zone is not taken yet. Stops once every zone is taken.
     int zonesGoal = Math.min(want, tokenZones);
     for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
@@ -509,6 +527,57 @@ public final class HashRing {
       }
     }
     return count;
+  }
+
+  /**
+   * {@link #walk}, marking the members and zones taken in the thread's {@link WalkMarks}, which it
+   * clears again before it returns; package-private for a test.
+   */
+  int walkMarking(int start, int want, int[] out) {
+    int n = hi.length;
+    int count = 0;
+    WalkMarks marks = WALK_MARKS.get().fit(members.length, zoneCount);
+    boolean[] memberTaken = marks.members;
+    boolean[] zoneTaken = marks.zones;
+    int zonesGoal = Math.min(want, tokenZones);
+    for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
+      int m = ownerIndex(k);
+      if (!zoneTaken[zoneOf[m]]) {
+        zoneTaken[zoneOf[m]] = true;
+        memberTaken[m] = true;
+        out[count++] = m;
+      }
+    }
+    for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
+      int m = ownerIndex(k);
+      if (!memberTaken[m]) {
+        memberTaken[m] = true;
+        out[count++] = m;
+      }
+    }
+    for (int q = 0; q < count; q++) { // every member and zone marked is one of those taken
+      memberTaken[out[q]] = false;
+      zoneTaken[zoneOf[out[q]]] = false;
+    }
+    return count;
+  }
+
+  /** Each thread's marks for {@link #walkMarking}, all false between walks; grown to the largest ring it walked. */
+  private static final ThreadLocal<WalkMarks> WALK_MARKS = ThreadLocal.withInitial(WalkMarks::new);
+
+  private static final class WalkMarks {
+    boolean[] members = new boolean[0];
+    boolean[] zones = new boolean[0];
+
+    WalkMarks fit(int memberCount, int zoneCount) {
+      if (members.length < memberCount) {
+        members = new boolean[memberCount];
+      }
+      if (zones.length < zoneCount) {
+        zones = new boolean[zoneCount];
+      }
+      return this;
+    }
   }
 
   // ---------------------------------------------------------------- the ring as a value

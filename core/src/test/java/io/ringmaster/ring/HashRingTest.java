@@ -72,6 +72,35 @@ class HashRingTest {
     }
   }
 
+  /**
+   * A walk for more than {@value HashRing#SCANNING_WALK_MAX} owners marks those taken instead of
+   * comparing with them: it finds the literal spec's owners, in order, as the scanning walk does for
+   * every count, zones and weight-0 members included; its marks are left clear for the next walk.
+   */
+  @Test
+  void walksForManyOwners_findTheLiteralSpecsOwners_asTheScanningWalkDoes() {
+    SplittableRandom random = new SplittableRandom(41);
+    for (int trial = 0; trial < 30; trial++) {
+      List<Member> members = randomMembers(random, random.nextInt(15, 45), random.nextInt(0, 8), trial % 2 == 0);
+      members.add(Member.of("always-" + trial));
+      int v = random.nextInt(1, 12);
+      HashRing ring = ring(v, members);
+      ReferenceRing reference = new ReferenceRing(v, members);
+      for (int k = 0; k < 100; k++) {
+        long p = random.nextLong();
+        int n = random.nextInt(HashRing.SCANNING_WALK_MAX + 1, members.size() + 3);
+        assertEquals(reference.ownersOfPosition(p, n), ring.ownersOfPosition(p, n), () -> p + " n=" + n);
+        int start = random.nextInt(ring.tokenCount());
+        int want = random.nextInt(1, members.size() + 3);
+        int[] scanned = new int[want];
+        int[] marked = new int[want];
+        int count = ring.walkScanning(start, want, scanned);
+        assertEquals(count, ring.walkMarking(start, want, marked), () -> "from token " + start + ", want " + want);
+        assertArrayEquals(scanned, marked, () -> "from token " + start + ", want " + want);
+      }
+    }
+  }
+
   @Test
   void isOwnerOfPosition_randomRings_answersAsTheLiteralSpecsOwners() {
     SplittableRandom random = new SplittableRandom(21);

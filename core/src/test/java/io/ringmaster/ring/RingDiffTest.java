@@ -312,6 +312,33 @@ class RingDiffTest {
     return b.build();
   }
 
+  /**
+   * Replica counts near the member count and past it: where a member owns every position in a
+   * ring (its walks take every member with tokens), the diff skips that ring's walks, and is as
+   * exact; past {@value HashRing#SCANNING_WALK_MAX} owners the walks mark those taken.
+   */
+  @Test
+  void diffs_withAsManyReplicasAsMembers_orMore_applyToOldOwnershipGivingNewOwnership() {
+    SplittableRandom random = new SplittableRandom(43);
+    for (int round = 0; round < 12; round++) {
+      List<Member> pool = HashRingTest.randomMembers(random, 24, random.nextInt(0, 5), round % 2 == 0);
+      int v = random.nextInt(1, 16);
+      HashRing before = randomRing(pool, v, random);
+      HashRing after = random.nextBoolean() ? randomRing(pool, v, random)
+          : before.with(pool.stream().filter(m -> !before.contains(m.id())).findFirst().orElse(Member.of("new")));
+      int withTokens = (int) after.members().stream().filter(m -> Math.round(v * m.weight()) > 0).count();
+      for (int n : new int[] {Math.max(1, withTokens - 1), Math.max(1, withTokens), withTokens + 1, 17, 30}) {
+        for (Member m : pool) {
+          RingDiff diff = RingDiff.compute(before, after, m.id(), n);
+          for (long p : probes(before, after, diff, random)) {
+            check(before, after, diff, p);
+          }
+          assertCoalesced(diff);
+        }
+      }
+    }
+  }
+
   @Test
   void diff_replicasBeyondTheMembers_sameAsEveryMember_withoutTheWork() {
     HashRing one = HashRing.builder().virtualNodes(64).add(Member.of("a")).build();
