@@ -50,6 +50,7 @@ class LeavingReadTest {
     assertTrue(took.isPresent(), "the hand-off to a");
     assertEquals(1, b.transfers().dropHandedOff(held, Map.of("a", took.get())));
     assertTrue(b.store().get(key).isEmpty(), "b dropped what it handed off");
+    assertEquals(Optional.of("v1"), b.store().readable(key).map(Entry::value), "and keeps it readable until it has left");
     // Through a, whose ring still names b as the owner (b has not left the view yet).
     assertEquals(List.of("b"), a.routing().owners(key));
     assertEquals(Optional.of("v1"), value(a.kv().get(key)), "read through a, after b's hand-off");

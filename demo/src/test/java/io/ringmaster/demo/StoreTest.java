@@ -367,5 +367,37 @@ class StoreTest {
     store.merge(Entry.of("k", "apple", tie));
     assertTrue(store.merge(Entry.of("k", "pear", tie)), "the greater value wins the tie");
     assertFalse(store.merge(Entry.of("k", "pear", tie)), "the same entry again changes nothing");
+    // Of a value and a tombstone of one version, the tombstone: as documented, whichever arrives first.
+    assertTrue(Entry.tombstone("k", tie).supersedes(Entry.of("k", "zebra", tie)));
+    assertFalse(Entry.of("k", "zebra", tie).supersedes(Entry.tombstone("k", tie)));
+    assertTrue(store.merge(Entry.tombstone("k", tie)), "the tombstone wins the tie");
+    assertTrue(store.get("k").orElseThrow().deleted());
+  }
+
+  /**
+   * A leaving peer's copies that it handed off and dropped stay readable ({@link Store#readable}),
+   * where it would otherwise answer a read routed to it that it holds nothing; a newer copy stored
+   * after that (a write that reached it meanwhile) is read instead, and an older one handed off
+   * later keeps neither from being read. They are not part of what it holds.
+   */
+  @Test
+  void readable_aHandedOffCopy_untilANewerOneIsStored_andNotPartOfTheStore() {
+    Store store = new Store();
+    Entry v1 = Entry.of("k", "v1", v(1));
+    store.merge(v1);
+    store.keepHandedOff(v1);
+    assertTrue(store.removeIfUnchanged(v1));
+    assertEquals(Optional.empty(), store.get("k"), "dropped");
+    assertEquals(0, store.size());
+    assertEquals(Optional.of(v1), store.readable("k"), "still readable here");
+    Entry v2 = Entry.of("k", "v2", v(2));
+    store.merge(v2);
+    assertEquals(Optional.of(v2), store.readable("k"), "the newer stored copy, not the one handed off");
+    store.keepHandedOff(Entry.of("k", "v0", v(0)));
+    assertEquals(Optional.of(v2), store.readable("k"), "an older copy handed off later changes nothing");
+    Entry v3 = Entry.of("k", "v3", v(3));
+    store.keepHandedOff(v3);
+    assertEquals(Optional.of(v3), store.readable("k"), "a newer copy handed off: the newest of the two");
+    assertEquals(Optional.empty(), store.readable("other"));
   }
 }

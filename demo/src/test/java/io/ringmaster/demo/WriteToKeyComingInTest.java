@@ -107,6 +107,25 @@ class WriteToKeyComingInTest {
   }
 
   /**
+   * The read's twin: a copy pushed in while a read asks the previous owners (who then answer with
+   * none, having dropped it) is found, since the peer looks at its own store again once they
+   * answered; otherwise the read would say "not found" of a key this peer holds.
+   */
+  @Test
+  void aCopyPushedInWhileAReadAsks_isFound() {
+    InJvmPeer c = peers.get(2);
+    whenAsking = id -> {
+      if (id.equals("c")) {
+        c.store().merge(Entry.of(key, "pushed", new Version(VersionClock.systemMicros(), "a")));
+      }
+    };
+
+    KvService.Read read = c.kv().get(key);
+
+    assertEquals("pushed", read.entry().orElseThrow(() -> new AssertionError("not found: " + read)).value());
+  }
+
+  /**
    * A read that goes two steps back (c asks b, b asks a) is one read answered by a previous owner:
    * counted once, at c.
    */

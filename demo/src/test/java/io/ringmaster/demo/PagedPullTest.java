@@ -1,0 +1,47 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.KeyRange;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A pull of more than a page ({@link Transfers#PAGE_BYTES}) asks page after page until the source
+ * says there is no more, and only then counts as complete: after a crash, pulls alone restore the
+ * copies, and a pull that stopped after its first page would leave keys a replica short with no
+ * retry to come. Two real nodes in this JVM (the in-memory JGroups stack).
+ */
+class PagedPullTest {
+  private final List<InJvmPeer> nodes = new ArrayList<>();
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(nodes);
+  }
+
+  @Test
+  void aPullOfMoreThanAPage_bringsEveryPage_andOnlyThenIsComplete() throws Exception {
+    InJvmPeer.startAll(nodes, "paged-pull", List.of("a", "b"));
+    InJvmPeer a = nodes.get(0);
+    InJvmPeer b = nodes.get(1);
+    a.counters().settled.set(true); // as its rebalancer sets it once its first change is handled
+    String value = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    int entries = 7; // four pages
+    for (int i = 0; i < entries; i++) {
+      a.store().merge(Entry.of("big-" + i, value, new Version(1, "a")));
+    }
+    Transfers.Pulled pulled = assertTimeoutPreemptively(Duration.ofSeconds(60),
+        () -> b.transfers().pull("a", List.of(KeyRange.full()), a.node().viewId()));
+    assertTrue(pulled.complete(), "the source answered to the last page");
+    assertEquals(entries, pulled.changed());
+    for (int i = 0; i < entries; i++) {
+      assertTrue(b.store().get("big-" + i).isPresent(), "big-" + i + " pulled");
+    }
+  }
+}
