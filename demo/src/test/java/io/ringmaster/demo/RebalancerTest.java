@@ -161,6 +161,42 @@ class RebalancerTest {
   }
 
   /**
+   * A peer that joins during a pass of the leave's drain (here, once the drain's first page to b
+   * is taken; the hand-off to b was refused): c owns every key by the end of the pass, and was not
+   * pushed to. The pass keeps those entries, and the leave is not complete until a next pass has
+   * handed them to c too; ending then would stop a with entries that c never got.
+   */
+  @Test
+  void aPeerThatJoinsDuringADrainPass_getsTheEntriesInTheNextPass_beforeTheLeaveIsComplete() throws Exception {
+    List<Entry> held = start(Transfers.ATTEMPTS); // b refuses the hand-off, then takes the drain's pushes
+    AtomicReference<InJvmPeer> joined = new AtomicReference<>();
+    a.transfers().afterPage = page -> {
+      if (joined.get() == null) {
+        try {
+          joined.set(InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties()));
+          peers.add(joined.get());
+          InJvmPeer.awaitOneRing(peers);
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+      }
+    };
+
+    assertTimeoutPreemptively(Duration.ofSeconds(30),
+        () -> rebalancerOfA(Duration.ofSeconds(20)).onOwnershipChange(leavingOfA()));
+
+    assertEquals(0, aidsOfB.handoffsLeftToRefuse(), "the hand-off was refused: the drain pushed");
+    InJvmPeer c = joined.get();
+    assertTrue(c != null, "c joined during the drain's pass");
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
+      assertEquals(Optional.of(e), c.store().get(e.key()), "c, which joined during the pass, took " + e.key());
+    }
+    assertEquals(0, a.store().size(), "a dropped what both owners took");
+    assertEquals(1, a.counters().migrationsCompleted.sum());
+  }
+
+  /**
    * A push of several pages to b, whose process is replaced under its id after the first page: the
    * new process never got that page, so the push starts again at it, and reports success only once
    * the new process holds every entry. (Sent by id page after page, the later pages would reach the
