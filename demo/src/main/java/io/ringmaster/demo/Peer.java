@@ -269,11 +269,21 @@ final class Peer implements AutoCloseable {
     // never more than a minute), rarely enough that the scan of the store costs nothing noticeable.
     long purgeEvery = Math.max(1_000, Math.min(60_000, grace.toMillis() / 10));
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
-        store.purgeTombstones(purgeBound(VersionClock.systemMicros(), grace),
-        key -> !incoming.previousOwners(key).isEmpty()))), purgeEvery, purgeEvery,
+        purgeTombstones(store, incoming, VersionClock.systemMicros(), grace))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
     RingView ringView = new RingView(node, directory, routing::inRing);
     gate.open(new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));
+  }
+
+  /**
+   * Drops the tombstones that outlived their grace at {@code nowMicros}, except those of keys still
+   * coming in from their previous owners ({@link Incoming}): a pull, or a read that asks those
+   * owners, would bring the value the tombstone deleted back.
+   *
+   * @return how many it dropped
+   */
+  static long purgeTombstones(Store store, Incoming incoming, long nowMicros, Duration grace) {
+    return store.purgeTombstones(purgeBound(nowMicros, grace), key -> !incoming.previousOwners(key).isEmpty());
   }
 
   /**

@@ -127,4 +127,28 @@ class IncomingTest {
     incoming.arrived(join); // published again (another change, say)
     assertEquals(List.of("a", "c"), incoming.previousOwners(key("b")));
   }
+
+  /**
+   * A peer's purge keeps the tombstones of keys still coming in from their previous owners (the
+   * pull, or a read asking them, would bring the deleted value back), and drops them once the
+   * change is done; a tombstone of a key not coming in goes after its grace as any other.
+   */
+  @Test
+  void thePeersPurge_keepsTheTombstonesOfKeysStillComingIn_untilTheirChangeIsDone() {
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
+    incoming.arrived(join);
+    Store store = new Store();
+    long now = 100_000_000L;
+    Version old = new Version(now - 60_000_000L, "b"); // a minute before now
+    store.merge(Entry.tombstone(key("b"), old));
+    store.merge(Entry.tombstone(key("a"), old));
+    java.time.Duration grace = java.time.Duration.ofSeconds(10);
+
+    assertEquals(1, Peer.purgeTombstones(store, incoming, now, grace), "the tombstone of the key not coming in");
+    assertEquals(true, store.get(key("b")).orElseThrow().deleted(), "the key coming in from a keeps its tombstone");
+    assertEquals(java.util.Optional.empty(), store.get(key("a")));
+    incoming.done(join);
+    assertEquals(1, Peer.purgeTombstones(store, incoming, now, grace), "taken in: its grace is over");
+    assertEquals(0, store.size());
+  }
 }
