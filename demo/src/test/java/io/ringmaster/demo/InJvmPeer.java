@@ -71,11 +71,23 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
                          KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
                          Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready)
       throws Exception {
+    return start(cluster, id, aids, settings, timeouts, writes, previousOwners, ready, false);
+  }
+
+  /**
+   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.WriteTimeouts, Function,
+   * Function, java.util.function.Predicate)}, its reads repairing the owners they find behind if
+   * {@code readRepair} (off otherwise, as in the process tests, so that what a test reads stays put).
+   */
+  static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
+                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
+                         Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready,
+                         boolean readRepair) throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
         .virtualNodes(64).replicas(2)).build().start();
     InJvmPeer peer;
     try {
-      peer = assemble(node, id, aids, timeouts, writes, previousOwners, ready);
+      peer = assemble(node, id, aids, timeouts, writes, previousOwners, ready, readRepair);
     } catch (RuntimeException | Error e) { // the node is started: it must not outlive a failed start
       node.close();
       throw e;
@@ -93,7 +105,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   private static InJvmPeer assemble(Ringmaster node, String id, TestingAids aids, KvService.WriteTimeouts timeouts,
                                     Function<KvService, Rpc.QuickHandler> writes,
                                     Function<String, List<String>> previousOwners,
-                                    java.util.function.Predicate<String> ready) {
+                                    java.util.function.Predicate<String> ready, boolean readRepair) {
     Routing routing = new Routing(node);
     ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));
@@ -101,7 +113,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Store store = new Store();
     Counters counters = new Counters();
     KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
-        ready, false, timeouts, previousOwners);
+        ready, readRepair, timeouts, previousOwners);
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
         new EventLog(), aids);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);

@@ -1,0 +1,72 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A read that finds an owner behind sends it the newest copy ({@link KvService#get}): an owner
+ * whose copy is older, and one that had none at all (missed the write while it was down, say),
+ * which would otherwise stay a replica short. Three real nodes in this JVM (the in-memory JGroups
+ * stack), replicas 2, with read repair on.
+ */
+class ReadRepairTest {
+  private final List<InJvmPeer> nodes = new ArrayList<>();
+  private InJvmPeer a;
+  private InJvmPeer b;
+  private InJvmPeer c;
+
+  @BeforeEach
+  void startThreePeers() throws Exception {
+    String cluster = InJvmPeer.clusterName("read-repair");
+    for (String id : List.of("a", "b", "c")) {
+      nodes.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder,
+          KvService.WriteTimeouts.DEFAULT, kv -> kv::handleWrite, key -> List.of(), owner -> true, true));
+    }
+    InJvmPeer.awaitOneRing(nodes);
+    a = nodes.get(0);
+    b = nodes.get(1);
+    c = nodes.get(2);
+  }
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(nodes);
+  }
+
+  @Test
+  void aReadThroughANonOwner_repairsTheOwnerThatHadNoCopy() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "a"));
+    a.store().merge(v1); // b missed the write
+
+    assertEquals(Optional.of("v1"), c.kv().get(key).entry().map(Entry::value));
+
+    await("b repaired").atMost(Duration.ofSeconds(20)).until(() -> b.store().get(key).equals(Optional.of(v1)));
+    assertEquals(1, c.counters().readRepairs.sum(), "one repair, of b");
+  }
+
+  @Test
+  void aReadThroughAnOwner_repairsTheOwnerWithAnOlderCopy_andLeavesANewerOneAlone() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    long now = VersionClock.systemMicros();
+    Entry v0 = Entry.of(key, "v0", new Version(now - 1_000_000L, "b"));
+    Entry v1 = Entry.of(key, "v1", new Version(now, "a"));
+    a.store().merge(v1);
+    b.store().merge(v0);
+
+    assertEquals(Optional.of("v1"), a.kv().get(key).entry().map(Entry::value));
+
+    await("b repaired").atMost(Duration.ofSeconds(20)).until(() -> b.store().get(key).equals(Optional.of(v1)));
+    assertEquals(1, a.counters().readRepairs.sum(), "one repair, of b; a held the newest");
+    assertEquals(Optional.of(v1), a.store().get(key));
+  }
+}
