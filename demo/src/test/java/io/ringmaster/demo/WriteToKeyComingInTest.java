@@ -107,6 +107,26 @@ class WriteToKeyComingInTest {
   }
 
   /**
+   * A previous owner that holds the very version the write is stamped with, under a value that
+   * wins the tie (a restarted process reusing a microsecond): the write would lose to it when the
+   * pull brings it, so it is stamped again past it, as for the owner's own copy
+   * ({@link SameVersionWriteTest}).
+   */
+  @Test
+  void aPreviousOwnersCopyOfTheSameVersionThatWinsTheTie_makesTheWriteStampAgain() {
+    InJvmPeer b = peers.get(1);
+    InJvmPeer c = peers.get(2);
+    long ahead = VersionClock.systemMicros() + 60_000_000L; // c's next stamp is ahead + 1
+    c.kv().clock().observe(ahead);
+    b.store().merge(Entry.of(key, "zebra", new Version(ahead + 1, "c"))); // "zebra" wins a tie with "apple"
+
+    KvService.Written written = c.kv().put(key, "apple");
+
+    assertEquals(new Version(ahead + 2, "c"), written.version(), "stamped again, past the version b holds");
+    assertEquals(Optional.of(Entry.of(key, "apple", written.version())), c.store().get(key));
+  }
+
+  /**
    * The read's twin: a copy pushed in while a read asks the previous owners (who then answer with
    * none, having dropped it) is found, since the peer looks at its own store again once they
    * answered; otherwise the read would say "not found" of a key this peer holds.
