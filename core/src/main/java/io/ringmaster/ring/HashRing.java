@@ -530,30 +530,45 @@ public final class HashRing {
   }
 
   /**
-   * {@link #walk}, marking the members and zones taken in the thread's {@link WalkMarks}, which it
-   * clears again before it returns; package-private for a test.
+   * {@link #walk}, marking the members and zones taken in the thread's marks ({@link #WALK_MARKS}),
+   * which it clears again before it returns, or throws (an {@code out} too small); package-private
+   * for a test.
    */
   int walkMarking(int start, int want, int[] out) {
     int n = hi.length;
     int count = 0;
-    WalkMarks marks = WALK_MARKS.get().fit(members.length, zoneCount);
-    boolean[] memberTaken = marks.members;
-    boolean[] zoneTaken = marks.zones;
-    int zonesGoal = Math.min(want, tokenZones);
-    for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = ownerIndex(k);
-      if (!zoneTaken[zoneOf[m]]) {
-        zoneTaken[zoneOf[m]] = true;
-        memberTaken[m] = true;
-        out[count++] = m;
-      }
+    boolean[][] marks = WALK_MARKS.get();
+    if (marks[0].length < members.length) {
+      marks[0] = new boolean[members.length];
     }
-    for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
-      int m = ownerIndex(k);
-      if (!memberTaken[m]) {
-        memberTaken[m] = true;
-        out[count++] = m;
+    if (marks[1].length < zoneCount) {
+      marks[1] = new boolean[zoneCount];
+    }
+    boolean[] memberTaken = marks[0];
+    boolean[] zoneTaken = marks[1];
+    try {
+      int zonesGoal = Math.min(want, tokenZones);
+      for (int s = 0, k = start; s < n && count < zonesGoal; s++, k = (k + 1 == n) ? 0 : k + 1) {
+        int m = ownerIndex(k);
+        if (!zoneTaken[zoneOf[m]]) {
+          zoneTaken[zoneOf[m]] = true;
+          memberTaken[m] = true;
+          out[count++] = m;
+        }
       }
+      for (int s = 0, k = start; s < n && count < want; s++, k = (k + 1 == n) ? 0 : k + 1) {
+        int m = ownerIndex(k);
+        if (!memberTaken[m]) {
+          memberTaken[m] = true;
+          out[count++] = m;
+        }
+      }
+    } catch (RuntimeException | Error e) {
+      // A mark may be set for a member that out had no room for: clear them all, or every later
+      // walk on this thread would skip it.
+      Arrays.fill(memberTaken, false);
+      Arrays.fill(zoneTaken, false);
+      throw e;
     }
     for (int q = 0; q < count; q++) { // every member and zone marked is one of those taken
       memberTaken[out[q]] = false;
@@ -562,23 +577,13 @@ public final class HashRing {
     return count;
   }
 
-  /** Each thread's marks for {@link #walkMarking}, all false between walks; grown to the largest ring it walked. */
-  private static final ThreadLocal<WalkMarks> WALK_MARKS = ThreadLocal.withInitial(WalkMarks::new);
-
-  private static final class WalkMarks {
-    boolean[] members = new boolean[0];
-    boolean[] zones = new boolean[0];
-
-    WalkMarks fit(int memberCount, int zoneCount) {
-      if (members.length < memberCount) {
-        members = new boolean[memberCount];
-      }
-      if (zones.length < zoneCount) {
-        zones = new boolean[zoneCount];
-      }
-      return this;
-    }
-  }
+  /**
+   * Each thread's marks for {@link #walkMarking}: of members, then of zones; all false between
+   * walks, grown to the largest ring the thread walked. JDK types only, so that a thread of an
+   * application server's pool keeps no class of this library, nor its class loader, reachable.
+   */
+  private static final ThreadLocal<boolean[][]> WALK_MARKS =
+      ThreadLocal.withInitial(() -> new boolean[][] {new boolean[0], new boolean[0]});
 
   // ---------------------------------------------------------------- the ring as a value
 

@@ -98,6 +98,14 @@ class HashRingTest {
         assertEquals(count, ring.walkMarking(start, want, marked), () -> "from token " + start + ", want " + want);
         assertArrayEquals(scanned, marked, () -> "from token " + start + ", want " + want);
       }
+      // A walk that throws (an out with no room for every pick) leaves no mark for the next one.
+      int start = random.nextInt(ring.tokenCount());
+      int want = ring.membersWithTokens();
+      assertThrows(ArrayIndexOutOfBoundsException.class, () -> ring.walkMarking(start, want, new int[want - 1]));
+      int[] scanned = new int[want];
+      int[] marked = new int[want];
+      assertEquals(ring.walkScanning(start, want, scanned), ring.walkMarking(start, want, marked));
+      assertArrayEquals(scanned, marked, "after a walk that threw");
     }
   }
 
