@@ -709,8 +709,8 @@ final class ClusterNode {
       } else if (tokensAdmitted + tokens > tokenLimit) {
         reason = describe(a) + " would bring the ring to " + (tokensAdmitted + tokens) + " tokens, more than the "
             + tokenLimit + " a ring holds: its weight " + m.weight() + " at virtualNodes " + m.virtualNodes()
-            + " gives it " + tokens + ", and the members before it in the view have " + tokensAdmitted
-            + "; lower virtualNodes or the weights";
+            + " gives it " + tokens + ", and the members admitted before it in the view have " + tokensAdmitted
+            + "; lower this member's weight, or virtualNodes on every member";
       } else if (addresses.size() == HashRing.MAX_MEMBERS) {
         reason = describe(a) + " would be member " + (HashRing.MAX_MEMBERS + 1) + " of the ring, which holds at most "
             + HashRing.MAX_MEMBERS;

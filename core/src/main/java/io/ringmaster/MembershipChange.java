@@ -40,9 +40,12 @@ public record MembershipChange(long previousViewId, long viewId, List<Member> me
 
   /**
    * A member every node keeps out of the ring, by the same rule: its ring parameters differ from
-   * the cluster's (those of the view's first Ringmaster member), or an earlier member of the view
-   * holds its node id (two live members with one id, after a partition heals). It owns nothing
-   * while it stays. A node refused when it joins is not told here: its {@code start()} fails instead.
+   * the cluster's (those of the view's first Ringmaster member), an earlier member of the view
+   * holds its node id (two live members with one id, after a partition heals), or its tokens would
+   * take the ring past the most a ring holds, with those of the members admitted before it in the
+   * view ({@link io.ringmaster.ring.HashRing#MAX_TOKENS}, {@link
+   * io.ringmaster.ring.HashRing#MAX_MEMBERS}). It owns nothing while it stays. A node refused
+   * when it joins is not told here: its {@code start()} fails instead.
    *
    * @param nodeId the id it announces
    * @param local  whether it is this node: then this node owns nothing while it is refused

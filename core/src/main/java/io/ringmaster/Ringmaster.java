@@ -2027,8 +2027,10 @@ public final class Ringmaster implements AutoCloseable {
             + " or at least " + smallestWeight(virtualNodes) + " (half a token)");
       }
       if (tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
-        // Past 2^63 Math.round saturates: the product says how far (Infinity past 2^1023).
-        String count = tokens < Long.MAX_VALUE ? Long.toString(tokens) : "about " + virtualNodes * weight;
+        // Past 2^63 Math.round saturates: the product says how far, as HashRing.Builder says it.
+        double product = virtualNodes * weight;
+        String count = tokens < Long.MAX_VALUE ? Long.toString(tokens)
+            : Double.isInfinite(product) ? "more than 2^1023" : "about " + product;
         throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "
             + count + " tokens, more than " + HashRing.MAX_TOKENS_PER_MEMBER + ": lower weight or virtualNodes");
       }

@@ -32,12 +32,13 @@ public class RingmasterException extends RuntimeException {
      * {@code replicas}, {@code applicationVersion}, and the build's ring spec and membership
      * protocol versions, {@link Ringmaster#PROTOCOL_VERSION}) differ from the cluster's, its
      * tokens would take the ring past the most a ring holds ({@link
-     * io.ringmaster.ring.HashRing#MAX_TOKENS}, counting the members before it in the view), or the
-     * coordinator refused its join (a wrong secret).
+     * io.ringmaster.ring.HashRing#MAX_TOKENS}, counting the members admitted before it in the
+     * view), or the coordinator refused its join (a wrong secret).
      * Starting again with the same settings fails again, unless the member it was compared with
      * was the odd one out (a lone misconfigured member whose side of a healing partition it
      * joined: the message names that member); if that member won the heal (a tie of one correct
-     * member against it), it leads the cluster, and every start fails until it is stopped.
+     * member against it), it leads the cluster, and every start fails until it is stopped. A
+     * refusal for the ring's size ends once enough tokens have left the ring.
      */
     REFUSED,
     /**

@@ -119,8 +119,8 @@ class FailedStartTest {
       MembershipChange.Refusal refusal = change.refused().get(0);
       assertEquals("heavy", refusal.nodeId());
       assertTrue(refusal.reason().contains("would bring the ring to 256 tokens, more than the 192 a ring holds: its"
-          + " weight 2.0 at virtualNodes 64 gives it 128, and the members before it in the view have 128; lower"
-          + " virtualNodes or the weights"), refusal.reason());
+          + " weight 2.0 at virtualNodes 64 gives it 128, and the members admitted before it in the view have 128;"
+          + " lower this member's weight, or virtualNodes on every member"), refusal.reason());
     }
   }
 
@@ -132,7 +132,8 @@ class FailedStartTest {
       a.view(1, meta("b").newAddress(), meta("c").newAddress(), a.self);
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       assertEquals(RingmasterException.Reason.REFUSED, assertInstanceOf(RingmasterException.class, e.getCause()).reason());
-      assertTrue(e.getCause().getMessage().contains("would bring the ring to 256 tokens, more than the 192"),
+      assertTrue(e.getCause().getMessage().contains("would bring the ring to 256 tokens, more than the 192 a ring"
+          + " holds") && e.getCause().getMessage().endsWith("lower this member's weight, or virtualNodes on every member"),
           e.getCause().getMessage());
       assertNothingPublished(a);
     }
