@@ -35,6 +35,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -1005,19 +1007,28 @@ class OwnershipCallbacksTest {
 
   /** {@code node.close()} on a thread of its own, once it waits for a start() under way (which holds the node's lock). */
   private static Thread closeElsewhere(Ringmaster node) {
-    Thread closer = new Thread(node::close, "closer");
+    return closeElsewhere(node, false);
+  }
+
+  /** As {@link #closeElsewhere(Ringmaster)}, or with {@code closeAbruptly()} (a crash) if {@code abruptly}. */
+  private static Thread closeElsewhere(Ringmaster node, boolean abruptly) {
+    Runnable stop = abruptly ? node::closeAbruptly : node::close;
+    Thread closer = new Thread(stop, "closer");
     closer.start();
-    await("close() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, "close"));
+    String method = abruptly ? "closeAbruptly" : "close";
+    await(method + "() waits for start()").atMost(WAIT).until(() -> TestCluster.blockedIn(closer, method));
     return closer;
   }
 
   /**
    * close() from another thread while start() is held in its connect (its first view held): the
    * start gives up when the connect returns, instead of joining only to leave again; no listener
-   * hears of the node, and the cluster ends without it.
+   * hears of the node, and the cluster ends without it. The same for a crash (closeAbruptly, as
+   * the test kit's LocalCluster.crash and close do).
    */
-  @Test
-  void close_whileStartIsConnecting_startGivesUp_andNoListenerHearsOfIt() throws Exception {
+  @ParameterizedTest(name = "abruptly: {0}")
+  @ValueSource(booleans = {false, true})
+  void close_whileStartIsConnecting_startGivesUp_andNoListenerHearsOfIt(boolean abruptly) throws Exception {
     try (TestCluster cluster = new TestCluster("close-while-starting")) {
       Ringmaster a = cluster.start("a");
       List<Object> heard = new CopyOnWriteArrayList<>();
@@ -1028,7 +1039,7 @@ class OwnershipCallbacksTest {
       try {
         CompletableFuture<Ringmaster> started = startElsewhere(b);
         await("b's first view held").atMost(WAIT).until(HoldsViews::holding);
-        Thread closer = closeElsewhere(b); // it has told start() to give up
+        Thread closer = closeElsewhere(b, abruptly); // it has told start() to give up
         HoldsViews.release();
         ExecutionException e = assertThrows(ExecutionException.class, () -> started.get(WAIT.toMillis(),
             TimeUnit.MILLISECONDS));

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
@@ -726,6 +728,27 @@ class RefusalAndConfigTest {
     assertTrue(e.getMessage().startsWith("node a is closed"), e.getMessage());
   }
 
+  /**
+   * A second start() of a running node fails, and changes nothing: it must not connect a second
+   * channel that joins under the same id. After a crash ({@code closeAbruptly}), a close()
+   * returns at once rather than wait for a close that never comes.
+   */
+  @Test
+  void start_calledTwice_failsAndChangesNothing_andCloseAfterACrash_returns() {
+    try (TestCluster cluster = new TestCluster("start-twice")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(20));
+      org.jgroups.JChannel channel = a.channel();
+      IllegalStateException e = assertThrows(IllegalStateException.class, a::start);
+      assertEquals("start() was already called on node a", e.getMessage());
+      assertSame(channel, a.channel());
+      assertTrue(a.isInRing());
+      b.closeAbruptly();
+      assertTimeoutPreemptively(Duration.ofSeconds(10), b::close, "a close() after a crash");
+    }
+  }
+
   @Test
   void addListener_afterClose_failsSayingTheNodeIsClosed_andRegistersNothing() {
     try (TestCluster cluster = new TestCluster("listener-after-close")) {
@@ -1118,7 +1141,7 @@ class RefusalAndConfigTest {
   void builder_weightGivingTooManyTokens_failsNamingTheCount_evenPastWhatALongHolds() {
     for (Object[] c : List.of(new Object[] {1.0e5, "weight 100000.0 with virtualNodes 1024 gives 102400000 tokens"},
         new Object[] {1.0e300, "weight 1.0E300 with virtualNodes 1024 gives about 1.024E303 tokens"},
-        new Object[] {Double.MAX_VALUE, "weight 1.7976931348623157E308 with virtualNodes 1024 gives about Infinity"
+        new Object[] {Double.MAX_VALUE, "weight 1.7976931348623157E308 with virtualNodes 1024 gives more than 2^1023"
             + " tokens"})) {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).weight((double) c[0]).buildConfig());

@@ -284,6 +284,9 @@ class SplitViewTest {
       assertEquals(2, connects.get(), "the connect that threw, then the one tried again");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       assertEquals(1, x.stats().rejoins(), "one rejoin, its connect tried twice");
+      x.close();
+      await("every thread of x ends, the rejoin thread's too").atMost(WAIT)
+          .until(() -> TestCluster.nodeThreads("x").isEmpty());
     }
   }
 

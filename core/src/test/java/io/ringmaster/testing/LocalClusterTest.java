@@ -134,6 +134,7 @@ class LocalClusterTest {
 
       int heardByC = folds.get("c").changes().size();
       cluster.crash(c);
+      assertTrue(LocalCluster.discard(c).discardAll(), "cut off before it stops: its leave reaches no one, as a crash's");
       assertEquals(List.of(a, b, d), cluster.nodes());
       HashRing three = cluster.awaitSettled(WAIT);
       assertEquals(List.of("a", "b", "d"), three.members().stream().map(Member::id).sorted().toList());
@@ -231,6 +232,57 @@ class LocalClusterTest {
         List.of(), List.of(), List.of(new RingDiff.RoleChange(kept.range(), kept.role(), kept.role())))));
     assertEquals(List.of("VIEW change to view 2: nothing changed", "VIEW change to view 3, position "
         + Long.toHexString(kept.range().end()) + ": changed from PRIMARY to PRIMARY"), idle.violations());
+  }
+
+  /**
+   * What the fold checks of losses and role changes, and of a change as a whole: each wrong
+   * change below breaks exactly one rule, and the fold names it.
+   */
+  @Test
+  void theFold_reportsLossesAndRoleChangesThatTheRingsOrTheFoldContradict() {
+    HashRing empty = HashRing.builder().virtualNodes(16).build();
+    HashRing one = empty.withMembers(List.of(Member.of("a")));
+    HashRing two = empty.withMembers(List.of(Member.of("a"), Member.of("b")));
+    OwnershipChange join = new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one,
+        RingDiff.compute(empty, false, one, true, "a", 1));
+    RingDiff.Lost lost = RingDiff.compute(one, two, "a", 1).lost().get(0); // to b, which joined
+    String at = "VIEW change to view 2, position " + Long.toHexString(lost.range().end()) + ": ";
+
+    OwnershipFold wrongDestinations = new OwnershipFold(4096, 7);
+    wrongDestinations.onOwnershipChange(join);
+    wrongDestinations.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two,
+        new RingDiff("a", 1, List.of(), List.of(new RingDiff.Lost(lost.range(), List.of(Member.of("zz")),
+            lost.role())), List.of())));
+    assertEquals(at + "lost to [zz], where the ring after has [b]", wrongDestinations.violations().get(0));
+
+    OwnershipFold notHeld = new OwnershipFold(4096, 7); // never told of a's join
+    notHeld.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two,
+        new RingDiff("a", 1, List.of(), List.of(lost), List.of())));
+    assertTrue(notHeld.violations().stream().anyMatch(v -> v.endsWith(": lost as PRIMARY where it was held as nothing")),
+        String.valueOf(notHeld.violations()));
+
+    OwnershipFold wrongRole = new OwnershipFold(4096, 7);
+    wrongRole.onOwnershipChange(join);
+    wrongRole.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one, new RingDiff("a", 1,
+        List.of(), List.of(), List.of(new RingDiff.RoleChange(lost.range(), RingDiff.Role.BACKUP,
+            RingDiff.Role.PRIMARY)))));
+    assertEquals(List.of(at + "changed from BACKUP, where that ring makes it PRIMARY"),
+        wrongRole.violations().stream().filter(v -> v.startsWith(at)).toList());
+    assertTrue(wrongRole.violations().stream().anyMatch(v -> v.endsWith(": changed from BACKUP where it was held as"
+        + " PRIMARY")), String.valueOf(wrongRole.violations()));
+
+    OwnershipFold twice = new OwnershipFold(4096, 7);
+    twice.onOwnershipChange(join);
+    twice.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two,
+        new RingDiff("a", 1, List.of(), List.of(lost, lost), List.of())));
+    assertTrue(twice.violations().stream().anyMatch(v -> v.endsWith(": 2 ranges of the change hold it")),
+        String.valueOf(twice.violations()));
+
+    OwnershipFold notInRing = new OwnershipFold(4096, 7);
+    notInRing.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one,
+        RingDiff.compute(empty, false, one, false, "c", 1), true)); // an empty diff, for a member not in it
+    assertTrue(notInRing.violations().contains("VIEW change to view 1: in a ring that does not hold c"),
+        String.valueOf(notInRing.violations()));
   }
 
   /**
