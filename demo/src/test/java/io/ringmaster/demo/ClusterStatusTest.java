@@ -30,16 +30,25 @@ class ClusterStatusTest {
   }
 
   private PeerProcess peer(String id, boolean inRing) throws Exception {
+    return peer(id, inRing, 200);
+  }
+
+  /** A stand-in peer whose {@code /stats} answers {@code status} (a refusal's JSON reason unless 200). */
+  private PeerProcess peer(String id, boolean inRing, int status) throws Exception {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     byte[] stats = ("{\"node\":\"" + id + "\",\"viewId\":3,\"checksum\":\"ab12\",\"members\":2,\"inRing\":" + inRing
         + ",\"primaryKeys\":0,\"backupKeys\":0,\"strayKeys\":0}").getBytes(StandardCharsets.UTF_8);
     // The ring as both peers report it: both members, so that only inRing can tell them apart.
     byte[] ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}"
         .getBytes(StandardCharsets.UTF_8);
+    if (status != 200) {
+      stats = "{\"error\":\"the peer is starting\"}".getBytes(StandardCharsets.UTF_8);
+    }
     for (Map.Entry<String, byte[]> reply : Map.of("/stats", stats, "/ring", ring).entrySet()) {
+      int code = reply.getKey().equals("/stats") ? status : 200;
       server.createContext(reply.getKey(), ex -> {
         ex.getResponseHeaders().set("Content-Type", "application/json");
-        ex.sendResponseHeaders(200, reply.getValue().length);
+        ex.sendResponseHeaders(code, reply.getValue().length);
         ex.getResponseBody().write(reply.getValue());
         ex.close();
       });
@@ -64,5 +73,33 @@ class ClusterStatusTest {
 
     List<PeerProcess> both = List.of(peer("peer-1", true), peer("peer-2", true));
     assertTrue(status.agree(both, Set.of()), "the same stand-ins, both in the ring, agree");
+  }
+
+  /**
+   * A ring that still holds a peer that exited (killed, not yet out of the view) is no agreement;
+   * one that holds a peer started by hand, which this launcher never ran, is.
+   */
+  @Test
+  void aRingStillHoldingAPeerThatExited_isNotSaidToAgree() throws Exception {
+    List<PeerProcess> one = List.of(peer("peer-1", true)); // its ring holds peer-1 and peer-2
+    ClusterStatus status = new ClusterStatus(HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build(),
+        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    assertTrue(status.agree(one, Set.of()), "peer-2, started by hand");
+    assertFalse(status.agree(one, Set.of("peer-2")), "peer-2 exited, and no process answers for it");
+  }
+
+  /** A peer that answers with a refusal is named with its reason, and the ring is not said to agree. */
+  @Test
+  void aPeerThatDoesNotServeYet_isNamedWithItsReason_andTheRingIsNotSaidToAgree() throws Exception {
+    List<PeerProcess> peers = List.of(peer("peer-1", true), peer("peer-2", true, 503));
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    ClusterStatus status = new ClusterStatus(HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build(),
+        new PrintStream(bytes, true, StandardCharsets.UTF_8));
+    assertFalse(status.agree(peers, Set.of()));
+    status.print(peers, Set.of());
+    String printed = bytes.toString(StandardCharsets.UTF_8);
+    assertTrue(printed.contains("(the peer is starting)"), printed);
+    assertTrue(printed.contains("ring: peers DISAGREE or did not answer"), printed);
+    assertFalse(printed.contains("agree ("), printed);
   }
 }

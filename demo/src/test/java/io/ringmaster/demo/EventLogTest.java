@@ -72,6 +72,29 @@ class EventLogTest {
     assertEquals(151, keys(after150.get(0)));
   }
 
+  /**
+   * A subscriber that stops reading (a browser tab frozen in the background) is dropped once it
+   * falls {@value EventLog#QUEUE} events behind, so that it holds neither one of the places nor a
+   * thread for good; the publisher never waits for it.
+   */
+  @Test
+  void aSubscriberThatStopsReading_isDropped_onceItFallsAQueueBehind() throws Exception {
+    try (java.net.Socket reader = new java.net.Socket()) {
+      reader.setReceiveBufferSize(4096); // before connecting: a small window, so the server's writes block soon
+      reader.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getAddress().getPort()));
+      reader.getOutputStream().write("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+          .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+      org.awaitility.Awaitility.await("subscribed").atMost(java.time.Duration.ofSeconds(20))
+          .until(() -> log.subscribers() == 1);
+      List<String> peers = java.util.Collections.nCopies(100, "x".repeat(100)); // about 10 KB an event
+      for (int i = 0; i < 5 * EventLog.QUEUE && log.subscribers() > 0; i++) {
+        log.publish(Events.sweep(i, peers));
+      }
+      org.awaitility.Awaitility.await("dropped").atMost(java.time.Duration.ofSeconds(30))
+          .until(() -> log.subscribers() == 0);
+    }
+  }
+
   private static long keys(String[] event) {
     return PeerCluster.parse(event[1]).path("keys").asLong();
   }

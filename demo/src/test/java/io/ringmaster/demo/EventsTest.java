@@ -87,4 +87,26 @@ class EventsTest {
     assertEquals(List.of(id), e.destinations(), "what it held under the id goes to the peer that kept it");
     assertTrue(e.lostFraction() > 0, e::toString);
   }
+
+  /** A membership entry says a merge is one, and names each refusal, this peer's as its own. */
+  @Test
+  void membership_aMergeWithRefusals_saysSo_andNamesThisPeersOwn() {
+    HashRing before = ring(2, 16);
+    HashRing after = ring(3, 16);
+    List<Member> sideA = List.of(Member.of("peer-1"), Member.of("peer-2"));
+    io.ringmaster.MembershipChange merge = new io.ringmaster.MembershipChange(4, 6, after.members(),
+        List.of(Member.of("peer-3")), List.of(), List.of(sideA, List.of(Member.of("peer-3"))),
+        List.of(new io.ringmaster.MembershipChange.Refusal("peer-9", true, "node id \"peer-9\" is already held"),
+            new io.ringmaster.MembershipChange.Refusal("peer-8", false, "ring parameters differ")));
+
+    Events.Membership m = Events.membership(merge, before, after);
+
+    assertTrue(m.merge());
+    assertEquals(List.of("this peer: node id \"peer-9\" is already held", "ring parameters differ"), m.refused());
+    assertEquals(List.of("peer-3"), m.joined());
+    assertEquals(6, m.viewId());
+    io.ringmaster.MembershipChange join = new io.ringmaster.MembershipChange(4, 5, after.members(),
+        List.of(Member.of("peer-3")), List.of(), List.of(), List.of());
+    assertFalse(Events.membership(join, before, after).merge());
+  }
 }

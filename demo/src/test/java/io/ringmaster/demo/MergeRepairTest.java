@@ -74,7 +74,7 @@ class MergeRepairTest extends WithPeerCluster {
             .allMatch(p -> cluster.json(p, "/stats").path("members").asInt() == 4));
     await("every key written apart held by both its owners").atMost(Duration.ofSeconds(60))
         .pollInterval(Duration.ofMillis(500)).ignoreExceptions()
-        .untilAsserted(() -> assertEquals(Map.of(), notTwice(all, keys)));
+        .untilAsserted(() -> assertEquals(Map.of(), notHeldAsPrimaryAndBackup(all, keys)));
     await("no repair left to try again").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
         .ignoreExceptions().until(() -> all.stream()
             .noneMatch(p -> cluster.json(p, "/stats").path("repairRetryPending").asBoolean(true)));
@@ -98,6 +98,8 @@ class MergeRepairTest extends WithPeerCluster {
               assertEquals(200, local.statusCode(), () -> key + " on " + owner + ": " + local.body());
               assertTrue(PeerCluster.parse(local.body()).path("deleted").asBoolean(),
                   () -> key + " on " + owner + ": " + local.body());
+              assertEquals(owner.equals(owners.get(0)) ? "primary" : "backup",
+                  PeerCluster.parse(local.body()).path("role").asText(), () -> key + " on " + owner);
             }
           }
         });
@@ -121,18 +123,30 @@ class MergeRepairTest extends WithPeerCluster {
     return ring.owners(key, said.path("replicas").asInt()).stream().map(io.ringmaster.ring.Member::id).toList();
   }
 
-  /** The keys that not exactly two peers hold as owners (primary or backup), with how many do. */
-  private Map<String, Integer> notTwice(List<String> peers, List<String> keys) {
-    Map<String, Integer> copies = new TreeMap<>();
-    keys.forEach(k -> copies.put(k, 0));
+  /**
+   * The keys that not exactly one peer holds as primary and one as backup, with how many hold
+   * each as which ("primary count/backup count").
+   */
+  private Map<String, String> notHeldAsPrimaryAndBackup(List<String> peers, List<String> keys) {
+    Map<String, int[]> copies = new TreeMap<>();
+    keys.forEach(k -> copies.put(k, new int[2]));
     for (String p : peers) {
-      for (String role : List.of("primary", "backup")) {
-        for (JsonNode k : cluster.json(p, "/keys?role=" + role).path("keys")) {
-          copies.computeIfPresent(k.asText(), (key, n) -> n + 1);
+      for (int r = 0; r < 2; r++) {
+        int role = r;
+        for (JsonNode k : cluster.json(p, "/keys?role=" + (role == 0 ? "primary" : "backup")).path("keys")) {
+          copies.computeIfPresent(k.asText(), (key, n) -> {
+            n[role]++;
+            return n;
+          });
         }
       }
     }
-    copies.values().removeIf(n -> n == 2);
-    return copies;
+    Map<String, String> wrong = new TreeMap<>();
+    copies.forEach((key, n) -> {
+      if (n[0] != 1 || n[1] != 1) {
+        wrong.put(key, n[0] + "/" + n[1]);
+      }
+    });
+    return wrong;
   }
 }

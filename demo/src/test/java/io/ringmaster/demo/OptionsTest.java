@@ -339,6 +339,88 @@ class OptionsTest {
     }
   }
 
+  /**
+   * {@code stop} ends a peer with SIGTERM, which lets its shutdown hook hand its keys off (a JVM
+   * ends with 143 then), and {@code kill} with SIGKILL (137), saying which it did: swapped, a
+   * {@code stop} would lose the keys only that peer held. Two processes stand for the peers.
+   */
+  @Test
+  void launcher_stopSendsSigterm_andKillSigkill_eachSayingWhatItDid(@TempDir Path dir) throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    Launcher launcher = new Launcher(ClusterOptions.parse(new String[] {"--replicas", "1"}, 0),
+        new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
+    Process one = new ProcessBuilder("sleep", "60").start();
+    Process two = new ProcessBuilder("sleep", "60").start();
+    try {
+      synchronized (launcher.peers) {
+        launcher.peers.put("peer-1", new PeerProcess("peer-1", 65001, one, dir.resolve("peer-1.log")));
+        launcher.peers.put("peer-2", new PeerProcess("peer-2", 65002, two, dir.resolve("peer-2.log")));
+      }
+      assertTrue(launcher.command("stop peer-1"));
+      assertEquals(143, one.exitValue(), "SIGTERM");
+      assertTrue(out.toString(StandardCharsets.UTF_8).contains("peer-1 stopped after "), out::toString);
+      assertTrue(two.isAlive(), "only the peer named");
+      assertTrue(launcher.command("kill peer-2"));
+      assertEquals(137, two.exitValue(), "SIGKILL");
+      assertTrue(out.toString(StandardCharsets.UTF_8).contains("peer-2 killed with SIGKILL ("), out::toString);
+      assertTrue(out.toString(StandardCharsets.UTF_8).contains("with --replicas 1 the keys only it held are gone"),
+          out::toString);
+    } finally {
+      one.destroyForcibly().waitFor();
+      two.destroyForcibly().waitFor();
+    }
+  }
+
+  /** The launcher's {@code --replicas} reaches every peer it starts. */
+  @Test
+  void thePeersTheLauncherStarts_getItsReplicas() {
+    for (String replicas : List.of("1", "3")) {
+      List<String> command = PeerProcess.command("peer-1", 8087,
+          ClusterOptions.parse(new String[] {"--replicas", replicas}, 0));
+      int at = command.indexOf("--replicas");
+      assertTrue(at > 0, command::toString);
+      assertEquals(replicas, command.get(at + 1), command::toString);
+    }
+  }
+
+  /**
+   * The launcher's {@code put} and {@code get} send the key as one path segment, escaped: a key
+   * with "%", "/", "#" or a space is the key, not a path, a fragment or an escape. A stand-in peer
+   * notes the raw paths it is sent.
+   */
+  @Test
+  void launcher_putAndGet_sendTheKeyEscaped_asOnePathSegment(@TempDir Path dir) throws Exception {
+    List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+    com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
+        new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/", exchange -> {
+      sent.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getRawPath() + " "
+          + new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+      byte[] reply = "{}".getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, reply.length);
+      exchange.getResponseBody().write(reply);
+      exchange.close();
+    });
+    server.start();
+    Process alive = new ProcessBuilder("sleep", "60").start(); // stands for the peer's process
+    try {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      Launcher launcher = new Launcher(ClusterOptions.parse(new String[0], 0),
+          new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
+      synchronized (launcher.peers) {
+        launcher.peers.put("peer-1", new PeerProcess("peer-1", server.getAddress().getPort(), alive,
+            dir.resolve("peer-1.log")));
+      }
+      assertTrue(launcher.command("put 50%/a#b v w"));
+      assertTrue(launcher.command("get 50%/a#b"));
+      assertEquals(List.of("PUT /kv/50%25%2Fa%23b v w", "GET /kv/50%25%2Fa%23b "), sent);
+      assertTrue(out.toString(StandardCharsets.UTF_8).contains("200 via peer-1: {}"), out::toString);
+    } finally {
+      alive.destroyForcibly().waitFor();
+      server.stop(0);
+    }
+  }
+
   @Test
   void launcher_logDirThatIsAFile_exits2NamingTheFlag(@TempDir Path dir) throws IOException {
     Path file = Files.writeString(dir.resolve("not-a-dir"), "x");

@@ -246,6 +246,13 @@ class RingPageBrowserTest extends WithPeerCluster {
         + "  now += 6000; renderAgreement(ring(3, false)); seen.push(badge.dataset.state + ': ' + badge.textContent);"
         + "} finally { Date.now = realNow; }"
         + "return seen;"));
+    // Another checksum on the same view is a divergence at once: the same view cannot settle into another ring.
+    assertEquals("diverge: divergence: x sees another ring", js.executeScript(""
+        + "renderAgreement({viewId: 4, checksum: 'c', members: [{id: 'a'}, {id: 'x'}],"
+        + "  peers: [{id: 'a', viewId: 4, checksum: 'c', agrees: true, recent: true},"
+        + "          {id: 'x', viewId: 4, checksum: 'd', agrees: false, recent: true}]});"
+        + "const badge = document.getElementById('agreement');"
+        + "return badge.dataset.state + ': ' + badge.textContent;"));
 
     // The key ".." cannot leave a browser as it is (it resolves /kv/.. to /): said so, not sent.
     WebElement key = browser.findElement(By.id("key"));

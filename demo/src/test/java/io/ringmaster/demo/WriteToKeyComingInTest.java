@@ -36,6 +36,8 @@ class WriteToKeyComingInTest {
   /** Owners that every peer's key service takes for not serving requests yet (not reported). */
   private final Set<String> notReady = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private String key;
+  /** Each peer's previous owners of the key: {@link #PREVIOUS_OWNER} unless a test says otherwise. */
+  private volatile Map<String, List<String>> previousOwner = PREVIOUS_OWNER;
   /** Told the peer's id when its key service looks up the key's previous owners, before it asks them. */
   private volatile java.util.function.Consumer<String> whenAsking = id -> { };
 
@@ -43,14 +45,13 @@ class WriteToKeyComingInTest {
   void startThreePeers() throws Exception {
     String cluster = InJvmPeer.clusterName("write-coming-in");
     for (String id : List.of("a", "b", "c")) {
-      List<String> previous = PREVIOUS_OWNER.getOrDefault(id, List.of());
       peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1),
           SHORT, kv -> kv::handleWrite, k -> {
             if (!k.equals(key)) {
               return List.of();
             }
             whenAsking.accept(id);
-            return previous;
+            return previousOwner.getOrDefault(id, List.of());
           }, owner -> !notReady.contains(owner)));
     }
     InJvmPeer.awaitOneRing(peers);
@@ -297,6 +298,23 @@ class WriteToKeyComingInTest {
 
     assertTrue(failed.getMessage().contains("previous owner a of \"" + key + "\"")
         && failed.getMessage().contains("did not say which version it holds"), failed.getMessage());
+  }
+
+  /**
+   * The same two steps back, where b has two previous owners: c answers (with the write, which it
+   * stored before its check) and a answers nothing. A write's check holds only if every previous
+   * owner said which version it holds: one copy found is not enough, as it is for a read.
+   */
+  @Test
+  void aPreviousOwnerThatDoesNotAnswer_failsTheWrite_evenWhenAnotherOneAnswered() {
+    previousOwner = Map.of("c", List.of("b"), "b", List.of("c", "a"));
+    InJvmPeer a = peers.get(0);
+    InJvmPeer c = peers.get(2);
+    a.rpc().close();
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> c.kv().put(key, "unchecked"));
+
+    assertTrue(failed.getMessage().contains("previous owner a of \"" + key + "\""), failed.getMessage());
   }
 
   /**

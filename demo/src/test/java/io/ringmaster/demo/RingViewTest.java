@@ -1,0 +1,76 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import org.jgroups.Address;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code /ring}'s agreement ({@link RingView#reply}): the members agree only if each has reported
+ * this peer's view and checksum (recently); the page marks each member that does not. A real node
+ * in this JVM (the in-memory JGroups stack), and a directory fed reports by hand.
+ */
+class RingViewTest {
+  private final List<InJvmPeer> nodes = new ArrayList<>();
+  private InJvmPeer a;
+  private PeerDirectory directory;
+  private RingView view;
+  private Address from;
+
+  @BeforeEach
+  void startOnePeer() throws Exception {
+    InJvmPeer.startAll(nodes, "ring-view", List.of("a"));
+    a = nodes.get(0);
+    directory = new PeerDirectory(() -> null, new Rpc(null, null, null), id -> Optional.empty(),
+        () -> Optional.of(UUID.randomUUID()));
+    view = new RingView(a.node(), directory, () -> true);
+    from = a.node().channel().getAddress();
+  }
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(nodes);
+  }
+
+  @Test
+  void aMemberThatHasNotReported_isNoAgreement() {
+    RingView.RingReply reply = view.reply(false);
+    assertFalse(reply.agreed());
+    assertEquals(List.of(), reply.peers());
+    assertNull(reply.members().get(0).primaryKeys(), "no counts without a report");
+  }
+
+  @Test
+  void aReportOfThisView_andChecksum_agrees_andItsCountsAreTheMembers() {
+    long viewId = a.node().viewId();
+    directory.accept(from, new Wire.PeerStatus("a", viewId, a.node().ring().checksum(), 5, 7, 0, 0));
+    RingView.RingReply reply = view.reply(false);
+    assertTrue(reply.agreed(), reply::toString);
+    assertTrue(reply.peers().get(0).agrees());
+    assertEquals(5L, reply.members().get(0).primaryKeys());
+    assertEquals(7L, reply.members().get(0).backupKeys());
+  }
+
+  @Test
+  void aReportOfAnotherChecksum_orAnotherView_isADivergence() {
+    long viewId = a.node().viewId();
+    long checksum = a.node().ring().checksum();
+    for (Wire.PeerStatus other : List.of(new Wire.PeerStatus("a", viewId, checksum + 1, 0, 0, 0, 0),
+        new Wire.PeerStatus("a", viewId - 1, checksum, 0, 0, 0, 0))) {
+      directory.accept(from, other);
+      RingView.RingReply reply = view.reply(false);
+      assertFalse(reply.agreed(), other::toString);
+      assertFalse(reply.peers().get(0).agrees(), other::toString);
+      assertTrue(reply.peers().get(0).recent(), "a report just made");
+    }
+  }
+}
