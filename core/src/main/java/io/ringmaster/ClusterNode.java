@@ -710,7 +710,7 @@ final class ClusterNode {
         reason = describe(a) + " would bring the ring to " + (tokensAdmitted + tokens) + " tokens, more than the "
             + tokenLimit + " a ring holds: its weight " + m.weight() + " at virtualNodes " + m.virtualNodes()
             + " gives it " + tokens + ", and the members admitted before it in the view have " + tokensAdmitted
-            + "; lower this member's weight, or virtualNodes on every member";
+            + "; lower the weight of " + m.id() + ", or virtualNodes on every member";
       } else if (addresses.size() == HashRing.MAX_MEMBERS) {
         reason = describe(a) + " would be member " + (HashRing.MAX_MEMBERS + 1) + " of the ring, which holds at most "
             + HashRing.MAX_MEMBERS;

@@ -44,7 +44,9 @@ public record MembershipChange(long previousViewId, long viewId, List<Member> me
    * holds its node id (two live members with one id, after a partition heals), or its tokens would
    * take the ring past the most a ring holds, with those of the members admitted before it in the
    * view ({@link io.ringmaster.ring.HashRing#MAX_TOKENS}, {@link
-   * io.ringmaster.ring.HashRing#MAX_MEMBERS}). It owns nothing while it stays. A node refused
+   * io.ringmaster.ring.HashRing#MAX_MEMBERS}; counted afresh in each view, so a member admitted
+   * until then may be refused once a member before it that did not fit does). It owns nothing
+   * while it stays. A node refused
    * when it joins is not told here: its {@code start()} fails instead.
    *
    * @param nodeId the id it announces

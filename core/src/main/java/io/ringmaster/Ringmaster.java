@@ -590,9 +590,11 @@ public final class Ringmaster implements AutoCloseable {
         awaitRejoin();
       }
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
-      // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds,
-      // unless a listener on a same-thread executor runs on it: then it may be this very thread,
-      // which queues the change itself (views queued behind it are dropped: the node is leaving).
+      // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds
+      // (up to a second when every member owns everything, whose LEAVING diff names N - 1 owners
+      // for each of its N * V ranges), unless a listener on a same-thread executor runs on it:
+      // then it may be this very thread, which queues the change itself (views queued behind it
+      // are dropped: the node is leaving).
       long queuedAt; // when the change was queued: the listeners' leaveTimeout counts from then
       if (caller == Pool.VIEW) {
         queuedAt = node.announceLeaving(); // before this thread runs same-thread listeners' callbacks

@@ -38,7 +38,8 @@ public class RingmasterException extends RuntimeException {
      * was the odd one out (a lone misconfigured member whose side of a healing partition it
      * joined: the message names that member); if that member won the heal (a tie of one correct
      * member against it), it leads the cluster, and every start fails until it is stopped. A
-     * refusal for the ring's size ends once enough tokens have left the ring.
+     * refusal for the ring's size ends once enough tokens have left the ring (each view is
+     * counted afresh, in its order: README, "Ring size").
      */
     REFUSED,
     /**

@@ -120,7 +120,31 @@ class FailedStartTest {
       assertEquals("heavy", refusal.nodeId());
       assertTrue(refusal.reason().contains("would bring the ring to 256 tokens, more than the 192 a ring holds: its"
           + " weight 2.0 at virtualNodes 64 gives it 128, and the members admitted before it in the view have 128;"
-          + " lower this member's weight, or virtualNodes on every member"), refusal.reason());
+          + " lower the weight of heavy, or virtualNodes on every member"), refusal.reason());
+    }
+  }
+
+  /**
+   * Each view is counted afresh, in its order: once b leaves, heavy (refused until then) fits
+   * after a, and light, admitted until then, no longer does, and is refused (README, "Ring size").
+   * Every member counts the same view alike.
+   */
+  @Test
+  void aLeave_admitsAnEarlierMemberRefusedForSize_andMayRefuseALaterOne() throws Exception {
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.node.maxRingTokens = 3 * 64;
+      Address b = meta("b").newAddress();
+      Address heavy = meta("heavy", 2.0, "").newAddress();
+      Address light = meta("light", 0.5, "").newAddress();
+      a.view(1, a.self);
+      a.view(2, a.self, b, heavy, light);
+      assertEquals(List.of("a", "b", "light"), a.node.state().ring().members().stream().map(Member::id).toList());
+      a.view(3, a.self, heavy, light);
+      assertEquals(List.of("a", "heavy"), a.node.state().ring().members().stream().map(Member::id).toList());
+      MembershipChange change = a.lastMembership();
+      assertEquals(List.of("heavy"), change.joined().stream().map(Member::id).toList(), change.toString());
+      assertEquals(List.of("b", "light"), change.left().stream().map(Member::id).toList(), change.toString());
+      assertEquals(List.of("light"), change.refused().stream().map(MembershipChange.Refusal::nodeId).toList());
     }
   }
 
@@ -133,7 +157,7 @@ class FailedStartTest {
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       assertEquals(RingmasterException.Reason.REFUSED, assertInstanceOf(RingmasterException.class, e.getCause()).reason());
       assertTrue(e.getCause().getMessage().contains("would bring the ring to 256 tokens, more than the 192 a ring"
-          + " holds") && e.getCause().getMessage().endsWith("lower this member's weight, or virtualNodes on every member"),
+          + " holds") && e.getCause().getMessage().endsWith("lower the weight of a, or virtualNodes on every member"),
           e.getCause().getMessage());
       assertNothingPublished(a);
     }

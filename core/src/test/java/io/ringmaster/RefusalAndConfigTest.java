@@ -45,6 +45,7 @@ class RefusalAndConfigTest {
       OwnershipRecorder recorder = new OwnershipRecorder(1);
       a.addMembershipListener(recorder);
       long checksum = a.ring().checksum();
+      java.time.Instant changedBefore = a.stats().lastChange().orElseThrow();
 
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> cluster.start(cluster.builder("c").virtualNodes(64).replicas(3)));
@@ -58,6 +59,14 @@ class RefusalAndConfigTest {
       assertEquals(-1, recorder.memberships().get(0).previousViewId());
       assertTrue(a.stats().refusedMembers() >= 1);
       assertEquals(checksum, a.ring().checksum());
+      // c's view reached a and changed nothing of its ring: a view seen, no ring built.
+      RingmasterStats stats = a.stats();
+      assertEquals(2, stats.members(), stats::toString);
+      assertTrue(stats.ringBuilds() >= 2 && stats.viewsSeen() > stats.ringBuilds(), stats::toString);
+      assertTrue(stats.lastChange().orElseThrow().isAfter(changedBefore), "the refusal was a membership change: "
+          + stats + ", the change before at " + changedBefore);
+      assertTrue(stats.lastRingBuild().compareTo(Duration.ZERO) > 0 && stats.lastRingBuild().compareTo(WAIT) < 0,
+          "a view's ring, of two members, in its unit: " + stats);
       MembershipChange change = recorder.memberships().get(1);
       assertEquals(List.of(), change.joined(), "the refused node never entered a's ring");
       assertEquals(1, change.refused().size(), change.toString());

@@ -134,7 +134,7 @@ class LocalClusterTest {
 
       int heardByC = folds.get("c").changes().size();
       cluster.crash(c);
-      assertTrue(LocalCluster.discard(c).discardAll(), "cut off before it stops: its leave reaches no one, as a crash's");
+      assertTrue(LocalCluster.discard(c).discardAll(), "cut off: its leave reaches no one, as a crash's");
       assertEquals(List.of(a, b, d), cluster.nodes());
       HashRing three = cluster.awaitSettled(WAIT);
       assertEquals(List.of("a", "b", "d"), three.members().stream().map(Member::id).sorted().toList());
@@ -236,7 +236,7 @@ class LocalClusterTest {
 
   /**
    * What the fold checks of losses and role changes, and of a change as a whole: each wrong
-   * change below breaks exactly one rule, and the fold names it.
+   * change below breaks a rule, and the fold names it.
    */
   @Test
   void theFold_reportsLossesAndRoleChangesThatTheRingsOrTheFoldContradict() {

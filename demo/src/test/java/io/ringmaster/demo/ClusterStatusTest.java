@@ -36,7 +36,7 @@ class ClusterStatusTest {
   /** A stand-in peer whose {@code /stats} answers {@code status} (a refusal's JSON reason unless 200). */
   private PeerProcess peer(String id, boolean inRing, int status) throws Exception {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    byte[] stats = ("{\"node\":\"" + id + "\",\"viewId\":3,\"checksum\":\"ab12\",\"members\":2,\"inRing\":" + inRing
+    byte[] stats = ("{\"id\":\"" + id + "\",\"viewId\":3,\"checksum\":\"ab12\",\"members\":2,\"inRing\":" + inRing
         + ",\"primaryKeys\":0,\"backupKeys\":0,\"strayKeys\":0}").getBytes(StandardCharsets.UTF_8);
     // The ring as both peers report it: both members, so that only inRing can tell them apart.
     byte[] ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}"
@@ -58,21 +58,31 @@ class ClusterStatusTest {
     return new PeerProcess(id, server.getAddress().getPort(), null, null);
   }
 
-  @Test
-  void aPeerNotInTheRing_isNamed_andTheRingIsNotSaidToAgree() throws Exception {
-    List<PeerProcess> peers = List.of(peer("peer-1", true), peer("peer-2", false));
+  /** A status that prints to {@code out}. */
+  private static ClusterStatus status(ByteArrayOutputStream out) {
+    return new ClusterStatus(HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build(),
+        new PrintStream(out, true, StandardCharsets.UTF_8));
+  }
+
+  /** What status prints for these peers, once its agreement check said they do not agree; never "agree (". */
+  private static String printedDisagreeing(List<PeerProcess> peers) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    ClusterStatus status = new ClusterStatus(HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build(),
-        new PrintStream(bytes, true, StandardCharsets.UTF_8));
+    ClusterStatus status = status(bytes);
     assertFalse(status.agree(peers, Set.of()));
     status.print(peers, Set.of());
     String printed = bytes.toString(StandardCharsets.UTF_8);
     assertFalse(printed.contains("agree ("), printed);
+    return printed;
+  }
+
+  @Test
+  void aPeerNotInTheRing_isNamed_andTheRingIsNotSaidToAgree() throws Exception {
+    String printed = printedDisagreeing(List.of(peer("peer-1", true), peer("peer-2", false)));
     assertTrue(printed.contains("ring: not in the ring: peer-2 (refused, as when another peer holds its id, or"
         + " rejoining"), printed);
 
     List<PeerProcess> both = List.of(peer("peer-1", true), peer("peer-2", true));
-    assertTrue(status.agree(both, Set.of()), "the same stand-ins, both in the ring, agree");
+    assertTrue(status(new ByteArrayOutputStream()).agree(both, Set.of()), "the same stand-ins, both in the ring, agree");
   }
 
   /**
@@ -82,8 +92,7 @@ class ClusterStatusTest {
   @Test
   void aRingStillHoldingAPeerThatExited_isNotSaidToAgree() throws Exception {
     List<PeerProcess> one = List.of(peer("peer-1", true)); // its ring holds peer-1 and peer-2
-    ClusterStatus status = new ClusterStatus(HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build(),
-        new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+    ClusterStatus status = status(new ByteArrayOutputStream());
     assertTrue(status.agree(one, Set.of()), "peer-2, started by hand");
     assertFalse(status.agree(one, Set.of("peer-2")), "peer-2 exited, and no process answers for it");
   }
@@ -91,15 +100,8 @@ class ClusterStatusTest {
   /** A peer that answers with a refusal is named with its reason, and the ring is not said to agree. */
   @Test
   void aPeerThatDoesNotServeYet_isNamedWithItsReason_andTheRingIsNotSaidToAgree() throws Exception {
-    List<PeerProcess> peers = List.of(peer("peer-1", true), peer("peer-2", true, 503));
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    ClusterStatus status = new ClusterStatus(HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build(),
-        new PrintStream(bytes, true, StandardCharsets.UTF_8));
-    assertFalse(status.agree(peers, Set.of()));
-    status.print(peers, Set.of());
-    String printed = bytes.toString(StandardCharsets.UTF_8);
+    String printed = printedDisagreeing(List.of(peer("peer-1", true), peer("peer-2", true, 503)));
     assertTrue(printed.contains("(the peer is starting)"), printed);
     assertTrue(printed.contains("ring: peers DISAGREE or did not answer"), printed);
-    assertFalse(printed.contains("agree ("), printed);
   }
 }

@@ -74,8 +74,8 @@ class EventLogTest {
 
   /**
    * A subscriber that stops reading (a browser tab frozen in the background) is dropped once it
-   * falls {@value EventLog#QUEUE} events behind, so that it holds neither one of the places nor a
-   * thread for good; the publisher never waits for it.
+   * falls {@value EventLog#QUEUE} events behind, so that it does not hold one of the places for
+   * good, while the publisher goes on publishing.
    */
   @Test
   void aSubscriberThatStopsReading_isDropped_onceItFallsAQueueBehind() throws Exception {
