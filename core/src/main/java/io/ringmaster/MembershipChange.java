@@ -46,8 +46,8 @@ public record MembershipChange(long previousViewId, long viewId, List<Member> me
    * view ({@link io.ringmaster.ring.HashRing#MAX_TOKENS}, {@link
    * io.ringmaster.ring.HashRing#MAX_MEMBERS}; counted afresh in each view, so a member admitted
    * until then may be refused once a member before it that did not fit does). It owns nothing
-   * while it stays. A node refused
-   * when it joins is not told here: its {@code start()} fails instead.
+   * while it stays. A node refused when it joins is not told here: its {@code start()} fails
+   * instead.
    *
    * @param nodeId the id it announces
    * @param local  whether it is this node: then this node owns nothing while it is refused
