@@ -158,6 +158,46 @@ class PeerHttpTest {
     assertTrue(PeerCluster.parse(gone.body()).path("deleted").asBoolean(), gone::body);
   }
 
+  /** Each reply carries the fields README's table names for it, with their values. */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void replies_carryTheDocumentedFields() {
+    JsonNode put = PeerCluster.parse(send("PUT", "/kv/a", "1").body());
+    assertEquals("a", put.path("key").asText());
+    assertEquals("[\"solo\"]", put.path("owners").toString());
+    assertEquals("solo", put.path("writer").asText());
+    assertTrue(put.path("version").asLong() > 0, put::toString);
+    assertFalse(put.path("deleted").asBoolean(true), put::toString);
+    JsonNode local = PeerCluster.parse(send("GET", "/kv/a?local=true", null).body());
+    assertEquals("solo", local.path("holder").asText(), local::toString);
+    assertEquals("primary", local.path("role").asText(), local::toString);
+    assertEquals(put.path("version").asLong(), local.path("version").asLong());
+
+    HttpResponse<String> never = send("GET", "/kv/never-written", null);
+    assertEquals(404, never.statusCode());
+    JsonNode missing = PeerCluster.parse(never.body());
+    assertEquals("not found", missing.path("error").asText(), missing::toString);
+    assertFalse(missing.path("deleted").asBoolean(true), missing::toString);
+    assertEquals("[\"solo\"]", missing.path("owners").toString());
+
+    JsonNode deleted = PeerCluster.parse(send("DELETE", "/kv/a", null).body());
+    assertTrue(deleted.path("deleted").asBoolean(), deleted::toString);
+    assertEquals("solo", deleted.path("writer").asText(), deleted::toString);
+    JsonNode gone = PeerCluster.parse(send("GET", "/kv/a", null).body());
+    assertEquals("deleted", gone.path("error").asText(), gone::toString);
+    assertTrue(gone.path("deleted").asBoolean(), gone::toString);
+
+    assertEquals(200, send("PUT", "/kv/b", "1").statusCode());
+    JsonNode none = PeerCluster.parse(send("GET", "/keys?limit=0", null).body());
+    assertEquals(0, none.path("count").asInt(), none::toString);
+    assertTrue(none.path("truncated").asBoolean(), "b was left out: " + none);
+    assertEquals("solo", none.path("local").asText(), none::toString);
+    JsonNode stats = PeerCluster.parse(send("GET", "/stats", null).body());
+    assertEquals(stats.path("viewId").asLong(), none.path("viewId").asLong(-1), none::toString);
+    JsonNode ring = PeerCluster.parse(send("GET", "/ring?ranges=false", null).body());
+    assertEquals(ring.path("virtualNodes").asInt(), ring.path("tokens").asInt(), "one member of weight 1: " + ring);
+  }
+
   /**
    * {@code /stats} counts each request the peer served under its own name, and each write that
    * changed the store; a refused request counts nowhere. The peer is alone, so it owns every key
