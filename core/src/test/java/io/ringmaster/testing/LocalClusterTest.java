@@ -176,6 +176,37 @@ class LocalClusterTest {
     }
   }
 
+  /**
+   * awaitSettled waits for every listener to have handled the ring, not for the ring alone: with a
+   * listener still busy with b's join, it times out saying so, and returns once the listener is done.
+   */
+  @Test
+  void awaitSettled_waitsForEveryListener_andTimesOutNamingThemBusy() throws Exception {
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    try (LocalCluster cluster = new LocalCluster("kit test: busy listener")) {
+      try {
+        cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> {
+          if (change.ring().members().size() == 2) {
+            try {
+              release.await(); // busy with b's join until the test lets it go
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        }));
+        cluster.start("b");
+        cluster.awaitAgreement(WAIT); // the ring agreed: only the listener is left
+        RingmasterException busy = assertThrows(RingmasterException.class,
+            () -> cluster.awaitSettled(Duration.ofSeconds(1)));
+        assertEquals(RingmasterException.Reason.AWAIT_TIMEOUT, busy.reason());
+        assertTrue(busy.getMessage().contains(": listeners still busy"), busy.getMessage());
+      } finally {
+        release.countDown();
+      }
+      assertEquals(2, cluster.awaitSettled(WAIT).members().size());
+    }
+  }
+
   /** The fold reports a change that contradicts it, one that contradicts its own rings, and a ring it was not told of. */
   @Test
   void theFold_reportsAChangeHeardTwice_andARingItWasNotToldOf() {
