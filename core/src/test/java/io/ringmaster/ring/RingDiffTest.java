@@ -114,6 +114,21 @@ class RingDiffTest {
   }
 
   /**
+   * For each member of the pool, the diff between the rings at {@code n} replicas is exact at
+   * random positions and range edges ({@link #check}) and merged as far as it can be.
+   */
+  private static void assertExactForEach(List<Member> pool, HashRing before, HashRing after, int n,
+                                         SplittableRandom random) {
+    for (Member m : pool) {
+      RingDiff diff = RingDiff.compute(before, after, m.id(), n);
+      for (long p : probes(before, after, diff, random)) {
+        check(before, after, diff, p);
+      }
+      assertCoalesced(diff);
+    }
+  }
+
+  /**
    * Checks that each list of a diff is merged as far as it can be: no range touches the next one
    * (the last and the first included, across the wrap) with the same owners and roles.
    */
@@ -191,13 +206,7 @@ class RingDiffTest {
       HashRing before = HashRing.builder().virtualNodes(random.nextInt(1, 40)).addAll(someOf(pool, random)).build();
       HashRing after = HashRing.builder().virtualNodes(random.nextInt(1, 40)).addAll(someOf(pool, random)).build();
       int n = random.nextInt(1, 4);
-      for (Member m : pool) {
-        RingDiff diff = RingDiff.compute(before, after, m.id(), n);
-        for (long p : probes(before, after, diff, random)) {
-          check(before, after, diff, p);
-        }
-        assertCoalesced(diff);
-      }
+      assertExactForEach(pool, before, after, n, random);
     }
   }
 
@@ -264,13 +273,7 @@ class RingDiffTest {
         // The incremental ring is the ring built from scratch, token for token and owner for owner.
         HashRing scratch = HashRing.builder().virtualNodes(v).tokenFunction(tokens).addAll(present).build();
         HashRingTest.assertSameTokens(scratch, next, "");
-        for (Member m : pool) {
-          RingDiff diff = RingDiff.compute(ring, next, m.id(), n);
-          for (long p : probes(ring, next, diff, random)) {
-            check(ring, next, diff, p);
-          }
-          assertCoalesced(diff);
-        }
+        assertExactForEach(pool, ring, next, n, random);
         ring = next;
       }
     }
@@ -328,13 +331,7 @@ class RingDiffTest {
           : before.with(pool.stream().filter(m -> !before.contains(m.id())).findFirst().orElse(Member.of("new")));
       int withTokens = (int) after.members().stream().filter(m -> Math.round(v * m.weight()) > 0).count();
       for (int n : new int[] {Math.max(1, withTokens - 1), Math.max(1, withTokens), withTokens + 1, 17, 30}) {
-        for (Member m : pool) {
-          RingDiff diff = RingDiff.compute(before, after, m.id(), n);
-          for (long p : probes(before, after, diff, random)) {
-            check(before, after, diff, p);
-          }
-          assertCoalesced(diff);
-        }
+        assertExactForEach(pool, before, after, n, random);
       }
     }
   }
