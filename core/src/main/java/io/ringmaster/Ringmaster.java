@@ -4,7 +4,6 @@ import io.ringmaster.RingmasterException.Reason;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.lang.System.Logger.Level;
-import java.net.BindException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -13,7 +12,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
@@ -25,8 +23,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -126,18 +122,10 @@ public final class Ringmaster implements AutoCloseable {
   private final ExecutorService viewThread;
   private final ExecutorService listenerPool;
   private final ScheduledExecutorService gossipTimer;
-  /** Runs {@link #rejoin}; its thread starts only if the node ever rejoins. */
+  /** Runs the node's rejoins ({@link Rejoin}); its thread starts only if the node ever rejoins. */
   private final ScheduledExecutorService rejoinThread;
   private final ClusterNode node;
-  private final List<DivergenceListener> divergenceListeners = new CopyOnWriteArrayList<>();
-
-  /**
-   * A divergence listener's delivery, and what it has been handed in the current view: gossip finds
-   * a lasting divergence again at each round, and the listener hears it once per view. Its own
-   * memory, so that a listener added later still hears one found before it came; read and written
-   * on the gossip thread only, which hands the reports over.
-   */
-  private record DivergenceListener(SerialDelivery<RingDivergence> delivery, OncePerView handed) {}
+  private final DivergenceReports divergences;
   private final Member localMember;
   /** Set by start() (again on a port-race retry); read by any thread. */
   private volatile JChannel channel;
@@ -151,37 +139,13 @@ public final class Ringmaster implements AutoCloseable {
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
   private boolean gossipFailing;
-  /** How long the channel's view may be ahead of the ring before {@link #watchViewThread} says so. */
-  static final Duration VIEW_THREAD_HELD_AFTER = Duration.ofSeconds(10);
-  /** When the channel's view was first seen ahead of the ring (0: it is not); gossip thread only. */
-  private long viewBehindSince;
-  /** Whether {@link #watchViewThread} has said so for this stretch; gossip thread only. */
-  private boolean viewThreadHeldSaid;
-  /** How often failing rejoins are said at ERROR, after the first of a stretch. */
-  static final Duration REJOIN_FAILURE_REPEAT = Duration.ofMinutes(1);
-  /** Rejoin attempts failed in a row, and when one was last said at ERROR; under rejoinLock. */
-  private int rejoinFailures;
-  private long rejoinFailureSaidAt;
+  /** Says when the view thread holds the ring back; gossip thread only. */
+  private final ViewThreadWatch viewThreadWatch;
   private final CompletableFuture<Void> closeDone = new CompletableFuture<>();
   /** Set once {@link #shutdown} has ended (see {@link #shutDown()}). */
   private volatile boolean shutDown;
-  /** Set once start() has its first ring: from then on the node may rejoin (see {@link #rejoin}). */
-  private volatile boolean joined;
-  /** Set while a rejoin is queued or under way, so that reports of one split start one rejoin. */
-  private final AtomicBoolean rejoining = new AtomicBoolean();
-  /**
-   * Held by a rejoin from its first look at {@link #closeCalled} to the end of its connect; a
-   * close() takes it before it leaves, so that it never leaves from the ring before the rejoin,
-   * over a channel that is reconnecting.
-   */
-  final ReentrantLock rejoinLock = new ReentrantLock();
-  /** A test seam: run on the rejoin thread, holding {@link #rejoinLock}, just before it connects again. */
-  volatile Runnable beforeRejoinConnect = () -> { };
-  private final AtomicLong rejoins = new AtomicLong();
-  /** Divergence reports handed to the gossip thread and not yet passed on to the listeners. */
-  private final AtomicInteger divergencesQueued = new AtomicInteger();
-  /** At most this many wait for the gossip thread; the rest are dropped (at DEBUG). */
-  static final int MAX_DIVERGENCES_QUEUED = 64;
+  /** Ends a split view by leaving and joining again; allowed once start() has its first ring. */
+  final Rejoin rejoin;
   /** Which of this node's pools runs the current thread; empty on every other thread. */
   private final ThreadLocal<Pool> ownPool = new ThreadLocal<>();
 
@@ -195,6 +159,9 @@ public final class Ringmaster implements AutoCloseable {
     this.gossipTimer = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-gossip-" + id, Pool.GOSSIP));
     // Its own thread: a rejoin takes seconds, and the gossip thread's sends must not wait for it.
     this.rejoinThread = Executors.newSingleThreadScheduledExecutor(threads("ringmaster-rejoin-" + id, Pool.REJOIN));
+    this.viewThreadWatch = new ViewThreadWatch(id);
+    this.divergences = new DivergenceReports(id, gossipTimer);
+    this.rejoin = new Rejoin(config, () -> channel, closeCalled::get, rejoinThread);
     // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
     this.node = new ClusterNode(metadata, viewThread, ringBeforeWait(config.startTimeout()), listenerPool);
   }
@@ -293,11 +260,11 @@ public final class Ringmaster implements AutoCloseable {
       // would be formatted for the locale ("view 1,234"), and an operator's search for it would fail.
       LOG.log(Level.INFO, "{0} joined {1}: view {2}, {3} members", config.nodeId(), config.clusterName(),
           Long.toString(viewId()), members().size());
-      joined = true;
+      rejoin.allow();
     } catch (Exception | Error e) { // an Error too (no native thread left, say): the caller may hold no reference to close
       Throwable failure;
       try {
-        failure = startFailure(e, published);
+        failure = StartFailures.describe(config, e, published);
       } catch (RuntimeException | Error describing) { // no memory for the message, say: the node still shuts down
         failure = describing;
         if (describing != e) {
@@ -342,65 +309,6 @@ public final class Ringmaster implements AutoCloseable {
     return this;
   }
 
-  /** What a failed {@link #start()} throws: a {@link RingmasterException} that says why, or an Error as it is. */
-  private Throwable startFailure(Throwable e, boolean published) {
-    if (published && !(e instanceof Error)) { // nothing of the stack's: the node joined, and leaves again
-      return new RingmasterException(Reason.LEFT_AFTER_JOIN, "node " + config.nodeId() + " joined cluster \""
-          + config.clusterName()
-          + "\" but failed to finish its start, so it left again: " + e, e);
-    }
-    if (e instanceof ExecutionException) {
-      Throwable cause = e.getCause(); // the view thread's RingmasterException, or close()'s
-      Reason reason = cause instanceof RingmasterException r ? r.reason() : Reason.VIEW_FAILED;
-      return new RingmasterException(reason, "node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
-          + "\": " + cause.getMessage(), cause);
-    }
-    if (e instanceof TimeoutException) {
-      return new RingmasterException(Reason.START_TIMEOUT, "node " + config.nodeId() + " got no ring within startTimeout "
-          + config.startTimeout());
-    }
-    if (e instanceof InterruptedException) { // start() sets the thread's flag again once the node is shut down
-      return new RingmasterException(Reason.INTERRUPTED, "interrupted while starting node " + config.nodeId(), e);
-    }
-    if (e instanceof RingmasterException || e instanceof IllegalArgumentException || e instanceof Error) {
-      return e;
-    }
-    String address = config.bindAddress().isPresent() && bindFailed(e) && !foundNoPort(e)
-        ? " on bindAddress \"" + config.bindAddress().get() + "\"" : "";
-    // A port of the range that none could bind (all taken, or below 1024 without the privilege).
-    String port = config.bindPort().isPresent() && foundNoPort(e) ? " from bindPort " + config.bindPort().get()
-        + " (and the ports of the stack's port_range after it" + (config.bindPort().get() < 1024
-        ? "; ports below 1024 need the privilege to bind them)" : ")") : "";
-    Optional<Throwable> refused = causeOf(e, t -> t instanceof SecurityException);
-    if (refused.isPresent()) {
-      // The cluster turned the join down (AUTH: a wrong secret): JGroups' connect throws the
-      // coordinator's reason as a SecurityException.
-      return new RingmasterException(Reason.REFUSED, "node " + config.nodeId() + " cannot join cluster \""
-          + config.clusterName() + "\": its coordinator refused the join: " + refused.get().getMessage(), e);
-    }
-    return new RingmasterException(Reason.STACK, "node " + config.nodeId() + " cannot start its JGroups stack "
-        + config.jgroupsConfig() + address + port + ": " + e + Stacks.variablesSet(config.jgroupsConfig()), e);
-  }
-
-  private static boolean bindFailed(Throwable e) {
-    return anyCause(e, t -> t instanceof BindException);
-  }
-
-  /** The first of {@code e} and its causes that passes {@code test}. */
-  private static Optional<Throwable> causeOf(Throwable e, Predicate<Throwable> test) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (test.test(t)) {
-        return Optional.of(t);
-      }
-    }
-    return Optional.empty();
-  }
-
-  /** Whether {@code e} or one of its causes passes {@code test}. */
-  static boolean anyCause(Throwable e, Predicate<Throwable> test) {
-    return causeOf(e, test).isPresent();
-  }
-
   /**
    * Builds the stack, wires it to this node and joins the cluster. JGroups' TCP transport can lose
    * a race for a port when several processes on one host start at once: two of them bind the same
@@ -415,7 +323,7 @@ public final class Ringmaster implements AutoCloseable {
   private void connect() throws Exception {
     for (int attempt = 1; ; attempt++) {
       channel = Stacks.create(config);
-      gossip = new Gossip(config.nodeId(), channel, node, this::divergence, gossipTimer, this::rejoinLater);
+      gossip = new Gossip(config.nodeId(), channel, node, divergences::report, gossipTimer, rejoin::later);
       channel.addAddressGenerator(() -> {
         Address address = metadata.newAddress();
         node.setLocalAddress(address);
@@ -443,7 +351,7 @@ public final class Ringmaster implements AutoCloseable {
         channel.connect(config.clusterName());
         return;
       } catch (Exception e) {
-        if (attempt == BIND_ATTEMPTS || !foundNoPort(e)) {
+        if (attempt == BIND_ATTEMPTS || !StartFailures.foundNoPort(e)) {
           throw e;
         }
         LOG.log(Level.WARNING, "{0}: its JGroups stack found no port to bind ({1}), most likely after a race for a"
@@ -457,16 +365,6 @@ public final class Ringmaster implements AutoCloseable {
         }
       }
     }
-  }
-
-  /**
-   * Whether a connect failed because the transport found no port of its range to bind: JGroups'
-   * {@link BindException} "No available port to bind to in range", which a lost race for a port
-   * causes. Other bind failures, such as a bind address of no interface, are not retried.
-   */
-  private static boolean foundNoPort(Throwable e) {
-    return anyCause(e, t -> t instanceof BindException
-        && String.valueOf(t.getMessage()).startsWith("No available port"));
   }
 
   /**
@@ -587,7 +485,7 @@ public final class Ringmaster implements AutoCloseable {
     Executor unwaited = unwaitedExecutor();
     try {
       if (caller != Pool.VIEW) { // on the view thread, the rejoin's view would queue behind this wait
-        awaitRejoin();
+        rejoin.awaitEnd(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds
@@ -677,33 +575,6 @@ public final class Ringmaster implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-  }
-
-  /**
-   * Waits for a rejoin under way to end, up to the time the LEAVING change may take to queue. A
-   * rejoin looks at {@link #closeCalled} before it disconnects and again before it connects: closed
-   * during its connect, the node joins, and the LEAVING change comes from the view it joined, with
-   * the channel connected for the hand-off; closed during its disconnect, it does not join again,
-   * and the change comes from the ring before the rejoin, over a disconnected channel (the other
-   * members have already seen it leave). A rejoin not ended in time still ends before the channel
-   * closes. An interrupted caller does not wait, and keeps its interrupt.
-   */
-  private void awaitRejoin() {
-    if (!rejoinLock.isLocked()) {
-      return;
-    }
-    long timeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
-    try {
-      if (rejoinLock.tryLock(timeout, TimeUnit.MILLISECONDS)) {
-        rejoinLock.unlock();
-        return;
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt(); // the LEAVING change is still queued: see leave()
-    }
-    // Quietly: the leave that called this must still queue the LEAVING change.
-    ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1}"
-        + " ms); leaving from the ring before it", config.nodeId(), Long.toString(timeout)));
   }
 
   /** What a start() under way throws once close() or closeAbruptly() was called. */
@@ -837,7 +708,8 @@ public final class Ringmaster implements AutoCloseable {
   private void gossipRound() {
     try {
       node.retryFailedView();
-      watchViewThread();
+      viewThreadWatch.check(channel.getView(), node.state().viewId(), node.failedViewId().isPresent(),
+          System.nanoTime());
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {
@@ -852,49 +724,6 @@ public final class Ringmaster implements AutoCloseable {
         ClusterNode.logQuietly(() -> LOG.log(level, failed + " (failures after this one are logged at DEBUG until"
             + " one succeeds)", e));
       }
-    }
-  }
-
-  /**
-   * Says at WARNING, once, when the channel's view has been ahead of the ring for
-   * {@link #VIEW_THREAD_HELD_AFTER}: the view thread is held (a listener on a same-thread executor
-   * in a long hand-off, an executor that blocks in {@code execute()}), views queue behind it, and
-   * lookups route by an older ring than the peers', which gossip cannot see (it compares equal
-   * view ids only). Once the ring has caught up, says so at INFO. A failed view has lines of its
-   * own, and a rejoin (no view meanwhile) starts the count over. It compares view numbers alone:
-   * after a rejoin into a cluster whose views are numbered below the ring's, a held view thread is
-   * seen only once the channel's numbers pass the ring's.
-   */
-  private void watchViewThread() {
-    View v = channel.getView();
-    if (v == null) {
-      viewBehindSince = 0; // rejoining: no view to compare with; a stretch behind starts over after it
-      return;
-    }
-    long ringView = node.state().viewId();
-    if (v.getViewId().getId() <= ringView) {
-      if (viewThreadHeldSaid) {
-        ClusterNode.logQuietly(() -> LOG.log(Level.INFO, "{0}: the ring has caught up with the channel''s view (view"
-            + " {1})", config.nodeId(), Long.toString(ringView)));
-      }
-      viewBehindSince = 0;
-      viewThreadHeldSaid = false;
-      return;
-    }
-    if (node.failedViewId().isPresent()) {
-      viewBehindSince = 0; // behind because a view failed: said by its own lines, and tried again
-      return;
-    }
-    long now = System.nanoTime();
-    if (viewBehindSince == 0) {
-      viewBehindSince = now == 0 ? 1 : now;
-    } else if (!viewThreadHeldSaid && now - viewBehindSince >= VIEW_THREAD_HELD_AFTER.toNanos()) {
-      viewThreadHeldSaid = true;
-      long seconds = TimeUnit.NANOSECONDS.toSeconds(now - viewBehindSince);
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the channel''s view (now {1}) has been ahead of the"
-          + " ring for {2} s, and the ring is still at view {3}: the node''s view thread is held (a listener on a"
-          + " same-thread executor in a long callback?), and lookups route by the older ring meanwhile",
-          config.nodeId(), v.getViewId(), Long.toString(seconds), Long.toString(ringView)));
     }
   }
 
@@ -919,154 +748,6 @@ public final class Ringmaster implements AutoCloseable {
           Thread.currentThread().interrupt();
         }
       }
-    }
-  }
-
-  /**
-   * Called on a JGroups thread when a member of this node's view says that view does not list
-   * this node: queues one rejoin on the rejoin thread.
-   */
-  private void rejoinLater(View stale) {
-    if (!joined || closeCalled.get() || !rejoining.compareAndSet(false, true)) {
-      return;
-    }
-    try {
-      rejoinThread.execute(() -> rejoin(stale));
-    } catch (RejectedExecutionException closing) {
-      rejoining.set(false);
-    } catch (Error e) { // no thread for the rejoin (out of memory, say): the next report tries again
-      rejoining.set(false);
-      ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, "{0}: cannot start rejoining the cluster: {1}",
-          config.nodeId(), e));
-    }
-  }
-
-  /**
-   * Leaves the cluster and joins it again, on the rejoin thread, if the channel is still in the view
-   * {@code stale} that its peers did not install: JGroups installed one view id with two member
-   * lists (a race in its merge handling, see docs/operations.md), and this node's view is the one
-   * no one else has. Its merge detection compares view ids only, so without this the split would
-   * last until the next membership change. The node comes back as a new JGroups member (a new
-   * address) with the same id; its ring is built from the new view like any other, so its
-   * listeners hear only what the new view changes. An attempt that fails is retried every
-   * {@code gossipInterval} until the node is connected again or closed. A join that no member
-   * answers leaves JGroups' connect() with the node alone, as after a partition, for MERGE3 to
-   * merge back: that is logged, and not retried.
-   */
-  private void rejoin(View stale) {
-    boolean retry = false;
-    rejoinLock.lock();
-    try {
-      if (closeCalled.get()) {
-        return;
-      }
-      if (channel.isConnected()) {
-        View v = channel.getView();
-        if (v == null || !stale.getViewId().equals(v.getViewId())) {
-          rejoinFailures = 0;
-          return; // a newer view came meanwhile: JGroups ended the split itself
-        }
-        // Quietly, as every line of a rejoin: a logger that throws must not keep the node split.
-        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in"
-            + " it: one view id with two member lists (a JGroups merge race); rejoining the cluster to end the split",
-            config.nodeId(), stale.getViewId()));
-        channel.disconnect();
-      }
-      if (closeCalled.get()) {
-        return; // closed while leaving: the LEAVING change is out, so the node must not come back
-      }
-      beforeRejoinConnect.run();
-      channel.connect(config.clusterName());
-      rejoins.incrementAndGet();
-      rejoinFailures = 0;
-      View now = channel.getView();
-      ClusterNode.logQuietly(() -> {
-        if (now != null && now.size() == 1 && stale.size() > 1) {
-          LOG.log(Level.WARNING, "{0} rejoined {1} alone (view {2}): no member answered its join; it merges back"
-              + " when MERGE3 finds the others", config.nodeId(), config.clusterName(), now.getViewId());
-        } else {
-          LOG.log(Level.INFO, "{0} rejoined {1}: view {2}", config.nodeId(), config.clusterName(),
-              now == null ? "none" : now.getViewId());
-        }
-      });
-    } catch (Exception | Error e) { // an Error too: nothing reads this task's future, so it would vanish
-      retry = !closeCalled.get();
-      stopStackLeftHalfStarted();
-      logRejoinFailure(e, retry);
-    } finally {
-      rejoinLock.unlock();
-      rejoining.set(false);
-    }
-    if (retry) {
-      try {
-        rejoinThread.schedule(() -> rejoinLater(stale), config.gossipInterval().toMillis(), TimeUnit.MILLISECONDS);
-      } catch (RejectedExecutionException closing) {
-        ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId()));
-      }
-    }
-  }
-
-  /**
-   * A failed rejoin attempt: the first of a stretch at ERROR with its stack trace, then at DEBUG,
-   * with an ERROR again at most once a minute while they go on failing (an attempt every
-   * {@code gossipInterval} would fill the log); at DEBUG when the node is closing. Quietly: a
-   * logger that throws must not cancel the next attempt.
-   */
-  private void logRejoinFailure(Throwable e, boolean retry) {
-    int failures = ++rejoinFailures;
-    long now = System.nanoTime();
-    boolean say = retry && (failures == 1 || now - rejoinFailureSaidAt >= REJOIN_FAILURE_REPEAT.toNanos());
-    if (say) {
-      rejoinFailureSaidAt = now;
-    }
-    String line = config.nodeId() + ": rejoining the cluster failed" + (failures > 1 ? " (" + failures
-        + " attempts in a row; those between the ERROR lines at DEBUG)" : "") + "; next attempt in "
-        + config.gossipInterval().toMillis() + " ms";
-    ClusterNode.logQuietly(() -> LOG.log(say ? Level.ERROR : Level.DEBUG, line, e));
-  }
-
-  /**
-   * After a rejoin's connect failed: JGroups marks a stack started before it starts the protocols,
-   * bottom up, and clears the mark only when it stops them. A protocol whose start threw (a
-   * transport whose port was taken meanwhile, say) leaves those above it, the membership protocol
-   * among them, never started, and the next connect would skip them all. Stopping the stack, as
-   * JGroups' own close would, clears the mark; a stack already stopped (a connect that failed
-   * after the start, or before it) is left as it is.
-   */
-  private void stopStackLeftHalfStarted() {
-    if (channel.isConnected()) {
-      return;
-    }
-    try {
-      channel.getProtocolStack().stopStack(config.clusterName());
-    } catch (RuntimeException | Error e) {
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: stopping the stack after a failed rejoin failed:"
-          + " {1}", config.nodeId(), e));
-    }
-  }
-
-  /** Called on the JGroups thread that received the checksum: hands the report to the gossip thread. */
-  private void divergence(RingDivergence d) {
-    if (divergencesQueued.incrementAndGet() > MAX_DIVERGENCES_QUEUED) {
-      // The gossip thread is behind (a send waiting on the transport) and senders keep naming new
-      // divergences: each would wait in the timer's queue, which has no bound. Counted in stats().
-      divergencesQueued.decrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: {1} divergence reports wait already; not handed on:"
-          + " {2}", config.nodeId(), MAX_DIVERGENCES_QUEUED, d));
-      return;
-    }
-    try {
-      gossipTimer.execute(() -> {
-        divergencesQueued.decrementAndGet();
-        divergenceListeners.forEach(l -> {
-          if (l.handed().first(d.viewId(), d)) { // before queuing: a slow listener's queue holds each once
-            l.delivery().submit(d);
-          }
-        });
-      });
-    } catch (RejectedExecutionException closing) {
-      divergencesQueued.decrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d));
     }
   }
 
@@ -1532,7 +1213,7 @@ public final class Ringmaster implements AutoCloseable {
 
   /** Divergence listeners registered now (for tests). */
   int divergenceListenerCount() {
-    return divergenceListeners.size();
+    return divergences.listenerCount();
   }
 
   /**
@@ -1601,10 +1282,10 @@ public final class Ringmaster implements AutoCloseable {
     SerialDelivery<RingDivergence>[] self = holder();
     self[0] = new SerialDelivery<>("divergence listener " + listener + " of " + config.nodeId(),
         listener, executor, executor != listenerPool, this,
-        () -> divergenceListeners.removeIf(l -> l.delivery() == self[0]));
-    divergenceListeners.add(new DivergenceListener(self[0], new OncePerView()));
+        () -> divergences.remove(self[0]));
+    divergences.add(self[0]);
     if (refusesListeners()) { // closed since requireOpen: gossip is stopping
-      divergenceListeners.removeIf(l -> l.delivery() == self[0]);
+      divergences.remove(self[0]);
       throw ClusterNode.closedToListeners(config.nodeId());
     }
     return self[0];
@@ -1664,7 +1345,7 @@ public final class Ringmaster implements AutoCloseable {
     return new RingmasterStats(s.viewId(), s.ring().members().size(), node.viewsSeen.get(), node.ringBuilds.get(),
         Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
         gossip == null ? 0 : split + gossip.otherDivergences.get(), split,
-        rejoins.get(), gossip == null ? 0 : gossip.sent.get(),
+        rejoin.count(), gossip == null ? 0 : gossip.sent.get(),
         gossip == null ? 0 : gossip.received.get(), node.refusals.get(),
         last == 0 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(last)), node.failedViewId());
   }
@@ -1738,7 +1419,7 @@ public final class Ringmaster implements AutoCloseable {
      * nothing in this builder.
      */
     public Builder config(Path file) {
-      Json.readConfig(notNull("config file", file, ""), this);
+      Json.readConfig(Settings.notNull("config file", file, ""), this);
       configFile = file;
       return this;
     }
@@ -1750,13 +1431,13 @@ public final class Ringmaster implements AutoCloseable {
      * only beyond ASCII could meet in one cluster.
      */
     public Builder clusterName(String clusterName) {
-      nonEmpty("clusterName", clusterName);
+      Settings.nonEmpty("clusterName", clusterName);
       boolean printable = clusterName.length() <= MAX_CLUSTER_NAME
           && clusterName.chars().allMatch(c -> c >= 0x20 && c < 0x7f)
           && clusterName.charAt(0) != ' ' && clusterName.charAt(clusterName.length() - 1) != ' ';
       if (!printable) {
         throw new IllegalArgumentException("clusterName must be 1 to " + MAX_CLUSTER_NAME + " printable ASCII"
-            + " characters without a space at either end: " + shown(clusterName));
+            + " characters without a space at either end: " + Settings.shown(clusterName));
       }
       this.clusterName = clusterName;
       return this;
@@ -1769,7 +1450,7 @@ public final class Ringmaster implements AutoCloseable {
      * {@link IllegalArgumentException} naming the setting and the value.
      */
     public Builder nodeId(String nodeId) {
-      NodeMetadata.checkFits("nodeId", wellFormed("nodeId", nonEmpty("nodeId", nodeId)));
+      NodeMetadata.checkFits("nodeId", Settings.wellFormed("nodeId", Settings.nonEmpty("nodeId", nodeId)));
       this.nodeId = nodeId; // last: a value refused above is not kept
       return this;
     }
@@ -1795,7 +1476,8 @@ public final class Ringmaster implements AutoCloseable {
      * character, no unpaired surrogate and no space at either end, as {@link #nodeId(String)}.
      */
     public Builder zone(String zone) {
-      NodeMetadata.checkFits("zone", wellFormed("zone", notNull("zone", zone, "; use \"\" for no zone")));
+      NodeMetadata.checkFits("zone",
+          Settings.wellFormed("zone", Settings.notNull("zone", zone, "; use \"\" for no zone")));
       this.zone = zone;
       return this;
     }
@@ -1843,8 +1525,8 @@ public final class Ringmaster implements AutoCloseable {
      * {@link #zone(String)}.
      */
     public Builder applicationVersion(String applicationVersion) {
-      NodeMetadata.checkFits("applicationVersion", wellFormed("applicationVersion",
-          notNull("applicationVersion", applicationVersion, "; use \"\" for none")));
+      NodeMetadata.checkFits("applicationVersion", Settings.wellFormed("applicationVersion",
+          Settings.notNull("applicationVersion", applicationVersion, "; use \"\" for none")));
       this.applicationVersion = applicationVersion;
       return this;
     }
@@ -1859,7 +1541,7 @@ public final class Ringmaster implements AutoCloseable {
      * no encryption; the protocols' own settings are checked when the node starts.
      */
     public Builder jgroupsConfig(String jgroupsConfig) {
-      this.jgroupsConfig = nonEmpty("jgroupsConfig", jgroupsConfig);
+      this.jgroupsConfig = Settings.nonEmpty("jgroupsConfig", jgroupsConfig);
       return this;
     }
 
@@ -1868,7 +1550,8 @@ public final class Ringmaster implements AutoCloseable {
      * none); at most 255 UTF-8 bytes, and well formed as {@link #zone(String)}.
      */
     public Builder endpoint(String endpoint) {
-      NodeMetadata.checkFits("endpoint", wellFormed("endpoint", notNull("endpoint", endpoint, "; use \"\" for none")));
+      NodeMetadata.checkFits("endpoint",
+          Settings.wellFormed("endpoint", Settings.notNull("endpoint", endpoint, "; use \"\" for none")));
       this.endpoint = endpoint;
       return this;
     }
@@ -1884,7 +1567,7 @@ public final class Ringmaster implements AutoCloseable {
     public Builder bindAddress(String bindAddress) {
       java.net.InetAddress address;
       try {
-        address = java.net.InetAddress.getByName(nonEmpty("bindAddress", bindAddress));
+        address = java.net.InetAddress.getByName(Settings.nonEmpty("bindAddress", bindAddress));
       } catch (java.net.UnknownHostException e) {
         throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
       }
@@ -1924,7 +1607,7 @@ public final class Ringmaster implements AutoCloseable {
      *                                  outside 1..65535, naming the entry
      */
     public Builder initialHosts(String initialHosts) {
-      Stacks.checkHosts(nonEmpty("initialHosts", initialHosts));
+      Stacks.checkHosts(Settings.nonEmpty("initialHosts", initialHosts));
       this.initialHosts = initialHosts;
       return this;
     }
@@ -1936,7 +1619,7 @@ public final class Ringmaster implements AutoCloseable {
      * it fails, naming the three places, when the stack needs a secret and none of them has one.
      */
     public Builder secret(String secret) {
-      if (nonEmpty("secret", secret).isBlank()) {
+      if (Settings.nonEmpty("secret", secret).isBlank()) {
         throw new IllegalArgumentException("secret is blank: use a long random secret (openssl rand -base64 32)");
       }
       SharedSecret.checkTrimmed(secret, "secret");
@@ -1946,13 +1629,13 @@ public final class Ringmaster implements AutoCloseable {
 
     /** How long {@link #close()} waits for listeners to hand data off: 0 to 24 hours. */
     public Builder leaveTimeout(Duration leaveTimeout) {
-      this.leaveTimeout = duration("leaveTimeout", leaveTimeout, Duration.ZERO);
+      this.leaveTimeout = Settings.duration("leaveTimeout", leaveTimeout, Duration.ZERO);
       return this;
     }
 
     /** How often the ring checksum is compared with a random peer: 1 ms to 24 hours. */
     public Builder gossipInterval(Duration gossipInterval) {
-      this.gossipInterval = duration("gossipInterval", gossipInterval, Duration.ofMillis(1));
+      this.gossipInterval = Settings.duration("gossipInterval", gossipInterval, Duration.ofMillis(1));
       return this;
     }
 
@@ -1962,24 +1645,8 @@ public final class Ringmaster implements AutoCloseable {
      * comes first and is not counted.
      */
     public Builder startTimeout(Duration startTimeout) {
-      this.startTimeout = duration("startTimeout", startTimeout, Duration.ofMillis(1));
+      this.startTimeout = Settings.duration("startTimeout", startTimeout, Duration.ofMillis(1));
       return this;
-    }
-
-    /**
-     * The smallest weight that gives one token: about half a token, {@code 0.5 / virtualNodes},
-     * moved to the nearest double that works, as that quotient, rounded to a double, can multiply
-     * back to just under a half (for 49 virtual nodes, say) and so round to no token.
-     */
-    static double smallestWeight(int virtualNodes) {
-      double w = 0.5 / virtualNodes;
-      while (Member.tokenCount(virtualNodes, w) == 0) {
-        w = Math.nextUp(w);
-      }
-      while (Member.tokenCount(virtualNodes, Math.nextDown(w)) > 0) {
-        w = Math.nextDown(w);
-      }
-      return w;
     }
 
     /** The validated settings. */
@@ -2022,20 +1689,7 @@ public final class Ringmaster implements AutoCloseable {
       } else {
         Stacks.checkSecretAvailable(jgroupsConfig);
       }
-      long tokens = Member.tokenCount(virtualNodes, weight);
-      if (tokens == 0 && weight > 0) {
-        throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes
-            + " gives 0 tokens, so this member would own nothing: use weight 0 for a member that owns nothing,"
-            + " or at least " + smallestWeight(virtualNodes) + " (half a token)");
-      }
-      if (tokens > HashRing.MAX_TOKENS_PER_MEMBER) {
-        // Past 2^63 Math.round saturates: the product says how far, as HashRing.Builder says it.
-        double product = virtualNodes * weight;
-        String count = tokens < Long.MAX_VALUE ? Long.toString(tokens)
-            : Double.isInfinite(product) ? "more than 2^1023" : "about " + product;
-        throw new IllegalArgumentException("weight " + weight + " with virtualNodes " + virtualNodes + " gives "
-            + count + " tokens, more than " + HashRing.MAX_TOKENS_PER_MEMBER + ": lower weight or virtualNodes");
-      }
+      Settings.checkTokens(virtualNodes, weight);
     }
 
     /** A node with these settings, not started yet. */
@@ -2043,66 +1697,5 @@ public final class Ringmaster implements AutoCloseable {
       return new Ringmaster(buildConfig());
     }
 
-    private static <T> T notNull(String setting, T value, String hint) {
-      if (value == null) {
-        throw new IllegalArgumentException(setting + " must not be null" + hint);
-      }
-      return value;
-    }
-
-    private static String nonEmpty(String setting, String value) {
-      if (value == null || value.isEmpty()) {
-        throw new IllegalArgumentException(setting + " must be non-empty: " + (value == null ? "null" : "\"\""));
-      }
-      return value;
-    }
-
-    /**
-     * Fails naming the setting for a value with an unpaired surrogate (no UTF-8 form), a control
-     * character, or a space at either end: an id read from a file with its line break, or typed with
-     * a space, would be another member than the one it reads as, owning other keys.
-     */
-    private static String wellFormed(String setting, String value) {
-      if (value.codePoints().anyMatch(c -> c >= Character.MIN_SURROGATE && c <= Character.MAX_SURROGATE)) {
-        throw new IllegalArgumentException(setting + " has an unpaired surrogate, which has no UTF-8 form: "
-            + shown(value));
-      }
-      if (value.codePoints().anyMatch(Character::isISOControl)) {
-        throw new IllegalArgumentException(setting + " has a control character: " + shown(value));
-      }
-      if (!value.isEmpty() && (isSpace(value.codePointAt(0)) || isSpace(value.codePointBefore(value.length())))) {
-        throw new IllegalArgumentException(setting + " has a space at either end: " + shown(value));
-      }
-      return value;
-    }
-
-    /** A space of any kind, or a byte order mark (which a value read from a file may start with). */
-    private static boolean isSpace(int c) {
-      return Character.isWhitespace(c) || Character.isSpaceChar(c) || c == '\uFEFF';
-    }
-
-    /** A value quoted for a message, with characters outside printable ASCII as Java escapes. */
-    private static String shown(String value) {
-      StringBuilder b = new StringBuilder("\"");
-      value.chars().limit(120).forEach(c -> b.append(c >= 0x20 && c < 0x7f ? Character.toString(c)
-          : String.format("\\u%04x", c)));
-      return b.append(value.length() > 120 ? "\"... (" + value.length() + " chars)" : "\"").toString();
-    }
-
-    /** Durations are whole milliseconds in config files; more than a day is taken for a typo. */
-    private static final Duration MAX_DURATION = Duration.ofHours(24);
-
-    private static Duration duration(String setting, Duration d, Duration min) {
-      notNull(setting, d, "");
-      if (d.compareTo(min) < 0 || d.compareTo(MAX_DURATION) > 0) {
-        // In milliseconds only if that fits a long: Duration.toMillis() fails past it.
-        boolean inMillis = d.compareTo(Duration.ofMillis(Long.MIN_VALUE)) >= 0
-            && d.compareTo(Duration.ofMillis(Long.MAX_VALUE)) <= 0;
-        String value = inMillis ? d.toMillis() + " ms (" + d + ")" : d.toString();
-        throw new IllegalArgumentException(setting + " must be between " + min.toMillis() + " ms and "
-            + MAX_DURATION.toHours() + " hours: " + value);
-      }
-      return d;
-    }
   }
 }

@@ -501,7 +501,7 @@ final class Stacks {
       throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + refused.getMessage()
           + variables, refused);
     } catch (Exception refused) {
-      if (Ringmaster.anyCause(refused, t -> t instanceof IOException)) {
+      if (StartFailures.anyCause(refused, t -> t instanceof IOException)) {
         throw refused; // an address that does not resolve yet, an interface not up yet: may pass later
       }
       // Refused all the same, as another type: FD_ALL3's interval not below its timeout

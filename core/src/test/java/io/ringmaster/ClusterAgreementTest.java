@@ -293,7 +293,7 @@ class ClusterAgreementTest {
 
   /**
    * While the gossip thread is held (a divergence listener on a same-thread executor, say), at most
-   * {@value Ringmaster#MAX_DIVERGENCES_QUEUED} reports wait for it and the rest are dropped; once it
+   * {@value DivergenceReports#MAX_QUEUED} reports wait for it and the rest are dropped; once it
    * is free, each report it passed on frees its place, so reports after that reach the listeners.
    */
   @Test
@@ -335,13 +335,13 @@ class ClusterAgreementTest {
           .until(() -> a.stats().divergences() >= before + 201);
       release.countDown();
       org.awaitility.Awaitility.await("the reports that waited").atMost(Duration.ofSeconds(20))
-          .until(() -> heard.size() >= 1 + Ringmaster.MAX_DIVERGENCES_QUEUED);
+          .until(() -> heard.size() >= 1 + DivergenceReports.MAX_QUEUED);
       forge.accept("later");
       org.awaitility.Awaitility.await("a report after the queue emptied").atMost(Duration.ofSeconds(20))
           .until(() -> heard.contains("later"));
-      assertEquals(1 + Ringmaster.MAX_DIVERGENCES_QUEUED + 1, heard.size(), heard::toString);
-      assertEquals(List.of("first", "z0", "z" + (Ringmaster.MAX_DIVERGENCES_QUEUED - 1)), List.of(heard.get(0),
-          heard.get(1), heard.get(Ringmaster.MAX_DIVERGENCES_QUEUED)), "the first ones waited; the rest were dropped");
+      assertEquals(1 + DivergenceReports.MAX_QUEUED + 1, heard.size(), heard::toString);
+      assertEquals(List.of("first", "z0", "z" + (DivergenceReports.MAX_QUEUED - 1)), List.of(heard.get(0),
+          heard.get(1), heard.get(DivergenceReports.MAX_QUEUED)), "the first ones waited; the rest were dropped");
     }
   }
 

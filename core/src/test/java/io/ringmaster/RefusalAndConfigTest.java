@@ -1179,14 +1179,14 @@ class RefusalAndConfigTest {
     assertEquals(0, Math.round(49 * (0.5 / 49)), "the case the suggestion must get right");
     int checked = 0;
     for (int virtualNodes = 1; virtualNodes <= 5_000; virtualNodes++) {
-      double suggested = Ringmaster.Builder.smallestWeight(virtualNodes);
+      double suggested = Settings.smallestWeight(virtualNodes);
       assertEquals(1, tokens(virtualNodes, suggested), "virtualNodes " + virtualNodes);
       assertEquals(0, tokens(virtualNodes, Math.nextDown(suggested)), "the smallest: virtualNodes " + virtualNodes);
       checked++;
     }
     assertEquals(5_000, checked);
     int virtualNodes = 49;
-    double suggested = Ringmaster.Builder.smallestWeight(virtualNodes);
+    double suggested = Settings.smallestWeight(virtualNodes);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(virtualNodes)
             .weight(Math.nextDown(suggested)).buildConfig());

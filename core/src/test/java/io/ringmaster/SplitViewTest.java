@@ -135,10 +135,10 @@ class SplitViewTest {
       });
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       CountDownLatch connecting = new CountDownLatch(1);
-      x.beforeRejoinConnect = () -> {
+      x.rejoin.beforeConnect = () -> {
         connecting.countDown();
         // Until close() waits for this rejoin, or (had it not waited) x's listeners heard LEAVING.
-        await().atMost(WAIT).until(() -> x.rejoinLock.hasQueuedThreads() || !leaving.isEmpty());
+        await().atMost(WAIT).until(() -> x.rejoin.lock.hasQueuedThreads() || !leaving.isEmpty());
       };
       splitOff(x, a, b);
       assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
@@ -167,7 +167,7 @@ class SplitViewTest {
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       CountDownLatch connecting = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
-      x.beforeRejoinConnect = () -> {
+      x.rejoin.beforeConnect = () -> {
         connecting.countDown();
         try {
           release.await(WAIT.toSeconds(), TimeUnit.SECONDS); // a connect that does not return
@@ -208,13 +208,13 @@ class SplitViewTest {
       Ringmaster x = cluster.start("x");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       View split;
-      x.rejoinLock.lock(); // x's rejoin waits for it before it leaves: x gossips from the split view meanwhile
+      x.rejoin.lock.lock(); // x's rejoin waits for it before it leaves: x gossips from the split view meanwhile
       try {
         splitOff(x, a, b);
         split = a.channel().getView();
         await("told more than once").atMost(WAIT).until(() -> log.records().size() >= 4);
       } finally {
-        x.rejoinLock.unlock();
+        x.rejoin.lock.unlock();
       }
       await("x rejoins").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
       Map<Object, Integer> warningsPerNode = new HashMap<>();
@@ -244,7 +244,7 @@ class SplitViewTest {
       Ringmaster x = cluster.start("x");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       AtomicInteger connects = new AtomicInteger();
-      x.beforeRejoinConnect = () -> {
+      x.rejoin.beforeConnect = () -> {
         if (connects.incrementAndGet() <= 4) {
           throw new IllegalStateException("injected by the test: connect attempt " + connects.get() + " fails");
         }
@@ -273,7 +273,7 @@ class SplitViewTest {
       Ringmaster x = cluster.start("x");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       AtomicInteger connects = new AtomicInteger();
-      x.beforeRejoinConnect = () -> {
+      x.rejoin.beforeConnect = () -> {
         if (connects.incrementAndGet() == 1) {
           throw new InternalError("injected by the test: the first connect of the rejoin fails");
         }
@@ -311,7 +311,7 @@ class SplitViewTest {
       Ringmaster x = cluster.start("x");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       FailsToStartOnce fault = new FailsToStartOnce();
-      x.beforeRejoinConnect = () -> {
+      x.rejoin.beforeConnect = () -> {
         if (x.channel().getProtocolStack().findProtocol(FailsToStartOnce.class) == null) {
           try { // just above the transport: everything above it is left unstarted by the failure
             x.channel().getProtocolStack().insertProtocol(fault, ProtocolStack.Position.ABOVE, TP.class);
