@@ -14,10 +14,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executor;
@@ -27,7 +24,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
@@ -56,11 +52,6 @@ final class ClusterNode {
                   Map<String, NodeMetadata> metadata, boolean localInRing, List<MembershipChange.Refusal> refused,
                   View view) {}
 
-  /** Tells the members new to the ring in a view which members the ring had before it. */
-  interface RingBeforeSender {
-    void send(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers);
-  }
-
   /** A view, by number and creator, as another member names it in a message. */
   record ViewKey(long id, long creatorHigh, long creatorLow) {
     static ViewKey of(long id, Address creator) {
@@ -69,39 +60,17 @@ final class ClusterNode {
     }
   }
 
-  /** How many old members tell the newcomers of a view what the ring was before it. */
-  static final int RING_BEFORE_SENDERS = 3;
-
-  /** At most this many announced rings are kept for views not installed yet. */
-  private static final int MAX_RINGS_BEFORE = 16;
-
-  /**
-   * Tokens at most in an account of the ring before a join that is built into a ring (about 54 MB),
-   * unless the view's own ring has more than a quarter of that: the rest are ignored. A ring before
-   * has the view's members that were in it and those that left with the join, so a cluster of up
-   * to 4,000 members at 1,024 tokens each, collapsing to a few, stays within it.
-   */
-  static final long MAX_TOKENS_BEFORE = 1L << 22;
-
-  /** At most this many answers are kept for one view: the {@value #RING_BEFORE_SENDERS} senders', and one to spare. */
-  private static final int MAX_ANSWERS_PER_VIEW = RING_BEFORE_SENDERS + 1;
-
-  /** An old member's account of the ring before a view: its members, and who sent it. */
-  private record RingBefore(Address source, List<Member> members) { }
-
   private final NodeMetadata local;
   /** The node's own listener pool, or null: see {@link #launchAll}. */
   private final Executor listenerPool;
   private final ExecutorService viewThread;
-  private final Duration ringBeforeTimeout;
-  private final Map<ViewKey, BlockingQueue<RingBefore>> ringsBefore = new ConcurrentHashMap<>();
-  private volatile RingBeforeSender ringBeforeSender = (viewId, creator, before, newcomers) -> { };
+  /** What a first ring is compared with: the ring before the view that brought this node in. */
+  private final RingsBefore ringsBefore;
   private final List<SerialDelivery<OwnershipChange>> ownershipListeners = new CopyOnWriteArrayList<>();
   private final List<SerialDelivery<MembershipChange>> membershipListeners = new CopyOnWriteArrayList<>();
   private final Object publishLock = new Object();
-  /** The threads in {@link #awaitListeners}, with what they wait for; guarded by itself. */
-  private final Map<Thread, ListenerWaiter> listenerWaiters = new HashMap<>();
-  private long listenerWaiterCount;
+  /** The calls of {@link #awaitListeners} from listeners, which may wait for each other in a circle. */
+  private final ListenerWaits listenerWaits = new ListenerWaits();
   private final CompletableFuture<Snapshot> firstRing = new CompletableFuture<>();
   /** Members whose refusal this node has reported, as of its last published ring: view thread only. */
   private final Set<Address> reportedRefusals = new HashSet<>();
@@ -158,7 +127,7 @@ final class ClusterNode {
 
   /**
    * @param ringBeforeTimeout how long this node's first view waits for an old member to say which
-   *                          members the ring had before it (see {@link #ringBeforeJoining})
+   *                          members the ring had before it (see {@link RingsBefore#forFirstView})
    * @param listenerPool      the node's own listener pool (null for none), whose listeners are
    *                          launched first: handing a callback to it never runs it on the launching
    *                          thread, so a same-thread listener's long callback cannot hold them up
@@ -167,7 +136,7 @@ final class ClusterNode {
     this.local = local;
     this.listenerPool = listenerPool;
     this.viewThread = viewThread;
-    this.ringBeforeTimeout = ringBeforeTimeout;
+    this.ringsBefore = new RingsBefore(local.id(), ringBeforeTimeout);
     this.state = new Snapshot(-1, null, emptyRing(), Map.of(), Map.of(), false, List.of(), null);
   }
 
@@ -175,8 +144,8 @@ final class ClusterNode {
     this.localAddress = address;
   }
 
-  void setRingBeforeSender(RingBeforeSender sender) {
-    this.ringBeforeSender = sender;
+  void setRingBeforeSender(RingsBefore.Sender sender) {
+    ringsBefore.setSender(sender);
   }
 
   /**
@@ -189,14 +158,7 @@ final class ClusterNode {
     if (state.viewId() >= 0) {
       return; // only a node's first ring reads them: kept now, one for a later view would stay for good
     }
-    ViewKey key = ViewKey.of(viewId, viewCreator);
-    BlockingQueue<RingBefore> answers = ringsBefore.get(key);
-    if (answers == null && ringsBefore.size() < MAX_RINGS_BEFORE) { // not asked for yet: kept, within bounds
-      answers = ringsBefore.computeIfAbsent(key, k -> new ArrayBlockingQueue<>(MAX_ANSWERS_PER_VIEW));
-    }
-    if (answers != null) {
-      answers.offer(new RingBefore(source, before)); // dropped once the view has enough of them
-    }
+    ringsBefore.arrived(viewId, viewCreator, before, source);
   }
 
   Snapshot state() {
@@ -453,7 +415,7 @@ final class ClusterNode {
     boolean newToRing = localIn && (previous.viewId() < 0 || !previous.localInRing());
     HashRing before = !newToRing ? previous.ring()
         : previous.viewId() >= 0 ? previous.ring().without(local.id()) // refused until now: it saw that ring
-        : ringBeforeJoining(view, ring, addresses.size());
+        : ringsBefore.forFirstView(view, ring, addresses.size(), localAddress);
     RingDiff diff = RingDiff.compute(before, previous.localInRing(), ring, localIn, local.id(), local.replicas());
     MembershipChange membership = membershipChange(previous, next, view, refused);
     OwnershipChange.Reason reason = view instanceof MergeView ? OwnershipChange.Reason.MERGE
@@ -512,16 +474,12 @@ final class ClusterNode {
       // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
       wakeWaiters();
       if (localIn && previous.localInRing() && !(view instanceof MergeView) && viewId == previous.viewId() + 1) {
-        tellNewcomers(view, self, previous, next);
+        ringsBefore.tellNewcomers(view, self, previous, next);
       }
     } finally {
       launchAll(toLaunch); // outside the lock: no listener code runs under it
     }
-    if (state.viewId() >= 0) {
-      ringsBefore.clear(); // only a node's first ring reads them
-    } else {
-      ringsBefore.keySet().removeIf(k -> k.id() <= viewId);
-    }
+    ringsBefore.forget(viewId, state.viewId() >= 0);
   }
 
   /** The id of a view that could not be installed and is tried again, if any. */
@@ -532,110 +490,7 @@ final class ClusterNode {
 
   /** How many views' accounts of the ring before them are kept (for tests). */
   int ringsBeforeKept() {
-    return ringsBefore.size();
-  }
-
-  /**
-   * The ring before the view that brought this node into the cluster. Only the old members know
-   * it: in the view, a member that joined with this node looks like any other. So this waits for
-   * one of them to say which members it had ({@link #tellNewcomers}); the wait ends as soon as the
-   * first answer from another member of the view that makes a ring is here, usually within
-   * milliseconds (an answer from an address outside the view is not taken: a buggy or foreign
-   * sender's list, as large as a message can make it, would otherwise be built into a ring; nor
-   * one whose members have more tokens than {@link #MAX_TOKENS_BEFORE} and four times this view's
-   * ring, which no ring before it could have).
-   * Without one (the senders crashed, or none is a Ringmaster node), the ring of this view without
-   * this node stands in: then the sources of a range may name a member that joined with it and
-   * holds none of the data.
-   */
-  private HashRing ringBeforeJoining(View view, HashRing ring, int admitted) {
-    if (admitted <= 1 || view instanceof MergeView) {
-      return ring.without(local.id()); // alone: nothing before; a merge: no old member to ask
-    }
-    ViewKey key = ViewKey.of(view.getViewId().getId(), view.getViewId().getCreator());
-    BlockingQueue<RingBefore> answers =
-        ringsBefore.computeIfAbsent(key, k -> new ArrayBlockingQueue<>(MAX_ANSWERS_PER_VIEW));
-    long deadline = System.nanoTime() + ringBeforeTimeout.toNanos();
-    try {
-      for (RingBefore told; (told = answers.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) != null; ) {
-        if (!view.containsMember(told.source()) || told.source().equals(localAddress)) {
-          RingBefore ignored = told;
-          logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2},"
-              + " not another member of that view", local.id(), view.getViewId(), ignored.source()));
-          continue;
-        }
-        long tokens = 0;
-        for (Member m : told.members()) {
-          tokens += Member.tokenCount(ring.virtualNodes(), Math.max(0, m.weight())); // NaN: 0, refused below
-        }
-        if (tokens > Math.max(MAX_TOKENS_BEFORE, 4L * ring.tokenCount())) {
-          // A ring the sender could not have had (one a member made up, say): building it could
-          // take gigabytes, and fail this node's start.
-          RingBefore big = told;
-          long named = tokens;
-          logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2}: its"
-              + " members have {3} tokens, more than {4} and four times this view''s ring", local.id(),
-              view.getViewId(), big.source(), named, MAX_TOKENS_BEFORE));
-          continue;
-        }
-        try {
-          return ring.withMembers(told.members()).without(local.id());
-        } catch (IllegalArgumentException e) {
-          // The answer names members no ring can hold (two with one id, say): a sender's bug, or
-          // not a Ringmaster message. Another sender's may do; if none, the stand-in below.
-          RingBefore bad = told;
-          logQuietly(() -> LOG.log(Level.WARNING, local.id() + ": the members the ring had before view "
-              + view.getViewId() + ", as " + bad.source() + " told them, make no ring", e));
-        }
-      }
-      logQuietly(() -> LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members"
-          + " the ring had before it (in a way that makes a ring); the sources of this node''s first ranges may"
-          + " name members that joined with it", local.id(), Long.toString(ringBeforeTimeout.toMillis()),
-          view.getViewId()));
-      return ring.without(local.id());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt(); // the node is closing
-      return ring.without(local.id());
-    } finally {
-      ringsBefore.remove(key);
-    }
-  }
-
-  /**
-   * Tells the members new to the ring in this view which members it had before, if this node is
-   * one of the first {@value #RING_BEFORE_SENDERS} members of the view (in view order) that were in
-   * the ring before and still are. Only a node whose last view has the id just before this one's
-   * tells, so that a node that skipped a view (a leaving coordinator's last view, overtaken by its
-   * successor's next one) does not name members that have left; those that tell installed views
-   * of the same id, which are the same view unless JGroups gave two views one id (then a
-   * newcomer may be told a ring that still has a member that left). More than one, so that a sender that
-   * has just crashed (it leaves the view only later) does not leave the newcomers waiting. A
-   * newcomer takes the first answer.
-   */
-  private void tellNewcomers(View view, Address self, Snapshot previous, Snapshot next) {
-    Set<Address> before = new HashSet<>(previous.addresses().values());
-    List<Address> newcomers = new ArrayList<>();
-    for (Address a : next.addresses().values()) {
-      if (!before.contains(a)) {
-        newcomers.add(a);
-      }
-    }
-    if (newcomers.isEmpty()) {
-      return;
-    }
-    Set<Address> now = new HashSet<>(next.addresses().values());
-    int senders = 0;
-    for (Address a : view.getMembers()) {
-      if (now.contains(a) && before.contains(a)) {
-        if (a.equals(self)) {
-          ringBeforeSender.send(next.viewId(), next.viewCreator(), previous.ring().members(), newcomers);
-          return;
-        }
-        if (++senders == RING_BEFORE_SENDERS) {
-          return;
-        }
-      }
-    }
+    return ringsBefore.kept();
   }
 
   /**
@@ -1041,21 +896,6 @@ final class ClusterNode {
     }
   }
 
-  /**
-   * A thread in {@link #awaitListeners}: the order it started waiting in, the deliveries whose
-   * callbacks it is running, and the one it waits for now (null between two).
-   */
-  private static final class ListenerWaiter {
-    final long order;
-    final List<SerialDelivery<?>> running;
-    volatile SerialDelivery<?> waitingFor;
-
-    ListenerWaiter(long order, List<SerialDelivery<?>> running) {
-      this.order = order;
-      this.running = running;
-    }
-  }
-
   /** What {@link #awaitListeners} found. */
   enum ListenersState {
     /** Every callback queued so far has run. */
@@ -1074,11 +914,7 @@ final class ClusterNode {
    * delivering to (if any: it cannot be waited for) and those on {@code unwaited} (null for none).
    *
    * <p>Listeners that call this from their callbacks, on different threads, can wait for each
-   * other in a circle (two pool listeners, each waiting for the other). Of the calls in a circle,
-   * the one that entered this method last stops waiting for the next listener of the circle and
-   * still waits for the others ({@link ListenersState#IN_A_CIRCLE}); the other calls go on once its
-   * callback returns. Only callbacks already running count: a callback queued behind another on a
-   * serial executor makes no circle, and is waited for until the deadline.
+   * other in a circle: see {@link ListenerWaits} for how such a circle ends.
    *
    * @param running the deliveries of this node's listeners whose callbacks the calling thread is
    *                running (empty for a caller that is no listener)
@@ -1104,27 +940,7 @@ final class ClusterNode {
       }
       return idle ? ListenersState.IDLE : ListenersState.BUSY;
     }
-    Thread self = Thread.currentThread();
-    ListenerWaiter me;
-    synchronized (listenerWaiters) {
-      me = new ListenerWaiter(listenerWaiterCount++, running);
-      listenerWaiters.put(self, me);
-    }
-    try {
-      Predicate<Thread> futile = runner -> closesCircle(runner, me);
-      ListenersState found = ListenersState.IDLE;
-      for (SerialDelivery<?> l : awaited(unwaited)) {
-        if (!awaitIdle(l, me, deadlineNanos, futile)) {
-          // Once past the deadline, any later failure is too: BUSY is never overwritten.
-          found = System.nanoTime() - deadlineNanos >= 0 ? ListenersState.BUSY : ListenersState.IN_A_CIRCLE;
-        }
-      }
-      return found;
-    } finally {
-      synchronized (listenerWaiters) {
-        listenerWaiters.remove(self);
-      }
-    }
+    return listenerWaits.await(awaited(unwaited), running, deadlineNanos);
   }
 
   /**
@@ -1150,16 +966,7 @@ final class ClusterNode {
 
   /** The listeners that calls of {@link #awaitListeners} from listeners wait for now, by name. */
   List<String> listenerWaits() {
-    List<String> out = new ArrayList<>();
-    synchronized (listenerWaiters) {
-      for (ListenerWaiter w : listenerWaiters.values()) {
-        SerialDelivery<?> d = w.waitingFor;
-        if (d != null) {
-          out.add(d.name());
-        }
-      }
-    }
-    return out;
+    return listenerWaits.names();
   }
 
   /**
@@ -1191,57 +998,6 @@ final class ClusterNode {
       }
     }
     return out;
-  }
-
-  private boolean awaitIdle(SerialDelivery<?> l, ListenerWaiter me, long deadlineNanos, Predicate<Thread> futile)
-      throws InterruptedException {
-    if (me.running.contains(l)) {
-      return true; // its own listener is not waited for
-    }
-    me.waitingFor = l;
-    // The other waits test again whether they close a circle: this one may now pass through them.
-    // Woken where they sleep, on the listener each waits for (removed from the node or not).
-    List<SerialDelivery<?>> sleepingOn = new ArrayList<>();
-    synchronized (listenerWaiters) {
-      for (ListenerWaiter w : listenerWaiters.values()) {
-        SerialDelivery<?> d = w.waitingFor;
-        if (w != me && d != null) {
-          sleepingOn.add(d);
-        }
-      }
-    }
-    sleepingOn.forEach(SerialDelivery::wake);
-    try {
-      return l.awaitIdle(deadlineNanos, futile);
-    } finally {
-      me.waitingFor = null;
-    }
-  }
-
-  /**
-   * Whether following who waits for whom, from the thread running the callback that {@code me}
-   * waits for, leads back to a callback that {@code me}'s thread runs, through waits that all
-   * started before {@code me}'s: then {@code me} is the last wait of a circle, and stops.
-   */
-  private boolean closesCircle(Thread runner, ListenerWaiter me) {
-    synchronized (listenerWaiters) {
-      Thread t = runner;
-      for (int step = 0; step < listenerWaiters.size() && t != null; step++) {
-        ListenerWaiter w = listenerWaiters.get(t);
-        if (w == null || w == me || w.order > me.order) {
-          return false; // no circle, or a later wait in it stops instead
-        }
-        SerialDelivery<?> next = w.waitingFor;
-        if (next == null) {
-          return false;
-        }
-        if (me.running.contains(next)) {
-          return true;
-        }
-        t = next.runner();
-      }
-      return false;
-    }
   }
 
   /**

@@ -86,7 +86,7 @@ class RingBeforeJoinTest {
     Address a = A.newAddress();
     Address c = C.newAddress();
     Address b = B.newAddress();
-    double heavy = (double) (ClusterNode.MAX_TOKENS_BEFORE / 2) / 64; // 2^21 tokens each, at 64 a unit of weight
+    double heavy = (double) (RingsBefore.MAX_TOKENS / 2) / 64; // 2^21 tokens each, at 64 a unit of weight
     List<Member> madeUp = new ArrayList<>(List.of(A.member()));
     for (int i = 0; i < 3; i++) {
       madeUp.add(new Member("made-up-" + i, heavy, ""));
@@ -98,7 +98,7 @@ class RingBeforeJoinTest {
       node.install(View.create(a, 5, a, c, b)); // c joins with b
       assertEquals(ring(A).checksum(), node.ownership.get(0).previousRing().checksum());
       assertEquals(1, log.records().size());
-      assertEquals(3 * (ClusterNode.MAX_TOKENS_BEFORE / 2) + 64, log.records().get(0).getParameters()[3]);
+      assertEquals(3 * (RingsBefore.MAX_TOKENS / 2) + 64, log.records().get(0).getParameters()[3]);
     }
     // A true account of a large member that left with the join: far more than four times the view's
     // small ring, within the bound, so built.
