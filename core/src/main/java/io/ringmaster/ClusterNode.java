@@ -34,7 +34,8 @@ import org.jgroups.util.UUID;
  * Turns views into rings and rings into callbacks, on the node's own view thread.
  *
  * <p>{@link #onView(View)} is all a JGroups thread does here with a view: it queues it (and
- * {@link #ringBeforeArrived}, from the gossip, only completes a future). The view
+ * {@link #ringBeforeArrived}, from the gossip, only hands an account of the ring before a view to
+ * {@link RingsBefore}, a bounded queue per view). The view
  * thread reads every member's metadata from the view, builds the ring incrementally from the
  * previous one, publishes it with one volatile write, and only then queues the callbacks. Lookups
  * read the published {@link Snapshot} and never wait.
@@ -51,14 +52,6 @@ final class ClusterNode {
   record Snapshot(long viewId, Address viewCreator, HashRing ring, Map<String, Address> addresses,
                   Map<String, NodeMetadata> metadata, boolean localInRing, List<MembershipChange.Refusal> refused,
                   View view) {}
-
-  /** A view, by number and creator, as another member names it in a message. */
-  record ViewKey(long id, long creatorHigh, long creatorLow) {
-    static ViewKey of(long id, Address creator) {
-      UUID u = Gossip.creatorBits(creator);
-      return new ViewKey(id, u.getMostSignificantBits(), u.getLeastSignificantBits());
-    }
-  }
 
   private final NodeMetadata local;
   /** The node's own listener pool, or null: see {@link #launchAll}. */
@@ -271,15 +264,15 @@ final class ClusterNode {
       if (publishedView == view) {
         // Published: its callbacks were queued first, so the listeners miss nothing; what failed
         // came after (the launches run all the same, in a finally).
-        logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " was installed on " + local.id()
+        Logs.quietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " was installed on " + local.id()
             + ", but what follows it failed", e));
       } else if (!retry || !retried) {
-        logQuietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
+        Logs.quietly(() -> LOG.log(Level.ERROR, "view " + view.getViewId() + " could not be installed on " + local.id()
             + (retried ? "; it is tried again (at once, then after 1 s and twice as long each time, up to a"
             + " minute) until it or a later view is installed; failures of those tries are logged at WARNING"
             : ""), e));
       } else {
-        logQuietly(() -> LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(),
+        Logs.quietly(() -> LOG.log(Level.WARNING, "view {0} could not be installed on {1} again: {2}", view.getViewId(),
             local.id(), e.toString()));
       }
     }
@@ -288,20 +281,7 @@ final class ClusterNode {
   /** Logs each refusal at WARNING (they are in the membership change and the stats all the same). */
   private void logRefusals(List<MembershipChange.Refusal> refused) {
     for (MembershipChange.Refusal r : refused) {
-      logQuietly(() -> LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason()));
-    }
-  }
-
-  /**
-   * Runs one log call of the view thread (or of a listener's queue). Never throws: a logger that
-   * does (a filter's bug, a backend's) has nothing to tell it with, and must not stop the work after
-   * the log.
-   */
-  static void logQuietly(Runnable log) {
-    try {
-      log.run();
-    } catch (RuntimeException | Error logging) {
-      // nothing to tell it with
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: {1}", local.id(), r.reason()));
     }
   }
 
@@ -348,7 +328,7 @@ final class ClusterNode {
       // JGroups installs only views that list this member, so this one was queued by the channel
       // before a rejoin (a new member, with a new address): the rejoin's first view replaces it.
       // Quietly: a logger that throws would make this view a failed one, tried again later.
-      logQuietly(() -> LOG.log(Level.DEBUG, "{0}: view {1} is from before this node rejoined; skipped", local.id(),
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: view {1} is from before this node rejoined; skipped", local.id(),
           view.getViewId()));
       return;
     }
@@ -362,7 +342,7 @@ final class ClusterNode {
       // Quietly: a logger that throws would make this view a failed one, and its retry, which
       // skips this check, would take the ring back.
       ViewId newer = lastViewId;
-      logQuietly(() -> LOG.log(Level.WARNING, "{0}: view {1} came after view {2}, which is newer; skipped",
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: view {1} came after view {2}, which is newer; skipped",
           local.id(), id, newer));
       return;
     }
@@ -540,7 +520,7 @@ final class ClusterNode {
         // (a foreign or broken peer, or a build that changed what this one reads: every member
         // leaves it out alike), said once, so that an operator sees why a member is not in the ring.
         if (NodeMetadata.isRingmasterNode(a) && reported.add(a)) {
-          logQuietly(() -> LOG.log(Level.WARNING, "{0}: member {1} of view {2} announces Ringmaster metadata that this"
+          Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: member {1} of view {2} announces Ringmaster metadata that this"
               + " build cannot read or no ring could use; it is left out of the ring", local.id(), a,
               view.getViewId()));
         }
@@ -883,7 +863,7 @@ final class ClusterNode {
             try {
               d.launchInTurn(); // never throws, by its contract; if it did, the launches after it must still go
             } catch (RuntimeException | Error e) {
-              logQuietly(() -> LOG.log(Level.ERROR, "launching " + d.name() + " failed", e));
+              Logs.quietly(() -> LOG.log(Level.ERROR, "launching " + d.name() + " failed", e));
             }
             interrupted |= Thread.interrupted();
           }

@@ -56,7 +56,7 @@ final class DivergenceReports {
       // The gossip thread is behind (a send waiting on the transport) and senders keep naming new
       // divergences: each would wait in the timer's queue, which has no bound. Counted in stats().
       queued.decrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: {1} divergence reports wait already; not handed on:"
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: {1} divergence reports wait already; not handed on:"
           + " {2}", nodeId, MAX_QUEUED, d));
       return;
     }
@@ -71,7 +71,7 @@ final class DivergenceReports {
       });
     } catch (RejectedExecutionException closing) {
       queued.decrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d));
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "divergence reported while closing: {0}", d));
     }
   }
 }

@@ -315,7 +315,7 @@ final class Gossip {
     }
     if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
       multicastsDropped.incrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: dropped a gossip message sent to every member by {1}",
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: dropped a gossip message sent to every member by {1}",
           localId, msg.getSrc()));
       return;
     }
@@ -341,7 +341,7 @@ final class Gossip {
         node.ringBeforeArrived(viewId, creator, before, msg.getSrc());
       }
     } catch (IOException | IllegalArgumentException malformed) {
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed));
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed));
     }
   }
 
@@ -379,14 +379,14 @@ final class Gossip {
               : holder ? RingDivergence.Kind.CHECKSUM : RingDivergence.Kind.HOLDER);
       boolean first;
       synchronized (logged) { // JGroups threads, one per sender or batch
-        first = logged.first(ClusterNode.ViewKey.of(viewId, creator), List.of(d, String.valueOf(source)));
+        first = logged.first(ViewKey.of(viewId, creator), List.of(d, String.valueOf(source)));
       }
       // Handed on first: a logger that throws must not keep the listeners from hearing of it (the
       // report is taken once per view and sender).
       onDivergence.accept(d);
       boolean lineDue = first && (notListed || divergenceLines.tryTake());
       boolean split = notListed;
-      ClusterNode.logQuietly(() -> {
+      Logs.quietly(() -> {
         if (!lineDue) {
           // Found again in this view, or past the ERROR lines of 10 s: a sender names its id and
           // checksum freely, so a flood of new ones would be a flood of lines.
@@ -443,12 +443,12 @@ final class Gossip {
     }
     Level level = first && toldLines.tryTake() ? Level.WARNING : Level.DEBUG;
     // Quietly: the member must still be told, or the split stays.
-    ClusterNode.logQuietly(() -> LOG.log(level, "{0}: {1} says it is in view {2}, which does not list it: one view id"
+    Logs.quietly(() -> LOG.log(level, "{0}: {1} says it is in view {2}, which does not list it: one view id"
         + " with two member lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
         view.getViewId()));
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
       tellsQueued.decrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId,
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId,
           MAX_TELLS_QUEUED, member));
       return;
     }
@@ -479,7 +479,7 @@ final class Gossip {
     View v = channelView(viewId, creator);
     if (v == null || source == null || !v.containsMember(source) || source.equals(channel.getAddress())) {
       notListedIgnored.incrementAndGet();
-      ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: ignored \"not in view {1}\" from {2}: this node''s view"
+      Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: ignored \"not in view {1}\" from {2}: this node''s view"
           + " is {3}", localId, Long.toString(viewId), source,
           channel.getView() == null ? "none" : channel.getView().getViewId()));
       return;

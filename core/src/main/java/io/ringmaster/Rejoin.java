@@ -85,7 +85,7 @@ final class Rejoin {
       queued.set(false);
     } catch (Error e) { // no thread for the rejoin (out of memory, say): the next report tries again
       queued.set(false);
-      ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, "{0}: cannot start rejoining the cluster: {1}",
+      Logs.quietly(() -> LOG.log(Level.ERROR, "{0}: cannot start rejoining the cluster: {1}",
           config.nodeId(), e));
     }
   }
@@ -112,7 +112,7 @@ final class Rejoin {
           return; // a newer view came meanwhile: JGroups ended the split itself
         }
         // Quietly, as every line of a rejoin: a logger that throws must not keep the node split.
-        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in"
+        Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: a member of view {1} does not list this node in"
             + " it: one view id with two member lists (a JGroups merge race); rejoining the cluster to end the split",
             config.nodeId(), stale.getViewId()));
         ch.disconnect();
@@ -125,7 +125,7 @@ final class Rejoin {
       rejoins.incrementAndGet();
       failures = 0;
       View now = ch.getView();
-      ClusterNode.logQuietly(() -> {
+      Logs.quietly(() -> {
         if (now != null && now.size() == 1 && stale.size() > 1) {
           LOG.log(Level.WARNING, "{0} rejoined {1} alone (view {2}): no member answered its join; it merges back"
               + " when MERGE3 finds the others", config.nodeId(), config.clusterName(), now.getViewId());
@@ -137,7 +137,7 @@ final class Rejoin {
     } catch (Exception | Error e) { // an Error too: nothing reads this task's future, so it would vanish
       retry = !closing.getAsBoolean();
       stopStackLeftHalfStarted(ch);
-      logFailure(e, retry);
+      logFailure(e, retry, System.nanoTime());
     } finally {
       lock.unlock();
       queued.set(false);
@@ -146,7 +146,7 @@ final class Rejoin {
       try {
         thread.schedule(() -> later(stale), config.gossipInterval().toMillis(), TimeUnit.MILLISECONDS);
       } catch (RejectedExecutionException closed) {
-        ClusterNode.logQuietly(() -> LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId()));
+        Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: closing, no further rejoin", config.nodeId()));
       }
     }
   }
@@ -155,11 +155,13 @@ final class Rejoin {
    * A failed rejoin attempt: the first of a stretch at ERROR with its stack trace, then at DEBUG,
    * with an ERROR again at most once a minute while they go on failing (an attempt every
    * {@code gossipInterval} would fill the log); at DEBUG when the node is closing. Quietly: a
-   * logger that throws must not cancel the next attempt.
+   * logger that throws must not cancel the next attempt. Under {@link #lock}.
+   *
+   * @param nowNanos {@link System#nanoTime()}
    */
-  private void logFailure(Throwable e, boolean retry) {
+  void logFailure(Throwable e, boolean retry, long nowNanos) {
     int inARow = ++failures;
-    long now = System.nanoTime();
+    long now = nowNanos;
     boolean say = retry && (inARow == 1 || now - failureSaidAt >= FAILURE_REPEAT.toNanos());
     if (say) {
       failureSaidAt = now;
@@ -167,7 +169,7 @@ final class Rejoin {
     String line = config.nodeId() + ": rejoining the cluster failed" + (inARow > 1 ? " (" + inARow
         + " attempts in a row; those between the ERROR lines at DEBUG)" : "") + "; next attempt in "
         + config.gossipInterval().toMillis() + " ms";
-    ClusterNode.logQuietly(() -> LOG.log(say ? Level.ERROR : Level.DEBUG, line, e));
+    Logs.quietly(() -> LOG.log(say ? Level.ERROR : Level.DEBUG, line, e));
   }
 
   /**
@@ -185,7 +187,7 @@ final class Rejoin {
     try {
       ch.getProtocolStack().stopStack(config.clusterName());
     } catch (RuntimeException | Error e) {
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: stopping the stack after a failed rejoin failed:"
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: stopping the stack after a failed rejoin failed:"
           + " {1}", config.nodeId(), e));
     }
   }
@@ -213,7 +215,7 @@ final class Rejoin {
       Thread.currentThread().interrupt(); // the LEAVING change is still queued: see Ringmaster.leave
     }
     // Quietly: the leave that called this must still queue the LEAVING change.
-    ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1}"
+    Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: a rejoin under way has not ended (waited at most {1}"
         + " ms); leaving from the ring before it", config.nodeId(), Long.toString(timeoutMillis)));
   }
 }

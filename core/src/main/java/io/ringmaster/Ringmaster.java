@@ -111,11 +111,6 @@ public final class Ringmaster implements AutoCloseable {
   private static final Duration QUEUE_LEAVING_TIMEOUT = Duration.ofSeconds(5);
   /** Stacks {@link #start()} builds at most when the transport finds no port (see {@link #connect()}). */
   static final int BIND_ATTEMPTS = 3;
-  /**
-   * At most how long a node's first view waits for an old member to say what the ring was before
-   * it; at most half of {@code startTimeout} too.
-   */
-  private static final Duration RING_BEFORE_TIMEOUT = Duration.ofSeconds(5);
 
   private final RingmasterConfig config;
   private final NodeMetadata metadata;
@@ -163,16 +158,7 @@ public final class Ringmaster implements AutoCloseable {
     this.divergences = new DivergenceReports(id, gossipTimer);
     this.rejoin = new Rejoin(config, () -> channel, closeCalled::get, rejoinThread);
     // A newcomer's first view waits at most this long for the ring before it (usually milliseconds).
-    this.node = new ClusterNode(metadata, viewThread, ringBeforeWait(config.startTimeout()), listenerPool);
-  }
-
-  /**
-   * How long a newcomer's first view waits for the ring before it: {@link #RING_BEFORE_TIMEOUT}, or
-   * half of {@code startTimeout} if that is less, which leaves start() time for the rest.
-   */
-  static Duration ringBeforeWait(Duration startTimeout) {
-    Duration halfStart = startTimeout.dividedBy(2);
-    return halfStart.compareTo(RING_BEFORE_TIMEOUT) < 0 ? halfStart : RING_BEFORE_TIMEOUT;
+    this.node = new ClusterNode(metadata, viewThread, RingsBefore.timeout(config.startTimeout()), listenerPool);
   }
 
   /** A builder with the defaults of {@link Builder}. */
@@ -437,7 +423,7 @@ public final class Ringmaster implements AutoCloseable {
       } catch (RuntimeException | Error e) {
         // No memory for the future or the exception, say: the node must still leave, or nothing
         // could make it (every later close() returns at once).
-        ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, config.nodeId() + ": waking the threads waiting for a"
+        Logs.quietly(() -> LOG.log(Level.ERROR, config.nodeId() + ": waking the threads waiting for a"
             + " ring failed; leaving all the same", e));
       }
       synchronized (this) { // start() may still hold it, until its first ring
@@ -451,7 +437,7 @@ public final class Ringmaster implements AutoCloseable {
       // queued behind that one (see ClusterNode.awaitListeners). start() has returned
       // (a second call fails: the node is started), and closeCalled keeps a second close() out.
       leave(ownPool.get());
-      ClusterNode.logQuietly(() -> LOG.log(Level.INFO, "{0} left {1}", config.nodeId(), config.clusterName()));
+      Logs.quietly(() -> LOG.log(Level.INFO, "{0} left {1}", config.nodeId(), config.clusterName()));
     } finally {
       closeDone.complete(null);
       if (interruptedBefore) {
@@ -512,7 +498,7 @@ public final class Ringmaster implements AutoCloseable {
           }
           queuedAt = System.nanoTime();
           // Quietly: the wait for the listeners' hand-off below must still run.
-          ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a"
+          Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a"
               + " listener on a same-thread executor?); " + (queuedHere ? "the LEAVING change was queued by close()"
               + " instead, and " : "") + "the callbacks the view thread had yet to start were handed to the node''s"
               + " pool", config.nodeId(), Long.toString(queueTimeout)));
@@ -527,14 +513,14 @@ public final class Ringmaster implements AutoCloseable {
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         // Naming whose hand-off may be cut short, but for the listeners that called close(): no wait helps them.
-        ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1} ms;"
+        Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1} ms;"
             + " leaving anyway (raise leaveTimeout, or speed up their hand-off): {2}", config.nodeId(),
             Long.toString(config.leaveTimeout().toMillis()), String.join("; ", node.busyListeners(unwaited, callers))));
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (ExecutionException e) {
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(),
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: could not announce the leave: {1}", config.nodeId(),
           e));
     } finally {
       try {
@@ -692,7 +678,7 @@ public final class Ringmaster implements AutoCloseable {
 
   private void await(ExecutorService pool, String name, boolean runsCaller) throws InterruptedException {
     if (!runsCaller && !pool.awaitTermination(1, TimeUnit.SECONDS)) {
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the {1} still runs a task a second after close()"
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: the {1} still runs a task a second after close()"
           + " interrupted it; close() returns without waiting for it", config.nodeId(), name));
     }
   }
@@ -717,11 +703,11 @@ public final class Ringmaster implements AutoCloseable {
       String failed = config.nodeId() + ": gossip round failed; the ring checksums are not compared until a round"
           + " succeeds";
       if (e instanceof Error) {
-        ClusterNode.logQuietly(() -> LOG.log(Level.ERROR, failed, e));
+        Logs.quietly(() -> LOG.log(Level.ERROR, failed, e));
       } else {
         Level level = gossipFailing || closeCalled.get() ? Level.DEBUG : Level.WARNING;
         gossipFailing = true;
-        ClusterNode.logQuietly(() -> LOG.log(level, failed + " (failures after this one are logged at DEBUG until"
+        Logs.quietly(() -> LOG.log(level, failed + " (failures after this one are logged at DEBUG until"
             + " one succeeds)", e));
       }
     }
@@ -1153,69 +1139,6 @@ public final class Ringmaster implements AutoCloseable {
     delivery.requireAccepted();
   }
 
-  /** Ownership listeners registered now (for tests). */
-  int ownershipListenerCount() {
-    return node.ownershipListenerCount();
-  }
-
-  /** Membership listeners registered now (for tests). */
-  int membershipListenerCount() {
-    return node.membershipListenerCount();
-  }
-
-  /**
-   * Whether the node's shutdown has ended: its channel closed and its threads stopped (or given up
-   * on, with a WARNING). For the test kit, which lets go of such nodes; reached by reflection.
-   */
-  boolean shutDown() {
-    return shutDown;
-  }
-
-  /** Runs before each view's ring is built, on the view thread (for tests: a slow or failing build). */
-  void beforeEachBuild(java.util.function.Consumer<org.jgroups.View> hook) {
-    node.beforeBuild = hook;
-  }
-
-  /** Threads waiting in {@link #awaitRing} for the next ring (for tests). */
-  int ringWaiters() {
-    return node.nextPublish().getNumberOfDependents();
-  }
-
-  /** The listeners that calls of {@link #awaitListeners} from listeners wait for now, by name (for tests). */
-  List<String> listenerWaits() {
-    return node.listenerWaits();
-  }
-
-  /** "Not in view" messages this node did not believe (for tests). */
-  long notListedIgnored() {
-    return gossip == null ? 0 : gossip.notListedIgnored.get();
-  }
-
-  /** Gossip messages sent to every member, dropped unread (for tests). */
-  long gossipMulticastsDropped() {
-    return gossip == null ? 0 : gossip.multicastsDropped.get();
-  }
-
-  /** "Does your view list me?" messages sent while refused (for tests). */
-  long listedQueriesSent() {
-    return gossip == null ? 0 : gossip.queriesSent.get();
-  }
-
-  /** "Your view is not mine" messages this node sent (for tests). */
-  long notListedSent() {
-    return gossip == null ? 0 : gossip.notListedSent.get();
-  }
-
-  /** "Does your view list me?" messages received from refused members (for tests). */
-  long listedQueriesReceived() {
-    return gossip == null ? 0 : gossip.queriesReceived.get();
-  }
-
-  /** Divergence listeners registered now (for tests). */
-  int divergenceListenerCount() {
-    return divergences.listenerCount();
-  }
-
   /**
    * Adds a membership listener run on the node's listener pool.
    *
@@ -1369,6 +1292,71 @@ public final class Ringmaster implements AutoCloseable {
         + ring() + "]";
   }
 
+  // ---------------------------------------------------------------- for tests and the test kit
+
+  /** Ownership listeners registered now (for tests). */
+  int ownershipListenerCount() {
+    return node.ownershipListenerCount();
+  }
+
+  /** Membership listeners registered now (for tests). */
+  int membershipListenerCount() {
+    return node.membershipListenerCount();
+  }
+
+  /**
+   * Whether the node's shutdown has ended: its channel closed and its threads stopped (or given up
+   * on, with a WARNING). For the test kit, which lets go of such nodes; reached by reflection.
+   */
+  boolean shutDown() {
+    return shutDown;
+  }
+
+  /** Runs before each view's ring is built, on the view thread (for tests: a slow or failing build). */
+  void beforeEachBuild(java.util.function.Consumer<org.jgroups.View> hook) {
+    node.beforeBuild = hook;
+  }
+
+  /** Threads waiting in {@link #awaitRing} for the next ring (for tests). */
+  int ringWaiters() {
+    return node.nextPublish().getNumberOfDependents();
+  }
+
+  /** The listeners that calls of {@link #awaitListeners} from listeners wait for now, by name (for tests). */
+  List<String> listenerWaits() {
+    return node.listenerWaits();
+  }
+
+  /** "Not in view" messages this node did not believe (for tests). */
+  long notListedIgnored() {
+    return gossip == null ? 0 : gossip.notListedIgnored.get();
+  }
+
+  /** Gossip messages sent to every member, dropped unread (for tests). */
+  long gossipMulticastsDropped() {
+    return gossip == null ? 0 : gossip.multicastsDropped.get();
+  }
+
+  /** "Does your view list me?" messages sent while refused (for tests). */
+  long listedQueriesSent() {
+    return gossip == null ? 0 : gossip.queriesSent.get();
+  }
+
+  /** "Your view is not mine" messages this node sent (for tests). */
+  long notListedSent() {
+    return gossip == null ? 0 : gossip.notListedSent.get();
+  }
+
+  /** "Does your view list me?" messages received from refused members (for tests). */
+  long listedQueriesReceived() {
+    return gossip == null ? 0 : gossip.queriesReceived.get();
+  }
+
+  /** Divergence listeners registered now (for tests). */
+  int divergenceListenerCount() {
+    return divergences.listenerCount();
+  }
+
   private java.util.concurrent.ThreadFactory threads(String prefix, Pool pool) {
     AtomicInteger n = new AtomicInteger();
     return r -> {
@@ -1419,7 +1407,7 @@ public final class Ringmaster implements AutoCloseable {
      * nothing in this builder.
      */
     public Builder config(Path file) {
-      Json.readConfig(Settings.notNull("config file", file, ""), this);
+      Json.readConfig(SettingChecks.notNull("config file", file, ""), this);
       configFile = file;
       return this;
     }
@@ -1431,13 +1419,13 @@ public final class Ringmaster implements AutoCloseable {
      * only beyond ASCII could meet in one cluster.
      */
     public Builder clusterName(String clusterName) {
-      Settings.nonEmpty("clusterName", clusterName);
+      SettingChecks.nonEmpty("clusterName", clusterName);
       boolean printable = clusterName.length() <= MAX_CLUSTER_NAME
           && clusterName.chars().allMatch(c -> c >= 0x20 && c < 0x7f)
           && clusterName.charAt(0) != ' ' && clusterName.charAt(clusterName.length() - 1) != ' ';
       if (!printable) {
         throw new IllegalArgumentException("clusterName must be 1 to " + MAX_CLUSTER_NAME + " printable ASCII"
-            + " characters without a space at either end: " + Settings.shown(clusterName));
+            + " characters without a space at either end: " + SettingChecks.shown(clusterName));
       }
       this.clusterName = clusterName;
       return this;
@@ -1450,7 +1438,7 @@ public final class Ringmaster implements AutoCloseable {
      * {@link IllegalArgumentException} naming the setting and the value.
      */
     public Builder nodeId(String nodeId) {
-      NodeMetadata.checkFits("nodeId", Settings.wellFormed("nodeId", Settings.nonEmpty("nodeId", nodeId)));
+      NodeMetadata.checkFits("nodeId", SettingChecks.wellFormed("nodeId", SettingChecks.nonEmpty("nodeId", nodeId)));
       this.nodeId = nodeId; // last: a value refused above is not kept
       return this;
     }
@@ -1477,7 +1465,7 @@ public final class Ringmaster implements AutoCloseable {
      */
     public Builder zone(String zone) {
       NodeMetadata.checkFits("zone",
-          Settings.wellFormed("zone", Settings.notNull("zone", zone, "; use \"\" for no zone")));
+          SettingChecks.wellFormed("zone", SettingChecks.notNull("zone", zone, "; use \"\" for no zone")));
       this.zone = zone;
       return this;
     }
@@ -1525,8 +1513,8 @@ public final class Ringmaster implements AutoCloseable {
      * {@link #zone(String)}.
      */
     public Builder applicationVersion(String applicationVersion) {
-      NodeMetadata.checkFits("applicationVersion", Settings.wellFormed("applicationVersion",
-          Settings.notNull("applicationVersion", applicationVersion, "; use \"\" for none")));
+      NodeMetadata.checkFits("applicationVersion", SettingChecks.wellFormed("applicationVersion",
+          SettingChecks.notNull("applicationVersion", applicationVersion, "; use \"\" for none")));
       this.applicationVersion = applicationVersion;
       return this;
     }
@@ -1541,7 +1529,7 @@ public final class Ringmaster implements AutoCloseable {
      * no encryption; the protocols' own settings are checked when the node starts.
      */
     public Builder jgroupsConfig(String jgroupsConfig) {
-      this.jgroupsConfig = Settings.nonEmpty("jgroupsConfig", jgroupsConfig);
+      this.jgroupsConfig = SettingChecks.nonEmpty("jgroupsConfig", jgroupsConfig);
       return this;
     }
 
@@ -1551,7 +1539,7 @@ public final class Ringmaster implements AutoCloseable {
      */
     public Builder endpoint(String endpoint) {
       NodeMetadata.checkFits("endpoint",
-          Settings.wellFormed("endpoint", Settings.notNull("endpoint", endpoint, "; use \"\" for none")));
+          SettingChecks.wellFormed("endpoint", SettingChecks.notNull("endpoint", endpoint, "; use \"\" for none")));
       this.endpoint = endpoint;
       return this;
     }
@@ -1567,7 +1555,7 @@ public final class Ringmaster implements AutoCloseable {
     public Builder bindAddress(String bindAddress) {
       java.net.InetAddress address;
       try {
-        address = java.net.InetAddress.getByName(Settings.nonEmpty("bindAddress", bindAddress));
+        address = java.net.InetAddress.getByName(SettingChecks.nonEmpty("bindAddress", bindAddress));
       } catch (java.net.UnknownHostException e) {
         throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
       }
@@ -1607,7 +1595,7 @@ public final class Ringmaster implements AutoCloseable {
      *                                  outside 1..65535, naming the entry
      */
     public Builder initialHosts(String initialHosts) {
-      Stacks.checkHosts(Settings.nonEmpty("initialHosts", initialHosts));
+      Stacks.checkHosts(SettingChecks.nonEmpty("initialHosts", initialHosts));
       this.initialHosts = initialHosts;
       return this;
     }
@@ -1619,7 +1607,7 @@ public final class Ringmaster implements AutoCloseable {
      * it fails, naming the three places, when the stack needs a secret and none of them has one.
      */
     public Builder secret(String secret) {
-      if (Settings.nonEmpty("secret", secret).isBlank()) {
+      if (SettingChecks.nonEmpty("secret", secret).isBlank()) {
         throw new IllegalArgumentException("secret is blank: use a long random secret (openssl rand -base64 32)");
       }
       SharedSecret.checkTrimmed(secret, "secret");
@@ -1629,13 +1617,13 @@ public final class Ringmaster implements AutoCloseable {
 
     /** How long {@link #close()} waits for listeners to hand data off: 0 to 24 hours. */
     public Builder leaveTimeout(Duration leaveTimeout) {
-      this.leaveTimeout = Settings.duration("leaveTimeout", leaveTimeout, Duration.ZERO);
+      this.leaveTimeout = SettingChecks.duration("leaveTimeout", leaveTimeout, Duration.ZERO);
       return this;
     }
 
     /** How often the ring checksum is compared with a random peer: 1 ms to 24 hours. */
     public Builder gossipInterval(Duration gossipInterval) {
-      this.gossipInterval = Settings.duration("gossipInterval", gossipInterval, Duration.ofMillis(1));
+      this.gossipInterval = SettingChecks.duration("gossipInterval", gossipInterval, Duration.ofMillis(1));
       return this;
     }
 
@@ -1645,7 +1633,7 @@ public final class Ringmaster implements AutoCloseable {
      * comes first and is not counted.
      */
     public Builder startTimeout(Duration startTimeout) {
-      this.startTimeout = Settings.duration("startTimeout", startTimeout, Duration.ofMillis(1));
+      this.startTimeout = SettingChecks.duration("startTimeout", startTimeout, Duration.ofMillis(1));
       return this;
     }
 
@@ -1689,7 +1677,7 @@ public final class Ringmaster implements AutoCloseable {
       } else {
         Stacks.checkSecretAvailable(jgroupsConfig);
       }
-      Settings.checkTokens(virtualNodes, weight);
+      SettingChecks.checkTokens(virtualNodes, weight);
     }
 
     /** A node with these settings, not started yet. */

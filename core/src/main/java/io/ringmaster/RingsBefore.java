@@ -1,6 +1,5 @@
 package io.ringmaster;
 
-import io.ringmaster.ClusterNode.ViewKey;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.lang.System.Logger.Level;
@@ -36,6 +35,12 @@ final class RingsBefore {
     void send(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers);
   }
 
+  /**
+   * At most how long a node's first view waits for an old member to say what the ring was before
+   * it; at most half of {@code startTimeout} too.
+   */
+  private static final Duration MAX_TIMEOUT = Duration.ofSeconds(5);
+
   /** How many old members tell the newcomers of a view what the ring was before it. */
   static final int SENDERS = 3;
 
@@ -65,6 +70,15 @@ final class RingsBefore {
   RingsBefore(String localId, Duration timeout) {
     this.localId = localId;
     this.timeout = timeout;
+  }
+
+  /**
+   * How long a newcomer's first view waits for the ring before it: {@link #MAX_TIMEOUT}, or half of
+   * {@code startTimeout} if that is less, which leaves start() time for the rest.
+   */
+  static Duration timeout(Duration startTimeout) {
+    Duration halfStart = startTimeout.dividedBy(2);
+    return halfStart.compareTo(MAX_TIMEOUT) < 0 ? halfStart : MAX_TIMEOUT;
   }
 
   void setSender(Sender sender) {
@@ -129,7 +143,7 @@ final class RingsBefore {
       for (Answer told; (told = answers.poll(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) != null; ) {
         if (!view.containsMember(told.source()) || told.source().equals(localAddress)) {
           Answer ignored = told;
-          ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2},"
+          Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2},"
               + " not another member of that view", localId, view.getViewId(), ignored.source()));
           continue;
         }
@@ -142,7 +156,7 @@ final class RingsBefore {
           // take gigabytes, and fail this node's start.
           Answer big = told;
           long named = tokens;
-          ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2}: its"
+          Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: ignored an account of the ring before view {1} from {2}: its"
               + " members have {3} tokens, more than {4} and four times this view''s ring", localId,
               view.getViewId(), big.source(), named, MAX_TOKENS));
           continue;
@@ -153,11 +167,11 @@ final class RingsBefore {
           // The answer names members no ring can hold (two with one id, say): a sender's bug, or
           // not a Ringmaster message. Another sender's may do; if none, the stand-in below.
           Answer bad = told;
-          ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, localId + ": the members the ring had before view "
+          Logs.quietly(() -> LOG.log(Level.WARNING, localId + ": the members the ring had before view "
               + view.getViewId() + ", as " + bad.source() + " told them, make no ring", e));
         }
       }
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members"
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: no other member of view {2} said within {1} ms which members"
           + " the ring had before it (in a way that makes a ring); the sources of this node''s first ranges may"
           + " name members that joined with it", localId, Long.toString(timeout.toMillis()),
           view.getViewId()));

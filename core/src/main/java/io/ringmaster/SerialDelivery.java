@@ -239,7 +239,7 @@ final class SerialDelivery<E> implements Registration {
         return; // caught up meanwhile (its INFO line may be out already): nothing to warn of
       }
     }
-    ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
+    Logs.quietly(() -> LOG.log(System.Logger.Level.WARNING, name + " falls behind: " + LAG_WARNING
         + " callbacks are queued behind the one it runs (each ownership change holds its rings until"
         + " delivered); see stats().pendingCallbacks()"));
   }
@@ -317,7 +317,7 @@ final class SerialDelivery<E> implements Registration {
       Throwable notQueuedHere = lost;
       // The first event of a listener being added: its add fails with this (requireAccepted), and
       // says so to the caller; it was never added, so nothing is "removed".
-      ClusterNode.logQuietly(() -> LOG.log(first ? System.Logger.Level.DEBUG : System.Logger.Level.ERROR,
+      Logs.quietly(() -> LOG.log(first ? System.Logger.Level.DEBUG : System.Logger.Level.ERROR,
           first ? name + ": its first callback could not be queued (" + notQueuedHere + "); not added"
               : name + ": a callback could not be queued (" + notQueuedHere + "); the listener is removed so that"
               + " it never sees a sequence with a gap. Register it again to start over.", notQueuedHere));
@@ -372,7 +372,7 @@ final class SerialDelivery<E> implements Registration {
       if (removedBefore) {
         // Its registration was closed while this launch went on (and the executor then shut down):
         // no listener left to report the refusal for.
-        ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.DEBUG,
+        Logs.quietly(() -> LOG.log(System.Logger.Level.DEBUG,
             "{0}: removed; its executor refused a callback after that ({1})", name, e));
         return;
       }
@@ -455,7 +455,7 @@ final class SerialDelivery<E> implements Registration {
           }
         }
         if (caughtUp) { // outside the monitor, which the publisher takes to queue the next change
-          ClusterNode.logQuietly(() -> LOG.log(System.Logger.Level.INFO, name + " caught up: no callback queued"));
+          Logs.quietly(() -> LOG.log(System.Logger.Level.INFO, name + " caught up: no callback queued"));
         }
         if (done) {
           return;

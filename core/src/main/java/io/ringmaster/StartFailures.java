@@ -8,9 +8,13 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.Predicate;
 
 /**
- * Tells apart why a {@link Ringmaster#start()} failed, from the exception it caught, and says so
- * in the {@link RingmasterException} it throws: refused by the cluster, no ring in time, a stack
- * that could not bind its address or find a port, a coordinator that turned the join down.
+ * What a failed {@link Ringmaster#start()} throws ({@link #describe}): from the exception it
+ * caught, a {@link RingmasterException} whose reason and message say why (refused by the cluster,
+ * no ring in time, a stack that could not bind its address or find a port, a coordinator that
+ * turned the join down), or an {@link IllegalArgumentException} or {@link Error} as it is. And the
+ * tests of a failure's causes that start() and {@link Stacks} tell failures apart by: whether the
+ * transport found no port, which start() retries with a new stack ({@link #foundNoPort}), and
+ * {@link #anyCause}.
  */
 final class StartFailures {
   private StartFailures() {}

@@ -47,7 +47,7 @@ final class ViewThreadWatch {
     }
     if (channelView.getViewId().getId() <= ringViewId) {
       if (heldSaid) {
-        ClusterNode.logQuietly(() -> LOG.log(Level.INFO, "{0}: the ring has caught up with the channel''s view (view"
+        Logs.quietly(() -> LOG.log(Level.INFO, "{0}: the ring has caught up with the channel''s view (view"
             + " {1})", nodeId, Long.toString(ringViewId)));
       }
       behindSince = 0;
@@ -63,7 +63,7 @@ final class ViewThreadWatch {
     } else if (!heldSaid && nowNanos - behindSince >= HELD_AFTER.toNanos()) {
       heldSaid = true;
       long seconds = TimeUnit.NANOSECONDS.toSeconds(nowNanos - behindSince);
-      ClusterNode.logQuietly(() -> LOG.log(Level.WARNING, "{0}: the channel''s view (now {1}) has been ahead of the"
+      Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: the channel''s view (now {1}) has been ahead of the"
           + " ring for {2} s, and the ring is still at view {3}: the node''s view thread is held (a listener on a"
           + " same-thread executor in a long callback?), and lookups route by the older ring meanwhile",
           nodeId, channelView.getViewId(), Long.toString(seconds), Long.toString(ringViewId)));

@@ -1179,14 +1179,14 @@ class RefusalAndConfigTest {
     assertEquals(0, Math.round(49 * (0.5 / 49)), "the case the suggestion must get right");
     int checked = 0;
     for (int virtualNodes = 1; virtualNodes <= 5_000; virtualNodes++) {
-      double suggested = Settings.smallestWeight(virtualNodes);
+      double suggested = SettingChecks.smallestWeight(virtualNodes);
       assertEquals(1, tokens(virtualNodes, suggested), "virtualNodes " + virtualNodes);
       assertEquals(0, tokens(virtualNodes, Math.nextDown(suggested)), "the smallest: virtualNodes " + virtualNodes);
       checked++;
     }
     assertEquals(5_000, checked);
     int virtualNodes = 49;
-    double suggested = Settings.smallestWeight(virtualNodes);
+    double suggested = SettingChecks.smallestWeight(virtualNodes);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(virtualNodes)
             .weight(Math.nextDown(suggested)).buildConfig());
@@ -1281,11 +1281,11 @@ class RefusalAndConfigTest {
    * answer slowly, rather than let it use a stand-in.
    */
   @Test
-  void ringBeforeWait_isFiveSeconds_orHalfTheStartTimeout() {
-    assertEquals(Duration.ofSeconds(1), Ringmaster.ringBeforeWait(Duration.ofSeconds(2)));
-    assertEquals(Duration.ofMillis(4_999), Ringmaster.ringBeforeWait(Duration.ofMillis(9_998)));
-    assertEquals(Duration.ofSeconds(5), Ringmaster.ringBeforeWait(Duration.ofSeconds(10)));
-    assertEquals(Duration.ofSeconds(5), Ringmaster.ringBeforeWait(Duration.ofSeconds(30)));
+  void ringsBeforeTimeout_isFiveSeconds_orHalfTheStartTimeout() {
+    assertEquals(Duration.ofSeconds(1), RingsBefore.timeout(Duration.ofSeconds(2)));
+    assertEquals(Duration.ofMillis(4_999), RingsBefore.timeout(Duration.ofMillis(9_998)));
+    assertEquals(Duration.ofSeconds(5), RingsBefore.timeout(Duration.ofSeconds(10)));
+    assertEquals(Duration.ofSeconds(5), RingsBefore.timeout(Duration.ofSeconds(30)));
   }
 
   /** The numbers' ranges, at both bounds: the message names the setting, its range and the value. */

@@ -5,11 +5,13 @@ import io.ringmaster.ring.Member;
 import java.time.Duration;
 
 /**
- * The checks of {@link Ringmaster.Builder}'s settings that several setters share. Each fails with
- * an {@link IllegalArgumentException} that names the setting and shows the value.
+ * The checks behind {@link Ringmaster.Builder}'s setters, and the token count that
+ * {@link Ringmaster.Builder#buildConfig()} checks once the weight and {@code virtualNodes} are both
+ * known. Each fails with an {@link IllegalArgumentException} that names the setting and shows the
+ * value.
  */
-final class Settings {
-  private Settings() {}
+final class SettingChecks {
+  private SettingChecks() {}
 
   /**
    * The smallest weight that gives one token: about half a token, {@code 0.5 / virtualNodes},
