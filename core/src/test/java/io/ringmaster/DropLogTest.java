@@ -29,6 +29,7 @@ class DropLogTest {
   @Test
   void sendersAreSpacedApart_aMessageWithoutOneToo_andTheLeastRecentIsForgottenPastTheLimit() {
     assertEquals("", drops.admit("x"));
+    assertNull(drops.admit("x"), "x again within the interval: counted for its next line");
     assertEquals("", drops.admit("y"), "another sender has lines of its own");
     assertEquals("", drops.admit(null));
     assertNull(drops.admit(null));
@@ -36,7 +37,7 @@ class DropLogTest {
       now.addAndGet(DropLog.INTERVAL_NANOS); // a new interval each time: no limit in the way
       drops.admit("other-" + i); // pushes out x, y and null, the least recently seen
     }
-    assertEquals("", drops.admit("x"), "forgotten: its next drop is logged, as a first");
+    assertEquals("", drops.admit("x"), "forgotten, with its count: its next drop is logged, as a first");
     assertNull(drops.admit("other-" + (DropLog.MAX_SENDERS - 1)), "remembered");
   }
 

@@ -35,4 +35,18 @@ class OncePerViewTest {
     assertTrue(once.first(9L, "peer-0"));
     assertTrue(once.first(7L, "peer-0"), "two views back: afresh");
   }
+
+  /**
+   * A report new in the view before, handed on late, is remembered for that view: not reported
+   * again there, and not taken for one of the current view, where it is still new.
+   */
+  @Test
+  void aLateReportNewInTheViewBefore_isRememberedForThatViewOnly() {
+    OncePerView once = new OncePerView();
+    assertTrue(once.first(7L, "x"));
+    assertTrue(once.first(8L, "b"));
+    assertTrue(once.first(7L, "a"), "late, and new in view 7");
+    assertFalse(once.first(7L, "a"), "late again: reported once");
+    assertTrue(once.first(8L, "a"), "new in view 8");
+  }
 }

@@ -73,6 +73,25 @@ class SealedCopiesTest {
   }
 
   /**
+   * A series that starts again far ahead (a member back after a partition under the same address,
+   * its numbers from the clock again): the window is cleared at once, not a number at a time,
+   * which would hold a JGroups receive thread, and the series' lock, for hours. The bound below is
+   * no measure of speed: the work is a few microseconds, and one number at a time takes hours.
+   */
+  @Test
+  void aJumpFarAhead_clearsTheWindowAtOnce() {
+    SealedCopies copies = new SealedCopies(16);
+    Address sender = UUID.randomUUID();
+    org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () -> {
+      assertTrue(copies.admit(sender, false, false, 7));
+      assertTrue(copies.admit(sender, false, false, 1L << 40), "far ahead: new");
+      assertFalse(copies.admit(sender, false, false, 1L << 40), "its copy");
+      assertTrue(copies.admit(sender, false, false, (1L << 40) - 1), "just below it: never taken");
+      assertFalse(copies.admit(sender, false, false, 7), "what was taken before the jump is far below");
+    });
+  }
+
+  /**
    * A member that joined late takes nothing sealed to all more than a few numbers before the first
    * message it took from a sender (those few: sent at once with it, and overtaken). Sealed for this
    * node, anything within the window is new.

@@ -20,6 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Level;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** One listener's deliveries on a same-thread executor, and waiting for them from inside a callback. */
 class SerialDeliveryTest {
@@ -317,8 +319,9 @@ class SerialDeliveryTest {
     }
   }
 
-  @Test
-  void aListenerThatThrows_whileLoggingThrowsToo_stillGetsTheLaterCallbacks() {
+  @ParameterizedTest(name = "the logger throws an Error: {0}")
+  @ValueSource(booleans = {false, true})
+  void aListenerThatThrows_whileLoggingThrowsToo_stillGetsTheLaterCallbacks(boolean loggerThrowsAnError) {
     List<String> delivered = new CopyOnWriteArrayList<>();
     SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
       delivered.add(event);
@@ -326,7 +329,7 @@ class SerialDeliveryTest {
         throw new IllegalStateException("the listener's own bug");
       }
     }, Runnable::run, new Object(), () -> { });
-    try (ThrowingLog log = new ThrowingLog(record -> true)) {
+    try (ThrowingLog log = new ThrowingLog(record -> true, loggerThrowsAnError)) {
       delivery.submit("first");
       delivery.submit("second");
       assertTrue(log.thrown() >= 1, "the listener's exception was logged, and the logging threw");
@@ -375,6 +378,29 @@ class SerialDeliveryTest {
     }
     assertEquals(1, laterRemoved.get(), "the listener was removed");
     assertTrue(later.refused());
+  }
+
+  /**
+   * An executor that throws an Error (no memory for a new thread, say) refuses the callback as a
+   * RejectedExecutionException does: the listener is removed, loudly, and nothing escapes the
+   * launch, so the launches to other listeners after it still go; the listener is not left
+   * marked running, with every wait for it until its deadline.
+   */
+  @Test
+  void anExecutorThatThrowsAnError_refusesTheCallback_andNothingEscapesTheLaunch() throws Exception {
+    AtomicInteger removed = new AtomicInteger();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, task -> {
+      // An Error as no thread for the callback is (an OutOfMemoryError, which JUnit would not let
+      // a failing test report cleanly).
+      throw new Error("unable to create native thread");
+    }, new Object(), removed::incrementAndGet);
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("its executor refused a callback"))) {
+      assertDoesNotThrow(() -> delivery.submit("change"));
+      assertEquals(List.of(Level.SEVERE), log.levels());
+    }
+    assertTrue(delivery.refused());
+    assertEquals(1, removed.get(), "the listener was removed");
+    assertTrue(delivery.awaitIdle(System.nanoTime(), runner -> false), "nothing left running");
   }
 
   /**

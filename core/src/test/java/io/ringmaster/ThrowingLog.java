@@ -17,9 +17,17 @@ final class ThrowingLog implements AutoCloseable {
   private final AtomicInteger thrown = new AtomicInteger();
 
   ThrowingLog(Predicate<LogRecord> throwsOn) {
+    this(throwsOn, false);
+  }
+
+  /** A logger that throws an IllegalStateException, or an Error (a backend out of memory, say). */
+  ThrowingLog(Predicate<LogRecord> throwsOn, boolean error) {
     logger.setFilter(record -> {
       if (throwsOn.test(record)) {
         thrown.incrementAndGet();
+        if (error) {
+          throw new Error("a logging backend's failure");
+        }
         throw new IllegalStateException("a logging filter's bug");
       }
       return before == null || before.isLoggable(record);
