@@ -126,6 +126,32 @@ class SecureStackTest {
           "a replayed message got through");
       assertEquals(pastTheEncryption, aAbove.probesUp().stream().filter("wiretap:through 1"::equals).count(),
           "the copy got past the encryption");
+      // Copies under another envelope, which travels in clear and so is anyone's to set: another
+      // sender, the out-of-band flag, addressed to all. A copy is known by the sender, destination
+      // and flag sealed inside, so each is still a copy, and dropped.
+      SharedSecretEncrypt encryptionOfA0 = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      Address sealedBy = b.channel().getAddress();
+      List<Message> envelopes = List.of(
+          new BytesMessage(toA, original.payload()).putHeader(SharedSecretEncrypt.ID, original.sealed())
+              .setSrc(org.jgroups.util.UUID.randomUUID()),
+          new BytesMessage(null, original.payload()).putHeader(SharedSecretEncrypt.ID, original.sealed())
+              .setSrc(sealedBy));
+      for (Message copy : envelopes) {
+        encryptionOfA0.up(copy);
+        assertEquals(pastTheEncryption, aAbove.probesUp().stream().filter("wiretap:through 1"::equals).count(),
+            "a copy got past the encryption under another envelope: " + copy);
+      }
+      int sentOob = bBelow.sentBy(test).size();
+      b.channel().send(WireTap.probe(toA, "through out of band 1").setFlag(Message.Flag.OOB));
+      WireTap.Seen oob = bBelow.sentBy(test).get(sentOob);
+      await("the out-of-band message, at the top of a's stack").atMost(WAIT)
+          .until(() -> aTop.probesUp().contains("wiretap:through out of band 1"));
+      long oobPast = aAbove.probesUp().stream().filter("wiretap:through out of band 1"::equals).count();
+      Message regular = new BytesMessage(toA, oob.payload()).putHeader(SharedSecretEncrypt.ID, oob.sealed())
+          .setSrc(sealedBy);
+      encryptionOfA0.up(regular); // the same message, its envelope without the flag
+      assertEquals(oobPast, aAbove.probesUp().stream().filter("wiretap:through out of band 1"::equals).count(),
+          "a copy of an out-of-band message got past the encryption in an envelope without the flag");
 
       // The same for messages no protocol above the encryption would know again (sent past the
       // reliable ones, as a message is once they have forgotten its connection): to a, and to all.
