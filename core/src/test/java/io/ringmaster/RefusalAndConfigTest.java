@@ -557,7 +557,8 @@ class RefusalAndConfigTest {
    */
   @Test
   void builder_idOrZoneWithASpaceAtAnEndOrAControlCharacter_failsNamingIt() {
-    for (String bad : List.of("orders-1 ", " orders-1", "orders-1\n", "ord\u0000ers", "orders-1\u00a0", "\torders")) {
+    for (String bad : List.of("orders-1 ", " orders-1", "orders-1\n", "ord\u0000ers", "orders-1\u00a0", "\torders",
+        "\ufefforders-1")) { // the last: a byte order mark, as a value read from a file may start with
       IllegalArgumentException id = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().nodeId(bad));
       assertTrue(id.getMessage().startsWith("nodeId has a "), id.getMessage());
       IllegalArgumentException zone = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().zone(bad));
@@ -639,6 +640,29 @@ class RefusalAndConfigTest {
         List.of(c.leaveTimeout(), c.gossipInterval(), c.startTimeout()));
   }
 
+  /** The values that travel in the address fit in 255 UTF-8 bytes: 255 is taken, 256 refused by name. */
+  @Test
+  void builder_valuesOf255BytesFitTheAddress_256AreRefusedNamingTheSetting() {
+    assertEquals(255, Ringmaster.builder().nodeId("x".repeat(255)).zone("z".repeat(255)).jgroupsConfig(TestCluster.STACK)
+        .buildConfig().nodeId().length());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("x".repeat(256)));
+    assertTrue(e.getMessage().startsWith("nodeId is 256 bytes in UTF-8; at most 255 fit"), e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder().endpoint("\u00e9".repeat(128)));
+    assertTrue(e.getMessage().startsWith("endpoint is 256 bytes in UTF-8"), e.getMessage());
+  }
+
+  /**
+   * A stack variable that is no duration may be a small bare number: {@code ringmaster.ip_ttl=2},
+   * as docs/operations.md says, lets multicast cross a router; only a bare number for a duration
+   * (read as milliseconds) is taken for a missing unit.
+   */
+  @Test
+  void builder_aSmallBareNumberForAVariableThatIsNoDuration_isTaken() {
+    withProperty("ringmaster.ip_ttl", "2", () -> assertEquals("a", Ringmaster.builder().nodeId("a")
+        .jgroupsConfig("ringmaster/jgroups/lan-udp.xml").buildConfig().nodeId()));
+  }
+
   @Test
   void fromConfig_badFiles_failNamingTheKeyOrPath(@TempDir Path dir) throws IOException {
     assertConfigError(dir, "{\"nodeId\": \"a\", \"wieght\": 2}", "unknown setting \"wieght\"");
@@ -658,6 +682,13 @@ class RefusalAndConfigTest {
         "setting \"jgroupsConfig\" in " + dir.resolve("node"), "nowhere/stack.xml");
     assertConfigError(dir, "{\"weight\": 1}", "nodeId is required", ".json does not set \"nodeId\"");
     assertConfigError(dir, "{\"nodeId\": \"a\"} {\"nodeId\": \"b\"}", "not valid JSON", "Trailing token");
+    // A file that is empty, or holds anything but one object, would otherwise apply nothing: a node
+    // on every default, under the id its caller set, joining another cluster than the file names.
+    for (String notAnObject : List.of("", "null", "[{\"nodeId\": \"a\"}]", "\"a\"")) {
+      assertConfigError(dir, notAnObject, "must hold a JSON object");
+    }
+    assertConfigError(dir, "{\"nodeId\": \"a\", \"leaveTimeoutMillis\": 18446744073709552616}",
+        "setting \"leaveTimeoutMillis\"", "too large");
     assertConfigError(dir, "{\"nodeId\": \"a\", \"nodeId\": \"b\"}", "not valid JSON", "(line 1, column ",
         "setting \"nodeId\" is given twice (Duplicate field 'nodeId')");
     // Named in a file that sets a secret too, whose other parser messages are left out.
