@@ -1,0 +1,76 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Where a stack finds its shared secret, and what the join proof takes off the wire before any
+ * check: JGroups reads an AUTH header in the transport, from anyone, so a length it would allocate
+ * must be bounded first.
+ */
+class SharedSecretTest {
+
+  @AfterEach
+  void noSecretForTheNextStack() {
+    SharedSecret.forNextStack(Optional.empty());
+  }
+
+  /**
+   * The node's own setting first, then the system property (then the environment variable, which a
+   * test cannot set): a host-wide property must not override a node's secret, nor be ignored when
+   * the node sets none.
+   */
+  @Test
+  void require_takesTheNodesSecretFirst_thenTheSystemProperty() {
+    String before = System.getProperty(SharedSecret.PROPERTY);
+    System.setProperty(SharedSecret.PROPERTY, "the-host's");
+    try {
+      SharedSecret.forNextStack(Optional.of("the-node's"));
+      assertEquals("the-node's", SharedSecret.require("test"));
+      SharedSecret.forNextStack(Optional.empty());
+      assertEquals("the-host's", SharedSecret.require("test"));
+    } finally {
+      if (before == null) {
+        System.clearProperty(SharedSecret.PROPERTY);
+      } else {
+        System.setProperty(SharedSecret.PROPERTY, before);
+      }
+    }
+  }
+
+  @Test
+  void readFrom_aProofLongerThanAnyMac_orOfANegativeLength_failsBeforeAllocatingIt() {
+    for (int length : new int[] {65, 0x7FFF_FFF0, -1}) {
+      IOException e = assertThrows(IOException.class,
+          () -> new SharedSecretAuthToken().readFrom(input(length, new byte[0])), "length " + length);
+      assertEquals("bad auth proof length " + length, e.getMessage());
+    }
+  }
+
+  @Test
+  void readFrom_aProofOfAMacsLength_readsItWhole() throws IOException {
+    for (int length : new int[] {0, 32, 64}) {
+      DataInputStream in = input(length, new byte[length]);
+      new SharedSecretAuthToken().readFrom(in);
+      assertEquals(0, in.available(), "a proof of " + length + " bytes, read whole");
+    }
+  }
+
+  private static DataInputStream input(int length, byte[] proof) throws IOException {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeInt(length);
+      out.write(proof);
+    }
+    return new DataInputStream(new ByteArrayInputStream(bytes.toByteArray()));
+  }
+}
