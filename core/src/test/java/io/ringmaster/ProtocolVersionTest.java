@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import static io.ringmaster.FedNode.meta;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import io.ringmaster.ring.HashRing;
@@ -42,6 +43,27 @@ class ProtocolVersionTest {
           "membership protocol: 0 (a build from before protocol versions) on before, " + Ringmaster.PROTOCOL_VERSION
               + " on a"),
           reasons.stream().map(r -> r.substring(r.indexOf("membership protocol: "))).toList(), reasons::toString);
+    }
+  }
+
+  /**
+   * A member of another ring spec version places its tokens by other rules: admitted, it would
+   * give the members two rings under one view. It is refused, naming both versions.
+   */
+  @Test
+  void membersOfAnotherRingSpecVersion_areRefused_namingBothVersions() throws Exception {
+    NodeMetadata m = meta("later-spec");
+    NodeMetadata laterSpec = new NodeMetadata(m.id(), m.weight(), m.zone(), HashRing.SPEC_VERSION + 1,
+        m.protocolVersion(), m.virtualNodes(), m.replicas(), m.applicationVersion(), m.endpoint());
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.view(1, a.self);
+      a.view(2, a.self, laterSpec.newAddress(), meta("b").newAddress());
+
+      assertEquals(List.of("a", "b"), a.node.state().ring().members().stream().map(Member::id).toList());
+      List<String> reasons = a.lastMembership().refused().stream().map(MembershipChange.Refusal::reason).toList();
+      assertEquals(1, reasons.size(), reasons::toString);
+      assertTrue(reasons.get(0).contains("ring spec version: " + (HashRing.SPEC_VERSION + 1) + " on later-spec, "
+          + HashRing.SPEC_VERSION + " on a"), reasons::toString);
     }
   }
 
