@@ -134,6 +134,30 @@ class RingmasterMembershipPolicyTest {
     }
   }
 
+  /**
+   * Two rings of two members each, under other parameters: a tie, which the parameters of the ring
+   * member whose address sorts lowest win, on every member alike (docs/operations.md: "a tie, which
+   * the side whose member's address sorts lowest wins").
+   */
+  @Test
+  void merge_twoAgainstTwo_theParametersOfTheLowestRingMemberWin() {
+    for (int trial = 0; trial < 40; trial++) { // random addresses: which side holds the lowest varies
+      Address a1 = node("a1", 64);
+      Address a2 = node("a2", 64);
+      Address b1 = node("b1", 128);
+      Address b2 = node("b2", 128);
+      Address lowest = java.util.stream.Stream.of(a1, a2, b1, b2).min(Address::compareTo).orElseThrow();
+      int winning = NodeMetadata.from(lowest).orElseThrow().virtualNodes();
+      for (boolean aFirst : new boolean[] {true, false}) {
+        List<Address> merged = policy.getNewMembership(aFirst ? List.of(List.of(a1, a2), List.of(b1, b2))
+            : List.of(List.of(b2, b1), List.of(a2, a1)));
+        assertEquals(winning, NodeMetadata.from(merged.get(0)).orElseThrow().virtualNodes(),
+            "trial " + trial + ": " + merged);
+        assertEquals(4, merged.size());
+      }
+    }
+  }
+
   @Test
   void merge_correctMembersInRingsSplitAcrossSubgroups_stillWin_butOneRefusedOnItsSideDoesNotCount() {
     for (int trial = 0; trial < 20; trial++) {
