@@ -16,6 +16,8 @@ import javax.crypto.SecretKey;
 import javax.crypto.spec.SecretKeySpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The key {@link SharedSecretEncrypt} takes from a keystore ({@code keystore_name}) or from code
@@ -30,9 +32,10 @@ class SharedSecretEncryptKeyTest {
 
   @TempDir Path dir;
 
-  @Test
-  void anAesKeyFromAKeystore_sealsAsTheSameKeySetInCode() throws Exception {
-    byte[] bytes = randomBytes(32);
+  @ParameterizedTest(name = "{0}-byte key")
+  @ValueSource(ints = {16, 24, 32}) // AES-128, -192 and -256, as the javadoc promises
+  void anAesKeyFromAKeystore_sealsAsTheSameKeySetInCode(int keyLength) throws Exception {
+    byte[] bytes = randomBytes(keyLength);
     SharedSecretEncrypt fromStore = fromKeystore(keystore(new SecretKeySpec(bytes, "AES")));
     fromStore.init();
     SharedSecretEncrypt inCode = new SharedSecretEncrypt();
