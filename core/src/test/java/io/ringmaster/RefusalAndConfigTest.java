@@ -842,6 +842,14 @@ class RefusalAndConfigTest {
             "<AUTH auth_class=\"${ringmaster.test.auth:io.ringmaster.SharedSecretAuthToken}\"/>\n    <pbcast.GMS"));
     assertEquals(Optional.of("s3cret"), Ringmaster.builder().nodeId("a").secret("s3cret")
         .jgroupsConfig(authOnly.toString()).buildConfig().secret());
+    // AUTH with another token class does not read the secret: set, it is refused; unset, none is needed.
+    withProperty("ringmaster.test.auth", "org.jgroups.auth.FixedMembershipToken", () -> {
+      IllegalArgumentException other = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").secret("s3cret").jgroupsConfig(authOnly.toString()).buildConfig());
+      assertTrue(other.getMessage().startsWith("secret is set, but jgroupsConfig " + authOnly), other.getMessage());
+      assertEquals(Optional.empty(), Ringmaster.builder().nodeId("a").jgroupsConfig(authOnly.toString()).buildConfig()
+          .secret());
+    });
     // Encryption keyed from a keystore (named through a variable), and no AUTH: the secret is used by nothing.
     String secure;
     try (var in = getClass().getClassLoader().getResourceAsStream("ringmaster/jgroups/secure-tcp.xml")) {
