@@ -491,6 +491,31 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * A stack whose TCPPING reads its hosts from a file: the node's initialHosts replace the file's,
+   * as they replace a list in the stack file (TCPPING would read the file and ignore the list).
+   */
+  @Test
+  void initialHosts_replaceAStacksHostsFile(@TempDir Path dir) throws Exception {
+    String shipped;
+    try (var in = getClass().getClassLoader().getResourceAsStream("ringmaster/jgroups/localhost-tcp.xml")) {
+      shipped = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    String list = "initial_hosts=\"${ringmaster.initial_hosts:127.0.0.1[7800]}\"";
+    assertTrue(shipped.contains(list), shipped);
+    Path hosts = Files.writeString(dir.resolve("hosts.txt"), "127.0.0.1[7999]\n");
+    Path stack = Files.writeString(dir.resolve("hosts-file.xml"),
+        shipped.replace(list, "initial_hosts_file=\"" + hosts.toAbsolutePath() + "\""));
+    RingmasterConfig config = Ringmaster.builder().nodeId("a").jgroupsConfig(stack.toString())
+        .initialHosts("127.0.0.1[9000]").buildConfig();
+    try (org.jgroups.JChannel channel = Stacks.create(config)) {
+      TCPPING ping = channel.getProtocolStack().findProtocol(TCPPING.class);
+      Set<Integer> ports = ping.getInitialHosts().stream().map(a -> ((org.jgroups.stack.IpAddress) a).getPort())
+          .collect(java.util.stream.Collectors.toSet());
+      assertTrue(ports.contains(9000) && !ports.contains(7999), "TCPPING probes " + ping.getInitialHosts());
+    }
+  }
+
+  /**
    * An executor that refuses the first callback of a listener added to a running node (the current
    * ownership, the current members): adding fails saying so, and the listener is not kept, instead
    * of returning a registration that will never be called.
