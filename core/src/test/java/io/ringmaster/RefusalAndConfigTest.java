@@ -917,6 +917,12 @@ class RefusalAndConfigTest {
           + " (TCPPING.initial_hosts in jgroupsConfig " + stack + ")"), e.getMessage());
       Ringmaster.builder().nodeId("a").jgroupsConfig(stack).initialHosts("127.0.0.1[7800]").buildConfig();
     });
+    withProperty("ringmaster.bind_port", "", () -> {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
+      assertTrue(e.getMessage().startsWith("system property ringmaster.bind_port is set but empty"), e.getMessage());
+      Ringmaster.builder().nodeId("a").jgroupsConfig(stack).bindPort(7870).buildConfig(); // the setting replaces it
+    });
     withProperty("ringmaster.initial_hosts", "db-1,db-2", // JGroups probes the transport's port
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
   }
