@@ -52,6 +52,26 @@ class JGroupsLoggingTest {
     }
   }
 
+  /** A filter the application put on the TCP transport's logger is its own too: not replaced. */
+  @Test
+  void quietByDefault_leavesAFilterTheApplicationSetAlone() {
+    Logger jgroups = Logger.getLogger("org.jgroups");
+    Logger tcp = Logger.getLogger("org.jgroups.protocols.TCP");
+    Level levelBefore = jgroups.getLevel();
+    java.util.logging.Filter before = tcp.getFilter();
+    java.util.logging.Filter own = r -> true;
+    try {
+      jgroups.setLevel(null); // as in a JVM that loads Ringmaster first: the default applies
+      tcp.setFilter(own);
+      JGroupsLogging.quietByDefault();
+      assertEquals(Level.WARNING, jgroups.getLevel(), "the default applied");
+      org.junit.jupiter.api.Assertions.assertSame(own, tcp.getFilter(), "but not over the application's filter");
+    } finally {
+      tcp.setFilter(before);
+      jgroups.setLevel(levelBefore);
+    }
+  }
+
   @Test
   void quietByDefault_filtersTheLoggerTcpConnectionsLogThrough() {
     JGroupsLogging.quietByDefault();
