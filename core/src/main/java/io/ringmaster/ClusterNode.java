@@ -12,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -97,7 +96,7 @@ final class ClusterNode {
   /** A test seam: run on the view thread as each view is installed, just before its ring is built. */
   volatile Consumer<View> beforeBuild = view -> { };
   /**
-   * The most tokens {@link #admit} lets a ring have: {@link HashRing#MAX_TOKENS}; a test seam, so
+   * The most tokens {@link Admission} lets a ring have: {@link HashRing#MAX_TOKENS}; a test seam, so
    * that a test can reach the limit with rings it can build.
    */
   volatile long maxRingTokens = HashRing.MAX_TOKENS;
@@ -354,13 +353,14 @@ final class ClusterNode {
     long started = System.nanoTime();
     Snapshot previous = state;
 
-    Map<String, Address> addresses = new LinkedHashMap<>();
-    Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
-    List<MembershipChange.Refusal> refused = new ArrayList<>();
-    List<MembershipChange.Refusal> refusedNow = new ArrayList<>();
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
     Set<Address> reported = new HashSet<>(reportedRefusals);
-    OwnRefusal refusal = admit(view, self, reference, addresses, metadata, reported, refused, refusedNow);
+    Admission admission = Admission.of(view, self, reference, reported, maxRingTokens, local.id());
+    Map<String, Address> addresses = admission.addresses();
+    Map<String, NodeMetadata> metadata = admission.metadata();
+    List<MembershipChange.Refusal> refused = admission.refused();
+    List<MembershipChange.Refusal> refusedNow = admission.refusedNow();
+    Admission.OwnRefusal refusal = admission.own();
     boolean localIn = self != null && self.equals(addresses.get(local.id()));
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(refusal != null
@@ -483,99 +483,6 @@ final class ClusterNode {
         toLaunch.add(l);
       }
     }
-  }
-
-  /**
-   * Reads the view's members into {@code addresses} and {@code metadata}, in view order, admitting
-   * those whose ring parameters match the reference's, whose id no earlier member holds, and whose
-   * tokens still fit in a ring ({@link HashRing#MAX_TOKENS}, {@link HashRing#MAX_MEMBERS}) with
-   * those admitted before them. Every member applies the same rule to the same view, so all agree
-   * on who is in the ring, and every ring it admits can be built: a member past a limit is refused
-   * (its start() fails naming the limit), where its ring would fail to build on every member.
-   *
-   * @param self      this member's address, as the view's installation read it once (a rejoin may
-   *                  change it meanwhile)
-   * @param reference the first Ringmaster member of the view, whose parameters the ring has:
-   *                  {@link RingmasterMembershipPolicy} keeps a member with the cluster's
-   *                  parameters there
-   * @param reported  the members whose refusal was reported, updated for this view (a copy: it
-   *                  replaces {@link #reportedRefusals} once this view's ring is published, so that
-   *                  a view tried again reports its refusals as news again)
-   * @param refused   receives the members refused in this view that no earlier view refused
-   * @param refusedNow receives every member refused in this view, in view order
-   * @return why this node itself was refused, or null
-   */
-  private OwnRefusal admit(View view, Address self, NodeMetadata reference, Map<String, Address> addresses,
-                       Map<String, NodeMetadata> metadata, Set<Address> reported,
-                       List<MembershipChange.Refusal> refused, List<MembershipChange.Refusal> refusedNow) {
-    Address referenceAddress = null;
-    OwnRefusal ownRefusal = null;
-    long tokensAdmitted = 0;
-    long tokenLimit = maxRingTokens;
-    reported.retainAll(view.getMembers()); // forget members that left: no unbounded growth
-    for (Address a : view.getMembers()) {
-      Optional<NodeMetadata> found = NodeMetadata.from(a);
-      if (found.isEmpty()) {
-        // A JGroups member that is not a Ringmaster node; or one whose metadata no ring could use
-        // (a foreign or broken peer, or a build that changed what this one reads: every member
-        // leaves it out alike), said once, so that an operator sees why a member is not in the ring.
-        if (NodeMetadata.isRingmasterNode(a) && reported.add(a)) {
-          Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: member {1} of view {2} announces Ringmaster metadata that this"
-              + " build cannot read or no ring could use; it is left out of the ring", local.id(), a,
-              view.getViewId()));
-        }
-        continue;
-      }
-      NodeMetadata m = found.get();
-      if (referenceAddress == null) {
-        referenceAddress = a; // the first Ringmaster member: the reference
-      }
-      String reason = null;
-      RingmasterException.Reason kind = RingmasterException.Reason.REFUSED;
-      List<String> differences = m.parameterDifferences(reference);
-      long tokens = Member.tokenCount(m.virtualNodes(), m.weight()); // at most MAX_TOKENS_PER_MEMBER: from() checks
-      if (!differences.isEmpty()) {
-        reason = "ring parameters of " + describe(a) + " differ from the cluster's, those of its first member "
-            + describe(referenceAddress) + ": " + String.join("; ", differences);
-      } else if (addresses.containsKey(m.id())) {
-        reason = "node id \"" + m.id() + "\" is already held by member " + describe(addresses.get(m.id()))
-            + "; the later member " + describe(a) + " is refused";
-        kind = RingmasterException.Reason.ID_HELD;
-      } else if (tokensAdmitted + tokens > tokenLimit) {
-        reason = describe(a) + " would bring the ring to " + (tokensAdmitted + tokens) + " tokens, more than the "
-            + tokenLimit + " a ring holds: its weight " + m.weight() + " at virtualNodes " + m.virtualNodes()
-            + " gives it " + tokens + ", and the members admitted before it in the view have " + tokensAdmitted
-            + "; lower the weight of " + m.id() + ", or virtualNodes on every member";
-      } else if (addresses.size() == HashRing.MAX_MEMBERS) {
-        reason = describe(a) + " would be member " + (HashRing.MAX_MEMBERS + 1) + " of the ring, which holds at most "
-            + HashRing.MAX_MEMBERS;
-      }
-      if (reason == null) {
-        tokensAdmitted += tokens;
-        addresses.put(m.id(), a);
-        metadata.put(m.id(), m);
-        reported.remove(a); // admitted (the holder of its id left): a new refusal is news again
-        continue;
-      }
-      if (a.equals(self)) {
-        ownRefusal = new OwnRefusal(reason, kind);
-      }
-      MembershipChange.Refusal r = new MembershipChange.Refusal(m.id(), a.equals(self), reason);
-      refusedNow.add(r);
-      if (reported.add(a)) {
-        refused.add(r);
-      }
-    }
-    return ownRefusal;
-  }
-
-  /** Why the cluster refused this node, and which kind of refusal that is. */
-  private record OwnRefusal(String reason, RingmasterException.Reason kind) {}
-
-  /** A member as its node id and JGroups UUID, which tells apart two members with one id. */
-  static String describe(Address a) {
-    return NodeMetadata.from(a).map(NodeMetadata::id).orElse("?") + " ("
-        + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
   }
 
   /**

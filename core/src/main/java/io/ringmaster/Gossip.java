@@ -444,7 +444,7 @@ final class Gossip {
     Level level = first && toldLines.tryTake() ? Level.WARNING : Level.DEBUG;
     // Quietly: the member must still be told, or the split stays.
     Logs.quietly(() -> LOG.log(level, "{0}: {1} says it is in view {2}, which does not list it: one view id"
-        + " with two member lists (a JGroups merge race); telling it to rejoin", localId, ClusterNode.describe(member),
+        + " with two member lists (a JGroups merge race); telling it to rejoin", localId, NodeMetadata.describe(member),
         view.getViewId()));
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
       tellsQueued.decrementAndGet();

@@ -147,4 +147,10 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
           + "...\"");
     }
   }
+
+  /** A member as its node id and JGroups UUID, which tells apart two members with one id. */
+  static String describe(Address a) {
+    return NodeMetadata.from(a).map(NodeMetadata::id).orElse("?") + " ("
+        + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
+  }
 }

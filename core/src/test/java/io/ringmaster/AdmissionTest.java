@@ -1,0 +1,110 @@
+package io.ringmaster;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import org.jgroups.Address;
+import org.jgroups.View;
+import org.jgroups.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Admission}, the rule by which every member decides alone who of a view is in the ring:
+ * as a pure function of the view, fed views of members with mixed parameters, repeated ids and
+ * large weights. Which member computes it, and what it reported before, must not change who is
+ * admitted, or members would disagree on the ring.
+ */
+class AdmissionTest {
+  private static final long SEED = 0x5EED_AD01L;
+
+  /** A node's metadata at 64 virtual nodes and 2 replicas, as {@link FedNode#meta} makes it, with other values. */
+  private static NodeMetadata meta(String id, double weight, int virtualNodes, String applicationVersion) {
+    return new NodeMetadata(id, weight, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, virtualNodes, 2,
+        applicationVersion, "");
+  }
+
+  @Test
+  void of_isTheSameOnEveryMember_whateverItReportedBefore() {
+    Random random = new Random(SEED);
+    for (int trial = 0; trial < 500; trial++) {
+      List<Address> members = new ArrayList<>();
+      int n = 1 + random.nextInt(12);
+      for (int i = 0; i < n; i++) {
+        String id = "n" + random.nextInt(8); // ids repeat
+        int virtualNodes = random.nextInt(5) == 0 ? 128 : 64; // some of other parameters
+        String version = random.nextInt(7) == 0 ? "v2" : "";
+        double weight = random.nextInt(4) == 0 ? 0 : 1 + random.nextInt(3);
+        members.add(meta(id, weight, virtualNodes, version).newAddress());
+      }
+      if (random.nextBoolean()) {
+        members.add(random.nextInt(members.size() + 1), UUID.randomUUID()); // a plain JGroups member
+      }
+      View view = View.create(members.get(0), 1 + trial, members.toArray(new Address[0]));
+      NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElseThrow();
+      long limit = 64L * (1 + random.nextInt(20)); // some views past it
+
+      Admission first = null;
+      for (Address self : members) {
+        Set<Address> reported = new HashSet<>();
+        members.stream().filter(m -> random.nextBoolean()).forEach(reported::add); // each its own history
+        Admission a = Admission.of(view, self, reference, reported, limit, "self");
+        if (first == null) {
+          first = a;
+        } else {
+          String at = "trial " + trial + ", computed at " + self;
+          assertEquals(first.addresses(), a.addresses(), at);
+          assertEquals(first.refusedNow().stream().map(MembershipChange.Refusal::reason).toList(),
+              a.refusedNow().stream().map(MembershipChange.Refusal::reason).toList(), at);
+        }
+        assertRules(view, reference, limit, a, self);
+      }
+    }
+  }
+
+  /** What every admission must satisfy: distinct ids, the reference's parameters, the token limit. */
+  private static void assertRules(View view, NodeMetadata reference, long limit, Admission a, Address self) {
+    long tokens = 0;
+    for (var e : a.addresses().entrySet()) {
+      NodeMetadata m = NodeMetadata.from(e.getValue()).orElseThrow();
+      assertEquals(e.getKey(), m.id());
+      assertEquals(List.of(), m.parameterDifferences(reference));
+      tokens += Member.tokenCount(m.virtualNodes(), m.weight());
+    }
+    assertTrue(tokens <= limit, tokens + " tokens, over " + limit);
+    List<Address> admittedInOrder = new ArrayList<>(a.addresses().values());
+    List<Address> viewOrder = view.getMembers().stream().filter(admittedInOrder::contains).toList();
+    assertEquals(viewOrder, admittedInOrder, "in view order");
+    boolean selfIn = a.addresses().containsValue(self);
+    boolean selfRefused = a.refusedNow().stream().anyMatch(MembershipChange.Refusal::local);
+    assertEquals(selfRefused, a.own() != null, "its own refusal, said once");
+    assertTrue(!(selfIn && selfRefused));
+    for (MembershipChange.Refusal r : a.refused()) {
+      assertTrue(a.refusedNow().contains(r), "news is a refusal of this view");
+    }
+  }
+
+  @Test
+  void of_aSecondMemberWithAnId_isRefusedAsIdHeld_andNewsOnlyOnce() {
+    NodeMetadata a = meta("a", 1, 64, "");
+    Address first = a.newAddress();
+    Address twin = a.newAddress();
+    View view = View.create(first, 3, first, twin);
+    Set<Address> reported = new HashSet<>();
+    Admission once = Admission.of(view, twin, a, reported, HashRing.MAX_TOKENS, "a");
+    assertEquals(List.of(first), List.copyOf(once.addresses().values()));
+    assertEquals(RingmasterException.Reason.ID_HELD, once.own().kind());
+    assertEquals(1, once.refused().size());
+    Admission again = Admission.of(view, twin, a, reported, HashRing.MAX_TOKENS, "a");
+    assertEquals(List.of(), again.refused(), "reported already: no news");
+    assertEquals(1, again.refusedNow().size(), "still refused");
+    assertNull(Admission.of(view, first, a, new HashSet<>(), HashRing.MAX_TOKENS, "a").own());
+  }
+}
