@@ -18,14 +18,14 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link Admission}, the rule by which every member decides alone who of a view is in the ring:
- * as a pure function of the view, fed views of members with mixed parameters, repeated ids and
- * large weights. Which member computes it, and what it reported before, must not change who is
+ * as a pure function of the view, fed views of members with mixed parameters, repeated ids,
+ * weights of 0 and token limits that some views pass. Which member computes it, and what it reported before, must not change who is
  * admitted, or members would disagree on the ring.
  */
 class AdmissionTest {
   private static final long SEED = 0x5EED_AD01L;
 
-  /** A node's metadata at 64 virtual nodes and 2 replicas, as {@link FedNode#meta} makes it, with other values. */
+  /** A node's metadata with 2 replicas, as {@link FedNode#meta} makes it, with the values given. */
   private static NodeMetadata meta(String id, double weight, int virtualNodes, String applicationVersion) {
     return new NodeMetadata(id, weight, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, virtualNodes, 2,
         applicationVersion, "");
@@ -89,6 +89,29 @@ class AdmissionTest {
     for (MembershipChange.Refusal r : a.refused()) {
       assertTrue(a.refusedNow().contains(r), "news is a refusal of this view");
     }
+  }
+
+  /**
+   * A refusal is news once while it lasts: a member admitted in between (the holder of its id
+   * left) and refused again is news again; one that left and comes back refused is too.
+   */
+  @Test
+  void of_aRefusalIsNewsAgain_afterTheMemberWasAdmitted_orLeft() {
+    NodeMetadata a = meta("a", 1, 64, "");
+    Address holder = a.newAddress();
+    Address twin = a.newAddress();
+    Address other = meta("b", 1, 64, "").newAddress();
+    Set<Address> reported = new HashSet<>();
+    assertEquals(1, Admission.of(View.create(holder, 1, holder, twin), twin, a, reported, HashRing.MAX_TOKENS, "a")
+        .refused().size());
+    assertEquals(0, Admission.of(View.create(twin, 2, twin), twin, a, reported, HashRing.MAX_TOKENS, "a")
+        .refused().size(), "the holder left: admitted");
+    holder = a.newAddress(); // a new process with the id, before the twin in view order
+    assertEquals(1, Admission.of(View.create(holder, 3, holder, twin), twin, a, reported, HashRing.MAX_TOKENS, "a")
+        .refused().size(), "refused again: news again");
+    Admission.of(View.create(holder, 4, holder, other), other, a, reported, HashRing.MAX_TOKENS, "b");
+    assertEquals(1, Admission.of(View.create(holder, 5, holder, other, twin), other, a, reported,
+        HashRing.MAX_TOKENS, "b").refused().size(), "left, and back refused: news again");
   }
 
   @Test

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -57,6 +58,9 @@ class JGroupsLoggingTest {
   void quietByDefault_leavesAFilterTheApplicationSetAlone() {
     Logger jgroups = Logger.getLogger("org.jgroups");
     Logger tcp = Logger.getLogger("org.jgroups.protocols.TCP");
+    List<Logger> connections = java.util.stream.Stream.of("org.jgroups.blocks.cs.TcpServer",
+        "org.jgroups.blocks.cs.TcpConnection").map(Logger::getLogger).toList();
+    List<java.util.logging.Filter> connectionFilters = connections.stream().map(Logger::getFilter).toList();
     Level levelBefore = jgroups.getLevel();
     java.util.logging.Filter before = tcp.getFilter();
     java.util.logging.Filter own = r -> true;
@@ -68,6 +72,9 @@ class JGroupsLoggingTest {
       org.junit.jupiter.api.Assertions.assertSame(own, tcp.getFilter(), "but not over the application's filter");
     } finally {
       tcp.setFilter(before);
+      for (int i = 0; i < connections.size(); i++) {
+        connections.get(i).setFilter(connectionFilters.get(i));
+      }
       jgroups.setLevel(levelBefore);
     }
   }

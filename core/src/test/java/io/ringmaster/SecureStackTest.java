@@ -146,6 +146,8 @@ class SecureStackTest {
       WireTap.Seen oob = bBelow.sentBy(test).get(sentOob);
       await("the out-of-band message, at the top of a's stack").atMost(WAIT)
           .until(() -> aTop.probesUp().contains("wiretap:through out of band 1"));
+      // Acknowledged, as above: until then b may send it again, sealed anew, which a rightly takes.
+      await("b's messages acknowledged").atMost(WAIT).until(() -> unicastOfB.getNumUnackedMessages() == 0);
       long oobPast = aAbove.probesUp().stream().filter("wiretap:through out of band 1"::equals).count();
       Message regular = new BytesMessage(toA, oob.payload()).putHeader(SharedSecretEncrypt.ID, oob.sealed())
           .setSrc(sealedBy);

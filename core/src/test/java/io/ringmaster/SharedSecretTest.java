@@ -9,7 +9,6 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.util.Optional;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,11 +17,6 @@ import org.junit.jupiter.api.Test;
  * must be bounded first.
  */
 class SharedSecretTest {
-
-  @AfterEach
-  void noSecretForTheNextStack() {
-    SharedSecret.forNextStack(Optional.empty());
-  }
 
   /**
    * The node's own setting first, then the system property (then the environment variable, which a
@@ -39,6 +33,7 @@ class SharedSecretTest {
       SharedSecret.forNextStack(Optional.empty());
       assertEquals("the-host's", SharedSecret.require("test"));
     } finally {
+      SharedSecret.forNextStack(Optional.empty());
       if (before == null) {
         System.clearProperty(SharedSecret.PROPERTY);
       } else {
