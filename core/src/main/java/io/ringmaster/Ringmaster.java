@@ -694,7 +694,8 @@ public final class Ringmaster implements AutoCloseable {
   private void gossipRound() {
     try {
       node.retryFailedView();
-      viewThreadWatch.check(channel.getView(), node.state().viewId(), node.failedViewId().isPresent(),
+      ClusterNode.Snapshot ring = node.state();
+      viewThreadWatch.check(channel.getView(), ring.viewId(), ring.viewCreator(), node.failedViewId().isPresent(),
           System.nanoTime());
       gossip.round();
       gossipFailing = false;

@@ -36,11 +36,11 @@ class ViewThreadWatchTest {
     try (NodeLog log = log()) {
       ViewThreadWatch watch = new ViewThreadWatch(NODE);
       long t = 1_000;
-      watch.check(view(7), 5, false, t);
-      watch.check(view(7), 5, false, t + HELD - 1);
+      watch.check(view(7), 5, CREATOR, false, t);
+      watch.check(view(7), 5, CREATOR, false, t + HELD - 1);
       assertEquals(List.of(), log.levels(), "ahead for just under " + ViewThreadWatch.HELD_AFTER);
-      watch.check(view(8), 5, false, t + HELD + TimeUnit.SECONDS.toNanos(2));
-      watch.check(view(9), 6, false, t + 2 * HELD);
+      watch.check(view(8), 5, CREATOR, false, t + HELD + TimeUnit.SECONDS.toNanos(2));
+      watch.check(view(9), 6, CREATOR, false, t + 2 * HELD);
       assertEquals(List.of(Level.WARNING), log.levels(), "said once, not at every round");
       LogRecord held = log.records().get(0);
       assertEquals(view(8).getViewId(), held.getParameters()[1], "the channel's view");
@@ -48,8 +48,8 @@ class ViewThreadWatchTest {
           "seconds since it was first seen ahead");
       assertEquals("5", held.getParameters()[3], "the ring's view");
 
-      watch.check(view(9), 9, false, t + 3 * HELD);
-      watch.check(view(10), 10, false, t + 4 * HELD);
+      watch.check(view(9), 9, CREATOR, false, t + 3 * HELD);
+      watch.check(view(10), 10, CREATOR, false, t + 4 * HELD);
       assertEquals(List.of(Level.WARNING, Level.INFO), log.levels(), "caught up, said once");
       assertEquals("9", log.records().get(1).getParameters()[1]);
     }
@@ -59,13 +59,13 @@ class ViewThreadWatchTest {
   void check_aheadAgainAfterCatchingUp_countsAfreshAndSaysItAgain() {
     try (NodeLog log = log()) {
       ViewThreadWatch watch = new ViewThreadWatch(NODE);
-      watch.check(view(3), 2, false, 10);
-      watch.check(view(3), 2, false, 10 + HELD);
-      watch.check(view(3), 3, false, 20 + HELD);
-      watch.check(view(4), 3, false, 30 + HELD);
-      watch.check(view(4), 3, false, 30 + 2 * HELD - 1);
+      watch.check(view(3), 2, CREATOR, false, 10);
+      watch.check(view(3), 2, CREATOR, false, 10 + HELD);
+      watch.check(view(3), 3, CREATOR, false, 20 + HELD);
+      watch.check(view(4), 3, CREATOR, false, 30 + HELD);
+      watch.check(view(4), 3, CREATOR, false, 30 + 2 * HELD - 1);
       assertEquals(List.of(Level.WARNING, Level.INFO), log.levels(), "a new stretch counts from its start");
-      watch.check(view(4), 3, false, 30 + 2 * HELD);
+      watch.check(view(4), 3, CREATOR, false, 30 + 2 * HELD);
       assertEquals(List.of(Level.WARNING, Level.INFO, Level.WARNING), log.levels());
     }
   }
@@ -74,17 +74,40 @@ class ViewThreadWatchTest {
   void check_aFailedViewOrARejoin_startsTheCountOver_withoutALine() {
     try (NodeLog log = log()) {
       ViewThreadWatch watch = new ViewThreadWatch(NODE);
-      watch.check(view(3), 2, false, 100);
-      watch.check(view(3), 2, true, 100 + HELD); // a view failed: its own lines say so
-      watch.check(view(3), 2, false, 100 + HELD + 1);
-      watch.check(view(3), 2, false, 100 + 2 * HELD);
+      watch.check(view(3), 2, CREATOR, false, 100);
+      watch.check(view(3), 2, CREATOR, true, 100 + HELD); // a view failed: its own lines say so
+      watch.check(view(3), 2, CREATOR, false, 100 + HELD + 1);
+      watch.check(view(3), 2, CREATOR, false, 100 + 2 * HELD);
       assertEquals(List.of(), log.levels(), "the count began again after the failed view");
-      watch.check(null, 2, false, 100 + 2 * HELD + 1); // rejoining: no view
-      watch.check(view(3), 2, false, 100 + 2 * HELD + 2);
-      watch.check(view(3), 2, false, 100 + 3 * HELD + 1);
+      watch.check(null, 2, CREATOR, false, 100 + 2 * HELD + 1); // rejoining: no view
+      watch.check(view(3), 2, CREATOR, false, 100 + 2 * HELD + 2);
+      watch.check(view(3), 2, CREATOR, false, 100 + 3 * HELD + 1);
       assertEquals(List.of(), log.levels(), "the count began again after the rejoin");
-      watch.check(view(3), 2, false, 100 + 3 * HELD + 2);
+      watch.check(view(3), 2, CREATOR, false, 100 + 3 * HELD + 2);
       assertEquals(List.of(Level.WARNING), log.levels());
+    }
+  }
+
+  /**
+   * After a rejoin into a cluster whose views are numbered below the ring's (the node was on the
+   * larger side of a split, say), the channel's view is another view though its number is lower:
+   * a held view thread is seen there too, and the ring catching up with that view is said.
+   */
+  @Test
+  void check_aChannelViewNumberedBelowTheRingsButAnother_isBehindToo() {
+    try (NodeLog log = log()) {
+      ViewThreadWatch watch = new ViewThreadWatch(NODE);
+      Address otherCreator = UUID.randomUUID();
+      View lower = new View(new ViewId(otherCreator, 3), List.of(otherCreator, CREATOR));
+      watch.check(lower, 9, CREATOR, false, 10);
+      watch.check(lower, 9, CREATOR, false, 10 + HELD);
+      assertEquals(List.of(Level.WARNING), log.levels());
+      assertEquals("9", log.records().get(0).getParameters()[3]);
+      watch.check(lower, 3, otherCreator, false, 20 + HELD);
+      assertEquals(List.of(Level.WARNING, Level.INFO), log.levels(), "the ring has that view now");
+      watch.check(view(3), 3, otherCreator, false, 30 + HELD);
+      watch.check(view(3), 3, otherCreator, false, 30 + 2 * HELD);
+      assertEquals(Level.WARNING, log.levels().get(2), "view 3 of another creator: another view");
     }
   }
 
@@ -92,10 +115,10 @@ class ViewThreadWatchTest {
   void check_aClockAtZero_stillCountsTheStretch() {
     try (NodeLog log = log()) {
       ViewThreadWatch watch = new ViewThreadWatch(NODE);
-      watch.check(view(3), 2, false, 0); // 0 means "not behind": the stretch must still begin here
-      watch.check(view(3), 2, false, HELD);
+      watch.check(view(3), 2, CREATOR, false, 0); // 0 means "not behind": the stretch must still begin here
+      watch.check(view(3), 2, CREATOR, false, HELD);
       assertEquals(List.of(), log.levels(), "not yet: the stretch began at the clock's first tick");
-      watch.check(view(3), 2, false, HELD + 1);
+      watch.check(view(3), 2, CREATOR, false, HELD + 1);
       assertEquals(List.of(Level.WARNING), log.levels());
     }
   }
