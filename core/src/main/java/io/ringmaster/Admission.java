@@ -2,7 +2,6 @@ package io.ringmaster;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
-import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -29,8 +28,6 @@ import org.jgroups.View;
 record Admission(Map<String, Address> addresses, Map<String, NodeMetadata> metadata,
                  List<MembershipChange.Refusal> refused, List<MembershipChange.Refusal> refusedNow,
                  OwnRefusal own) {
-  private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
-
   /** Why the cluster refused this node, and which kind of refusal that is. */
   record OwnRefusal(String reason, RingmasterException.Reason kind) {}
 
@@ -49,10 +46,8 @@ record Admission(Map<String, Address> addresses, Map<String, NodeMetadata> metad
    *                  caller's copy: it replaces the node's once this view's ring is published, so
    *                  that a view tried again reports its refusals as news again)
    * @param tokenLimit {@link HashRing#MAX_TOKENS}, or less in a test
-   * @param localId   this node's id, for the log
    */
-  static Admission of(View view, Address self, NodeMetadata reference, Set<Address> reported, long tokenLimit,
-                      String localId) {
+  static Admission of(View view, Address self, NodeMetadata reference, Set<Address> reported, long tokenLimit) {
     Map<String, Address> addresses = new LinkedHashMap<>();
     Map<String, NodeMetadata> metadata = new LinkedHashMap<>();
     List<MembershipChange.Refusal> refused = new ArrayList<>();
@@ -64,13 +59,21 @@ record Admission(Map<String, Address> addresses, Map<String, NodeMetadata> metad
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
       if (found.isEmpty()) {
-        // A JGroups member that is not a Ringmaster node; or one whose metadata no ring could use
-        // (a foreign or broken peer, or a build that changed what this one reads: every member
-        // leaves it out alike), said once, so that an operator sees why a member is not in the ring.
-        if (NodeMetadata.isRingmasterNode(a) && reported.add(a)) {
-          Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: member {1} of view {2} announces Ringmaster metadata that this"
-              + " build cannot read or no ring could use; it is left out of the ring", localId, a,
-              view.getViewId()));
+        // A JGroups member that is not a Ringmaster node: not in the ring, and no refusal. Or one
+        // whose metadata no ring could use (a foreign or broken peer, or a build that changed what
+        // this one reads): every member leaves it out alike, and reports it as refused, so that an
+        // operator sees why a member is not in the ring.
+        if (NodeMetadata.isRingmasterNode(a)) {
+          String reason = NodeMetadata.describe(a) + " announces Ringmaster metadata that this build cannot read"
+              + " or no ring could use (another build's, or a foreign peer's); it is left out of the ring";
+          if (a.equals(self)) { // never in practice (a build reads what it announces), but the rule is one
+            ownRefusal = new OwnRefusal(reason, RingmasterException.Reason.REFUSED);
+          }
+          MembershipChange.Refusal r = new MembershipChange.Refusal(NodeMetadata.announcedId(a), a.equals(self), reason);
+          refusedNow.add(r);
+          if (reported.add(a)) {
+            refused.add(r);
+          }
         }
         continue;
       }

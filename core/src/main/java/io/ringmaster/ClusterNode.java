@@ -355,7 +355,7 @@ final class ClusterNode {
 
     NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElse(local);
     Set<Address> reported = new HashSet<>(reportedRefusals);
-    Admission admission = Admission.of(view, self, reference, reported, maxRingTokens, local.id());
+    Admission admission = Admission.of(view, self, reference, reported, maxRingTokens);
     Map<String, Address> addresses = admission.addresses();
     Map<String, NodeMetadata> metadata = admission.metadata();
     List<MembershipChange.Refusal> refused = admission.refused();

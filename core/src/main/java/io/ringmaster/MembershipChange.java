@@ -45,8 +45,9 @@ public record MembershipChange(long previousViewId, long viewId, List<Member> me
    * take the ring past the most a ring holds, with those of the members admitted before it in the
    * view ({@link io.ringmaster.ring.HashRing#MAX_TOKENS}, {@link
    * io.ringmaster.ring.HashRing#MAX_MEMBERS}; counted afresh in each view, so a member admitted
-   * until then may be refused once a member before it that did not fit does). It owns nothing
-   * while it stays. A node refused when it joins is not told here: its {@code start()} fails
+   * until then may be refused once a member before it that did not fit does), or it announces
+   * Ringmaster metadata that this build cannot read (another build's, or a foreign peer's). It
+   * owns nothing while it stays. A node refused when it joins is not told here: its {@code start()} fails
    * instead.
    *
    * @param nodeId the id it announces

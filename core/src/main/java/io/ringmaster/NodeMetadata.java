@@ -16,8 +16,8 @@ import org.jgroups.util.ExtendedUUID;
  * Keys are short because the address travels with every message; each value is at most 255 bytes.
  * A later {@link Ringmaster#PROTOCOL_VERSION} may add keys, and bytes after the parameters, but
  * must keep {@code rm.i}, {@code rm.w} and the parameters' first 12 bytes as they are: a member
- * whose metadata this build cannot read is left out of its ring with a WARNING alone, where one
- * it reads is refused, naming both versions, and its own start fails.
+ * whose metadata this build cannot read is left out of its ring and reported as refused (by the id
+ * it announces), where one it reads is refused naming both versions, and its own start fails.
  */
 record NodeMetadata(String id, double weight, String zone, int specVersion, int protocolVersion, int virtualNodes,
                     int replicas, String applicationVersion, String endpoint) {
@@ -148,9 +148,14 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     }
   }
 
+  /** The id a member announces, read alone (the rest of its metadata may be unreadable), or "?" for none. */
+  static String announcedId(Address a) {
+    return a instanceof ExtendedUUID u && u.keyExists(ID) ? new String(u.get(ID), StandardCharsets.UTF_8) : "?";
+  }
+
   /** A member as its node id and JGroups UUID, which tells apart two members with one id. */
   static String describe(Address a) {
-    return NodeMetadata.from(a).map(NodeMetadata::id).orElse("?") + " ("
+    return announcedId(a) + " ("
         + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
   }
 }

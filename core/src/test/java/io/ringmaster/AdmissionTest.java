@@ -47,6 +47,11 @@ class AdmissionTest {
       if (random.nextBoolean()) {
         members.add(random.nextInt(members.size() + 1), UUID.randomUUID()); // a plain JGroups member
       }
+      if (random.nextInt(4) == 0) { // a member whose metadata this build cannot read: refused, by its id
+        org.jgroups.util.ExtendedUUID unreadable = meta("u" + trial, 1, 64, "").newAddress();
+        unreadable.remove("rm.w");
+        members.add(1 + random.nextInt(members.size()), unreadable);
+      }
       View view = View.create(members.get(0), 1 + trial, members.toArray(new Address[0]));
       NodeMetadata reference = RingmasterMembershipPolicy.firstRingmasterMember(view.getMembers()).orElseThrow();
       long limit = 64L * (1 + random.nextInt(20)); // some views past it
@@ -55,7 +60,7 @@ class AdmissionTest {
       for (Address self : members) {
         Set<Address> reported = new HashSet<>();
         members.stream().filter(m -> random.nextBoolean()).forEach(reported::add); // each its own history
-        Admission a = Admission.of(view, self, reference, reported, limit, "self");
+        Admission a = Admission.of(view, self, reference, reported, limit);
         if (first == null) {
           first = a;
         } else {
@@ -89,6 +94,9 @@ class AdmissionTest {
     for (MembershipChange.Refusal r : a.refused()) {
       assertTrue(a.refusedNow().contains(r), "news is a refusal of this view");
     }
+    long ringmasterNodes = view.getMembers().stream().filter(NodeMetadata::isRingmasterNode).count();
+    assertEquals(ringmasterNodes, a.addresses().size() + a.refusedNow().size(),
+        "every Ringmaster node is admitted or refused; a plain JGroups member is neither");
   }
 
   /**
@@ -102,16 +110,16 @@ class AdmissionTest {
     Address twin = a.newAddress();
     Address other = meta("b", 1, 64, "").newAddress();
     Set<Address> reported = new HashSet<>();
-    assertEquals(1, Admission.of(View.create(holder, 1, holder, twin), twin, a, reported, HashRing.MAX_TOKENS, "a")
+    assertEquals(1, Admission.of(View.create(holder, 1, holder, twin), twin, a, reported, HashRing.MAX_TOKENS)
         .refused().size());
-    assertEquals(0, Admission.of(View.create(twin, 2, twin), twin, a, reported, HashRing.MAX_TOKENS, "a")
+    assertEquals(0, Admission.of(View.create(twin, 2, twin), twin, a, reported, HashRing.MAX_TOKENS)
         .refused().size(), "the holder left: admitted");
     holder = a.newAddress(); // a new process with the id, before the twin in view order
-    assertEquals(1, Admission.of(View.create(holder, 3, holder, twin), twin, a, reported, HashRing.MAX_TOKENS, "a")
+    assertEquals(1, Admission.of(View.create(holder, 3, holder, twin), twin, a, reported, HashRing.MAX_TOKENS)
         .refused().size(), "refused again: news again");
-    Admission.of(View.create(holder, 4, holder, other), other, a, reported, HashRing.MAX_TOKENS, "b");
+    Admission.of(View.create(holder, 4, holder, other), other, a, reported, HashRing.MAX_TOKENS);
     assertEquals(1, Admission.of(View.create(holder, 5, holder, other, twin), other, a, reported,
-        HashRing.MAX_TOKENS, "b").refused().size(), "left, and back refused: news again");
+        HashRing.MAX_TOKENS).refused().size(), "left, and back refused: news again");
   }
 
   @Test
@@ -121,13 +129,13 @@ class AdmissionTest {
     Address twin = a.newAddress();
     View view = View.create(first, 3, first, twin);
     Set<Address> reported = new HashSet<>();
-    Admission once = Admission.of(view, twin, a, reported, HashRing.MAX_TOKENS, "a");
+    Admission once = Admission.of(view, twin, a, reported, HashRing.MAX_TOKENS);
     assertEquals(List.of(first), List.copyOf(once.addresses().values()));
     assertEquals(RingmasterException.Reason.ID_HELD, once.own().kind());
     assertEquals(1, once.refused().size());
-    Admission again = Admission.of(view, twin, a, reported, HashRing.MAX_TOKENS, "a");
+    Admission again = Admission.of(view, twin, a, reported, HashRing.MAX_TOKENS);
     assertEquals(List.of(), again.refused(), "reported already: no news");
     assertEquals(1, again.refusedNow().size(), "still refused");
-    assertNull(Admission.of(view, first, a, new HashSet<>(), HashRing.MAX_TOKENS, "a").own());
+    assertNull(Admission.of(view, first, a, new HashSet<>(), HashRing.MAX_TOKENS).own());
   }
 }

@@ -69,8 +69,9 @@ class ProtocolVersionTest {
 
   /**
    * A member whose metadata this build cannot read (here without a weight, as a later build that
-   * changed what it announces might be) is left out of the ring on every member alike; a WARNING
-   * says so once while it stays in the view, naming it, so that an operator sees why.
+   * changed what it announces might be) is left out of the ring on every member alike, and reported
+   * as refused by the id it announces, once while it stays in the view (a WARNING, the membership
+   * change, the stats), so that an operator sees why.
    */
   @Test
   void aMemberWhoseMetadataCannotBeRead_isLeftOut_andSaidOnce() throws Exception {
@@ -78,7 +79,8 @@ class ProtocolVersionTest {
     unreadable.remove("rm.w");
     try (FedNode a = new FedNode(meta("a"));
          NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING
-             && r.getMessage().contains("cannot read"))) {
+             && String.valueOf(r.getParameters() == null ? "" : r.getParameters()[r.getParameters().length - 1])
+             .contains("cannot read"))) {
       a.view(1, a.self);
       Address b = meta("b").newAddress();
       a.view(2, a.self, unreadable, b);
@@ -86,7 +88,14 @@ class ProtocolVersionTest {
 
       assertEquals(List.of("a", "b", "c"), a.node.state().ring().members().stream().map(Member::id).toList());
       assertEquals(1, log.records().size(), () -> log.records().stream().map(r -> r.getMessage()).toList().toString());
-      assertEquals("later", String.valueOf(log.records().get(0).getParameters()[1]), "named");
+      assertTrue(String.valueOf(log.records().get(0).getParameters()[1]).startsWith("later ("), "named");
+      MembershipChange joined = a.memberships.get(1);
+      assertEquals(List.of("later"), joined.refused().stream().map(MembershipChange.Refusal::nodeId).toList());
+      assertTrue(joined.refused().get(0).reason().contains("this build cannot read"), joined.refused()::toString);
+      assertEquals(List.of(), a.lastMembership().refused(), "reported once while it stays");
+      assertEquals(List.of("later"), a.node.state().refused().stream().map(MembershipChange.Refusal::nodeId).toList(),
+          "still refused");
+      assertEquals(1, a.node.refusals.get());
     }
   }
 }
