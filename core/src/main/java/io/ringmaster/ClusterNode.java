@@ -34,10 +34,16 @@ import org.jgroups.util.UUID;
  *
  * <p>{@link #onView(View)} is all a JGroups thread does here with a view: it queues it (and
  * {@link #ringBeforeArrived}, from the gossip, only hands an account of the ring before a view to
- * {@link RingsBefore}, a bounded queue per view). The view
- * thread reads every member's metadata from the view, builds the ring incrementally from the
- * previous one, publishes it with one volatile write, and only then queues the callbacks. Lookups
- * read the published {@link Snapshot} and never wait.
+ * {@link RingsBefore}, a bounded queue per view). The view thread reads every member's metadata
+ * from the view, builds the ring incrementally from the previous one, publishes it with one
+ * volatile write, and only then queues the callbacks. Lookups read the published {@link Snapshot}
+ * and never wait.
+ *
+ * <p>Beside it: {@link Admission} decides who of a view is in the ring, {@link RingsBefore} what a
+ * newcomer's first ring is compared with; each listener has its queue, a {@link SerialDelivery},
+ * and {@link ListenerWaits} ends the circles of listeners waiting for each other.
+ * {@link Ringmaster} owns the node's threads and channel, and {@link Gossip} compares the ring
+ * with the peers'.
  */
 final class ClusterNode {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
