@@ -308,6 +308,69 @@ class AwaitTest {
   }
 
   /**
+   * A listener on a same-thread executor that calls awaitListeners from its callback, on the view
+   * thread, holds up the launches of the listeners queued after it there: the call launches them
+   * itself, so a listener on another same-thread executor runs its callback and the call returns
+   * true, where it would otherwise wait for a callback that cannot start until it returns.
+   */
+  @Test
+  void awaitListeners_fromASameThreadListener_launchesTheListenersItHoldsUp() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-held-up")) {
+      Ringmaster a = cluster.start("a");
+      AtomicBoolean secondRan = new AtomicBoolean();
+      CompletableFuture<List<Boolean>> result = new CompletableFuture<>();
+      java.util.concurrent.Executor first = Runnable::run;
+      java.util.concurrent.Executor another = task -> task.run(); // another executor: its listener is waited for
+      a.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.VIEW && !result.isDone()) {
+          try {
+            boolean idle = a.awaitListeners(Duration.ofSeconds(20));
+            result.complete(List.of(idle, secondRan.get()));
+          } catch (InterruptedException e) {
+            result.completeExceptionally(e);
+          }
+        }
+      }, first);
+      a.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.VIEW) {
+          secondRan.set(true);
+        }
+      }, another);
+      cluster.start("b");
+      assertEquals(List.of(true, true), result.get(WAIT.toSeconds(), TimeUnit.SECONDS),
+          "idle, the second listener's callback run from within the call");
+    }
+  }
+
+  /**
+   * close() wakes a listener waiting in awaitRing before it waits for the listeners' hand-off, so
+   * that waiter does not hold the leave until leaveTimeout: the listener gets IllegalStateException
+   * at once, its callback returns, and the leave finds every listener idle.
+   */
+  @Test
+  void close_wakesAListenerWaitingInAwaitRing_beforeWaitingForTheListeners() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-ring-listener-closed")) {
+      Ringmaster a = cluster.start(cluster.builder("a").leaveTimeout(Duration.ofSeconds(20)));
+      CompletableFuture<Throwable> woken = new CompletableFuture<>();
+      AtomicBoolean first = new AtomicBoolean(true);
+      a.addOwnershipListener(change -> {
+        if (first.getAndSet(false)) { // its first change, on the node's pool: wait for a third member
+          try {
+            a.awaitRing(r -> r.members().size() >= 3, Duration.ofMinutes(1));
+            woken.complete(null);
+          } catch (RuntimeException | InterruptedException e) {
+            woken.complete(e);
+          }
+        }
+      });
+      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1);
+      a.close();
+      assertInstanceOf(IllegalStateException.class, woken.getNow(null), "woken by close(), before it returned");
+      assertTrue(a.leftIdle(), "the leave found the listener done, not busy until leaveTimeout");
+    }
+  }
+
+  /**
    * The listener lag counts each callback once: queued behind an executor that has not run the
    * delivery yet, a change is one pending callback, not one queued plus one running.
    */

@@ -151,6 +151,14 @@ class DuplicateIdMergeTest {
       assertEquals(refusals, f.node.refusals.get(), "refusals counted once");
       assertEquals(ownershipChanges, f.ownership.size(), "a node that holds nothing loses nothing");
       assertEquals(List.of(), folded(f), "what the kit's fold finds wrong in the changes");
+
+      // A membership listener added now hears, in its first change, every refusal in force: this
+      // node's own among them, though view 7 reported none as new.
+      List<MembershipChange> late = new CopyOnWriteArrayList<>();
+      f.node.addMembershipListener(new SerialDelivery<>("late", late::add, Runnable::run, f, () -> { }));
+      assertEquals(1, late.size());
+      assertEquals(List.of("b"), late.get(0).refused().stream().map(MembershipChange.Refusal::nodeId).toList());
+      assertTrue(late.get(0).refused().get(0).local(), late.get(0).toString());
     }
   }
 

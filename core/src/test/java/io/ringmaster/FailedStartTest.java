@@ -238,4 +238,27 @@ class FailedStartTest {
       assertTrue(fold.holdsNothing(), "handed everything off, and gained nothing back");
     }
   }
+
+  /**
+   * The LEAVING change is queued once, whoever queues it: close() itself, after the view thread was
+   * held too long, and then the view thread, once free, running the task close() had queued for it.
+   * Twice, a listener would hand its data off twice, and its fold would lose what it no longer held.
+   */
+  @Test
+  void leaving_queuedByCloseAndThenByTheViewThread_isOneChange() throws Exception {
+    try (FedNode a = new FedNode(meta("a"))) {
+      a.view(1, a.self);
+      a.view(2, a.self, meta("b").newAddress());
+      int before = a.ownership.size();
+      assertTrue(a.node.announceLeavingFromElsewhere(), "close() queued it");
+      a.node.announceLeaving(); // the view thread's task, run late
+      assertFalse(a.node.announceLeavingFromElsewhere(), "queued already");
+      assertEquals(before + 1, a.ownership.size(), a.ownership.toString());
+      assertEquals(OwnershipChange.Reason.LEAVING, a.lastOwnership().reason());
+      io.ringmaster.testing.OwnershipFold fold = new io.ringmaster.testing.OwnershipFold();
+      a.ownership.forEach(fold::onOwnershipChange);
+      assertEquals(List.of(), fold.violations());
+      assertTrue(fold.holdsNothing());
+    }
+  }
 }

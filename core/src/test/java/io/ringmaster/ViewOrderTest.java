@@ -212,6 +212,7 @@ class ViewOrderTest {
       // In half seconds after the first round: at once, then 1, 2, 4, 8, 16, 32 and 60 s apart.
       assertEquals(List.of(0L, 2L, 6L, 14L, 30L, 62L, 126L, 246L, 366L), triedAt);
       assertEquals(1, n.node.state().viewId(), "the ring of view 1 stays");
+      assertEquals(2, n.node.viewsSeen.get(), "views 1 and 2: a retry is no view seen");
     }
   }
 
@@ -273,6 +274,45 @@ class ViewOrderTest {
       n.installed();
       assertEquals(4, n.node.state().viewId());
       assertEquals(heard, n.ownership.size());
+    }
+  }
+
+  /**
+   * A retry of a failed view, queued on the view thread behind a later view (the gossip thread read
+   * the failed view before the later one was installed): the retry finds a later view installed and
+   * is dropped, so the ring never goes back to the failed view's members.
+   */
+  @Test
+  void aRetryQueuedBehindALaterView_isDropped_andTheRingNeverGoesBack() throws Exception {
+    try (FedNode n = new FedNode(meta("a"))) {
+      Address b = meta("b").newAddress();
+      Address c = meta("c").newAddress();
+      n.view(1, n.self);
+      n.view(2, n.self, b);
+      n.node.beforeBuild = v -> {
+        if (v.getViewId().getId() == 3) {
+          throw new IllegalStateException("view 3 fails (a test)");
+        }
+      };
+      n.view(3, n.self, b, c);
+      n.node.beforeBuild = v -> { }; // tried again, view 3 would install now
+      CountDownLatch held = new CountDownLatch(1);
+      n.viewThread.execute(() -> {
+        try {
+          held.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      n.node.onView(View.create(n.self, 4, n.self, c)); // queued behind the held task
+      n.node.retryFailedView(); // view 3 is still the failed one: its retry is queued after view 4
+      held.countDown();
+      n.installed();
+      assertEquals(4, n.node.state().viewId());
+      assertFalse(n.node.state().ring().contains("b"));
+      for (OwnershipChange change : n.ownership) {
+        assertTrue(change.previousViewId() < change.viewId(), "a change back: " + change);
+      }
     }
   }
 

@@ -314,6 +314,28 @@ class LocalClusterTest {
         RingDiff.compute(empty, false, one, false, "c", 1), true)); // an empty diff, for a member not in it
     assertTrue(notInRing.violations().contains("VIEW change to view 1: in a ring that does not hold c"),
         String.valueOf(notInRing.violations()));
+
+    // Roles the rings contradict, at a range's end: gained as a role the ring after does not give,
+    // lost as one the ring before did not give, changed to one the ring after does not give.
+    KeyRange kept = join.gained().get(0).range();
+    String atKept = ", position " + Long.toHexString(kept.end()) + ": ";
+    OwnershipFold gainedAs = new OwnershipFold(4096, 7);
+    gainedAs.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one, new RingDiff("a", 1,
+        List.of(new RingDiff.Gained(kept, List.of(), RingDiff.Role.BACKUP)), List.of(), List.of())));
+    assertTrue(gainedAs.violations().contains("VIEW change to view 1" + atKept
+        + "gained as BACKUP, where that ring makes it PRIMARY"), String.valueOf(gainedAs.violations()));
+    OwnershipFold lostAs = new OwnershipFold(4096, 7);
+    lostAs.onOwnershipChange(join);
+    lostAs.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two, new RingDiff("a", 1,
+        List.of(), List.of(new RingDiff.Lost(lost.range(), lost.destinations(), RingDiff.Role.BACKUP)), List.of())));
+    assertTrue(lostAs.violations().contains(at + "lost as BACKUP, where that ring makes it PRIMARY"),
+        String.valueOf(lostAs.violations()));
+    OwnershipFold changedTo = new OwnershipFold(4096, 7);
+    changedTo.onOwnershipChange(join);
+    changedTo.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one, new RingDiff("a", 1,
+        List.of(), List.of(), List.of(new RingDiff.RoleChange(kept, RingDiff.Role.PRIMARY, RingDiff.Role.BACKUP)))));
+    assertTrue(changedTo.violations().contains("VIEW change to view 2" + atKept
+        + "changed to BACKUP, where that ring makes it PRIMARY"), String.valueOf(changedTo.violations()));
   }
 
   /**
@@ -337,6 +359,25 @@ class LocalClusterTest {
     assertTrue(fold.violations().stream().anyMatch(v -> v.endsWith(wrong)), String.valueOf(fold.violations()));
     assertTrue(fold.violations().stream().noneMatch(v -> v.contains(Long.toHexString(other.range().end()))),
         "right at the end: " + fold.violations());
+  }
+
+  /** As for sources: a lost range stretched over a neighbour's, its destinations right at its end alone. */
+  @Test
+  void theFold_checksDestinationsInsideARange_notAtItsEndAlone() {
+    HashRing two = HashRing.builder().virtualNodes(16).build().withMembers(List.of(Member.of("a"), Member.of("b")));
+    HashRing three = two.with(Member.of("c"));
+    List<RingDiff.Lost> losses = RingDiff.compute(three, two, "c", 1).lost();
+    RingDiff.Lost first = losses.get(0);
+    RingDiff.Lost other = losses.stream().filter(l -> !l.destinations().equals(first.destinations())).findFirst()
+        .orElseThrow();
+    RingDiff.Lost stretched = new RingDiff.Lost(new KeyRange(first.range().start(), other.range().end()),
+        other.destinations(), RingDiff.Role.PRIMARY);
+    OwnershipFold fold = new OwnershipFold();
+    fold.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, three, two, new RingDiff("c", 1,
+        List.of(), List.of(stretched), List.of())));
+    String wrong = "lost to " + List.of(other.destinations().get(0).id()) + ", where the ring after has "
+        + List.of(first.destinations().get(0).id());
+    assertTrue(fold.violations().stream().anyMatch(v -> v.endsWith(wrong)), String.valueOf(fold.violations()));
   }
 
   @Test
