@@ -18,10 +18,13 @@ class RejoinTest {
   private static final String NODE = "rejoin-log";
   private static final long SECOND = TimeUnit.SECONDS.toNanos(1);
 
+  private static RingmasterConfig config() {
+    return Ringmaster.builder().nodeId(NODE).jgroupsConfig(TestCluster.STACK).buildConfig();
+  }
+
   @Test
   void logFailure_saysTheFirstOfAStretchAtError_thenErrorAgainAtMostOnceAMinute() {
-    RingmasterConfig config = Ringmaster.builder().nodeId(NODE).jgroupsConfig("ringmaster/jgroups/in-jvm.xml")
-        .buildConfig();
+    RingmasterConfig config = config();
     Rejoin rejoin = new Rejoin(config, () -> null, () -> false, null);
     try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith(NODE + ": rejoining the cluster failed"))) {
       long t = 5 * SECOND;
@@ -43,8 +46,7 @@ class RejoinTest {
 
   @Test
   void logFailure_whileClosing_saysItAtDebugOnly() {
-    RingmasterConfig config = Ringmaster.builder().nodeId(NODE).jgroupsConfig("ringmaster/jgroups/in-jvm.xml")
-        .buildConfig();
+    RingmasterConfig config = config();
     Rejoin rejoin = new Rejoin(config, () -> null, () -> true, null);
     try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith(NODE + ": rejoining the cluster failed"))) {
       rejoin.logFailure(new IOException("closed"), false, SECOND);

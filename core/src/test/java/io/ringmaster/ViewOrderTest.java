@@ -252,20 +252,25 @@ class ViewOrderTest {
     }
   }
 
+  /** Views 1 (n alone) and 2 (n, b) installed, then view 3 (n, b, c) failing to install. */
+  private static void installViews1And2_thenView3Fails(FedNode n, Address b, Address c) throws Exception {
+    n.view(1, n.self);
+    n.view(2, n.self, b);
+    n.node.beforeBuild = v -> {
+      if (v.getViewId().getId() == 3) {
+        throw new IllegalStateException("view 3 fails (a test)");
+      }
+    };
+    n.view(3, n.self, b, c);
+  }
+
   /** A failed view that a later one replaces is not tried again: the later one follows the last installed. */
   @Test
   void aViewThatFailedToInstall_andALaterOneCame_isNotTriedAgain() throws Exception {
     try (FedNode n = new FedNode(meta("a"))) {
       Address b = meta("b").newAddress();
       Address c = meta("c").newAddress();
-      n.view(1, n.self);
-      n.view(2, n.self, b);
-      n.node.beforeBuild = v -> {
-        if (v.getViewId().getId() == 3) {
-          throw new IllegalStateException("view 3 fails (a test)");
-        }
-      };
-      n.view(3, n.self, b, c);
+      installViews1And2_thenView3Fails(n, b, c);
       n.view(4, n.self, c);
       assertEquals(4, n.node.state().viewId());
       assertEquals(2, n.lastOwnership().previousViewId(), "from the last ring installed");
@@ -287,14 +292,7 @@ class ViewOrderTest {
     try (FedNode n = new FedNode(meta("a"))) {
       Address b = meta("b").newAddress();
       Address c = meta("c").newAddress();
-      n.view(1, n.self);
-      n.view(2, n.self, b);
-      n.node.beforeBuild = v -> {
-        if (v.getViewId().getId() == 3) {
-          throw new IllegalStateException("view 3 fails (a test)");
-        }
-      };
-      n.view(3, n.self, b, c);
+      installViews1And2_thenView3Fails(n, b, c);
       n.node.beforeBuild = v -> { }; // tried again, view 3 would install now
       CountDownLatch held = new CountDownLatch(1);
       n.viewThread.execute(() -> {
