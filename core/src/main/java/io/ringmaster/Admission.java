@@ -58,60 +58,55 @@ record Admission(Map<String, Address> addresses, Map<String, NodeMetadata> metad
     reported.retainAll(view.getMembers()); // forget members that left: no unbounded growth
     for (Address a : view.getMembers()) {
       Optional<NodeMetadata> found = NodeMetadata.from(a);
-      if (found.isEmpty()) {
-        // A JGroups member that is not a Ringmaster node: not in the ring, and no refusal. Or one
-        // whose metadata no ring could use (a foreign or broken peer, or a build that changed what
-        // this one reads): every member leaves it out alike, and reports it as refused, so that an
-        // operator sees why a member is not in the ring.
-        if (NodeMetadata.isRingmasterNode(a)) {
-          String reason = NodeMetadata.describe(a) + " announces Ringmaster metadata that this build cannot read"
-              + " or no ring could use (another build's, or a foreign peer's); it is left out of the ring";
-          if (a.equals(self)) { // never in practice (a build reads what it announces), but the rule is one
-            ownRefusal = new OwnRefusal(reason, RingmasterException.Reason.REFUSED);
-          }
-          MembershipChange.Refusal r = new MembershipChange.Refusal(NodeMetadata.announcedId(a), a.equals(self), reason);
-          refusedNow.add(r);
-          if (reported.add(a)) {
-            refused.add(r);
-          }
-        }
-        continue;
+      if (found.isEmpty() && !NodeMetadata.isRingmasterNode(a)) {
+        continue; // a JGroups member that is not a Ringmaster node: not in the ring, and no refusal
       }
-      NodeMetadata m = found.get();
-      if (referenceAddress == null) {
-        referenceAddress = a; // the first Ringmaster member: the reference
-      }
+      String id;
       String reason = null;
       RingmasterException.Reason kind = RingmasterException.Reason.REFUSED;
-      List<String> differences = m.parameterDifferences(reference);
-      long tokens = Member.tokenCount(m.virtualNodes(), m.weight()); // at most MAX_TOKENS_PER_MEMBER: from() checks
-      if (!differences.isEmpty()) {
-        reason = "ring parameters of " + NodeMetadata.describe(a) + " differ from the cluster's, those of its first member "
-            + NodeMetadata.describe(referenceAddress) + ": " + String.join("; ", differences);
-      } else if (addresses.containsKey(m.id())) {
-        reason = "node id \"" + m.id() + "\" is already held by member " + NodeMetadata.describe(addresses.get(m.id()))
-            + "; the later member " + NodeMetadata.describe(a) + " is refused";
-        kind = RingmasterException.Reason.ID_HELD;
-      } else if (tokensAdmitted + tokens > tokenLimit) {
-        reason = NodeMetadata.describe(a) + " would bring the ring to " + (tokensAdmitted + tokens) + " tokens, more than the "
-            + tokenLimit + " a ring holds: its weight " + m.weight() + " at virtualNodes " + m.virtualNodes()
-            + " gives it " + tokens + ", and the members admitted before it in the view have " + tokensAdmitted
-            + "; lower the weight of " + m.id() + ", or virtualNodes on every member";
-      } else if (addresses.size() == HashRing.MAX_MEMBERS) {
-        reason = NodeMetadata.describe(a) + " would be member " + (HashRing.MAX_MEMBERS + 1) + " of the ring, which holds at most "
-            + HashRing.MAX_MEMBERS;
-      }
-      if (reason == null) {
-        tokensAdmitted += tokens;
-        addresses.put(m.id(), a);
-        metadata.put(m.id(), m);
-        reported.remove(a); // admitted (the holder of its id left): a new refusal is news again
-        continue;
+      if (found.isEmpty()) {
+        // Metadata no ring could use (a foreign or broken peer, or a build that changed what this
+        // one reads): every member leaves it out alike, and reports it, so that an operator sees
+        // why a member is not in the ring.
+        id = NodeMetadata.announcedId(a);
+        reason = NodeMetadata.describe(a) + " announces Ringmaster metadata that this build cannot read or no"
+            + " ring could use (another build's, or a foreign peer's); it is left out of the ring";
+      } else {
+        NodeMetadata m = found.get();
+        id = m.id();
+        if (referenceAddress == null) {
+          referenceAddress = a; // the first Ringmaster member: the reference
+        }
+        List<String> differences = m.parameterDifferences(reference);
+        long tokens = Member.tokenCount(m.virtualNodes(), m.weight()); // at most MAX_TOKENS_PER_MEMBER: from() checks
+        if (!differences.isEmpty()) {
+          reason = "ring parameters of " + NodeMetadata.describe(a) + " differ from the cluster's, those of its"
+              + " first member " + NodeMetadata.describe(referenceAddress) + ": " + String.join("; ", differences);
+        } else if (addresses.containsKey(id)) {
+          reason = "node id \"" + id + "\" is already held by member " + NodeMetadata.describe(addresses.get(id))
+              + "; the later member " + NodeMetadata.describe(a) + " is refused";
+          kind = RingmasterException.Reason.ID_HELD;
+        } else if (tokensAdmitted + tokens > tokenLimit) {
+          reason = NodeMetadata.describe(a) + " would bring the ring to " + (tokensAdmitted + tokens) + " tokens,"
+              + " more than the " + tokenLimit + " a ring holds: its weight " + m.weight() + " at virtualNodes "
+              + m.virtualNodes() + " gives it " + tokens + ", and the members admitted before it in the view have "
+              + tokensAdmitted + "; lower the weight of " + id + ", or virtualNodes on every member";
+        } else if (addresses.size() == HashRing.MAX_MEMBERS) {
+          reason = NodeMetadata.describe(a) + " would be member " + (HashRing.MAX_MEMBERS + 1) + " of the ring,"
+              + " which holds at most " + HashRing.MAX_MEMBERS;
+        }
+        if (reason == null) {
+          tokensAdmitted += tokens;
+          addresses.put(id, a);
+          metadata.put(id, m);
+          reported.remove(a); // admitted (the holder of its id left): a new refusal is news again
+          continue;
+        }
       }
       if (a.equals(self)) {
         ownRefusal = new OwnRefusal(reason, kind);
       }
-      MembershipChange.Refusal r = new MembershipChange.Refusal(m.id(), a.equals(self), reason);
+      MembershipChange.Refusal r = new MembershipChange.Refusal(id, a.equals(self), reason);
       refusedNow.add(r);
       if (reported.add(a)) {
         refused.add(r);

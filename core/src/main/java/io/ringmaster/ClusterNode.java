@@ -371,7 +371,8 @@ final class ClusterNode {
     if (!firstRing.isDone() && !localIn) {
       firstRing.completeExceptionally(refusal != null
           ? new RingmasterException(refusal.kind(), refusal.reason())
-          : new RingmasterException(RingmasterException.Reason.VIEW_FAILED, "the first view " + view.getViewId() + " does not hold this member " + self));
+          : new RingmasterException(RingmasterException.Reason.VIEW_FAILED, "the first view " + view.getViewId()
+              + " does not hold this member " + self));
       logRefusals(refused);
       return;
     }

@@ -34,12 +34,12 @@ final class StartFailures {
     if (e instanceof ExecutionException) {
       Throwable cause = e.getCause(); // the view thread's RingmasterException, or close()'s
       Reason reason = cause instanceof RingmasterException r ? r.reason() : Reason.VIEW_FAILED;
-      return new RingmasterException(reason, "node " + config.nodeId() + " cannot join cluster \"" + config.clusterName()
-          + "\": " + cause.getMessage(), cause);
+      return new RingmasterException(reason, "node " + config.nodeId() + " cannot join cluster \""
+          + config.clusterName() + "\": " + cause.getMessage(), cause);
     }
     if (e instanceof TimeoutException) {
-      return new RingmasterException(Reason.START_TIMEOUT, "node " + config.nodeId() + " got no ring within startTimeout "
-          + config.startTimeout());
+      return new RingmasterException(Reason.START_TIMEOUT, "node " + config.nodeId()
+          + " got no ring within startTimeout " + config.startTimeout());
     }
     if (e instanceof InterruptedException) { // start() sets the thread's flag again once the node is shut down
       return new RingmasterException(Reason.INTERRUPTED, "interrupted while starting node " + config.nodeId(), e);
