@@ -694,9 +694,9 @@ public final class Ringmaster implements AutoCloseable {
   private void gossipRound() {
     try {
       node.retryFailedView();
-      ClusterNode.Snapshot ring = node.state();
-      viewThreadWatch.check(channel.getView(), ring.viewId(), ring.viewCreator(), node.failedViewId().isPresent(),
-          System.nanoTime());
+      ClusterNode.Snapshot routing = node.state(); // the ring lookups route by
+      viewThreadWatch.check(channel.getView(), routing.viewId(), routing.viewCreator(),
+          node.failedViewId().isPresent(), System.nanoTime());
       gossip.round();
       gossipFailing = false;
     } catch (RuntimeException | Error e) {
