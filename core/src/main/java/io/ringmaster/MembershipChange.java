@@ -50,11 +50,14 @@ public record MembershipChange(long previousViewId, long viewId, List<Member> me
    * owns nothing while it stays. A node refused when it joins is not told here: its {@code start()} fails
    * instead.
    *
-   * @param nodeId the id it announces
+   * @param nodeId the id it announces ("?" for a member whose metadata announces none that can be
+   *               read)
    * @param local  whether it is this node: then this node owns nothing while it is refused
    *               (until the holder of its id leaves, or it restarts with matching parameters or
    *               another id)
-   * @param reason the reason, naming the parameters or the id and both members' JGroups addresses
+   * @param reason the reason, naming the member by id and JGroups address, and what keeps it out:
+   *               the parameters that differ (and the member whose parameters the ring has), the
+   *               member holding its id, the ring's size, or metadata that cannot be read
    */
   public record Refusal(String nodeId, boolean local, String reason) {}
 

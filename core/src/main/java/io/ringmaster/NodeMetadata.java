@@ -148,9 +148,13 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
     }
   }
 
-  /** The id a member announces, read alone (the rest of its metadata may be unreadable), or "?" for none. */
+  /**
+   * The id a member announces, read alone (the rest of its metadata may be unreadable), or "?" for
+   * none: JGroups reads a key sent with an empty value back as a key without one (null).
+   */
   static String announcedId(Address a) {
-    return a instanceof ExtendedUUID u && u.keyExists(ID) ? new String(u.get(ID), StandardCharsets.UTF_8) : "?";
+    byte[] id = a instanceof ExtendedUUID u ? u.get(ID) : null;
+    return id == null || id.length == 0 ? "?" : new String(id, StandardCharsets.UTF_8);
   }
 
   /** A member as its node id and JGroups UUID, which tells apart two members with one id. */

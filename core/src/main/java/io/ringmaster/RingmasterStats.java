@@ -31,10 +31,10 @@ import java.util.OptionalLong;
  * @param gossipSent       checksum messages sent (a node the cluster refuses sends none; it asks a
  *                         member of its view, each gossip interval, whether that view lists it)
  * @param gossipReceived   checksum messages received
- * @param refusedMembers   refusals seen since start: members kept out of the ring of a view
- *                         (parameter mismatch or duplicate id); a running total, not how many are
- *                         refused now (a membership listener's first change lists those:
- *                         {@link MembershipChange#refused()})
+ * @param refusedMembers   refusals seen since start: members kept out of the ring of a view, for
+ *                         the reasons {@link MembershipChange.Refusal} lists; a running total, not
+ *                         how many are refused now (a membership listener's first change lists
+ *                         those: {@link MembershipChange#refused()})
  * @param lastChange       when a view last changed this node's ownership or brought its membership
  *                         listeners a change (members, a merge, a refusal), if ever (adding a
  *                         listener, or this node's own leave, does not count)

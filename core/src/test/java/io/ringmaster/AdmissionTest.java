@@ -122,6 +122,27 @@ class AdmissionTest {
         HashRing.MAX_TOKENS).refused().size(), "left, and back refused: news again");
   }
 
+  /**
+   * A peer that announces an empty id (a foreign or broken one: no build of ours can): JGroups
+   * reads the empty value back as none, and the member is refused as unreadable, under "?". Read as
+   * a null id, it failed every view that held it, on every member, freezing every ring.
+   */
+  @Test
+  void of_aPeerAnnouncingAnEmptyId_isRefusedUnderAQuestionMark_andTheOthersAdmitted() throws Exception {
+    NodeMetadata a = meta("a", 1, 64, "");
+    Address first = a.newAddress();
+    org.jgroups.util.ExtendedUUID sent = meta("x", 1, 64, "").newAddress();
+    sent.put("rm.i", new byte[0]);
+    org.jgroups.util.ExtendedUUID odd = org.jgroups.util.Util.streamableFromByteBuffer(
+        org.jgroups.util.ExtendedUUID.class, org.jgroups.util.Util.streamableToByteBuffer(sent));
+    assertNull(odd.get("rm.i"), "as JGroups reads an empty value: none");
+    Admission admission = Admission.of(View.create(first, 1, first, odd), first, a, new HashSet<>(),
+        HashRing.MAX_TOKENS);
+    assertEquals(List.of(first), List.copyOf(admission.addresses().values()));
+    assertEquals(List.of("?"), admission.refusedNow().stream().map(MembershipChange.Refusal::nodeId).toList());
+    assertTrue(admission.refusedNow().get(0).reason().startsWith("? ("), admission.refusedNow().toString());
+  }
+
   @Test
   void of_aSecondMemberWithAnId_isRefusedAsIdHeld_andNewsOnlyOnce() {
     NodeMetadata a = meta("a", 1, 64, "");
