@@ -694,8 +694,7 @@ public final class Ringmaster implements AutoCloseable {
   private void gossipRound() {
     try {
       node.retryFailedView();
-      ClusterNode.Snapshot routing = node.state(); // the ring lookups route by
-      viewThreadWatch.check(channel.getView(), routing.viewId(), routing.viewCreator(),
+      viewThreadWatch.check(channel.getView(), channel.getAddress(), node.state().view(),
           node.failedViewId().isPresent(), System.nanoTime());
       gossip.round();
       gossipFailing = false;

@@ -2,7 +2,6 @@ package io.ringmaster;
 
 import java.lang.System.Logger.Level;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import org.jgroups.Address;
 import org.jgroups.View;
@@ -31,27 +30,30 @@ final class ViewThreadWatch {
   }
 
   /**
-   * Says at WARNING, once, when the channel's view has been another than the ring's for
+   * Says at WARNING, once, when the channel's view has been ahead of the ring for
    * {@link #HELD_AFTER}; once the ring has caught up, says so at INFO. A failed view has lines of
-   * its own, and a rejoin (no view meanwhile) starts the count over. Views are compared by number
-   * and creator: after a rejoin into a cluster whose views are numbered below the ring's, the
-   * channel's view is another, though its number is lower.
+   * its own, and a rejoin (no view meanwhile) starts the count over. Ahead means newer while the
+   * ring's view holds the channel's address, and any view while it does not: after a rejoin (a new
+   * address) into a cluster whose views are numbered below the ring's, the ring is behind until it
+   * has a view of the node's new self. A view numbered below the ring's under the same address (the
+   * channel's last view handed up out of order, as JGroups before 5.5.7 could) is not ahead: the
+   * ring rightly skipped it.
    *
-   * @param channelView    the view JGroups installed, or null while the node rejoins
-   * @param ringViewId     the number of the view of the ring the node routes by
-   * @param ringViewCreator the creator of that view (null before the first)
-   * @param viewFailed     whether a view failed to install, and waits to be tried again
-   * @param nowNanos       {@link System#nanoTime()}
+   * @param channelView the view JGroups installed, or null while the node rejoins
+   * @param self        the channel's address now
+   * @param ringView    the view of the ring the node routes by (null before the first)
+   * @param viewFailed  whether a view failed to install, and waits to be tried again
+   * @param nowNanos    {@link System#nanoTime()}
    */
-  void check(View channelView, long ringViewId, Address ringViewCreator, boolean viewFailed, long nowNanos) {
+  void check(View channelView, Address self, View ringView, boolean viewFailed, long nowNanos) {
     if (channelView == null) {
       behindSince = 0; // rejoining: no view to compare with; a stretch behind starts over after it
       return;
     }
-    // The ring is built from the channel's views, in their order, so it can only be the channel's
-    // view or one before it.
-    if (channelView.getViewId().getId() == ringViewId
-        && Objects.equals(channelView.getViewId().getCreator(), ringViewCreator)) {
+    long ringViewId = ringView == null ? -1 : ringView.getViewId().getId();
+    boolean caughtUp = ringView != null && ringView.containsMember(self)
+        && channelView.getViewId().getId() <= ringViewId;
+    if (caughtUp) {
       if (heldSaid) {
         Logs.quietly(() -> LOG.log(Level.INFO, "{0}: the ring has caught up with the channel''s view (view"
             + " {1})", nodeId, Long.toString(ringViewId)));
