@@ -133,6 +133,11 @@ final class SealedCopies {
     return senders.size();
   }
 
+  /** Entries in the queues of senders outside the view, stale ones included (for tests). */
+  synchronized int outsideEntries() {
+    return departed.queue.size() + strangers.queue.size();
+  }
+
   private record Departure(Address sender, long change) {}
 
   /** Senders outside the view, of one kind, oldest first; some entries are stale (back in a view since). */

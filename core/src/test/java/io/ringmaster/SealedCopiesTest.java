@@ -73,6 +73,25 @@ class SealedCopiesTest {
   }
 
   /**
+   * Every joiner heard from before its view is first counted among the strangers, and leaves a
+   * stale entry in their queue once its view comes: swept once they pile up, or they would grow by
+   * one a join, for as long as the node runs.
+   */
+  @Test
+  void joinersHeardBeforeTheirView_leaveNoPileOfStaleEntries() {
+    SealedCopies copies = new SealedCopies(16);
+    Address member = UUID.randomUUID();
+    copies.retain(List.of(member));
+    for (int join = 0; join < 10_000; join++) {
+      Address joiner = UUID.randomUUID();
+      assertTrue(copies.admit(joiner, false, false, 1), "heard before its view: a stranger");
+      copies.retain(List.of(member, joiner)); // its view; the joiner before it has left
+    }
+    assertTrue(copies.outsideEntries() <= 2 * (16 + 1) + 64, copies.outsideEntries() + " entries");
+    assertTrue(copies.senders() <= 2 + 16 + 1, copies.senders() + " senders");
+  }
+
+  /**
    * A series that starts again far ahead (a member back after a partition under the same address,
    * its numbers from the clock again): the window is cleared at once, not a number at a time,
    * which would hold a JGroups receive thread, and the series' lock, for hours. The bound below is
