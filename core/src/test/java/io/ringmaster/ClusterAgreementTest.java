@@ -174,6 +174,41 @@ class ClusterAgreementTest {
   }
 
   /**
+   * A divergence listener on a same-thread executor that ignores close()'s interrupt does not hold
+   * close() up, and is not left running unseen: close() waits a second for the gossip thread, then
+   * a WARNING names it. Without that wait there would be no WARNING.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(value = 90, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+  void close_aSameThreadDivergenceListenerThatIgnoresTheInterrupt_isReportedInAWarning_andCloseReturns()
+      throws Exception {
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("still runs a task"));
+         TestCluster cluster = new TestCluster("divergence-deaf")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.atomic.AtomicInteger interrupts = new java.util.concurrent.atomic.AtomicInteger();
+      a.addDivergenceListener(d -> {
+        entered.countDown();
+        TestCluster.awaitIgnoringInterrupts(release, interrupts, Duration.ofSeconds(30));
+      }, Runnable::run);
+      try {
+        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+            Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
+        assertTrue(entered.await(30, java.util.concurrent.TimeUnit.SECONDS), "the divergence reached the listener");
+        a.close();
+        assertEquals(1, interrupts.get(), "close() interrupted the callback, which went on");
+        assertEquals(List.of("a: the gossip thread still runs a task a second after close() interrupted it;"
+            + " close() returns without waiting for it"), log.messages());
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
+  /**
    * A logger that throws at the divergence's ERROR line does not keep the listeners from hearing
    * of it: each divergence is handed on once per view and sender, so a report lost there would
    * be lost for good.

@@ -44,6 +44,11 @@ final class NodeLog implements AutoCloseable {
     return List.copyOf(records);
   }
 
+  /** The messages of the records kept so far, formatted with their parameters. */
+  List<String> messages() {
+    return records.stream().map(r -> java.text.MessageFormat.format(r.getMessage(), r.getParameters())).toList();
+  }
+
   /** The levels of the records kept so far. */
   List<Level> levels() {
     return records.stream().map(LogRecord::getLevel).toList();

@@ -487,40 +487,41 @@ class OwnershipCallbacksTest {
   }
 
   /**
-   * A pool listener that ignores close()'s interrupt does not hold close() up, and is not left
-   * running unseen: a WARNING says the node's listener pool still runs a callback.
+   * A listener that ignores close()'s interrupt does not hold close() up, and is not left running
+   * unseen: a WARNING names the thread that still runs its callback, the node's listener pool for a
+   * listener on it, the view thread for one on a same-thread executor. close() waits a second for
+   * that thread first: without that wait there would be no WARNING.
    */
-  @Test
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-  void close_aPoolListenerThatIgnoresTheInterrupt_isReportedInAWarning_andCloseReturns() throws Exception {
+  void close_aListenerThatIgnoresTheInterrupt_isReportedInAWarningNamingItsThread_andCloseReturns(boolean sameThread)
+      throws Exception {
     try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
         && r.getParameters() != null && "deaf".equals(r.getParameters()[0]));
          TestCluster cluster = new TestCluster("close-deaf")) {
       cluster.start("keeper");
       CountDownLatch release = new CountDownLatch(1);
       AtomicInteger interrupts = new AtomicInteger();
-      Ringmaster deaf = cluster.start(cluster.builder("deaf").leaveTimeout(Duration.ofMillis(300)), n ->
-          n.addOwnershipListener(change -> {
-            if (change.reason() != OwnershipChange.Reason.LEAVING) {
-              return;
-            }
-            long end = System.nanoTime() + WAIT.toNanos(); // bounded: a failed test lets it go too
-            while (release.getCount() > 0 && System.nanoTime() < end) {
-              try {
-                release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-              } catch (InterruptedException ignored) {
-                interrupts.incrementAndGet(); // and waits on: a hand-off deaf to interrupts
-              }
-            }
-          }));
+      OwnershipListener handOff = change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          TestCluster.awaitIgnoringInterrupts(release, interrupts, WAIT); // a hand-off deaf to interrupts
+        }
+      };
+      Ringmaster deaf = cluster.start(cluster.builder("deaf").leaveTimeout(Duration.ofMillis(300)), n -> {
+        if (sameThread) {
+          n.addOwnershipListener(handOff, Runnable::run);
+        } else {
+          n.addOwnershipListener(handOff);
+        }
+      });
       try {
         deaf.close();
         assertFalse(deaf.leftIdle(), "it left with a listener still busy");
         await("close() interrupted the callback").atMost(WAIT).until(() -> interrupts.get() == 1);
-        List<String> warnings = log.records().stream().map(r -> java.text.MessageFormat.format(r.getMessage(),
-            r.getParameters())).toList();
-        assertTrue(warnings.contains("deaf: the listener pool still runs a task a second after close() interrupted"
-            + " it; close() returns without waiting for it"), warnings.toString());
+        String thread = sameThread ? "view thread" : "listener pool";
+        assertTrue(log.messages().contains("deaf: the " + thread + " still runs a task a second after close()"
+            + " interrupted it; close() returns without waiting for it"), log.messages().toString());
       } finally {
         release.countDown();
       }

@@ -151,14 +151,17 @@ class SplitViewTest {
   }
 
   /**
-   * close() while a rejoin is stuck in its connect: it waits for it at most the longer of
-   * leaveTimeout and 5 s, says so at WARNING with that wait, and its listeners still hear LEAVING
-   * (from the ring before the rejoin); the node leaves, and the others go on without it.
+   * close() while a rejoin is stuck in its connect, deaf to interrupts: it waits for it at most the
+   * longer of leaveTimeout and 5 s, says so at WARNING with that wait, and its listeners still hear
+   * LEAVING (from the ring before the rejoin); once it has stopped the channel, it waits a second
+   * more for the rejoin thread, and a second WARNING names that thread as still running. The node
+   * leaves, and the others go on without it.
    */
   @Test
   void close_whileARejoinIsStuck_waitsAtMostItsBound_warns_andStillTellsLeaving() throws Exception {
     try (TestCluster cluster = new TestCluster("split-view-stuck");
-         NodeLog log = new NodeLog(r -> r.getMessage().contains("a rejoin under way has not ended"))) {
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("a rejoin under way has not ended")
+             || r.getMessage().contains("still runs a task"))) {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       List<OwnershipChange.Reason> heard = new CopyOnWriteArrayList<>();
@@ -167,13 +170,10 @@ class SplitViewTest {
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       CountDownLatch connecting = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger interrupts = new AtomicInteger();
       x.rejoin.beforeConnect = () -> {
         connecting.countDown();
-        try {
-          release.await(WAIT.toSeconds(), TimeUnit.SECONDS); // a connect that does not return
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+        TestCluster.awaitIgnoringInterrupts(release, interrupts, WAIT); // a connect that does not return
       };
       try {
         splitOff(x, a, b);
@@ -185,8 +185,11 @@ class SplitViewTest {
         assertTrue(waitedMillis >= 4_900, "waited the 5 s bound before giving up: " + waitedMillis + " ms");
         assertEquals("5000", log.records().get(0).getParameters()[1], "the wait it names");
         await("LEAVING heard").atMost(WAIT).until(() -> heard.contains(OwnershipChange.Reason.LEAVING));
+        closing.get(WAIT.toSeconds(), TimeUnit.SECONDS); // the rejoin still stuck
+        assertEquals(1, interrupts.get(), "close() interrupted the rejoin, which went on");
+        assertEquals("x: the rejoin thread still runs a task a second after close() interrupted it; close()"
+            + " returns without waiting for it", log.messages().get(1));
         release.countDown();
-        closing.get(WAIT.toSeconds(), TimeUnit.SECONDS);
         TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       } finally {
         release.countDown();

@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jgroups.Address;
@@ -208,6 +210,21 @@ final class TestCluster implements AutoCloseable {
     awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly, ON_OWN_THREAD)).toList(),
         failures);
     throwFirst(failures, "stopping the test cluster failed");
+  }
+
+  /**
+   * A callback deaf to close()'s interrupt: waits for {@code release}, but at most {@code atMost}
+   * (so that a failed test lets it go too), counting the interrupts it ignores.
+   */
+  static void awaitIgnoringInterrupts(CountDownLatch release, AtomicInteger interrupts, Duration atMost) {
+    long end = System.nanoTime() + atMost.toNanos();
+    while (release.getCount() > 0 && System.nanoTime() < end) {
+      try {
+        release.await(end - System.nanoTime(), TimeUnit.NANOSECONDS);
+      } catch (InterruptedException ignored) {
+        interrupts.incrementAndGet(); // and waits on
+      }
+    }
   }
 
   /**
