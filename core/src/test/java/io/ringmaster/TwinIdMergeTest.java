@@ -3,13 +3,19 @@ package io.ringmaster;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
+import io.ringmaster.testing.LocalCluster;
+import io.ringmaster.testing.OwnershipFold;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import org.jgroups.Address;
 import org.junit.jupiter.api.Test;
 
@@ -76,6 +82,59 @@ class TwinIdMergeTest {
     } finally {
       addresses.forEach(Islands::forget);
     }
+  }
+
+  /**
+   * The test kit with a refused twin running: {@link LocalCluster} does not call its nodes agreed
+   * while one of them is refused, though its ring is theirs and holds its id (the holder's); the
+   * nodes in the ring agree as a side. The twin's fold, told it lost what it held on its island,
+   * matches the ring without it, and the holder's matches the ring.
+   */
+  @Test
+  void theTestKit_doesNotCountARefusedTwinAsAgreeing_andItsFoldMatchesARingWithoutIt() throws Exception {
+    List<Address> addresses = new ArrayList<>();
+    Map<Ringmaster, OwnershipFold> folds = new HashMap<>();
+    try (LocalCluster cluster = new LocalCluster("twin-id kit")) {
+      Ringmaster a = startFolded(cluster, "a", folds);
+      Ringmaster b = startFolded(cluster, "b", folds);
+      cluster.awaitAgreement(WAIT);
+      Ringmaster twin;
+      try (AutoCloseable on = Islands.startOn(1)) {
+        twin = startFolded(cluster, "a", folds);
+      }
+      List<Ringmaster> all = List.of(a, b, twin);
+      all.forEach(n -> addresses.add(n.channel().getAddress()));
+      addresses.forEach(x -> Islands.move(x, 0));
+      await("one view of the three, one holder of the id").atMost(WAIT).until(() -> all.stream()
+          .allMatch(n -> n.channel().getView().size() == 3 && n.viewId() == b.viewId())
+          && a.isInRing() != twin.isInRing());
+      Ringmaster holder = a.isInRing() ? a : twin;
+      Ringmaster refused = holder == a ? twin : a;
+
+      RingmasterException apart = assertThrows(RingmasterException.class,
+          () -> cluster.awaitAgreement(Duration.ofSeconds(2)), "a refused node is no part of an agreement");
+      assertEquals(RingmasterException.Reason.AWAIT_TIMEOUT, apart.reason());
+      HashRing ring = cluster.awaitAgreement(List.of(holder, b), WAIT);
+      assertEquals(ring, refused.ring(), "the refused twin has the others' ring");
+      for (Ringmaster n : all) {
+        assertTrue(n.awaitListeners(WAIT), "listeners idle");
+      }
+      assertEquals(Optional.empty(), folds.get(holder).disagreement(holder));
+      assertEquals(Optional.empty(), folds.get(refused).disagreement(refused), "the refused twin holds nothing");
+      assertTrue(folds.get(refused).disagreement(ring, "a", 2).isPresent(),
+          "the twin's fold is not the ring's for its id, which the holder owns");
+      all.forEach(n -> assertEquals(List.of(), folds.get(n).violations()));
+    } finally {
+      addresses.forEach(Islands::forget);
+    }
+  }
+
+  private static Ringmaster startFolded(LocalCluster cluster, String id, Map<Ringmaster, OwnershipFold> folds) {
+    OwnershipFold fold = new OwnershipFold();
+    Ringmaster node = cluster.start(cluster.builder(id).jgroupsConfig("islands.xml").virtualNodes(64).replicas(2),
+        n -> n.addOwnershipListener(fold));
+    folds.put(node, fold);
+    return node;
   }
 
   private static Ringmaster.Builder builder(TestCluster cluster, String id) {
