@@ -93,6 +93,41 @@ class LocalClusterTest {
     }
   }
 
+  /**
+   * close() waits for the crashes under way: a crashed node still stopping in the background (held
+   * up here by its monitor, which its stop takes) has stopped when close() returns, so that a test
+   * leaves no node running behind it.
+   */
+  @Test
+  void close_waitsForACrashedNodeToStop() throws Exception {
+    LocalCluster cluster = new LocalCluster("kit test: close waits for crashes");
+    try {
+      Ringmaster a = cluster.start("a");
+      java.util.concurrent.CompletableFuture<Void> closed = new java.util.concurrent.CompletableFuture<>();
+      Thread closer = new Thread(() -> {
+        try {
+          cluster.close();
+          closed.complete(null);
+        } catch (RuntimeException | Error e) {
+          closed.completeExceptionally(e);
+        }
+      }, "closing the kit");
+      synchronized (a) { // the crash's stop waits for this
+        cluster.crash(a);
+        closer.start();
+        org.awaitility.Awaitility.await("close() waiting, or done").atMost(WAIT).until(() -> closed.isDone()
+            || closer.getState() == Thread.State.WAITING && java.util.Arrays.stream(closer.getStackTrace())
+            .anyMatch(f -> f.getClassName().equals(LocalCluster.class.getName()) && f.getMethodName().equals("close")));
+        assertFalse(closed.isDone(), "close() returned before the crashed node stopped");
+        assertFalse(a.channel().isClosed());
+      }
+      closed.get(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+      assertTrue(a.channel().isClosed(), "the crashed node stopped before close() returned");
+    } finally {
+      cluster.close();
+    }
+  }
+
   private static void crashAndAwaitItsStop(LocalCluster cluster, String id) {
     Ringmaster node = cluster.nodes().stream().filter(n -> n.localMember().id().equals(id)).findFirst().orElseThrow();
     cluster.crash(node);
