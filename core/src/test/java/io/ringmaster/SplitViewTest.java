@@ -151,6 +151,51 @@ class SplitViewTest {
   }
 
   /**
+   * close() while a rejoin disconnects: the rejoin sees the close once it has left, and does not
+   * join again (the node would come back only to leave at once); close() waits for it, and the
+   * listeners hear LEAVING from the ring before the rejoin, over the channel now disconnected. The
+   * others go on without the node.
+   */
+  @Test
+  void close_whileARejoinDisconnects_theNodeDoesNotJoinAgain_andHearsLeavingFromTheRingBefore() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-close-leaving")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      List<String> leaving = new CopyOnWriteArrayList<>();
+      AtomicReference<Ringmaster> self = new AtomicReference<>();
+      Ringmaster x = cluster.start(cluster.builder("x"), n -> {
+        self.set(n);
+        n.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            leaving.add("connected " + self.get().channel().isConnected() + ", view " + change.viewId());
+          }
+        });
+      });
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      CountDownLatch disconnecting = new CountDownLatch(1);
+      AtomicInteger connects = new AtomicInteger();
+      x.rejoin.beforeConnect = connects::incrementAndGet;
+      x.channel().addChannelListener(new org.jgroups.ChannelListener() {
+        @Override
+        public void channelDisconnected(org.jgroups.JChannel channel) { // on the rejoin thread, in its disconnect
+          disconnecting.countDown();
+          // Until close() waits for this rejoin, or (had it not waited) x's listeners heard LEAVING.
+          await().atMost(WAIT).until(() -> x.rejoin.lock.hasQueuedThreads() || !leaving.isEmpty());
+        }
+      });
+      splitOff(x, a, b);
+      assertTrue(disconnecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
+      long splitView = x.viewId(); // the ring before the rejoin: that of the view its peers did not install
+
+      x.close();
+      assertEquals(List.of("connected false, view " + splitView), leaving);
+      assertEquals(0, x.stats().rejoins(), "x did not connect again");
+      assertEquals(0, connects.get(), "x did not try to connect again");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+    }
+  }
+
+  /**
    * close() while a rejoin is stuck in its connect, deaf to interrupts: it waits for it at most the
    * longer of leaveTimeout and 5 s, says so at WARNING with that wait, and its listeners still hear
    * LEAVING (from the ring before the rejoin); once it has stopped the channel, it waits a second
