@@ -953,8 +953,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Whether this node is among the key's owners (primary or backup). Allocation-free (with more than
-   * one replica and more than one member holding tokens, a thread's first call makes that thread's
-   * 1 KB scratch array). False while
+   * one replica, but fewer than the members holding tokens, a thread's first call makes that
+   * thread's 1 KB scratch array). False while
    * the node is not in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
    * {@link #ownerOf(String)} fails), and after {@link #close()}.
    */
