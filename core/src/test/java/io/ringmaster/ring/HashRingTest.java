@@ -702,6 +702,14 @@ class HashRingTest {
     assertThrows(IllegalStateException.class, () -> tooLight.owners("k", 1), "no owners to list");
     assertEquals("the ring has no tokens: none of its 1 members has one (weight 0, or round(virtualNodes * weight) = 0"
         + " at virtualNodes 16)", assertThrows(IllegalStateException.class, () -> tooLight.ownerOf("k")).getMessage());
+    // A ring of routers alone: every share 0, known or not; and no member, in the ring or not, is
+    // told it owns a position, which fails as a lookup does.
+    assertEquals(0.0, empty.share("router"));
+    assertEquals(0.0, empty.share("nobody"));
+    assertThrows(IllegalStateException.class, () -> empty.isOwnerOfPosition(0, 1, Member.of("stranger")));
+    HashRing ring = ring(8, List.of(Member.of("a")));
+    assertEquals(0.0, ring.share("nobody"));
+    assertEquals(0.0, ring.share(null));
   }
 
   @Test
@@ -724,6 +732,9 @@ class HashRingTest {
         () -> HashRing.builder().build().withMembers(List.of(Member.of("a"), Member.of("a"))));
     HashRing ring = ring(8, List.of(Member.of("a")));
     assertMessage("member must not be null", () -> ring.with(null));
+    // The ring's own members with one repeated: as a set, the ring's members.
+    assertMessage("duplicate member id: \"a\"", () -> ring.withMembers(List.of(Member.of("a"), Member.of("a"))));
+    assertMessage("member must not be null", () -> ring.withMembers(Arrays.asList((Member) null)));
     assertMessage("member id must not be null", () -> ring.without(null));
     assertMessage("at least 1: 0", () -> ring.owners("k", 0));
     for (org.junit.jupiter.api.function.Executable nullKey : List.<org.junit.jupiter.api.function.Executable>of(
@@ -758,6 +769,55 @@ class HashRingTest {
     sums.add(base.with(Member.of("c")).checksum());
     sums.add(base.with(new Member("c", 0, "")).checksum());
     assertEquals(6, sums.size());
+    List<HashRing> rings = List.of(base, ring(17, base.members()), base.with(new Member("b", 1, "z2")),
+        base.with(new Member("b", 1.5, "z1")), base.with(Member.of("c")), base.with(new Member("c", 0, "")));
+    for (int i = 0; i < rings.size(); i++) {
+      for (int j = 0; j < rings.size(); j++) {
+        if (i == j) {
+          assertEquals(rings.get(i), ring(rings.get(j).virtualNodes(), rings.get(j).members()), "built again");
+        } else {
+          assertNotEquals(rings.get(i), rings.get(j), i + " and " + j);
+        }
+      }
+    }
+  }
+
+  /**
+   * What a ring hands out cannot change it: its member list, its ranges, a member's owners and the
+   * map of every member's primary ranges refuse changes (a caller writing into the member list
+   * would reorder the array every lookup reads).
+   */
+  @Test
+  void listsAndMapsHandedOut_areUnmodifiable() {
+    HashRing ring = ring(16, List.of(Member.of("a"), Member.of("b"), Member.of("c")));
+    List<org.junit.jupiter.api.function.Executable> writes = List.of(
+        () -> ring.members().set(0, Member.of("z")),
+        () -> ring.owners("k", 2).set(0, Member.of("z")),
+        () -> ring.ownersOfPosition(7, 2).clear(),
+        () -> ring.ownedRanges("a", 2).clear(),
+        () -> ring.primaryRanges("a").clear(),
+        () -> ring.primaryRangesByMember().clear(),
+        () -> ring.primaryRangesByMember().get("a").clear());
+    for (org.junit.jupiter.api.function.Executable write : writes) {
+      assertThrows(UnsupportedOperationException.class, write);
+    }
+    assertEquals(List.of(Member.of("a"), Member.of("b"), Member.of("c")), ring.members());
+  }
+
+  /**
+   * A replica count far above the members gives every member holding tokens (fewer than n), as
+   * the javadoc says, and allocates for the members, not for n.
+   */
+  @Test
+  void ownersAndIsOwner_ofAReplicaCountFarBeyondTheMembers_answerForEveryMember() {
+    Member router = new Member("router", 0, "");
+    HashRing ring = ring(16, List.of(Member.of("a"), Member.of("b"), router));
+    for (long p : new long[] {Long.MIN_VALUE, -1, 0, 12345, Long.MAX_VALUE}) {
+      assertEquals(ring.ownersOfPosition(p, 2), ring.ownersOfPosition(p, Integer.MAX_VALUE));
+      assertTrue(ring.isOwnerOfPosition(p, Integer.MAX_VALUE, Member.of("a")));
+      assertFalse(ring.isOwnerOfPosition(p, Integer.MAX_VALUE, router));
+    }
+    assertEquals(ring.owners("k", 2), ring.owners("k", Integer.MAX_VALUE));
   }
 
   @Test
@@ -781,6 +841,15 @@ class HashRingTest {
     HashRing single = ring(20, List.of(Member.of("solo")));
     assertEquals(List.of(true), single.primaryRanges("solo").stream().map(KeyRange::isFull).toList(),
         "a lone member owns one range, the whole circle");
+  }
+
+  @Test
+  void share_ofALoneMemberWhoseLastTokensAreEqual_isStillOne() {
+    // Tokens 5, 9, 9: the arcs add up to the whole circle at the second token, and the third adds
+    // an arc of 0, which must not undo that.
+    HashRing ring = HashRing.builder().virtualNodes(3).tokenFunction((m, i) -> i == 0 ? 5L : 9L)
+        .add(Member.of("a")).build();
+    assertEquals(1.0, ring.share("a"));
   }
 
   @Test

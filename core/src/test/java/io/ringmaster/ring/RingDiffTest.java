@@ -43,6 +43,32 @@ class RingDiffTest {
     IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
         () -> new RingDiff("a", 0, List.of(gained), List.of(), List.of()));
     assertTrue(e.getMessage().endsWith(": 0"), e.getMessage());
+    for (org.junit.jupiter.api.function.Executable withANull : List.<org.junit.jupiter.api.function.Executable>of(
+        () -> new RingDiff.Gained(null, List.of(), Role.PRIMARY), () -> new RingDiff.Gained(range, List.of(), null),
+        () -> new RingDiff.Lost(null, List.of(), Role.BACKUP), () -> new RingDiff.RoleChange(range, null, Role.BACKUP),
+        () -> new RingDiff.RoleChange(range, Role.PRIMARY, null),
+        () -> new RingDiff(null, 1, List.of(), List.of(), List.of()))) {
+      org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class, withANull);
+    }
+
+    // The diff's own lists are copies too.
+    RingDiff.RoleChange demoted = new RingDiff.RoleChange(range, Role.PRIMARY, Role.BACKUP);
+    List<RingDiff.Gained> gains = new ArrayList<>(List.of(gained));
+    List<RingDiff.Lost> losses = new ArrayList<>(List.of(lost));
+    List<RingDiff.RoleChange> changes = new ArrayList<>(List.of(demoted));
+    RingDiff diff = new RingDiff("a", 2, gains, losses, changes);
+    gains.clear();
+    losses.clear();
+    changes.clear();
+    assertEquals(List.of(gained), diff.gained());
+    assertEquals(List.of(lost), diff.lost());
+    assertEquals(List.of(demoted), diff.roleChanges());
+    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class, () -> diff.lost().add(lost));
+    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class, () -> diff.gained().clear());
+    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
+        () -> diff.roleChanges().clear());
+    assertTrue(!diff.isEmpty() && !new RingDiff("a", 1, List.of(), List.of(), List.of(demoted)).isEmpty()
+        && new RingDiff("a", 1, List.of(), List.of(), List.of()).isEmpty(), "a role change alone is a change");
   }
 
   /** The member's role for position p in a ring, or null when it is not an owner. */
@@ -430,6 +456,7 @@ class RingDiffTest {
     for (Map.Entry<RingDiff.Lost, List<String>> e : handOff.entrySet()) {
       for (String key : e.getValue()) {
         assertTrue(e.getKey().range().contains(key));
+        assertTrue(e.getKey().range().contains(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
         assertEquals(me, before.ownerOf(key).id());
         assertEquals("newcomer", after.ownerOf(key).id());
       }
@@ -438,6 +465,10 @@ class RingDiffTest {
     long expected = keys.stream().filter(k -> before.ownerOf(k).id().equals(me) && after.ownerOf(k).id().equals("newcomer")).count();
     assertEquals(expected, grouped);
     assertTrue(grouped > 0);
+    KeyRange first = diff.lost().get(0).range();
+    for (String key : keys.subList(0, 2_000)) {
+      assertEquals(first.contains(key), first.contains(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)), key);
+    }
 
     // The same keys as UTF-8 bytes, placed by HashRing::position: the same groups, key for key.
     List<byte[]> raw = keys.stream().map(k -> k.getBytes(java.nio.charset.StandardCharsets.UTF_8)).toList();
@@ -446,6 +477,25 @@ class RingDiffTest {
     assertEquals(handOff.keySet(), rawHandOff.keySet());
     handOff.forEach((lost, strings) -> assertEquals(strings, rawHandOff.get(lost).stream()
         .map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8)).toList()));
+  }
+
+  /**
+   * partition() leaves out the ranges that hold no key, as its javadoc says, whether the ranges lie
+   * apart (its binary search) or overlap (its scan), the wrapping one included.
+   */
+  @Test
+  void partition_leavesOutRangesWithoutKeys_apartOrOverlapping() {
+    KeyRange low = new KeyRange(0, 10);
+    KeyRange high = new KeyRange(20, 30);
+    KeyRange wrapping = new KeyRange(40, -40);
+    List<Long> keys = List.of(5L, 25L);
+    assertEquals(Map.of(low, List.of(5L), high, List.of(25L)),
+        KeyRange.partition(List.of(low, high, wrapping), r -> r, keys, p -> p));
+    assertEquals(Map.of(wrapping, List.of(50L)),
+        KeyRange.partition(List.of(low, high, wrapping), r -> r, List.of(50L), p -> p));
+    KeyRange around = new KeyRange(-100, 100); // overlaps low and high
+    assertEquals(Map.of(around, List.of(5L, 25L)),
+        KeyRange.partition(List.of(around, wrapping, high), r -> r, keys, p -> p));
   }
 
   /**
