@@ -40,6 +40,12 @@ final class PullRetries {
   private final LongSupplier nanoTime;
   private final List<Retry> retries = new ArrayList<>(); // guarded by this
   private final List<Retry> running = new ArrayList<>(); // guarded by this
+  /**
+   * The retries waiting, then those running, published again under the lock at each change and
+   * read without it: a write at this peer asks {@link #sourcesFor} on a JGroups thread, which must
+   * not wait while a pull's {@link #pulling} asks the ring about each range of every retry.
+   */
+  private volatile List<Retry> all = List.of();
 
   /**
    * @param live     whether a member is in the ring, worth pulling from
@@ -63,21 +69,34 @@ final class PullRetries {
 
   private synchronized void schedule(Retry r) {
     retries.add(r);
+    publish();
+  }
+
+  /** Under the lock: {@link #all} as the two lists are now. */
+  private void publish() {
+    List<Retry> both = new ArrayList<>(retries);
+    both.addAll(running);
+    all = List.copyOf(both);
   }
 
   /** Retries waiting for their turn or running: none means no failed pull is left to finish. */
-  synchronized int pending() {
-    return retries.size() + running.size();
+  int pending() {
+    return all.size();
   }
 
-  /** The sources of the retries, waiting or running, whose ranges hold ring position {@code position}. */
-  synchronized List<String> sourcesFor(long position) {
+  /**
+   * The sources of the retries, waiting or running, whose ranges hold ring position {@code position}.
+   * Lock-free, and without allocating while no retry is pending.
+   */
+  List<String> sourcesFor(long position) {
+    List<Retry> now = all;
+    if (now.isEmpty()) {
+      return List.of();
+    }
     List<String> sources = new ArrayList<>();
-    for (List<Retry> list : List.of(retries, running)) {
-      for (Retry r : list) {
-        if (!sources.contains(r.source()) && r.ranges().stream().anyMatch(range -> range.contains(position))) {
-          sources.add(r.source());
-        }
+    for (Retry r : now) {
+      if (!sources.contains(r.source()) && r.ranges().stream().anyMatch(range -> range.contains(position))) {
+        sources.add(r.source());
       }
     }
     return sources;
@@ -89,17 +108,15 @@ final class PullRetries {
    * (by an owner that gained them later) must wait. Only earlier views, so that no two peers can
    * each wait for the other.
    */
-  synchronized boolean pulling(List<KeyRange> ranges, long view) {
+  boolean pulling(List<KeyRange> ranges, long view) {
     if (leaving.getAsBoolean()) {
       return false; // its retries are dropped
     }
-    for (List<Retry> list : List.of(retries, running)) {
-      for (Retry r : list) {
-        // Only a retry that will pull: its source is in the ring, and it still owns the range.
-        if (r.viewId() < view && live.test(r.source()) && r.ranges().stream()
-            .anyMatch(mine -> owned.test(mine) && ranges.stream().anyMatch(mine::overlaps))) {
-          return true;
-        }
+    for (Retry r : all) {
+      // Only a retry that will pull: its source is in the ring, and it still owns the range.
+      if (r.viewId() < view && live.test(r.source()) && r.ranges().stream()
+          .anyMatch(mine -> owned.test(mine) && ranges.stream().anyMatch(mine::overlaps))) {
+        return true;
       }
     }
     return false;
@@ -121,6 +138,9 @@ final class PullRetries {
           running.add(r);
         }
       }
+      if (!due.isEmpty()) {
+        publish();
+      }
     }
     long changed = 0;
     for (Retry r : due) {
@@ -134,6 +154,7 @@ final class PullRetries {
       } finally {
         synchronized (this) {
           running.remove(r);
+          publish();
         }
       }
     }

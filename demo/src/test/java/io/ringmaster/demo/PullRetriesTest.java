@@ -115,6 +115,41 @@ class PullRetriesTest {
     assertEquals(false, retries.pulling(List.of(FIRST), VIEW + 1), "the retry is done");
   }
 
+  /**
+   * A write at this peer reads the retries' sources on a JGroups thread: it does not wait while a
+   * pull's check of the retries asks about their ranges (here, a question that does not return
+   * until the write has its answer), nor does a count of the retries.
+   */
+  @Test
+  void sourcesFor_andPending_doNotWaitForAPullsCheckOfTheRetries() throws Exception {
+    java.util.concurrent.CountDownLatch asking = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch answered = new java.util.concurrent.CountDownLatch(1);
+    retries = new PullRetries((source, ranges, view) -> new Transfers.Pulled(0, true), live::contains, range -> {
+      asking.countDown();
+      try {
+        return answered.await(30, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }, leaving::get, clock::get);
+    retries.failed("peer-1", List.of(FIRST), VIEW);
+    java.util.concurrent.CompletableFuture<Boolean> check =
+        java.util.concurrent.CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1));
+    try {
+      assertEquals(true, asking.await(30, java.util.concurrent.TimeUnit.SECONDS), "the pull's check runs");
+      java.util.concurrent.CompletableFuture<List<String>> write =
+          java.util.concurrent.CompletableFuture.supplyAsync(() -> retries.sourcesFor(50));
+      assertEquals(List.of("peer-1"), write.get(30, java.util.concurrent.TimeUnit.SECONDS));
+      assertEquals(1, java.util.concurrent.CompletableFuture.supplyAsync(retries::pending)
+          .get(30, java.util.concurrent.TimeUnit.SECONDS));
+      assertEquals(List.of(), retries.sourcesFor(150), "outside the retry's range");
+    } finally {
+      answered.countDown();
+    }
+    assertEquals(true, check.get(30, java.util.concurrent.TimeUnit.SECONDS));
+  }
+
   /** A retry that will not pull (dropped when it comes due) makes no later pull wait. */
   @Test
   void pulling_ignoresRetriesThatWillNotPull() {
