@@ -166,6 +166,13 @@ final class Transfers {
               entries.size() - from, destination);
           return PushOutcome.FAILED;
         }
+        if (Thread.currentThread().isInterrupted()) {
+          // The peer is stopping its sweeps, repairs and retries: sending a page it would not wait
+          // for would only compete with the leave's hand-off.
+          LOG.log(Level.DEBUG, "{0}: push of {1} entries to {2} not sent: interrupted", routing.self(),
+              entries.size() - from, destination);
+          return PushOutcome.FAILED;
+        }
         try {
           Rpc.await(rpc.call(destination, process, request, PUSH_TIMEOUT), PUSH_TIMEOUT);
           break;
@@ -219,7 +226,7 @@ final class Transfers {
       byte[] request = Wire.pull(new Wire.PullRequest(view, ranges, cursor, PAGE_BYTES));
       Store.Page page = null;
       for (int attempt = 1; page == null; attempt++) {
-        if (stop.getAsBoolean()) {
+        if (stop.getAsBoolean() || Thread.currentThread().isInterrupted()) {
           LOG.log(Level.INFO, "{0}: pull of {1} ranges from {2} ended: this peer is stopping", routing.self(),
               ranges.size(), source);
           return new Pulled(changed, false);

@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -55,6 +56,31 @@ class SweepTest {
     assertEquals(Optional.of(stray), b.store().get(stray.key()));
     assertTrue(c.store().get(stray.key()).isEmpty(), "c dropped its copy");
     assertEquals(1, c.counters().strayKeysHandedOff.sum());
+  }
+
+  /**
+   * A sweep interrupted (the peer stopping its sweeps to leave) sends nothing: a page it would not
+   * wait for would only compete with the leave's hand-off. The stray stays, for the hand-off.
+   */
+  @Test
+  void anInterruptedSweep_sendsNothing_andKeepsTheStray() throws Exception {
+    start(0);
+    Entry stray = strayOnC();
+
+    Thread.currentThread().interrupt();
+    try {
+      c.sweeper().sweep();
+      assertTrue(Thread.currentThread().isInterrupted(), "the interrupt is kept");
+    } finally {
+      Thread.interrupted();
+    }
+
+    // A page sent would reach its owner within milliseconds: none does within a second.
+    org.awaitility.Awaitility.await("no copy reaches a or b").during(Duration.ofSeconds(1))
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> a.store().get(stray.key()).isEmpty() && b.store().get(stray.key()).isEmpty());
+    assertEquals(Optional.of(stray), c.store().get(stray.key()));
+    assertEquals(0, c.counters().strayKeysHandedOff.sum());
   }
 
   @Test
