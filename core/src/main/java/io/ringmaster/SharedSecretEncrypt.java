@@ -145,6 +145,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   @Override
   public void init() throws Exception {
+    // As the stack file set it: SYM_ENCRYPT's setSecretKey, run below, replaces an algorithm other
+    // than the key's ("Blowfish", say) with the key's, which would let that setting pass unseen.
+    String symAlgorithmSet = sym_algorithm;
     boolean fromKeystore = keystore_name != null && secret_key == null;
     if (keystore_name == null && secret_key == null) {
       setSecretKey(SharedSecret.aesKey(SharedSecret.require(getClass().getSimpleName())));
@@ -169,9 +172,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
           : " of " + encoded.length * 8 + " bits"));
     }
     // Encrypt's own defaults ("AES", no IV) are taken for "not set": they are replaced below.
-    if (sym_algorithm != null && !sym_algorithm.equals("AES") && !sym_algorithm.equals(TRANSFORMATION)) {
-      throw new IllegalArgumentException(getClass().getSimpleName() + " encrypts with " + TRANSFORMATION
-          + " only; sym_algorithm " + sym_algorithm + " is not supported: leave sym_algorithm unset");
+    for (String algorithm : new String[] {symAlgorithmSet, sym_algorithm}) {
+      if (algorithm != null && !algorithm.equals("AES") && !algorithm.equals(TRANSFORMATION)) {
+        throw new IllegalArgumentException(getClass().getSimpleName() + " encrypts with " + TRANSFORMATION
+            + " only; sym_algorithm " + algorithm + " is not supported: leave sym_algorithm unset");
+      }
     }
     if (sym_iv_length != 0 && sym_iv_length != IV_LENGTH) {
       throw new IllegalArgumentException(getClass().getSimpleName() + " uses a " + IV_LENGTH + "-byte IV;"

@@ -11,6 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.util.List;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import javax.crypto.SecretKey;
 import javax.crypto.spec.SecretKeySpec;
@@ -184,6 +186,19 @@ class SharedSecretEncryptKeyTest {
     SharedSecretEncrypt gcm = inCode().symAlgorithm("AES/GCM/NoPadding");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, gcm::init);
     assertTrue(e.getMessage().contains("sym_algorithm AES/GCM/NoPadding is not supported"), e.getMessage());
+
+    // An algorithm other than the key's, set before the key is (as a stack file sets it, before
+    // init() keys the protocol from the secret): JGroups would replace it with the key's, unseen.
+    for (String other : List.of("Blowfish", "DES/CBC/PKCS5Padding")) {
+      SharedSecretEncrypt fromTheSecret = new SharedSecretEncrypt().symAlgorithm(other);
+      SharedSecret.forNextStack(Optional.of("s3cret-algorithm"));
+      try {
+        e = assertThrows(IllegalArgumentException.class, fromTheSecret::init);
+      } finally {
+        SharedSecret.forNextStack(Optional.empty());
+      }
+      assertTrue(e.getMessage().contains("sym_algorithm " + other + " is not supported"), e.getMessage());
+    }
 
     SharedSecretEncrypt shortIv = inCode().symIvLength(12);
     e = assertThrows(IllegalArgumentException.class, shortIv::init);
