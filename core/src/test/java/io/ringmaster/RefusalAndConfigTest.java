@@ -579,6 +579,30 @@ class RefusalAndConfigTest {
           e.getMessage());
       assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
     });
+    // Set but blank (an empty shell variable, say): no secret, never the cluster's keys from spaces.
+    for (String blankValue : List.of("", "   ")) {
+      withProperty(SharedSecret.PROPERTY, blankValue, () -> {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.builder()
+            .nodeId("d").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").bindPort(7953).buildConfig());
+        assertTrue(e.getMessage().contains("needs a shared secret"), e.getMessage());
+        assertThrows(IllegalStateException.class, () -> SharedSecret.require("a stack"));
+      });
+    }
+  }
+
+  /**
+   * The secret a node's stack is built with stays with that stack: the next stack built on the
+   * same thread, whose node sets none, finds none (and its build fails, naming where a secret may
+   * come from), rather than the last node's.
+   */
+  @Test
+  void aNodesSecret_isNotLeftForTheNextStackBuiltOnItsThread() throws Exception {
+    try (org.jgroups.JChannel first = Stacks.create(Ringmaster.builder().nodeId("one")
+        .jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").secret("s3cret-of-node-one").buildConfig())) {
+      assertTrue(first.getProtocolStack().findProtocol(SharedSecretEncrypt.class) != null);
+    }
+    IllegalStateException none = assertThrows(IllegalStateException.class, () -> SharedSecret.require("the next"));
+    assertTrue(none.getMessage().startsWith("the next needs a shared secret"), none.getMessage());
   }
 
   /**

@@ -323,22 +323,36 @@ class SecureStackTest {
           .noneMatch(m -> m.headers().contains("UNICAST3") || m.headers().contains("NAKACK2")),
           "another protocol's header in clear: " + toNobody);
 
-      // A sealed message in a batch whose envelope (sent in clear) names another sender goes up on
-      // its own, under the sender that was sealed; in its own sender's batch, it stays in the batch.
-      // Each sealed by b's encryption, and not sent: a copy of one a has taken would be dropped.
+      // A sealed message in a batch whose envelope (sent in clear) disagrees with what was sealed
+      // goes up on its own, as it was sealed: another sender; to all (UNICAST3 passes a batch to all
+      // up without its duplicate check, so a unicast sent again that way would be delivered twice);
+      // out of band for a regular message, or regular for one out of band (either loses its
+      // ordering). In an envelope that agrees, it stays in the batch. Each sealed by b's encryption,
+      // and not sent: a copy of one a has taken would be dropped.
       SharedSecretEncrypt encryptionOfA = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       SharedSecretEncrypt encryptionOfB = b.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
-      for (Address envelope : List.of(stranger, b0)) {
-        String text = envelope == b0 ? "enveloped-by-its-sender" : "enveloped-by-a-stranger";
-        Message enveloped = encryptionOfB.encrypt(WireTap.probe(toA, text).setSrc(b0));
-        MessageBatch batch = new MessageBatch(toA, envelope, new AsciiString(cluster.name), false,
-            MessageBatch.Mode.REG, 1);
-        batch.add(enveloped.setSrc(envelope));
+      record Envelope(String text, Address dest, Address sender, MessageBatch.Mode mode, boolean oob, boolean agrees) {}
+      for (Envelope envelope : List.of(
+          new Envelope("enveloped-by-its-sender", toA, b0, MessageBatch.Mode.REG, false, true),
+          new Envelope("enveloped-by-a-stranger", toA, stranger, MessageBatch.Mode.REG, false, false),
+          new Envelope("enveloped-as-to-all", null, b0, MessageBatch.Mode.REG, false, false),
+          new Envelope("enveloped-out-of-band", toA, b0, MessageBatch.Mode.OOB, false, false),
+          new Envelope("out-of-band-enveloped-as-regular", toA, b0, MessageBatch.Mode.REG, true, false),
+          new Envelope("out-of-band-enveloped-out-of-band", toA, b0, MessageBatch.Mode.OOB, true, true))) {
+        Message probe = WireTap.probe(toA, envelope.text()).setSrc(b0);
+        if (envelope.oob()) {
+          probe.setFlag(Message.Flag.OOB);
+        }
+        Message enveloped = encryptionOfB.encrypt(probe);
+        MessageBatch batch = new MessageBatch(envelope.dest(), envelope.sender(), new AsciiString(cluster.name),
+            envelope.dest() == null, envelope.mode(), 1);
+        batch.add(enveloped.setSrc(envelope.sender()));
         encryptionOfA.up(batch);
         // Gossip and acknowledgements pass the tap meanwhile: only this probe counts.
-        List<WireTap.Seen> up = aAbove.passedUp.stream().filter(m -> ("wiretap:" + text).equals(m.probe())).toList();
-        assertEquals(1, up.size(), "went up once, in a batch from " + envelope);
-        assertEquals(envelope == b0 ? b0 : null, up.get(0).batchSender(), "in a batch from " + envelope);
+        List<WireTap.Seen> up = aAbove.passedUp.stream()
+            .filter(m -> ("wiretap:" + envelope.text()).equals(m.probe())).toList();
+        assertEquals(1, up.size(), "went up once: " + envelope);
+        assertEquals(envelope.agrees() ? b0 : null, up.get(0).batchSender(), "in its batch, or on its own: " + envelope);
       }
 
       // The same 200 bytes sent twice: two ciphertexts that differ, and no block repeated in
@@ -453,6 +467,91 @@ class SecureStackTest {
   }
 
   /**
+   * A join request in clear goes up only to be refused. One whose proof checks (sent again after
+   * its member left, by anyone who saw it) is left to its sealed copy, as is any in a stack with no
+   * AUTH to refuse it: taken in clear, either would admit a member nobody runs. Whether it comes
+   * alone or in a batch. A stranger's, with no proof, goes up, alone or in a batch. The protocol of
+   * a stack built (not connected), under a recorder; AUTH is then taken out of the stack.
+   */
+  @Test
+  void aJoinRequestInClear_whoseProofChecks_orWithNoAuthInTheStack_goesNoFurther_aloneOrInABatch()
+      throws Exception {
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+        .secret("s3cret-clear").buildConfig())) {
+      SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      Address self = UUID.randomUUID();
+      List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+      between(encrypt, self, passedUp);
+      encrypt.start(); // finds AUTH above it
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      short authId = ClassConfigurator.getProtocolId(AUTH.class);
+      Address replayed = UUID.randomUUID();
+      SharedSecretAuthToken proof = new SharedSecretAuthToken();
+      proof.readFrom(new DataInputStream(new ByteArrayInputStream(proofSentBy(replayed, "s3cret-clear"))));
+      SharedSecretAuthToken noProof = new SharedSecretAuthToken();
+      noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
+      Address stranger = UUID.randomUUID();
+      java.util.function.BiFunction<Address, SharedSecretAuthToken, Message> join = (from, token) -> {
+        Message m = new EmptyMessage(self).setSrc(from).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, from));
+        return token == null ? m : m.putHeader(authId, new AuthHeader(token));
+      };
+      java.util.function.Function<Message, MessageBatch> inABatch = m -> {
+        MessageBatch batch = new MessageBatch(self, m.getSrc(), new AsciiString("c"), false, MessageBatch.Mode.REG, 1);
+        batch.add(m);
+        return batch;
+      };
+
+      encrypt.up(join.apply(replayed, proof));
+      encrypt.up(inABatch.apply(join.apply(replayed, proof)));
+      assertEquals(List.of(), passedUp, "a join request whose proof checks, in clear");
+      encrypt.up(join.apply(stranger, noProof));
+      encrypt.up(inABatch.apply(join.apply(stranger, noProof)));
+      assertEquals(List.of(stranger, stranger), passedUp.stream().map(Message::getSrc).toList(),
+          "a stranger's, to be refused");
+
+      passedUp.clear();
+      channel.getProtocolStack().removeProtocol(AUTH.class);
+      encrypt.start(); // finds no AUTH
+      encrypt.up(join.apply(stranger, null));
+      encrypt.up(inABatch.apply(join.apply(stranger, null)));
+      encrypt.up(join.apply(stranger, noProof));
+      assertEquals(List.of(), passedUp, "with no AUTH to refuse it, a join request in clear");
+    }
+  }
+
+  /**
+   * The limit on join requests in clear holds for those that come in batches too (a burst over
+   * one connection comes so): {@link SharedSecretEncrypt#MAX_CLEAR_JOINS} of them go up in 10 s.
+   * The protocol of a stack built (not connected), under a recorder.
+   */
+  @Test
+  void joinRequestsInClear_inBatches_pastTheLimitIn10Seconds_areDroppedUnanswered() throws Exception {
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+        .secret("s3cret-batches").buildConfig())) {
+      SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      Address self = UUID.randomUUID();
+      List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+      between(encrypt, self, passedUp);
+      encrypt.start();
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      SharedSecretAuthToken noProof = new SharedSecretAuthToken();
+      noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4])));
+      Address sender = UUID.randomUUID();
+      for (int b = 0; b < 3 * SharedSecretEncrypt.MAX_CLEAR_JOINS / 10; b++) {
+        MessageBatch batch = new MessageBatch(self, sender, new AsciiString("c"), false, MessageBatch.Mode.REG, 10);
+        for (int i = 0; i < 10; i++) {
+          Address stranger = UUID.randomUUID();
+          batch.add(new EmptyMessage(self).setSrc(stranger)
+              .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
+              .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
+        }
+        encrypt.up(batch);
+      }
+      assertEquals(SharedSecretEncrypt.MAX_CLEAR_JOINS, passedUp.size(), "went up to AUTH, to be refused");
+    }
+  }
+
+  /**
    * A node that left a cluster and connects again (as a rejoin does) joins as a newcomer: a
    * refusal in clear from the member it asked still fails its join. Before, the encryption kept
    * the view the node had left, dropped the refusal as one sent to a member, and the joiner, its
@@ -545,6 +644,19 @@ class SecureStackTest {
         .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, other))), "the proof, to admit another address");
   }
 
+  /**
+   * The proof a joiner sends, against a vector computed with another implementation (Python's
+   * {@code hmac} over {@code hashlib.pbkdf2_hmac}'s key): HMAC-SHA256, keyed with the secret's join
+   * key, of "ringmaster-auth/1" and the joiner's UUID as two big-endian longs, after its length.
+   * Both ends run the same code, so only a vector shows a change that every build of a rolling
+   * upgrade would not share.
+   */
+  @Test
+  void joinProof_matchesAVectorComputedElsewhere() throws Exception {
+    assertEquals("00000020" + "756a0f74aa971d0bf161d048ec074e5775bdb1093af21c5fb3fdbddba0ed63bd",
+        java.util.HexFormat.of().formatHex(proofSentBy(new UUID(1, 2), "golden-s3cret \u00fc")));
+  }
+
   /** A token of a stack whose address is {@code self}, initialized with {@code secret}. */
   private static SharedSecretAuthToken token(Address self, String secret) throws Exception {
     SharedSecretAuthToken token = new SharedSecretAuthToken();
@@ -617,6 +729,81 @@ class SecureStackTest {
       }
     }
     return false;
+  }
+
+  /**
+   * What the encryption drops from outside is said at WARNING, naming the sender: a message with no
+   * seal, and one sealed under another key (which JGroups itself would drop with no more than a
+   * trace line). Operators alert on these (docs/operations.md). The protocol of a stack built (not
+   * connected), under a recorder, from senders not seen before (each is said once every 10 s).
+   */
+  @Test
+  void dropsOfPlainMessagesAndOfOnesSealedUnderAnotherKey_areSaidAtWarning() throws Exception {
+    java.util.logging.Logger encryptionLog = java.util.logging.Logger.getLogger(SharedSecretEncrypt.class.getName());
+    List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.logging.Handler handler = new java.util.logging.Handler() {
+      @Override
+      public void publish(java.util.logging.LogRecord r) {
+        logged.add(r.getLevel() + " " + r.getMessage());
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    encryptionLog.addHandler(handler);
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+        .secret("s3cret-drops").buildConfig())) {
+      SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      Address self = UUID.randomUUID();
+      List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+      between(encrypt, self, passedUp);
+      SharedSecretEncrypt otherKey = new SharedSecretEncrypt();
+      otherKey.setSecretKey(SharedSecret.aesKey("not-the-s3cret-drops"));
+      otherKey.init();
+      Address plainSender = UUID.randomUUID();
+      Address otherKeySender = UUID.randomUUID();
+
+      encrypt.up(new BytesMessage(self, "plain".getBytes(StandardCharsets.US_ASCII)).setSrc(plainSender));
+      encrypt.up(otherKey.encrypt(WireTap.probe(self, "under another key").setSrc(otherKeySender))
+          .setSrc(otherKeySender));
+
+      assertEquals(List.of(), passedUp);
+      assertTrue(logged.stream().anyMatch(l -> l.startsWith("WARNING " + self + ": dropped a message from "
+          + plainSender + " without an encryption header")), logged::toString);
+      assertTrue(logged.stream().anyMatch(l -> l.startsWith("WARNING " + self + ": dropped a message from "
+          + otherKeySender + " sealed under another key")), logged::toString);
+    } finally {
+      encryptionLog.removeHandler(handler);
+    }
+  }
+
+  /**
+   * A refusal in clear is held for half of GMS's join timeout, so that it reaches the attempt it
+   * answers, but at most {@link SharedSecretEncrypt#REFUSAL_GRACE_MILLIS}; a join timeout of 0
+   * (none) leaves it as it was. Read when the protocol starts.
+   */
+  @Test
+  void aRefusalIsHeldForHalfTheJoinTimeout_atMostItsGrace() throws Exception {
+    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+        .secret("s3cret-hold").buildConfig())) {
+      SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      GMS gms = channel.getProtocolStack().findProtocol(GMS.class);
+      between(encrypt, UUID.randomUUID(), new java.util.concurrent.CopyOnWriteArrayList<>());
+      gms.setJoinTimeout(1_000);
+      encrypt.start();
+      assertEquals(500, encrypt.refusalHoldMillis(), "half of 1 s");
+      gms.setJoinTimeout(4_000);
+      encrypt.start();
+      assertEquals(SharedSecretEncrypt.REFUSAL_GRACE_MILLIS, encrypt.refusalHoldMillis(), "not half of 4 s");
+      gms.setJoinTimeout(0);
+      encrypt.start();
+      assertEquals(SharedSecretEncrypt.REFUSAL_GRACE_MILLIS, encrypt.refusalHoldMillis(), "as it was");
+    }
   }
 
   /**
@@ -717,11 +904,16 @@ class SecureStackTest {
         Address coordinator = UUID.randomUUID();
         between(encrypt, self, new java.util.concurrent.CopyOnWriteArrayList<>());
         short gms = ClassConfigurator.getProtocolId(GMS.class);
-        for (String how : List.of("a disconnect", "a start", "a view after a disconnect, then a start")) {
-          encrypt.handleView(View.create(coordinator, 1, coordinator, self)); // a member
+        for (String how : List.of("a disconnect", "a start", "a view after a disconnect, then a start",
+            "a disconnect while the last refusal is still held")) {
+          if (!how.endsWith("still held")) { // there, no view: the refusal held before is forgotten alone
+            encrypt.handleView(View.create(coordinator, 1, coordinator, self)); // a member
+          }
           switch (how) {
             case "a disconnect" -> encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
             case "a start" -> encrypt.start();
+            case "a disconnect while the last refusal is still held" ->
+                encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
             default -> {
               encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
               encrypt.handleView(View.create(coordinator, 2, coordinator, self)); // the leave timed out
