@@ -21,6 +21,10 @@ class KeyCodecTest {
     assertEquals("malformed percent-encoding at index 2 of the key", bad.getMessage());
     assertEquals("the key is not valid UTF-8", assertThrows(HttpError.class, () -> KeyCodec.decode("%C3%28")).getMessage());
     assertThrows(HttpError.class, () -> KeyCodec.decode("%zz"));
+    assertEquals("malformed percent-encoding at index 2 of the key",
+        assertThrows(HttpError.class, () -> KeyCodec.decode("ab%")).getMessage(), "a % at the very end");
+    assertEquals("the key has a character that is not a byte: U+141",
+        assertThrows(HttpError.class, () -> KeyCodec.decode("\u0141")).getMessage());
   }
 
   @Test

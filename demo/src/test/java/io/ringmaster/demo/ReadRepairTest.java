@@ -69,4 +69,26 @@ class ReadRepairTest {
     assertEquals(1, a.counters().readRepairs.sum(), "one repair, of b; a held the newest");
     assertEquals(Optional.of(v1), a.store().get(key));
   }
+  /**
+   * A key no owner holds reads as not found, through an owner and through a non-owner alike, with
+   * read repair on (nothing to repair), and the read says which owner answered; and the repair's
+   * owner named is the one whose copy was returned, not the first that answered.
+   */
+  @Test
+  void aKeyNoOwnerHolds_readsAsNotFound_andARead_namesTheOwnerWhoseCopyItReturns() {
+    String missing = a.keyOwnedBy(Set.of("a", "b"));
+    assertEquals(Optional.empty(), a.kv().get(missing).entry(), "through an owner");
+    assertEquals(Optional.empty(), c.kv().get(missing).entry(), "through a non-owner");
+    assertEquals(0, a.counters().readRepairs.sum() + c.counters().readRepairs.sum());
+
+    String key = null;
+    for (int i = 0; key == null; i++) { // b first in the ring's order, so it is asked first
+      key = a.routing().owners("key-" + i).equals(List.of("b", "a")) ? "key-" + i : null;
+    }
+    Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "a"));
+    a.store().merge(v1); // only a, the second owner, holds it
+    KvService.Read read = c.kv().get(key);
+    assertEquals(Optional.of(v1), read.entry());
+    assertEquals("a", read.servedBy(), "the owner whose copy it is");
+  }
 }

@@ -99,4 +99,46 @@ class StoppedWriteTest {
     assertEquals(List.of("a", "b"), written.owners().stream().sorted().toList());
     assertTrue(b.store().get("k").isPresent(), "b holds it");
   }
+  /**
+   * A write whose owner refuses it at once, round after round, ends as "the peer is stopping" at
+   * the first round after the peer stops, not at its deadline with the owners' refusal: the rounds
+   * left would only spin, holding up the peer's stop.
+   */
+  @Test
+  void aWriteWhoseOwnerRefusesAtOnce_whenThePeerStops_endsAsStopping() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-refused");
+    CountDownLatch refused = new CountDownLatch(1);
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
+    peers.add(a);
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
+        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+          refused.countDown();
+          return CompletableFuture.failedFuture(new Rpc.Declined("not now"));
+        }));
+    InJvmPeer.awaitOneRing(peers);
+
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
+    assertTrue(refused.await(20, TimeUnit.SECONDS), "b refused the write");
+    a.kv().stopped();
+    ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+        () -> write.get(5, TimeUnit.SECONDS), "ended well before the write's 10 s deadline");
+    assertEquals("the peer is stopping", org.junit.jupiter.api.Assertions.assertInstanceOf(
+        KvService.Unavailable.class, failed.getCause()).getMessage());
+  }
+
+  /**
+   * The last peer, leaving, routes by a ring with no owners: a write through it is refused (503),
+   * not acknowledged as written to no one.
+   */
+  @Test
+  void aWriteThroughTheLastPeer_whileItLeaves_isRefused() throws Exception {
+    InJvmPeer a = InJvmPeer.start(InJvmPeer.clusterName("stopped-write-last"), "a",
+        TestingAids.fromSystemProperties(), b -> b.replicas(2));
+    peers.add(a);
+    a.routing().startLeaving();
+    KvService.Unavailable refused = org.junit.jupiter.api.Assertions.assertThrows(KvService.Unavailable.class,
+        () -> a.kv().put("k", "v"));
+    assertEquals("the ring has no owners", refused.getMessage());
+    assertTrue(a.store().get("k").isEmpty(), "stored nowhere");
+  }
 }

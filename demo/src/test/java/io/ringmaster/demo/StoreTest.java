@@ -399,5 +399,24 @@ class StoreTest {
     store.keepHandedOff(v3);
     assertEquals(Optional.of(v3), store.readable("k"), "a newer copy handed off: the newest of the two");
     assertEquals(Optional.empty(), store.readable("other"));
+
+    // Copies handed off of a key no longer stored: the newest is read, whatever their order.
+    Entry w2 = Entry.of("w", "w2", v(2));
+    store.keepHandedOff(w2);
+    store.keepHandedOff(Entry.of("w", "w1", v(1)));
+    assertEquals(Optional.of(w2), store.readable("w"), "an older copy handed off after a newer one");
+  }
+
+  /** A key rewritten while the purge looks at its tombstone keeps the new write. */
+  @Test
+  void purgeTombstones_aRewriteDuringThePurge_isKept() {
+    Store store = new Store();
+    store.merge(Entry.tombstone("k", v(5)));
+    Entry back = Entry.of("k", "back", v(20));
+    assertEquals(0, store.purgeTombstones(10, key -> {
+      store.merge(back); // between the purge's read of the tombstone and its removal
+      return false;
+    }));
+    assertEquals(Optional.of(back), store.get("k"));
   }
 }

@@ -373,4 +373,55 @@ class WriteToKeyComingInTest {
     assertFalse(failed.getMessage().contains("previous owner a"), "c did not wait for b's own step: "
         + failed.getMessage());
   }
+  /**
+   * A previous owner no longer in the ring (crashed, or left; still listed until its change is
+   * done) is not asked: a write and a read of the key go on without it, where asking it would
+   * fail them both.
+   */
+  @Test
+  void aPreviousOwnerNoLongerInTheRing_isNotAsked() {
+    InJvmPeer c = peers.get(2);
+    previousOwner = Map.of("c", List.of("gone"));
+    assertEquals(Optional.empty(), c.kv().get(key).entry());
+    KvService.Written written = c.kv().put(key, "v");
+    assertEquals(List.of("c"), written.owners());
+    assertEquals("v", c.store().get(key).orElseThrow().value());
+  }
+
+  /**
+   * An owner that forwards a write (to an owner the sender did not write to) still answers with
+   * its own check of the key's previous owners: the newer version held there, and a previous owner
+   * that does not answer. Its reply merges the forward's answers with its own. Three more peers,
+   * replicas 2; the key is owned by b and c, and c's previous owner for it is a.
+   */
+  @Test
+  void aForwardingOwner_stillAnswersWithItsCheckOfThePreviousOwners() throws Exception {
+    List<InJvmPeer> two = new ArrayList<>();
+    try {
+      String cluster = InJvmPeer.clusterName("write-coming-in-forwarded");
+      for (String id : List.of("a", "b", "c")) {
+        two.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(2),
+            SHORT, kv -> kv::handleWrite, k -> id.equals("c") ? List.of("a") : List.of()));
+      }
+      InJvmPeer.awaitOneRing(two);
+      InJvmPeer a = two.get(0);
+      InJvmPeer c = two.get(2);
+      String forwarded = c.keyOwnedBy(Set.of("b", "c"));
+      Version ahead = new Version(VersionClock.systemMicros() + 60_000_000L, "a");
+      a.store().merge(Entry.of(forwarded, "older, from a fast clock", ahead));
+      Entry write = Entry.of(forwarded, "newer", new Version(VersionClock.systemMicros(), "c"));
+
+      Wire.WriteReply reply = c.kv().storeAndForward(new Wire.WriteRequest(write, Set.of("c"), 0)).join();
+      assertEquals(Set.of("b", "c"), reply.storedBy().keySet(), "c forwarded it to b");
+      assertEquals(ahead, reply.held(), "the version c's previous owner holds");
+
+      a.rpc().close();
+      Throwable failed = assertThrows(CompletionException.class,
+          () -> c.kv().storeAndForward(new Wire.WriteRequest(write, Set.of("c"), 0)).join()).getCause();
+      assertTrue(failed instanceof Rpc.Declined && failed.getMessage().startsWith("previous owner a"),
+          failed::toString);
+    } finally {
+      InJvmPeer.closeAll(two);
+    }
+  }
 }
