@@ -82,6 +82,8 @@ class LeavingReadTest {
       owner.rpc().handleQuickly(Wire.OP_GET, in -> owner.kv().handleGet(in).thenApplyAsync(reply -> reply,
           java.util.concurrent.CompletableFuture.delayedExecutor(200, java.util.concurrent.TimeUnit.MILLISECONDS)));
     }
+    // Through c before it leaves: no owner has reported, so the read waits for all of them.
+    assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through c, no owner reported yet");
     c.routing().startLeaving();
     assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through the leaving c");
     // A miss through the leaving c names an owner that said so, not c, which owns nothing.
@@ -90,6 +92,16 @@ class LeavingReadTest {
     KvService.Read miss = c.kv().get(never);
     assertTrue(miss.entry().isEmpty(), miss::toString);
     assertTrue(miss.owners().contains(miss.servedBy()), miss::toString);
+
+    // Every owner failing: the leaving c's own "none" is no answer, and the read is refused (503),
+    // not a "not found" for a key the owners hold.
+    for (InJvmPeer owner : List.of(a, peers.get(1))) {
+      owner.rpc().handleQuickly(Wire.OP_GET,
+          in -> java.util.concurrent.CompletableFuture.failedFuture(new Rpc.Declined("not now")));
+    }
+    KvService.Unavailable refused = org.junit.jupiter.api.Assertions.assertThrows(KvService.Unavailable.class,
+        () -> c.kv().get(key));
+    assertTrue(refused.getMessage().startsWith("no owner of \"" + key + "\" answered"), refused.getMessage());
   }
 
   private static Optional<String> value(KvService.Read read) {

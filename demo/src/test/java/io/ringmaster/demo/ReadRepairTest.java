@@ -91,4 +91,19 @@ class ReadRepairTest {
     assertEquals(Optional.of(v1), read.entry());
     assertEquals("a", read.servedBy(), "the owner whose copy it is");
   }
+  /**
+   * An owner's quick "none" does not start the read's grace: only a copy found does. The other
+   * owner, which holds the key and answers 0.8 s later (past the grace after a "none"), is waited
+   * for, and its copy read.
+   */
+  @Test
+  void anOwnersQuickNone_doesNotCutShortTheWaitForAnOwnerHoldingTheKey() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
+    b.store().merge(v1); // a missed the write
+    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
+        java.util.concurrent.CompletableFuture.delayedExecutor(800, java.util.concurrent.TimeUnit.MILLISECONDS)));
+
+    assertEquals(Optional.of("v1"), a.kv().get(key).entry().map(Entry::value));
+  }
 }
