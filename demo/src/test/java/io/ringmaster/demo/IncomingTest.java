@@ -105,6 +105,17 @@ class IncomingTest {
 
     published.set(aLeft); // a left: b takes its place beside c
     assertEquals(List.of("a", "c"), incoming.previousOwners(key).stream().sorted().toList());
+
+    // A key b owned before the leave and still owns is not coming in, from its co-owner or anyone.
+    String kept = null;
+    for (int i = 0; kept == null; i++) {
+      List<String> ownersBefore = three.owners("k" + i, 2).stream().map(Member::id).sorted().toList();
+      List<String> ownersAfter = aLeft.owners("k" + i, 2).stream().map(Member::id).sorted().toList();
+      if (ownersBefore.equals(List.of("b", "c")) && ownersAfter.equals(List.of("b", "c"))) {
+        kept = "k" + i;
+      }
+    }
+    assertEquals(List.of(), incoming.previousOwners(kept), "owned by b before too");
   }
 
   @Test
