@@ -869,13 +869,20 @@ class SecureStackTest {
         encrypt.up(batch);
         assertEquals(others + 1, timer.size(), "a refusal in a batch is held too");
         await("that one after its hold").atMost(WAIT).until(() -> passedUp.size() == 2);
+        // AUTH's two other reasons (a join request without its header) are taken as well.
+        for (String reason : List.of("no AUTH header found in message", "join or merge without an AUTH header")) {
+          int before = passedUp.size();
+          encrypt.up(refusalTo.apply(self, reason));
+          await("a refusal saying \"" + reason + "\", after its hold").atMost(WAIT)
+              .until(() -> passedUp.size() == before + 1);
+        }
 
         // A view within the hold (the join answered, sealed) drops a refusal still held.
         encrypt.up(refusal.get());
         assertEquals(others + 1, timer.size());
         encrypt.handleView(View.create(coordinator, 1, coordinator, self));
         await("the held refusal's turn").atMost(WAIT).until(() -> timer.size() == others);
-        assertEquals(2, passedUp.size(), "the refusal held when the view came was dropped");
+        assertEquals(4, passedUp.size(), "the refusal held when the view came was dropped");
       } finally {
         timer.stop();
       }
