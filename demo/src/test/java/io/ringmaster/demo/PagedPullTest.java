@@ -44,4 +44,32 @@ class PagedPullTest {
       assertTrue(b.store().get("big-" + i).isPresent(), "big-" + i + " pulled");
     }
   }
+  /**
+   * A pull on an interrupted thread (a pull retry that the peer's close() stopped) asks nothing:
+   * its source would scan and send a page that nobody reads, competing with the leave's hand-off.
+   */
+  @Test
+  void aPullOnAnInterruptedThread_asksTheSourceNothing() throws Exception {
+    InJvmPeer.startAll(nodes, "interrupted-pull", List.of("a", "b"));
+    InJvmPeer a = nodes.get(0);
+    InJvmPeer b = nodes.get(1);
+    a.counters().settled.set(true);
+    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+    a.rpc().handle(Wire.OP_PULL, in -> {
+      asked.incrementAndGet();
+      return a.transfers().handlePull(in);
+    });
+    Transfers.Pulled pulled;
+    Thread.currentThread().interrupt();
+    try {
+      pulled = b.transfers().pull("a", List.of(KeyRange.full()), a.node().viewId());
+      assertTrue(Thread.currentThread().isInterrupted(), "the interrupt is kept");
+    } finally {
+      Thread.interrupted();
+    }
+    assertEquals(new Transfers.Pulled(0, false), pulled);
+    // A request sent would reach a within milliseconds: none does within a second.
+    org.awaitility.Awaitility.await("no pull request reaches a").during(Duration.ofSeconds(1))
+        .atMost(Duration.ofSeconds(10)).until(() -> asked.get() == 0);
+  }
 }
