@@ -154,15 +154,17 @@ final class ClusterStatus {
 
   /**
    * The JSON of a 200 reply to a GET, or empty; for any other reply, {@code why[0]} becomes the
-   * peer's reason when it gave one ("the peer is starting").
+   * peer's reason when it gave one ("the peer is starting"), else "answered" and the status (a page
+   * that is no JSON, from something else on the port, say).
    */
   private Optional<JsonNode> get(String url, String[] why) {
     try {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(3)).build(),
           HttpResponse.BodyHandlers.ofString());
       if (r.statusCode() != 200) {
+        why[0] = "answered " + r.statusCode(); // unless the body is a peer's JSON reason
         String reason = Json.tree(r.body()).path("error").asText("");
-        why[0] = reason.isEmpty() ? "answered " + r.statusCode() : reason;
+        why[0] = reason.isEmpty() ? why[0] : reason;
         return Optional.empty();
       }
       return Optional.of(Json.tree(r.body()));

@@ -35,14 +35,23 @@ class ClusterStatusTest {
 
   /** A stand-in peer whose {@code /stats} answers {@code status} (a refusal's JSON reason unless 200). */
   private PeerProcess peer(String id, boolean inRing, int status) throws Exception {
+    return peer(id, inRing, status, "ab12", "{\"error\":\"the peer is starting\"}");
+  }
+
+  /**
+   * A stand-in peer reporting view 3 with {@code checksum}, whose {@code /stats} answers
+   * {@code status}, with {@code refusal} as its body unless 200.
+   */
+  private PeerProcess peer(String id, boolean inRing, int status, String checksum, String refusal) throws Exception {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    byte[] stats = ("{\"id\":\"" + id + "\",\"viewId\":3,\"checksum\":\"ab12\",\"members\":2,\"inRing\":" + inRing
-        + ",\"primaryKeys\":0,\"backupKeys\":0,\"strayKeys\":0}").getBytes(StandardCharsets.UTF_8);
+    byte[] stats = ("{\"id\":\"" + id + "\",\"viewId\":3,\"checksum\":\"" + checksum + "\",\"members\":2,"
+        + "\"inRing\":" + inRing + ",\"primaryKeys\":0,\"backupKeys\":0,\"strayKeys\":0}")
+        .getBytes(StandardCharsets.UTF_8);
     // The ring as both peers report it: both members, so that only inRing can tell them apart.
     byte[] ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}"
         .getBytes(StandardCharsets.UTF_8);
     if (status != 200) {
-      stats = "{\"error\":\"the peer is starting\"}".getBytes(StandardCharsets.UTF_8);
+      stats = refusal.getBytes(StandardCharsets.UTF_8);
     }
     for (Map.Entry<String, byte[]> reply : Map.of("/stats", stats, "/ring", ring).entrySet()) {
       int code = reply.getKey().equals("/stats") ? status : 200;
@@ -103,5 +112,23 @@ class ClusterStatusTest {
     String printed = printedDisagreeing(List.of(peer("peer-1", true), peer("peer-2", true, 503)));
     assertTrue(printed.contains("(the peer is starting)"), printed);
     assertTrue(printed.contains("ring: peers DISAGREE or did not answer"), printed);
+  }
+  /** Peers in the ring, all answering, but on two rings (other checksums of one view): no agreement. */
+  @Test
+  void peersOnTwoRings_areNotSaidToAgree() throws Exception {
+    String printed = printedDisagreeing(List.of(peer("peer-1", true, 200, "ab12", ""),
+        peer("peer-2", true, 200, "cd34", "")));
+    assertTrue(printed.contains("ring: peers DISAGREE or did not answer: [3/ab12, 3/cd34]"), printed);
+  }
+
+  /**
+   * Something else on a peer's port, answering with a page that is no JSON (a 404 of another
+   * server): the peer is named as having answered that status, not as silent.
+   */
+  @Test
+  void aPeerAnsweringWithAPageThatIsNoJson_isNamedWithTheStatus() throws Exception {
+    String printed = printedDisagreeing(List.of(peer("peer-1", true), peer("peer-2", true, 404, "ab12",
+        "<h1>Not Found</h1>")));
+    assertTrue(printed.contains("(answered 404)"), printed);
   }
 }
