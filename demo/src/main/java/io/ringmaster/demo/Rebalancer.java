@@ -222,8 +222,11 @@ final class Rebalancer implements OwnershipListener {
       long moved = transfers.dropHandedOff(byOwners, took, dropped -> { });
       counters.keysMigratedOut.add(moved);
       // A ring changed during the pass (a peer joined, say) may give entries to owners that were
-      // not pushed to: they were kept, and the next pass hands them on.
-      if (complete && routing.ring() == ring) {
+      // not pushed to: they were kept, and the next pass hands them on. So may an owner restarted
+      // during it under its id, in one view with the same members (the ring object unchanged): the
+      // copies it took are lost, its entries were kept, and the next pass pushes them to it again.
+      if (complete && routing.ring() == ring && took.entrySet().stream()
+          .allMatch(t -> routing.addressOf(t.getKey()).equals(Optional.of(t.getValue())))) {
         return LeaveOutcome.COMPLETE;
       }
       if (routing.ring().isEmpty()) {

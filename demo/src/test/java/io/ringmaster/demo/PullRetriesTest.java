@@ -60,6 +60,14 @@ class PullRetriesTest {
     assertEquals(List.of(pull, pull), pulls);
   }
 
+  /** However many rounds failed, the delay stays a minute: it never overflows into a negative one. */
+  @Test
+  void theDelay_staysAMinute_afterAnyNumberOfFailures() {
+    for (int failures : new int[] {7, 34, 64, 1000, Integer.MAX_VALUE}) {
+      assertEquals(PullRetries.MAX_DELAY.toNanos(), PullRetries.delayAfter(failures), "after " + failures);
+    }
+  }
+
   @Test
   void theDelayDoubles_upToAMinute() {
     failing = Integer.MAX_VALUE;

@@ -422,4 +422,57 @@ class RebalancerTest {
     assertEquals(0, a.counters().migrationsCompleted.sum());
     assertEquals(1, a.counters().migrationsFailed.sum());
   }
+  /**
+   * The last peer's leave: nobody to hand anything to. It keeps its entries (they leave with it),
+   * moves none, and the leave counts as done, not failed; the pulls it refused meanwhile ("still
+   * moving data") are answered again once the change is handled.
+   */
+  @Test
+  void theLastPeersLeave_keepsItsEntries_andIsNoFailure() throws Exception {
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    putInA();
+
+    rebalancerOfA(Duration.ofSeconds(5)).onOwnershipChange(leavingOfA());
+
+    assertEquals(KEYS, a.store().size());
+    assertEquals(0, a.counters().keysMigratedOut.sum());
+    assertEquals(1, a.counters().migrationsCompleted.sum());
+    assertEquals(0, a.counters().migrationsFailed.sum());
+    assertEquals(-1, a.counters().migratingView.get(), "no change under way");
+  }
+
+  /**
+   * A hand-off that throws (here, once its first page is acknowledged) does not keep the leave from
+   * draining the rest: every entry reaches b; the failure is thrown at the end and the migration
+   * counted as failed, though the drain completed.
+   */
+  @Test
+  void aLeave_whoseHandOffThrows_stillDrainsEverything_andThrowsAtTheEnd() throws Exception {
+    List<Entry> held = start(0);
+    java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.List<Long> viewsDuringThePush = new java.util.concurrent.CopyOnWriteArrayList<>();
+    a.transfers().afterPage = page -> {
+      viewsDuringThePush.add(a.counters().migratingView.get());
+      if (thrown.compareAndSet(false, true)) {
+        throw new IllegalStateException("a hand-off that fails half way");
+      }
+    };
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    OwnershipChange leaving = leavingOfA();
+
+    IllegalStateException failed = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+        () -> rebalancer.onOwnershipChange(leaving));
+
+    assertEquals("a hand-off that fails half way", failed.getMessage());
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
+    }
+    assertEquals(0, a.store().size());
+    assertEquals(0, a.counters().migrationsCompleted.sum());
+    assertEquals(1, a.counters().migrationsFailed.sum());
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.COMPLETE), rebalancer.leaveOutcome());
+    assertTrue(viewsDuringThePush.stream().allMatch(v -> v == leaving.viewId()), "the change's view while it runs: "
+        + viewsDuringThePush);
+    assertEquals(-1, a.counters().migratingView.get(), "none after it");
+  }
 }

@@ -109,7 +109,14 @@ class SweepTest {
   @Test
   void aSweepThatFoundNoStray_readsTheStoreAgainOnlyAfterAChange() throws Exception {
     start(0);
-    c.store().merge(Entry.of(c.keyOwnedBy(Set.of("c", "a")), "owned", new Version(VersionClock.systemMicros(), "c")));
+    // Two keys c owns, one as primary and one as backup: neither is a stray.
+    for (List<String> owners : List.of(List.of("c", "a"), List.of("a", "c"))) {
+      String key = null;
+      for (int i = 0; key == null; i++) {
+        key = c.routing().owners("key-" + i).equals(owners) ? "key-" + i : null;
+      }
+      c.store().merge(Entry.of(key, "owned", new Version(VersionClock.systemMicros(), "c")));
+    }
     c.sweeper().sweep();
     c.sweeper().sweep();
     assertEquals(1, c.sweeper().passes, "nothing changed since a pass found no stray");
@@ -225,5 +232,34 @@ class SweepTest {
     assertTrue(a.store().get(stray.key()).isEmpty());
     assertTrue(b.store().get(stray.key()).isEmpty());
     assertEquals(Optional.of(stray), c.store().get(stray.key()));
+  }
+  /**
+   * Strays whose owners differ entirely (one replica: a's and b's) are each dropped once their own
+   * owner took them: what one owner took is counted for its own entries only, never narrowed by
+   * the other's.
+   */
+  @Test
+  void aSweep_ofStraysOfDisjointOwners_dropsEveryOne() throws Exception {
+    cluster = InJvmPeer.clusterName("sweep-disjoint");
+    for (String id : List.of("a", "b", "c")) {
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1)));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    a = peers.get(0);
+    b = peers.get(1);
+    c = peers.get(2);
+    List<Entry> strays = new ArrayList<>();
+    for (String owner : List.of("a", "b")) {
+      Entry stray = Entry.of(c.keyOwnedBy(Set.of(owner)), "stray", new Version(VersionClock.systemMicros(), "c"));
+      c.store().merge(stray);
+      strays.add(stray);
+    }
+
+    c.sweeper().sweep();
+
+    assertEquals(Optional.of(strays.get(0)), a.store().get(strays.get(0).key()));
+    assertEquals(Optional.of(strays.get(1)), b.store().get(strays.get(1).key()));
+    assertEquals(0, c.store().size(), "c dropped both");
+    assertEquals(2, c.counters().strayKeysHandedOff.sum());
   }
 }
