@@ -67,6 +67,13 @@ class EventsTest {
     Events.Ownership lost = Events.ownership(new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, after, before,
         RingDiff.compute(after, before, "newcomer", 1)));
     assertEquals(List.copyOf(sources), lost.destinations(), "leaving again, to the same members");
+    assertEquals(Events.MAX_RANGES_LISTED, lost.lost().size(), "the first ones listed");
+    assertEquals(diff.gained().size(), lost.lostRanges());
+    assertEquals(after.share("newcomer"), e.gainedFraction(), 1e-9, "the fraction of every range gained");
+    assertEquals(after.share("newcomer"), lost.lostFraction(), 1e-9, "the fraction of every range lost");
+    // The first ranges are listed as they are, start then end (the page draws them as arcs).
+    assertEquals(List.of(Long.toString(diff.gained().get(0).range().start()),
+        Long.toString(diff.gained().get(0).range().end())), e.gained().get(0).range());
     assertEquals("newcomer", lost.self());
     assertFalse(lost.refused() || e.refused(), "a member that left is not refused");
   }

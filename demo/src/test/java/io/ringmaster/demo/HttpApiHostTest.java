@@ -61,6 +61,9 @@ class HttpApiHostTest {
     assertTrue(elsewhere.startsWith("HTTP/1.1 421 ") && elsewhere.contains("not evil.example:8081"), elsewhere);
     String here = send("GET http://localhost:8081/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
     assertTrue(here.startsWith("HTTP/1.1 404 "), here);
+    // Absolute form without an authority: no host to check, so refused as one not this peer's.
+    String noAuthority = send("GET http:/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(noAuthority.startsWith("HTTP/1.1 421 "), noAuthority);
   }
 
   @Test

@@ -52,5 +52,21 @@ class KeyCountsTest {
     a.store().merge(Entry.tombstone("gone-too", new Version(VersionClock.systemMicros(), "a")));
     assertEquals(2, cached.of(a.store(), routing).tombstones());
     assertEquals(3, cached.passes);
+
+    // c stops: a's ring changes and its store does not (no rebalancer here), and the counts follow the ring.
+    peers.remove(2).close();
+    org.awaitility.Awaitility.await("a's ring without c").atMost(java.time.Duration.ofSeconds(30))
+        .until(() -> routing.ring().members().size() == 2);
+    io.ringmaster.ring.HashRing two = routing.ring();
+    long[] now = new long[3];
+    for (Entry e : a.store().all()) {
+      if (!e.deleted()) {
+        int role = routing.indexOfSelf(routing.owners(two, e.key()));
+        now[role == 0 ? 0 : role > 0 ? 1 : 2]++;
+      }
+    }
+    assertEquals(new KeyCounts(now[0], now[1], now[2], 2), cached.of(a.store(), routing));
+    assertEquals(4, cached.passes, "the ring changed: counted again");
+    assertEquals(0, now[2], "with two members and two replicas, a owns every key");
   }
 }

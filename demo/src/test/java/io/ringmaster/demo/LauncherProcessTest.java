@@ -110,10 +110,19 @@ class LauncherProcessTest extends WithPeerCluster {
 
     launcher.descendants().forEach(children::add);
     assertEquals(3, children.size(), "the launcher's three peers: " + children);
+    // peer-4 killed from outside: the launcher says it exited by itself. The peers it stops at quit
+    // are not said to.
+    ProcessHandle peer4 = children.stream().filter(c -> commandLine(c).contains("\0--id\0peer-4\0")).findFirst()
+        .orElseThrow(() -> new AssertionError("no peer-4 among " + children));
+    peer4.destroyForcibly();
+    await("the launcher's word on peer-4").atMost(Duration.ofSeconds(60))
+        .until(() -> output.toString().contains("peer-4 exited by itself (exit code 137); see "));
     stdin.write("quit\n".getBytes(StandardCharsets.UTF_8));
     stdin.flush();
     assertTrue(launcher.waitFor(120, TimeUnit.SECONDS), "the launcher exits after quit: " + output);
     assertEquals(0, launcher.exitValue(), output.toString());
+    assertFalse(output.toString().contains("peer-1 exited by itself") || output.toString().contains("peer-2 exited by"
+        + " itself"), "stopped by the launcher: " + output);
     for (ProcessHandle child : children) {
       assertFalse(child.isAlive(), "a peer outlived the launcher's quit: " + child.pid());
     }
@@ -240,6 +249,19 @@ class LauncherProcessTest extends WithPeerCluster {
     Set<String> members = new TreeSet<>();
     cluster.json(peer, "/ring?ranges=false").path("members").forEach(m -> members.add(m.path("id").asText()));
     return members;
+  }
+
+  /**
+   * A process's command line, its arguments separated by NUL (read from /proc: the JDK's
+   * {@code ProcessHandle.Info} gives none for a command line as long as a peer's class path).
+   */
+  private static String commandLine(ProcessHandle process) {
+    try {
+      return new String(Files.readAllBytes(Path.of("/proc", Long.toString(process.pid()), "cmdline")),
+          StandardCharsets.UTF_8);
+    } catch (IOException gone) {
+      return "";
+    }
   }
 
   private void copy(InputStream in) {

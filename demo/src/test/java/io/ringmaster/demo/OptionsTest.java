@@ -79,6 +79,7 @@ class OptionsTest {
     }
     assertEquals("unknown flag --port", refusal("--id", "p", "--port", "1"));
     assertEquals("--id needs a value", refusal("--id", "--http-port", "1"));
+    assertEquals("--http-port needs a value", refusal("--id", "p", "--http-port"), "the last flag, with no value");
     assertEquals("--id is given twice", refusal("--id", "a", "--id", "b", "--http-port", "1"));
     assertEquals("unexpected argument \"extra\": flags look like --name value", refusal("extra"));
     assertEquals("--id is required (or a --config that sets nodeId)", refusal("--http-port", "1"));
@@ -287,13 +288,24 @@ class OptionsTest {
     assertTrue(launcher.command("stop peer-1 peer-2"));
     assertTrue(launcher.command("quit now"), "not taken as quit");
     assertTrue(launcher.command("get my key"));
+    // With no peer running: what needs one says so; what is malformed is refused first.
+    assertTrue(launcher.command("put k"));
+    assertTrue(launcher.command("get k"));
+    assertTrue(launcher.command("load 5"));
+    assertTrue(launcher.command("load 0"));
+    assertTrue(launcher.command("load " + (Launcher.MAX_LOAD + 1)));
     assertEquals(List.of("\"add\" takes one argument; not understood: \"6\"; type help",
         "add takes a whole number of peers from 1 to 20 (at most 20 run at once): 0",
         "add takes a whole number of peers from 1 to 20 (at most 20 run at once): 21",
         "add takes a whole number of peers from 1 to 20 (at most 20 run at once): two",
         "\"stop\" takes one argument; not understood: \"peer-2\"; type help",
         "\"quit\" takes no argument; not understood: \"now\"; type help",
-        "\"get\" takes one argument; not understood: \"key\"; type help"),
+        "\"get\" takes one argument; not understood: \"key\"; type help",
+        "usage: put <key> <value>",
+        "no live peers; add one",
+        "no live peers; add one",
+        "load takes a whole number of keys from 1 to " + Launcher.MAX_LOAD + ": 0",
+        "load takes a whole number of keys from 1 to " + Launcher.MAX_LOAD + ": " + (Launcher.MAX_LOAD + 1)),
         List.of(bytes.toString(StandardCharsets.UTF_8).split("\n")));
     assertFalse(launcher.command("quit"));
   }

@@ -90,6 +90,8 @@ class PeerHttpTest {
     assertRefused(400, send("GET", "/keys?role=bogus", null));
     // Query parameters: a misspelt, repeated or unreadable one is refused, not ignored.
     assertReason(400, send("GET", "/kv/q?local=1", null), "local must be true or false: 1");
+    assertReason(400, send("GET", "/kv/q?local", null), "local must be true or false: "); // no "=": no value
+    assertRefused(400, send("GET", "/keys?role", null));
     assertReason(400, send("GET", "/kv/q?lcoal=true", null),
         "unknown query parameter \"lcoal\" for GET /kv/{key}; it takes local");
     assertReason(400, send("GET", "/ring?ranges=0", null), "ranges must be true or false: 0");

@@ -73,4 +73,42 @@ class RingViewTest {
       assertTrue(reply.peers().get(0).recent(), "a report just made");
     }
   }
+  /**
+   * A member that stopped reporting is neither recent nor in agreement once its last report is
+   * older than {@link PeerDirectory#FRESH_MILLIS}, though that report named this view and checksum.
+   */
+  @Test
+  void aReportOlderThanFresh_isNeitherRecentNorAnAgreement() {
+    directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0));
+    assertTrue(view.reply(false).agreed(), "just reported");
+    org.awaitility.Awaitility.await("the report grows old").atMost(java.time.Duration.ofSeconds(30))
+        .until(() -> !view.reply(false).peers().get(0).recent());
+    RingView.RingReply reply = view.reply(false);
+    assertFalse(reply.agreed());
+    assertFalse(reply.peers().get(0).agrees());
+    assertTrue(reply.peers().get(0).ageMillis() > PeerDirectory.FRESH_MILLIS, reply::toString);
+  }
+
+  /**
+   * Each member's arcs on the page are its primary ranges in the ring of the reply, start then end,
+   * and follow the ring when it changes (a second peer joins).
+   */
+  @Test
+  void theArcs_areEachMembersPrimaryRanges_inTheRingOfTheReply() throws Exception {
+    assertArcs(view.reply(true), a.node().ring());
+    nodes.add(InJvmPeer.start(a.node().config().clusterName(), "b", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(nodes);
+    assertEquals(2, a.node().ring().members().size());
+    assertArcs(view.reply(true), a.node().ring());
+  }
+
+  private static void assertArcs(RingView.RingReply reply, io.ringmaster.ring.HashRing ring) {
+    java.util.Map<String, List<io.ringmaster.ring.KeyRange>> byMember = ring.primaryRangesByMember();
+    assertEquals(ring.members().size(), reply.members().size());
+    for (RingView.MemberInfo m : reply.members()) {
+      List<List<String>> expected = byMember.get(m.id()).stream()
+          .map(r -> List.of(Long.toString(r.start()), Long.toString(r.end()))).toList();
+      assertEquals(expected, m.ranges(), m.id());
+    }
+  }
 }
