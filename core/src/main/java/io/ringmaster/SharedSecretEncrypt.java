@@ -73,9 +73,11 @@ import org.jgroups.util.Util;
  * {@code docs/operations.md}.
  *
  * <p>The cipher and the MAC are fixed: {@code sym_algorithm} may be left unset (JGroups' default,
- * "AES", counts as unset) or set to {@value #TRANSFORMATION}, and {@code sym_iv_length} unset or
- * 16; anything else fails the start. {@code provider}, if set, supplies both the cipher and the
- * MAC.
+ * "AES", counts as unset) or set to {@value #TRANSFORMATION} (in any case, as the JDK reads
+ * algorithm names), and {@code sym_iv_length} unset or 16; anything else in the stack file fails
+ * the start. (In code, set the key after {@code sym_algorithm}: JGroups' {@code setSecretKey}
+ * replaces an algorithm other than the key's.) {@code provider}, if set, supplies both the cipher
+ * and the MAC.
  */
 public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** Our protocol id, outside the range JGroups reserves for its own protocols. */
@@ -173,7 +175,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
     }
     // Encrypt's own defaults ("AES", no IV) are taken for "not set": they are replaced below.
     for (String algorithm : new String[] {symAlgorithmSet, sym_algorithm}) {
-      if (algorithm != null && !algorithm.equals("AES") && !algorithm.equals(TRANSFORMATION)) {
+      if (algorithm != null && !algorithm.equalsIgnoreCase("AES") && !algorithm.equalsIgnoreCase(TRANSFORMATION)) {
         throw new IllegalArgumentException(getClass().getSimpleName() + " encrypts with " + TRANSFORMATION
             + " only; sym_algorithm " + algorithm + " is not supported: leave sym_algorithm unset");
       }

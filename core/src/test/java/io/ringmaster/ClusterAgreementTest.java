@@ -199,7 +199,8 @@ class ClusterAgreementTest {
             Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
         assertTrue(entered.await(30, java.util.concurrent.TimeUnit.SECONDS), "the divergence reached the listener");
         a.close();
-        assertEquals(1, interrupts.get(), "close() interrupted the callback, which went on");
+        org.awaitility.Awaitility.await("close() interrupted the callback, which went on")
+            .atMost(Duration.ofSeconds(30)).until(() -> interrupts.get() == 1);
         assertEquals(List.of("a: the gossip thread still runs a task a second after close() interrupted it;"
             + " close() returns without waiting for it"), log.messages());
       } finally {

@@ -199,6 +199,15 @@ class SharedSecretEncryptKeyTest {
       }
       assertTrue(e.getMessage().contains("sym_algorithm " + other + " is not supported"), e.getMessage());
     }
+    for (String same : List.of("aes", "aes/cbc/pkcs5padding")) { // algorithm names are read in any case
+      SharedSecretEncrypt fromTheSecret = new SharedSecretEncrypt().symAlgorithm(same);
+      SharedSecret.forNextStack(Optional.of("s3cret-algorithm"));
+      try {
+        fromTheSecret.init();
+      } finally {
+        SharedSecret.forNextStack(Optional.empty());
+      }
+    }
 
     SharedSecretEncrypt shortIv = inCode().symIvLength(12);
     e = assertThrows(IllegalArgumentException.class, shortIv::init);
