@@ -155,7 +155,7 @@ final class ClusterStatus {
   /**
    * The JSON of a 200 reply to a GET, or empty; for any other reply, {@code why[0]} becomes the
    * peer's reason when it gave one ("the peer is starting"), else "answered" and the status (a page
-   * that is no JSON, from something else on the port, say).
+   * that is no JSON, from something else on the port, say); for a 200 that is no JSON, says so.
    */
   private Optional<JsonNode> get(String url, String[] why) {
     try {
@@ -167,6 +167,7 @@ final class ClusterStatus {
         why[0] = reason.isEmpty() ? why[0] : reason;
         return Optional.empty();
       }
+      why[0] = "answered 200, not with a peer's JSON"; // said only if it does not parse
       return Optional.of(Json.tree(r.body()));
     } catch (IOException | RuntimeException e) {
       return Optional.empty();

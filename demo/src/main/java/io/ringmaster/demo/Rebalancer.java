@@ -225,8 +225,7 @@ final class Rebalancer implements OwnershipListener {
       // not pushed to: they were kept, and the next pass hands them on. So may an owner restarted
       // during it under its id, in one view with the same members (the ring object unchanged): the
       // copies it took are lost, its entries were kept, and the next pass pushes them to it again.
-      if (complete && routing.ring() == ring && took.entrySet().stream()
-          .allMatch(t -> routing.addressOf(t.getKey()).equals(Optional.of(t.getValue())))) {
+      if (complete && routing.ring() == ring && transfers.stillHeldByThoseThatTook(took)) {
         return LeaveOutcome.COMPLETE;
       }
       if (routing.ring().isEmpty()) {

@@ -110,7 +110,7 @@ final class Transfers {
    * As {@link #push(String, List, Wire.PushKind)}, giving up (unacknowledged) once {@code expired}:
    * tested before each attempt after a page's first, so that a push to a slow peer ends within
    * about one {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried
-   * once.
+   * once. On an interrupted thread (the peer stopping its sweeps and retries) no page is sent.
    *
    * @return the process that acknowledged every page, for {@link #dropHandedOff}; empty if none did
    */
@@ -218,7 +218,10 @@ final class Transfers {
     return pull(source, ranges, view, () -> false);
   }
 
-  /** As {@link #pull(String, List, long)}, ending (incomplete) once {@code stop}, tested before each attempt. */
+  /**
+   * As {@link #pull(String, List, long)}, ending (incomplete) once {@code stop}, or once the thread
+   * is interrupted (the peer stopping its retries), tested before each attempt.
+   */
   Pulled pull(String source, List<KeyRange> ranges, long view, BooleanSupplier stop) {
     long changed = 0;
     Store.Cursor cursor = Store.Cursor.START;
@@ -328,6 +331,14 @@ final class Transfers {
       }
     }
     return dropped;
+  }
+
+  /**
+   * Whether every peer in {@code took} is still the process that acknowledged: one restarted under
+   * its id since has lost what its old process took.
+   */
+  boolean stillHeldByThoseThatTook(Map<String, Address> took) {
+    return took.entrySet().stream().allMatch(t -> routing.addressOf(t.getKey()).equals(Optional.of(t.getValue())));
   }
 
   /** Whether each owner took the entries, through the process that holds its id now. */

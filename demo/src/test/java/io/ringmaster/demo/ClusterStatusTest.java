@@ -130,5 +130,15 @@ class ClusterStatusTest {
     String printed = printedDisagreeing(List.of(peer("peer-1", true), peer("peer-2", true, 404, "ab12",
         "<h1>Not Found</h1>")));
     assertTrue(printed.contains("(answered 404)"), printed);
+    PeerProcess page = peer("peer-3", true);
+    servers.get(servers.size() - 1).removeContext("/stats");
+    servers.get(servers.size() - 1).createContext("/stats", ex -> {
+      byte[] html = "<h1>Hello</h1>".getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(200, html.length);
+      ex.getResponseBody().write(html);
+      ex.close();
+    });
+    printed = printedDisagreeing(List.of(peer("peer-1", true), page));
+    assertTrue(printed.contains("(answered 200, not with a peer's JSON)"), printed);
   }
 }

@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -319,10 +320,12 @@ class RebalancerTest {
     restartB();
 
     assertEquals(0, a.transfers().dropHandedOff(held, Map.of("b", oldProcess.get())), "b's new process has none");
+    assertFalse(a.transfers().stillHeldByThoseThatTook(Map.of("b", oldProcess.get())), "a drain's pass is not done");
     assertEquals(KEYS, a.store().size());
     Optional<Address> newProcess = a.transfers().pushTo("b", held, Wire.PushKind.MIGRATION, () -> false);
     assertTrue(newProcess.isPresent() && !newProcess.equals(oldProcess));
     assertEquals(KEYS, a.transfers().dropHandedOff(held, Map.of("b", newProcess.get())), "dropped once it took them");
+    assertTrue(a.transfers().stillHeldByThoseThatTook(Map.of("b", newProcess.get())));
   }
 
   /**
@@ -424,16 +427,17 @@ class RebalancerTest {
   }
   /**
    * The last peer's leave: nobody to hand anything to. It keeps its entries (they leave with it),
-   * moves none, and the leave counts as done, not failed; the pulls it refused meanwhile ("still
-   * moving data") are answered again once the change is handled.
+   * moves none, says so, and the leave counts as done, not failed; no change is under way after it.
    */
   @Test
   void theLastPeersLeave_keepsItsEntries_andIsNoFailure() throws Exception {
     peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
     putInA();
 
-    rebalancerOfA(Duration.ofSeconds(5)).onOwnershipChange(leavingOfA());
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(5));
+    rebalancer.onOwnershipChange(leavingOfA());
 
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.LAST_PEER), rebalancer.leaveOutcome());
     assertEquals(KEYS, a.store().size());
     assertEquals(0, a.counters().keysMigratedOut.sum());
     assertEquals(1, a.counters().migrationsCompleted.sum());
@@ -474,5 +478,29 @@ class RebalancerTest {
     assertTrue(viewsDuringThePush.stream().allMatch(v -> v == leaving.viewId()), "the change's view while it runs: "
         + viewsDuringThePush);
     assertEquals(-1, a.counters().migratingView.get(), "none after it");
+  }
+  /**
+   * The leave of a peer the cluster refuses (another peer holds its id): its node delivers no
+   * LEAVING change, so its close() drains what it holds to the owners, once, and says how it went.
+   */
+  @Test
+  void aRefusedPeersLeave_drainsWhatItHolds_once() throws Exception {
+    List<Entry> held = start(0);
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+
+    rebalancer.leaveRefused(a.node().viewId());
+
+    assertTrue(a.routing().isLeaving());
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.COMPLETE), rebalancer.leaveOutcome());
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
+    }
+    assertEquals(0, a.store().size());
+    assertEquals(1, a.counters().migrationsCompleted.sum());
+    assertEquals(0, a.counters().migrationsInProgress.get());
+    putInA(1);
+    rebalancer.leaveRefused(a.node().viewId());
+    assertEquals(1, a.store().size(), "once: a second call drains nothing");
+    assertEquals(1, a.counters().migrationsCompleted.sum());
   }
 }

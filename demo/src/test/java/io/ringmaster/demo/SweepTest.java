@@ -70,6 +70,7 @@ class SweepTest {
     Thread.currentThread().interrupt();
     try {
       c.sweeper().sweep();
+      assertEquals(1, c.sweeper().passes, "the sweep read the store, and found the stray");
       assertTrue(Thread.currentThread().isInterrupted(), "the interrupt is kept");
     } finally {
       Thread.interrupted();
