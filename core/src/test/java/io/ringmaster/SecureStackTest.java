@@ -269,26 +269,8 @@ class SecureStackTest {
       // adding it) goes out sealed as well as in clear: the sealed copy gets through, and the clear
       // one is dropped as such, at DEBUG (it comes with every such repeat), not as a message
       // without a seal, which is a WARN.
-      java.util.logging.Logger encryptionLog = java.util.logging.Logger.getLogger(SharedSecretEncrypt.class.getName());
-      java.util.logging.Level levelBefore = encryptionLog.getLevel();
-      List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-      java.util.logging.Handler warnings = new java.util.logging.Handler() {
-        @Override
-        public void publish(java.util.logging.LogRecord r) {
-          logged.add(r.getLevel() + " " + r.getMessage());
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-      };
-      encryptionLog.addHandler(warnings);
-      encryptionLog.setLevel(java.util.logging.Level.ALL);
-      try {
+      try (EncryptionLog encryptionLog = new EncryptionLog()) {
+        List<String> logged = encryptionLog.lines;
         bAbove.sendDown(new EmptyMessage(toA).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
             .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(noProof)));
         await("b's join request, past a's encryption").atMost(WAIT).until(() -> aAbove.passedUp.stream()
@@ -297,9 +279,6 @@ class SecureStackTest {
             .anyMatch(m -> m.sealed() == null && m.headers().contains("JOIN_REQ]: mbr=" + b0 + ",")));
         assertEquals(List.of("FINE " + toA + ": dropped the clear copy of a join request from " + b0
             + ", a member already"), logged.stream().filter(w -> w.contains(" from " + b0)).toList());
-      } finally {
-        encryptionLog.removeHandler(warnings);
-        encryptionLog.setLevel(levelBefore);
       }
 
       // What b sends in clear (a join request, a refusal) leaves with only the membership and AUTH
@@ -739,25 +718,10 @@ class SecureStackTest {
    */
   @Test
   void dropsOfPlainMessagesAndOfOnesSealedUnderAnotherKey_areSaidAtWarning() throws Exception {
-    java.util.logging.Logger encryptionLog = java.util.logging.Logger.getLogger(SharedSecretEncrypt.class.getName());
-    List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.logging.Handler handler = new java.util.logging.Handler() {
-      @Override
-      public void publish(java.util.logging.LogRecord r) {
-        logged.add(r.getLevel() + " " + r.getMessage());
-      }
-
-      @Override
-      public void flush() {
-      }
-
-      @Override
-      public void close() {
-      }
-    };
-    encryptionLog.addHandler(handler);
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
-        .secret("s3cret-drops").buildConfig())) {
+    try (EncryptionLog encryptionLog = new EncryptionLog();
+         org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+             .secret("s3cret-drops").buildConfig())) {
+      List<String> logged = encryptionLog.lines;
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
       List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -777,8 +741,34 @@ class SecureStackTest {
           + plainSender + " without an encryption header")), logged::toString);
       assertTrue(logged.stream().anyMatch(l -> l.startsWith("WARNING " + self + ": dropped a message from "
           + otherKeySender + " sealed under another key")), logged::toString);
-    } finally {
-      encryptionLog.removeHandler(handler);
+    }
+  }
+
+  /** What the encryption logs, every level, while open: each record as its level and message. */
+  private static final class EncryptionLog extends java.util.logging.Handler implements AutoCloseable {
+    private final java.util.logging.Logger logger =
+        java.util.logging.Logger.getLogger(SharedSecretEncrypt.class.getName());
+    private final java.util.logging.Level levelBefore = logger.getLevel();
+    final List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    EncryptionLog() {
+      logger.addHandler(this);
+      logger.setLevel(java.util.logging.Level.ALL);
+    }
+
+    @Override
+    public void publish(java.util.logging.LogRecord r) {
+      lines.add(r.getLevel() + " " + r.getMessage());
+    }
+
+    @Override
+    public void flush() {
+    }
+
+    @Override
+    public void close() {
+      logger.removeHandler(this);
+      logger.setLevel(levelBefore);
     }
   }
 

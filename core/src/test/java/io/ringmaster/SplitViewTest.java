@@ -121,17 +121,11 @@ class SplitViewTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       List<String> leaving = new CopyOnWriteArrayList<>();
-      AtomicReference<Ringmaster> self = new AtomicReference<>();
-      Ringmaster x = cluster.start(cluster.builder("x"), n -> {
-        self.set(n);
-        n.addOwnershipListener(change -> {
-          if (change.reason() == OwnershipChange.Reason.LEAVING) {
-            JChannel channel = self.get().channel();
-            View now = channel.getView();
-            leaving.add("connected " + channel.isConnected() + ", from the view it is in "
-                + (now != null && now.getViewId().getId() == change.viewId()));
-          }
-        });
+      Ringmaster x = startRecordingLeaving(cluster, leaving, (self, change) -> {
+        JChannel channel = self.channel();
+        View now = channel.getView();
+        return "connected " + channel.isConnected() + ", from the view it is in "
+            + (now != null && now.getViewId().getId() == change.viewId());
       });
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       CountDownLatch connecting = new CountDownLatch(1);
@@ -162,15 +156,8 @@ class SplitViewTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       List<String> leaving = new CopyOnWriteArrayList<>();
-      AtomicReference<Ringmaster> self = new AtomicReference<>();
-      Ringmaster x = cluster.start(cluster.builder("x"), n -> {
-        self.set(n);
-        n.addOwnershipListener(change -> {
-          if (change.reason() == OwnershipChange.Reason.LEAVING) {
-            leaving.add("connected " + self.get().channel().isConnected() + ", view " + change.viewId());
-          }
-        });
-      });
+      Ringmaster x = startRecordingLeaving(cluster, leaving,
+          (self, change) -> "connected " + self.channel().isConnected() + ", view " + change.viewId());
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
       CountDownLatch disconnecting = new CountDownLatch(1);
       AtomicInteger connects = new AtomicInteger();
@@ -538,6 +525,20 @@ class SplitViewTest {
    * Installs one view id with two member lists, as the JGroups merge race does: {@code x} keeps
    * every member of its view, while {@code others} leave {@code x} out.
    */
+  /** Starts node x, which adds to {@code leaving} what {@code describe} says of each LEAVING change it hears. */
+  private static Ringmaster startRecordingLeaving(TestCluster cluster, List<String> leaving,
+                                                 java.util.function.BiFunction<Ringmaster, OwnershipChange, String> describe) {
+    AtomicReference<Ringmaster> self = new AtomicReference<>();
+    return cluster.start(cluster.builder("x"), n -> {
+      self.set(n);
+      n.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          leaving.add(describe.apply(self.get(), change));
+        }
+      });
+    });
+  }
+
   static void splitOff(Ringmaster x, Ringmaster... others) throws Exception {
     View agreed = x.channel().getView();
     ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);

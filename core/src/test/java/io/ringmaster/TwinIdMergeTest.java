@@ -44,13 +44,7 @@ class TwinIdMergeTest {
       assertTrue(twin.isInRing(), "alone on its island, it holds the id there");
       assertTrue(twin.isPrimary("user:1"), "and owns every key there");
 
-      List<Ringmaster> all = List.of(a, b, twin);
-      all.forEach(n -> addresses.add(n.channel().getAddress()));
-      addresses.forEach(x -> Islands.move(x, 0));
-      await("one view of the three, one holder of the id").atMost(WAIT).until(() -> all.stream()
-          .allMatch(n -> n.channel().getView().size() == 3 && n.viewId() == b.viewId())
-          && a.isInRing() != twin.isInRing());
-      Ringmaster holder = a.isInRing() ? a : twin;
+      Ringmaster holder = heal(a, b, twin, addresses);
       Ringmaster refused = holder == a ? twin : a;
 
       Ringmaster.RingState state = refused.ringState();
@@ -103,12 +97,7 @@ class TwinIdMergeTest {
         twin = startFolded(cluster, "a", folds);
       }
       List<Ringmaster> all = List.of(a, b, twin);
-      all.forEach(n -> addresses.add(n.channel().getAddress()));
-      addresses.forEach(x -> Islands.move(x, 0));
-      await("one view of the three, one holder of the id").atMost(WAIT).until(() -> all.stream()
-          .allMatch(n -> n.channel().getView().size() == 3 && n.viewId() == b.viewId())
-          && a.isInRing() != twin.isInRing());
-      Ringmaster holder = a.isInRing() ? a : twin;
+      Ringmaster holder = heal(a, b, twin, addresses);
       Ringmaster refused = holder == a ? twin : a;
 
       RingmasterException apart = assertThrows(RingmasterException.class,
@@ -127,6 +116,21 @@ class TwinIdMergeTest {
     } finally {
       addresses.forEach(Islands::forget);
     }
+  }
+
+  /**
+   * Puts a, b and the twin on one island (the heal), keeping their addresses for the test to
+   * forget, and waits for one view of the three in which one of the two with the id holds it;
+   * returns that one.
+   */
+  private static Ringmaster heal(Ringmaster a, Ringmaster b, Ringmaster twin, List<Address> addresses) {
+    List<Ringmaster> all = List.of(a, b, twin);
+    all.forEach(n -> addresses.add(n.channel().getAddress()));
+    addresses.forEach(x -> Islands.move(x, 0));
+    await("one view of the three, one holder of the id").atMost(WAIT).until(() -> all.stream()
+        .allMatch(n -> n.channel().getView().size() == 3 && n.viewId() == b.viewId())
+        && a.isInRing() != twin.isInRing());
+    return a.isInRing() ? a : twin;
   }
 
   private static Ringmaster startFolded(LocalCluster cluster, String id, Map<Ringmaster, OwnershipFold> folds) {
