@@ -166,6 +166,14 @@ class LauncherProcessTest extends WithPeerCluster {
       assertTrue(log.contains(p.name() + " left the cluster in "), log);
     }
     assertTrue(Main.exitedUnreaped(unreaped), "still a zombie: the check, not a reaping, let peer-a go");
+
+    // A launcher gone before its peer looked it up (killed while the peer's JVM started): no process
+    // has the pid, and the peer leaves at its first look.
+    PeerCluster.TestPeer orphan = cluster.start("peer-c", "--parent-pid", Long.toString(Long.MAX_VALUE));
+    assertTrue(orphan.process().waitFor(30, TimeUnit.SECONDS), "peer-c outlived a launcher it never found");
+    String log = Files.readString(orphan.log());
+    assertEquals(0, orphan.process().exitValue(), log);
+    assertTrue(log.contains("launcher process " + Long.MAX_VALUE + " is gone; leaving"), log);
   }
 
   /**

@@ -503,4 +503,29 @@ class RebalancerTest {
     assertEquals(1, a.store().size(), "once: a second call drains nothing");
     assertEquals(1, a.counters().migrationsCompleted.sum());
   }
+  /**
+   * A push waits for a destination that does not serve requests yet (a peer that just joined, not
+   * yet reported), asking until it does, and sends nothing before: here the destination serves
+   * from the third time it is asked.
+   */
+  @Test
+  void aPush_waitsForItsDestinationToServe_beforeSendingAPage() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Entry> held = putInA();
+    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+    List<Integer> askedAtReceipt = new java.util.concurrent.CopyOnWriteArrayList<>();
+    b.rpc().handle(Wire.OP_PUSH, in -> {
+      askedAtReceipt.add(asked.get());
+      return b.transfers().handlePush(in);
+    });
+    Transfers fromA = new Transfers(a.routing(), a.store(), a.rpc(), a.counters(), a.node()::viewId, () -> 0,
+        id -> asked.incrementAndGet() >= 3, new EventLog(), TestingAids.fromSystemProperties());
+
+    assertTrue(fromA.pushTo("b", held, Wire.PushKind.MIGRATION, () -> false).isPresent());
+
+    assertEquals(List.of(3), askedAtReceipt, "one page, sent once b served");
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), b.store().get(e.key()));
+    }
+  }
 }
