@@ -9,7 +9,10 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -55,6 +58,8 @@ final class Peer implements AutoCloseable {
 
   /** How long a stopping peer waits for the HTTP requests in flight once it has left. */
   static final Duration STOP_GRACE = Duration.ofSeconds(2);
+  /** How long {@link #close()} waits for the peer's own threads to end once they are told to stop. */
+  static final Duration THREADS_GRACE = Duration.ofSeconds(2);
 
   private final PeerOptions options;
   private final Ringmaster node;
@@ -84,7 +89,8 @@ final class Peer implements AutoCloseable {
    */
   private final ScheduledExecutorService pullRetrier = Executors.newSingleThreadScheduledExecutor(
       daemons("pull-retries"));
-  private final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(daemons("status"));
+  /** The status reports; package-private so that a test can hold its thread up. */
+  final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(daemons("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final Counters counters = new Counters();
   private final Store store = new Store();
@@ -429,13 +435,42 @@ final class Peer implements AutoCloseable {
     all.throwFirst();
   }
 
+  /**
+   * Stops the peer's threads and waits, up to {@link #THREADS_GRACE} in all, until each has ended,
+   * so that a peer closed in a JVM that goes on (a test, an application embedding it) leaves no
+   * thread behind. A task deaf to its interrupt is named in a WARNING and left running; its
+   * threads are daemons, so it holds up no JVM exit.
+   */
   private void shutdownThreads() {
-    maintenance.shutdownNow();
-    pullRetrier.shutdownNow();
-    statusTimer.shutdownNow();
-    httpThreads.shutdownNow();
-    rpcWorkers.shutdownNow();
-    rpcTimer.shutdownNow();
+    Map<String, ExecutorService> pools = new LinkedHashMap<>();
+    pools.put("sweep", maintenance);
+    pools.put("pull-retries", pullRetrier);
+    pools.put("status", statusTimer);
+    pools.put("http", httpThreads);
+    pools.put("rpc", rpcWorkers);
+    pools.put("rpc-timer", rpcTimer);
+    pools.values().forEach(ExecutorService::shutdownNow);
+    long deadline = System.nanoTime() + THREADS_GRACE.toNanos();
+    List<String> running = new ArrayList<>();
+    boolean interrupted = false;
+    for (Map.Entry<String, ExecutorService> pool : pools.entrySet()) {
+      try {
+        if (!pool.getValue().awaitTermination(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+          running.add(pool.getKey());
+        }
+      } catch (InterruptedException e) {
+        interrupted = true; // stop waiting; the interrupt is kept for the caller
+        deadline = System.nanoTime();
+        running.add(pool.getKey());
+      }
+    }
+    if (!running.isEmpty()) {
+      LOG.log(Level.WARNING, "{0}: threads still running {1} ms after the stop, left behind: {2}",
+          node.config().nodeId(), Long.toString(THREADS_GRACE.toMillis()), running);
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /** A timer whose cancelled tasks leave its queue at once: every call's timeout is cancelled when it answers. */
