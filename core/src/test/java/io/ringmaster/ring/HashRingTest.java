@@ -155,7 +155,7 @@ class HashRingTest {
   }
 
   /** The JVM's per-thread allocation counter, failing the test if it measures nothing (it would read -1). */
-  private static com.sun.management.ThreadMXBean allocationMeter() {
+  static com.sun.management.ThreadMXBean allocationMeter() {
     com.sun.management.ThreadMXBean threads =
         (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
     assertTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
@@ -185,6 +185,45 @@ class HashRingTest {
       }
     }
     assertTrue(owned > 0 && owned < calls, "owned " + owned); // of 2 x calls answers, about 3 in 50 true: used
+  }
+
+  /**
+   * Walks for more owners than a scanning walk takes, up to as many as the thread's array for the
+   * picks holds ({@value HashRing#WALK_SCRATCH_SIZE}, that count included), allocate nothing once
+   * warm either: the picks go to that array, and the members and zones taken to the thread's marks,
+   * made on the thread's first such walk at the ring's size. Measured on a new thread, whose marks
+   * are that size, not left larger by the walks of other tests.
+   */
+  @Test
+  void isOwnerOfPosition_ofManyReplicas_afterWarmUp_allocatesNothing() throws Exception {
+    com.sun.management.ThreadMXBean threads = allocationMeter();
+    SplittableRandom random = new SplittableRandom(26);
+    List<Member> members = randomMembers(random, HashRing.WALK_SCRATCH_SIZE + 44, 5, false);
+    HashRing ring = ring(2, members);
+    Member probe = members.get(7);
+    int[] replicas = {HashRing.SCANNING_WALK_MAX + 1, HashRing.WALK_SCRATCH_SIZE};
+    int calls = 20_000;
+    long[] allocated = {-1, -1};
+    int[] owned = new int[replicas.length];
+    Thread walker = new Thread(() -> {
+      for (int r = 0; r < replicas.length; r++) {
+        for (int round = 0; round < 2; round++) { // the first round warms the code and the thread's arrays
+          long before = threads.getCurrentThreadAllocatedBytes();
+          for (int k = 0; k < calls; k++) {
+            owned[r] += ring.isOwnerOfPosition(random.nextLong(), replicas[r], probe) ? 1 : 0;
+          }
+          allocated[r] = threads.getCurrentThreadAllocatedBytes() - before;
+        }
+      }
+    });
+    walker.start();
+    walker.join();
+    for (int r = 0; r < replicas.length; r++) {
+      // An array for the picks would be 1 KB a call at n = 256, and new marks for 5 zones 24 bytes.
+      assertTrue(allocated[r] >= 0 && allocated[r] < calls / 10,
+          allocated[r] + " bytes for " + calls + " calls, n = " + replicas[r]);
+      assertTrue(owned[r] > 0 && owned[r] < 2 * calls, "owned " + owned[r] + ", n = " + replicas[r]);
+    }
   }
 
   /**
@@ -339,6 +378,7 @@ class HashRingTest {
     HashRing ring = ring(16, List.of(Member.of("a"), Member.of("b")));
     assertSame(ring, ring.with(Member.of("a")));
     assertSame(ring, ring.without("nobody"));
+    assertSame(ring, ring.withMembers(List.of(Member.of("b"), Member.of("a"))), "the same members in another order");
     HashRing heavier = ring.with(Member.of("a", 2.0));
     assertEquals(48, heavier.tokenCount());
     assertEquals(Member.of("a", 2.0), heavier.member("a").orElseThrow());
@@ -432,6 +472,7 @@ class HashRingTest {
     assertEquals(2.0 / 3.5, ring.share("heavy"), tolerance);
     assertEquals(0.0, ring.share("router"));
     assertTrue(ring.contains("router"));
+    assertFalse(ring.contains("nobody"));
     SplittableRandom random = new SplittableRandom(6);
     for (int k = 0; k < 20_000; k++) {
       String key = "k" + random.nextLong();
@@ -518,6 +559,7 @@ class HashRingTest {
       incremental = incremental.with(Member.of(id));
       HashRing scratch = all.add(Member.of(id)).build();
       assertSameTokens(scratch, incremental, id);
+      assertSame(fn, incremental.tokenFunction(), "a ring built from another keeps its token function");
     }
   }
 
@@ -722,6 +764,7 @@ class HashRingTest {
     // A lone surrogate has no UTF-8 form: "x" + U+D800 would hash and order like "x?".
     assertMessage("member id has an unpaired surrogate at index 1, which has no UTF-8 form: \"x\\uD800\"",
         () -> Member.of("x" + (char) 0xD800));
+    assertMessage("member id has an unpaired surrogate at index 0", () -> Member.of((char) 0xDC00 + "x"));
     assertMessage("member zone has an unpaired surrogate at index 0",
         () -> new Member("a", 1, (char) 0xDC00 + "z"));
     assertMessage("at index 2", () -> new Member("a", 1, "ok" + (char) 0xD83D));
@@ -759,7 +802,7 @@ class HashRingTest {
   }
 
   @Test
-  void checksum_changesWithEveryInput() {
+  void checksumAndHashCode_changeWithEveryInput() {
     HashRing base = ring(16, List.of(Member.of("a"), new Member("b", 1, "z1")));
     Set<Long> sums = new HashSet<>();
     sums.add(base.checksum());
@@ -771,15 +814,25 @@ class HashRingTest {
     assertEquals(6, sums.size());
     List<HashRing> rings = List.of(base, ring(17, base.members()), base.with(new Member("b", 1, "z2")),
         base.with(new Member("b", 1.5, "z1")), base.with(Member.of("c")), base.with(new Member("c", 0, "")));
+    assertEquals(6, rings.stream().map(HashRing::hashCode).distinct().count(), "a hash code per ring");
     for (int i = 0; i < rings.size(); i++) {
       for (int j = 0; j < rings.size(); j++) {
         if (i == j) {
-          assertEquals(rings.get(i), ring(rings.get(j).virtualNodes(), rings.get(j).members()), "built again");
+          HashRing again = ring(rings.get(j).virtualNodes(), rings.get(j).members());
+          assertEquals(rings.get(i), again, "built again");
+          assertEquals(rings.get(i).hashCode(), again.hashCode(), "built again");
         } else {
           assertNotEquals(rings.get(i), rings.get(j), i + " and " + j);
         }
       }
     }
+  }
+
+  @Test
+  void toString_namesTheVirtualNodesMembersTokensAndChecksum() {
+    HashRing ring = ring(16, List.of(Member.of("a"), new Member("router", 0, "")));
+    assertEquals("HashRing[virtualNodes=16, members=2, tokens=16, checksum=" + Long.toHexString(ring.checksum()) + "]",
+        ring.toString());
   }
 
   /**

@@ -362,6 +362,61 @@ class RingDiffTest {
     }
   }
 
+  /**
+   * Every member with tokens leaving at once (or drained to weight 0), and members joining a ring
+   * without tokens: each loses (gains) exactly what it owned (owns), with no destinations (sources),
+   * where most segments of the ring with tokens are not the member's and are skipped.
+   */
+  @Test
+  void diffs_toAndFromARingWithoutTokens_loseOrGainEverything() {
+    SplittableRandom random = new SplittableRandom(44);
+    for (int round = 0; round < 12; round++) {
+      int v = random.nextInt(1, 24);
+      List<Member> pool =
+          HashRingTest.randomMembers(random, random.nextInt(1, 10), random.nextInt(0, 4), round % 2 == 0);
+      pool.add(Member.of("always-" + round));
+      HashRing ring = HashRing.builder().virtualNodes(v).addAll(pool).build();
+      HashRing none = HashRing.builder().virtualNodes(v).build();
+      HashRing drained = HashRing.builder().virtualNodes(v)
+          .addAll(pool.stream().map(m -> new Member(m.id(), 0, m.zone())).toList()).build();
+      for (HashRing empty : List.of(none, drained)) {
+        for (int n = 1; n <= 3; n++) {
+          assertExactForEach(pool, ring, empty, n, random);
+          assertExactForEach(pool, empty, ring, n, random);
+        }
+      }
+      RingDiff last = RingDiff.compute(ring, none, "always-" + round, 1);
+      assertEquals(ring.share("always-" + round), last.lost().stream().mapToDouble(l -> l.range().fraction()).sum(),
+          1e-12);
+    }
+  }
+
+  /**
+   * A diff's working memory is a bit per token of each ring (where its segments may have changed)
+   * besides what it reports: for a member joining a ring of 12,800 tokens, or one of the members
+   * already there, a few KB and about a KB per range at most, never a word or more per token.
+   */
+  @Test
+  void diff_ofAJoin_allocatesABitPerTokenBesidesItsRanges() {
+    com.sun.management.ThreadMXBean threads = HashRingTest.allocationMeter();
+    SplittableRandom random = new SplittableRandom(45);
+    HashRing before = HashRingTest.ring(64, HashRingTest.randomMembers(random, 200, 3, false));
+    HashRing after = before.with(new Member("joiner", 1, "zone-0"));
+    int tokens = after.tokenCount();
+    for (int n = 1; n <= 3; n++) {
+      for (String id : List.of("joiner", before.members().get(0).id())) {
+        RingDiff diff = RingDiff.compute(before, after, id, n); // warms the classes
+        long start = threads.getCurrentThreadAllocatedBytes();
+        diff = RingDiff.compute(before, after, id, n);
+        long allocated = threads.getCurrentThreadAllocatedBytes() - start;
+        int ranges = diff.gained().size() + diff.lost().size() + diff.roleChanges().size();
+        // Two bit sets are tokens / 4 bytes; a long a token would be 100 KB each.
+        assertTrue(allocated < tokens + 1_000L * (ranges + 8),
+            allocated + " bytes for a diff of " + ranges + " ranges over " + tokens + " tokens, n = " + n + ", " + id);
+      }
+    }
+  }
+
   @Test
   void diff_replicasBeyondTheMembers_sameAsEveryMember_withoutTheWork() {
     HashRing one = HashRing.builder().virtualNodes(64).add(Member.of("a")).build();
@@ -614,6 +669,32 @@ class RingDiffTest {
     }
     parts.add(new long[] {0, last});
     return parts;
+  }
+
+  /**
+   * wraps() is true exactly for the ranges that hold Long.MIN_VALUE, which a store ordered by
+   * position cannot read in one scan from start to end: ends near the wrap and at random.
+   */
+  @Test
+  void wraps_isTrueExactlyWhenTheRangeHoldsMinValue() {
+    SplittableRandom random = new SplittableRandom(15);
+    long[] near = {Long.MIN_VALUE, Long.MIN_VALUE + 1, -1, 0, 1, Long.MAX_VALUE - 1, Long.MAX_VALUE};
+    java.util.function.LongSupplier end =
+        () -> random.nextBoolean() ? random.nextLong() : near[random.nextInt(near.length)];
+    int wrapping = 0;
+    for (int i = 0; i < 10_000; i++) {
+      KeyRange r = new KeyRange(end.getAsLong(), end.getAsLong());
+      assertEquals(r.contains(Long.MIN_VALUE), r.wraps(), r::toString);
+      wrapping += r.wraps() ? 1 : 0;
+    }
+    assertTrue(wrapping > 2_000 && wrapping < 8_000, "both answers drawn often: " + wrapping);
+  }
+
+  @Test
+  void toString_isTheHalfOpenInterval() {
+    assertEquals("(-5, 7]", new KeyRange(-5, 7).toString());
+    assertEquals("(" + Long.MAX_VALUE + ", " + Long.MIN_VALUE + "]",
+        new KeyRange(Long.MAX_VALUE, Long.MIN_VALUE).toString());
   }
 
   @Test
