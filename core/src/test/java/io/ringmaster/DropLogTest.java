@@ -55,4 +55,41 @@ class DropLogTest {
     assertEquals(" (not logged since the last line, only at DEBUG: " + (1000 - DropLog.MAX_LINES)
         + " past the limit of " + DropLog.MAX_LINES + " lines every 10 s)", drops.admit("stranger-next"));
   }
+
+  /**
+   * The limit of lines holds at any reading of the clock (System.nanoTime() may be anywhere, even
+   * negative, or wrap): MAX_LINES lines in an interval, and again in the next one.
+   */
+  @Test
+  void theLimitOfLines_holdsAtAnyClockReading_intervalAfterInterval() {
+    for (long start : new long[] {3 * DropLog.INTERVAL_NANOS, -5 * DropLog.INTERVAL_NANOS,
+        Long.MAX_VALUE - DropLog.INTERVAL_NANOS / 2}) {
+      AtomicLong clock = new AtomicLong(start);
+      DropLog log = new DropLog(clock::get);
+      for (int interval = 0; interval < 2; interval++) {
+        int logged = 0;
+        for (int i = 0; i < 100; i++) {
+          if (log.admit("stranger-" + interval + "-" + i) != null) {
+            logged++;
+          }
+        }
+        assertEquals(DropLog.MAX_LINES, logged, "clock from " + start + ", interval " + interval);
+        clock.addAndGet(DropLog.INTERVAL_NANOS);
+      }
+    }
+  }
+
+  /** MAX_SENDERS senders are remembered, not one fewer: the oldest still has its count on its next line. */
+  @Test
+  void maxSendersAreRemembered_theOldestWithItsCount() {
+    assertEquals("", drops.admit("oldest"));
+    assertNull(drops.admit("oldest"), "counted for its next line");
+    for (int i = 1; i < DropLog.MAX_SENDERS; i++) {
+      now.addAndGet(DropLog.INTERVAL_NANOS); // a new interval each time: no limit in the way
+      assertEquals("", drops.admit("other-" + i));
+    }
+    now.addAndGet(DropLog.INTERVAL_NANOS);
+    assertEquals(" (not logged since the last line, only at DEBUG: 1 more from this sender)", drops.admit("oldest"),
+        "remembered among " + DropLog.MAX_SENDERS + ", with its count");
+  }
 }

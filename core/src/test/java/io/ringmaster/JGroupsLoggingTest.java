@@ -89,4 +89,25 @@ class JGroupsLoggingTest {
     assertTrue(tcp.getFilter().isLoggable(record(Level.WARNING, "JGRP000029: failed sending message", null)));
     assertEquals(Level.WARNING, Logger.getLogger("org.jgroups").getLevel());
   }
+
+  /**
+   * Member addresses print as their node's name (the node id, which JGroups' name cache holds), not
+   * with all the metadata they carry; one without a name prints as its UUID.
+   */
+  @Test
+  void quietByDefault_makesAddressesPrintAsTheirName() {
+    org.jgroups.util.ExtendedUUID named = new org.jgroups.util.ExtendedUUID(7, 11)
+        .put("metadata", "a node's settings".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    org.jgroups.util.ExtendedUUID unnamed = new org.jgroups.util.ExtendedUUID(13, 17)
+        .put("metadata", "a node's settings".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    org.jgroups.util.ExtendedUUID.setPrintFunction(org.jgroups.util.ExtendedUUID::print); // as JGroups prints them
+    org.jgroups.util.NameCache.add(named, "node-7");
+    try {
+      JGroupsLogging.quietByDefault();
+      assertEquals("node-7", named.toString());
+      assertEquals(unnamed.toStringLong(), unnamed.toString());
+    } finally {
+      org.jgroups.util.NameCache.remove(named);
+    }
+  }
 }

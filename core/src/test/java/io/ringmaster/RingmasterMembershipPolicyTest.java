@@ -352,4 +352,27 @@ class RingmasterMembershipPolicyTest {
   private Address node(String id, int virtualNodes) {
     return address(new NodeMetadata(id, 1.0, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, virtualNodes, 1, "", ""));
   }
+
+  /**
+   * A join or a leave after which no Ringmaster member is left in the view (plain JGroups members
+   * only) keeps JGroups' order: there are no ring parameters to keep first.
+   */
+  @Test
+  void joinOrLeave_leavingNoRingmasterMember_keepsJGroupsOrder() {
+    Address plain = plainAddress();
+    Address other = plainAddress();
+    Address a = node("a", 64);
+    assertEquals(List.of(plain, other), policy.getNewMembership(List.of(plain), List.of(other), List.of(), List.of()));
+    assertEquals(List.of(plain), policy.getNewMembership(List.of(plain, a), List.of(), List.of(a), List.of()),
+        "the last Ringmaster member leaves");
+  }
+
+  /** A merge of empty subviews only gives an empty list of its own: JGroups trims the list it gets. */
+  @Test
+  void merge_ofEmptySubviewsOnly_givesAnEmptyListOfItsOwn() {
+    List<Address> merged = policy.getNewMembership(List.of(List.of(), List.of()));
+    assertEquals(List.of(), merged);
+    merged.add(node("x", 64)); // as JGroups may: it must not throw
+    assertEquals(1, merged.size());
+  }
 }

@@ -181,6 +181,38 @@ class SealedCopiesTest {
   }
 
   /**
+   * The series for destinations outside the view are dropped together once there are more than
+   * 1,024 of them beyond the members' (the view's size), and not before; a member's series stays,
+   * its numbers going on where they were.
+   */
+  @Test
+  void seriesForDestinationsOutsideTheView_droppedPast1024_aMembersSeriesGoesOn() throws Exception {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(new javax.crypto.spec.SecretKeySpec(new byte[16], "AES"));
+    encrypt.init();
+    Address self = UUID.randomUUID();
+    Address member = UUID.randomUUID();
+    encrypt.setAddress(self);
+    encrypt.handleView(new org.jgroups.View(new org.jgroups.ViewId(self, 1), List.of(self, member)));
+    long toMember = sealNumber(encrypt, member);
+    assertEquals(1, encrypt.seriesKept());
+    for (int outside = 1; outside <= 1_024 + 1; outside++) {
+      encrypt.encrypt(new org.jgroups.EmptyMessage(UUID.randomUUID()));
+      assertEquals(1 + outside, encrypt.seriesKept(), "the member's and " + outside + " outside the view");
+    }
+    encrypt.encrypt(new org.jgroups.EmptyMessage(UUID.randomUUID()));
+    assertEquals(1, encrypt.seriesKept(), "1,027 for a view of 2: those outside it dropped, the member's kept");
+    assertEquals(toMember + 1, sealNumber(encrypt, member), "the member's series goes on");
+  }
+
+  private static long sealNumber(SharedSecretEncrypt encrypt, Address dest) throws Exception {
+    org.jgroups.Message sealed = encrypt.encrypt(new org.jgroups.EmptyMessage(dest));
+    org.jgroups.protocols.EncryptHeader header = sealed.getHeader(encrypt.getId());
+    byte[] plain = encrypt.code(sealed.getArray(), sealed.getOffset(), sealed.getLength(), header.iv(), true);
+    return java.nio.ByteBuffer.wrap(plain).getLong();
+  }
+
+  /**
    * Senders that left are remembered until {@code departedKept} others left after them; one that
    * is back in the view is not forgotten for having left before.
    */
@@ -242,5 +274,55 @@ class SealedCopiesTest {
         "the member, the two that left, and the strangers kept");
     assertFalse(copies.admit(left, true, false, 10), "the member that left is still remembered");
     assertFalse(copies.admit(heardLate, true, false, 10), "and the one first heard from after its view");
+  }
+
+  /**
+   * The entries of senders outside the view are swept of stale ones (senders back in a view) only
+   * once there are more than twice the current ones plus 64, at a view change as at a stranger's
+   * first message; the current ones stay, so that those senders are still forgotten in turn.
+   */
+  @Test
+  void staleOutsideEntries_sweptOncePastTwiceTheCurrentOnesPlus64_currentOnesKept() {
+    SealedCopies copies = new SealedCopies(16);
+    Address member = UUID.randomUUID();
+    copies.retain(List.of(member));
+    List<Address> joiners = new ArrayList<>();
+    for (int i = 0; i < 67; i++) {
+      joiners.add(UUID.randomUUID());
+    }
+    for (Address joiner : joiners.subList(0, 64)) {
+      assertTrue(copies.admit(joiner, true, false, 10), "heard before its view: a stranger");
+    }
+    assertEquals(64, copies.outsideEntries(), "64 strangers, none stale");
+    List<Address> view = new ArrayList<>(List.of(member));
+    view.addAll(joiners.subList(0, 64));
+    copies.retain(view);
+    assertEquals(64, copies.outsideEntries(), "64 stale entries, not more than 2 * 0 + 64: kept");
+    for (Address joiner : joiners.subList(64, 67)) {
+      assertTrue(copies.admit(joiner, true, false, 10));
+    }
+    assertEquals(67, copies.outsideEntries(), "67 entries, not more than 2 * 3 + 64");
+    view.addAll(joiners.subList(64, 66)); // two of the three join: one stranger left, 66 stale entries
+    copies.retain(view);
+    assertEquals(1, copies.outsideEntries(), "67 entries, more than 2 * 1 + 64: the stale ones swept, the current kept");
+    assertFalse(copies.admit(joiners.get(66), true, false, 10), "the stranger left is still remembered");
+    assertEquals(joiners.size(), copies.senders(), "every joiner remembered (the member sent nothing)");
+  }
+
+  /** None of the members that left may be remembered (0); fewer than that fails, naming the value. */
+  @Test
+  void departedKept_zeroForgetsAMemberAsItLeaves_belowZeroFails() {
+    SealedCopies copies = new SealedCopies(0);
+    Address stays = UUID.randomUUID();
+    Address leaves = UUID.randomUUID();
+    assertTrue(copies.admit(stays, false, false, 10));
+    assertTrue(copies.admit(leaves, false, false, 10));
+    copies.retain(Set.of(stays, leaves));
+    copies.retain(Set.of(stays));
+    assertEquals(1, copies.senders(), "the member that left is forgotten at once");
+    assertTrue(copies.admit(leaves, false, false, 10), "forgotten: its number is new again");
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> new SealedCopies(-1));
+    assertEquals("departedKept must be at least 0: -1", e.getMessage());
   }
 }

@@ -509,6 +509,314 @@ class SerialDeliveryTest {
     assertTrue(delivery.awaitIdle(System.nanoTime(), runner -> false), "nothing left running");
   }
 
+  /**
+   * pending() counts the callbacks queued plus the one running (stats().pendingCallbacks() and
+   * close()'s list of busy listeners read it), and runner() names the thread running them while a
+   * drain runs (the walk of ListenerWaits, from one wait to the next, follows it).
+   */
+  @Test
+  void pendingAndRunner_countTheQueuedCallbacksPlusTheOneRunning_andNameItsThread() {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    List<Integer> pendingSeen = new CopyOnWriteArrayList<>();
+    List<Thread> runnerSeen = new CopyOnWriteArrayList<>();
+    AtomicReference<SerialDelivery<String>> self = new AtomicReference<>();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
+      pendingSeen.add(self.get().pending());
+      runnerSeen.add(self.get().runner());
+    }, held::add, new Object(), () -> { });
+    self.set(delivery);
+    for (String event : List.of("a", "b", "c")) {
+      delivery.submit(event);
+    }
+    assertEquals(3, delivery.pending(), "three queued, none running yet");
+    assertNull(delivery.runner(), "no drain runs yet");
+    held.remove(0).run();
+    assertEquals(List.of(3, 2, 1), pendingSeen, "those queued behind each callback, plus that one");
+    Thread here = Thread.currentThread();
+    assertEquals(List.of(here, here, here), runnerSeen);
+    assertEquals(0, delivery.pending());
+    assertNull(delivery.runner(), "none between drains");
+  }
+
+  /** A wait for a listener that does not finish ends at its deadline, saying so: it does not wait on. */
+  @Test
+  void awaitIdle_forAListenerThatDoesNotFinish_returnsFalseAtTheDeadline() {
+    List<Runnable> held = new CopyOnWriteArrayList<>(); // the executor never runs the drain
+    SerialDelivery<String> delivery = new SerialDelivery<>("stuck listener", event -> { }, held::add, new Object(),
+        () -> { });
+    delivery.submit("change");
+    boolean idle = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10),
+        () -> delivery.awaitIdle(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50), runner -> false),
+        "waited on past a deadline 50 ms away");
+    assertFalse(idle, "busy at the deadline");
+    assertEquals(1, delivery.pending());
+  }
+
+  /**
+   * Removing a listener (its registration closed; an event that could not be queued; its executor's
+   * refusal) drops the callbacks queued for it, which no one will run (and which hold their rings
+   * until then), and wakes at once a wait for it, which stops waiting for a listener gone.
+   */
+  @ParameterizedTest(name = "removed by {0}")
+  @ValueSource(strings = {"close", "an event not queued", "a refusal"})
+  void removingAListener_dropsItsQueuedCallbacks_andWakesAWaitForIt(String how) throws Exception {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    java.util.concurrent.atomic.AtomicBoolean refuse = new java.util.concurrent.atomic.AtomicBoolean();
+    List<String> delivered = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", delivered::add, task -> {
+      if (refuse.get()) {
+        throw new RejectedExecutionException("pool full");
+      }
+      held.add(task);
+    }, new Object(), () -> { });
+    assertTrue(delivery.enqueue("a"), "idle: to be launched");
+    assertFalse(delivery.enqueue("b"));
+    if (!how.equals("a refusal")) {
+      delivery.launch(); // handed to the executor, which does not run it yet
+    }
+    java.util.concurrent.CompletableFuture<Boolean> waited = new java.util.concurrent.CompletableFuture<>();
+    Thread waiter = new Thread(() -> {
+      try {
+        waited.complete(delivery.awaitIdle(System.nanoTime() + ONE_MINUTE, runner -> false));
+      } catch (InterruptedException e) {
+        waited.completeExceptionally(e);
+      }
+    }, "waiter");
+    waiter.start();
+    org.awaitility.Awaitility.await("the waiter waits").atMost(java.time.Duration.ofSeconds(30))
+        .until(() -> waiter.getState() == Thread.State.TIMED_WAITING);
+    switch (how) {
+      case "close" -> delivery.close();
+      case "an event not queued" -> assertTrue(delivery.enqueue(null));
+      default -> {
+        refuse.set(true);
+        delivery.launch();
+      }
+    }
+    assertEquals(Boolean.TRUE, waited.get(10, TimeUnit.SECONDS), "woken at once, not at its deadline a minute away");
+    assertEquals(0, delivery.pending(), "the queued callbacks dropped");
+    held.forEach(Runnable::run); // a drain the executor took before: it delivers nothing now
+    assertEquals(List.of(), delivered);
+  }
+
+  /**
+   * The lines of an event that could not be queued: for a listener's later event an ERROR, which
+   * says it is removed; for the first, while it is added, a DEBUG line only (the add fails, and
+   * says it all to the caller).
+   */
+  @Test
+  void anEventThatCannotBeQueued_isLoggedAtError_orAtDebugForAListenersFirst() {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    SerialDelivery<String> later = new SerialDelivery<>("later listener", event -> { }, held::add, new Object(),
+        () -> { });
+    SerialDelivery<String> first = new SerialDelivery<>("first listener", event -> { }, held::add, new Object(),
+        () -> { });
+    try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith("later listener")
+        || r.getMessage().startsWith("first listener"))) {
+      later.submit("taken");
+      assertTrue(later.enqueue(null));
+      later.launch();
+      assertTrue(first.enqueueFirst(null));
+      first.launchFirst();
+      assertEquals(List.of(Level.SEVERE, Level.FINE), log.levels());
+      String error = log.records().get(0).getMessage();
+      assertTrue(error.startsWith("later listener: a callback could not be queued (java.lang.NullPointerException"),
+          error);
+      assertTrue(error.endsWith("; the listener is removed so that it never sees a sequence with a gap. Register it"
+          + " again to start over."), error);
+      String debug = log.records().get(1).getMessage();
+      assertTrue(debug.startsWith("first listener: its first callback could not be queued"), debug);
+      assertTrue(debug.endsWith("; not added"), debug);
+    }
+  }
+
+  /**
+   * A refused LEAVING change (queued, with any before it, when the executor refuses) is said as
+   * such: the listener never heard its node leave, which a hand-off waits for.
+   */
+  @Test
+  void aRefusedLeavingChange_isSaidAsSuch() {
+    io.ringmaster.ring.HashRing empty = io.ringmaster.ring.HashRing.builder().virtualNodes(8).build();
+    OwnershipChange leaving = new OwnershipChange(OwnershipChange.Reason.LEAVING, 3, 3, empty, empty,
+        io.ringmaster.ring.RingDiff.compute(empty, empty, "me", 1));
+    SerialDelivery<Object> delivery = new SerialDelivery<>("leaving listener", event -> { }, task -> {
+      throw new RejectedExecutionException("shut down");
+    }, new Object(), () -> { });
+    try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith("leaving listener"))) {
+      assertTrue(delivery.enqueue("an earlier change"));
+      assertFalse(delivery.enqueue(leaving), "queued behind it");
+      delivery.launch();
+      assertEquals(List.of(Level.SEVERE), log.levels());
+      String line = log.records().get(0).getMessage();
+      assertTrue(line.startsWith("leaving listener: its executor refused the LEAVING change (java.util.concurrent"
+          + ".RejectedExecutionException: shut down); the listener never heard this node leave"), line);
+    }
+    assertTrue(delivery.refused());
+  }
+
+  /**
+   * The INFO line of a listener that caught up comes once its queue is empty, after the last
+   * callback queued behind the lag, not as its drain starts.
+   */
+  @Test
+  void theCaughtUpLine_comesAfterTheLastQueuedCallback() {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    List<Integer> linesBefore = new CopyOnWriteArrayList<>();
+    try (NodeLog log = new NodeLog(r -> r.getMessage().startsWith("slow listener"))) {
+      SerialDelivery<String> delivery = new SerialDelivery<>("slow listener",
+          event -> linesBefore.add(log.records().size()), held::add, new Object(), () -> { });
+      for (int i = 0; i < SerialDelivery.LAG_WARNING; i++) {
+        delivery.submit("event " + i);
+      }
+      assertEquals(List.of(Level.WARNING), log.levels(), "fell behind");
+      held.remove(0).run();
+      assertEquals(java.util.Collections.nCopies(SerialDelivery.LAG_WARNING, 1), linesBefore,
+          "no line but the WARNING while callbacks were still queued");
+      assertEquals(List.of(Level.WARNING, Level.INFO), log.levels(), "then caught up");
+    }
+  }
+
+  /**
+   * A callback holds up the launches after its own only when its executor runs it in its launch in
+   * a batch ({@link SerialDelivery#launchInTurn()}): not when launched alone, nor when the executor
+   * runs it later, on that same thread, as a pool's worker would.
+   */
+  @Test
+  void holdsUpLaunches_onlyForACallbackRunInItsOwnLaunchInTurn() throws Exception {
+    onANewThread(() -> holdsUpLaunchesOnlyInTurn()); // no trace of earlier launches on it
+  }
+
+  private static void holdsUpLaunchesOnlyInTurn() {
+    Object node = new Object();
+    List<String> holds = new CopyOnWriteArrayList<>();
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    AtomicReference<SerialDelivery<String>> pooledSelf = new AtomicReference<>();
+    SerialDelivery<String> pooled = new SerialDelivery<>("pooled", event -> holds.add(event + ": "
+        + SerialDelivery.holdsUpLaunches(List.of(pooledSelf.get()))), held::add, node, () -> { });
+    pooledSelf.set(pooled);
+    assertTrue(pooled.enqueue("run later"));
+    pooled.launchInTurn(); // handed to the executor, which runs nothing yet
+    held.remove(0).run(); // then on this thread, out of any launch
+
+    AtomicReference<SerialDelivery<String>> self = new AtomicReference<>();
+    SerialDelivery<String> sameThread = new SerialDelivery<>("same-thread", event -> holds.add(event + ": "
+        + SerialDelivery.holdsUpLaunches(List.of(self.get()))), Runnable::run, node, () -> { });
+    self.set(sameThread);
+    assertTrue(sameThread.enqueue("in turn"));
+    sameThread.launchInTurn();
+    assertTrue(sameThread.enqueue("alone"));
+    sameThread.launch();
+    assertEquals(List.of("run later: false", "in turn: true", "alone: false"), holds);
+  }
+
+  /**
+   * A launch nested in another's (an executor that launches another listener's delivery before it
+   * runs the task handed to it) gives the outer launch back its place: the outer callback, run
+   * after it in its own launch in turn, still holds up the launches after it.
+   */
+  @Test
+  void holdsUpLaunches_aLaunchNestedInAnotherInTurn_leavesTheOuterOneInTurn() throws Exception {
+    onANewThread(() -> nestedLaunchLeavesTheOuterInTurn());
+  }
+
+  private static void nestedLaunchLeavesTheOuterInTurn() {
+    Object node = new Object();
+    List<String> holds = new CopyOnWriteArrayList<>();
+    AtomicReference<SerialDelivery<String>> innerSelf = new AtomicReference<>();
+    SerialDelivery<String> inner = new SerialDelivery<>("inner", event -> holds.add("inner: "
+        + SerialDelivery.holdsUpLaunches(List.of(innerSelf.get()))), Runnable::run, node, () -> { });
+    innerSelf.set(inner);
+    AtomicReference<SerialDelivery<String>> outerSelf = new AtomicReference<>();
+    SerialDelivery<String> outer = new SerialDelivery<>("outer", event -> holds.add("outer: "
+        + SerialDelivery.holdsUpLaunches(List.of(outerSelf.get()))), task -> {
+          if (inner.enqueue("change")) {
+            inner.launchInTurn();
+          }
+          task.run();
+        }, node, () -> { });
+    outerSelf.set(outer);
+    assertTrue(outer.enqueue("change"));
+    outer.launchInTurn();
+    assertEquals(List.of("inner: true", "outer: true"), holds);
+  }
+
+  /** A listener removed queues nothing more, and asks for no launch, first event or not. */
+  @Test
+  void aRemovedListener_queuesNothing_andAsksForNoLaunch() {
+    SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> { }, Runnable::run, new Object(),
+        () -> { });
+    delivery.close();
+    assertFalse(delivery.enqueueFirst("initial"));
+    assertFalse(delivery.enqueue("change"));
+    assertEquals(0, delivery.pending());
+    assertFalse(delivery.isActive());
+  }
+
+  /**
+   * A listener that throws while the logger throws too is still reported, on standard error, with
+   * what it threw and why logging it failed.
+   */
+  @Test
+  void aListenerThatThrows_whileLoggingThrows_isReportedOnStandardError() {
+    SerialDelivery<String> delivery = new SerialDelivery<>("failing listener", event -> {
+      throw new IllegalStateException("the listener's own bug");
+    }, Runnable::run, new Object(), () -> { });
+    java.io.PrintStream before = System.err;
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("failing listener threw"))) {
+      System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+      delivery.submit("change");
+      assertEquals(1, log.thrown());
+    } finally {
+      System.setErr(before);
+    }
+    String printed = err.toString(java.nio.charset.StandardCharsets.UTF_8);
+    assertTrue(printed.contains("failing listener threw java.lang.IllegalStateException: the listener's own bug;"
+        + " logging it failed: java.lang.IllegalStateException: a logging filter's bug"), printed);
+  }
+
+  /**
+   * A drain leaves no trace on the thread that ran it (an application's, say): once it returns, the
+   * thread runs no listener's callback. On a thread of its own, with none before it.
+   */
+  @Test
+  void aDrain_leavesNoTraceOnItsThread() throws Exception {
+    onANewThread(() -> {
+      Object node = new Object();
+      List<Object> inside = new CopyOnWriteArrayList<>();
+      SerialDelivery<String> delivery = new SerialDelivery<>("listener", event -> {
+        inside.add(SerialDelivery.callingExecutor(node));
+        inside.add(SerialDelivery.runningOnCurrentThread(node));
+      }, Runnable::run, node, () -> { });
+      delivery.submit("change");
+      assertEquals(List.of(delivery.executor(), List.of(delivery)), inside, "inside the callback");
+      assertNull(SerialDelivery.callingExecutor(node), "after it");
+      assertEquals(List.of(), SerialDelivery.runningOnCurrentThread(node));
+    });
+  }
+
+  /** Runs {@code body} on a thread of its own, and fails as it fails. */
+  private static void onANewThread(Runnable body) throws Exception {
+    java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+    Thread thread = new Thread(() -> {
+      try {
+        body.run();
+        done.complete(null);
+      } catch (Throwable t) {
+        done.completeExceptionally(t);
+      }
+    }, "fresh thread");
+    thread.start();
+    try {
+      done.get(30, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (e.getCause() instanceof Error error) {
+        throw error;
+      }
+      throw e;
+    }
+  }
+
   /** An executor service whose execute() is given, and which does nothing else but say whether it was shut down. */
   private static final class ToyPool extends AbstractExecutorService {
     private final java.util.function.BiConsumer<ToyPool, Runnable> execute;

@@ -229,6 +229,136 @@ class SharedSecretEncryptKeyTest {
     assertArrayEquals(message, plain.code(sealed, 0, sealed.length, iv, true));
   }
 
+  /**
+   * A message sealed by one member opens whole at another with the key: payload, headers, flags,
+   * its destination, and its sender, which the seal takes from the sealing node when the message
+   * names none; to one member or to all.
+   */
+  @Test
+  void aSealedMessage_opensWhole_withTheSealersAddressAsItsSender() throws Exception {
+    SecretKeySpec key = new SecretKeySpec(randomBytes(16), "AES");
+    SharedSecretEncrypt sealer = new SharedSecretEncrypt();
+    sealer.setSecretKey(key);
+    sealer.init();
+    SharedSecretEncrypt opener = new SharedSecretEncrypt();
+    opener.setSecretKey(key);
+    opener.init();
+    org.jgroups.Address a = org.jgroups.util.UUID.randomUUID();
+    org.jgroups.Address b = org.jgroups.util.UUID.randomUUID();
+    sealer.setAddress(a);
+    opener.setAddress(b);
+    List<org.jgroups.Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+    opener.setUpProtocol(new org.jgroups.stack.Protocol() {
+      @Override
+      public Object up(org.jgroups.Message msg) {
+        passedUp.add(msg);
+        return null;
+      }
+    });
+    short gms = org.jgroups.conf.ClassConfigurator.getProtocolId(org.jgroups.protocols.pbcast.GMS.class);
+    opener.up(sealer.encrypt(new org.jgroups.BytesMessage(b, "to b".getBytes(StandardCharsets.UTF_8))
+        .putHeader(gms, new org.jgroups.protocols.pbcast.GMS.GmsHeader(
+            org.jgroups.protocols.pbcast.GMS.GmsHeader.VIEW_ACK))));
+    opener.up(sealer.encrypt(new org.jgroups.BytesMessage(null, "to all".getBytes(StandardCharsets.UTF_8))
+        .setFlag(org.jgroups.Message.Flag.OOB)));
+
+    assertEquals(2, passedUp.size(), "both opened");
+    org.jgroups.Message toB = passedUp.get(0);
+    assertEquals(List.of(a, b, "to b"), List.of(toB.getSrc(), toB.getDest(), text(toB)));
+    org.jgroups.protocols.pbcast.GMS.GmsHeader header = toB.getHeader(gms);
+    assertEquals(org.jgroups.protocols.pbcast.GMS.GmsHeader.VIEW_ACK, header.getType(), "its header, sealed with it");
+    org.jgroups.Message toAll = passedUp.get(1);
+    assertEquals(List.of(a, "to all"), List.of(toAll.getSrc(), text(toAll)));
+    assertEquals(null, toAll.getDest());
+    assertTrue(toAll.isFlagSet(org.jgroups.Message.Flag.OOB), "its flags, sealed with it");
+  }
+
+  /**
+   * The seal numbers of a series (see SealedCopies) start at the time in milliseconds times a
+   * million, and go up by one; each series started later (one for each new destination) starts
+   * above every number the node has given, even within the same millisecond, with room for those
+   * being given at that moment (2^20).
+   */
+  @Test
+  void sealNumbers_startAtTheClockTimesAMillion_andEachNewSeriesAboveEveryNumberGiven() throws Exception {
+    long before = System.currentTimeMillis();
+    SharedSecretEncrypt encrypt = inCode();
+    long after = System.currentTimeMillis();
+    encrypt.init();
+    encrypt.setAddress(org.jgroups.util.UUID.randomUUID());
+    long first = sealNumber(encrypt, new org.jgroups.EmptyMessage(null));
+    assertTrue(first >= before * 1_000_000L + 1 && first <= after * 1_000_000L + 1,
+        first + " is not the clock times a million (" + before + " to " + after + " ms), plus one");
+    assertEquals(first + 1, sealNumber(encrypt, new org.jgroups.EmptyMessage(null)), "the next, one higher");
+    long highest = first + 1;
+    for (int i = 0; i < 100; i++) {
+      long start = sealNumber(encrypt, new org.jgroups.EmptyMessage(org.jgroups.util.UUID.randomUUID()));
+      assertTrue(start > highest + (1 << 20), "a new series at " + start + ", not 2^20 above " + highest);
+      highest = start;
+    }
+  }
+
+  /** The seal number a message sealed by {@code encrypt} carries (the first 8 bytes of what is sealed). */
+  private static long sealNumber(SharedSecretEncrypt encrypt, org.jgroups.Message msg) throws Exception {
+    org.jgroups.Message sealed = encrypt.encrypt(msg);
+    org.jgroups.protocols.EncryptHeader header = sealed.getHeader(encrypt.getId());
+    byte[] plain = encrypt.code(sealed.getArray(), sealed.getOffset(), sealed.getLength(), header.iv(), true);
+    return java.nio.ByteBuffer.wrap(plain).getLong();
+  }
+
+  private static String text(org.jgroups.Message msg) {
+    return new String(msg.getArray(), msg.getOffset(), msg.getLength(), StandardCharsets.UTF_8);
+  }
+
+  /**
+   * A seal and an opening each give their cipher and their MAC back, kept for the next message:
+   * one of each is kept after them, not made again for every message.
+   */
+  @Test
+  void aSealAndAnOpening_keepTheirCipherAndMac_forTheNextMessage() throws Exception {
+    SharedSecretEncrypt encrypt = inCode();
+    encrypt.init();
+    byte[] plain = "kept between messages".getBytes(StandardCharsets.UTF_8);
+    byte[] iv = randomBytes(16);
+    byte[] sealed = encrypt.code(plain, 0, plain.length, iv, false);
+    assertEquals(2, encrypt.keptCiphersAndMacs(), "a cipher and a MAC, given back");
+    assertArrayEquals(plain, encrypt.code(sealed, 0, sealed.length, iv, true));
+    assertEquals(2, encrypt.keptCiphersAndMacs(), "the same ones, lent again and given back");
+  }
+
+  /**
+   * The integrity check covers the IV and all that comes before the MAC, nothing included: a MAC
+   * alone that checks (which only a holder of the key can make) opens to nothing, and is not taken
+   * for a message cut short.
+   */
+  @Test
+  void aMacAlone_thatChecks_opensToNothing() throws Exception {
+    SharedSecretEncrypt encrypt = inCode();
+    encrypt.init();
+    byte[] iv = randomBytes(16);
+    javax.crypto.Mac hmac = javax.crypto.Mac.getInstance("HmacSHA256");
+    hmac.init(encrypt.macKey());
+    byte[] macOfNothing = hmac.doFinal(iv);
+    assertArrayEquals(new byte[0], encrypt.code(macOfNothing, 0, macOfNothing.length, iv, true));
+  }
+
+  /**
+   * How long a join refusal in clear is held is read from the stack's GMS when the protocol is
+   * initialized (as the stack is built, before it starts): half GMS's join_timeout, at most
+   * REFUSAL_GRACE_MILLIS.
+   */
+  @Test
+  void theRefusalHold_isHalfTheStacksJoinTimeout_fromInit() throws Exception {
+    SharedSecretEncrypt encrypt = inCode();
+    new org.jgroups.stack.ProtocolStack().addProtocols(encrypt, new org.jgroups.protocols.pbcast.GMS().setJoinTimeout(600));
+    encrypt.init();
+    assertEquals(300, encrypt.refusalHoldMillis(), "half of 600 ms");
+    SharedSecretEncrypt noTimeout = inCode();
+    new org.jgroups.stack.ProtocolStack().addProtocols(noTimeout, new org.jgroups.protocols.pbcast.GMS().setJoinTimeout(0));
+    noTimeout.init();
+    assertEquals(SharedSecretEncrypt.REFUSAL_GRACE_MILLIS, noTimeout.refusalHoldMillis(), "no join timeout: the grace");
+  }
+
   private static SharedSecretEncrypt inCode() {
     SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
     encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));

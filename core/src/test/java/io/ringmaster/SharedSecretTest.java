@@ -68,4 +68,36 @@ class SharedSecretTest {
     }
     return new DataInputStream(new ByteArrayInputStream(bytes.toByteArray()));
   }
+
+  /**
+   * An empty setting of the node's is none, and gives way to the system property; a blank system
+   * property is none too, and gives way to the environment variable, or else to the failure that
+   * names the three places a secret can come from.
+   */
+  @Test
+  void require_skipsAnEmptyNodeSetting_andABlankSystemProperty() {
+    String before = System.getProperty(SharedSecret.PROPERTY);
+    try {
+      System.setProperty(SharedSecret.PROPERTY, "the-host's");
+      SharedSecret.forNextStack(Optional.of(""));
+      assertEquals("the-host's", SharedSecret.require("test"));
+      System.setProperty(SharedSecret.PROPERTY, "  ");
+      SharedSecret.forNextStack(Optional.empty());
+      String variable = System.getenv(SharedSecret.ENVIRONMENT); // not ours to set: either way, the blank is skipped
+      if (variable != null && !variable.isBlank()) {
+        assertEquals(variable, SharedSecret.require("test"));
+      } else {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> SharedSecret.require("test"));
+        assertEquals("test needs a shared secret: set the node's \"secret\" setting, the system property "
+            + SharedSecret.PROPERTY + " or the environment variable " + SharedSecret.ENVIRONMENT, e.getMessage());
+      }
+    } finally {
+      SharedSecret.forNextStack(Optional.empty());
+      if (before == null) {
+        System.clearProperty(SharedSecret.PROPERTY);
+      } else {
+        System.setProperty(SharedSecret.PROPERTY, before);
+      }
+    }
+  }
 }

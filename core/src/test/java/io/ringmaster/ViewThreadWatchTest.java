@@ -136,4 +136,22 @@ class ViewThreadWatchTest {
       assertEquals(List.of(Level.WARNING), log.levels());
     }
   }
+
+  /**
+   * The seconds the WARNING says are those since the stretch began, at any reading of the clock
+   * (System.nanoTime() may be far from 0, or negative).
+   */
+  @Test
+  void check_saysTheSecondsSinceTheStretchBegan_atAnyClockReading() {
+    for (long start : new long[] {TimeUnit.DAYS.toNanos(3), -TimeUnit.DAYS.toNanos(3)}) {
+      try (NodeLog log = log()) {
+        ViewThreadWatch watch = new ViewThreadWatch(NODE);
+        watch.check(view(7), CREATOR, view(5), false, start);
+        watch.check(view(7), CREATOR, view(5), false, start + HELD + TimeUnit.SECONDS.toNanos(3));
+        assertEquals(List.of(Level.WARNING), log.levels(), "from " + start);
+        assertEquals(Long.toString(TimeUnit.NANOSECONDS.toSeconds(HELD) + 3), log.records().get(0).getParameters()[2],
+            "from " + start);
+      }
+    }
+  }
 }
