@@ -1,18 +1,35 @@
 package io.ringmaster.demo;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.net.Authenticator;
+import java.net.CookieHandler;
 import java.net.InetSocketAddress;
+import java.net.ProxySelector;
+import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.stream.Collectors;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -140,5 +157,201 @@ class ClusterStatusTest {
     });
     printed = printedDisagreeing(List.of(peer("peer-1", true), page));
     assertTrue(printed.contains("(answered 200, not with a peer's JSON)"), printed);
+  }
+
+  /** A stand-in peer's server, listening on 127.0.0.1; its replies are set with {@link #answer}. */
+  private HttpServer server() throws IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.start();
+    servers.add(server);
+    return server;
+  }
+
+  private static void answer(HttpServer server, String path, String json) {
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    server.createContext(path, ex -> {
+      ex.getResponseHeaders().set("Content-Type", "application/json");
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+  }
+
+  /** The {@code /stats} of a member in the ring of view 3, checksum ab12, with these counts. */
+  private static String stats(String id, long primary, long backup, int migrating, int queued) {
+    return "{\"id\":\"" + id + "\",\"viewId\":3,\"checksum\":\"ab12\",\"members\":2,\"inRing\":true,"
+        + "\"primaryKeys\":" + primary + ",\"backupKeys\":" + backup + ",\"strayKeys\":0,\"migrationsInProgress\":"
+        + migrating + ",\"pendingCallbacks\":" + queued + ",\"keysMigratedIn\":0,\"keysMigratedOut\":0}";
+  }
+
+  /** The {@code /ring} of view 3 with these members, each with the endpoint it announced. */
+  private static String ring(Map<String, String> endpoints) {
+    return endpoints.entrySet().stream()
+        .map(m -> "{\"id\":\"" + m.getKey() + "\",\"endpoint\":\"" + m.getValue() + "\"}")
+        .collect(Collectors.joining(",", "{\"viewId\":3,\"members\":[", "]}"));
+  }
+
+  private static String url(HttpServer server) {
+    return "http://127.0.0.1:" + server.getAddress().getPort();
+  }
+
+  /**
+   * The table and the totals: a peer's "migrating" column counts the changes it is handling and
+   * those queued; the keys line adds up every peer's primary copies, and its backup copies.
+   */
+  @Test
+  void print_agreeingPeers_rowPerPeer_andTotalsOfTheirKeys() throws Exception {
+    HttpServer one = server();
+    HttpServer two = server();
+    Map<String, String> members = new LinkedHashMap<>();
+    members.put("peer-1", url(one));
+    members.put("peer-2", url(two));
+    answer(one, "/stats", stats("peer-1", 5, 2, 1, 2));
+    answer(two, "/stats", stats("peer-2", 3, 4, 0, 0));
+    answer(one, "/ring", ring(members));
+    answer(two, "/ring", ring(members));
+    List<PeerProcess> peers = List.of(new PeerProcess("peer-1", one.getAddress().getPort(), null, null),
+        new PeerProcess("peer-2", two.getAddress().getPort(), null, null));
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+
+    status(bytes).print(peers, Set.of());
+
+    String printed = bytes.toString(StandardCharsets.UTF_8);
+    List<String> row = printed.lines().filter(l -> l.startsWith("peer-1 ")).map(l -> Arrays.asList(l.trim().split(" +")))
+        .findFirst().orElseThrow(() -> new AssertionError(printed));
+    assertEquals(List.of("peer-1", url(one), "3", "ab12", "2", "5", "2", "0", "3", "0", "0"), row,
+        "id url view checksum members primary backup stray migrating movedIn movedOut");
+    assertTrue(printed.contains("ring: all 2 peers agree (view/checksum 3/ab12)"), printed);
+    assertTrue(printed.contains("keys: 8 primary copies, 6 backup copies"), printed);
+  }
+
+  /**
+   * Ring members this launcher did not start are asked at the endpoint they announced, http or
+   * https (here through a client that takes the https one to its stand-in as a TLS proxy would);
+   * one whose endpoint is no URL is not asked. One that answers under the id of a peer that exited
+   * stands for it: its row is printed and its keys count. An answer at a member's endpoint from
+   * another peer, or from one out of the ring, is none.
+   */
+  @Test
+  void membersStartedByHand_areAskedAtTheirHttpOrHttpsEndpoint_andCountWhenTheyAnswer() throws Exception {
+    HttpServer one = server();
+    HttpServer plain = server();
+    HttpServer tls = server();
+    HttpServer noUrl = server();
+    HttpServer outOfRing = server();
+    String tlsEndpoint = "https://127.0.0.1:" + tls.getAddress().getPort();
+    String noUrlEndpoint = "127.0.0.1:" + noUrl.getAddress().getPort();
+    Map<String, String> members = new LinkedHashMap<>();
+    members.put("peer-1", url(one));
+    members.put("peer-2", url(plain));
+    members.put("peer-3", tlsEndpoint);
+    members.put("peer-4", noUrlEndpoint);
+    members.put("peer-5", url(one)); // where peer-1 answers
+    members.put("peer-6", url(outOfRing));
+    Map<String, HttpServer> byId = Map.of("peer-1", one, "peer-2", plain, "peer-3", tls, "peer-4", noUrl,
+        "peer-6", outOfRing);
+    byId.forEach((id, server) -> {
+      String inRing = "\"inRing\":" + !id.equals("peer-6");
+      answer(server, "/stats", stats(id, 1, 0, 0, 0).replace("\"inRing\":true", inRing));
+      answer(server, "/ring", ring(members));
+    });
+    List<PeerProcess> launched = List.of(new PeerProcess("peer-1", one.getAddress().getPort(), null, null));
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    ClusterStatus status = new ClusterStatus(new HttpsAsHttp(), new PrintStream(bytes, true, StandardCharsets.UTF_8));
+
+    assertTrue(status.agree(launched, Set.of("peer-2", "peer-3")),
+        "the peers answering hold the ids of those that exited");
+    assertFalse(status.agree(launched, Set.of("peer-4")), "peer-4 exited, and an endpoint that is no URL is not asked");
+    assertFalse(status.agree(launched, Set.of("peer-5")), "peer-5 exited; peer-1 answers at its endpoint");
+    assertFalse(status.agree(launched, Set.of("peer-6")), "peer-6 exited; the one answering as it is out of the ring");
+    status.print(launched, Set.of("peer-2", "peer-3"));
+
+    String printed = bytes.toString(StandardCharsets.UTF_8);
+    assertTrue(printed.contains("also in it: peer-2 (started by hand), peer-3 (started by hand), peer-4 (not started"
+        + " here, no answer at " + noUrlEndpoint + "), peer-5 (not started here, no answer at " + url(one) + "), peer-6"
+        + " (not started here, no answer at " + url(outOfRing) + ")"), printed);
+    assertTrue(printed.lines().anyMatch(l -> l.startsWith("peer-3 ") && l.contains(tlsEndpoint)), printed);
+    assertTrue(printed.contains("keys: 3 primary copies"), "peer-1, peer-2 and peer-3: " + printed);
+  }
+
+  /**
+   * A client that sends a request for {@code https://host:port/...} to {@code http://host:port/...},
+   * as a TLS proxy in front of a peer would.
+   */
+  private static final class HttpsAsHttp extends HttpClient {
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+    private static HttpRequest plain(HttpRequest request) {
+      String uri = request.uri().toString();
+      if (!uri.startsWith("https://")) {
+        return request;
+      }
+      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://" + uri.substring("https://".length())))
+          .method(request.method(), request.bodyPublisher().orElse(HttpRequest.BodyPublishers.noBody()));
+      request.timeout().ifPresent(b::timeout);
+      return b.build();
+    }
+
+    @Override
+    public <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler)
+        throws IOException, InterruptedException {
+      return http.send(plain(request), handler);
+    }
+
+    @Override
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+      return http.sendAsync(plain(request), handler);
+    }
+
+    @Override
+    public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request, HttpResponse.BodyHandler<T> handler,
+                                                            HttpResponse.PushPromiseHandler<T> pushes) {
+      return http.sendAsync(plain(request), handler, pushes);
+    }
+
+    @Override
+    public Optional<CookieHandler> cookieHandler() {
+      return http.cookieHandler();
+    }
+
+    @Override
+    public Optional<Duration> connectTimeout() {
+      return http.connectTimeout();
+    }
+
+    @Override
+    public Redirect followRedirects() {
+      return http.followRedirects();
+    }
+
+    @Override
+    public Optional<ProxySelector> proxy() {
+      return http.proxy();
+    }
+
+    @Override
+    public SSLContext sslContext() {
+      return http.sslContext();
+    }
+
+    @Override
+    public SSLParameters sslParameters() {
+      return http.sslParameters();
+    }
+
+    @Override
+    public Optional<Authenticator> authenticator() {
+      return http.authenticator();
+    }
+
+    @Override
+    public Version version() {
+      return http.version();
+    }
+
+    @Override
+    public Optional<Executor> executor() {
+      return http.executor();
+    }
   }
 }

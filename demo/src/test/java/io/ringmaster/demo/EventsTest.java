@@ -48,6 +48,21 @@ class EventsTest {
     assertEquals(List.of(), Events.moved(after, after), "nothing moved");
   }
 
+  /**
+   * Rings of up to {@value Events#MAX_MEMBERS_DIFFED} members get their moves, before and after
+   * the change alike; one more member, and none are listed.
+   */
+  @Test
+  void moved_ringsOfUpToTheMostMembersDiffed_areDiffed_beyondThatNot() {
+    HashRing most = ring(Events.MAX_MEMBERS_DIFFED, 1);
+    HashRing oneLess = most.without("peer-1");
+    HashRing oneMore = most.with(Member.of("peer-0"));
+    assertFalse(Events.moved(most, oneLess).isEmpty(), "a leave from a ring of the most members diffed");
+    assertFalse(Events.moved(oneLess, most).isEmpty(), "a join that makes a ring of the most members diffed");
+    assertEquals(List.of(), Events.moved(oneMore, most), "a leave from one more");
+    assertEquals(List.of(), Events.moved(most, oneMore), "a join that makes one more");
+  }
+
   @Test
   void ownership_manyRanges_listsTheFirstOnes_butNamesEverySourceAndDestination() {
     HashRing before = ring(100, 16);

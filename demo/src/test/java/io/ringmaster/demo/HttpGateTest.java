@@ -12,6 +12,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -116,6 +117,30 @@ class HttpGateTest {
     });
     assertTrue(entered.await(20, TimeUnit.SECONDS));
     assertFalse(gate.close(Duration.ofMillis(200)), "the request in flight did not end within the grace");
+  }
+
+  /**
+   * The gate says it is closing only once close() has begun, and close() hands back the caller's
+   * thread as it found it: it sets the interrupt flag only when an interrupt cut its wait short.
+   */
+  @Test
+  void isClosing_onlyOnceCloseBegan_andClose_leavesAnUninterruptedCallerUninterrupted() throws Exception {
+    openSlowApi();
+    CompletableFuture.runAsync(() -> {
+      try {
+        get("/slow");
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    assertTrue(entered.await(20, TimeUnit.SECONDS));
+    assertFalse(gate.isClosing(), "serving");
+    // What close() returned, and whether it left its thread interrupted (read and cleared).
+    CompletableFuture<List<Boolean>> closed = CompletableFuture.supplyAsync(
+        () -> List.of(gate.close(Duration.ofSeconds(30)), Thread.interrupted()));
+    await("close() has begun").atMost(Duration.ofSeconds(20)).until(gate::isClosing);
+    release.countDown();
+    assertEquals(List.of(true, false), closed.get(20, TimeUnit.SECONDS), "the request ended in time; no interrupt set");
   }
 
   @Test

@@ -129,6 +129,35 @@ class IncomingTest {
     assertEquals(List.of("a"), incoming.previousOwners(key("b")));
   }
 
+  /**
+   * Two changes in flight at once: each is done on its own. The one done names only itself, and a
+   * change done before it arrived keeps only itself from being noted: another that arrives meanwhile
+   * is pending.
+   */
+  @Test
+  void twoChangesAtOnce_eachIsDoneOnItsOwn() {
+    OwnershipChange next = new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, before, after,
+        RingDiff.compute(before, after, "b", 1));
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
+    incoming.arrived(join);
+    incoming.arrived(next);
+    assertEquals(2, incoming.pendingChanges());
+    incoming.done(join);
+    assertEquals(1, incoming.pendingChanges(), "the other change is still being taken in");
+    assertEquals(List.of("a"), incoming.previousOwners(key("b")));
+    incoming.done(next);
+    assertEquals(0, incoming.pendingChanges());
+
+    Incoming doneFirst = new Incoming("b", 1, position -> List.of(), published::get);
+    doneFirst.done(join); // taken up and finished before it was noted
+    doneFirst.arrived(next);
+    assertEquals(1, doneFirst.pendingChanges(), "another change arriving is noted");
+    doneFirst.arrived(join);
+    assertEquals(1, doneFirst.pendingChanges(), "the change done first is not");
+    doneFirst.done(next);
+    assertEquals(0, doneFirst.pendingChanges());
+  }
+
   @Test
   void aPullBeingRetried_namesItsSource_butNeverThisPeer() {
     Incoming incoming = new Incoming("b", 1, position -> List.of("c", "b"), published::get);

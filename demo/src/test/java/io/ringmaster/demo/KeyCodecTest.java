@@ -27,6 +27,18 @@ class KeyCodecTest {
         assertThrows(HttpError.class, () -> KeyCodec.decode("\u0141")).getMessage());
   }
 
+  /**
+   * The edges of what decodes to a byte: an escape whose first digit is 0 is one (a tab, a
+   * newline); U+00FF, the last character that is a byte, is one too, the byte 0xFF, which no UTF-8
+   * holds.
+   */
+  @Test
+  void decode_anEscapeStartingWithZero_andTheLastByteCharacter_areBytes() {
+    assertEquals("a\tb\n", KeyCodec.decode("a%09b%0A"));
+    assertEquals("the key is not valid UTF-8",
+        assertThrows(HttpError.class, () -> KeyCodec.decode("\u00ff")).getMessage());
+  }
+
   @Test
   void validate_emptyOrOver256Bytes_fails() {
     assertEquals("empty key: use /kv/{key}", assertThrows(HttpError.class, () -> KeyCodec.validate("")).getMessage());

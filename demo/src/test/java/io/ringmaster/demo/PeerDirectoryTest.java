@@ -51,6 +51,16 @@ class PeerDirectoryTest {
     assertFalse(directory.hasReported("a"), "this process's report does not make the other one ready");
   }
 
+  /** A report is forgotten once its peer is no longer a member; the members' reports are kept. */
+  @Test
+  void publish_forgetsTheReportsOfPeersNoLongerMembers_only() {
+    directory.accept(org.jgroups.util.UUID.randomUUID(), status("b", 7));
+    directory.accept(org.jgroups.util.UUID.randomUUID(), status("gone", 7));
+    directory.publish(id -> !id.equals("gone"), () -> false);
+    assertTrue(directory.report("b").isPresent(), "b is a member");
+    assertEquals(Optional.empty(), directory.report("gone"));
+  }
+
   private static Wire.PeerStatus status(String id, long viewId) {
     return new Wire.PeerStatus(id, viewId, 0L, 0L, 0L, 0L, 0);
   }

@@ -214,6 +214,31 @@ class PullRetriesTest {
     assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1), "waiting again, as any failed retry");
   }
 
+  /** A retry that completes says so at INFO: how many ranges, from whom, after how many failed rounds. */
+  @Test
+  void aRetryThatCompletes_saysSoAtInfo_withTheFailedRounds() {
+    failing = 1; // the first retry fails too: two failed rounds, the pull's own and that retry
+    retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PullRetries.class.getName());
+    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.logging.Filter before = logger.getFilter();
+    logger.setFilter(r -> {
+      logged.add(r);
+      return false;
+    });
+    try {
+      advance(PullRetries.FIRST_DELAY);
+      retries.runDue();
+      advance(Duration.ofNanos(PullRetries.delayAfter(2)));
+      assertEquals(10, retries.runDue());
+    } finally {
+      logger.setFilter(before);
+    }
+    assertEquals(List.of("pull of 2 ranges from peer-1 done after 2 failed rounds"), logged.stream()
+        .filter(r -> r.getLevel() == java.util.logging.Level.INFO)
+        .map(r -> new java.util.logging.SimpleFormatter().formatMessage(r)).toList());
+  }
+
   @Test
   void aRetryIsDropped_whenItsSourceLeftTheRing_orThisPeerIsLeaving() {
     retries.failed("peer-1", List.of(FIRST), VIEW);

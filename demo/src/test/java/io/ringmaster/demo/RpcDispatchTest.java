@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,7 +18,13 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Filter;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
@@ -110,6 +117,89 @@ class RpcDispatchTest {
     assertEquals("busy or stopping", Rpc.describe(new RejectedExecutionException("pool java.util.concurrent.X@1f")));
     assertEquals("unexpected ArithmeticException", Rpc.describe(new ArithmeticException("/ by zero")));
     assertEquals("TimeoutException", Rpc.describe(new java.util.concurrent.TimeoutException()), "no message: the class");
+  }
+
+  /**
+   * A handler's failure of a kind that requests meet in a cluster's normal life
+   * ({@link Rpc#isExpected}) is logged at DEBUG, with its reason; any other, a bug, at WARNING with
+   * its stack trace.
+   */
+  @Test
+  void aHandlersFailure_isLoggedAtDebugIfExpected_atWarningWithItsTraceIfNot() throws Exception {
+    Rpc rpc = new Rpc(null, new FinishFirstWorkers(), null);
+    NullPointerException bug = new NullPointerException("a bug (a test)");
+    rpc.handleQuickly(Wire.OP_WRITE, in -> {
+      throw bug;
+    });
+    Rpc.Declined declined = new Rpc.Declined("owner c did not answer");
+    rpc.handleQuickly(Wire.OP_GET, in -> CompletableFuture.failedFuture(declined));
+
+    List<LogRecord> logged = loggedBy(() -> {
+      dispatchThen(rpc, Wire.OP_WRITE, () -> { });
+      dispatchThen(rpc, Wire.OP_GET, () -> { });
+    });
+
+    assertEquals(List.of(Level.WARNING, Level.FINE), logged.stream().map(LogRecord::getLevel).toList());
+    assertEquals("request W from null failed", text(logged.get(0)));
+    assertSame(bug, logged.get(0).getThrown());
+    assertEquals("request G from null failed: " + declined, text(logged.get(1)));
+  }
+
+  /** A reply of exactly {@link Rpc#INLINE_REPLY_BYTES} is still a small one: sent at once, past flow control. */
+  @Test
+  void quickHandler_replyOfExactlyTheInlineSize_isSentAtOnce_pastFlowControl() throws Exception {
+    Rpc rpc = new Rpc(null, new FinishFirstWorkers(), null);
+    rpc.handleQuickly(Wire.OP_GET, in -> CompletableFuture.completedFuture(new byte[Rpc.INLINE_REPLY_BYTES]));
+    Sent sent = dispatchThen(rpc, Wire.OP_GET, () -> { });
+    assertEquals("jgroups-oob-1", sent.thread());
+    assertTrue(sent.pastFlowControl());
+    assertEquals(Rpc.INLINE_REPLY_BYTES, sent.reply().length);
+  }
+
+  /**
+   * A quick handler's failure, ready at once, is a small answer: sent at once with its reason,
+   * every worker busy or not.
+   */
+  @Test
+  void everyWorkerBusy_aQuickHandlersFailureReadyAtOnce_isAnsweredAtOnceWithItsReason() throws Exception {
+    Rpc rpc = new Rpc(null, new BusyWorkers(), null);
+    rpc.handleQuickly(Wire.OP_GET, in -> CompletableFuture.failedFuture(new Rpc.Declined("owner c did not answer")));
+    Sent sent = dispatchThen(rpc, Wire.OP_GET, () -> { });
+    assertEquals("jgroups-oob-1", sent.thread());
+    assertEquals("owner c did not answer", errorText(sent), "its own reason, not \"busy\"");
+  }
+
+  /** A broadcast that cannot go out (here, before start: no channel) throws nothing, and says why at DEBUG. */
+  @Test
+  void broadcast_thatFails_throwsNothing_andSaysWhyAtDebug() throws Exception {
+    Rpc rpc = new Rpc(null, null, null);
+    List<LogRecord> logged = loggedBy(() -> rpc.broadcast(Wire.status(new Wire.PeerStatus("a", 1, 0, 0, 0, 0, 0))));
+    assertEquals(List.of(Level.FINE), logged.stream().map(LogRecord::getLevel).toList());
+    assertTrue(text(logged.get(0)).startsWith("broadcast failed: java.lang.NullPointerException"), text(logged.get(0)));
+  }
+
+  /** Runs {@code body}; what it logged on {@link Rpc}'s logger, DEBUG included (none of it printed). */
+  private static List<LogRecord> loggedBy(Interruptible body) throws InterruptedException {
+    Logger logger = Logger.getLogger(Rpc.class.getName());
+    List<LogRecord> logged = new CopyOnWriteArrayList<>();
+    Level level = logger.getLevel();
+    Filter filter = logger.getFilter();
+    logger.setLevel(Level.ALL);
+    logger.setFilter(r -> {
+      logged.add(r);
+      return false;
+    });
+    try {
+      body.run();
+    } finally {
+      logger.setFilter(filter);
+      logger.setLevel(level);
+    }
+    return logged;
+  }
+
+  private static String text(LogRecord r) {
+    return new SimpleFormatter().formatMessage(r);
   }
 
   private static String errorText(Sent sent) throws java.io.IOException {

@@ -73,6 +73,8 @@ class TaskGuardTest {
           Level.SEVERE, Level.FINE, Level.WARNING, Level.WARNING, Level.INFO, Level.FINE),
           records.stream().map(LogRecord::getLevel).toList());
       assertEquals("a store that cannot be read (a test)", records.get(0).getThrown().getMessage());
+      assertEquals("sweep failed (failures of this kind are logged at DEBUG for a minute)", records.get(0).getMessage());
+      assertEquals("sweep failed", records.get(1).getMessage(), "at DEBUG: no more said");
       assertTrue(records.get(4).getMessage().startsWith("status failed"), records.get(4).getMessage());
       assertTrue(records.get(10).getMessage().startsWith("repair after merge failed"), records.get(10).getMessage());
     } finally {

@@ -149,6 +149,25 @@ class TransfersTest {
     assertFalse(Transfers.refusedAsLeaving(new IllegalStateException(refusal), "x"), "not a peer's answer");
   }
 
+  /**
+   * A leaving peer's refusal names it: "x is leaving". Another error from it, even an empty one, is
+   * no refusal as leaving.
+   */
+  @Test
+  void aLeavingPeersRefusal_namesIt_andNoOtherErrorOfItsCountsAsOne() {
+    assertEquals("x is leaving", Transfers.leavingRefusal("x"));
+    assertFalse(Transfers.refusedAsLeaving(new Rpc.RemoteError("x", ""), "x"));
+    assertFalse(Transfers.refusedAsLeaving(new Rpc.RemoteError("x", "busy or stopping"), "x"));
+  }
+
+  /** A change of view 0 being handled is one still under way: a pull for a later view is refused. */
+  @Test
+  void aSourceMovingDataForViewZero_refusesAPullForALaterView() throws Exception {
+    Counters counters = settled();
+    counters.migratingView.set(0);
+    assertRefused("still moving data for view 0; ask again", pull(() -> PULLERS_VIEW, counters, () -> 0));
+  }
+
   private static void assertRefused(String reason, byte[] reply) throws IOException {
     assertEquals(Wire.ERROR, reply[0]);
     assertEquals(reason, Wire.open(reply, 0, reply.length).readUTF());

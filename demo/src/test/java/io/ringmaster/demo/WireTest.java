@@ -144,6 +144,55 @@ class WireTest {
   }
 
   /**
+   * A count is checked against the bytes left at its smallest size each: two entries where one is
+   * left (21 bytes, fewer than two entries' 34 at least) is refused, naming what it claims.
+   */
+  @Test
+  void aCountOfEntries_beyondWhatTheBytesLeftCanHold_isRefusedNamingIt() {
+    byte[] push = Wire.push(new Wire.PushRequest(Wire.PushKind.SWEEP, "p3", List.of(Entry.of("k", "v",
+        new Version(7, "p1")))));
+    int count = 1 + 1 + 2 + 2; // after the op, the kind and the sender "p3"
+    java.nio.ByteBuffer.wrap(push, count, 4).putInt(2);
+    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+        () -> Wire.readPush(body(push, Wire.OP_PUSH)));
+    assertEquals("malformed message: 2 entries with 21 bytes left", bad.getMessage());
+  }
+
+  /** The first byte past the last kind of push is no kind: refused as malformed, like any other. */
+  @Test
+  void aPushKindJustPastTheLast_isRefusedAsMalformed() {
+    byte[] push = Wire.push(new Wire.PushRequest(Wire.PushKind.REPAIR, "p3", List.of()));
+    push[1] = (byte) Wire.PushKind.values().length;
+    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+        () -> Wire.readPush(body(push, Wire.OP_PUSH)));
+    assertEquals("malformed message: push kind 3", bad.getMessage());
+  }
+
+  /** The reply to a push: OK, then how many entries changed the receiver's store, a big-endian int. */
+  @Test
+  void pushReply_isOkThenTheCountOfEntriesChanged() {
+    org.junit.jupiter.api.Assertions.assertArrayEquals(new byte[] {Wire.OK, 0, 0, 1, 2}, Wire.pushReply(258));
+  }
+
+  /** A message inside a larger buffer (at an offset, with bytes after it) is read up to its own end only. */
+  @Test
+  void open_aMessageInsideALargerBuffer_readsItsOwnBytesOnly() throws Exception {
+    byte[] buf = {9, Wire.OK, 0, 0, 0, 7, 9, 9};
+    DataInputStream in = Wire.open(buf, 1, 5);
+    assertEquals(4, in.available(), "the message's bytes after its first");
+    assertEquals(7, in.readInt());
+    assertEquals(-1, in.read(), "nothing past the message");
+  }
+
+  /** The first stamp, 0, is one a peer may send. */
+  @Test
+  void versionStampZero_isAccepted() throws Exception {
+    Entry first = Entry.of("k", "v", new Version(0, "p1"));
+    assertEquals(first, Wire.readWrite(body(Wire.write(new Wire.WriteRequest(first, new LinkedHashSet<>(List.of("a")),
+        0)), Wire.OP_WRITE)).entry());
+  }
+
+  /**
    * A stamp no clock makes (negative, or past 2^53 - 1): stored, one near Long.MAX_VALUE would win
    * over every later write of its key, and the clocks observing it would wrap around.
    */
