@@ -142,7 +142,8 @@ final class ClusterStatus {
 
   /** The {@code /stats} of ring member {@code id}, if a peer with that id, in the ring, answers at {@code endpoint}. */
   private Optional<JsonNode> answering(String id, String endpoint) {
-    if (!endpoint.startsWith("http://") && !endpoint.startsWith("https://")) {
+    String scheme = endpoint.toLowerCase(java.util.Locale.ROOT); // a URL's scheme is read in any case
+    if (!scheme.startsWith("http://") && !scheme.startsWith("https://")) {
       return Optional.empty();
     }
     return get(endpoint + "/stats").filter(s -> s.path("id").asText().equals(id) && s.path("inRing").asBoolean());

@@ -243,7 +243,7 @@ class ClusterStatusTest {
     String noUrlEndpoint = "127.0.0.1:" + noUrl.getAddress().getPort();
     Map<String, String> members = new LinkedHashMap<>();
     members.put("peer-1", url(one));
-    members.put("peer-2", url(plain));
+    members.put("peer-2", url(plain).replace("http://", "HTTP://")); // a scheme is read in any case
     members.put("peer-3", tlsEndpoint);
     members.put("peer-4", noUrlEndpoint);
     members.put("peer-5", url(one)); // where peer-1 answers
