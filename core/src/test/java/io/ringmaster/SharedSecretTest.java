@@ -33,12 +33,7 @@ class SharedSecretTest {
       SharedSecret.forNextStack(Optional.empty());
       assertEquals("the-host's", SharedSecret.require("test"));
     } finally {
-      SharedSecret.forNextStack(Optional.empty());
-      if (before == null) {
-        System.clearProperty(SharedSecret.PROPERTY);
-      } else {
-        System.setProperty(SharedSecret.PROPERTY, before);
-      }
+      restore(before);
     }
   }
 
@@ -92,12 +87,17 @@ class SharedSecretTest {
             + SharedSecret.PROPERTY + " or the environment variable " + SharedSecret.ENVIRONMENT, e.getMessage());
       }
     } finally {
-      SharedSecret.forNextStack(Optional.empty());
-      if (before == null) {
-        System.clearProperty(SharedSecret.PROPERTY);
-      } else {
-        System.setProperty(SharedSecret.PROPERTY, before);
-      }
+      restore(before);
+    }
+  }
+
+  /** Leaves no secret for the next stack on this thread, and the property as it was before the test. */
+  private static void restore(String property) {
+    SharedSecret.forNextStack(Optional.empty());
+    if (property == null) {
+      System.clearProperty(SharedSecret.PROPERTY);
+    } else {
+      System.setProperty(SharedSecret.PROPERTY, property);
     }
   }
 }

@@ -63,19 +63,8 @@ class PeerThreadsTest {
   /** A task that takes a while to see its interrupt holds close() up until it ends, within the grace. */
   @Test
   void close_waitsForATaskSlowToEnd() throws Exception {
-    Peer peer = start(PeerCluster.freePort());
     AtomicBoolean ended = new AtomicBoolean();
-    CountDownLatch running = new CountDownLatch(1);
-    try {
-      peer.statusTimer.execute(() -> {
-        running.countDown();
-        deafFor(Peer.THREADS_GRACE.dividedBy(4));
-        ended.set(true);
-      });
-      assertTrue(running.await(30, TimeUnit.SECONDS));
-    } finally {
-      peer.close();
-    }
+    closeWhileDeaf(Peer.THREADS_GRACE.dividedBy(4), ended);
     assertTrue(ended.get(), "close() returned while the status thread was still running its task");
   }
 
@@ -104,18 +93,7 @@ class PeerThreadsTest {
     logger.addHandler(handler);
     AtomicBoolean ended = new AtomicBoolean();
     try {
-      Peer peer = start(PeerCluster.freePort());
-      CountDownLatch running = new CountDownLatch(1);
-      try {
-        peer.statusTimer.execute(() -> {
-          running.countDown();
-          deafFor(Peer.THREADS_GRACE.multipliedBy(3));
-          ended.set(true);
-        });
-        assertTrue(running.await(30, TimeUnit.SECONDS));
-      } finally {
-        peer.close();
-      }
+      closeWhileDeaf(Peer.THREADS_GRACE.multipliedBy(3), ended);
       assertEquals(false, ended.get(), "close() waited beyond its grace");
       assertEquals(List.of("t: threads still running " + Peer.THREADS_GRACE.toMillis()
           + " ms after the stop, left behind: [status]"), warnings);
@@ -130,6 +108,25 @@ class PeerThreadsTest {
         + InJvmPeer.clusterName("peer-threads") + "\", \"jgroupsConfig\": \"ringmaster/jgroups/in-jvm.xml\"}");
     return Peer.start(PeerOptions.parse(new String[] {"--http-port", Integer.toString(port),
         "--config", config.toString()}, 0));
+  }
+
+  /**
+   * Starts a peer, and closes it while its status thread runs a task deaf to interrupts for
+   * {@code deaf}, which sets {@code ended} when it ends.
+   */
+  private void closeWhileDeaf(Duration deaf, AtomicBoolean ended) throws Exception {
+    Peer peer = start(PeerCluster.freePort());
+    CountDownLatch running = new CountDownLatch(1);
+    try {
+      peer.statusTimer.execute(() -> {
+        running.countDown();
+        deafFor(deaf);
+        ended.set(true);
+      });
+      assertTrue(running.await(30, TimeUnit.SECONDS));
+    } finally {
+      peer.close();
+    }
   }
 
   /** Parks for {@code time}, deaf to interrupts (it clears each one and parks again). */

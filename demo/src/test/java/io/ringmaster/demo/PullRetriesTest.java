@@ -195,18 +195,8 @@ class PullRetriesTest {
     retries.failed("peer-1", List.of(FIRST), VIEW);
     retries.failed("peer-3", List.of(SECOND), VIEW);
     advance(PullRetries.FIRST_DELAY);
-    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PullRetries.class.getName());
-    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.logging.Filter before = logger.getFilter();
-    logger.setFilter(r -> {
-      logged.add(r);
-      return false;
-    });
-    try {
-      assertEquals(5, retries.runDue(), "not thrown on: the other retry still runs, and what it changed counts");
-    } finally {
-      logger.setFilter(before);
-    }
+    List<java.util.logging.LogRecord> logged = logOf(() ->
+        assertEquals(5, retries.runDue(), "not thrown on: the other retry still runs, and what it changed counts"));
     assertEquals(List.of("pull retry from peer-1 failed"), logged.stream()
         .filter(r -> r.getLevel() == java.util.logging.Level.SEVERE).map(java.util.logging.LogRecord::getMessage).toList(),
         "logged here at ERROR, naming its source");
@@ -219,21 +209,12 @@ class PullRetriesTest {
   void aRetryThatCompletes_saysSoAtInfo_withTheFailedRounds() {
     failing = 1; // the first retry fails too: two failed rounds, the pull's own and that retry
     retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
-    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PullRetries.class.getName());
-    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.logging.Filter before = logger.getFilter();
-    logger.setFilter(r -> {
-      logged.add(r);
-      return false;
-    });
-    try {
+    List<java.util.logging.LogRecord> logged = logOf(() -> {
       advance(PullRetries.FIRST_DELAY);
       retries.runDue();
       advance(Duration.ofNanos(PullRetries.delayAfter(2)));
       assertEquals(10, retries.runDue());
-    } finally {
-      logger.setFilter(before);
-    }
+    });
     assertEquals(List.of("pull of 2 ranges from peer-1 done after 2 failed rounds"), logged.stream()
         .filter(r -> r.getLevel() == java.util.logging.Level.INFO)
         .map(r -> new java.util.logging.SimpleFormatter().formatMessage(r)).toList());
@@ -255,5 +236,22 @@ class PullRetriesTest {
     advance(PullRetries.FIRST_DELAY);
     assertEquals(10, retries.runDue());
     assertEquals(List.of("peer-1 " + List.of(FIRST) + " " + VIEW), pulls, "only the source in the ring");
+  }
+
+  /** What PullRetries logs while {@code action} runs (kept from the handlers), every level. */
+  private static List<java.util.logging.LogRecord> logOf(Runnable action) {
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PullRetries.class.getName());
+    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.logging.Filter before = logger.getFilter();
+    logger.setFilter(r -> {
+      logged.add(r);
+      return false;
+    });
+    try {
+      action.run();
+    } finally {
+      logger.setFilter(before);
+    }
+    return logged;
   }
 }
