@@ -195,7 +195,7 @@ class PullRetriesTest {
     retries.failed("peer-1", List.of(FIRST), VIEW);
     retries.failed("peer-3", List.of(SECOND), VIEW);
     advance(PullRetries.FIRST_DELAY);
-    List<java.util.logging.LogRecord> logged = logOf(() ->
+    List<java.util.logging.LogRecord> logged = Logged.by(PullRetries.class, () ->
         assertEquals(5, retries.runDue(), "not thrown on: the other retry still runs, and what it changed counts"));
     assertEquals(List.of("pull retry from peer-1 failed"), logged.stream()
         .filter(r -> r.getLevel() == java.util.logging.Level.SEVERE).map(java.util.logging.LogRecord::getMessage).toList(),
@@ -209,7 +209,7 @@ class PullRetriesTest {
   void aRetryThatCompletes_saysSoAtInfo_withTheFailedRounds() {
     failing = 1; // the first retry fails too: two failed rounds, the pull's own and that retry
     retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
-    List<java.util.logging.LogRecord> logged = logOf(() -> {
+    List<java.util.logging.LogRecord> logged = Logged.by(PullRetries.class, () -> {
       advance(PullRetries.FIRST_DELAY);
       retries.runDue();
       advance(Duration.ofNanos(PullRetries.delayAfter(2)));
@@ -236,22 +236,5 @@ class PullRetriesTest {
     advance(PullRetries.FIRST_DELAY);
     assertEquals(10, retries.runDue());
     assertEquals(List.of("peer-1 " + List.of(FIRST) + " " + VIEW), pulls, "only the source in the ring");
-  }
-
-  /** What PullRetries logs while {@code action} runs (kept from the handlers), every level. */
-  private static List<java.util.logging.LogRecord> logOf(Runnable action) {
-    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(PullRetries.class.getName());
-    List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.logging.Filter before = logger.getFilter();
-    logger.setFilter(r -> {
-      logged.add(r);
-      return false;
-    });
-    try {
-      action.run();
-    } finally {
-      logger.setFilter(before);
-    }
-    return logged;
   }
 }

@@ -18,12 +18,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.logging.Filter;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
@@ -134,7 +131,7 @@ class RpcDispatchTest {
     Rpc.Declined declined = new Rpc.Declined("owner c did not answer");
     rpc.handleQuickly(Wire.OP_GET, in -> CompletableFuture.failedFuture(declined));
 
-    List<LogRecord> logged = loggedBy(() -> {
+    List<LogRecord> logged = Logged.by(Rpc.class, () -> {
       dispatchThen(rpc, Wire.OP_WRITE, () -> { });
       dispatchThen(rpc, Wire.OP_GET, () -> { });
     });
@@ -173,29 +170,10 @@ class RpcDispatchTest {
   @Test
   void broadcast_thatFails_throwsNothing_andSaysWhyAtDebug() throws Exception {
     Rpc rpc = new Rpc(null, null, null);
-    List<LogRecord> logged = loggedBy(() -> rpc.broadcast(Wire.status(new Wire.PeerStatus("a", 1, 0, 0, 0, 0, 0))));
+    List<LogRecord> logged =
+        Logged.by(Rpc.class, () -> rpc.broadcast(Wire.status(new Wire.PeerStatus("a", 1, 0, 0, 0, 0, 0))));
     assertEquals(List.of(Level.FINE), logged.stream().map(LogRecord::getLevel).toList());
     assertTrue(text(logged.get(0)).startsWith("broadcast failed: java.lang.NullPointerException"), text(logged.get(0)));
-  }
-
-  /** Runs {@code body}; what it logged on {@link Rpc}'s logger, DEBUG included (none of it printed). */
-  private static List<LogRecord> loggedBy(Interruptible body) throws InterruptedException {
-    Logger logger = Logger.getLogger(Rpc.class.getName());
-    List<LogRecord> logged = new CopyOnWriteArrayList<>();
-    Level level = logger.getLevel();
-    Filter filter = logger.getFilter();
-    logger.setLevel(Level.ALL);
-    logger.setFilter(r -> {
-      logged.add(r);
-      return false;
-    });
-    try {
-      body.run();
-    } finally {
-      logger.setFilter(filter);
-      logger.setLevel(level);
-    }
-    return logged;
   }
 
   private static String text(LogRecord r) {

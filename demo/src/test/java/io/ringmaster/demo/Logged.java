@@ -1,0 +1,39 @@
+package io.ringmaster.demo;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Filter;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+/** What a class logs while a step of a test runs, DEBUG included, kept from the handlers (nothing is printed). */
+final class Logged {
+  /** A step of a test, which may throw what its test throws. */
+  interface Step<E extends Exception> {
+    void run() throws E;
+  }
+
+  private Logged() {
+  }
+
+  /** The records {@code source}'s logger takes while {@code step} runs, every level, in order. */
+  static <E extends Exception> List<LogRecord> by(Class<?> source, Step<E> step) throws E {
+    Logger logger = Logger.getLogger(source.getName());
+    List<LogRecord> logged = new CopyOnWriteArrayList<>();
+    Level level = logger.getLevel();
+    Filter filter = logger.getFilter();
+    logger.setLevel(Level.ALL);
+    logger.setFilter(r -> {
+      logged.add(r);
+      return false;
+    });
+    try {
+      step.run();
+    } finally {
+      logger.setFilter(filter);
+      logger.setLevel(level);
+    }
+    return logged;
+  }
+}
