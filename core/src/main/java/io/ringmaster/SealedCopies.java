@@ -138,6 +138,11 @@ final class SealedCopies {
     return departed.queue.size() + strangers.queue.size();
   }
 
+  /** Senders outside the view now that were members of a view this node installed (for tests). */
+  synchronized int departedNow() {
+    return departed.count;
+  }
+
   private record Departure(Address sender, long change) {}
 
   /** Senders outside the view, of one kind, oldest first; some entries are stale (back in a view since). */

@@ -535,6 +535,11 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** A refusal is held: one is enough to fail the join, and the others are not kept. */
   private final java.util.concurrent.atomic.AtomicBoolean refusalHeld = new java.util.concurrent.atomic.AtomicBoolean();
 
+  /** The seal numbers taken from each sender (for tests). */
+  SealedCopies sealedCopies() {
+    return copies;
+  }
+
   /** How long a join refusal in clear is held (for tests). */
   long refusalHoldMillis() {
     return refusalHoldMillis;

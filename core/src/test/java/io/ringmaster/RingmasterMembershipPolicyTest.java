@@ -365,6 +365,8 @@ class RingmasterMembershipPolicyTest {
     assertEquals(List.of(plain, other), policy.getNewMembership(List.of(plain), List.of(other), List.of(), List.of()));
     assertEquals(List.of(plain), policy.getNewMembership(List.of(plain, a), List.of(), List.of(a), List.of()),
         "the last Ringmaster member leaves");
+    assertEquals(List.of(), policy.getNewMembership(List.of(a), List.of(), List.of(a), List.of()),
+        "every member leaves: an empty view, and no first member to look at");
   }
 
   /** A merge of empty subviews only gives an empty list of its own: JGroups trims the list it gets. */

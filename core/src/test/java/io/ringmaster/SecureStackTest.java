@@ -592,6 +592,9 @@ class SecureStackTest {
 
       b.close();
       await("a alone").atMost(WAIT).until(() -> a.channel().getView().size() == 1);
+      SharedSecretEncrypt encryptionOfA = a.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      assertEquals(1, encryptionOfA.sealedCopies().departedNow(), "b's seal numbers, kept as a member's that left"
+          + " (until " + SharedSecretEncrypt.DEPARTED_KEPT + " others leave after it), not a stranger's");
       // Once, or more if b's join was slow enough for GMS to ask again: counted before the copy.
       long opened = aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count();
       assertTrue(opened >= 1, "b's join request, opened");

@@ -2,13 +2,19 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,9 +25,9 @@ import org.junit.jupiter.api.Test;
 class SharedSecretTest {
 
   /**
-   * The node's own setting first, then the system property (then the environment variable, which a
-   * test cannot set): a host-wide property must not override a node's secret, nor be ignored when
-   * the node sets none.
+   * The node's own setting first, then the system property (then the environment variable: see
+   * {@link #theEnvironmentVariable_givesTheSecret_afterTheSystemProperty_andMustBeTrimmed}): a
+   * host-wide property must not override a node's secret, nor be ignored when the node sets none.
    */
   @Test
   void require_takesTheNodesSecretFirst_thenTheSystemProperty() {
@@ -88,6 +94,53 @@ class SharedSecretTest {
       }
     } finally {
       restore(before);
+    }
+  }
+
+  /**
+   * The environment variable, which a test cannot set in its own JVM, read in a JVM started with
+   * it: the secret comes from it when nothing else gives one, a system property still goes first,
+   * and one that ends with a newline fails naming the variable, never the secret.
+   */
+  @Test
+  void theEnvironmentVariable_givesTheSecret_afterTheSystemProperty_andMustBeTrimmed() throws Exception {
+    assertEquals("source=environment variable " + SharedSecret.ENVIRONMENT + " secret=from-the-environment",
+        probe("from-the-environment"));
+    assertEquals("source=system property " + SharedSecret.PROPERTY + " secret=the-host's",
+        probe("from-the-environment", "-D" + SharedSecret.PROPERTY + "=the-host's"));
+    assertEquals("failed: environment variable " + SharedSecret.ENVIRONMENT + ": the secret starts or ends with"
+        + " whitespace (a newline read from a file, say); remove it, since every member must use the same secret,"
+        + " byte for byte", probe("from-a-file\n"));
+  }
+
+  /** What {@link EnvironmentProbe} prints in a JVM whose environment gives {@code secret}. */
+  private static String probe(String secret, String... jvmOptions) throws Exception {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-cp", System.getProperty("java.class.path")));
+    command.addAll(List.of(jvmOptions));
+    command.add(EnvironmentProbe.class.getName());
+    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+    builder.environment().put(SharedSecret.ENVIRONMENT, secret);
+    Process process = builder.start();
+    try {
+      String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+      assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the probe did not end");
+      assertEquals(0, process.exitValue(), out);
+      return out;
+    } finally {
+      process.destroyForcibly();
+    }
+  }
+
+  /** Prints where the secret comes from and what it is, or why it cannot be had. */
+  static final class EnvironmentProbe {
+    public static void main(String[] args) {
+      try {
+        SharedSecret.available();
+        System.out.println("source=" + SharedSecret.source().orElse("none") + " secret=" + SharedSecret.require("probe"));
+      } catch (RuntimeException e) {
+        System.out.println("failed: " + e.getMessage());
+      }
     }
   }
 
