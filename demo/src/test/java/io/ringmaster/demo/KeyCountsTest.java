@@ -69,4 +69,22 @@ class KeyCountsTest {
     assertEquals(4, cached.passes, "the ring changed: counted again");
     assertEquals(0, now[2], "with two members and two replicas, a owns every key");
   }
+
+  /**
+   * A peer out of the ring (its node closed, nothing noted it in the ring: see {@link
+   * Routing#inRing}) owns nothing: every entry it holds is a stray, tombstones apart.
+   */
+  @Test
+  void aPeerOutOfTheRing_countsEveryEntryAsAStray() throws Exception {
+    InJvmPeer.startAll(peers, "key-counts-out", List.of("a", "b"));
+    InJvmPeer a = peers.get(0);
+    for (int i = 0; i < 5; i++) {
+      a.store().merge(Entry.of("user:" + i, "v" + i, new Version(VersionClock.systemMicros(), "a")));
+    }
+    a.store().merge(Entry.tombstone("gone", new Version(VersionClock.systemMicros(), "a")));
+    a.node().close();
+
+    assertEquals(List.of("b"), a.routing().ring().members().stream().map(m -> m.id()).toList());
+    assertEquals(new KeyCounts(0, 0, 5, 1), new KeyCounts.Cached().of(a.store(), a.routing()));
+  }
 }

@@ -6,6 +6,7 @@ import java.util.logging.Filter;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
 
 /** What a class logs while a step of a test runs, DEBUG included, kept from the handlers (nothing is printed). */
 final class Logged {
@@ -35,5 +36,11 @@ final class Logged {
       logger.setLevel(level);
     }
     return logged;
+  }
+
+  /** The messages of the records at {@code level}, formatted as a handler formats them, in order. */
+  static List<String> messages(List<LogRecord> logged, Level level) {
+    SimpleFormatter formatter = new SimpleFormatter();
+    return logged.stream().filter(r -> r.getLevel() == level).map(formatter::formatMessage).toList();
   }
 }

@@ -215,9 +215,8 @@ class PullRetriesTest {
       advance(Duration.ofNanos(PullRetries.delayAfter(2)));
       assertEquals(10, retries.runDue());
     });
-    assertEquals(List.of("pull of 2 ranges from peer-1 done after 2 failed rounds"), logged.stream()
-        .filter(r -> r.getLevel() == java.util.logging.Level.INFO)
-        .map(r -> new java.util.logging.SimpleFormatter().formatMessage(r)).toList());
+    assertEquals(List.of("pull of 2 ranges from peer-1 done after 2 failed rounds"),
+        Logged.messages(logged, java.util.logging.Level.INFO));
   }
 
   @Test

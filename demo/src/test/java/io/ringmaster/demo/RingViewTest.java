@@ -60,6 +60,21 @@ class RingViewTest {
     assertEquals(7L, reply.members().get(0).backupKeys());
   }
 
+  /**
+   * A member's entry shows what its report said: the checksum in hex (as the ring's own), and the
+   * view, whether or not they are this peer's.
+   */
+  @Test
+  void aMembersEntry_showsTheChecksumInHex_andTheViewOfItsReport() {
+    long viewId = a.node().viewId();
+    long reported = 0xfedcba9876543210L; // negative: hex of its 64 bits, no sign
+    directory.accept(from, new Wire.PeerStatus("a", viewId + 1, reported, 0, 0, 0, 0));
+    RingView.MemberInfo member = view.reply(false).members().get(0);
+    assertEquals("fedcba9876543210", member.checksum());
+    assertEquals(viewId + 1, member.viewId());
+    assertEquals("fedcba9876543210", view.reply(false).peers().get(0).checksum());
+  }
+
   @Test
   void aReportOfAnotherChecksum_orAnotherView_isADivergence() {
     long viewId = a.node().viewId();
@@ -96,6 +111,7 @@ class RingViewTest {
   @Test
   void theArcs_areEachMembersPrimaryRanges_inTheRingOfTheReply() throws Exception {
     assertArcs(view.reply(true), a.node().ring());
+    assertArcs(view.reply(true), a.node().ring()); // the same ring: its ranges as built for the first reply
     nodes.add(InJvmPeer.start(a.node().config().clusterName(), "b", TestingAids.fromSystemProperties()));
     InJvmPeer.awaitOneRing(nodes);
     assertEquals(2, a.node().ring().members().size());

@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
+import io.ringmaster.ring.Member;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -40,7 +43,7 @@ class RoutingTest {
     a.startLeaving();
     a.markLeaving("b", a.addressOf("b")); // b refused a push: it is leaving too
     assertFalse(a.onlyLeaversLeft(), "c stays");
-    io.ringmaster.ring.HashRing base = peers.get(0).node().ring();
+    HashRing base = peers.get(0).node().ring();
     assertEquals(base.without("a").without("b").checksum(), a.ring().checksum(), "routes around a and b");
     a.markLeaving("c", a.addressOf("c"));
     assertTrue(a.onlyLeaversLeft(), "z owns no key, so nobody is left to take a's");
@@ -78,6 +81,69 @@ class RoutingTest {
     assertTrue(a.inRing(), "the peer is leaving, not refused");
     assertTrue(a.isSelf("a"));
     assertEquals(List.of("b", "c"), a.ring().members().stream().map(m -> m.id()).sorted().toList());
+  }
+
+  /**
+   * Only {@link Routing#nodeClosing} keeps a peer in the ring once its node has closed: it notes
+   * the node in the ring as the peer begins to close it. A node that closed without that note (as
+   * for a peer the cluster refused when it began to close: nodeClosing then notes nothing) leaves
+   * the peer out of the ring: its id names no process of its, and it owns nothing.
+   */
+  @Test
+  void aPeerWhoseNodeClosed_withoutNotingItInTheRing_isNotInTheRing() throws Exception {
+    InJvmPeer.startAll(peers, "routing-closed-unnoted", List.of("a", "b"));
+    Routing a = peers.get(0).routing();
+    assertTrue(a.inRing(), "in the ring while its node is");
+
+    peers.get(0).node().close();
+
+    assertFalse(peers.get(0).node().isInRing(), "the node left the ring");
+    assertFalse(a.inRing(), "nothing noted it in the ring as it closed");
+    assertFalse(a.isSelf("a"), "its id is no longer this peer");
+    assertEquals(-1, a.indexOfSelf(List.of("a", "b")), "and owns nothing");
+  }
+
+  /**
+   * The ring a leaving peer routes by follows the cluster's: a peer that stops meanwhile is routed
+   * around, though the leavers it knows of are the same (its derived ring is not kept past a new
+   * cluster ring).
+   */
+  @Test
+  void aLeavingPeer_routesAroundAPeerThatStoppedMeanwhile() throws Exception {
+    InJvmPeer.startAll(peers, "routing-follows", List.of("a", "b", "c"));
+    Routing a = peers.get(0).routing();
+    a.startLeaving();
+    assertEquals(List.of("b", "c"), a.ring().members().stream().map(m -> m.id()).sorted().toList());
+
+    peers.remove(2).close();
+    await().atMost(Duration.ofSeconds(20)).until(() -> peers.get(0).node().ring().members().size() == 2);
+
+    assertEquals(peers.get(0).node().ring().without("a").checksum(), a.ring().checksum(), "the ring without a, of now");
+    assertEquals(List.of("b"), a.ring().members().stream().map(m -> m.id()).toList(), "c is gone");
+  }
+
+  /**
+   * Whether this peer owns a range (by its last position): as an owner in the ring it routes by,
+   * and in the ring at all. A leaving peer owns nothing in the ring it leaves behind, nor does a
+   * peer out of the ring.
+   */
+  @Test
+  void owns_aRangeOnlyAsOneOfItsOwners_inTheRingItRoutesBy() throws Exception {
+    InJvmPeer.startAll(peers, "routing-owns", List.of("a", "b", "c"));
+    Routing a = peers.get(0).routing();
+    HashRing ring = peers.get(0).node().ring();
+    Member memberA = ring.member("a").orElseThrow();
+    KeyRange mine = ring.primaryRangesByMember().get("a").get(0);
+    KeyRange others = ring.primaryRangesByMember().get("b").stream()
+        .filter(r -> !ring.ownersOfPosition(r.end(), 2).contains(memberA)).findFirst().orElseThrow();
+    assertTrue(a.owns(mine), "its primary range");
+    assertFalse(a.owns(others), "a range only b and c own");
+
+    a.startLeaving();
+    assertFalse(a.owns(mine), "the ring it leaves behind has no a");
+    peers.get(0).node().close(); // nothing noted it in the ring: it is out of it
+    assertFalse(a.inRing());
+    assertFalse(a.owns(mine));
   }
 
   @Test

@@ -1,13 +1,18 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -25,10 +30,14 @@ class SweepTest {
 
   /** Starts a, b and c; b refuses its first {@code handoffsBRefuses} hand-off pushes. */
   private void start(int handoffsBRefuses) throws Exception {
+    start(TestingAids.REFUSE_HANDOFFS, handoffsBRefuses);
+  }
+
+  /** Starts a, b and c; b refuses the first {@code count} requests that the testing aid {@code refusal} names. */
+  private void start(String refusal, int count) throws Exception {
     cluster = InJvmPeer.clusterName("sweep");
     peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
-    peers.add(b = InJvmPeer.start(cluster, "b",
-        InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(handoffsBRefuses))));
+    peers.add(b = InJvmPeer.start(cluster, "b", InJvmPeer.aidsWith(refusal, String.valueOf(count))));
     peers.add(c = InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties()));
     InJvmPeer.awaitOneRing(peers);
   }
@@ -188,11 +197,16 @@ class SweepTest {
       c.sweeper().repairQueued();
     }
     List<Boolean> ran = new ArrayList<>();
-    for (long mergeView = 11; mergeView <= 13; mergeView++) {
-      assertTrue(c.sweeper().repairPending(), "a repair is queued");
-      ran.add(c.sweeper().repairAfterMerge(mergeView));
-    }
+    List<LogRecord> logged = Logged.by(Sweeper.class, () -> {
+      for (long mergeView = 11; mergeView <= 13; mergeView++) {
+        assertTrue(c.sweeper().repairPending(), "a repair is queued");
+        ran.add(c.sweeper().repairAfterMerge(mergeView));
+      }
+    });
     assertEquals(List.of(false, false, true), ran);
+    assertEquals(List.of("c: the repair of merge view 11 is left to that of a later merge, queued behind it",
+        "c: the repair of merge view 12 is left to that of a later merge, queued behind it"),
+        Logged.messages(logged, Level.FINE), "each skipped repair says so, at DEBUG");
     assertEquals(Optional.of(entry), a.store().get(entry.key()), "the last pass pushed to every owner");
     assertEquals(Optional.of(entry), b.store().get(entry.key()));
     assertTrue(!c.sweeper().repairPending(), "nothing left to repair");
@@ -262,5 +276,130 @@ class SweepTest {
     assertEquals(Optional.of(strays.get(1)), b.store().get(strays.get(1).key()));
     assertEquals(0, c.store().size(), "c dropped both");
     assertEquals(2, c.counters().strayKeysHandedOff.sum());
+  }
+
+  /**
+   * A sweep that handed strays off says so in the event log: how many, and to which peers. One
+   * that handed nothing off (an owner refused) says nothing.
+   */
+  @Test
+  void aSweep_publishesWhatItHandedOff_andToWhom_butNothingWhenItHandedOffNothing() throws Exception {
+    start(Transfers.ATTEMPTS); // every attempt of the first push to b is refused
+    Entry stray = strayOnC();
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+
+    sweeper.sweep();
+    assertEquals(Optional.of(stray), c.store().get(stray.key()), "c keeps it: b has no copy yet");
+    assertEquals(List.of(), events.recent(), "nothing handed off");
+
+    sweeper.sweep();
+    assertTrue(c.store().get(stray.key()).isEmpty(), "handed off to a and b");
+    assertEquals(1, events.recent().size(), events.recent()::toString);
+    JsonNode sweep = PeerCluster.parse(events.recent().get(0));
+    assertEquals("sweep", sweep.path("type").asText());
+    assertEquals(1, sweep.path("keys").asLong());
+    assertEquals(List.of("a", "b"), texts(sweep.path("peers")));
+  }
+
+  /**
+   * The repair after a merge says what it did in the event log: the merge view, how many entries it
+   * pushed (each once, however many owners it went to), to which owners, how long it took, and
+   * whether every owner took its share.
+   */
+  @Test
+  void aRepairAfterMerge_publishesTheEntriesItPushed_toWhom_andHowLongItTook() throws Exception {
+    start(0);
+    Entry stray = strayOnC(); // to a and b
+    Entry owned = Entry.of(c.keyOwnedBy(Set.of("a", "c")), "owned", new Version(VersionClock.systemMicros(), "c"));
+    c.store().merge(owned); // to a
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+
+    long started = System.nanoTime();
+    assertTrue(sweeper.repairAfterMerge(11));
+    long tookMillis = (System.nanoTime() - started) / 1_000_000;
+
+    assertEquals(Optional.of(stray), a.store().get(stray.key()));
+    assertEquals(Optional.of(stray), b.store().get(stray.key()));
+    assertEquals(Optional.of(owned), a.store().get(owned.key()));
+    assertEquals(1, events.recent().size(), events.recent()::toString);
+    JsonNode repair = PeerCluster.parse(events.recent().get(0));
+    assertEquals("repair", repair.path("type").asText());
+    assertEquals(11, repair.path("viewId").asLong());
+    assertEquals(2, repair.path("keys").asLong(), "two entries pushed, one of them to two owners");
+    assertEquals(Set.of("a", "b"), Set.copyOf(texts(repair.path("peers"))));
+    assertTrue(repair.path("ok").asBoolean(false), repair::toString);
+    long millis = repair.path("millis").asLong(-1);
+    assertTrue(millis >= 0 && millis <= tookMillis, "took " + millis + " ms of the " + tookMillis + " ms of the call");
+  }
+
+  /**
+   * An owner the repair could not reach is tried again, alone, once its delay (2 s after the first
+   * failed round) is over; the repair is done once it took its share.
+   */
+  @Test
+  void aRepairThatCouldNotReachAnOwner_triesThatOwnerAgain_onceItsDelayIsOver() throws Exception {
+    start(TestingAids.REFUSE_REPAIRS, Transfers.ATTEMPTS); // every attempt of c's first repair push to b is refused
+    Entry stray = strayOnC();
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+
+    long before = System.nanoTime(); // before the round failed: b is tried again 2 s after that, not sooner
+    List<LogRecord> failed = Logged.by(Sweeper.class, () -> assertTrue(sweeper.repairAfterMerge(11)));
+    assertEquals(Optional.of(stray), a.store().get(stray.key()), "a took it");
+    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
+    assertEquals(List.of("c: repair after merge view 11 could not reach [b]; again in 2 s"),
+        Logged.messages(failed, Level.WARNING));
+    assertTrue(sweeper.repairPending(), "b is to be tried again");
+    sweeper.retryRepair();
+    if (System.nanoTime() - before < Duration.ofSeconds(2).toNanos()) { // not if this thread stalled that long
+      assertTrue(b.store().get(stray.key()).isEmpty(), "not tried again before its delay is over");
+    }
+
+    List<LogRecord> retried = Logged.by(Sweeper.class, () ->
+        await("b tried again").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
+          sweeper.retryRepair();
+          return b.store().get(stray.key()).isPresent();
+        }));
+    assertEquals(Optional.of(stray), b.store().get(stray.key()));
+    assertFalse(sweeper.repairPending(), "nothing left to try again");
+    assertEquals(List.of("c: repair after merge view 11 done after 1 failed rounds"), Logged.messages(retried, Level.INFO));
+    List<JsonNode> repairs = events.recent().stream().map(PeerCluster::parse).toList();
+    assertEquals(2, repairs.size(), repairs::toString);
+    assertFalse(repairs.get(0).path("ok").asBoolean(true), "the first round failed");
+    assertEquals(List.of("b"), texts(repairs.get(1).path("peers")), "the second went to b alone");
+    assertTrue(repairs.get(1).path("ok").asBoolean(false));
+    assertEquals(11, repairs.get(1).path("viewId").asLong());
+  }
+
+  /** A peer that leaves does not try a repair again: its hand-off moves everything it holds. */
+  @Test
+  void aRepairToTryAgain_isLeftToTheHandOff_onceThePeerLeaves() throws Exception {
+    start(TestingAids.REFUSE_REPAIRS, Transfers.ATTEMPTS);
+    Entry stray = strayOnC();
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+    assertTrue(sweeper.repairAfterMerge(11));
+    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
+    assertTrue(sweeper.repairPending());
+
+    c.routing().startLeaving();
+    List<LogRecord> logged = Logged.by(Sweeper.class, () ->
+        await("the retry came due").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
+          sweeper.retryRepair();
+          return !sweeper.repairPending();
+        }));
+
+    assertEquals(List.of("c: leaving; its hand-off replaces the repair of merge view 11"),
+        Logged.messages(logged, Level.INFO));
+    assertTrue(b.store().get(stray.key()).isEmpty(), "nothing pushed to b");
+    assertEquals(1, events.recent().size(), "no second repair: " + events.recent());
+  }
+
+  private static List<String> texts(JsonNode array) {
+    List<String> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.asText()));
+    return out;
   }
 }
