@@ -15,7 +15,7 @@ import org.jgroups.Address;
  * member's view of the checksum and whether they all agree.
  */
 final class PeerDirectory {
-  /** A report is current if younger than this; older means the peer stopped reporting. */
+  /** A report is current if at most this old (in ms); older means the peer stopped reporting. */
   static final long FRESH_MILLIS = 3_500;
 
   /** A report, the process that sent it (empty if its address names none), and when it came. */
