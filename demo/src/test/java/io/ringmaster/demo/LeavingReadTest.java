@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -8,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -43,7 +46,9 @@ class LeavingReadTest {
 
     b.routing().startLeaving(); // b's LEAVING change: from here b routes by the ring without it
     // Through b, before its hand-off: its ring names only a, which has nothing yet.
-    assertEquals(Optional.of("v1"), value(b.kv().get(key)), "read through b, before its hand-off");
+    KvService.Read before = b.kv().get(key);
+    assertEquals(Optional.of("v1"), value(before), "read through b, before its hand-off");
+    assertEquals("b", before.servedBy(), "b's own copy counts, ahead of a's answer (which a asked b for)");
 
     List<Entry> held = List.copyOf(b.store().all());
     Optional<Address> took = b.transfers().pushTo("a", held, Wire.PushKind.MIGRATION, () -> false);
@@ -80,7 +85,7 @@ class LeavingReadTest {
 
     for (InJvmPeer owner : List.of(a, peers.get(1))) {
       owner.rpc().handleQuickly(Wire.OP_GET, in -> owner.kv().handleGet(in).thenApplyAsync(reply -> reply,
-          java.util.concurrent.CompletableFuture.delayedExecutor(200, java.util.concurrent.TimeUnit.MILLISECONDS)));
+          CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS)));
     }
     // Through c before it leaves: no owner has reported, so the read waits for all of them.
     assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through c, no owner reported yet");
@@ -97,9 +102,9 @@ class LeavingReadTest {
     // not a "not found" for a key the owners hold.
     for (InJvmPeer owner : List.of(a, peers.get(1))) {
       owner.rpc().handleQuickly(Wire.OP_GET,
-          in -> java.util.concurrent.CompletableFuture.failedFuture(new Rpc.Declined("not now")));
+          in -> CompletableFuture.failedFuture(new Rpc.Declined("not now")));
     }
-    KvService.Unavailable refused = org.junit.jupiter.api.Assertions.assertThrows(KvService.Unavailable.class,
+    KvService.Unavailable refused = assertThrows(KvService.Unavailable.class,
         () -> c.kv().get(key));
     assertTrue(refused.getMessage().startsWith("no owner of \"" + key + "\" answered"), refused.getMessage());
   }

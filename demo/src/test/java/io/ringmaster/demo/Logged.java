@@ -1,7 +1,11 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Predicate;
 import java.util.logging.Filter;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -20,6 +24,15 @@ final class Logged {
 
   /** The records {@code source}'s logger takes while {@code step} runs, every level, in order. */
   static <E extends Exception> List<LogRecord> by(Class<?> source, Step<E> step) throws E {
+    return until(source, logged -> true, step);
+  }
+
+  /**
+   * As {@link #by}, the step then waiting (20 s at most) until the records taken satisfy
+   * {@code done}: for what {@code source} logs on another thread once the step set it going.
+   */
+  static <E extends Exception> List<LogRecord> until(Class<?> source, Predicate<List<LogRecord>> done,
+                                                     Step<E> step) throws E {
     Logger logger = Logger.getLogger(source.getName());
     List<LogRecord> logged = new CopyOnWriteArrayList<>();
     Level level = logger.getLevel();
@@ -31,6 +44,9 @@ final class Logged {
     });
     try {
       step.run();
+      if (!done.test(logged)) {
+        await().atMost(Duration.ofSeconds(20)).until(() -> done.test(logged));
+      }
     } finally {
       logger.setFilter(filter);
       logger.setLevel(level);

@@ -82,4 +82,48 @@ class OwnerRestartMidWriteTest {
     assertEquals("v1", held.value());
     assertEquals(written.version(), c.store().get(key).orElseThrow().version());
   }
+
+  /**
+   * The same through a writer that owns the key too (replicas 3: a, b and c own every key): the
+   * writer's own copy counts as its own, and b's, stored by its old process, still does not.
+   */
+  @Test
+  void throughAnOwner_aCopyStoredByAnotherOwnersOldProcess_doesNotCount() throws Exception {
+    String cluster = InJvmPeer.clusterName("owner-restart-mid-write-owner");
+    TestingAids aids = TestingAids.fromSystemProperties();
+    InJvmPeer a = InJvmPeer.start(cluster, "a", aids, builder -> builder.replicas(3), PATIENT, kv -> kv::handleWrite);
+    peers.add(a);
+    InJvmPeer b = InJvmPeer.start(cluster, "b", aids, builder -> builder.replicas(3));
+    peers.add(b);
+    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder.replicas(3), KvService.WriteTimeouts.DEFAULT,
+        kv -> in -> kv.handleWrite(in).thenCombine(cMayAnswer, (reply, mayAnswer) -> reply)));
+    InJvmPeer c = peers.get(2);
+    InJvmPeer.awaitOneRing(peers);
+    String key = "k";
+    assertEquals(Set.of("a", "b", "c"), Set.copyOf(a.routing().owners(key)));
+    UUID oldB = b.routing().ownProcess().orElseThrow();
+
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put(key, "v1"));
+    await().atMost(Duration.ofSeconds(10)).until(() -> b.store().get(key).isPresent() && c.store().get(key).isPresent());
+    assertFalse(write.isDone(), "a waits for c's answer");
+
+    peers.remove(b);
+    b.close();
+    InJvmPeer newB = InJvmPeer.start(cluster, "b", aids, builder -> builder.replicas(3));
+    peers.add(newB);
+    UUID newProcess = newB.routing().ownProcess().orElseThrow();
+    assertNotEquals(oldB, newProcess);
+    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        .until(() -> a.routing().processOf("b").equals(Optional.of(newProcess)) && a.node().ring().contains("b"));
+    assertTrue(newB.store().get(key).isEmpty(), "the new b holds nothing yet: a still waits for c");
+
+    cMayAnswer.complete(null);
+    KvService.Written written = write.get(30, TimeUnit.SECONDS);
+
+    assertEquals(Set.of("a", "b", "c"), Set.copyOf(written.owners()));
+    Entry held = newB.store().get(key).orElseThrow(() -> new AssertionError(
+        "a wrote again to the process now holding b's id, rather than count the old one's copy"));
+    assertEquals(written.version(), held.version());
+    assertEquals(written.version(), a.store().get(key).orElseThrow().version());
+  }
 }

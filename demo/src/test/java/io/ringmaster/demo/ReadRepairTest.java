@@ -2,12 +2,18 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -23,13 +29,15 @@ class ReadRepairTest {
   private InJvmPeer a;
   private InJvmPeer b;
   private InJvmPeer c;
+  /** Owners every peer's key service takes for not serving requests yet (just joined, not reported). */
+  private final Set<String> notReady = ConcurrentHashMap.newKeySet();
 
   @BeforeEach
   void startThreePeers() throws Exception {
     String cluster = InJvmPeer.clusterName("read-repair");
     for (String id : List.of("a", "b", "c")) {
       nodes.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder,
-          KvService.WriteTimeouts.DEFAULT, kv -> kv::handleWrite, key -> List.of(), owner -> true, true));
+          KvService.WriteTimeouts.DEFAULT, kv -> kv::handleWrite, key -> List.of(), owner -> !notReady.contains(owner), true));
     }
     InJvmPeer.awaitOneRing(nodes);
     a = nodes.get(0);
@@ -102,8 +110,152 @@ class ReadRepairTest {
     Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
     b.store().merge(v1); // a missed the write
     b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
-        java.util.concurrent.CompletableFuture.delayedExecutor(800, java.util.concurrent.TimeUnit.MILLISECONDS)));
+        CompletableFuture.delayedExecutor(800, TimeUnit.MILLISECONDS)));
 
     assertEquals(Optional.of("v1"), a.kv().get(key).entry().map(Entry::value));
+  }
+
+  /**
+   * A read through an owner that holds an older copy itself waits for the other owner's answer,
+   * though its own copy came at once, and returns the other's newer copy (and repairs its own).
+   * Only the peer the read came through counts it.
+   */
+  @Test
+  void aReadThroughAnOwnerWithAnOlderCopy_waitsForTheOtherOwnersNewerOne() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    long now = VersionClock.systemMicros();
+    Entry v0 = Entry.of(key, "v0", new Version(now - 1_000_000L, "a"));
+    Entry v1 = Entry.of(key, "v1", new Version(now, "b"));
+    a.store().merge(v0);
+    b.store().merge(v1);
+
+    KvService.Read read = a.kv().get(key);
+
+    assertEquals(Optional.of(v1), read.entry());
+    assertEquals("b", read.servedBy());
+    assertEquals(List.of(1L, 0L, 0L), nodes.stream().map(n -> n.counters().getsServed.sum()).toList(),
+        "a served the read; b and c only answered for their copies");
+    await("a repaired").atMost(Duration.ofSeconds(20)).until(() -> a.store().get(key).equals(Optional.of(v1)));
+  }
+
+  /** Of two owners holding the same copy, a read through one of them names that one: it asks itself first. */
+  @Test
+  void aReadThroughAnOwner_ofACopyBothOwnersHold_namesThatOwner() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "a"));
+    a.store().merge(v1);
+    b.store().merge(v1);
+
+    KvService.Read throughA = a.kv().get(key);
+    KvService.Read throughB = b.kv().get(key);
+
+    assertEquals(Optional.of(v1), throughA.entry());
+    assertEquals("a", throughA.servedBy());
+    assertEquals(Optional.of(v1), throughB.entry());
+    assertEquals("b", throughB.servedBy());
+  }
+
+  /**
+   * A read through a peer that does not own the key (and is not leaving) asks the owners only: a
+   * stray copy it holds, even a newer one, is not read (its sweep hands it to the owners), nor sent
+   * to them by a repair.
+   */
+  @Test
+  void aReadThroughANonOwner_doesNotReadAStrayCopyItHolds() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    long now = VersionClock.systemMicros();
+    Entry v1 = Entry.of(key, "v1", new Version(now, "a"));
+    Entry stray = Entry.of(key, "stray", new Version(now + 1_000_000L, "c"));
+    a.store().merge(v1);
+    b.store().merge(v1);
+    c.store().merge(stray);
+
+    KvService.Read read = c.kv().get(key);
+
+    assertEquals(Optional.of(v1), read.entry());
+    assertTrue(Set.of("a", "b").contains(read.servedBy()), read.servedBy());
+    assertEquals(0, c.counters().readRepairs.sum(), "the owners were not sent the stray copy");
+  }
+
+  /**
+   * An owner answering later than the grace after the first copy came is not waited for: the read
+   * returns the copy it has (here the reading owner's own, at once), not the later one, newer
+   * though it is; the read repair, or a later read, brings the owners together.
+   */
+  @Test
+  void anOwnerAnsweringPastTheGraceAfterTheFirstCopy_isNotWaitedFor() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    long now = VersionClock.systemMicros();
+    Entry v0 = Entry.of(key, "v0", new Version(now - 1_000_000L, "a"));
+    Entry v1 = Entry.of(key, "v1", new Version(now, "b"));
+    a.store().merge(v0);
+    b.store().merge(v1);
+    // b answers a second late: past READ_GRACE (0.5 s) after a's own copy, within the read's 2 s.
+    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
+        CompletableFuture.delayedExecutor(1000, TimeUnit.MILLISECONDS)));
+
+    KvService.Read read = a.kv().get(key);
+
+    assertEquals(Optional.of(v0), read.entry());
+    assertEquals("a", read.servedBy());
+  }
+
+  /**
+   * A read whose owners that serve requests all failed to answer waits for the owner that just
+   * joined (it has not reported yet), and returns its copy, though it comes 0.3 s later.
+   */
+  @Test
+  void whenNoServingOwnerAnswers_theReadWaitsForTheOwnerThatJustJoined() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
+    b.store().merge(v1);
+    notReady.add("b");
+    a.rpc().handleQuickly(Wire.OP_GET, in -> CompletableFuture.failedFuture(
+        new Rpc.Declined("busy")));
+    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
+        CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS)));
+
+    KvService.Read read = c.kv().get(key);
+
+    assertEquals(Optional.of(v1), read.entry());
+    assertEquals("b", read.servedBy());
+  }
+
+  /**
+   * A read that a serving owner answered, "not found" included, does not wait for an owner that
+   * just joined (it has not reported yet, and takes its keys in from that owner): here it would
+   * answer 1.5 s later, within the read's 2 s.
+   */
+  @Test
+  void whenAServingOwnerAnswers_theReadDoesNotWaitForTheOwnerThatJustJoined() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
+    b.store().merge(v1); // as if written to b alone: only its late answer would find it
+    notReady.add("b");
+    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
+        CompletableFuture.delayedExecutor(1500, TimeUnit.MILLISECONDS)));
+
+    KvService.Read read = c.kv().get(key);
+
+    assertEquals(Optional.empty(), read.entry(), "a's \"not found\", the one serving owner's answer");
+    assertEquals("a", read.servedBy());
+  }
+
+  /** A read repair that the owner refuses is logged (DEBUG), naming the key, the owner and why. */
+  @Test
+  void aReadRepairTheOwnerRefuses_isLogged() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    a.store().merge(Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "a"))); // b missed it
+    b.rpc().handleQuickly(Wire.OP_WRITE, in -> CompletableFuture.failedFuture(
+        new Rpc.Declined("no room")));
+
+    List<LogRecord> logged = Logged.until(KvService.class,
+        records -> !Logged.messages(records, Level.FINE).isEmpty(),
+        () -> assertEquals(Optional.of("v1"), c.kv().get(key).entry().map(Entry::value)));
+
+    List<String> messages = Logged.messages(logged, Level.FINE);
+    assertEquals(1, messages.size(), messages.toString());
+    assertTrue(messages.get(0).startsWith("read repair of \"" + key + "\" on b failed: ")
+        && messages.get(0).contains("no room"), messages.get(0));
   }
 }

@@ -1,11 +1,16 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -47,5 +52,34 @@ class SameVersionWriteTest {
       assertEquals(Optional.of(Entry.of(key, "apple", written.version())), owner.store().get(key),
           "the acknowledged value is the one " + owner.routing().self() + " holds");
     }
+  }
+
+  /**
+   * A write that an owner answers, round after round, with a newer version than the one just
+   * stamped fails at its deadline saying so ("superseded by" that version).
+   */
+  @Test
+  void aWriteSupersededAtEveryRound_failsAtItsDeadline_sayingItWasSuperseded() throws Exception {
+    String cluster = InJvmPeer.clusterName("same-version-superseded");
+    KvService.WriteTimeouts short_ = new KvService.WriteTimeouts(Duration.ofSeconds(2),
+        Duration.ofMillis(500));
+    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
+        kv -> kv::handleWrite));
+    InJvmPeer a = peers.get(0);
+    // b stores nothing and always claims a version one microsecond past the write's.
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
+        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+          Wire.WriteRequest r = Wire.readWrite(in);
+          Version past = new Version(r.entry().version().stamp() + 1, "z");
+          return CompletableFuture.completedFuture(Wire.writeReply(
+              new Wire.WriteReply(Map.of(), past, false)));
+        }));
+    InJvmPeer.awaitOneRing(peers);
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class,
+        () -> a.kv().put("k", "v"));
+
+    assertTrue(failed.getMessage().contains("last error: superseded by "),
+        failed.getMessage());
   }
 }

@@ -1,14 +1,17 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -45,7 +48,7 @@ class StoppedWriteTest {
     CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
     assertTrue(asked.await(20, TimeUnit.SECONDS), "b was asked to store the write");
     a.kv().stopped();
-    ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+    ExecutionException failed = assertThrows(ExecutionException.class,
         () -> write.get(30, TimeUnit.SECONDS));
     KvService.Unavailable unavailable = org.junit.jupiter.api.Assertions.assertInstanceOf(
         KvService.Unavailable.class, failed.getCause());
@@ -61,8 +64,8 @@ class StoppedWriteTest {
   void aWriteWaitingForAReply_whenThePeerStops_endsAsStopping_notAtTheCallsTimeout() throws Exception {
     String cluster = InJvmPeer.clusterName("stopped-write-waiting");
     CountDownLatch asked = new CountDownLatch(1);
-    KvService.WriteTimeouts minute = new KvService.WriteTimeouts(java.time.Duration.ofMinutes(1),
-        java.time.Duration.ofMinutes(2));
+    KvService.WriteTimeouts minute = new KvService.WriteTimeouts(Duration.ofMinutes(1),
+        Duration.ofMinutes(2));
     InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2), minute,
         kv -> kv::handleWrite);
     peers.add(a);
@@ -76,7 +79,7 @@ class StoppedWriteTest {
     CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
     assertTrue(asked.await(20, TimeUnit.SECONDS), "b was asked to store the write");
     a.kv().stopped();
-    ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+    ExecutionException failed = assertThrows(ExecutionException.class,
         () -> write.get(20, TimeUnit.SECONDS), "ended well before the call's minute");
     assertEquals("the peer is stopping", org.junit.jupiter.api.Assertions.assertInstanceOf(
         KvService.Unavailable.class, failed.getCause()).getMessage());
@@ -120,7 +123,7 @@ class StoppedWriteTest {
     CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
     assertTrue(refused.await(20, TimeUnit.SECONDS), "b refused the write");
     a.kv().stopped();
-    ExecutionException failed = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+    ExecutionException failed = assertThrows(ExecutionException.class,
         () -> write.get(5, TimeUnit.SECONDS), "ended well before the write's 10 s deadline");
     assertEquals("the peer is stopping", org.junit.jupiter.api.Assertions.assertInstanceOf(
         KvService.Unavailable.class, failed.getCause()).getMessage());
@@ -136,9 +139,85 @@ class StoppedWriteTest {
         TestingAids.fromSystemProperties(), b -> b.replicas(2));
     peers.add(a);
     a.routing().startLeaving();
-    KvService.Unavailable refused = org.junit.jupiter.api.Assertions.assertThrows(KvService.Unavailable.class,
+    KvService.Unavailable refused = assertThrows(KvService.Unavailable.class,
         () -> a.kv().put("k", "v"));
     assertEquals("the ring has no owners", refused.getMessage());
     assertTrue(a.store().get("k").isEmpty(), "stored nowhere");
+  }
+
+  /**
+   * A reply already on its way when the peer stops is still waited for (a short grace after the
+   * stop): the owner stored the write, so it is written, not answered 503. Here b stores it, a
+   * stops, and b's reply comes 0.2 s later (the grace is 1 s).
+   */
+  @Test
+  void aReplyComingJustAfterThePeerStopped_isWaitedFor_andTheWriteIsWritten() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-late-reply");
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
+    peers.add(a);
+    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), settings -> settings.replicas(2));
+    peers.add(b);
+    InJvmPeer.awaitOneRing(peers);
+    b.rpc().handleQuickly(Wire.OP_WRITE, in -> b.kv().handleWrite(in).thenApply(reply -> {
+      a.kv().stopped();
+      return reply;
+    }).thenApplyAsync(reply -> reply, CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS)));
+
+    KvService.Written written = a.kv().put("k", "v");
+
+    assertEquals(List.of("a", "b"), written.owners().stream().sorted().toList());
+    assertEquals(written.version(), b.store().get("k").orElseThrow().version(), "b holds the write acknowledged");
+  }
+
+  /**
+   * A write whose owner never answers fails at its deadline naming that owner alone, not the owner
+   * that stored it (the writer itself here).
+   */
+  @Test
+  void aWriteWhoseOwnerNeverAnswers_failsAtItsDeadline_namingOnlyThatOwner() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-deadline");
+    // The call waits 1 s for b, past the write's 0.2 s deadline: one round, then the failure.
+    KvService.WriteTimeouts shortDeadline = new KvService.WriteTimeouts(Duration.ofSeconds(1),
+        Duration.ofMillis(200));
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2),
+        shortDeadline, kv -> kv::handleWrite);
+    peers.add(a);
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
+        KvService.WriteTimeouts.DEFAULT, kv -> in -> new CompletableFuture<>())); // never answers
+    InJvmPeer.awaitOneRing(peers);
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class,
+        () -> a.kv().put("k", "v"));
+
+    assertTrue(failed.getMessage().startsWith("owners [b] of \"k\" did not store the write"), failed.getMessage());
+    assertTrue(a.store().get("k").isPresent(), "a stored it");
+  }
+
+  /**
+   * A write whose owner refuses it at once is sent again when the view changes, or a quarter of a
+   * second later, not round after round as fast as the refusals come: here, over its 2 s, no more
+   * than 9 times, 12 allowed (a spinning writer sends it hundreds of times).
+   */
+  @Test
+  void aWriteWhoseOwnerRefusesAtOnce_isSentAgainAQuarterSecondApart_untilItsDeadline() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-rounds");
+    AtomicInteger refusals = new AtomicInteger();
+    KvService.WriteTimeouts twoSeconds = new KvService.WriteTimeouts(Duration.ofSeconds(2),
+        Duration.ofSeconds(2));
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2), twoSeconds,
+        kv -> kv::handleWrite);
+    peers.add(a);
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
+        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+          refusals.incrementAndGet();
+          return CompletableFuture.failedFuture(new Rpc.Declined("not now"));
+        }));
+    InJvmPeer.awaitOneRing(peers);
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class,
+        () -> a.kv().put("k", "v"));
+
+    assertTrue(failed.getMessage().contains("b: not now"), failed.getMessage());
+    assertTrue(refusals.get() >= 1 && refusals.get() <= 12, "rounds: " + refusals.get());
   }
 }

@@ -191,4 +191,68 @@ class WriteForwardingTest {
     assertEquals(0, b.counters().writesForwarded.sum());
     assertTrue(c.store().get(key).isEmpty());
   }
+
+  /**
+   * An owner counts a write it was sent once it changed its store, not again when the same write
+   * comes back; its clock follows the write's stamp, so that its own next write, of any key, is
+   * stamped past it; and the peer a put or a delete came through counts it, once.
+   */
+  @Test
+  void anOwnerCountsAWriteThatChangedItsStore_andStampsItsOwnWritesPastIt_andAPeerCountsThePutsAndDeletesItServes()
+      throws Exception {
+    String key = keyOwnedByAAndB();
+    Version ahead = new Version(VersionClock.systemMicros() + 60_000_000L, "a"); // a's clock, a minute ahead
+    Wire.WriteRequest request = new Wire.WriteRequest(Entry.of(key, "v8", ahead), Set.of("a", "b"), 0);
+
+    b.kv().storeAndForward(request).get(10, TimeUnit.SECONDS);
+    assertEquals(1, b.counters().writesStored.sum(), "b stored the write");
+    b.kv().storeAndForward(request).get(10, TimeUnit.SECONDS);
+    assertEquals(1, b.counters().writesStored.sum(), "the same write again changed nothing at b");
+
+    KvService.Written put = b.kv().put(b.keyOwnedBy(Set.of("b", "c")), "v9");
+    assertTrue(put.version().isNewerThan(ahead), "b's next stamp is past the one it stored: " + put.version());
+    KvService.Written deleted = b.kv().delete(b.keyOwnedBy(Set.of("b", "c")));
+    assertTrue(deleted.version().isNewerThan(put.version()));
+    assertEquals(List.of(1L, 1L), List.of(b.counters().putsServed.sum(), b.counters().deletesServed.sum()),
+        "b served one put and one delete");
+    assertEquals(0, c.counters().putsServed.sum() + c.counters().deletesServed.sum(),
+        "c, an owner written to, served none");
+  }
+
+  /**
+   * A leaving peer that forwards a write names itself as leaving, though its sender named no one:
+   * a receiver leaving too takes it for a leaver, and routes around it. One copy per key; x and y
+   * leave at once, neither knowing of the other; z writes a key of x's, which x forwards to y, its
+   * successor, and y refuses.
+   */
+  @Test
+  void aLeavingPeerForwardingAWriteNamedByNoOne_namesItself_andALeavingReceiverTakesItForALeaver() throws Exception {
+    String cluster = InJvmPeer.clusterName("write-forwarding-names");
+    List<InJvmPeer> single = new ArrayList<>();
+    for (String id : List.of("x", "y", "z")) {
+      InJvmPeer p = InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
+      single.add(p);
+      nodes.add(p); // closed after the test
+    }
+    InJvmPeer.awaitOneRing(single);
+    InJvmPeer x = single.get(0);
+    InJvmPeer y = single.get(1);
+    InJvmPeer z = single.get(2);
+    String key = null; // a key x owns, whose owner in the ring without x is y
+    for (int i = 0; key == null; i++) {
+      String k = "key-" + i;
+      if (z.routing().owners(k).equals(List.of("x")) && z.routing().ring().without("x").ownerOf(k).id().equals("y")) {
+        key = k;
+      }
+    }
+    x.routing().startLeaving();
+    y.routing().startLeaving();
+    assertTrue(y.routing().ring().contains("x"), "y does not know yet that x leaves");
+
+    KvService.Written written = z.kv().put(key, "v10");
+
+    assertEquals(written.version(), z.store().get(key).orElseThrow(() -> new AssertionError(
+        "z, the one peer staying, holds the write")).version());
+    assertFalse(y.routing().ring().contains("x"), "y took x for a leaver: x's forward named it");
+  }
 }

@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -34,7 +36,7 @@ class WriteToKeyComingInTest {
       Duration.ofSeconds(6));
   private final List<InJvmPeer> peers = new ArrayList<>();
   /** Owners that every peer's key service takes for not serving requests yet (not reported). */
-  private final Set<String> notReady = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final Set<String> notReady = ConcurrentHashMap.newKeySet();
   private String key;
   /** Each peer's previous owners of the key: {@link #PREVIOUS_OWNER} unless a test says otherwise. */
   private volatile Map<String, List<String>> previousOwner = PREVIOUS_OWNER;
@@ -423,5 +425,21 @@ class WriteToKeyComingInTest {
     } finally {
       InJvmPeer.closeAll(two);
     }
+  }
+
+  /**
+   * A previous owner asked with no step left (c asks b, b asks a) answers with what it holds and
+   * goes back no further, though the key is coming in to it too: it does not even look up its own
+   * previous owners.
+   */
+  @Test
+  void aPreviousOwnerAskedWithNoStepLeft_goesBackNoFurther() {
+    InJvmPeer c = peers.get(2);
+    previousOwner = Map.of("c", List.of("b"), "b", List.of("a"), "a", List.of("b"));
+    List<String> lookedUp = new CopyOnWriteArrayList<>();
+    whenAsking = lookedUp::add;
+
+    assertEquals(Optional.empty(), c.kv().get(key).entry());
+    assertEquals(List.of("c", "b"), lookedUp, "c and b went back a step; a, with none left, did not");
   }
 }
