@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,8 +17,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -92,10 +99,42 @@ class RebalancerTest {
 
   /** a's rebalancer, with this leave budget. */
   private Rebalancer rebalancerOfA(Duration leaveBudget) {
+    return rebalancerOfA(leaveBudget, retriesOfA());
+  }
+
+  /** a's rebalancer, with this leave budget and these pull retries. */
+  private Rebalancer rebalancerOfA(Duration leaveBudget, PullRetries retries) {
+    return new Rebalancer(a.routing(), a.store(), a.transfers(), retries, a.counters(), eventsOfA, leaveBudget);
+  }
+
+  private PullRetries retriesOfA() {
     Routing routing = a.routing();
-    PullRetries retries = new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
-        System::nanoTime);
-    return new Rebalancer(routing, a.store(), a.transfers(), retries, a.counters(), eventsOfA, leaveBudget);
+    return new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving, System::nanoTime);
+  }
+
+  /** a's events of this type, as JSON. */
+  private List<String> eventsOfA(String type) {
+    return eventsOfA.recent().stream().filter(json -> json.contains("\"type\":\"" + type + "\"")).toList();
+  }
+
+  /** A number field of an event's JSON. */
+  private static long number(String json, String name) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\":(-?[0-9]+)").matcher(json);
+    assertTrue(m.find(), name + " in " + json);
+    return Long.parseLong(m.group(1));
+  }
+
+  /** What {@code body} prints on System.out (the leave's last words), while it runs. */
+  private static String printed(org.junit.jupiter.api.function.Executable body) throws Throwable {
+    java.io.PrintStream out = System.out;
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    System.setOut(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));
+    try {
+      body.execute();
+    } finally {
+      System.setOut(out);
+    }
+    return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** The change a's node delivers when a leaves: everything it owns, lost to b. */
@@ -118,12 +157,27 @@ class RebalancerTest {
     // its second pass is taken.
     List<Entry> held = start(2 * Transfers.ATTEMPTS + 2);
     Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    OwnershipChange leaving = leavingOfA();
+    long before = System.nanoTime();
 
-    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertTimeoutPreemptively(
+        Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leaving)));
 
-    assertTrue(eventsOfA.recent().stream().anyMatch(json -> json.contains("\"direction\":\"out\"")
-        && json.contains("\"keys\":0") && json.contains("\"ok\":false")),
-        "the hand-off failed first: " + eventsOfA.recent());
+    long tookMillis = (System.nanoTime() - before) / 1_000_000;
+    // Each push made all its attempts: the hand-off's and the drain's ran within the budget.
+    assertTrue(Logged.messages(logged, Level.WARNING).stream().noneMatch(m -> m.contains("out of time")),
+        "" + Logged.messages(logged, Level.WARNING));
+    List<String> out = eventsOfA("migration");
+    assertEquals(1, out.size(), "" + out);
+    assertTrue(out.get(0).contains("\"direction\":\"out\"") && out.get(0).contains("\"keys\":0")
+        && out.get(0).contains("\"ok\":false"), "the hand-off failed first: " + out);
+    // Its attempts waited 0.2 + 0.4 + 0.6 + 0.8 s between them.
+    long millis = number(out.get(0), "millis");
+    assertTrue(millis >= 2000 && millis <= tookMillis, millis + " ms of " + tookMillis);
+    assertEquals(List.of(leaving.viewId()), eventsOfA("ownership").stream().map(json -> number(json, "viewId")).toList());
+    assertEquals(List.of(leaving.viewId()), eventsOfA("leaving").stream().map(json -> number(json, "viewId")).toList());
+    assertEquals(KEYS, a.counters().keysMigratedOut.sum(), "the drain moved them all");
+    assertTrue(a.counters().settled.get(), "a change was handled: a serves pulls");
     assertEquals(0, aidsOfB.handoffsLeftToRefuse());
     for (Entry e : held) {
       assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
@@ -224,12 +278,48 @@ class RebalancerTest {
       }
     };
 
-    assertTrue(a.transfers().push("b", entries, Wire.PushKind.MIGRATION), "the push to b's new process");
+    List<LogRecord> logged = Logged.by(Transfers.class,
+        () -> assertTrue(a.transfers().push("b", entries, Wire.PushKind.MIGRATION), "the push to b's new process"));
 
     assertEquals(List.of(1, 1, 2, 3), pagesAcked, "page 1 to the old process, then all three to the new one");
+    assertEquals(List.of("a: b was restarted during a push; pushing its 6 entries again, from the first"),
+        Logged.messages(logged, Level.INFO));
     for (Entry e : entries) {
       assertEquals(Optional.of(e), restarted.get().store().get(e.key()), "b's new process holds " + e.key());
     }
+  }
+
+  /**
+   * A push whose destination is restarted after each first page: it starts again at each new
+   * process, {@link Transfers#ATTEMPTS} rounds in all, then fails, saying so. (b is restarted one
+   * more time at most, so that a push making more rounds ends too, and succeeds.)
+   */
+  @Test
+  void aPush_whoseDestinationKeepsRestarting_failsAfterItsRounds() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Entry> entries = new ArrayList<>();
+    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    for (int i = 0; i < 4; i++) { // two pages
+      entries.add(Entry.of("big-" + i, big + i, new Version(VersionClock.systemMicros(), "a")));
+    }
+    AtomicInteger restarts = new AtomicInteger();
+    a.transfers().afterPage = page -> {
+      if (page == 1 && restarts.get() <= Transfers.ATTEMPTS) {
+        try {
+          b = restartB();
+          restarts.incrementAndGet();
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+      }
+    };
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertTimeoutPreemptively(
+        Duration.ofSeconds(60), () -> assertFalse(a.transfers().push("b", entries, Wire.PushKind.MIGRATION))));
+
+    assertEquals(Transfers.ATTEMPTS, restarts.get(), "a round for each process");
+    assertEquals(List.of("a: push of 4 entries to b failed: its process changed 5 times during the push"),
+        Logged.messages(logged, Level.WARNING));
   }
 
   /**
@@ -249,8 +339,8 @@ class RebalancerTest {
       a.store().merge(e);
       entries.add(e);
     }
-    Map<String, Version> deletions = new java.util.concurrent.ConcurrentHashMap<>();
-    List<Entry> atBAfterTheLastPage = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Map<String, Version> deletions = new ConcurrentHashMap<>();
+    List<Entry> atBAfterTheLastPage = new CopyOnWriteArrayList<>();
     a.transfers().afterPage = page -> {
       if (page == 1 && deletions.isEmpty()) {
         entries.forEach(e -> deletions.put(e.key(), a.kv().delete(e.key()).version()));
@@ -390,7 +480,8 @@ class RebalancerTest {
     }
     assertTrue(!inB.isEmpty(), "b holds keys a would gain");
     b.counters().settled.set(true); // b serves pulls (it has no rebalancer to say it handled its first change)
-    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    PullRetries retries = retriesOfA();
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15), retries);
     rebalancer.stopping();
 
     rebalancer.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, view, view, alone, both,
@@ -403,6 +494,115 @@ class RebalancerTest {
       assertTrue(a.store().get(e.key()).isEmpty(), "a pulled " + e.key());
     }
     assertEquals(2, a.counters().migrationsFailed.sum(), "both changes end incomplete, for the drain to finish");
+    assertEquals(List.of("b"), retries.sourcesFor(HashRing.position(inB.get(0).key())),
+        "the pull not made is left to the retries, which name its source");
+  }
+
+  /**
+   * A change handled while the peer is not stopping: its hand-off tries each page
+   * {@link Transfers#ATTEMPTS} times (b refuses all but the last), and its pull brings in all that
+   * the gained ranges hold; both count what they moved and report it, and the changes complete.
+   * One replica: in the first change a loses ranges to b; in the second it gains them back.
+   */
+  @Test
+  void aChange_handsOffWithEveryAttempt_andPullsWhatItGained() throws Exception {
+    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
+    aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(Transfers.ATTEMPTS - 1));
+    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB, oneReplica));
+    InJvmPeer.awaitOneRing(peers);
+    HashRing both = a.node().ring();
+    HashRing alone = both.without("b");
+    long view = a.node().viewId();
+    List<Entry> inA = putInA(40);
+    List<Entry> toB = inA.stream().filter(e -> both.ownerOf(e.key()).id().equals("b")).toList();
+    assertTrue(!toB.isEmpty() && toB.size() < inA.size(), "a loses some keys to b, not all");
+    for (int i = 0; i < 40; i++) {
+      Entry e = Entry.of("b-key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "b"));
+      if (both.ownerOf(e.key()).id().equals("b")) {
+        b.store().merge(e);
+      }
+    }
+    b.counters().settled.set(true); // b serves pulls (it has no rebalancer to say it handled its first change)
+    PullRetries retries = retriesOfA();
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15), retries);
+
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(new OwnershipChange(
+        OwnershipChange.Reason.VIEW, view, view, alone, both, RingDiff.compute(alone, both, "a", 1))));
+
+    assertEquals(0, aidsOfB.handoffsLeftToRefuse(), "the last attempt was taken");
+    for (Entry e : toB) {
+      assertEquals(Optional.of(e), b.store().get(e.key()), "b took " + e.key());
+    }
+    assertEquals(inA.size() - toB.size(), a.store().size(), "a dropped what b took, and only that");
+    assertEquals(toB.size(), a.counters().keysMigratedOut.sum());
+    assertEquals(1, a.counters().migrationsCompleted.sum());
+    assertEquals(0, a.counters().migrationsFailed.sum());
+
+    List<Entry> atB = new ArrayList<>(b.store().all());
+    rebalancer.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, view, view, both, alone,
+        RingDiff.compute(both, alone, "a", 1)));
+
+    for (Entry e : atB) {
+      assertEquals(Optional.of(e), a.store().get(e.key()), "a pulled " + e.key());
+    }
+    assertEquals(atB.size(), a.counters().keysMigratedIn.sum());
+    List<String> in = eventsOfA("migration").stream().filter(json -> json.contains("\"direction\":\"in\"")).toList();
+    assertEquals(1, in.size(), "" + in);
+    assertEquals(atB.size(), number(in.get(0), "keys"));
+    assertTrue(in.get(0).contains("\"ok\":true"), in.get(0));
+    assertEquals(0, retries.pending(), "a complete pull leaves nothing to retry");
+    assertEquals(2, a.counters().migrationsCompleted.sum());
+    assertEquals(0, a.counters().migrationsFailed.sum());
+  }
+
+  /**
+   * A leave whose peer began to stop before the LEAVING change was handled: its budget counts
+   * from then. Here the budget is spent by the time the change is handled, so the hand-off and the
+   * drain try their one page once each, and b (which refuses every hand-off) is asked twice.
+   */
+  @Test
+  void aLeave_handledAfterThePeerBeganToStop_countsItsBudgetFromThen() throws Exception {
+    List<Entry> held = start(Integer.MAX_VALUE);
+    Duration budget = Duration.ofSeconds(2);
+    Rebalancer rebalancer = rebalancerOfA(budget);
+    rebalancer.stopping();
+    long stopped = System.nanoTime();
+    await("the budget is spent").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
+        .until(() -> System.nanoTime() - stopped > budget.toNanos());
+
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+
+    assertEquals(2, Integer.MAX_VALUE - aidsOfB.handoffsLeftToRefuse(), "one attempt each for the hand-off and the drain");
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.INCOMPLETE), rebalancer.leaveOutcome());
+    assertEquals(KEYS, a.store().size());
+    assertEquals(held.size(), KEYS);
+  }
+
+  /**
+   * A refused peer's leave has half the budget (so that a LEAVING hand-off after it still fits):
+   * with b refusing every push and a 3 s budget, its one pass gives up before its push's last
+   * attempt, at 1.5 s, keeping the entries and saying so on System.out.
+   */
+  @Test
+  void aRefusedPeersLeave_hasHalfTheBudget_andSaysWhatItKept() throws Exception {
+    List<Entry> held = start(Integer.MAX_VALUE);
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(3));
+
+    String printed;
+    try {
+      printed = printed(() -> assertTimeoutPreemptively(Duration.ofSeconds(20),
+          () -> rebalancer.leaveRefused(a.node().viewId())));
+    } catch (Throwable t) {
+      throw new AssertionError(t);
+    }
+
+    int refused = Integer.MAX_VALUE - aidsOfB.handoffsLeftToRefuse();
+    assertTrue(refused >= 1 && refused < Transfers.ATTEMPTS, "pushes b refused: " + refused);
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.INCOMPLETE), rebalancer.leaveOutcome());
+    assertEquals(held.size(), a.store().size());
+    assertEquals(1, a.counters().migrationsFailed.sum());
+    assertTrue(printed.contains("a: leave budget PT3S spent; still holding 5 entries"), printed);
   }
 
   @Test
@@ -453,8 +653,8 @@ class RebalancerTest {
   @Test
   void aLeave_whoseHandOffThrows_stillDrainsEverything_andThrowsAtTheEnd() throws Exception {
     List<Entry> held = start(0);
-    java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
-    java.util.List<Long> viewsDuringThePush = new java.util.concurrent.CopyOnWriteArrayList<>();
+    AtomicBoolean thrown = new AtomicBoolean();
+    List<Long> viewsDuringThePush = new CopyOnWriteArrayList<>();
     a.transfers().afterPage = page -> {
       viewsDuringThePush.add(a.counters().migratingView.get());
       if (thrown.compareAndSet(false, true)) {
@@ -464,7 +664,7 @@ class RebalancerTest {
     Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
     OwnershipChange leaving = leavingOfA();
 
-    IllegalStateException failed = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+    IllegalStateException failed = assertThrows(IllegalStateException.class,
         () -> rebalancer.onOwnershipChange(leaving));
 
     assertEquals("a hand-off that fails half way", failed.getMessage());
@@ -485,7 +685,7 @@ class RebalancerTest {
    */
   @Test
   void aRefusedPeersLeave_drainsWhatItHolds_once() throws Exception {
-    List<Entry> held = start(0);
+    List<Entry> held = start(Transfers.ATTEMPTS - 1); // taken at the last attempt: the drain has time for it
     Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
 
     rebalancer.leaveRefused(a.node().viewId());
@@ -512,8 +712,8 @@ class RebalancerTest {
   void aPush_waitsForItsDestinationToServe_beforeSendingAPage() throws Exception {
     startAAndB(TestingAids.fromSystemProperties());
     List<Entry> held = putInA();
-    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
-    List<Integer> askedAtReceipt = new java.util.concurrent.CopyOnWriteArrayList<>();
+    AtomicInteger asked = new AtomicInteger();
+    List<Integer> askedAtReceipt = new CopyOnWriteArrayList<>();
     b.rpc().handle(Wire.OP_PUSH, in -> {
       askedAtReceipt.add(asked.get());
       return b.transfers().handlePush(in);

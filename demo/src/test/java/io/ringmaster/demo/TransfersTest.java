@@ -3,13 +3,25 @@ package io.ringmaster.demo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.KeyRange;
 import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import org.jgroups.Address;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -131,7 +143,7 @@ class TransfersTest {
    */
   @Test
   void aSourceStillPullingPartOfTheRangesAgain_refuses() throws Exception {
-    List<Long> askedFor = new java.util.ArrayList<>();
+    List<Long> askedFor = new ArrayList<>();
     assertRefused("still pulling part of these ranges again, for an earlier view; ask again",
         pull(() -> PULLERS_VIEW, settled(), () -> 0, (ranges, view) -> askedFor.add(view)));
     assertEquals(List.of(PULLERS_VIEW), askedFor, "asked about the pull's ranges and view");
@@ -224,5 +236,266 @@ class TransfersTest {
   /** Runs {@code body}, then gives {@code property} back the value it had. */
   private static void keeping(String property, Runnable body) {
     KeptProperties.keeping(body, property);
+  }
+
+  // Pushes and pulls between peers (two InJvmPeers a and b, two replicas), and a peer taking pushes.
+
+  private final List<InJvmPeer> peers = new ArrayList<>();
+  private InJvmPeer a;
+  private InJvmPeer b;
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  /** Starts a, and b with these aids, in one ring. */
+  private void startAAndB(TestingAids forB) throws Exception {
+    String cluster = InJvmPeer.clusterName("transfers");
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(b = InJvmPeer.start(cluster, "b", forB));
+    InJvmPeer.awaitOneRing(peers);
+  }
+
+  private static Entry entry(String key, String value, long micros) {
+    return Entry.of(key, value, new Version(micros, "a"));
+  }
+
+  /** Six entries of a's, two to a page: three pages. */
+  private static List<Entry> threePages() {
+    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    List<Entry> entries = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      entries.add(entry("big-" + i, big + i, VersionClock.systemMicros()));
+    }
+    return entries;
+  }
+
+  /** A push to an id not in the view fails at once, says so, and push() says it failed. */
+  @Test
+  void aPush_toAnIdNotInTheView_fails() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Entry> held = List.of(entry("k1", "v1", 1), entry("k2", "v2", 1));
+
+    List<LogRecord> logged = Logged.by(Transfers.class,
+        () -> assertFalse(a.transfers().push("nobody", held, Wire.PushKind.MIGRATION)));
+
+    assertEquals(List.of("a: push of 2 entries to nobody failed: it is not in the view"),
+        Logged.messages(logged, Level.WARNING));
+    assertTrue(a.transfers().push("b", held, Wire.PushKind.MIGRATION), "b takes them");
+  }
+
+  /**
+   * Entries that fill a page exactly go in one page: two entries of half a page each, then a
+   * third, make two pages, not three.
+   */
+  @Test
+  void entriesThatFillAPageExactly_goInOnePage() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    int half = Transfers.PAGE_BYTES / 2;
+    List<Entry> entries = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      String key = "e" + i;
+      // weight: 32 + 3 a char of key, value and writer ("a")
+      Entry e = entry(key, "x".repeat((half - 32) / 3 - key.length() - 1), VersionClock.systemMicros());
+      assertEquals(half, e.weight(), "half a page");
+      entries.add(e);
+    }
+    List<Integer> pages = new CopyOnWriteArrayList<>();
+    a.transfers().afterPage = pages::add;
+
+    assertTrue(a.transfers().pushTo("b", entries, Wire.PushKind.MIGRATION, () -> false).isPresent());
+
+    assertEquals(List.of(1, 2), pages);
+    for (Entry e : entries) {
+      assertEquals(Optional.of(e), b.store().get(e.key()));
+    }
+  }
+
+  /**
+   * A push whose second page b refuses, once out of time: given up before a second attempt,
+   * naming the entries it had left to send (the second and third pages').
+   */
+  @Test
+  void aPushOutOfTimeHalfWay_givesUp_namingTheEntriesLeft() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    AtomicInteger pushes = new AtomicInteger();
+    b.rpc().handle(Wire.OP_PUSH, in -> pushes.incrementAndGet() == 1 ? b.transfers().handlePush(in)
+        : Wire.error("refused by the test"));
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertEquals(Optional.empty(),
+        a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> true)));
+
+    assertEquals(List.of("a: push of 4 entries to b given up: out of time"), Logged.messages(logged, Level.WARNING));
+    assertEquals(2, pushes.get(), "the first page, and the second's first attempt");
+  }
+
+  /** A push on a thread interrupted after its first page sends no more, naming what it did not send. */
+  @Test
+  void aPushInterruptedHalfWay_sendsNoMore_namingTheEntriesLeft() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Integer> pages = new CopyOnWriteArrayList<>();
+    a.transfers().afterPage = page -> {
+      pages.add(page);
+      Thread.currentThread().interrupt();
+    };
+    Optional<Address> took;
+    List<LogRecord> logged;
+    try {
+      List<Optional<Address>> result = new ArrayList<>();
+      logged = Logged.by(Transfers.class,
+          () -> result.add(a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> false)));
+      took = result.get(0);
+    } finally {
+      assertTrue(Thread.interrupted(), "still interrupted");
+    }
+
+    assertEquals(Optional.empty(), took);
+    assertEquals(List.of(1), pages);
+    assertEquals(List.of("a: push of 4 entries to b not sent: interrupted"), Logged.messages(logged, Level.FINE));
+  }
+
+  /**
+   * A push whose destination starts to leave after the first page: it refuses the second as
+   * leaving, which is no fault (DEBUG, not WARNING), naming that page's entries.
+   */
+  @Test
+  void aPushRefusedAsLeavingHalfWay_failsQuietly_namingThatPagesEntries() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    a.transfers().afterPage = page -> b.routing().startLeaving();
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertEquals(Optional.empty(),
+        a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> false)));
+
+    assertEquals(List.of(), Logged.messages(logged, Level.WARNING));
+    List<String> debug = Logged.messages(logged, Level.FINE);
+    assertEquals(1, debug.size(), "" + debug);
+    assertTrue(debug.get(0).startsWith("a: push of 2 entries to b failed: ") && debug.get(0).endsWith("b is leaving"),
+        debug.get(0));
+  }
+
+  /**
+   * The owners of each owner list some of whose entries were dropped are told, once per list; a
+   * list none of whose entries were dropped is not told of.
+   */
+  @Test
+  void dropHandedOff_tellsTheOwnersOfEachListWithEntriesDropped() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Entry> held = List.of(entry("k1", "v1", 1), entry("k2", "v2", 1));
+    held.forEach(a.store()::merge);
+    a.routing().startLeaving(); // a routes by the ring without it: b owns every key
+    Address took = a.transfers().pushTo("b", held, Wire.PushKind.MIGRATION, () -> false).orElseThrow();
+    Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
+    byOwners.put(List.of("b"), held);
+    byOwners.put(List.of("b", "c"), List.of()); // nothing of it dropped
+    List<Set<String>> told = new ArrayList<>();
+
+    assertEquals(2, a.transfers().dropHandedOff(byOwners, Map.of("b", took), dropped -> told.add(Set.copyOf(dropped))));
+
+    assertEquals(List.of(Set.of("b")), told);
+    assertEquals(0, a.store().size());
+  }
+
+  /** A pull from a source that keeps refusing gives up after Transfers.ATTEMPTS, incomplete, and says why. */
+  @Test
+  void aPull_fromASourceThatKeepsRefusing_endsIncompleteAfterItsAttempts() throws Exception {
+    startAAndB(InJvmPeer.aidsWith(TestingAids.REFUSE_PULLS, String.valueOf(Integer.MAX_VALUE)));
+    b.counters().settled.set(true);
+
+    List<Transfers.Pulled> pulled = new ArrayList<>();
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertTimeoutPreemptively(Duration.ofSeconds(20),
+        () -> pulled.add(a.transfers().pull("b", WHOLE_CIRCLE, a.node().viewId()))));
+
+    assertEquals(List.of(new Transfers.Pulled(0, false)), pulled);
+    List<String> warnings = Logged.messages(logged, Level.WARNING);
+    assertEquals(1, warnings.size(), "" + warnings);
+    assertTrue(warnings.get(0).startsWith("a: pull of 1 ranges from b failed: ")
+        && warnings.get(0).contains(TestingAids.REFUSE_PULLS), warnings.get(0));
+  }
+
+  /** A pull told to stop asks nothing, and says so. */
+  @Test
+  void aPull_toldToStop_endsIncomplete_sayingSo() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    b.store().merge(entry("k1", "v1", 1));
+    b.counters().settled.set(true);
+
+    List<Transfers.Pulled> pulled = new ArrayList<>();
+    List<LogRecord> logged = Logged.by(Transfers.class,
+        () -> pulled.add(a.transfers().pull("b", WHOLE_CIRCLE, a.node().viewId(), () -> true)));
+
+    assertEquals(List.of(new Transfers.Pulled(0, false)), pulled);
+    assertEquals(List.of("a: pull of 1 ranges from b ended: this peer is stopping"), Logged.messages(logged, Level.INFO));
+    assertTrue(a.store().get("k1").isEmpty());
+  }
+
+  /** One peer alone in its ring, taking pushes through a Transfers with these aids, counters and events. */
+  private Transfers pushedTo(TestingAids aids, Counters counters, EventLog events) throws Exception {
+    peers.add(a = InJvmPeer.start(InJvmPeer.clusterName("transfers"), "a", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(peers);
+    return new Transfers(a.routing(), a.store(), a.rpc(), counters, a.node()::viewId, () -> 0, id -> true, events,
+        aids);
+  }
+
+  private static byte[] push(Transfers to, Wire.PushKind kind, String from, List<Entry> entries) throws Exception {
+    byte[] request = Wire.push(new Wire.PushRequest(kind, from, entries));
+    return to.handlePush(Wire.open(request, 0, request.length));
+  }
+
+  private static int changed(byte[] reply) throws IOException {
+    assertEquals(Wire.OK, reply[0], "an answer, not an error");
+    return Wire.open(reply, 0, reply.length).readInt();
+  }
+
+  /**
+   * A push taken answers how many entries changed the store; a hand-off's count in keysMigratedIn
+   * (a sweep's not), and each that changed something is reported (what it brought, of how many).
+   * Repairs refused by the aid are refused; hand-offs from the same sender are not.
+   */
+  @Test
+  void aPushTaken_countsAndReportsWhatItChanged() throws Exception {
+    Counters counters = new Counters();
+    EventLog events = new EventLog();
+    Transfers to = pushedTo(InJvmPeer.aidsWith(TestingAids.REFUSE_REPAIRS, "1"), counters, events);
+
+    assertEquals(3, changed(push(to, Wire.PushKind.MIGRATION, "x",
+        List.of(entry("k1", "v", 1), entry("k2", "v", 1), entry("k3", "v", 1)))));
+    assertEquals(3, counters.keysMigratedIn.sum());
+    List<Entry> oneNewer = List.of(entry("k1", "v", 1), entry("k2", "v", 1), entry("k3", "w", 2));
+    assertEquals(1, changed(push(to, Wire.PushKind.MIGRATION, "x", oneNewer)));
+    assertEquals(4, counters.keysMigratedIn.sum());
+    assertEquals(0, changed(push(to, Wire.PushKind.MIGRATION, "x", oneNewer)), "nothing new");
+    assertEquals(2, changed(push(to, Wire.PushKind.SWEEP, "x", List.of(entry("k4", "v", 1), entry("k5", "v", 1)))));
+    assertEquals(4, counters.keysMigratedIn.sum(), "a sweep is no migration");
+    assertRefused("repair push refused (" + TestingAids.REFUSE_REPAIRS + ")",
+        push(to, Wire.PushKind.REPAIR, "x", List.of(entry("k6", "v", 1))));
+
+    assertEquals(List.of("received migration x 3 3", "received migration x 1 3", "received sweep x 2 2"),
+        events.recent().stream().map(TransfersTest::received).toList());
+    assertTrue(a.store().get("k6").isEmpty(), "the refused repair merged nothing");
+  }
+
+  /** A hand-off push refused by the aid says so, and merges nothing; the next is taken. */
+  @Test
+  void aHandOffRefusedByTheAid_namesIt_andMergesNothing() throws Exception {
+    Transfers to = pushedTo(InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, "1"), new Counters(), new EventLog());
+    List<Entry> one = List.of(entry("k1", "v", 1));
+
+    assertRefused("migration push refused (" + TestingAids.REFUSE_HANDOFFS + ")",
+        push(to, Wire.PushKind.MIGRATION, "x", one));
+    assertTrue(a.store().get("k1").isEmpty());
+    assertEquals(1, changed(push(to, Wire.PushKind.MIGRATION, "x", one)), "the next is taken");
+  }
+
+  /** A received event as "type kind from keys entries". */
+  private static String received(String json) {
+    return field(json, "type") + " " + field(json, "kind") + " " + field(json, "from") + " " + field(json, "keys")
+        + " " + field(json, "entries");
+  }
+
+  private static String field(String json, String name) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\":\"?([^\",}]*)").matcher(json);
+    assertTrue(m.find(), name + " in " + json);
+    return m.group(1);
   }
 }
