@@ -6,9 +6,11 @@ import io.ringmaster.Ringmaster;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
@@ -163,6 +165,12 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Steps all = new Steps();
     peers.forEach(p -> all.run(p::close));
     all.throwFirst();
+  }
+
+  /** Has this peer answer each read request {@code millis} later than it would: an owner slow to answer. */
+  void answerReadsAfter(long millis) {
+    rpc.handleQuickly(Wire.OP_GET, in -> kv.handleGet(in).thenApplyAsync(reply -> reply,
+        CompletableFuture.delayedExecutor(millis, TimeUnit.MILLISECONDS)));
   }
 
   /** The first key {@code key-0, key-1, ...} whose owners in this peer's ring are exactly {@code owners}. */

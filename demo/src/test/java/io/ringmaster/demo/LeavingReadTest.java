@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -84,8 +83,7 @@ class LeavingReadTest {
     assertTrue(c.store().get(key).isEmpty(), "c never held it");
 
     for (InJvmPeer owner : List.of(a, peers.get(1))) {
-      owner.rpc().handleQuickly(Wire.OP_GET, in -> owner.kv().handleGet(in).thenApplyAsync(reply -> reply,
-          CompletableFuture.delayedExecutor(200, TimeUnit.MILLISECONDS)));
+      owner.answerReadsAfter(200);
     }
     // Through c before it leaves: no owner has reported, so the read waits for all of them.
     assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through c, no owner reported yet");

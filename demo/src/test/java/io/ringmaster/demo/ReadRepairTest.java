@@ -11,7 +11,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import org.junit.jupiter.api.AfterEach;
@@ -109,8 +108,7 @@ class ReadRepairTest {
     String key = a.keyOwnedBy(Set.of("a", "b"));
     Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
     b.store().merge(v1); // a missed the write
-    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
-        CompletableFuture.delayedExecutor(800, TimeUnit.MILLISECONDS)));
+    b.answerReadsAfter(800);
 
     assertEquals(Optional.of("v1"), a.kv().get(key).entry().map(Entry::value));
   }
@@ -191,8 +189,7 @@ class ReadRepairTest {
     a.store().merge(v0);
     b.store().merge(v1);
     // b answers a second late: past READ_GRACE (0.5 s) after a's own copy, within the read's 2 s.
-    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
-        CompletableFuture.delayedExecutor(1000, TimeUnit.MILLISECONDS)));
+    b.answerReadsAfter(1000);
 
     KvService.Read read = a.kv().get(key);
 
@@ -212,8 +209,7 @@ class ReadRepairTest {
     notReady.add("b");
     a.rpc().handleQuickly(Wire.OP_GET, in -> CompletableFuture.failedFuture(
         new Rpc.Declined("busy")));
-    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
-        CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS)));
+    b.answerReadsAfter(300);
 
     KvService.Read read = c.kv().get(key);
 
@@ -232,8 +228,7 @@ class ReadRepairTest {
     Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
     b.store().merge(v1); // as if written to b alone: only its late answer would find it
     notReady.add("b");
-    b.rpc().handleQuickly(Wire.OP_GET, in -> b.kv().handleGet(in).thenApplyAsync(reply -> reply,
-        CompletableFuture.delayedExecutor(1500, TimeUnit.MILLISECONDS)));
+    b.answerReadsAfter(1500);
 
     KvService.Read read = c.kv().get(key);
 

@@ -260,11 +260,7 @@ class RebalancerTest {
   @Test
   void aPush_toAPeerRestartedBetweenPages_startsAgainAtItsNewProcess() throws Exception {
     startAAndB(TestingAids.fromSystemProperties());
-    List<Entry> entries = new ArrayList<>();
-    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
-    for (int i = 0; i < 6; i++) { // three pages
-      entries.add(Entry.of("big-" + i, big + i, new Version(VersionClock.systemMicros(), "a")));
-    }
+    List<Entry> entries = bigEntries(3);
     List<Integer> pagesAcked = new ArrayList<>();
     AtomicReference<InJvmPeer> restarted = new AtomicReference<>();
     a.transfers().afterPage = page -> {
@@ -297,11 +293,7 @@ class RebalancerTest {
   @Test
   void aPush_whoseDestinationKeepsRestarting_failsAfterItsRounds() throws Exception {
     startAAndB(TestingAids.fromSystemProperties());
-    List<Entry> entries = new ArrayList<>();
-    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
-    for (int i = 0; i < 4; i++) { // two pages
-      entries.add(Entry.of("big-" + i, big + i, new Version(VersionClock.systemMicros(), "a")));
-    }
+    List<Entry> entries = bigEntries(2);
     AtomicInteger restarts = new AtomicInteger();
     a.transfers().afterPage = page -> {
       if (page == 1 && restarts.get() <= Transfers.ATTEMPTS) {
@@ -727,5 +719,15 @@ class RebalancerTest {
     for (Entry e : held) {
       assertEquals(Optional.of(e), b.store().get(e.key()));
     }
+  }
+
+  /** Entries big-0, big-1, ... of a's, two to a page, filling {@code pages} pages. */
+  private static List<Entry> bigEntries(int pages) {
+    List<Entry> entries = new ArrayList<>();
+    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    for (int i = 0; i < 2 * pages; i++) {
+      entries.add(Entry.of("big-" + i, big + i, new Version(VersionClock.systemMicros(), "a")));
+    }
+    return entries;
   }
 }

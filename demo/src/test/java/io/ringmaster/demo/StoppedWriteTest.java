@@ -87,12 +87,9 @@ class StoppedWriteTest {
 
   @Test
   void aWriteEveryOwnerStored_whileThePeerStopped_isWritten() throws Exception {
-    String cluster = InJvmPeer.clusterName("stopped-write-stored");
-    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
-    peers.add(a);
-    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), settings -> settings.replicas(2));
-    peers.add(b);
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB("stopped-write-stored");
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
     // b stores the write, then a stops, then b says it stored it.
     b.rpc().handleQuickly(Wire.OP_WRITE, in -> b.kv().handleWrite(in).thenApply(reply -> {
       a.kv().stopped();
@@ -152,12 +149,9 @@ class StoppedWriteTest {
    */
   @Test
   void aReplyComingJustAfterThePeerStopped_isWaitedFor_andTheWriteIsWritten() throws Exception {
-    String cluster = InJvmPeer.clusterName("stopped-write-late-reply");
-    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
-    peers.add(a);
-    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), settings -> settings.replicas(2));
-    peers.add(b);
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB("stopped-write-late-reply");
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
     b.rpc().handleQuickly(Wire.OP_WRITE, in -> b.kv().handleWrite(in).thenApply(reply -> {
       a.kv().stopped();
       return reply;
@@ -219,5 +213,13 @@ class StoppedWriteTest {
 
     assertTrue(failed.getMessage().contains("b: not now"), failed.getMessage());
     assertTrue(refusals.get() >= 1 && refusals.get() <= 12, "rounds: " + refusals.get());
+  }
+
+  /** Starts a and b, keeping two copies of each key, once they share a ring. */
+  private void startAAndB(String name) throws Exception {
+    String cluster = InJvmPeer.clusterName(name);
+    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2)));
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2)));
+    InJvmPeer.awaitOneRing(peers);
   }
 }

@@ -96,23 +96,11 @@ class WriteForwardingTest {
     // One copy per key, and two peers leaving at once, neither knowing of the other yet: the key's
     // owner x forwards to its successor y, which would take the write and leave with it.
     String cluster = InJvmPeer.clusterName("write-forwarding-leavers");
-    List<InJvmPeer> single = new ArrayList<>();
-    for (String id : List.of("x", "y", "z")) {
-      InJvmPeer p = InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
-      single.add(p);
-      nodes.add(p); // closed after the test
-    }
-    InJvmPeer.awaitOneRing(single);
+    List<InJvmPeer> single = startWithOneCopy(cluster, List.of("x", "y", "z"));
     InJvmPeer x = single.get(0);
     InJvmPeer y = single.get(1);
     InJvmPeer z = single.get(2);
-    List<String> keys = new ArrayList<>(); // two keys x owns, whose owner in the ring without x is y
-    for (int i = 0; keys.size() < 2; i++) {
-      String k = "key-" + i;
-      if (z.routing().owners(k).equals(List.of("x")) && z.routing().ring().without("x").ownerOf(k).id().equals("y")) {
-        keys.add(k);
-      }
-    }
+    List<String> keys = keysOfXThenY(z, 2);
     x.routing().startLeaving();
     y.routing().startLeaving();
 
@@ -228,23 +216,11 @@ class WriteForwardingTest {
   @Test
   void aLeavingPeerForwardingAWriteNamedByNoOne_namesItself_andALeavingReceiverTakesItForALeaver() throws Exception {
     String cluster = InJvmPeer.clusterName("write-forwarding-names");
-    List<InJvmPeer> single = new ArrayList<>();
-    for (String id : List.of("x", "y", "z")) {
-      InJvmPeer p = InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
-      single.add(p);
-      nodes.add(p); // closed after the test
-    }
-    InJvmPeer.awaitOneRing(single);
+    List<InJvmPeer> single = startWithOneCopy(cluster, List.of("x", "y", "z"));
     InJvmPeer x = single.get(0);
     InJvmPeer y = single.get(1);
     InJvmPeer z = single.get(2);
-    String key = null; // a key x owns, whose owner in the ring without x is y
-    for (int i = 0; key == null; i++) {
-      String k = "key-" + i;
-      if (z.routing().owners(k).equals(List.of("x")) && z.routing().ring().without("x").ownerOf(k).id().equals("y")) {
-        key = k;
-      }
-    }
+    String key = keysOfXThenY(z, 1).get(0);
     x.routing().startLeaving();
     y.routing().startLeaving();
     assertTrue(y.routing().ring().contains("x"), "y does not know yet that x leaves");
@@ -254,5 +230,29 @@ class WriteForwardingTest {
     assertEquals(written.version(), z.store().get(key).orElseThrow(() -> new AssertionError(
         "z, the one peer staying, holds the write")).version());
     assertFalse(y.routing().ring().contains("x"), "y took x for a leaver: x's forward named it");
+  }
+
+  /** Starts peers of the given ids keeping one copy of each key, closed after the test, once they share a ring. */
+  private List<InJvmPeer> startWithOneCopy(String cluster, List<String> ids) throws Exception {
+    List<InJvmPeer> started = new ArrayList<>();
+    for (String id : ids) {
+      InJvmPeer p = InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
+      started.add(p);
+      nodes.add(p);
+    }
+    InJvmPeer.awaitOneRing(started);
+    return started;
+  }
+
+  /** The first {@code count} keys {@code key-0, key-1, ...} that x owns, whose owner in the ring without x is y. */
+  private static List<String> keysOfXThenY(InJvmPeer peer, int count) {
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; keys.size() < count; i++) {
+      String k = "key-" + i;
+      if (peer.routing().owners(k).equals(List.of("x")) && peer.routing().ring().without("x").ownerOf(k).id().equals("y")) {
+        keys.add(k);
+      }
+    }
+    return keys;
   }
 }
