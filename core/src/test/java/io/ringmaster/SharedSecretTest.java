@@ -10,6 +10,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -119,16 +120,19 @@ class SharedSecretTest {
         "-cp", System.getProperty("java.class.path")));
     command.addAll(List.of(jvmOptions));
     command.add(EnvironmentProbe.class.getName());
-    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+    Path printed = Files.createTempFile("ringmaster-probe", ".out");
+    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(printed.toFile());
     builder.environment().put(SharedSecret.ENVIRONMENT, secret);
     Process process = builder.start();
     try {
-      String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the probe did not end");
+      boolean ended = process.waitFor(60, TimeUnit.SECONDS); // a file, not a pipe: a probe that hangs is bounded
+      String out = Files.readString(printed, StandardCharsets.UTF_8).strip();
+      assertTrue(ended, "the probe did not end: " + out);
       assertEquals(0, process.exitValue(), out);
       return out;
     } finally {
       process.destroyForcibly();
+      Files.deleteIfExists(printed);
     }
   }
 

@@ -126,8 +126,13 @@ final class Rebalancer implements OwnershipListener {
 
   /** Marks the moment this peer starts to leave the cluster: called just before its node is closed. */
   void stopping() {
+    stopping(System.nanoTime());
+  }
+
+  /** The same, at {@code nanoTime}, a reading of {@link System#nanoTime()} (for tests of a stop begun earlier). */
+  void stopping(long nanoTime) {
     if (stopping == null) {
-      stopping = System.nanoTime();
+      stopping = nanoTime;
     }
   }
 
