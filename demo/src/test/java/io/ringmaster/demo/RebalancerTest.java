@@ -53,9 +53,14 @@ class RebalancerTest {
 
   /** Starts a, and b with these aids, in one ring. */
   private void startAAndB(TestingAids forB) throws Exception {
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    startAAndB(forB, UnaryOperator.identity());
+  }
+
+  /** Starts a, and b with these aids, both with these settings, in one ring. */
+  private void startAAndB(TestingAids forB, UnaryOperator<Ringmaster.Builder> settings) throws Exception {
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), settings));
     aidsOfB = forB;
-    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB));
+    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB, settings));
     InJvmPeer.awaitOneRing(peers);
   }
 
@@ -417,10 +422,7 @@ class RebalancerTest {
    */
   @Test
   void aRefusalHandledOnceThePeerIsStopping_drainsWhatThePeerHolds() throws Exception {
-    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
-    peers.add(b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), oneReplica));
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB(TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
     HashRing both = a.node().ring();
     long view = a.node().viewId();
     Entry stray = null;
@@ -452,11 +454,7 @@ class RebalancerTest {
    */
   @Test
   void aChangeHandledOnceThePeerIsStopping_triesEachPushOnce_andPullsNothing() throws Exception {
-    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
-    aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(Integer.MAX_VALUE));
-    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB, oneReplica));
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB(InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(Integer.MAX_VALUE)), builder -> builder.replicas(1));
     HashRing both = a.node().ring();
     HashRing alone = both.without("b");
     long view = a.node().viewId();
@@ -498,11 +496,7 @@ class RebalancerTest {
    */
   @Test
   void aChange_handsOffWithEveryAttempt_andPullsWhatItGained() throws Exception {
-    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
-    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
-    aidsOfB = InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(Transfers.ATTEMPTS - 1));
-    peers.add(b = InJvmPeer.start(cluster, "b", aidsOfB, oneReplica));
-    InJvmPeer.awaitOneRing(peers);
+    startAAndB(InJvmPeer.aidsWith(TestingAids.REFUSE_HANDOFFS, String.valueOf(Transfers.ATTEMPTS - 1)), builder -> builder.replicas(1));
     HashRing both = a.node().ring();
     HashRing alone = both.without("b");
     long view = a.node().viewId();
