@@ -67,13 +67,37 @@ final class KvService {
   static final int STEPS_BACK = 2;
   /** How long a read waits for the other owners once a copy arrived. */
   static final Duration READ_GRACE = Duration.ofMillis(500);
+  /**
+   * How long after the peer stopped a write call may still get its reply (see {@link #awaitReply}):
+   * well inside the grace {@link Peer} gives requests in flight.
+   */
+  static final Duration REPLY_AFTER_STOP = Duration.ofSeconds(1);
 
   /**
-   * How long a write waits for each owner's answer before it tries again, and in all before it
-   * fails as {@link Unavailable}.
+   * The waits of a peer's reads and writes: {@link #DEFAULT} but in tests that hold an owner's
+   * answer, or that need a margin wider than a default grace.
+   *
+   * @param call           how long a write waits for each owner's answer before it tries again
+   * @param deadline       how long a write tries in all before it fails as {@link Unavailable}
+   * @param readGrace      how long a read waits for the other owners once a copy arrived
+   *                       (within the read's own {@link #CALL_TIMEOUT})
+   * @param replyAfterStop how long after the peer stopped a write call may still get its reply
    */
-  record WriteTimeouts(Duration call, Duration deadline) {
-    static final WriteTimeouts DEFAULT = new WriteTimeouts(CALL_TIMEOUT, WRITE_DEADLINE);
+  record Timeouts(Duration call, Duration deadline, Duration readGrace, Duration replyAfterStop) {
+    static final Timeouts DEFAULT = new Timeouts(CALL_TIMEOUT, WRITE_DEADLINE, READ_GRACE, REPLY_AFTER_STOP);
+
+    /** A write's own waits, with the default graces. */
+    Timeouts(Duration call, Duration deadline) {
+      this(call, deadline, READ_GRACE, REPLY_AFTER_STOP);
+    }
+
+    Timeouts withReadGrace(Duration grace) {
+      return new Timeouts(call, deadline, grace, replyAfterStop);
+    }
+
+    Timeouts withReplyAfterStop(Duration grace) {
+      return new Timeouts(call, deadline, readGrace, grace);
+    }
   }
 
   /** The owners that stored a write, and its version. */
@@ -105,26 +129,21 @@ final class KvService {
   private final LongSupplier viewId;
   private final Predicate<String> ready;
   private final boolean readRepair;
-  private final WriteTimeouts writeTimeouts;
+  private final Timeouts timeouts;
   private final Function<String, List<String>> previousOwners;
   /** Set once the peer has left: a write still going round its loop then gives up at once. */
   private volatile boolean stopped;
   /** Completed by {@link #stopped()}: wakes the waits of writes in flight, whose replies can no longer come. */
   private final CompletableFuture<Long> stopSignal = new CompletableFuture<>();
-  /**
-   * How long after the peer stopped a write call may still get its reply (see {@link #awaitReply}):
-   * well inside the grace {@link Peer} gives requests in flight.
-   */
-  static final Duration REPLY_AFTER_STOP = Duration.ofSeconds(1);
 
   /**
    * @param ready         whether a peer serves requests yet
    * @param readRepair    whether a read sends the newest copy to the owners it found behind (off only
    *                      for tests that count the copies migrations made: {@link TestingAids#NO_READ_REPAIR})
-   * @param writeTimeouts {@link WriteTimeouts#DEFAULT} but in tests that hold an owner's answer
+   * @param timeouts      {@link Timeouts#DEFAULT} but in tests
    */
   KvService(Routing routing, Store store, VersionClock clock, Rpc rpc, Counters counters, LongSupplier viewId,
-            Predicate<String> ready, boolean readRepair, WriteTimeouts writeTimeouts,
+            Predicate<String> ready, boolean readRepair, Timeouts timeouts,
             Function<String, List<String>> previousOwners) {
     this.routing = routing;
     this.store = store;
@@ -134,7 +153,7 @@ final class KvService {
     this.viewId = viewId;
     this.ready = ready;
     this.readRepair = readRepair;
-    this.writeTimeouts = writeTimeouts;
+    this.timeouts = timeouts;
     this.previousOwners = previousOwners;
   }
 
@@ -159,14 +178,14 @@ final class KvService {
 
   /**
    * A write call's reply, as {@link Rpc#await} gives it, except that a peer stopping meanwhile ends
-   * the wait with 503 "the peer is stopping" within {@link #REPLY_AFTER_STOP} of the stop (a reply
+   * the wait with 503 "the peer is stopping" within {@link Timeouts#replyAfterStop} of the stop (a reply
    * received as the node left may still be on its way to the call): the node has left, so no
    * other reply will come, and the call's own timeout would outlast the grace the peer gives
    * requests in flight.
    */
   private Wire.WriteReply awaitReply(CompletableFuture<Wire.WriteReply> call) throws InterruptedException,
       ExecutionException {
-    Duration timeout = writeTimeouts.call();
+    Duration timeout = timeouts.call();
     try {
       CompletableFuture.anyOf(call, stopSignal).get(timeout.plus(Rpc.AWAIT_MARGIN).toNanos(), TimeUnit.NANOSECONDS);
     } catch (ExecutionException | TimeoutException readBelow) {
@@ -174,7 +193,7 @@ final class KvService {
     }
     if (!call.isDone() && stopSignal.isDone()) {
       try {
-        long left = stopSignal.join() + REPLY_AFTER_STOP.toNanos() - System.nanoTime(); // one grace for every call
+        long left = stopSignal.join() + timeouts.replyAfterStop().toNanos() - System.nanoTime(); // one grace for every call
         call.get(Math.max(0, left), TimeUnit.NANOSECONDS);
       } catch (ExecutionException | TimeoutException readBelow) {
         // as above
@@ -202,7 +221,7 @@ final class KvService {
     // is sent again.
     Map<String, UUID> storedBy = new HashMap<>();
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
-    long deadline = System.nanoTime() + writeTimeouts.deadline().toNanos();
+    long deadline = System.nanoTime() + timeouts.deadline().toNanos();
     String lastError = "";
     while (true) {
       if (stopped) {
@@ -251,7 +270,7 @@ final class KvService {
         if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
           Waits.until(() -> stopped || ready.test(owner), READY_WAIT);
-          calls.put(owner, rpc.call(owner, message, writeTimeouts.call()).thenApply(KvService::reply));
+          calls.put(owner, rpc.call(owner, message, timeouts.call()).thenApply(KvService::reply));
         }
       }
       if (here) {
@@ -314,7 +333,7 @@ final class KvService {
         List<String> unstored = new ArrayList<>(missing);
         unstored.removeAll(stored);
         throw new Unavailable("owners " + (unstored.isEmpty() ? missing : unstored) + " of \"" + e.key()
-            + "\" did not store the write within " + writeTimeouts.deadline().toSeconds() + " s; last error: "
+            + "\" did not store the write within " + timeouts.deadline().toSeconds() + " s; last error: "
             + lastError);
       }
       if (!superseded) {
@@ -490,11 +509,11 @@ final class KvService {
    * newest (a read repair, not waited for). A peer that is leaving counts its own copy too, held or
    * handed off: until its hand-off reached the owners, it may be the only one.
    *
-   * <p>In time means: within {@link #CALL_TIMEOUT}, and at most {@link #READ_GRACE} after the first
-   * copy arrived (this peer's own, if it is an owner and holds one, at once), so that an owner
-   * that crashed or stalls costs a read half a second until the view drops it, not two; a key no
-   * owner holds waits for every answer. An owner that just joined and does not serve requests yet
-   * is asked too, but waited for only if no other owner answered.
+   * <p>In time means: within {@link #CALL_TIMEOUT}, and at most {@link #READ_GRACE} (the read grace of
+   * {@link Timeouts}) after the first copy arrived (this peer's own, if it is an owner and holds one,
+   * at once), so that an owner that crashed or stalls costs a read half a second until the view
+   * drops it, not two; a key no owner holds waits for every answer. An owner that just joined and
+   * does not serve requests yet is asked too, but waited for only if no other owner answered.
    *
    * @throws Unavailable if no owner answered in time
    */
@@ -531,7 +550,7 @@ final class KvService {
               .thenApply(KvService::getReply));
     }
     long deadline = System.nanoTime() + CALL_TIMEOUT.toNanos() + TimeUnit.MILLISECONDS.toNanos(100);
-    // When the first copy arrived, from whichever owner: the others get READ_GRACE from then.
+    // When the first copy arrived, from whichever owner: the others get the read grace from then.
     CompletableFuture<Long> firstCopy = new CompletableFuture<>();
     calls.forEach(c -> c.thenAccept(found -> {
       if (found.isPresent()) {
@@ -588,15 +607,15 @@ final class KvService {
 
   /**
    * Waits until every call in {@code calls} completed, or {@code deadline} passed, or
-   * {@link #READ_GRACE} passed since {@code firstCopy} completed, whichever comes first.
+   * {@link Timeouts#readGrace} passed since {@code firstCopy} completed, whichever comes first.
    */
-  private static void awaitAnswers(List<CompletableFuture<Optional<Entry>>> calls, CompletableFuture<Long> firstCopy,
+  private void awaitAnswers(List<CompletableFuture<Optional<Entry>>> calls, CompletableFuture<Long> firstCopy,
                                    long deadline) throws InterruptedException {
     CompletableFuture<Void> all = CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new));
     try {
       CompletableFuture.anyOf(all, firstCopy).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
       if (!all.isDone()) {
-        long graceEnds = firstCopy.join() + READ_GRACE.toNanos();
+        long graceEnds = firstCopy.join() + timeouts.readGrace().toNanos();
         long until = graceEnds - deadline < 0 ? graceEnds : deadline; // nanoTime values compare by difference
         all.get(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
       }

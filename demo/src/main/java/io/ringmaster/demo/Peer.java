@@ -238,7 +238,7 @@ final class Peer implements AutoCloseable {
     VersionClock clock = aids.clock(self); // the wall clock, unless a test moved it
     directory = new PeerDirectory(this::status, rpc, routing::processOf, routing::ownProcess);
     kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
-        aids.readRepair(), KvService.WriteTimeouts.DEFAULT, incoming::previousOwners);
+        aids.readRepair(), KvService.Timeouts.DEFAULT, incoming::previousOwners);
     java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
         directory::hasReported, events, aids);

@@ -40,7 +40,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   /** Joins the cluster, with {@code settings} applied over replicas 2, and serves writes, reads, pushes and pulls. */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings)
       throws Exception {
-    return start(cluster, id, aids, settings, KvService.WriteTimeouts.DEFAULT, kv -> kv::handleWrite);
+    return start(cluster, id, aids, settings, KvService.Timeouts.DEFAULT, kv -> kv::handleWrite);
   }
 
   /**
@@ -48,41 +48,41 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
    * writes it makes, and serving the writes it is sent with the handler {@code writes} gives.
    */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
-                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes)
+                         KvService.Timeouts timeouts, Function<KvService, Rpc.QuickHandler> writes)
       throws Exception {
     return start(cluster, id, aids, settings, timeouts, writes, key -> List.of());
   }
 
   /**
-   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.WriteTimeouts, Function)},
+   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.Timeouts, Function)},
    * its key service taking {@code previousOwners} for the previous owners of a key still coming in
    * (the part of {@link Incoming} it uses; by default no key is coming in).
    */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
-                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
+                         KvService.Timeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
                          Function<String, List<String>> previousOwners) throws Exception {
     return start(cluster, id, aids, settings, timeouts, writes, previousOwners, owner -> true);
   }
 
   /**
-   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.WriteTimeouts, Function,
+   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.Timeouts, Function,
    * Function)}, its key service counting as serving requests the owners {@code ready} accepts
    * (what {@link PeerDirectory} tells a peer's; by default every one).
    */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
-                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
+                         KvService.Timeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
                          Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready)
       throws Exception {
     return start(cluster, id, aids, settings, timeouts, writes, previousOwners, ready, false);
   }
 
   /**
-   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.WriteTimeouts, Function,
+   * As {@link #start(String, String, TestingAids, UnaryOperator, KvService.Timeouts, Function,
    * Function, java.util.function.Predicate)}, its reads repairing the owners they find behind if
    * {@code readRepair} (off otherwise, as in the process tests, so that what a test reads stays put).
    */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
-                         KvService.WriteTimeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
+                         KvService.Timeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
                          Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready,
                          boolean readRepair) throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
@@ -104,7 +104,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   }
 
   /** The peer's parts around a started node, its RPC not started yet. */
-  private static InJvmPeer assemble(Ringmaster node, String id, TestingAids aids, KvService.WriteTimeouts timeouts,
+  private static InJvmPeer assemble(Ringmaster node, String id, TestingAids aids, KvService.Timeouts timeouts,
                                     Function<KvService, Rpc.QuickHandler> writes,
                                     Function<String, List<String>> previousOwners,
                                     java.util.function.Predicate<String> ready, boolean readRepair) {

@@ -72,7 +72,7 @@ class LeavingReadTest {
     String cluster = InJvmPeer.clusterName("leaving-read-new-owners");
     TestingAids aids = TestingAids.fromSystemProperties();
     for (String id : List.of("a", "b", "c")) {
-      peers.add(InJvmPeer.start(cluster, id, aids, builder -> builder.replicas(2), KvService.WriteTimeouts.DEFAULT,
+      peers.add(InJvmPeer.start(cluster, id, aids, builder -> builder.replicas(2), KvService.Timeouts.DEFAULT,
           kv -> kv::handleWrite, key -> List.of(), owner -> false));
     }
     InJvmPeer.awaitOneRing(peers);

@@ -29,8 +29,8 @@ import org.junit.jupiter.api.Test;
  * write before b restarted, when its ring matched a's).
  */
 class OwnerRestartMidWriteTest {
-  private static final KvService.WriteTimeouts PATIENT =
-      new KvService.WriteTimeouts(Duration.ofSeconds(60), Duration.ofSeconds(120));
+  private static final KvService.Timeouts PATIENT =
+      new KvService.Timeouts(Duration.ofSeconds(60), Duration.ofSeconds(120));
   private final List<InJvmPeer> peers = new ArrayList<>();
   /** Completed when c may answer the writes it stored. */
   private final CompletableFuture<Void> cMayAnswer = new CompletableFuture<>();
@@ -49,7 +49,7 @@ class OwnerRestartMidWriteTest {
     peers.add(a);
     InJvmPeer b = InJvmPeer.start(cluster, "b", aids);
     peers.add(b);
-    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder, KvService.WriteTimeouts.DEFAULT,
+    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder, KvService.Timeouts.DEFAULT,
         kv -> in -> kv.handleWrite(in).thenCombine(cMayAnswer, (reply, mayAnswer) -> reply)));
     InJvmPeer c = peers.get(2);
     InJvmPeer.awaitOneRing(peers);
@@ -95,7 +95,7 @@ class OwnerRestartMidWriteTest {
     peers.add(a);
     InJvmPeer b = InJvmPeer.start(cluster, "b", aids, builder -> builder.replicas(3));
     peers.add(b);
-    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder.replicas(3), KvService.WriteTimeouts.DEFAULT,
+    peers.add(InJvmPeer.start(cluster, "c", aids, builder -> builder.replicas(3), KvService.Timeouts.DEFAULT,
         kv -> in -> kv.handleWrite(in).thenCombine(cMayAnswer, (reply, mayAnswer) -> reply)));
     InJvmPeer c = peers.get(2);
     InJvmPeer.awaitOneRing(peers);

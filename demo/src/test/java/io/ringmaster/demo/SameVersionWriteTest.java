@@ -61,14 +61,14 @@ class SameVersionWriteTest {
   @Test
   void aWriteSupersededAtEveryRound_failsAtItsDeadline_sayingItWasSuperseded() throws Exception {
     String cluster = InJvmPeer.clusterName("same-version-superseded");
-    KvService.WriteTimeouts short_ = new KvService.WriteTimeouts(Duration.ofSeconds(2),
+    KvService.Timeouts short_ = new KvService.Timeouts(Duration.ofSeconds(2),
         Duration.ofMillis(500));
     peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
         kv -> kv::handleWrite));
     InJvmPeer a = peers.get(0);
     // b stores nothing and always claims a version one microsecond past the write's.
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
-        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+        KvService.Timeouts.DEFAULT, kv -> in -> {
           Wire.WriteRequest r = Wire.readWrite(in);
           Version past = new Version(r.entry().version().stamp() + 1, "z");
           return CompletableFuture.completedFuture(Wire.writeReply(

@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -39,7 +40,7 @@ class StoppedWriteTest {
     peers.add(a);
     // b takes every write it is sent and never answers: a's write retries round after round.
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
-        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+        KvService.Timeouts.DEFAULT, kv -> in -> {
           asked.countDown();
           return new CompletableFuture<>();
         }));
@@ -64,13 +65,13 @@ class StoppedWriteTest {
   void aWriteWaitingForAReply_whenThePeerStops_endsAsStopping_notAtTheCallsTimeout() throws Exception {
     String cluster = InJvmPeer.clusterName("stopped-write-waiting");
     CountDownLatch asked = new CountDownLatch(1);
-    KvService.WriteTimeouts minute = new KvService.WriteTimeouts(Duration.ofMinutes(1),
+    KvService.Timeouts minute = new KvService.Timeouts(Duration.ofMinutes(1),
         Duration.ofMinutes(2));
     InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2), minute,
         kv -> kv::handleWrite);
     peers.add(a);
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
-        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+        KvService.Timeouts.DEFAULT, kv -> in -> {
           asked.countDown();
           return new CompletableFuture<>(); // never answers
         }));
@@ -81,7 +82,7 @@ class StoppedWriteTest {
     a.kv().stopped();
     ExecutionException failed = assertThrows(ExecutionException.class,
         () -> write.get(20, TimeUnit.SECONDS), "ended well before the call's minute");
-    assertEquals("the peer is stopping", org.junit.jupiter.api.Assertions.assertInstanceOf(
+    assertEquals("the peer is stopping", assertInstanceOf(
         KvService.Unavailable.class, failed.getCause()).getMessage());
   }
 
@@ -99,6 +100,7 @@ class StoppedWriteTest {
     assertEquals(List.of("a", "b"), written.owners().stream().sorted().toList());
     assertTrue(b.store().get("k").isPresent(), "b holds it");
   }
+
   /**
    * A write whose owner refuses it at once, round after round, ends as "the peer is stopping" at
    * the first round after the peer stops, not at its deadline with the owners' refusal: the rounds
@@ -111,7 +113,7 @@ class StoppedWriteTest {
     InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
     peers.add(a);
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
-        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+        KvService.Timeouts.DEFAULT, kv -> in -> {
           refused.countDown();
           return CompletableFuture.failedFuture(new Rpc.Declined("not now"));
         }));
@@ -122,7 +124,7 @@ class StoppedWriteTest {
     a.kv().stopped();
     ExecutionException failed = assertThrows(ExecutionException.class,
         () -> write.get(5, TimeUnit.SECONDS), "ended well before the write's 10 s deadline");
-    assertEquals("the peer is stopping", org.junit.jupiter.api.Assertions.assertInstanceOf(
+    assertEquals("the peer is stopping", assertInstanceOf(
         KvService.Unavailable.class, failed.getCause()).getMessage());
   }
 
@@ -145,11 +147,12 @@ class StoppedWriteTest {
   /**
    * A reply already on its way when the peer stops is still waited for (a short grace after the
    * stop): the owner stored the write, so it is written, not answered 503. Here b stores it, a
-   * stops, and b's reply comes 0.2 s later (the grace is 1 s).
+   * stops, and b's reply comes 0.2 s later (a's grace is 10 s here, not the default 1 s, so that a
+   * loaded machine cannot make the reply late).
    */
   @Test
   void aReplyComingJustAfterThePeerStopped_isWaitedFor_andTheWriteIsWritten() throws Exception {
-    startAAndB("stopped-write-late-reply");
+    startAAndB("stopped-write-late-reply", KvService.Timeouts.DEFAULT.withReplyAfterStop(Duration.ofSeconds(10)));
     InJvmPeer a = peers.get(0);
     InJvmPeer b = peers.get(1);
     b.rpc().handleQuickly(Wire.OP_WRITE, in -> b.kv().handleWrite(in).thenApply(reply -> {
@@ -171,13 +174,13 @@ class StoppedWriteTest {
   void aWriteWhoseOwnerNeverAnswers_failsAtItsDeadline_namingOnlyThatOwner() throws Exception {
     String cluster = InJvmPeer.clusterName("stopped-write-deadline");
     // The call waits 1 s for b, past the write's 0.2 s deadline: one round, then the failure.
-    KvService.WriteTimeouts shortDeadline = new KvService.WriteTimeouts(Duration.ofSeconds(1),
+    KvService.Timeouts shortDeadline = new KvService.Timeouts(Duration.ofSeconds(1),
         Duration.ofMillis(200));
     InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2),
         shortDeadline, kv -> kv::handleWrite);
     peers.add(a);
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
-        KvService.WriteTimeouts.DEFAULT, kv -> in -> new CompletableFuture<>())); // never answers
+        KvService.Timeouts.DEFAULT, kv -> in -> new CompletableFuture<>())); // never answers
     InJvmPeer.awaitOneRing(peers);
 
     KvService.Unavailable failed = assertThrows(KvService.Unavailable.class,
@@ -197,13 +200,13 @@ class StoppedWriteTest {
   void aWriteWhoseOwnerRefusesAtOnce_isSentAgainAQuarterSecondApart_untilItsDeadline() throws Exception {
     String cluster = InJvmPeer.clusterName("stopped-write-rounds");
     AtomicInteger refusals = new AtomicInteger();
-    KvService.WriteTimeouts twoSeconds = new KvService.WriteTimeouts(Duration.ofSeconds(2),
+    KvService.Timeouts twoSeconds = new KvService.Timeouts(Duration.ofSeconds(2),
         Duration.ofSeconds(2));
     InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2), twoSeconds,
         kv -> kv::handleWrite);
     peers.add(a);
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
-        KvService.WriteTimeouts.DEFAULT, kv -> in -> {
+        KvService.Timeouts.DEFAULT, kv -> in -> {
           refusals.incrementAndGet();
           return CompletableFuture.failedFuture(new Rpc.Declined("not now"));
         }));
@@ -218,8 +221,14 @@ class StoppedWriteTest {
 
   /** Starts a and b, keeping two copies of each key, once they share a ring. */
   private void startAAndB(String name) throws Exception {
+    startAAndB(name, KvService.Timeouts.DEFAULT);
+  }
+
+  /** As {@link #startAAndB(String)}, a waiting as {@code aTimeouts} says. */
+  private void startAAndB(String name, KvService.Timeouts aTimeouts) throws Exception {
     String cluster = InJvmPeer.clusterName(name);
-    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2)));
+    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2), aTimeouts,
+        kv -> kv::handleWrite));
     peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2)));
     InJvmPeer.awaitOneRing(peers);
   }

@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
 class WriteToKeyComingInTest {
   private static final Map<String, List<String>> PREVIOUS_OWNER = Map.of("c", List.of("b"), "b", List.of("a"));
   /** c's writes: a deadline short enough for a test, long enough for two steps back. */
-  private static final KvService.WriteTimeouts SHORT = new KvService.WriteTimeouts(Duration.ofSeconds(5),
+  private static final KvService.Timeouts SHORT = new KvService.Timeouts(Duration.ofSeconds(5),
       Duration.ofSeconds(6));
   private final List<InJvmPeer> peers = new ArrayList<>();
   /** Owners that every peer's key service takes for not serving requests yet (not reported). */
