@@ -32,10 +32,10 @@ class ReadRepairTest {
   private final Set<String> notReady = ConcurrentHashMap.newKeySet();
 
   /**
-   * The peers' waits in every test but the grace's own: a read waits for every owner within its own
-   * {@link KvService#CALL_TIMEOUT}, not the default half second after the first copy came, so that
-   * the tests that need every owner's answer (to return the newest copy, or to repair an owner
-   * behind) do not fail on a loaded machine whose answers come late.
+   * The peers' waits in every test but those of the grace itself: a read waits for every owner
+   * within its own {@link KvService#CALL_TIMEOUT}, not the default half second after the first copy
+   * came, so that the tests that need every owner's answer (to return the newest copy, or to repair
+   * an owner behind) do not fail on a loaded machine whose answers come late.
    */
   private static final KvService.Timeouts EVERY_ANSWER_IN_TIME =
       KvService.Timeouts.DEFAULT.withReadGrace(KvService.CALL_TIMEOUT);
@@ -60,6 +60,13 @@ class ReadRepairTest {
   @AfterEach
   void closePeers() {
     InJvmPeer.closeAll(nodes);
+  }
+
+  /** For the tests of the grace itself: a, b and c again, with the default waits. */
+  private void restartWithTheDefaultGrace() throws Exception {
+    closePeers();
+    nodes.clear();
+    startThreePeers(KvService.Timeouts.DEFAULT);
   }
 
   @Test
@@ -111,13 +118,15 @@ class ReadRepairTest {
     assertEquals(Optional.of(v1), read.entry());
     assertEquals("a", read.servedBy(), "the owner whose copy it is");
   }
+
   /**
    * An owner's quick "none" does not start the read's grace: only a copy found does. The other
-   * owner, which holds the key and answers 0.8 s later (past the grace after a "none"), is waited
-   * for, and its copy read.
+   * owner, which holds the key and answers 0.8 s later (past the default grace after a "none"), is
+   * waited for, and its copy read.
    */
   @Test
-  void anOwnersQuickNone_doesNotCutShortTheWaitForAnOwnerHoldingTheKey() {
+  void anOwnersQuickNone_doesNotCutShortTheWaitForAnOwnerHoldingTheKey() throws Exception {
+    restartWithTheDefaultGrace();
     String key = a.keyOwnedBy(Set.of("a", "b"));
     Entry v1 = Entry.of(key, "v1", new Version(VersionClock.systemMicros(), "b"));
     b.store().merge(v1); // a missed the write
@@ -195,9 +204,7 @@ class ReadRepairTest {
    */
   @Test
   void anOwnerAnsweringPastTheGraceAfterTheFirstCopy_isNotWaitedFor() throws Exception {
-    closePeers();
-    nodes.clear();
-    startThreePeers(KvService.Timeouts.DEFAULT);
+    restartWithTheDefaultGrace();
     String key = a.keyOwnedBy(Set.of("a", "b"));
     long now = VersionClock.systemMicros();
     Entry v0 = Entry.of(key, "v0", new Version(now - 1_000_000L, "a"));
