@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -470,9 +471,9 @@ final class ClusterNode {
   }
 
   /** The id of a view that could not be installed and is tried again, if any. */
-  java.util.OptionalLong failedViewId() {
+  OptionalLong failedViewId() {
     View failed = failedView;
-    return failed == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(failed.getViewId().getId());
+    return failed == null ? OptionalLong.empty() : OptionalLong.of(failed.getViewId().getId());
   }
 
   /** How many views' accounts of the ring before them are kept (for tests). */

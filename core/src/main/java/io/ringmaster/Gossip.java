@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -14,6 +15,7 @@ import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.jgroups.Address;
@@ -105,7 +107,7 @@ final class Gossip {
   final AtomicLong multicastsDropped = new AtomicLong();
   /** Answers "your view is not mine" queued at most, beyond which a stranger's query goes unanswered. */
   static final int MAX_TELLS_QUEUED = 64;
-  private final java.util.concurrent.atomic.AtomicInteger tellsQueued = new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger tellsQueued = new AtomicInteger();
   /** The members told "not in view", by view: each is logged once a view (guarded by itself). */
   private final OncePerView told = new OncePerView();
   /** Those WARNINGs, ten at most every 10 s (a forger can name a new member in each query). */
@@ -320,7 +322,7 @@ final class Gossip {
       return;
     }
     try (DataInputStream in = new DataInputStream(
-        new java.io.ByteArrayInputStream(payload, msg.getOffset() + 1, msg.getLength() - 1))) {
+        new ByteArrayInputStream(payload, msg.getOffset() + 1, msg.getLength() - 1))) {
       long viewId = in.readLong();
       UUID creator = new UUID(in.readLong(), in.readLong());
       if (type == TYPE_CHECKSUM) {

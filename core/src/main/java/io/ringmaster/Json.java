@@ -14,13 +14,17 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.io.IOException;
 import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /** The one place that knows Jackson: reading node configs, writing the ring and stats as JSON. */
 final class Json {
@@ -43,7 +47,7 @@ final class Json {
       "secret", "leaveTimeoutMillis", "gossipIntervalMillis", "startTimeoutMillis");
 
   /** Jackson's message for a key given twice in one object. */
-  private static final java.util.regex.Pattern DUPLICATE = java.util.regex.Pattern.compile("Duplicate field '(\\w+)'");
+  private static final Pattern DUPLICATE = Pattern.compile("Duplicate field '(\\w+)'");
 
   private Json() {}
 
@@ -80,7 +84,7 @@ final class Json {
       // A bare token quoted back ("Unrecognized token 'hunter2'") may be the value of a key whose
       // name is misspelled: never repeated.
       // A setting given twice is named all the same: the name is one of ours, not a value.
-      java.util.regex.Matcher twice = DUPLICATE.matcher(String.valueOf(e.getOriginalMessage()));
+      Matcher twice = DUPLICATE.matcher(String.valueOf(e.getOriginalMessage()));
       String why = twice.matches() && KNOWN.contains(twice.group(1)) ? "setting \"" + twice.group(1)
           + "\" is given twice (Duplicate field '" + twice.group(1) + "')"
           : mentionsSecret(file) ? "the parser's message is left out, since the file sets a secret"
@@ -97,7 +101,7 @@ final class Json {
 
   private static boolean mentionsSecret(Path file) {
     try {
-      return Files.readString(file, java.nio.charset.StandardCharsets.ISO_8859_1).toLowerCase(java.util.Locale.ROOT)
+      return Files.readString(file, StandardCharsets.ISO_8859_1).toLowerCase(Locale.ROOT)
           .contains("secret");
     } catch (IOException | RuntimeException unreadable) {
       return true;
@@ -144,7 +148,7 @@ final class Json {
       case "secret" -> {
         if (!v.isTextual()) { // its value is not shown: it may be the secret, typed without quotes
           throw new IllegalArgumentException("must be a string, not a JSON " + v.getNodeType().name().toLowerCase(
-              java.util.Locale.ROOT) + " (its value is not shown here)");
+              Locale.ROOT) + " (its value is not shown here)");
         }
         b.secret(v.asText());
       }

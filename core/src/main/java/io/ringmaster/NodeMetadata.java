@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Optional;
 import org.jgroups.Address;
 import org.jgroups.util.ExtendedUUID;
+import org.jgroups.util.UUID;
 
 /**
  * What a node tells the cluster about itself, carried in its JGroups address
@@ -160,6 +161,6 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
   /** A member as its node id and JGroups UUID, which tells apart two members with one id. */
   static String describe(Address a) {
     return announcedId(a) + " ("
-        + (a instanceof org.jgroups.util.UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
+        + (a instanceof UUID u ? u.toStringLong() : String.valueOf(a)) + ")";
   }
 }

@@ -1,5 +1,7 @@
 package io.ringmaster;
 
+import java.util.Objects;
+
 /**
  * Two members installed the same view but disagree on it: they computed different rings, they
  * disagree on which member holds an id (then the checksums may be equal: the ring names ids, not
@@ -20,8 +22,8 @@ public record RingDivergence(long viewId, String peerId, long localChecksum, lon
    * @throws NullPointerException if {@code peerId} or {@code kind} is null
    */
   public RingDivergence {
-    java.util.Objects.requireNonNull(peerId, "peerId");
-    java.util.Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(peerId, "peerId");
+    Objects.requireNonNull(kind, "kind");
   }
 
   /** What two members of one view disagree on. */

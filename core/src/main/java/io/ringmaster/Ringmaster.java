@@ -4,6 +4,8 @@ import io.ringmaster.RingmasterException.Reason;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -19,6 +21,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -1315,7 +1318,7 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /** Runs before each view's ring is built, on the view thread (for tests: a slow or failing build). */
-  void beforeEachBuild(java.util.function.Consumer<org.jgroups.View> hook) {
+  void beforeEachBuild(Consumer<View> hook) {
     node.beforeBuild = hook;
   }
 
@@ -1359,7 +1362,7 @@ public final class Ringmaster implements AutoCloseable {
     return divergences.listenerCount();
   }
 
-  private java.util.concurrent.ThreadFactory threads(String prefix, Pool pool) {
+  private ThreadFactory threads(String prefix, Pool pool) {
     AtomicInteger n = new AtomicInteger();
     return r -> {
       Thread t = new Thread(() -> {
@@ -1555,10 +1558,10 @@ public final class Ringmaster implements AutoCloseable {
      * refuses this setting.
      */
     public Builder bindAddress(String bindAddress) {
-      java.net.InetAddress address;
+      InetAddress address;
       try {
-        address = java.net.InetAddress.getByName(SettingChecks.nonEmpty("bindAddress", bindAddress));
-      } catch (java.net.UnknownHostException e) {
+        address = InetAddress.getByName(SettingChecks.nonEmpty("bindAddress", bindAddress));
+      } catch (UnknownHostException e) {
         throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
       }
       if (address.isAnyLocalAddress()) {

@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jgroups.Address;
 
@@ -53,7 +54,7 @@ final class SealedCopies {
   /** View changes seen. Guarded by this. */
   private long changes;
   /** The members of the last view. Guarded by this. */
-  private Collection<Address> lastMembers = java.util.Set.of();
+  private Collection<Address> lastMembers = Set.of();
 
   /** @param departedKept how many members that left are remembered, at least 0 */
   SealedCopies(int departedKept) {

@@ -1,5 +1,6 @@
 package io.ringmaster;
 
+import java.nio.charset.StandardCharsets;
 import java.security.spec.KeySpec;
 import java.util.Optional;
 import javax.crypto.SecretKeyFactory;
@@ -89,7 +90,7 @@ final class SharedSecret {
   }
 
   private static byte[] derive(String secret, String salt, int bits) throws Exception {
-    KeySpec spec = new PBEKeySpec(secret.toCharArray(), salt.getBytes(java.nio.charset.StandardCharsets.US_ASCII),
+    KeySpec spec = new PBEKeySpec(secret.toCharArray(), salt.getBytes(StandardCharsets.US_ASCII),
         210_000, bits);
     return SecretKeyFactory.getInstance("PBKDF2WithHmacSHA256").generateSecret(spec).getEncoded();
   }

@@ -12,6 +12,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAccumulator;
 import javax.crypto.Cipher;
@@ -20,6 +23,7 @@ import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
+import org.jgroups.Event;
 import org.jgroups.Header;
 import org.jgroups.Message;
 import org.jgroups.View;
@@ -216,9 +220,9 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
 
   /** Forgets the view at a disconnect, once GMS above has left (see {@link #start()}). */
   @Override
-  public Object down(org.jgroups.Event evt) {
+  public Object down(Event evt) {
     Object result = super.down(evt);
-    if (evt.getType() == org.jgroups.Event.DISCONNECT) {
+    if (evt.getType() == Event.DISCONNECT) {
       forgetTheView();
     }
     return result;
@@ -533,7 +537,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
   /** {@link #REFUSAL_GRACE_MILLIS}, or half of GMS's join timeout (set at init). */
   private volatile long refusalHoldMillis = REFUSAL_GRACE_MILLIS;
   /** A refusal is held: one is enough to fail the join, and the others are not kept. */
-  private final java.util.concurrent.atomic.AtomicBoolean refusalHeld = new java.util.concurrent.atomic.AtomicBoolean();
+  private final AtomicBoolean refusalHeld = new AtomicBoolean();
 
   /** The seal numbers taken from each sender (for tests). */
   SealedCopies sealedCopies() {
@@ -556,14 +560,14 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
       return;
     }
     // On the timer's own thread: GMS only completes the join with it.
-    java.util.concurrent.Future<?> held = getTransport().getTimer().schedule(() -> {
+    Future<?> held = getTransport().getTimer().schedule(() -> {
       refusalHeld.set(false);
       if (view == null) {
         upInClear(msg);
       } else {
         log.debug("%s: dropped a join refusal in clear from %s: joined meanwhile", local_addr, msg.getSrc());
       }
-    }, refusalHoldMillis, java.util.concurrent.TimeUnit.MILLISECONDS, false);
+    }, refusalHoldMillis, TimeUnit.MILLISECONDS, false);
     if (held == null) { // the stack is stopping: nobody waits for the join any more
       refusalHeld.set(false);
       log.debug("%s: dropped a join refusal in clear from %s: stopping", local_addr, msg.getSrc());
@@ -646,7 +650,7 @@ public class SharedSecretEncrypt extends SYM_ENCRYPT {
    * clear; taken from anyone, one with text of the sender's choosing would fail the start (as
    * REFUSED, the wrong-secret failure), with no need to know which member this node asked.
    */
-  private final Set<Address> joinsAsked = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final Set<Address> joinsAsked = ConcurrentHashMap.newKeySet();
   /** At most this many are remembered: a joiner asks the coordinator, and again each join timeout. */
   private static final int MAX_JOINS_ASKED = 64;
 

@@ -3,14 +3,23 @@ package io.ringmaster;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
 import java.net.UnknownHostException;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jgroups.JChannel;
 import org.jgroups.annotations.Property;
@@ -18,6 +27,7 @@ import org.jgroups.conf.AttributeType;
 import org.jgroups.conf.ConfiguratorFactory;
 import org.jgroups.conf.ProtocolConfiguration;
 import org.jgroups.conf.ProtocolStackConfigurator;
+import org.jgroups.protocols.Encrypt;
 import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
@@ -37,7 +47,7 @@ final class Stacks {
     Path file;
     try {
       file = Path.of(jgroupsConfig);
-    } catch (java.nio.file.InvalidPathException e) {
+    } catch (InvalidPathException e) {
       throw new IllegalArgumentException("jgroupsConfig is not a path: " + e.getMessage());
     }
     if (Files.isRegularFile(file)) {
@@ -67,7 +77,7 @@ final class Stacks {
     } catch (Exception unreadable) {
       // The exception itself, not its message: an AccessDeniedException's message is the path alone.
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " cannot be read as a JGroups stack: "
-          + (unreadable instanceof java.io.IOException ? unreadable.toString() : unreadable.getMessage()), unreadable);
+          + (unreadable instanceof IOException ? unreadable.toString() : unreadable.getMessage()), unreadable);
     }
     if (protocols.isEmpty()) {
       throw new IllegalArgumentException("jgroupsConfig " + jgroupsConfig + " lists no protocols");
@@ -87,7 +97,7 @@ final class Stacks {
           jgroupsConfig, names(protocols));
     }
     boolean authToken = protocols.stream().anyMatch(p -> isProtocol(p.getProtocolName(), "AUTH") && usesSecret(p));
-    if (authToken && names.stream().noneMatch(n -> isProtocolClass(n, org.jgroups.protocols.Encrypt.class))) {
+    if (authToken && names.stream().noneMatch(n -> isProtocolClass(n, Encrypt.class))) {
       LOG.log(Level.WARNING, "jgroupsConfig {0} checks joins with the shared secret (AUTH) but does not encrypt"
           + " (no {1}): every message travels in clear, and a join proof seen on the wire can be replayed from the"
           + " same address; secure-tcp.xml does both", jgroupsConfig, SharedSecretEncrypt.class.getSimpleName());
@@ -122,7 +132,7 @@ final class Stacks {
       ProtocolConfiguration p = protocols.get(i);
       String protocol = p.getProtocolName();
       boolean tcpping = isProtocol(protocol, "TCPPING");
-      for (java.util.Map.Entry<String, String> attribute : p.getProperties().entrySet()) {
+      for (Map.Entry<String, String> attribute : p.getProperties().entrySet()) {
         String name = attribute.getKey();
         String raw = attribute.getValue();
         if (raw == null || !raw.contains("${")
@@ -210,7 +220,7 @@ final class Stacks {
     if (protocols == null) {
       return "";
     }
-    java.util.Set<String> set = new java.util.LinkedHashSet<>();
+    Set<String> set = new LinkedHashSet<>();
     for (ProtocolConfiguration p : protocols) {
       for (Map.Entry<String, String> attribute : p.getProperties().entrySet()) {
         String raw = attribute.getValue();
@@ -272,12 +282,12 @@ final class Stacks {
       return Optional.empty(); // JGroups refuses the stack when the node starts, naming the protocol
     }
     for (Class<?> c = type; c != null; c = c.getSuperclass()) {
-      for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+      for (Field f : c.getDeclaredFields()) {
         if (isTime(f.getAnnotation(Property.class), f.getName(), attribute)) {
           return Optional.of(f.getAnnotation(Property.class).unit());
         }
       }
-      for (java.lang.reflect.Method m : c.getDeclaredMethods()) {
+      for (Method m : c.getDeclaredMethods()) {
         if (isTime(m.getAnnotation(Property.class), Util.methodNameToAttributeName(m.getName()), attribute)) {
           return Optional.of(m.getAnnotation(Property.class).unit());
         }
@@ -296,8 +306,8 @@ final class Stacks {
    * {@code ${...}}, as "system property x" or "environment variable X", with their values.
    */
   private static Map<String, String> setVariables(String attribute) {
-    Map<String, String> set = new java.util.LinkedHashMap<>();
-    java.util.regex.Matcher m = VARIABLE.matcher(attribute);
+    Map<String, String> set = new LinkedHashMap<>();
+    Matcher m = VARIABLE.matcher(attribute);
     while (m.find()) {
       String spec = m.group(1);
       int colon = spec.indexOf(':');
@@ -458,7 +468,7 @@ final class Stacks {
   }
 
   /** The stack's XML: the file if there is one, else the classpath resource, else null. */
-  private static InputStream open(String jgroupsConfig) throws java.io.IOException {
+  private static InputStream open(String jgroupsConfig) throws IOException {
     Path file = Path.of(jgroupsConfig);
     return Files.isRegularFile(file) ? Files.newInputStream(file)
         : Stacks.class.getClassLoader().getResourceAsStream(jgroupsConfig);
@@ -683,9 +693,9 @@ final class Stacks {
     }
     String name;
     try {
-      java.net.NetworkInterface nic = java.net.NetworkInterface.getByInetAddress(bound);
+      NetworkInterface nic = NetworkInterface.getByInetAddress(bound);
       name = nic == null ? "no interface" : "interface " + nic.getName();
-    } catch (java.net.SocketException unreadable) {
+    } catch (SocketException unreadable) {
       name = "interface unknown: " + unreadable.getMessage();
     }
     LOG.log(Level.INFO, "{0}: stack {1} multicasts on {2} ({3}); set bindAddress (or ringmaster.bind_addr) to"

@@ -13,7 +13,9 @@ import java.util.Random;
 import java.util.Set;
 import org.jgroups.Address;
 import org.jgroups.View;
+import org.jgroups.util.ExtendedUUID;
 import org.jgroups.util.UUID;
+import org.jgroups.util.Util;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -48,7 +50,7 @@ class AdmissionTest {
         members.add(random.nextInt(members.size() + 1), UUID.randomUUID()); // a plain JGroups member
       }
       if (random.nextInt(4) == 0) { // a member whose metadata this build cannot read: refused, by its id
-        org.jgroups.util.ExtendedUUID unreadable = meta("u" + trial, 1, 64, "").newAddress();
+        ExtendedUUID unreadable = meta("u" + trial, 1, 64, "").newAddress();
         unreadable.remove("rm.w");
         members.add(1 + random.nextInt(members.size()), unreadable);
       }
@@ -131,10 +133,10 @@ class AdmissionTest {
   void of_aPeerAnnouncingAnEmptyId_isRefusedUnderAQuestionMark_andTheOthersAdmitted() throws Exception {
     NodeMetadata a = meta("a", 1, 64, "");
     Address first = a.newAddress();
-    org.jgroups.util.ExtendedUUID sent = meta("x", 1, 64, "").newAddress();
+    ExtendedUUID sent = meta("x", 1, 64, "").newAddress();
     sent.put("rm.i", new byte[0]);
-    org.jgroups.util.ExtendedUUID odd = org.jgroups.util.Util.streamableFromByteBuffer(
-        org.jgroups.util.ExtendedUUID.class, org.jgroups.util.Util.streamableToByteBuffer(sent));
+    ExtendedUUID odd = Util.streamableFromByteBuffer(
+        ExtendedUUID.class, Util.streamableToByteBuffer(sent));
     assertNull(odd.get("rm.i"), "as JGroups reads an empty value: none");
     Admission admission = Admission.of(View.create(first, 1, first, odd), first, a, new HashSet<>(),
         HashRing.MAX_TOKENS);

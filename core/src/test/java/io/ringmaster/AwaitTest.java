@@ -19,10 +19,15 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import org.awaitility.Awaitility;
+import org.jgroups.BytesMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -39,7 +44,7 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-ring")) {
       Ringmaster a = cluster.start("a");
       CompletableFuture<HashRing> three = CompletableFuture.supplyAsync(() -> await(a, 3, WAIT));
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
+      Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
       assertEquals(1, a.awaitRing(r -> r.contains("a"), Duration.ZERO).members().size(),
           "a condition that holds now returns at once, even with no time to wait");
       cluster.start("b");
@@ -68,13 +73,13 @@ class AwaitTest {
         }
       });
       try {
-        org.awaitility.Awaitility.await().atMost(WAIT).until(busy::get);
+        Awaitility.await().atMost(WAIT).until(busy::get);
         List<String> outcomes = new CopyOnWriteArrayList<>();
         List<Thread> waiters = List.of(
             new Thread(() -> outcomes.add("awaitRing " + outcome(() -> a.awaitRing(r -> r.contains("never"), WAIT)))),
             new Thread(() -> outcomes.add("awaitListeners " + outcome(() -> a.awaitListeners(WAIT)))));
         waiters.forEach(Thread::start);
-        org.awaitility.Awaitility.await("both wait").atMost(WAIT)
+        Awaitility.await("both wait").atMost(WAIT)
             .until(() -> waiters.stream().allMatch(t -> t.getState() == Thread.State.TIMED_WAITING
                 || t.getState() == Thread.State.WAITING));
         waiters.forEach(Thread::interrupt);
@@ -126,7 +131,7 @@ class AwaitTest {
         }
       }, Runnable::run);
       Ringmaster b = cluster.start("b");
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> outcome.get() != null);
+      Awaitility.await().atMost(WAIT).until(() -> outcome.get() != null);
       IllegalStateException e = assertInstanceOf(IllegalStateException.class, outcome.get());
       assertTrue(e.getMessage().startsWith("awaitRing called on node a's view thread"), e.getMessage());
       Ringmaster c = cluster.start("c");
@@ -214,9 +219,9 @@ class AwaitTest {
         assertTrue(held.inFirst().await(WAIT.toSeconds(), TimeUnit.SECONDS));
 
         a.addDivergenceListener(d -> waitedOn.add(awaitBriefly(a)), Runnable::run);
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
-        org.awaitility.Awaitility.await("the divergence listener waited").atMost(WAIT).until(() -> !waitedOn.isEmpty());
+        Awaitility.await("the divergence listener waited").atMost(WAIT).until(() -> !waitedOn.isEmpty());
         assertTrue(waitedOn.get(0).startsWith("false on ringmaster-gossip-a"), waitedOn::toString);
         assertEquals(List.of(), held.secondRanOn(), "the second listener's callback did not run on the gossip thread");
 
@@ -296,7 +301,7 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-ring-closed")) {
       Ringmaster a = cluster.start("a");
       CompletableFuture<HashRing> waiter = CompletableFuture.supplyAsync(() -> await(a, 2, Duration.ofMinutes(10)));
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
+      Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
       a.close();
       ExecutionException e = assertThrows(ExecutionException.class,
           () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
@@ -319,8 +324,8 @@ class AwaitTest {
       Ringmaster a = cluster.start("a");
       AtomicBoolean secondRan = new AtomicBoolean();
       CompletableFuture<List<Boolean>> result = new CompletableFuture<>();
-      java.util.concurrent.Executor first = Runnable::run;
-      java.util.concurrent.Executor another = task -> task.run(); // another executor: its listener is waited for
+      Executor first = Runnable::run;
+      Executor another = task -> task.run(); // another executor: its listener is waited for
       a.addOwnershipListener(change -> {
         if (change.reason() == OwnershipChange.Reason.VIEW && !result.isDone()) {
           try {
@@ -363,7 +368,7 @@ class AwaitTest {
           }
         }
       });
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1);
+      Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1);
       a.close();
       assertInstanceOf(IllegalStateException.class, woken.getNow(null), "woken by close(), before it returned");
       assertTrue(a.leftIdle(), "the leave found the listener done, not busy until leaveTimeout");
@@ -390,10 +395,10 @@ class AwaitTest {
           held.add(task);
         }
       });
-      org.awaitility.Awaitility.await("the first change, queued").atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 1);
+      Awaitility.await("the first change, queued").atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 1);
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 2); // b's join, queued behind it
+      Awaitility.await().atMost(WAIT).until(() -> a.stats().pendingCallbacks() == 2); // b's join, queued behind it
       assertEquals(1, held.size(), "one delivery launched, for both");
       open.set(true);
       held.remove(0).run();
@@ -462,7 +467,7 @@ class AwaitTest {
           n.addOwnershipListener(waiting);
         }
       });
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> results.size() == listeners);
+      Awaitility.await().atMost(WAIT).until(() -> results.size() == listeners);
       List<Boolean> expected = new ArrayList<>(Collections.nCopies(listeners - 1, false));
       expected.add(true);
       assertEquals(expected, results, "each later call stops waiting for its circle; the first to wait returns last, idle");
@@ -499,11 +504,11 @@ class AwaitTest {
         n.addOwnershipListener(slow);
       });
       // The later of the two waits has left the circle and waits for the slow listener.
-      org.awaitility.Awaitility.await().atMost(WAIT)
+      Awaitility.await().atMost(WAIT)
           .until(() -> a.listenerWaits().stream().anyMatch(name -> name.contains("the slow one")));
       events.add("released");
       release.countDown();
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> events.size() == 3);
+      Awaitility.await().atMost(WAIT).until(() -> events.size() == 3);
       assertEquals(List.of("released", "false", "true"), events);
     }
   }
@@ -512,7 +517,7 @@ class AwaitTest {
   @ParameterizedTest(name = "closer on its own executor: {0}")
   @ValueSource(booleans = {false, true})
   void close_fromAListenerThatAnotherWaitsFor_leavesWithoutInterruptingIt(boolean ownExecutor) throws Exception {
-    java.util.concurrent.ExecutorService application = java.util.concurrent.Executors.newSingleThreadExecutor();
+    ExecutorService application = Executors.newSingleThreadExecutor();
     try (TestCluster cluster = new TestCluster("await-listeners-close-" + ownExecutor)) {
       List<String> events = new CopyOnWriteArrayList<>();
       AtomicReference<Ringmaster> node = new AtomicReference<>();
@@ -532,7 +537,7 @@ class AwaitTest {
         public void onOwnershipChange(OwnershipChange change) {
           if (closerStarted.compareAndSet(false, true)) {
             // Once the waiter waits for this callback: the leave in close() waits for the waiter.
-            org.awaitility.Awaitility.await().atMost(WAIT)
+            Awaitility.await().atMost(WAIT)
                 .until(() -> node.get().listenerWaits().stream().anyMatch(name -> name.contains("the closer")));
             node.get().close();
             events.add("closed");
@@ -553,7 +558,7 @@ class AwaitTest {
           n.addOwnershipListener(closer);
         }
       });
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> events.size() == 2);
+      Awaitility.await().atMost(WAIT).until(() -> events.size() == 2);
       assertEquals(List.of("closed", "waiter: true"), events,
           "close() does not wait for the waiter, which waits for it, nor interrupt it");
       assertThrows(IllegalStateException.class, () -> a.addOwnershipListener(change -> { }), "closed");
@@ -571,7 +576,7 @@ class AwaitTest {
       try (Ringmaster twin = cluster.builder("a").build()) { // the same id: refused when it joins
         CompletableFuture<HashRing> waiter =
             CompletableFuture.supplyAsync(() -> await(twin, 1, Duration.ofMinutes(10)));
-        org.awaitility.Awaitility.await().atMost(WAIT).until(() -> twin.ringWaiters() == 1);
+        Awaitility.await().atMost(WAIT).until(() -> twin.ringWaiters() == 1);
         assertThrows(RingmasterException.class, twin::start);
         ExecutionException e = assertThrows(ExecutionException.class,
             () -> waiter.get(WAIT.toSeconds(), TimeUnit.SECONDS));
@@ -581,7 +586,7 @@ class AwaitTest {
       try (Ringmaster unstarted = cluster.builder("b").build()) {
         CompletableFuture<HashRing> other =
             CompletableFuture.supplyAsync(() -> await(unstarted, 1, Duration.ofMinutes(10)));
-        org.awaitility.Awaitility.await().atMost(WAIT).until(() -> unstarted.ringWaiters() == 1);
+        Awaitility.await().atMost(WAIT).until(() -> unstarted.ringWaiters() == 1);
         unstarted.close();
         ExecutionException e = assertThrows(ExecutionException.class,
             () -> other.get(WAIT.toSeconds(), TimeUnit.SECONDS));

@@ -1,18 +1,46 @@
 package io.ringmaster;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.management.ThreadMXBean;
 import io.ringmaster.ring.Member;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.text.MessageFormat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import org.jgroups.Address;
+import org.jgroups.BytesMessage;
+import org.jgroups.Message;
+import org.jgroups.View;
+import org.jgroups.ViewId;
+import org.jgroups.protocols.FRAG2;
+import org.jgroups.stack.Protocol;
+import org.jgroups.stack.ProtocolStack;
+import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class ClusterAgreementTest {
 
@@ -43,7 +71,7 @@ class ClusterAgreementTest {
         }
         assertEquals(1, nodes.stream().filter(n -> n.isPrimary(key)).count(), "exactly one primary for " + key);
         assertEquals(2, nodes.stream().filter(n -> n.isLocal(key)).count(), "exactly two owners for " + key);
-        byte[] bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8); // the same key as UTF-8 bytes
+        byte[] bytes = key.getBytes(StandardCharsets.UTF_8); // the same key as UTF-8 bytes
         for (Ringmaster n : nodes) {
           assertEquals(expected, n.owners(bytes), key);
           assertEquals(expected.get(0), n.ownerOf(bytes), key);
@@ -61,15 +89,15 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      com.sun.management.ThreadMXBean threads =
-          (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+      ThreadMXBean threads =
+          (ThreadMXBean) ManagementFactory.getThreadMXBean();
       assertTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
           "this JVM measures no thread's allocation");
       String[] strings = new String[1024];
       byte[][] bytes = new byte[strings.length][];
       for (int i = 0; i < strings.length; i++) {
         strings[i] = "user:" + i + (i % 3 == 0 ? "\u00e9\u4e2d" : "");
-        bytes[i] = strings[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        bytes[i] = strings[i].getBytes(StandardCharsets.UTF_8);
       }
       int calls = 100_000;
       int local = 0;
@@ -102,7 +130,7 @@ class ClusterAgreementTest {
     try (TestCluster cluster = new TestCluster("routers-only")) {
       Ringmaster router = cluster.start(cluster.builder("router").weight(0));
       assertTrue(router.isInRing());
-      byte[] bytes = "user:1".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      byte[] bytes = "user:1".getBytes(StandardCharsets.UTF_8);
       assertFalse(router.isLocal("user:1"));
       assertFalse(router.isPrimary("user:1"));
       assertFalse(router.isLocal(bytes));
@@ -130,7 +158,7 @@ class ClusterAgreementTest {
       // (one sent before it, of an earlier view, is counted but not compared), three each at least.
       Map<Ringmaster, Long> before = new HashMap<>();
       nodes.forEach(n -> before.put(n, n.stats().gossipReceived()));
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30))
+      await().atMost(Duration.ofSeconds(30))
           .until(() -> nodes.stream().allMatch(n -> n.stats().gossipReceived() >= before.get(n) + 3));
       nodes.forEach(n -> assertEquals(0, n.stats().divergences()));
     }
@@ -142,16 +170,16 @@ class ClusterAgreementTest {
    * that interrupt, which was meant for the first (docs/operations.md), though the first kept it.
    */
   @Test
-  @org.junit.jupiter.api.Timeout(value = 90, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_whileASameThreadDivergenceListenerRuns_theNextStartsWithoutItsInterrupt() throws Exception {
     try (TestCluster cluster = new TestCluster("divergence-interrupt")) {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      java.util.concurrent.CountDownLatch inFirst = new java.util.concurrent.CountDownLatch(1);
-      java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
-      List<Boolean> firstInterrupted = new java.util.concurrent.CopyOnWriteArrayList<>();
-      List<Boolean> secondInterrupted = new java.util.concurrent.CopyOnWriteArrayList<>();
+      CountDownLatch inFirst = new CountDownLatch(1);
+      CountDownLatch never = new CountDownLatch(1);
+      List<Boolean> firstInterrupted = new CopyOnWriteArrayList<>();
+      List<Boolean> secondInterrupted = new CopyOnWriteArrayList<>();
       a.addDivergenceListener(d -> {
         inFirst.countDown();
         try {
@@ -162,11 +190,11 @@ class ClusterAgreementTest {
         }
       }, Runnable::run);
       a.addDivergenceListener(d -> secondInterrupted.add(Thread.currentThread().isInterrupted()), Runnable::run);
-      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+      b.channel().send(new BytesMessage(a.channel().getAddress(),
           Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
-      assertTrue(inFirst.await(30, java.util.concurrent.TimeUnit.SECONDS), "the divergence reached the first");
+      assertTrue(inFirst.await(30, TimeUnit.SECONDS), "the divergence reached the first");
       a.close();
-      org.awaitility.Awaitility.await("the second listener's callback").atMost(Duration.ofSeconds(30))
+      await("the second listener's callback").atMost(Duration.ofSeconds(30))
           .until(() -> !secondInterrupted.isEmpty());
       assertEquals(List.of(true), firstInterrupted, "close() interrupted the first callback");
       assertEquals(List.of(false), secondInterrupted, "the second started with the first one's interrupt");
@@ -179,7 +207,7 @@ class ClusterAgreementTest {
    * a WARNING names it. Without that wait there would be no WARNING.
    */
   @Test
-  @org.junit.jupiter.api.Timeout(value = 90, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+  @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_aSameThreadDivergenceListenerThatIgnoresTheInterrupt_isReportedInAWarning_andCloseReturns()
       throws Exception {
     try (NodeLog log = new NodeLog(r -> r.getMessage().contains("still runs a task"));
@@ -187,19 +215,19 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
-      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-      java.util.concurrent.atomic.AtomicInteger interrupts = new java.util.concurrent.atomic.AtomicInteger();
+      CountDownLatch entered = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger interrupts = new AtomicInteger();
       a.addDivergenceListener(d -> {
         entered.countDown();
         TestCluster.awaitIgnoringInterrupts(release, interrupts, Duration.ofSeconds(30));
       }, Runnable::run);
       try {
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
-        assertTrue(entered.await(30, java.util.concurrent.TimeUnit.SECONDS), "the divergence reached the listener");
+        assertTrue(entered.await(30, TimeUnit.SECONDS), "the divergence reached the listener");
         a.close();
-        org.awaitility.Awaitility.await("close() interrupted the callback, which went on")
+        await("close() interrupted the callback, which went on")
             .atMost(Duration.ofSeconds(30)).until(() -> interrupts.get() == 1);
         assertEquals(List.of("a: the gossip thread still runs a task a second after close() interrupted it;"
             + " close() returns without waiting for it"), log.messages());
@@ -221,15 +249,15 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      List<RingDivergence> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<RingDivergence> seen = new CopyOnWriteArrayList<>();
       a.addDivergenceListener(seen::add);
-      b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+      b.channel().send(new BytesMessage(a.channel().getAddress(),
           Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
-      org.awaitility.Awaitility.await("the divergence reported").atMost(Duration.ofSeconds(30))
+      await("the divergence reported").atMost(Duration.ofSeconds(30))
           .until(() -> !seen.isEmpty());
       assertEquals(RingDivergence.Kind.CHECKSUM, seen.get(0).kind());
       // The line comes after the report is handed on, from the thread that received the message.
-      org.awaitility.Awaitility.await("the logger threw at the divergence's line").atMost(Duration.ofSeconds(30))
+      await("the logger threw at the divergence's line").atMost(Duration.ofSeconds(30))
           .until(() -> log.thrown() == 1);
     }
   }
@@ -240,36 +268,36 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      List<RingDivergence> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<RingDivergence> seen = new CopyOnWriteArrayList<>();
       a.addDivergenceListener(seen::add);
-      List<String> threads = new java.util.concurrent.CopyOnWriteArrayList<>();
-      java.util.concurrent.ExecutorService mine =
-          java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "app-divergence"));
+      List<String> threads = new CopyOnWriteArrayList<>();
+      ExecutorService mine =
+          Executors.newSingleThreadExecutor(r -> new Thread(r, "app-divergence"));
       try {
         Registration onMine = a.addDivergenceListener(x -> threads.add(Thread.currentThread().getName()), mine);
         // A listener whose executor never runs its callbacks: what queues up for it while it is stuck.
-        List<Runnable> neverRun = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Runnable> neverRun = new CopyOnWriteArrayList<>();
         SerialDelivery<?> stuck = (SerialDelivery<?>) a.addDivergenceListener(x -> { }, neverRun::add);
         // A same-thread executor: the report still must not run on the JGroups thread that got it.
-        List<String> direct = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<String> direct = new CopyOnWriteArrayList<>();
         a.addDivergenceListener(x -> direct.add(Thread.currentThread().getName()), Runnable::run);
         // First a checksum for a view with a's number but another coordinator (a partition that
         // reached the same number): another view, so no divergence. Then b claims, for the view
         // both have, a ring checksum that differs from a's. b's messages to a arrive in order.
         long forged = a.ring().checksum() ^ 1;
-        org.jgroups.Address creator = a.channel().getView().getCreator();
-        org.jgroups.Address otherCreator = org.jgroups.util.UUID.randomUUID();
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        Address creator = a.channel().getView().getCreator();
+        Address otherCreator = UUID.randomUUID();
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), otherCreator, forged ^ 2, "b")));
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), creator, forged, "b")));
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(), // the same, a round later
+        b.channel().send(new BytesMessage(a.channel().getAddress(), // the same, a round later
             Gossip.encode(a.viewId(), creator, forged, "b")));
         // Then b gossips a's own checksum as "z", an id a's ring does not give to b: the two
         // disagree on who is in the ring, though the checksums match.
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), creator, a.ring().checksum(), "z")));
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() >= 2);
+        await().atMost(Duration.ofSeconds(20)).until(() -> seen.size() >= 2);
         assertEquals(2, seen.size(), "only the same view (number and coordinator) is compared, and a divergence"
             + " sent again is not reported again: " + seen);
         RingDivergence d = seen.get(0);
@@ -281,18 +309,18 @@ class ClusterAgreementTest {
             RingDivergence.Kind.HOLDER), seen.get(1));
         assertEquals(3, a.stats().divergences(), "every disagreeing message counts");
         assertEquals(0, a.stats().splitViewDivergences(), "none of a split view");
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> threads.size() >= 2);
+        await().atMost(Duration.ofSeconds(20)).until(() -> threads.size() >= 2);
         assertEquals(List.of("app-divergence", "app-divergence"), threads, "the listener given an executor runs on it");
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !direct.isEmpty());
+        await().atMost(Duration.ofSeconds(20)).until(() -> !direct.isEmpty());
         assertTrue(direct.get(0).startsWith("ringmaster-gossip-a"), "run on the node's gossip thread: " + direct);
         // A listener added now hears the divergence when gossip finds it again; those that heard it
         // in this view do not hear it twice (the same-thread one has run by the time the late one
         // is handed the report: it comes first in the list).
-        List<RingDivergence> late = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<RingDivergence> late = new CopyOnWriteArrayList<>();
         a.addDivergenceListener(late::add);
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), creator, forged, "b")));
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !late.isEmpty());
+        await().atMost(Duration.ofSeconds(20)).until(() -> !late.isEmpty());
         assertEquals(List.of(d), late);
         assertEquals(2, direct.size(), "heard twice by a listener that had heard it: " + direct);
         assertEquals(2, stuck.pending(), "a stuck listener's queue holds each divergence once, not each message");
@@ -314,15 +342,15 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      org.jgroups.Address creator = a.channel().getView().getCreator();
+      Address creator = a.channel().getView().getCreator();
       long before = a.stats().divergences();
       for (int i = 0; i < 200; i++) {
-        b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+        b.channel().send(new BytesMessage(a.channel().getAddress(),
             Gossip.encode(a.viewId(), creator, a.ring().checksum(), "z" + i)));
       }
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+      await().atMost(Duration.ofSeconds(20))
           .until(() -> a.stats().divergences() >= before + 200);
-      long errors = log.records().stream().filter(r -> r.getLevel() == java.util.logging.Level.SEVERE).count();
+      long errors = log.records().stream().filter(r -> r.getLevel() == Level.SEVERE).count();
       assertTrue(errors >= 1 && errors <= DropLog.MAX_LINES, errors + " ERROR lines");
     }
   }
@@ -338,24 +366,24 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      org.jgroups.Address creator = a.channel().getView().getCreator();
-      java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
-      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-      List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+      Address creator = a.channel().getView().getCreator();
+      CountDownLatch held = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      List<String> heard = new CopyOnWriteArrayList<>();
       a.addDivergenceListener(d -> {
         heard.add(d.peerId());
         if (d.peerId().equals("first")) {
           held.countDown();
           try {
-            release.await(30, java.util.concurrent.TimeUnit.SECONDS); // bounded: a failed test lets it go too
+            release.await(30, TimeUnit.SECONDS); // bounded: a failed test lets it go too
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }
         }
       }, Runnable::run); // on the gossip thread, which it holds
-      java.util.function.Consumer<String> forge = id -> {
+      Consumer<String> forge = id -> {
         try {
-          b.channel().send(new org.jgroups.BytesMessage(a.channel().getAddress(),
+          b.channel().send(new BytesMessage(a.channel().getAddress(),
               Gossip.encode(a.viewId(), creator, a.ring().checksum(), id)));
         } catch (Exception e) {
           throw new IllegalStateException(e);
@@ -363,17 +391,17 @@ class ClusterAgreementTest {
       };
       long before = a.stats().divergences();
       forge.accept("first");
-      assertTrue(held.await(30, java.util.concurrent.TimeUnit.SECONDS), "the gossip thread held");
+      assertTrue(held.await(30, TimeUnit.SECONDS), "the gossip thread held");
       for (int i = 0; i < 200; i++) {
         forge.accept("z" + i);
       }
-      org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+      await().atMost(Duration.ofSeconds(20))
           .until(() -> a.stats().divergences() >= before + 201);
       release.countDown();
-      org.awaitility.Awaitility.await("the reports that waited").atMost(Duration.ofSeconds(20))
+      await("the reports that waited").atMost(Duration.ofSeconds(20))
           .until(() -> heard.size() >= 1 + DivergenceReports.MAX_QUEUED);
       forge.accept("later");
-      org.awaitility.Awaitility.await("a report after the queue emptied").atMost(Duration.ofSeconds(20))
+      await("a report after the queue emptied").atMost(Duration.ofSeconds(20))
           .until(() -> heard.contains("later"));
       assertEquals(1 + DivergenceReports.MAX_QUEUED + 1, heard.size(), heard::toString);
       assertEquals(List.of("first", "z0", "z" + (DivergenceReports.MAX_QUEUED - 1)), List.of(heard.get(0),
@@ -394,13 +422,13 @@ class ClusterAgreementTest {
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
       FailsFirst failing = new FailsFirst("ringmaster-gossip-a");
-      a.channel().getProtocolStack().insertProtocol(failing, org.jgroups.stack.ProtocolStack.Position.ABOVE,
-          org.jgroups.protocols.FRAG2.class); // the top one
-      org.awaitility.Awaitility.await("a gossip round failed").atMost(Duration.ofSeconds(20))
+      a.channel().getProtocolStack().insertProtocol(failing, ProtocolStack.Position.ABOVE,
+          FRAG2.class); // the top one
+      await("a gossip round failed").atMost(Duration.ofSeconds(20))
           .until(() -> failing.thrown.get() == 1 && !log.records().isEmpty());
-      assertEquals(java.util.logging.Level.SEVERE, log.records().get(0).getLevel(), "an Error is logged as ERROR");
+      assertEquals(Level.SEVERE, log.records().get(0).getLevel(), "an Error is logged as ERROR");
       long sent = a.stats().gossipSent();
-      org.awaitility.Awaitility.await("the rounds after it").atMost(Duration.ofSeconds(20))
+      await("the rounds after it").atMost(Duration.ofSeconds(20))
           .until(() -> a.stats().gossipSent() >= sent + 2);
     }
   }
@@ -416,11 +444,11 @@ class ClusterAgreementTest {
          NodeLog log = new NodeLog(r -> r.getMessage().contains("view thread is held")
              || r.getMessage().contains("has caught up"))) {
       Ringmaster a = cluster.start("a");
-      java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
       a.addOwnershipListener(change -> {
         if (change.reason() == OwnershipChange.Reason.VIEW) {
           try {
-            release.await(60, java.util.concurrent.TimeUnit.SECONDS); // a long hand-off, on the view thread
+            release.await(60, TimeUnit.SECONDS); // a long hand-off, on the view thread
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }
@@ -429,21 +457,21 @@ class ClusterAgreementTest {
       try {
         Ringmaster b = cluster.start("b"); // a publishes its ring, then its view thread runs the listener
         Ringmaster c = cluster.start("c"); // this view waits behind it
-        org.awaitility.Awaitility.await("the WARNING").atMost(Duration.ofSeconds(40))
+        await("the WARNING").atMost(Duration.ofSeconds(40))
             .until(() -> !log.records().isEmpty());
-        java.util.logging.LogRecord held = log.records().get(0);
-        assertEquals(java.util.logging.Level.WARNING, held.getLevel());
+        LogRecord held = log.records().get(0);
+        assertEquals(Level.WARNING, held.getLevel());
         assertEquals(c.channel().getView().getViewId(), held.getParameters()[1], "the view JGroups installed");
         assertEquals(Long.toString(a.viewId()), held.getParameters()[3], "the view of the ring a routes by: " + a.stats()
             + ", b " + b.stats() + ", c " + c.stats());
         long rounds = a.stats().gossipSent();
-        org.awaitility.Awaitility.await("three more rounds, the view thread still held").atMost(Duration.ofSeconds(30))
+        await("three more rounds, the view thread still held").atMost(Duration.ofSeconds(30))
             .until(() -> a.stats().gossipSent() >= rounds + 3);
         assertEquals(1, log.records().size(), "said once, not at every round");
         release.countDown();
         TestCluster.awaitAgreement(List.of(a, b, c), 3, Duration.ofSeconds(30));
-        org.awaitility.Awaitility.await("the INFO").atMost(Duration.ofSeconds(30)).until(() -> log.records().size() == 2);
-        assertEquals(java.util.logging.Level.INFO, log.records().get(1).getLevel());
+        await("the INFO").atMost(Duration.ofSeconds(30)).until(() -> log.records().size() == 2);
+        assertEquals(Level.INFO, log.records().get(1).getLevel());
       } finally {
         release.countDown();
       }
@@ -462,16 +490,16 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      org.jgroups.View agreed = a.channel().getView();
-      org.jgroups.View far = new org.jgroups.View(new org.jgroups.ViewId(agreed.getCreator(), 1234), agreed.getMembers());
+      View agreed = a.channel().getView();
+      View far = new View(new ViewId(agreed.getCreator(), 1234), agreed.getMembers());
       TestCluster.gms(a).installView(far);
       TestCluster.gms(b).installView(far);
       Ringmaster c = cluster.start("c");
       TestCluster.awaitAgreement(List.of(a, b, c), 3, Duration.ofSeconds(30));
       assertTrue(c.viewId() > 1234, "view " + c.viewId());
-      java.util.logging.LogRecord joined = log.records().stream()
+      LogRecord joined = log.records().stream()
           .filter(r -> "c".equals(r.getParameters()[0])).findFirst().orElseThrow();
-      String line = new java.text.MessageFormat(joined.getMessage(), java.util.Locale.US).format(joined.getParameters());
+      String line = new MessageFormat(joined.getMessage(), Locale.US).format(joined.getParameters());
       assertTrue(line.contains("view " + c.viewId() + ","), line);
     }
   }
@@ -487,8 +515,8 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      java.util.concurrent.atomic.AtomicInteger builds = new java.util.concurrent.atomic.AtomicInteger();
-      java.util.concurrent.atomic.AtomicReference<RingmasterStats> duringRetry = new java.util.concurrent.atomic.AtomicReference<>();
+      AtomicInteger builds = new AtomicInteger();
+      AtomicReference<RingmasterStats> duringRetry = new AtomicReference<>();
       a.beforeEachBuild(view -> {
         if (view.size() == 3) {
           int build = builds.incrementAndGet();
@@ -501,10 +529,10 @@ class ClusterAgreementTest {
         }
       });
       Ringmaster c = cluster.start("c");
-      org.awaitility.Awaitility.await("the first retry").atMost(Duration.ofSeconds(30)).until(() -> duringRetry.get() != null);
+      await("the first retry").atMost(Duration.ofSeconds(30)).until(() -> duringRetry.get() != null);
       assertEquals(c.viewId(), duringRetry.get().failedViewId().orElse(-1), "the view a could not install, in its stats");
       TestCluster.awaitAgreement(List.of(a, b, c), 3, Duration.ofSeconds(30));
-      org.awaitility.Awaitility.await("the failed view cleared").atMost(Duration.ofSeconds(30))
+      await("the failed view cleared").atMost(Duration.ofSeconds(30))
           .until(() -> a.stats().failedViewId().isEmpty());
       assertEquals(3, builds.get(), "the view, its retry at the next round, then one after 1 s");
     }
@@ -525,13 +553,13 @@ class ClusterAgreementTest {
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
       FailsFirst failing = new FailsFirst("ringmaster-gossip-a", 3,
           () -> new IllegalStateException("a transport that refuses to send (a test)"));
-      a.channel().getProtocolStack().insertProtocol(failing, org.jgroups.stack.ProtocolStack.Position.ABOVE,
-          org.jgroups.protocols.FRAG2.class); // the top one
+      a.channel().getProtocolStack().insertProtocol(failing, ProtocolStack.Position.ABOVE,
+          FRAG2.class); // the top one
       long sent = a.stats().gossipSent();
-      org.awaitility.Awaitility.await("three failed rounds, then two that send").atMost(Duration.ofSeconds(30))
+      await("three failed rounds, then two that send").atMost(Duration.ofSeconds(30))
           .until(() -> failing.thrown.get() == 3 && a.stats().gossipSent() >= sent + 2);
-      assertEquals(List.of(java.util.logging.Level.WARNING, java.util.logging.Level.FINE,
-          java.util.logging.Level.FINE), log.levels(), "the first failure at WARNING, the next two at DEBUG");
+      assertEquals(List.of(Level.WARNING, Level.FINE,
+          Level.FINE), log.levels(), "the first failure at WARNING, the next two at DEBUG");
       assertTrue(log.records().get(0).getThrown().getMessage().contains("a transport that refuses to send"),
           "the WARNING carries the send's failure: " + log.records().get(0).getThrown());
     }
@@ -541,24 +569,24 @@ class ClusterAgreementTest {
    * Throws on the first {@code times} messages sent down by a thread whose name starts with the
    * given prefix: an Error, unless given what to throw.
    */
-  static final class FailsFirst extends org.jgroups.stack.Protocol {
+  static final class FailsFirst extends Protocol {
     private final String threadPrefix;
     private final int times;
-    private final java.util.function.Supplier<RuntimeException> failure;
-    final java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
+    private final Supplier<RuntimeException> failure;
+    final AtomicInteger thrown = new AtomicInteger();
 
     FailsFirst(String threadPrefix) {
       this(threadPrefix, 1, null);
     }
 
-    FailsFirst(String threadPrefix, int times, java.util.function.Supplier<RuntimeException> failure) {
+    FailsFirst(String threadPrefix, int times, Supplier<RuntimeException> failure) {
       this.threadPrefix = threadPrefix;
       this.times = times;
       this.failure = failure;
     }
 
     @Override
-    public Object down(org.jgroups.Message msg) {
+    public Object down(Message msg) {
       if (Thread.currentThread().getName().startsWith(threadPrefix)
           && thrown.getAndUpdate(n -> n < times ? n + 1 : n) < times) {
         if (failure != null) {
@@ -576,7 +604,7 @@ class ClusterAgreementTest {
       Ringmaster a = cluster.start(cluster.builder("a").endpoint("http://127.0.0.1:9001"));
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(a.ringJson());
+      var json = new ObjectMapper().readTree(a.ringJson());
       assertEquals(Long.toHexString(a.ring().checksum()), json.get("checksum").asText());
       assertEquals(a.viewId(), json.get("viewId").asLong());
       assertEquals(2, json.get("members").size());

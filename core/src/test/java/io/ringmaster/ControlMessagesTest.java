@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.jgroups.Message;
 import org.junit.jupiter.api.Test;
@@ -48,7 +49,7 @@ class ControlMessagesTest {
       Ringmaster b = cluster.start("b");
       Ringmaster x = cluster.start("x");
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
-      List<WireTap> taps = new java.util.ArrayList<>();
+      List<WireTap> taps = new ArrayList<>();
       for (Ringmaster n : List.of(a, b)) {
         WireTap tap = new WireTap(probe -> false);
         n.channel().getProtocolStack().insertProtocolAtTop(tap);

@@ -9,12 +9,14 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
 import io.ringmaster.testing.OwnershipFold;
 import java.util.List;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.jgroups.Address;
 import org.jgroups.MergeView;
 import org.jgroups.View;
 import org.jgroups.ViewId;
+import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -176,7 +178,7 @@ class DuplicateIdMergeTest {
       OwnershipFold fold = new OwnershipFold();
       late.forEach(fold::onOwnershipChange);
       assertEquals(List.of(), fold.violations());
-      assertEquals(java.util.Optional.empty(), fold.disagreement(late.get(0).ring(), "b", 2),
+      assertEquals(Optional.empty(), fold.disagreement(late.get(0).ring(), "b", 2),
           "the listener's fold is the node's ownership in view 7");
     }
   }
@@ -206,7 +208,7 @@ class DuplicateIdMergeTest {
       super(meta("b"));
       View side = View.create(addressC, 5, addressC, self, addressD);
       // What c, the old member of that side, tells this node, new to it: before view 5 it had c alone.
-      node.ringBeforeArrived(5, (org.jgroups.util.UUID) addressC, List.of(c.member()), addressC);
+      node.ringBeforeArrived(5, (UUID) addressC, List.of(c.member()), addressC);
       node.onView(side);
       View other = View.create(addressA, 5, addressA, holder);
       node.onView(new MergeView(new ViewId(addressA, 6), List.of(addressA, holder, addressC, self, addressD),

@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import static io.ringmaster.FedNode.meta;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -8,8 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.Member;
+import io.ringmaster.testing.OwnershipFold;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -73,7 +77,7 @@ class FailedStartTest {
 
       ExecutionException e = assertThrows(ExecutionException.class, () -> a.node.firstRing().get(10, TimeUnit.SECONDS));
       assertEquals("view [" + a.self + "|1] could not be installed: " + TOO_LARGE, e.getCause().getMessage());
-      org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> log.thrown() >= 1);
+      await().atMost(Duration.ofSeconds(10)).until(() -> log.thrown() >= 1);
     }
   }
 
@@ -85,12 +89,12 @@ class FailedStartTest {
       a.view(2, a.self, meta("x").newAddress());
       assertEquals(1, a.node.state().viewId(), "the last good ring is kept");
       assertEquals(1, a.ownership.size(), a.ownership.toString());
-      assertEquals(java.util.OptionalLong.of(2), a.node.failedViewId(), "view 2 is tried again");
+      assertEquals(OptionalLong.of(2), a.node.failedViewId(), "view 2 is tried again");
 
       Address b = meta("b").newAddress();
       a.view(3, a.self, b);
       assertEquals(3, a.node.state().viewId(), "the view thread goes on");
-      assertEquals(java.util.OptionalLong.empty(), a.node.failedViewId(), "a later view replaced it");
+      assertEquals(OptionalLong.empty(), a.node.failedViewId(), "a later view replaced it");
       assertEquals(List.of("a", "b"), a.node.state().ring().members().stream().map(Member::id).toList());
     }
   }
@@ -110,7 +114,7 @@ class FailedStartTest {
       Address heavy = meta("heavy", 2.0, "").newAddress();
       a.view(1, a.self);
       a.view(2, a.self, b, heavy, light);
-      assertEquals(java.util.OptionalLong.empty(), a.node.failedViewId(), "the view is installed");
+      assertEquals(OptionalLong.empty(), a.node.failedViewId(), "the view is installed");
       assertEquals(2, a.node.state().viewId());
       assertEquals(List.of("a", "b", "light"), a.node.state().ring().members().stream().map(Member::id).toList(),
           "heavy's 128 tokens do not fit after a's and b's; light's 32 do");
@@ -232,7 +236,7 @@ class FailedStartTest {
       a.view(3, a.self, b, c);
       assertEquals(changes, a.ownership.size(), "nothing after LEAVING: " + a.lastOwnership());
       assertEquals(3, a.lastMembership().viewId(), "c's join is still a membership change");
-      io.ringmaster.testing.OwnershipFold fold = new io.ringmaster.testing.OwnershipFold();
+      OwnershipFold fold = new OwnershipFold();
       a.ownership.forEach(fold::onOwnershipChange);
       assertEquals(List.of(), fold.violations());
       assertTrue(fold.holdsNothing(), "handed everything off, and gained nothing back");
@@ -255,7 +259,7 @@ class FailedStartTest {
       assertFalse(a.node.announceLeavingFromElsewhere(), "queued already");
       assertEquals(before + 1, a.ownership.size(), a.ownership.toString());
       assertEquals(OwnershipChange.Reason.LEAVING, a.lastOwnership().reason());
-      io.ringmaster.testing.OwnershipFold fold = new io.ringmaster.testing.OwnershipFold();
+      OwnershipFold fold = new OwnershipFold();
       a.ownership.forEach(fold::onOwnershipChange);
       assertEquals(List.of(), fold.violations());
       assertTrue(fold.holdsNothing());

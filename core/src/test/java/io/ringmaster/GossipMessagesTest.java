@@ -1,13 +1,16 @@
 package io.ringmaster;
 
 import static io.ringmaster.FedNode.meta;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Executor;
 import org.jgroups.Address;
@@ -40,7 +43,7 @@ class GossipMessagesTest {
         channelB.addAddressGenerator(() -> b);
         channelA.connect(cluster);
         channelB.connect(cluster);
-        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30))
+        await().atMost(Duration.ofSeconds(30))
             .until(() -> channelA.getView().size() == 2);
       } catch (Exception | Error e) {
         close(); // the caller's try-with-resources has nothing to close yet
@@ -118,7 +121,7 @@ class GossipMessagesTest {
       Address stranger = UUID.randomUUID();
       assertDoesNotThrow(() -> p.receive(new byte[0], stranger), "an empty message");
       byte[] checksum = Gossip.encode(v.getViewId().getId(), v.getCreator(), 42, "b");
-      byte[] truncated = java.util.Arrays.copyOf(checksum, checksum.length - 3);
+      byte[] truncated = Arrays.copyOf(checksum, checksum.length - 3);
       assertDoesNotThrow(() -> p.receive(truncated, p.b), "a checksum cut short");
       byte[] noRing = ringBefore(Gossip.TYPE_RING_BEFORE, v, "", 1.0);
       assertDoesNotThrow(() -> p.receive(noRing, p.b), "a ring before naming a member no ring can hold");

@@ -2,13 +2,19 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.logging.Filter;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
+import java.util.stream.Stream;
+import org.jgroups.util.ExtendedUUID;
+import org.jgroups.util.NameCache;
 import org.junit.jupiter.api.Test;
 
 /** Which of JGroups' TCP records the default logging drops: only the shutdown race, nothing else. */
@@ -58,18 +64,18 @@ class JGroupsLoggingTest {
   void quietByDefault_leavesAFilterTheApplicationSetAlone() {
     Logger jgroups = Logger.getLogger("org.jgroups");
     Logger tcp = Logger.getLogger("org.jgroups.protocols.TCP");
-    List<Logger> connections = java.util.stream.Stream.of("org.jgroups.blocks.cs.TcpServer",
+    List<Logger> connections = Stream.of("org.jgroups.blocks.cs.TcpServer",
         "org.jgroups.blocks.cs.TcpConnection").map(Logger::getLogger).toList();
-    List<java.util.logging.Filter> connectionFilters = connections.stream().map(Logger::getFilter).toList();
+    List<Filter> connectionFilters = connections.stream().map(Logger::getFilter).toList();
     Level levelBefore = jgroups.getLevel();
-    java.util.logging.Filter before = tcp.getFilter();
-    java.util.logging.Filter own = r -> true;
+    Filter before = tcp.getFilter();
+    Filter own = r -> true;
     try {
       jgroups.setLevel(null); // as in a JVM that loads Ringmaster first: the default applies
       tcp.setFilter(own);
       JGroupsLogging.quietByDefault();
       assertEquals(Level.WARNING, jgroups.getLevel(), "the default applied");
-      org.junit.jupiter.api.Assertions.assertSame(own, tcp.getFilter(), "but not over the application's filter");
+      assertSame(own, tcp.getFilter(), "but not over the application's filter");
     } finally {
       tcp.setFilter(before);
       for (int i = 0; i < connections.size(); i++) {
@@ -96,18 +102,18 @@ class JGroupsLoggingTest {
    */
   @Test
   void quietByDefault_makesAddressesPrintAsTheirName() {
-    org.jgroups.util.ExtendedUUID named = new org.jgroups.util.ExtendedUUID(7, 11)
-        .put("metadata", "a node's settings".getBytes(java.nio.charset.StandardCharsets.UTF_8));
-    org.jgroups.util.ExtendedUUID unnamed = new org.jgroups.util.ExtendedUUID(13, 17)
-        .put("metadata", "a node's settings".getBytes(java.nio.charset.StandardCharsets.UTF_8));
-    org.jgroups.util.ExtendedUUID.setPrintFunction(org.jgroups.util.ExtendedUUID::print); // as JGroups prints them
-    org.jgroups.util.NameCache.add(named, "node-7");
+    ExtendedUUID named = new ExtendedUUID(7, 11)
+        .put("metadata", "a node's settings".getBytes(StandardCharsets.UTF_8));
+    ExtendedUUID unnamed = new ExtendedUUID(13, 17)
+        .put("metadata", "a node's settings".getBytes(StandardCharsets.UTF_8));
+    ExtendedUUID.setPrintFunction(ExtendedUUID::print); // as JGroups prints them
+    NameCache.add(named, "node-7");
     try {
       JGroupsLogging.quietByDefault();
       assertEquals("node-7", named.toString());
       assertEquals(unnamed.toStringLong(), unnamed.toString());
     } finally {
-      org.jgroups.util.NameCache.remove(named);
+      NameCache.remove(named);
     }
   }
 }

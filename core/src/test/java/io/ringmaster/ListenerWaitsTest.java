@@ -3,6 +3,7 @@ package io.ringmaster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.ringmaster.ClusterNode.ListenersState;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -48,10 +49,10 @@ class ListenerWaitsTest {
 
       s.submit("held");
       l[0].submit("change");
-      Awaitility.await("l1 waits for s").atMost(java.time.Duration.ofSeconds(30))
+      Awaitility.await("l1 waits for s").atMost(Duration.ofSeconds(30))
           .until(() -> waits.names().contains("s"));
       l[1].submit("change");
-      Awaitility.await("l2 waits for l1").atMost(java.time.Duration.ofSeconds(30))
+      Awaitility.await("l2 waits for l1").atMost(Duration.ofSeconds(30))
           .until(() -> waits.names().contains("l1"));
       releaseS.countDown();
 

@@ -4,6 +4,7 @@ import static io.ringmaster.TestCluster.gms;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.Member;
@@ -11,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.View;
@@ -158,7 +160,7 @@ class MisconfiguredMergeTest {
     try (Healed f = new Healed("misconfigured-tie", List.of("a"), (bad, coordinator) -> bad.compareTo(coordinator) < 0)) {
       Ringmaster a = f.good.get(0);
       assertFalse(a.isInRing(), "1 to 1: the lower address, bad's, wins the tie");
-      RingmasterException refused = org.junit.jupiter.api.Assertions.assertThrows(RingmasterException.class,
+      RingmasterException refused = assertThrows(RingmasterException.class,
           () -> f.cluster.start(builder(f.cluster, "b", 64)));
       assertEquals(RingmasterException.Reason.REFUSED, refused.reason(), refused.getMessage());
       assertTrue(refused.getMessage().contains("virtualNodes: 64 on b, 128 on bad"), refused.getMessage());
@@ -185,7 +187,7 @@ class MisconfiguredMergeTest {
     private final List<Address> addresses = new ArrayList<>();
 
     /** @param wanted whether an address for "bad" will do, given the other side's coordinator */
-    Healed(String name, List<String> goodIds, java.util.function.BiPredicate<Address, Address> wanted) {
+    Healed(String name, List<String> goodIds, BiPredicate<Address, Address> wanted) {
       cluster = new TestCluster(name);
       try {
         Ringmaster found = null;

@@ -1,5 +1,6 @@
 package io.ringmaster;
 
+import java.text.MessageFormat;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
@@ -46,7 +47,7 @@ final class NodeLog implements AutoCloseable {
 
   /** The messages of the records kept so far, formatted with their parameters. */
   List<String> messages() {
-    return records.stream().map(r -> java.text.MessageFormat.format(r.getMessage(), r.getParameters())).toList();
+    return records.stream().map(r -> MessageFormat.format(r.getMessage(), r.getParameters())).toList();
   }
 
   /** The levels of the records kept so far. */

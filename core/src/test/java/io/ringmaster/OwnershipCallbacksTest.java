@@ -23,7 +23,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
@@ -34,6 +36,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.stream.IntStream;
+import org.jgroups.protocols.TP;
+import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.protocols.pbcast.ViewHandler;
+import org.jgroups.stack.Protocol;
+import org.jgroups.stack.ProtocolStack;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -93,11 +104,11 @@ class OwnershipCallbacksTest {
       HashRing before = a.ring();
 
       // Hold the coordinator's join requests, so that c, d and e join in one view.
-      org.jgroups.protocols.pbcast.GMS gms = a.channel().getProtocolStack()
-          .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
-      org.jgroups.protocols.pbcast.ViewHandler<?> joins = gms.getViewHandler();
+      GMS gms = a.channel().getProtocolStack()
+          .findProtocol(GMS.class);
+      ViewHandler<?> joins = gms.getViewHandler();
       joins.processing(true);
-      Map<String, List<OwnershipChange>> seen = new java.util.concurrent.ConcurrentHashMap<>();
+      Map<String, List<OwnershipChange>> seen = new ConcurrentHashMap<>();
       List<CompletableFuture<Ringmaster>> joining = new ArrayList<>();
       for (String id : List.of("c", "d", "e")) {
         seen.put(id, new CopyOnWriteArrayList<>());
@@ -149,7 +160,7 @@ class OwnershipCallbacksTest {
         Ringmaster n = cluster.start(cluster.builder("zero-" + i).virtualNodes(1024).leaveTimeout(Duration.ZERO),
             node -> node.addOwnershipListener(changes::add));
         await().atMost(WAIT).until(() -> !changes.isEmpty());
-        String key = java.util.stream.IntStream.range(0, 10_000).mapToObj(k -> "key-" + k).filter(n::isPrimary)
+        String key = IntStream.range(0, 10_000).mapToObj(k -> "key-" + k).filter(n::isPrimary)
             .findFirst().orElseThrow();
         assertTrue(n.isInRing() && n.isLocal(key));
         String id = n.localMember().id();
@@ -163,7 +174,7 @@ class OwnershipCallbacksTest {
         assertEquals(leaving.ring().checksum(), n.ring().checksum(), "the ring it left behind");
         assertFalse(n.ring().contains(id));
         assertFalse(n.isInRing());
-        assertFalse(n.isPrimary(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        assertFalse(n.isPrimary(key.getBytes(StandardCharsets.UTF_8)));
         assertFalse(n.isLocal(key));
         assertEquals(keeper.localMember(), n.ownerOf(key), "the member that took the key");
         assertEquals(Optional.empty(), n.addressOf(id));
@@ -497,7 +508,7 @@ class OwnershipCallbacksTest {
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_aListenerThatIgnoresTheInterrupt_isReportedInAWarningNamingItsThread_andCloseReturns(boolean sameThread)
       throws Exception {
-    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= Level.WARNING.intValue()
         && r.getParameters() != null && "deaf".equals(r.getParameters()[0]));
          TestCluster cluster = new TestCluster("close-deaf")) {
       cluster.start("keeper");
@@ -540,7 +551,7 @@ class OwnershipCallbacksTest {
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_sameThreadListenerStillHandingOff_isReportedBusy_notAsALeaveNeverAnnounced() throws Exception {
-    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= Level.WARNING.intValue());
          TestCluster cluster = new TestCluster("close-handing-off")) {
       cluster.start("keeper");
       CountDownLatch release = new CountDownLatch(1);
@@ -600,9 +611,9 @@ class OwnershipCallbacksTest {
       } finally {
         release.countDown();
       }
-      List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
+      List<String> warnings = log.records().stream().map(LogRecord::getMessage).toList();
       assertTrue(warnings.stream().anyMatch(m -> m.contains("listeners still busy after leaveTimeout")), warnings::toString);
-      java.util.logging.LogRecord busy = log.records().stream()
+      LogRecord busy = log.records().stream()
           .filter(r -> r.getMessage().contains("listeners still busy after leaveTimeout")).findFirst().orElseThrow();
       assertEquals("1000", busy.getParameters()[1], "the leaveTimeout it waited");
       assertTrue(String.valueOf(busy.getParameters()[2]).startsWith("ownership listener " + handingOff + " of leaver ("),
@@ -631,7 +642,7 @@ class OwnershipCallbacksTest {
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_whileASameThreadListenerHoldsTheViewThread_stillDeliversLeavingToEveryListener() throws Exception {
     ExecutorService own = Executors.newSingleThreadExecutor(r -> new Thread(r, "application-thread"));
-    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= Level.WARNING.intValue());
          TestCluster cluster = new TestCluster("close-view-held")) {
       Ringmaster keeper = cluster.start("keeper");
       CountDownLatch release = new CountDownLatch(1);
@@ -639,9 +650,9 @@ class OwnershipCallbacksTest {
       CompletableFuture<Boolean> holderLeavingInterrupted = new CompletableFuture<>();
       OwnershipRecorder holder = new OwnershipRecorder(SEED);
       Map<String, OwnershipRecorder> recorders = new LinkedHashMap<>();
-      Map<String, Thread> leavingOn = new java.util.concurrent.ConcurrentHashMap<>();
-      Map<String, Boolean> leavingInterrupted = new java.util.concurrent.ConcurrentHashMap<>();
-      java.util.function.Function<String, OwnershipListener> recording = name -> {
+      Map<String, Thread> leavingOn = new ConcurrentHashMap<>();
+      Map<String, Boolean> leavingInterrupted = new ConcurrentHashMap<>();
+      Function<String, OwnershipListener> recording = name -> {
         OwnershipRecorder r = new OwnershipRecorder(SEED);
         recorders.put(name, r);
         return change -> {
@@ -704,7 +715,7 @@ class OwnershipCallbacksTest {
       assertEquals(false, holderLeavingInterrupted.getNow(null), "its LEAVING callback started interrupted");
       assertTrue(holder.ownsNothing());
       assertEquals(List.of(), holder.violations());
-      List<String> warnings = log.records().stream().map(java.util.logging.LogRecord::getMessage).toList();
+      List<String> warnings = log.records().stream().map(LogRecord::getMessage).toList();
       assertTrue(warnings.stream().anyMatch(m -> m.contains("the LEAVING change was queued by close() instead, and the"
           + " callbacks the view thread had yet to start were handed to the node''s pool")),
           warnings::toString);
@@ -758,8 +769,8 @@ class OwnershipCallbacksTest {
    * A protocol that fails the first time its stack is destroyed, with an Error: JGroups' close()
    * catches only Exceptions. Once only, so that the test cluster's own clean-up closes the channel.
    */
-  private static final class FailsOnDestroy extends org.jgroups.stack.Protocol {
-    private final java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
+  private static final class FailsOnDestroy extends Protocol {
+    private final AtomicBoolean failed = new AtomicBoolean();
 
     @Override
     public void destroy() {
@@ -776,11 +787,11 @@ class OwnershipCallbacksTest {
       Ringmaster n = cluster.start("failing");
       List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
       n.addOwnershipListener(change -> reasons.add(change.reason())); // a listener-pool thread runs it
-      org.jgroups.stack.ProtocolStack stack = n.channel().getProtocolStack();
-      stack.insertProtocol(new FailsOnDestroy(), org.jgroups.stack.ProtocolStack.Position.ABOVE,
-          org.jgroups.protocols.TP.class);
+      ProtocolStack stack = n.channel().getProtocolStack();
+      stack.insertProtocol(new FailsOnDestroy(), ProtocolStack.Position.ABOVE,
+          TP.class);
 
-      AssertionError thrown = org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class, n::close);
+      AssertionError thrown = assertThrows(AssertionError.class, n::close);
 
       assertEquals("destroy failed", thrown.getMessage());
       assertEquals(List.of(OwnershipChange.Reason.INITIAL, OwnershipChange.Reason.LEAVING), reasons);
@@ -1200,8 +1211,8 @@ class OwnershipCallbacksTest {
       await().atMost(WAIT).until(() -> calls.get() == 2);
       await().atMost(WAIT).until(() -> recorder.foldMatches(a.ring(), "a", 1));
       await().atMost(WAIT).until(() -> log.records().size() == 2);
-      for (java.util.logging.LogRecord r : log.records()) {
-        assertEquals(java.util.logging.Level.SEVERE, r.getLevel());
+      for (LogRecord r : log.records()) {
+        assertEquals(Level.SEVERE, r.getLevel());
         assertTrue(r.getMessage().startsWith("ownership listener ") && r.getMessage().contains(" of a threw;"),
             r.getMessage());
       }
@@ -1324,7 +1335,7 @@ class OwnershipCallbacksTest {
   }
 
   private static List<String> foldMembers(List<MembershipChange> changes) {
-    java.util.TreeSet<String> members = new java.util.TreeSet<>();
+    TreeSet<String> members = new TreeSet<>();
     for (MembershipChange c : changes) {
       c.left().forEach(m -> members.remove(m.id())); // first: a member replaced in one view is in both
       c.joined().forEach(m -> members.add(m.id()));

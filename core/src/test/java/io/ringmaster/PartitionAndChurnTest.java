@@ -13,6 +13,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -39,7 +43,7 @@ class PartitionAndChurnTest {
       assertFolds(rec, all);
       // Divergences that should never happen (a split view's, which JGroups can make in a merge
       // and which heals, aside): none through the partition and its merge.
-      List<RingDivergence> divergences = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<RingDivergence> divergences = new CopyOnWriteArrayList<>();
       all.forEach(n -> n.addDivergenceListener(divergences::add));
 
       List<Ringmaster> left = all.subList(0, 3);
@@ -76,20 +80,20 @@ class PartitionAndChurnTest {
     try (TestCluster cluster = new TestCluster("churn")) {
       List<Ringmaster> alive = new ArrayList<>();
       List<Ringmaster> gone = new ArrayList<>();
-      Set<Ringmaster> closed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+      Set<Ringmaster> closed = ConcurrentHashMap.newKeySet();
       for (int i = 0; i < 12; i++) {
         alive.add(cluster.startRecorded(cluster.builder("n" + i).replicas(2), rec));
       }
       TestCluster.awaitAgreement(alive, 12, WAIT);
-      List<RingDivergence> divergences = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<RingDivergence> divergences = new CopyOnWriteArrayList<>();
       alive.forEach(n -> n.addDivergenceListener(divergences::add));
       // Four workers, 25 operations each, overlapping as they would in a real cluster.
-      java.util.concurrent.atomic.AtomicInteger nextId = new java.util.concurrent.atomic.AtomicInteger(12);
+      AtomicInteger nextId = new AtomicInteger(12);
       int[] counts = new int[3]; // joins, leaves, crashes
-      List<java.util.concurrent.CompletableFuture<Void>> workers = new ArrayList<>();
+      List<CompletableFuture<Void>> workers = new ArrayList<>();
       for (int w = 0; w < 4; w++) {
         SplittableRandom random = new SplittableRandom(2026 + w);
-        workers.add(java.util.concurrent.CompletableFuture.runAsync(() -> {
+        workers.add(CompletableFuture.runAsync(() -> {
           for (int op = 0; op < 25; op++) {
             // Both drawn every time: each worker's draws stay the same whatever the interleaving.
             int choice = random.nextInt(3);

@@ -9,6 +9,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.logging.Level;
 import org.jgroups.Address;
 import org.jgroups.util.ExtendedUUID;
 import org.junit.jupiter.api.Test;
@@ -78,7 +79,7 @@ class ProtocolVersionTest {
     ExtendedUUID unreadable = meta("later").newAddress();
     unreadable.remove("rm.w");
     try (FedNode a = new FedNode(meta("a"));
-         NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING
+         NodeLog log = new NodeLog(r -> r.getLevel() == Level.WARNING
              && String.valueOf(r.getParameters() == null ? "" : r.getParameters()[r.getParameters().length - 1])
              .contains("cannot read"))) {
       a.view(1, a.self);

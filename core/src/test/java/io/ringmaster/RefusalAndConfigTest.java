@@ -10,27 +10,45 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.stream.Collectors;
+import org.jgroups.JChannel;
+import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.TCPPING;
+import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.stack.IpAddress;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 
 class RefusalAndConfigTest {
@@ -45,7 +63,7 @@ class RefusalAndConfigTest {
       OwnershipRecorder recorder = new OwnershipRecorder(1);
       a.addMembershipListener(recorder);
       long checksum = a.ring().checksum();
-      java.time.Instant changedBefore = a.stats().lastChange().orElseThrow();
+      Instant changedBefore = a.stats().lastChange().orElseThrow();
 
       RingmasterException e = assertThrows(RingmasterException.class,
           () -> cluster.start(cluster.builder("c").virtualNodes(64).replicas(3)));
@@ -55,7 +73,7 @@ class RefusalAndConfigTest {
       // c fails on its own first view; a refuses c on its copy of that view, maybe a moment
       // later, and tells its membership listeners: no member joined, c was refused, and why.
       // (Its first call, on registering, was the members then: a and b, joined from nothing.)
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> recorder.memberships().size() == 2);
+      await().atMost(WAIT).until(() -> recorder.memberships().size() == 2);
       assertEquals(-1, recorder.memberships().get(0).previousViewId());
       assertTrue(a.stats().refusedMembers() >= 1);
       assertEquals(checksum, a.ring().checksum());
@@ -90,7 +108,7 @@ class RefusalAndConfigTest {
       a.addMembershipListener(recorder);
       a.addOwnershipListener(recorder);
       try (ThrowingLog log = new ThrowingLog(record -> record.getParameters() != null
-          && java.util.Arrays.stream(record.getParameters()).anyMatch(p -> String.valueOf(p).contains("on c-64")))) {
+          && Arrays.stream(record.getParameters()).anyMatch(p -> String.valueOf(p).contains("on c-64")))) {
         RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start(
             cluster.builder("c-64").virtualNodes(64).startTimeout(Duration.ofSeconds(60))));
         assertTrue(e.getMessage().contains("virtualNodes: 64 on c-64, 128 on a"), e.getMessage());
@@ -121,10 +139,10 @@ class RefusalAndConfigTest {
       OwnershipRecorder recorder = new OwnershipRecorder(3);
       AtomicBoolean closedByListener = new AtomicBoolean();
       RingmasterException e;
-      java.util.concurrent.atomic.AtomicReference<Ringmaster> node = new java.util.concurrent.atomic.AtomicReference<>();
+      AtomicReference<Ringmaster> node = new AtomicReference<>();
       try (ThrowingLog joinedLine = new ThrowingLog(record -> String.valueOf(record.getMessage()).contains(" joined ")
           && record.getParameters() != null && "b".equals(record.getParameters()[0]));
-           NodeLog warnings = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
+           NodeLog warnings = new NodeLog(r -> r.getLevel().intValue() >= Level.WARNING.intValue()
           && r.getParameters() != null && "b".equals(r.getParameters()[0]))) {
         e = assertThrows(RingmasterException.class, () -> cluster.start(cluster.builder("b"), b -> {
           node.set(b);
@@ -137,7 +155,7 @@ class RefusalAndConfigTest {
             }
           });
         }));
-        assertEquals(List.of(), warnings.records().stream().map(java.util.logging.LogRecord::getMessage).toList(),
+        assertEquals(List.of(), warnings.records().stream().map(LogRecord::getMessage).toList(),
             "the leave waited for no listener in vain");
         assertEquals(1, joinedLine.thrown());
       }
@@ -153,7 +171,7 @@ class RefusalAndConfigTest {
       // The application's own close() afterwards (a try-with-resources around the failed start)
       // returns too: the failed start's leave counts as the first close. (A bound, not a measure:
       // it returns at once, or never.)
-      org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(WAIT, node.get()::close);
+      assertTimeoutPreemptively(WAIT, node.get()::close);
       await().atMost(WAIT).until(() -> a.members().size() == 1);
     }
   }
@@ -176,7 +194,7 @@ class RefusalAndConfigTest {
             + ", \"orders/2\" on a"), e.getMessage());
       }
       // a refuses each on its copy of the view, maybe a moment after the newcomer failed.
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> recorder.memberships().stream()
+      await().atMost(WAIT).until(() -> recorder.memberships().stream()
           .flatMap(m -> m.refused().stream()).map(MembershipChange.Refusal::nodeId).distinct().count() == 2);
       assertTrue(recorder.memberships().stream().allMatch(m -> m.joined().isEmpty() || m.previousViewId() < 0),
           "neither joined a's ring");
@@ -195,13 +213,13 @@ class RefusalAndConfigTest {
       for (String stack : List.of(TestCluster.STACK, "own-policy.xml")) {
         Ringmaster node = cluster.start(cluster.builder("node-" + stack).clusterName(cluster.name + stack)
             .jgroupsConfig(stack));
-        org.jgroups.protocols.pbcast.GMS gms = node.channel().getProtocolStack()
-            .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
+        GMS gms = node.channel().getProtocolStack()
+            .findProtocol(GMS.class);
         assertTrue(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy,
             stack + ": " + gms.getMembershipChangePolicy());
         assertFalse(gms.useDeltaViews(), stack + ": every view is sent in full");
       }
-      assertEquals(List.of(java.util.logging.Level.WARNING), log.levels(), "said for own-policy.xml alone");
+      assertEquals(List.of(Level.WARNING), log.levels(), "said for own-policy.xml alone");
       assertEquals(List.of("own-policy.xml", "io.ringmaster.OwnPolicy"),
           List.of(log.records().get(0).getParameters()));
     }
@@ -396,7 +414,7 @@ class RefusalAndConfigTest {
       assertEquals(2, a.members().size());
 
       String secure = new String(getClass().getClassLoader().getResourceAsStream(stack).readAllBytes(),
-          java.nio.charset.StandardCharsets.UTF_8);
+          StandardCharsets.UTF_8);
       assertTrue(secure.contains("join_timeout=\"2s\""), secure);
       Path oneShort = Files.writeString(dir.resolve("one-short-join.xml"),
           secure.replace("join_timeout=\"2s\"", "join_timeout=\"1s\" max_join_attempts=\"1\""));
@@ -419,8 +437,8 @@ class RefusalAndConfigTest {
       try (TestCluster cluster = new TestCluster("bind-address-fd")) {
         Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
             .bindAddress("127.0.0.1").bindPort(7867).initialHosts("127.0.0.1[7867]"));
-        org.jgroups.protocols.FD_SOCK2 fd = a.channel().getProtocolStack()
-            .findProtocol(org.jgroups.protocols.FD_SOCK2.class);
+        FD_SOCK2 fd = a.channel().getProtocolStack()
+            .findProtocol(FD_SOCK2.class);
         assertEquals("127.0.0.1", fd.getBindAddress().getHostAddress());
       }
     });
@@ -513,10 +531,10 @@ class RefusalAndConfigTest {
         shipped.replace(list, "initial_hosts_file=\"" + hosts.toAbsolutePath() + "\""));
     RingmasterConfig config = Ringmaster.builder().nodeId("a").jgroupsConfig(stack.toString())
         .initialHosts("127.0.0.1[9000]").buildConfig();
-    try (org.jgroups.JChannel channel = Stacks.create(config)) {
+    try (JChannel channel = Stacks.create(config)) {
       TCPPING ping = channel.getProtocolStack().findProtocol(TCPPING.class);
-      Set<Integer> ports = ping.getInitialHosts().stream().map(a -> ((org.jgroups.stack.IpAddress) a).getPort())
-          .collect(java.util.stream.Collectors.toSet());
+      Set<Integer> ports = ping.getInitialHosts().stream().map(a -> ((IpAddress) a).getPort())
+          .collect(Collectors.toSet());
       assertTrue(ports.contains(9000) && !ports.contains(7999), "TCPPING probes " + ping.getInitialHosts());
     }
   }
@@ -529,12 +547,12 @@ class RefusalAndConfigTest {
   @Test
   void addingAListener_whoseExecutorRefusesItsFirstCallback_failsAndKeepsNothing() {
     try (TestCluster cluster = new TestCluster("refused-first-callback");
-         NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue())) {
+         NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= Level.WARNING.intValue())) {
       Ringmaster a = cluster.start(cluster.builder("a"));
       Executor full = task -> {
         throw new RejectedExecutionException("queue full");
       };
-      List<Object> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<Object> seen = new CopyOnWriteArrayList<>();
       RejectedExecutionException e = assertThrows(RejectedExecutionException.class,
           () -> a.addOwnershipListener(seen::add, full));
       assertTrue(e.getMessage().startsWith("ownership listener ") && e.getMessage().contains("queue full"),
@@ -546,7 +564,7 @@ class RefusalAndConfigTest {
       assertEquals(0, a.membershipListenerCount());
       assertEquals(List.of(), seen);
       // The caller has the refusal: no line says a listener was removed, which was never added.
-      assertEquals(List.of(), log.records().stream().map(java.util.logging.LogRecord::getMessage).toList());
+      assertEquals(List.of(), log.records().stream().map(LogRecord::getMessage).toList());
       // An executor that takes them is fine.
       a.addOwnershipListener(change -> { }, Runnable::run);
       assertEquals(1, a.ownershipListenerCount());
@@ -597,7 +615,7 @@ class RefusalAndConfigTest {
    */
   @Test
   void aNodesSecret_isNotLeftForTheNextStackBuiltOnItsThread() throws Exception {
-    try (org.jgroups.JChannel first = Stacks.create(Ringmaster.builder().nodeId("one")
+    try (JChannel first = Stacks.create(Ringmaster.builder().nodeId("one")
         .jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").secret("s3cret-of-node-one").buildConfig())) {
       assertTrue(first.getProtocolStack().findProtocol(SharedSecretEncrypt.class) != null);
     }
@@ -682,9 +700,9 @@ class RefusalAndConfigTest {
         + " \"endpoint\": \"http://127.0.0.1:9999\", \"bindAddress\": \"127.0.0.1\", \"bindPort\": 7951,"
         + " \"initialHosts\": \"127.0.0.1[7951]\", \"secret\": \"s3cret-every-key\", \"leaveTimeoutMillis\": 1234,"
         + " \"gossipIntervalMillis\": 567, \"startTimeoutMillis\": 8910}";
-    java.util.Set<String> keys = new java.util.TreeSet<>();
-    new com.fasterxml.jackson.databind.ObjectMapper().readTree(json).fieldNames().forEachRemaining(keys::add);
-    assertEquals(new java.util.TreeSet<>(Json.KNOWN), keys, "this test sets every key there is");
+    Set<String> keys = new TreeSet<>();
+    new ObjectMapper().readTree(json).fieldNames().forEachRemaining(keys::add);
+    assertEquals(new TreeSet<>(Json.KNOWN), keys, "this test sets every key there is");
     RingmasterConfig c = Ringmaster.builder().config(Files.writeString(dir.resolve("node.json"), json)).buildConfig();
     assertEquals(List.of("c1", "n1", 2.5, "z1", 77, 3, "v9", stack.toString(), "http://127.0.0.1:9999"),
         List.of(c.clusterName(), c.nodeId(), c.weight(), c.zone(), c.virtualNodes(), c.replicas(),
@@ -767,7 +785,7 @@ class RefusalAndConfigTest {
         "24 hours", "86400001 ms");
     for (String tiny : List.of("1e-400", "-1e-400")) {
       assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": " + tiny + "}", "setting \"weight\"",
-          "too small to tell from 0 as a double", tiny.toUpperCase(java.util.Locale.ROOT));
+          "too small to tell from 0 as a double", tiny.toUpperCase(Locale.ROOT));
     }
     assertConfigError(dir, "{\"nodeId\": \"a\", \"weight\": 0.0001}", "weight 1.0E-4 with virtualNodes 1024 gives 0 tokens",
         "(settings from config file " + dir);
@@ -834,7 +852,7 @@ class RefusalAndConfigTest {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(20));
-      org.jgroups.JChannel channel = a.channel();
+      JChannel channel = a.channel();
       IllegalStateException e = assertThrows(IllegalStateException.class, a::start);
       assertEquals("start() was already called on node a", e.getMessage());
       assertSame(channel, a.channel());
@@ -968,7 +986,7 @@ class RefusalAndConfigTest {
     String stack = "ringmaster/jgroups/localhost-tcp.xml";
     String prefix = "system property ringmaster.initial_hosts (TCPPING.initial_hosts in jgroupsConfig " + stack
         + "): entry ";
-    java.util.Map<String, String> refused = new java.util.LinkedHashMap<>();
+    Map<String, String> refused = new LinkedHashMap<>();
     refused.put("127.0.0.1:7800", prefix + "\"127.0.0.1:7800\" gives its port after a colon, which JGroups reads as"
         + " part of the host name; write 127.0.0.1[7800]");
     refused.put("db-1[7950],db-2:7950", prefix + "\"db-2:7950\" gives its port after a colon, which JGroups reads"
@@ -1071,7 +1089,7 @@ class RefusalAndConfigTest {
    */
   @Test
   void builder_aSecretPropertyForAStackThatUsesNone_warnsNamingTheProperty() {
-    try (NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING
+    try (NodeLog log = new NodeLog(r -> r.getLevel() == Level.WARNING
         && r.getMessage().startsWith("{0} is set, but jgroupsConfig"))) {
       withProperty(SharedSecret.PROPERTY, "s3cret-from-the-host", () -> {
         Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").buildConfig();
@@ -1079,7 +1097,7 @@ class RefusalAndConfigTest {
         Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml").buildConfig();
       });
       assertEquals(1, log.records().size(), () -> log.records().toString());
-      java.util.logging.LogRecord warning = log.records().get(0);
+      LogRecord warning = log.records().get(0);
       assertTrue(warning.getMessage().startsWith("{0} is set, but jgroupsConfig {1} does not use the shared secret, so"
           + " it neither checks joins with it nor encrypts with it"), warning.getMessage());
       assertEquals(List.of("system property ringmaster.secret", "ringmaster/jgroups/localhost-tcp.xml"),
@@ -1096,14 +1114,14 @@ class RefusalAndConfigTest {
    */
   @Test
   void onlyLoopbackHosts_isABoundNodeWhoseHostsAreAllLoopback() throws Exception {
-    java.net.InetAddress lan = java.net.InetAddress.getByName("10.0.0.5");
+    InetAddress lan = InetAddress.getByName("10.0.0.5");
     assertTrue(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950]"));
     assertTrue(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],localhost[7951] ::1[7952]"));
     assertFalse(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],10.0.0.6[7950]"));
     assertFalse(Stacks.onlyLoopbackHosts(lan, "10.0.0.5[7950]"), "the first node, which the others list");
     assertFalse(Stacks.onlyLoopbackHosts(lan, "db-1[7950]"), "a name is not looked up");
-    assertFalse(Stacks.onlyLoopbackHosts(java.net.InetAddress.getByName("127.0.0.1"), "127.0.0.1[7950]"));
-    assertFalse(Stacks.onlyLoopbackHosts(java.net.InetAddress.getByName("0.0.0.0"), "127.0.0.1[7950]"));
+    assertFalse(Stacks.onlyLoopbackHosts(InetAddress.getByName("127.0.0.1"), "127.0.0.1[7950]"));
+    assertFalse(Stacks.onlyLoopbackHosts(InetAddress.getByName("0.0.0.0"), "127.0.0.1[7950]"));
     assertFalse(Stacks.onlyLoopbackHosts(lan, null), "no TCPPING");
     assertFalse(Stacks.onlyLoopbackHosts(null, "127.0.0.1[7950]"));
   }
@@ -1118,7 +1136,7 @@ class RefusalAndConfigTest {
     withProperty("ringmaster.initial_hosts", "127.0.0.1", () -> {
       RingmasterConfig config = Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
           .bindPort(9000).buildConfig();
-      try (org.jgroups.JChannel channel = Stacks.create(config)) {
+      try (JChannel channel = Stacks.create(config)) {
         TCPPING ping = channel.getProtocolStack().findProtocol(TCPPING.class);
         assertTrue(ping.getInitialHosts().stream().map(Object::toString).anyMatch(h -> h.endsWith(":9000")),
             () -> ping.getInitialHosts().toString());
@@ -1146,14 +1164,14 @@ class RefusalAndConfigTest {
     Path noFd = Files.writeString(dir.resolve("no-fd.xml"), inJvm.replaceAll("<FD_ALL3 [^>]*/>", ""));
     Path authOnly = Files.writeString(dir.resolve("auth-only.xml"), inJvm.replace("<pbcast.GMS",
         "<AUTH auth_class=\"io.ringmaster.SharedSecretAuthToken\"/>\n    <pbcast.GMS"));
-    try (NodeLog log = new NodeLog(r -> r.getLevel() == java.util.logging.Level.WARNING)) {
+    try (NodeLog log = new NodeLog(r -> r.getLevel() == Level.WARNING)) {
       Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).buildConfig();
       for (String shipped : List.of("localhost-tcp.xml", "lan-udp.xml")) {
         Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/" + shipped).buildConfig();
       }
       Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").secret("s3cret")
           .buildConfig();
-      assertEquals(List.of(), log.records().stream().map(java.util.logging.LogRecord::getMessage).toList(),
+      assertEquals(List.of(), log.records().stream().map(LogRecord::getMessage).toList(),
           "the shipped stacks");
       Ringmaster.builder().nodeId("a").jgroupsConfig(noMerge.toString()).buildConfig();
       Ringmaster.builder().nodeId("a").jgroupsConfig(noFd.toString()).buildConfig();
@@ -1309,12 +1327,12 @@ class RefusalAndConfigTest {
 
   @Test
   void listener_executorRejects_listenerIsRemovedRatherThanSkipped() {
-    java.util.List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<String> seen = new CopyOnWriteArrayList<>();
     boolean[] removed = {false};
-    java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
-    java.util.concurrent.Executor flaky = task -> {
+    AtomicInteger calls = new AtomicInteger();
+    Executor flaky = task -> {
       if (calls.incrementAndGet() == 2) {
-        throw new java.util.concurrent.RejectedExecutionException("full");
+        throw new RejectedExecutionException("full");
       }
       task.run();
     };
@@ -1324,7 +1342,7 @@ class RefusalAndConfigTest {
     assertTrue(delivery.isActive());
     delivery.submit("second"); // rejected
     delivery.submit("third");
-    assertEquals(java.util.List.of("first"), seen, "no callback after a gap");
+    assertEquals(List.of("first"), seen, "no callback after a gap");
     assertTrue(removed[0], "the listener was removed");
     assertFalse(delivery.isActive(), "its registration says so");
   }
@@ -1338,23 +1356,23 @@ class RefusalAndConfigTest {
   void listener_executorRefuses_isAnErrorWhileTheNodeRuns_andDebugOnceItStopped() {
     try (NodeLog log = new NodeLog(r -> r.getMessage().contains("refused") || r.getMessage().contains("not run"));
          TestCluster cluster = new TestCluster("refusing-executor")) {
-      java.util.concurrent.atomic.AtomicInteger tasks = new java.util.concurrent.atomic.AtomicInteger();
-      java.util.concurrent.Executor firstOnly = task -> {
+      AtomicInteger tasks = new AtomicInteger();
+      Executor firstOnly = task -> {
         if (tasks.incrementAndGet() > 1) {
-          throw new java.util.concurrent.RejectedExecutionException("shut down by the application");
+          throw new RejectedExecutionException("shut down by the application");
         }
         task.run();
       };
       Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> { }, firstOnly));
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> tasks.get() == 1); // the initial change
+      await().atMost(WAIT).until(() -> tasks.get() == 1); // the initial change
       a.close(); // its LEAVING change is refused
-      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE), log.levels(), "the LEAVING change was refused");
+      assertEquals(List.of(Level.SEVERE), log.levels(), "the LEAVING change was refused");
 
       Ringmaster stopped = Ringmaster.builder().nodeId("stopped").jgroupsConfig(TestCluster.STACK).build();
       stopped.close();
       boolean[] removed = {false};
       new SerialDelivery<String>("test listener", x -> { }, firstOnly, stopped, () -> removed[0] = true).submit("x");
-      assertEquals(java.util.List.of(java.util.logging.Level.SEVERE, java.util.logging.Level.FINE), log.levels());
+      assertEquals(List.of(Level.SEVERE, Level.FINE), log.levels());
       assertTrue(removed[0]);
     }
   }
@@ -1392,17 +1410,17 @@ class RefusalAndConfigTest {
   @Test
   void builder_numbersOutOfRange_failNamingTheSettingTheRangeAndTheValue() {
     Ringmaster.Builder b = Ringmaster.builder();
-    for (var bad : List.<java.util.Map.Entry<String, org.junit.jupiter.api.function.Executable>>of(
-        java.util.Map.entry("replicas must be in 1..255: 0", () -> b.replicas(0)),
-        java.util.Map.entry("replicas must be in 1..255: 256", () -> b.replicas(256)),
-        java.util.Map.entry("virtualNodes must be in 1..16777216: 0", () -> b.virtualNodes(0)),
-        java.util.Map.entry("virtualNodes must be in 1..16777216: 16777217", () -> b.virtualNodes(16_777_217)),
-        java.util.Map.entry("weight must be finite and >= 0: NaN", () -> b.weight(Double.NaN)),
-        java.util.Map.entry("weight must be finite and >= 0: Infinity", () -> b.weight(Double.POSITIVE_INFINITY)),
-        java.util.Map.entry("weight must be finite and >= 0: -Infinity", () -> b.weight(Double.NEGATIVE_INFINITY)),
-        java.util.Map.entry("weight must be finite and >= 0: -0.5", () -> b.weight(-0.5)),
-        java.util.Map.entry("bindPort must be in 0..65535: -1", () -> b.bindPort(-1)),
-        java.util.Map.entry("bindPort must be in 0..65535: 65536", () -> b.bindPort(65_536)))) {
+    for (var bad : List.<Map.Entry<String, Executable>>of(
+        Map.entry("replicas must be in 1..255: 0", () -> b.replicas(0)),
+        Map.entry("replicas must be in 1..255: 256", () -> b.replicas(256)),
+        Map.entry("virtualNodes must be in 1..16777216: 0", () -> b.virtualNodes(0)),
+        Map.entry("virtualNodes must be in 1..16777216: 16777217", () -> b.virtualNodes(16_777_217)),
+        Map.entry("weight must be finite and >= 0: NaN", () -> b.weight(Double.NaN)),
+        Map.entry("weight must be finite and >= 0: Infinity", () -> b.weight(Double.POSITIVE_INFINITY)),
+        Map.entry("weight must be finite and >= 0: -Infinity", () -> b.weight(Double.NEGATIVE_INFINITY)),
+        Map.entry("weight must be finite and >= 0: -0.5", () -> b.weight(-0.5)),
+        Map.entry("bindPort must be in 0..65535: -1", () -> b.bindPort(-1)),
+        Map.entry("bindPort must be in 0..65535: 65536", () -> b.bindPort(65_536)))) {
       String message = assertThrows(IllegalArgumentException.class, bad.getValue()).getMessage();
       assertTrue(message.startsWith(bad.getKey()), bad.getKey() + " expected, got: " + message);
     }
@@ -1412,19 +1430,19 @@ class RefusalAndConfigTest {
   @Test
   void builder_nullValues_failAsBadSettingsNamingThem() {
     Ringmaster.Builder b = Ringmaster.builder();
-    for (var setter : List.<java.util.Map.Entry<String, org.junit.jupiter.api.function.Executable>>of(
-        java.util.Map.entry("zone must not be null; use \"\" for no zone", () -> b.zone(null)),
-        java.util.Map.entry("endpoint must not be null; use \"\" for none", () -> b.endpoint(null)),
-        java.util.Map.entry("applicationVersion must not be null; use \"\" for none", () -> b.applicationVersion(null)),
-        java.util.Map.entry("leaveTimeout must not be null", () -> b.leaveTimeout(null)),
-        java.util.Map.entry("gossipInterval must not be null", () -> b.gossipInterval(null)),
-        java.util.Map.entry("startTimeout must not be null", () -> b.startTimeout(null)),
-        java.util.Map.entry("nodeId must be non-empty: null", () -> b.nodeId(null)))) {
+    for (var setter : List.<Map.Entry<String, Executable>>of(
+        Map.entry("zone must not be null; use \"\" for no zone", () -> b.zone(null)),
+        Map.entry("endpoint must not be null; use \"\" for none", () -> b.endpoint(null)),
+        Map.entry("applicationVersion must not be null; use \"\" for none", () -> b.applicationVersion(null)),
+        Map.entry("leaveTimeout must not be null", () -> b.leaveTimeout(null)),
+        Map.entry("gossipInterval must not be null", () -> b.gossipInterval(null)),
+        Map.entry("startTimeout must not be null", () -> b.startTimeout(null)),
+        Map.entry("nodeId must be non-empty: null", () -> b.nodeId(null)))) {
       assertEquals(setter.getKey(), assertThrows(IllegalArgumentException.class, setter.getValue()).getMessage());
     }
   }
 
-  private static void assertDuration(String setting, String value, org.junit.jupiter.api.function.Executable set) {
+  private static void assertDuration(String setting, String value, Executable set) {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, set);
     assertTrue(e.getMessage().startsWith(setting + " must be between"), e.getMessage());
     assertTrue(e.getMessage().contains(value), e.getMessage());
@@ -1433,7 +1451,7 @@ class RefusalAndConfigTest {
   @Test
   void listener_executorThrowsSomethingElse_listenerIsRemoved_andTheOthersGetEveryChange() {
     try (TestCluster cluster = new TestCluster("throwing-executor")) {
-      java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+      AtomicInteger calls = new AtomicInteger();
       OwnershipRecorder good = new OwnershipRecorder(1);
       int[] listenersBefore = new int[1];
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
@@ -1450,7 +1468,7 @@ class RefusalAndConfigTest {
       });
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
-      org.awaitility.Awaitility.await().atMost(WAIT).until(() -> good.foldMatches(a.ring(), "a", 1));
+      await().atMost(WAIT).until(() -> good.foldMatches(a.ring(), "a", 1));
       assertTrue(calls.get() > 1, "the executor was asked for the join's change");
       assertEquals(listenersBefore[0] + 1, a.ownershipListenerCount(), "the throwing listener was removed");
     }
@@ -1493,7 +1511,7 @@ class RefusalAndConfigTest {
 
   /** Every ownership and membership change the node's listeners hear, in order. */
   private static List<Object> everythingHeardBy(Ringmaster node) {
-    List<Object> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Object> heard = new CopyOnWriteArrayList<>();
     node.addOwnershipListener(heard::add);
     node.addMembershipListener(heard::add);
     return heard;

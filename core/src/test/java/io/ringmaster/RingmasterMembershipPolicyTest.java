@@ -4,10 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
 import org.jgroups.Address;
+import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.stack.MembershipChangePolicy;
+import org.jgroups.util.ExtendedUUID;
 import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 
@@ -146,7 +154,7 @@ class RingmasterMembershipPolicyTest {
       Address a2 = node("a2", 64);
       Address b1 = node("b1", 128);
       Address b2 = node("b2", 128);
-      Address lowest = java.util.stream.Stream.of(a1, a2, b1, b2).min(Address::compareTo).orElseThrow();
+      Address lowest = Stream.of(a1, a2, b1, b2).min(Address::compareTo).orElseThrow();
       int winning = NodeMetadata.from(lowest).orElseThrow().virtualNodes();
       for (boolean aFirst : new boolean[] {true, false}) {
         List<Address> merged = policy.getNewMembership(aFirst ? List.of(List.of(a1, a2), List.of(b1, b2))
@@ -199,7 +207,7 @@ class RingmasterMembershipPolicyTest {
       assertEquals(NodeMetadata.from(bad).orElseThrow().parameters(),
           NodeMetadata.from(merged.get(0)).orElseThrow().parameters(),
           "a and b, refused on bad's side, do not count: two ring members (bad, bad2) against none");
-      assertEquals(java.util.Set.of(bad, a, b, bad2), java.util.Set.copyOf(merged));
+      assertEquals(Set.of(bad, a, b, bad2), Set.copyOf(merged));
       assertEquals(4, merged.size());
     }
     assertEquals(List.of(), policy.getNewMembership(List.of(List.of(), List.of())));
@@ -216,7 +224,7 @@ class RingmasterMembershipPolicyTest {
 
   @Test
   void merge_oneConfigurationOnEverySide_lowestCoordinatorFirst_notTheLargestSide() {
-    org.jgroups.stack.MembershipChangePolicy jgroups = new org.jgroups.protocols.pbcast.GMS.DefaultMembershipPolicy();
+    MembershipChangePolicy jgroups = new GMS.DefaultMembershipPolicy();
     int lowestAlone = 0;
     for (int trial = 0; trial < 40; trial++) { // random addresses: the lone node sorts first about half the time
       Address s = node("s", 64);
@@ -251,7 +259,7 @@ class RingmasterMembershipPolicyTest {
       List<Address> merged = policy.getNewMembership(sides);
       assertEquals(merged, policy.getNewMembership(List.of(List.of(plain), List.of(c, d), List.of(a, b, e))),
           "whatever the order JGroups hands the sides over in");
-      Address lowest = java.util.stream.Stream.of(a, c, plain).min(Comparator.naturalOrder()).orElseThrow();
+      Address lowest = Stream.of(a, c, plain).min(Comparator.naturalOrder()).orElseThrow();
       assertEquals(lowest, merged.get(0), "the lowest coordinator, whatever the sizes: " + merged);
       Address lowerOfTwo = a.compareTo(c) < 0 ? a : c;
       assertEquals(lowerOfTwo == c, merged.indexOf(d) < merged.indexOf(b),
@@ -322,23 +330,23 @@ class RingmasterMembershipPolicyTest {
         address(new NodeMetadata("huge", 1e12, "", HashRing.SPEC_VERSION, Ringmaster.PROTOCOL_VERSION, 64, 1, "", "")));
     for (Address b : broken) {
       assertTrue(NodeMetadata.isRingmasterNode(b), "it carries the keys");
-      assertEquals(java.util.Optional.empty(), NodeMetadata.from(b), b.toString());
-      List<Address> view = new java.util.ArrayList<>(List.of(b, a));
-      assertEquals(java.util.Optional.of("a"),
+      assertEquals(Optional.empty(), NodeMetadata.from(b), b.toString());
+      List<Address> view = new ArrayList<>(List.of(b, a));
+      assertEquals(Optional.of("a"),
           RingmasterMembershipPolicy.firstRingmasterMember(view).map(NodeMetadata::id), b.toString());
       assertEquals(1, RingmasterMembershipPolicy.ringSize(view));
     }
-    assertEquals(java.util.Optional.of("a"), NodeMetadata.from(a).map(NodeMetadata::id), "a sound one is read");
+    assertEquals(Optional.of("a"), NodeMetadata.from(a).map(NodeMetadata::id), "a sound one is read");
   }
 
   /**
    * Addresses from a seeded generator, so that a failing order can be run again (each test gets a
    * new instance of this class, so the same addresses).
    */
-  private final java.util.SplittableRandom random = new java.util.SplittableRandom(20261204L);
+  private final SplittableRandom random = new SplittableRandom(20261204L);
 
   private Address address(NodeMetadata metadata) {
-    return new org.jgroups.util.ExtendedUUID(random.nextLong(), random.nextLong()).addContents(metadata.newAddress());
+    return new ExtendedUUID(random.nextLong(), random.nextLong()).addContents(metadata.newAddress());
   }
 
   private Address plainAddress() {

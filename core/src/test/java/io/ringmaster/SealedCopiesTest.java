@@ -2,15 +2,25 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import javax.crypto.spec.SecretKeySpec;
 import org.jgroups.Address;
+import org.jgroups.EmptyMessage;
+import org.jgroups.Message;
+import org.jgroups.View;
+import org.jgroups.ViewId;
+import org.jgroups.protocols.EncryptHeader;
 import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 
@@ -101,7 +111,7 @@ class SealedCopiesTest {
   void aJumpFarAhead_clearsTheWindowAtOnce() {
     SealedCopies copies = new SealedCopies(16);
     Address sender = UUID.randomUUID();
-    org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () -> {
+    assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
       assertTrue(copies.admit(sender, false, false, 7));
       assertTrue(copies.admit(sender, false, false, 1L << 40), "far ahead: new");
       assertFalse(copies.admit(sender, false, false, 1L << 40), "its copy");
@@ -171,11 +181,11 @@ class SealedCopiesTest {
   @Test
   void seriesForDestinationsOutsideTheView_areBounded() throws Exception {
     SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
-    encrypt.setSecretKey(new javax.crypto.spec.SecretKeySpec(new byte[16], "AES"));
+    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
     encrypt.init();
     encrypt.setAddress(UUID.randomUUID());
     for (int i = 0; i < 5_000; i++) {
-      encrypt.encrypt(new org.jgroups.EmptyMessage(UUID.randomUUID()));
+      encrypt.encrypt(new EmptyMessage(UUID.randomUUID()));
       assertTrue(encrypt.seriesKept() <= 1_025, () -> "series kept: " + encrypt.seriesKept());
     }
   }
@@ -188,28 +198,28 @@ class SealedCopiesTest {
   @Test
   void seriesForDestinationsOutsideTheView_droppedPast1024_aMembersSeriesGoesOn() throws Exception {
     SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
-    encrypt.setSecretKey(new javax.crypto.spec.SecretKeySpec(new byte[16], "AES"));
+    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
     encrypt.init();
     Address self = UUID.randomUUID();
     Address member = UUID.randomUUID();
     encrypt.setAddress(self);
-    encrypt.handleView(new org.jgroups.View(new org.jgroups.ViewId(self, 1), List.of(self, member)));
+    encrypt.handleView(new View(new ViewId(self, 1), List.of(self, member)));
     long toMember = sealNumber(encrypt, member);
     assertEquals(1, encrypt.seriesKept());
     for (int outside = 1; outside <= 1_024 + 1; outside++) {
-      encrypt.encrypt(new org.jgroups.EmptyMessage(UUID.randomUUID()));
+      encrypt.encrypt(new EmptyMessage(UUID.randomUUID()));
       assertEquals(1 + outside, encrypt.seriesKept(), "the member's and " + outside + " outside the view");
     }
-    encrypt.encrypt(new org.jgroups.EmptyMessage(UUID.randomUUID()));
+    encrypt.encrypt(new EmptyMessage(UUID.randomUUID()));
     assertEquals(1, encrypt.seriesKept(), "1,027 for a view of 2: those outside it dropped, the member's kept");
     assertEquals(toMember + 1, sealNumber(encrypt, member), "the member's series goes on");
   }
 
   private static long sealNumber(SharedSecretEncrypt encrypt, Address dest) throws Exception {
-    org.jgroups.Message sealed = encrypt.encrypt(new org.jgroups.EmptyMessage(dest));
-    org.jgroups.protocols.EncryptHeader header = sealed.getHeader(encrypt.getId());
+    Message sealed = encrypt.encrypt(new EmptyMessage(dest));
+    EncryptHeader header = sealed.getHeader(encrypt.getId());
     byte[] plain = encrypt.code(sealed.getArray(), sealed.getOffset(), sealed.getLength(), header.iv(), true);
-    return java.nio.ByteBuffer.wrap(plain).getLong();
+    return ByteBuffer.wrap(plain).getLong();
   }
 
   /**
@@ -321,7 +331,7 @@ class SealedCopiesTest {
     copies.retain(Set.of(stays));
     assertEquals(1, copies.senders(), "the member that left is forgotten at once");
     assertTrue(copies.admit(leaves, false, false, 10), "forgotten: its number is new again");
-    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> new SealedCopies(-1));
     assertEquals("departedKept must be at least 0: -1", e.getMessage());
   }

@@ -1,8 +1,10 @@
 package io.ringmaster;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.DataInputStream;
@@ -13,13 +15,24 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.EmptyMessage;
+import org.jgroups.Event;
+import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.View;
 import org.jgroups.conf.ClassConfigurator;
@@ -33,10 +46,13 @@ import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
 import org.jgroups.protocols.pbcast.NAKACK2;
 import org.jgroups.protocols.pbcast.NakAckHeader2;
+import org.jgroups.stack.Protocol;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.AsciiString;
 import org.jgroups.util.MessageBatch;
+import org.jgroups.util.TimeScheduler3;
 import org.jgroups.util.UUID;
+import org.jgroups.util.Util;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -59,7 +75,7 @@ class SecureStackTest {
    */
   @Test
   void aSecureStackBoundToLoopback_warnsThatOnlyThisHostCanJoin() {
-    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue());
+    try (NodeLog log = new NodeLog(r -> r.getLevel().intValue() >= Level.WARNING.intValue());
          TestCluster cluster = new TestCluster("secure-loopback")) {
       cluster.start(cluster.builder("alone").jgroupsConfig(STACK).bindPort(7954).initialHosts("127.0.0.1[7954]")
           .secret("s3cret-loopback"));
@@ -132,7 +148,7 @@ class SecureStackTest {
       Address sealedBy = b.channel().getAddress();
       List<Message> envelopes = List.of(
           new BytesMessage(toA, original.payload()).putHeader(SharedSecretEncrypt.ID, original.sealed())
-              .setSrc(org.jgroups.util.UUID.randomUUID()),
+              .setSrc(UUID.randomUUID()),
           new BytesMessage(null, original.payload()).putHeader(SharedSecretEncrypt.ID, original.sealed())
               .setSrc(sealedBy));
       for (Message copy : envelopes) {
@@ -156,7 +172,7 @@ class SecureStackTest {
 
       // The same for messages no protocol above the encryption would know again (sent past the
       // reliable ones, as a message is once they have forgotten its connection): to a, and to all.
-      for (Address to : java.util.Arrays.asList(toA, null)) {
+      for (Address to : Arrays.asList(toA, null)) {
         String text = "once " + (to == null ? "to all" : "to a");
         int sentOnce = bBelow.sentBy(test).size();
         bAbove.sendDown(WireTap.probe(to, text));
@@ -188,7 +204,7 @@ class SecureStackTest {
 
       // A message b sealed for another member, sent again to a under its own encryption header: a
       // opens it, sees whom it was sealed for, and drops it.
-      Address elsewhere = org.jgroups.util.UUID.randomUUID();
+      Address elsewhere = UUID.randomUUID();
       int sentElsewhere = bBelow.sentBy(test).size();
       bAbove.sendDown(WireTap.probe(elsewhere, "for another member"));
       WireTap.Seen forOther = bBelow.sentBy(test).get(sentElsewhere);
@@ -228,7 +244,7 @@ class SecureStackTest {
       // header names), which is left to its sealed copy; and one good join request (from a
       // stranger, whom AUTH then refuses).
       Address b0 = b.channel().getAddress();
-      Address stranger = org.jgroups.util.UUID.randomUUID();
+      Address stranger = UUID.randomUUID();
       short gms = ClassConfigurator.getProtocolId(GMS.class);
       List<Message> forged = List.of(
           new EmptyMessage(toA).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0)),
@@ -243,7 +259,7 @@ class SecureStackTest {
       forged.forEach(bBelow::sendDown);
       SharedSecretAuthToken noProof = new SharedSecretAuthToken();
       noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
-      Address replayed = org.jgroups.util.UUID.randomUUID();
+      Address replayed = UUID.randomUUID();
       bBelow.sendDown(new EmptyMessage(toA).setSrc(replayed)
           .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, replayed))
           .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(token(replayed, "s3cret-wire"))));
@@ -285,7 +301,7 @@ class SecureStackTest {
       // headers, as receivers take it: without UNICAST3's, nor any other protocol's. Sent to an
       // address no one has, so that no receiver's UNICAST3 acts on them.
       short unicast = ClassConfigurator.getProtocolId(UNICAST3.class);
-      Address nobody = org.jgroups.util.UUID.randomUUID();
+      Address nobody = UUID.randomUUID();
       int sentBefore = bBelow.sentBy(test).size();
       bAbove.sendDown(new EmptyMessage(nobody).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, b0))
           .putHeader(unicast, UnicastHeader3.createDataHeader(1, (short) 0, true))
@@ -455,11 +471,11 @@ class SecureStackTest {
   @Test
   void aJoinRequestInClear_whoseProofChecks_orWithNoAuthInTheStack_goesNoFurther_aloneOrInABatch()
       throws Exception {
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
         .secret("s3cret-clear").buildConfig())) {
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
-      List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<Message> passedUp = new CopyOnWriteArrayList<>();
       between(encrypt, self, passedUp);
       encrypt.start(); // finds AUTH above it
       short gms = ClassConfigurator.getProtocolId(GMS.class);
@@ -470,11 +486,11 @@ class SecureStackTest {
       SharedSecretAuthToken noProof = new SharedSecretAuthToken();
       noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
       Address stranger = UUID.randomUUID();
-      java.util.function.BiFunction<Address, SharedSecretAuthToken, Message> join = (from, token) -> {
+      BiFunction<Address, SharedSecretAuthToken, Message> join = (from, token) -> {
         Message m = new EmptyMessage(self).setSrc(from).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, from));
         return token == null ? m : m.putHeader(authId, new AuthHeader(token));
       };
-      java.util.function.Function<Message, MessageBatch> inABatch = m -> {
+      Function<Message, MessageBatch> inABatch = m -> {
         MessageBatch batch = new MessageBatch(self, m.getSrc(), new AsciiString("c"), false, MessageBatch.Mode.REG, 1);
         batch.add(m);
         return batch;
@@ -505,11 +521,11 @@ class SecureStackTest {
    */
   @Test
   void joinRequestsInClear_inBatches_pastTheLimitIn10Seconds_areDroppedUnanswered() throws Exception {
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
         .secret("s3cret-batches").buildConfig())) {
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
-      List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<Message> passedUp = new CopyOnWriteArrayList<>();
       between(encrypt, self, passedUp);
       encrypt.start();
       short gms = ClassConfigurator.getProtocolId(GMS.class);
@@ -543,11 +559,11 @@ class SecureStackTest {
           .initialHosts("127.0.0.1[7958]").secret("s3cret-again"));
       RingmasterConfig config = cluster.builder("x").jgroupsConfig(STACK).bindPort(7959)
           .initialHosts("127.0.0.1[7958]").secret("another-s3cret").buildConfig();
-      try (org.jgroups.JChannel x = Stacks.create(config)) {
+      try (JChannel x = Stacks.create(config)) {
         x.connect(config.clusterName() + "-elsewhere"); // a answers no one of another cluster
         assertEquals(List.of(x.getAddress()), x.getView().getMembers(), "alone");
         x.disconnect();
-        Exception refused = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+        Exception refused = assertThrows(Exception.class,
             () -> x.connect(config.clusterName()));
         assertTrue(String.valueOf(refused.getMessage()).contains("authentication failed"), refused.toString());
         assertFalse(x.isConnected());
@@ -582,7 +598,7 @@ class SecureStackTest {
       WireTap.Seen joinRequest = aBelow.passedUp.stream().filter(m -> m.sealed() != null).filter(m -> {
         try {
           byte[] plain = sameKey.code(m.payload(), 0, m.payload().length, m.sealed().iv(), true);
-          Message opened = org.jgroups.util.Util.messageFromBuffer(plain, Long.BYTES, plain.length - Long.BYTES);
+          Message opened = Util.messageFromBuffer(plain, Long.BYTES, plain.length - Long.BYTES);
           GMS.GmsHeader header = opened.getHeader(gms);
           return header != null && header.getType() == GMS.GmsHeader.JOIN_REQ && bAddress.equals(opened.getSrc());
         } catch (Exception e) {
@@ -636,7 +652,7 @@ class SecureStackTest {
   @Test
   void joinProof_matchesAVectorComputedElsewhere() throws Exception {
     assertEquals("00000020" + "756a0f74aa971d0bf161d048ec074e5775bdb1093af21c5fb3fdbddba0ed63bd",
-        java.util.HexFormat.of().formatHex(proofSentBy(new UUID(1, 2), "golden-s3cret \u00fc")));
+        HexFormat.of().formatHex(proofSentBy(new UUID(1, 2), "golden-s3cret \u00fc")));
   }
 
   /** A token of a stack whose address is {@code self}, initialized with {@code secret}. */
@@ -678,21 +694,21 @@ class SecureStackTest {
    */
   private static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp) {
     encrypt.setAddress(self);
-    encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
+    encrypt.setUpProtocol(new Protocol() {
       @Override
       public Object up(Message msg) {
         passedUp.add(msg);
         return null;
       }
     });
-    encrypt.setDownProtocol(new org.jgroups.stack.Protocol() {
+    encrypt.setDownProtocol(new Protocol() {
       @Override
       public Object down(Message msg) {
         return null; // sent nowhere
       }
 
       @Override
-      public Object down(org.jgroups.Event evt) {
+      public Object down(Event evt) {
         return null;
       }
     }.setDownProtocol(encrypt.getProtocolStack().getTransport()));
@@ -722,12 +738,12 @@ class SecureStackTest {
   @Test
   void dropsOfPlainMessagesAndOfOnesSealedUnderAnotherKey_areSaidAtWarning() throws Exception {
     try (EncryptionLog encryptionLog = new EncryptionLog();
-         org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+         JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
              .secret("s3cret-drops").buildConfig())) {
       List<String> logged = encryptionLog.lines;
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
-      List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<Message> passedUp = new CopyOnWriteArrayList<>();
       between(encrypt, self, passedUp);
       SharedSecretEncrypt otherKey = new SharedSecretEncrypt();
       otherKey.setSecretKey(SharedSecret.aesKey("not-the-s3cret-drops"));
@@ -748,19 +764,19 @@ class SecureStackTest {
   }
 
   /** What the encryption logs, every level, while open: each record as its level and message. */
-  private static final class EncryptionLog extends java.util.logging.Handler implements AutoCloseable {
-    private final java.util.logging.Logger logger =
-        java.util.logging.Logger.getLogger(SharedSecretEncrypt.class.getName());
-    private final java.util.logging.Level levelBefore = logger.getLevel();
-    final List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private static final class EncryptionLog extends Handler implements AutoCloseable {
+    private final Logger logger =
+        Logger.getLogger(SharedSecretEncrypt.class.getName());
+    private final Level levelBefore = logger.getLevel();
+    final List<String> lines = new CopyOnWriteArrayList<>();
 
     EncryptionLog() {
       logger.addHandler(this);
-      logger.setLevel(java.util.logging.Level.ALL);
+      logger.setLevel(Level.ALL);
     }
 
     @Override
-    public void publish(java.util.logging.LogRecord r) {
+    public void publish(LogRecord r) {
       lines.add(r.getLevel() + " " + r.getMessage());
     }
 
@@ -782,11 +798,11 @@ class SecureStackTest {
    */
   @Test
   void aRefusalIsHeldForHalfTheJoinTimeout_atMostItsGrace() throws Exception {
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
         .secret("s3cret-hold").buildConfig())) {
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       GMS gms = channel.getProtocolStack().findProtocol(GMS.class);
-      between(encrypt, UUID.randomUUID(), new java.util.concurrent.CopyOnWriteArrayList<>());
+      between(encrypt, UUID.randomUUID(), new CopyOnWriteArrayList<>());
       gms.setJoinTimeout(1_000);
       encrypt.start();
       assertEquals(500, encrypt.refusalHoldMillis(), "half of 1 s");
@@ -810,10 +826,10 @@ class SecureStackTest {
    */
   @Test
   void aRefusalInClear_isTakenOnlyFromAMemberAskedToJoin_sentToThisNode() throws Exception {
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
         .secret("s3cret-refusal").buildConfig())) {
       ProtocolStack stack = channel.getProtocolStack();
-      org.jgroups.util.TimeScheduler3 timer = (org.jgroups.util.TimeScheduler3) stack.getTransport().getTimer();
+      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
       timer.start();
       try {
         SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
@@ -824,18 +840,18 @@ class SecureStackTest {
         int others = timer.size(); // the transport's own tasks
         Address self = UUID.randomUUID();
         Address coordinator = UUID.randomUUID();
-        List<Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Message> passedUp = new CopyOnWriteArrayList<>();
         between(encrypt, self, passedUp);
         short gms = ClassConfigurator.getProtocolId(GMS.class);
-        java.util.function.BiFunction<Address, String, Message> refusalTo = (to, reason) -> {
+        BiFunction<Address, String, Message> refusalTo = (to, reason) -> {
           try {
-            return new BytesMessage(to, org.jgroups.util.Util.streamableToBuffer(new JoinRsp(reason)))
+            return new BytesMessage(to, Util.streamableToBuffer(new JoinRsp(reason)))
                 .setSrc(coordinator).putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
           } catch (Exception e) {
             throw new IllegalStateException(e);
           }
         };
-        java.util.function.Supplier<Message> refusal = () -> refusalTo.apply(self, "authentication failed");
+        Supplier<Message> refusal = () -> refusalTo.apply(self, "authentication failed");
 
         encrypt.up(refusal.get());
         encrypt.down(new EmptyMessage(coordinator).setSrc(self).putHeader(gms,
@@ -843,7 +859,7 @@ class SecureStackTest {
         encrypt.up(refusal.get().setSrc(UUID.randomUUID()));
         encrypt.up(refusalTo.apply(null, "authentication failed"));
         encrypt.up(refusalTo.apply(UUID.randomUUID(), "authentication failed"));
-        org.junit.jupiter.api.Assertions.assertDoesNotThrow(() -> encrypt.up(refusal.get().setSrc(null)));
+        assertDoesNotThrow(() -> encrypt.up(refusal.get().setSrc(null)));
         encrypt.up(refusalTo.apply(self, "words of my choosing"));
         assertEquals(List.of(), passedUp);
         assertEquals(others, timer.size(), "none held: before a member was asked, from a member not asked, to all, to"
@@ -893,16 +909,16 @@ class SecureStackTest {
    */
   @Test
   void aMemberJoiningAgain_takesARefusalInClear_afterADisconnectAndAfterAStart() throws Exception {
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("again").jgroupsConfig(STACK)
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("again").jgroupsConfig(STACK)
         .secret("s3cret-again").buildConfig())) {
       ProtocolStack stack = channel.getProtocolStack();
-      org.jgroups.util.TimeScheduler3 timer = (org.jgroups.util.TimeScheduler3) stack.getTransport().getTimer();
+      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
       timer.start();
       try {
         SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
         Address self = UUID.randomUUID();
         Address coordinator = UUID.randomUUID();
-        between(encrypt, self, new java.util.concurrent.CopyOnWriteArrayList<>());
+        between(encrypt, self, new CopyOnWriteArrayList<>());
         short gms = ClassConfigurator.getProtocolId(GMS.class);
         for (String how : List.of("a disconnect", "a start", "a view after a disconnect, then a start",
             "a disconnect while the last refusal is still held")) {
@@ -910,12 +926,12 @@ class SecureStackTest {
             encrypt.handleView(View.create(coordinator, 1, coordinator, self)); // a member
           }
           switch (how) {
-            case "a disconnect" -> encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
+            case "a disconnect" -> encrypt.down(new Event(Event.DISCONNECT));
             case "a start" -> encrypt.start();
             case "a disconnect while the last refusal is still held" ->
-                encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
+                encrypt.down(new Event(Event.DISCONNECT));
             default -> {
-              encrypt.down(new org.jgroups.Event(org.jgroups.Event.DISCONNECT));
+              encrypt.down(new Event(Event.DISCONNECT));
               encrypt.handleView(View.create(coordinator, 2, coordinator, self)); // the leave timed out
               encrypt.start();
             }
@@ -924,7 +940,7 @@ class SecureStackTest {
           int before = timer.size();
           encrypt.down(new EmptyMessage(coordinator).setSrc(self).putHeader(gms,
               new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
-          encrypt.up(new BytesMessage(self, org.jgroups.util.Util.streamableToBuffer(
+          encrypt.up(new BytesMessage(self, Util.streamableToBuffer(
               new JoinRsp("authentication failed"))).setSrc(coordinator)
               .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP)));
           assertEquals(before + 1, timer.size(), "after " + how + ": the refusal is held, as any joiner's");
@@ -943,14 +959,14 @@ class SecureStackTest {
    */
   @Test
   void aJoinRequestInClearRefusedByAThrow_isDroppedHere_andABatchGoesOn() throws Exception {
-    try (org.jgroups.JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
         .secret("s3cret-throw").buildConfig())) {
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
       Address joiner = UUID.randomUUID();
       encrypt.setAddress(self);
-      List<Message> reached = new java.util.concurrent.CopyOnWriteArrayList<>();
-      encrypt.setUpProtocol(new org.jgroups.stack.Protocol() {
+      List<Message> reached = new CopyOnWriteArrayList<>();
+      encrypt.setUpProtocol(new Protocol() {
         @Override
         public Object up(Message msg) {
           reached.add(msg);
@@ -958,14 +974,14 @@ class SecureStackTest {
         }
       });
       short gms = ClassConfigurator.getProtocolId(GMS.class);
-      java.util.function.Supplier<Message> join = () -> new EmptyMessage(self).setSrc(joiner)
+      Supplier<Message> join = () -> new EmptyMessage(self).setSrc(joiner)
           .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, joiner));
-      assertEquals(null, org.junit.jupiter.api.Assertions.assertDoesNotThrow(() -> encrypt.up(join.get())));
+      assertEquals(null, assertDoesNotThrow(() -> encrypt.up(join.get())));
       assertEquals(1, reached.size());
       MessageBatch batch = new MessageBatch(self, joiner, new AsciiString("c"), false, MessageBatch.Mode.REG, 2);
       batch.add(join.get());
       batch.add(join.get());
-      org.junit.jupiter.api.Assertions.assertDoesNotThrow(() -> encrypt.up(batch));
+      assertDoesNotThrow(() -> encrypt.up(batch));
       assertEquals(3, reached.size(), "both of the batch went up");
     }
   }

@@ -1,23 +1,38 @@
 package io.ringmaster;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.RingDiff;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
 import java.util.logging.Level;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -229,7 +244,7 @@ class SerialDeliveryTest {
         }
       }, pool, new Object(), removed::incrementAndGet);
       delivery.submit("first");
-      org.awaitility.Awaitility.await("busy with the first event").atMost(java.time.Duration.ofMinutes(1))
+      await("busy with the first event").atMost(Duration.ofMinutes(1))
           .until(() -> delivered.size() == 1); // the next events queue behind it
       assertFalse(assertDoesNotThrow(() -> delivery.enqueue("second")), "queued behind a busy callback");
       assertTrue(assertDoesNotThrow(() -> delivery.enqueue(null)), "the caller must launch, to report it");
@@ -293,7 +308,7 @@ class SerialDeliveryTest {
    */
   @Test
   void aListenerThatThrowsAnError_stillGetsTheLaterCallbacks_onTheCallersThreadAndOnAPool() throws Exception {
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+    ExecutorService pool = Executors.newSingleThreadExecutor();
     try {
       for (Executor executor : List.<Executor>of(Runnable::run, pool)) {
         List<String> delivered = new CopyOnWriteArrayList<>();
@@ -360,7 +375,7 @@ class SerialDeliveryTest {
 
     // A later callback's refusal, logged at ERROR: the same while that line throws.
     AtomicInteger laterRemoved = new AtomicInteger();
-    java.util.concurrent.atomic.AtomicBoolean refuse = new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicBoolean refuse = new AtomicBoolean();
     SerialDelivery<String> later = new SerialDelivery<>("later", event -> { }, task -> {
       if (refuse.get()) {
         throw new RejectedExecutionException("pool full");
@@ -545,7 +560,7 @@ class SerialDeliveryTest {
     SerialDelivery<String> delivery = new SerialDelivery<>("stuck listener", event -> { }, held::add, new Object(),
         () -> { });
     delivery.submit("change");
-    boolean idle = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10),
+    boolean idle = assertTimeoutPreemptively(Duration.ofSeconds(10),
         () -> delivery.awaitIdle(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50), runner -> false),
         "waited on past a deadline 50 ms away");
     assertFalse(idle, "busy at the deadline");
@@ -561,7 +576,7 @@ class SerialDeliveryTest {
   @ValueSource(strings = {"close", "an event not queued", "a refusal"})
   void removingAListener_dropsItsQueuedCallbacks_andWakesAWaitForIt(String how) throws Exception {
     List<Runnable> held = new CopyOnWriteArrayList<>();
-    java.util.concurrent.atomic.AtomicBoolean refuse = new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicBoolean refuse = new AtomicBoolean();
     List<String> delivered = new CopyOnWriteArrayList<>();
     SerialDelivery<String> delivery = new SerialDelivery<>("listener", delivered::add, task -> {
       if (refuse.get()) {
@@ -574,7 +589,7 @@ class SerialDeliveryTest {
     if (!how.equals("a refusal")) {
       delivery.launch(); // handed to the executor, which does not run it yet
     }
-    java.util.concurrent.CompletableFuture<Boolean> waited = new java.util.concurrent.CompletableFuture<>();
+    CompletableFuture<Boolean> waited = new CompletableFuture<>();
     Thread waiter = new Thread(() -> {
       try {
         waited.complete(delivery.awaitIdle(System.nanoTime() + ONE_MINUTE, runner -> false));
@@ -583,7 +598,7 @@ class SerialDeliveryTest {
       }
     }, "waiter");
     waiter.start();
-    org.awaitility.Awaitility.await("the waiter waits").atMost(java.time.Duration.ofSeconds(30))
+    await("the waiter waits").atMost(Duration.ofSeconds(30))
         .until(() -> waiter.getState() == Thread.State.TIMED_WAITING);
     switch (how) {
       case "close" -> delivery.close();
@@ -636,9 +651,9 @@ class SerialDeliveryTest {
    */
   @Test
   void aRefusedLeavingChange_isSaidAsSuch() {
-    io.ringmaster.ring.HashRing empty = io.ringmaster.ring.HashRing.builder().virtualNodes(8).build();
+    HashRing empty = HashRing.builder().virtualNodes(8).build();
     OwnershipChange leaving = new OwnershipChange(OwnershipChange.Reason.LEAVING, 3, 3, empty, empty,
-        io.ringmaster.ring.RingDiff.compute(empty, empty, "me", 1));
+        RingDiff.compute(empty, empty, "me", 1));
     SerialDelivery<Object> delivery = new SerialDelivery<>("leaving listener", event -> { }, task -> {
       throw new RejectedExecutionException("shut down");
     }, new Object(), () -> { });
@@ -670,7 +685,7 @@ class SerialDeliveryTest {
       }
       assertEquals(List.of(Level.WARNING), log.levels(), "fell behind");
       held.remove(0).run();
-      assertEquals(java.util.Collections.nCopies(SerialDelivery.LAG_WARNING, 1), linesBefore,
+      assertEquals(Collections.nCopies(SerialDelivery.LAG_WARNING, 1), linesBefore,
           "no line but the WARNING while callbacks were still queued");
       assertEquals(List.of(Level.WARNING, Level.INFO), log.levels(), "then caught up");
     }
@@ -761,16 +776,16 @@ class SerialDeliveryTest {
     SerialDelivery<String> delivery = new SerialDelivery<>("failing listener", event -> {
       throw new IllegalStateException("the listener's own bug");
     }, Runnable::run, new Object(), () -> { });
-    java.io.PrintStream before = System.err;
-    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    PrintStream before = System.err;
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
     try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("failing listener threw"))) {
-      System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+      System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
       delivery.submit("change");
       assertEquals(1, log.thrown());
     } finally {
       System.setErr(before);
     }
-    String printed = err.toString(java.nio.charset.StandardCharsets.UTF_8);
+    String printed = err.toString(StandardCharsets.UTF_8);
     assertTrue(printed.contains("failing listener threw java.lang.IllegalStateException: the listener's own bug;"
         + " logging it failed: java.lang.IllegalStateException: a logging filter's bug"), printed);
   }
@@ -797,7 +812,7 @@ class SerialDeliveryTest {
 
   /** Runs {@code body} on a thread of its own, and fails as it fails. */
   private static void onANewThread(Runnable body) throws Exception {
-    java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+    CompletableFuture<Void> done = new CompletableFuture<>();
     Thread thread = new Thread(() -> {
       try {
         body.run();
@@ -809,7 +824,7 @@ class SerialDeliveryTest {
     thread.start();
     try {
       done.get(30, TimeUnit.SECONDS);
-    } catch (java.util.concurrent.ExecutionException e) {
+    } catch (ExecutionException e) {
       if (e.getCause() instanceof Error error) {
         throw error;
       }
@@ -819,10 +834,10 @@ class SerialDeliveryTest {
 
   /** An executor service whose execute() is given, and which does nothing else but say whether it was shut down. */
   private static final class ToyPool extends AbstractExecutorService {
-    private final java.util.function.BiConsumer<ToyPool, Runnable> execute;
+    private final BiConsumer<ToyPool, Runnable> execute;
     private volatile boolean shutDown;
 
-    ToyPool(java.util.function.BiConsumer<ToyPool, Runnable> execute) {
+    ToyPool(BiConsumer<ToyPool, Runnable> execute) {
       this.execute = execute;
     }
 

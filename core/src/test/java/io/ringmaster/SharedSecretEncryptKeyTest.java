@@ -6,16 +6,34 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
+import java.util.concurrent.CopyOnWriteArrayList;
+import javax.crypto.Cipher;
+import javax.crypto.Mac;
 import javax.crypto.SecretKey;
+import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
+import org.jgroups.Address;
+import org.jgroups.BytesMessage;
+import org.jgroups.EmptyMessage;
+import org.jgroups.Message;
+import org.jgroups.conf.ClassConfigurator;
+import org.jgroups.protocols.EncryptHeader;
+import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.stack.Protocol;
+import org.jgroups.stack.ProtocolStack;
+import org.jgroups.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -70,14 +88,14 @@ class SharedSecretEncryptKeyTest {
     String secret = "golden-s3cret \u00fc";
     SecretKeySpec aes = SharedSecret.aesKey(secret);
     assertEquals("AES", aes.getAlgorithm());
-    assertEquals("3d8d21ef5eadab00747a7a845219dd4e", java.util.HexFormat.of().formatHex(aes.getEncoded()));
+    assertEquals("3d8d21ef5eadab00747a7a845219dd4e", HexFormat.of().formatHex(aes.getEncoded()));
     assertEquals("9a9c3008374517dd5c1f10eed4e8ee89220325124d86c217c25c6ae9ea62338e",
-        java.util.HexFormat.of().formatHex(SharedSecret.authKey(secret)));
+        HexFormat.of().formatHex(SharedSecret.authKey(secret)));
     SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
     encrypt.setSecretKey(aes);
     encrypt.init();
     assertEquals("55688da22530814aa11df89bcbb7dfb723c02557557a5ef6c68efe2b0b8eb94f",
-        java.util.HexFormat.of().formatHex(encrypt.macKey().getEncoded()));
+        HexFormat.of().formatHex(encrypt.macKey().getEncoded()));
   }
 
   /**
@@ -96,15 +114,15 @@ class SharedSecretEncryptKeyTest {
     byte[] plain = "a message, sealed whole: more than one block of it".getBytes(StandardCharsets.UTF_8);
     byte[] iv = randomBytes(16);
 
-    javax.crypto.Cipher cbc = javax.crypto.Cipher.getInstance("AES/CBC/PKCS5Padding");
-    cbc.init(javax.crypto.Cipher.ENCRYPT_MODE, aes, new javax.crypto.spec.IvParameterSpec(iv));
+    Cipher cbc = Cipher.getInstance("AES/CBC/PKCS5Padding");
+    cbc.init(Cipher.ENCRYPT_MODE, aes, new IvParameterSpec(iv));
     byte[] ciphertext = cbc.doFinal(plain);
-    javax.crypto.Mac hmac = javax.crypto.Mac.getInstance("HmacSHA256");
+    Mac hmac = Mac.getInstance("HmacSHA256");
     hmac.init(encrypt.macKey());
     hmac.update(iv);
     byte[] mac = hmac.doFinal(ciphertext);
     byte[] sealed = encrypt.code(plain, 0, plain.length, iv, false);
-    assertArrayEquals(java.nio.ByteBuffer.allocate(ciphertext.length + mac.length).put(ciphertext).put(mac).array(),
+    assertArrayEquals(ByteBuffer.allocate(ciphertext.length + mac.length).put(ciphertext).put(mac).array(),
         sealed, "the ciphertext, then its MAC");
     byte[] framed = new byte[sealed.length + 5];
     System.arraycopy(sealed, 0, framed, 3, sealed.length);
@@ -119,8 +137,8 @@ class SharedSecretEncryptKeyTest {
     byte[] macChanged = sealed.clone();
     macChanged[sealed.length - 1] ^= 1;
     assertIntegrityFails(encrypt, macChanged, iv, "a changed MAC");
-    assertIntegrityFails(encrypt, java.util.Arrays.copyOf(sealed, sealed.length - 1), iv, "a MAC cut short");
-    assertIntegrityFails(encrypt, java.util.Arrays.copyOf(sealed, 31), iv, "less than a MAC");
+    assertIntegrityFails(encrypt, Arrays.copyOf(sealed, sealed.length - 1), iv, "a MAC cut short");
+    assertIntegrityFails(encrypt, Arrays.copyOf(sealed, 31), iv, "less than a MAC");
   }
 
   private static void assertIntegrityFails(SharedSecretEncrypt encrypt, byte[] sealed, byte[] iv, String what) {
@@ -152,7 +170,7 @@ class SharedSecretEncryptKeyTest {
     Path store = keystore(new SecretKeySpec(randomBytes(16), "AES"));
     SharedSecretEncrypt wrongPassword = (SharedSecretEncrypt) fromKeystore(store).storePassword("not-the-password");
     SharedSecretEncrypt wrongAlias = (SharedSecretEncrypt) fromKeystore(store).alias("another-alias");
-    for (var c : java.util.Map.of(fromKeystore(missing), missing + ", alias " + ALIAS,
+    for (var c : Map.of(fromKeystore(missing), missing + ", alias " + ALIAS,
         wrongPassword, store + ", alias " + ALIAS, wrongAlias, store + ", alias another-alias").entrySet()) {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.getKey().init());
       assertTrue(e.getMessage().startsWith("SharedSecretEncrypt cannot read its key from keystore_name " + c.getValue()),
@@ -243,34 +261,34 @@ class SharedSecretEncryptKeyTest {
     SharedSecretEncrypt opener = new SharedSecretEncrypt();
     opener.setSecretKey(key);
     opener.init();
-    org.jgroups.Address a = org.jgroups.util.UUID.randomUUID();
-    org.jgroups.Address b = org.jgroups.util.UUID.randomUUID();
+    Address a = UUID.randomUUID();
+    Address b = UUID.randomUUID();
     sealer.setAddress(a);
     opener.setAddress(b);
-    List<org.jgroups.Message> passedUp = new java.util.concurrent.CopyOnWriteArrayList<>();
-    opener.setUpProtocol(new org.jgroups.stack.Protocol() {
+    List<Message> passedUp = new CopyOnWriteArrayList<>();
+    opener.setUpProtocol(new Protocol() {
       @Override
-      public Object up(org.jgroups.Message msg) {
+      public Object up(Message msg) {
         passedUp.add(msg);
         return null;
       }
     });
-    short gms = org.jgroups.conf.ClassConfigurator.getProtocolId(org.jgroups.protocols.pbcast.GMS.class);
-    opener.up(sealer.encrypt(new org.jgroups.BytesMessage(b, "to b".getBytes(StandardCharsets.UTF_8))
-        .putHeader(gms, new org.jgroups.protocols.pbcast.GMS.GmsHeader(
-            org.jgroups.protocols.pbcast.GMS.GmsHeader.VIEW_ACK))));
-    opener.up(sealer.encrypt(new org.jgroups.BytesMessage(null, "to all".getBytes(StandardCharsets.UTF_8))
-        .setFlag(org.jgroups.Message.Flag.OOB)));
+    short gms = ClassConfigurator.getProtocolId(GMS.class);
+    opener.up(sealer.encrypt(new BytesMessage(b, "to b".getBytes(StandardCharsets.UTF_8))
+        .putHeader(gms, new GMS.GmsHeader(
+            GMS.GmsHeader.VIEW_ACK))));
+    opener.up(sealer.encrypt(new BytesMessage(null, "to all".getBytes(StandardCharsets.UTF_8))
+        .setFlag(Message.Flag.OOB)));
 
     assertEquals(2, passedUp.size(), "both opened");
-    org.jgroups.Message toB = passedUp.get(0);
+    Message toB = passedUp.get(0);
     assertEquals(List.of(a, b, "to b"), List.of(toB.getSrc(), toB.getDest(), text(toB)));
-    org.jgroups.protocols.pbcast.GMS.GmsHeader header = toB.getHeader(gms);
-    assertEquals(org.jgroups.protocols.pbcast.GMS.GmsHeader.VIEW_ACK, header.getType(), "its header, sealed with it");
-    org.jgroups.Message toAll = passedUp.get(1);
+    GMS.GmsHeader header = toB.getHeader(gms);
+    assertEquals(GMS.GmsHeader.VIEW_ACK, header.getType(), "its header, sealed with it");
+    Message toAll = passedUp.get(1);
     assertEquals(List.of(a, "to all"), List.of(toAll.getSrc(), text(toAll)));
     assertEquals(null, toAll.getDest());
-    assertTrue(toAll.isFlagSet(org.jgroups.Message.Flag.OOB), "its flags, sealed with it");
+    assertTrue(toAll.isFlagSet(Message.Flag.OOB), "its flags, sealed with it");
   }
 
   /**
@@ -285,28 +303,28 @@ class SharedSecretEncryptKeyTest {
     SharedSecretEncrypt encrypt = inCode();
     long after = System.currentTimeMillis();
     encrypt.init();
-    encrypt.setAddress(org.jgroups.util.UUID.randomUUID());
-    long first = sealNumber(encrypt, new org.jgroups.EmptyMessage(null));
+    encrypt.setAddress(UUID.randomUUID());
+    long first = sealNumber(encrypt, new EmptyMessage(null));
     assertTrue(first >= before * 1_000_000L + 1 && first <= after * 1_000_000L + 1,
         first + " is not the clock times a million (" + before + " to " + after + " ms), plus one");
-    assertEquals(first + 1, sealNumber(encrypt, new org.jgroups.EmptyMessage(null)), "the next, one higher");
+    assertEquals(first + 1, sealNumber(encrypt, new EmptyMessage(null)), "the next, one higher");
     long highest = first + 1;
     for (int i = 0; i < 100; i++) {
-      long start = sealNumber(encrypt, new org.jgroups.EmptyMessage(org.jgroups.util.UUID.randomUUID()));
+      long start = sealNumber(encrypt, new EmptyMessage(UUID.randomUUID()));
       assertTrue(start > highest + (1 << 20), "a new series at " + start + ", not 2^20 above " + highest);
       highest = start;
     }
   }
 
   /** The seal number a message sealed by {@code encrypt} carries (the first 8 bytes of what is sealed). */
-  private static long sealNumber(SharedSecretEncrypt encrypt, org.jgroups.Message msg) throws Exception {
-    org.jgroups.Message sealed = encrypt.encrypt(msg);
-    org.jgroups.protocols.EncryptHeader header = sealed.getHeader(encrypt.getId());
+  private static long sealNumber(SharedSecretEncrypt encrypt, Message msg) throws Exception {
+    Message sealed = encrypt.encrypt(msg);
+    EncryptHeader header = sealed.getHeader(encrypt.getId());
     byte[] plain = encrypt.code(sealed.getArray(), sealed.getOffset(), sealed.getLength(), header.iv(), true);
-    return java.nio.ByteBuffer.wrap(plain).getLong();
+    return ByteBuffer.wrap(plain).getLong();
   }
 
-  private static String text(org.jgroups.Message msg) {
+  private static String text(Message msg) {
     return new String(msg.getArray(), msg.getOffset(), msg.getLength(), StandardCharsets.UTF_8);
   }
 
@@ -336,7 +354,7 @@ class SharedSecretEncryptKeyTest {
     SharedSecretEncrypt encrypt = inCode();
     encrypt.init();
     byte[] iv = randomBytes(16);
-    javax.crypto.Mac hmac = javax.crypto.Mac.getInstance("HmacSHA256");
+    Mac hmac = Mac.getInstance("HmacSHA256");
     hmac.init(encrypt.macKey());
     byte[] macOfNothing = hmac.doFinal(iv);
     assertArrayEquals(new byte[0], encrypt.code(macOfNothing, 0, macOfNothing.length, iv, true));
@@ -350,11 +368,11 @@ class SharedSecretEncryptKeyTest {
   @Test
   void theRefusalHold_isHalfTheStacksJoinTimeout_fromInit() throws Exception {
     SharedSecretEncrypt encrypt = inCode();
-    new org.jgroups.stack.ProtocolStack().addProtocols(encrypt, new org.jgroups.protocols.pbcast.GMS().setJoinTimeout(600));
+    new ProtocolStack().addProtocols(encrypt, new GMS().setJoinTimeout(600));
     encrypt.init();
     assertEquals(300, encrypt.refusalHoldMillis(), "half of 600 ms");
     SharedSecretEncrypt noTimeout = inCode();
-    new org.jgroups.stack.ProtocolStack().addProtocols(noTimeout, new org.jgroups.protocols.pbcast.GMS().setJoinTimeout(0));
+    new ProtocolStack().addProtocols(noTimeout, new GMS().setJoinTimeout(0));
     noTimeout.init();
     assertEquals(SharedSecretEncrypt.REFUSAL_GRACE_MILLIS, noTimeout.refusalHoldMillis(), "no join timeout: the grace");
   }

@@ -5,12 +5,28 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.text.MessageFormat;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.jgroups.JChannel;
+import org.jgroups.protocols.BaseBundler;
+import org.jgroups.protocols.FD_ALL3;
+import org.jgroups.protocols.PerDestinationBundler;
+import org.jgroups.protocols.TCP;
+import org.jgroups.protocols.VERIFY_SUSPECT2;
+import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.Protocol;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -38,7 +54,7 @@ class ShippedStacksTest {
   void everyShippedStack_buildsAsANodeBuildsIt(String file) throws Exception {
     String resource = "ringmaster/jgroups/" + file;
     assertEquals(Files.readString(SHIPPED.resolve(file)), new String(ShippedStacksTest.class.getClassLoader()
-        .getResourceAsStream(resource).readAllBytes(), java.nio.charset.StandardCharsets.UTF_8),
+        .getResourceAsStream(resource).readAllBytes(), StandardCharsets.UTF_8),
         "the jar's copy is the file in config/jgroups");
     Ringmaster.Builder builder = Ringmaster.builder().nodeId("stack-check").jgroupsConfig(resource);
     if (file.startsWith("secure")) {
@@ -51,14 +67,14 @@ class ShippedStacksTest {
         assertTrue(xml.contains("<" + name) || xml.contains("." + name), file + " names " + name + ": " + built);
       }
       assertTrue(built.contains("GMS"), file + ": " + built);
-      org.jgroups.protocols.pbcast.GMS gms = channel.getProtocolStack()
-          .findProtocol(org.jgroups.protocols.pbcast.GMS.class);
+      GMS gms = channel.getProtocolStack()
+          .findProtocol(GMS.class);
       assertTrue(gms.getMembershipChangePolicy() instanceof RingmasterMembershipPolicy, file);
       // A TCP stack sends from a thread per destination: with one thread for all, a host that is
       // down (connects that time out) holds up every message, joins included.
-      if (channel.getProtocolStack().getTransport() instanceof org.jgroups.protocols.TCP tcp) {
-        assertTrue(tcp.getBundler() instanceof org.jgroups.protocols.PerDestinationBundler, file);
-        assertFalse(((org.jgroups.protocols.BaseBundler) tcp.getBundler()).useSingleSenderThread(),
+      if (channel.getProtocolStack().getTransport() instanceof TCP tcp) {
+        assertTrue(tcp.getBundler() instanceof PerDestinationBundler, file);
+        assertFalse(((BaseBundler) tcp.getBundler()).useSingleSenderThread(),
             file + ": one sender thread for every destination");
       }
     }
@@ -70,12 +86,12 @@ class ShippedStacksTest {
    * demo peers on a machine too loaded to answer within 3 s, or to answer a joiner within 1 s, can
    * be given more time without a stack file of their own.
    */
-  @org.junit.jupiter.api.Test
+  @Test
   void theLocalhostStack_readsItsTimings_fromSystemProperties() throws Exception {
     String stack = "ringmaster/jgroups/localhost-tcp.xml";
     List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout",
         "ringmaster.join_timeout");
-    java.util.Map<String, String> outside = new java.util.HashMap<>(); // given to the test JVM, say: put back after
+    Map<String, String> outside = new HashMap<>(); // given to the test JVM, say: put back after
     names.forEach(n -> outside.put(n, System.clearProperty(n)));
     try {
       long[] shipped = timings(stack);
@@ -96,11 +112,11 @@ class ShippedStacksTest {
    * and 500 ms: the window docs/operations.md gives before a restarted node can take its id back),
    * and keeps its join timeout (2 s).
    */
-  @org.junit.jupiter.api.Test
+  @Test
   void theSecureStack_readsItsTimings_fromSystemProperties() throws Exception {
     String stack = Path.of("..", "config", "jgroups", "secure-tcp.xml").toString();
     List<String> names = List.of("ringmaster.fd.timeout", "ringmaster.fd.interval", "ringmaster.verify_suspect.timeout");
-    java.util.Map<String, String> outside = new java.util.HashMap<>();
+    Map<String, String> outside = new HashMap<>();
     names.forEach(n -> outside.put(n, System.clearProperty(n)));
     try {
       long[] shipped = timings(stack, "a secret of the test's");
@@ -116,7 +132,7 @@ class ShippedStacksTest {
   }
 
   /** Puts back the system properties a test cleared: each value it had, or none. */
-  private static void restore(java.util.Map<String, String> outside) {
+  private static void restore(Map<String, String> outside) {
     outside.forEach((n, v) -> {
       if (v == null) {
         System.clearProperty(n);
@@ -137,10 +153,10 @@ class ShippedStacksTest {
       builder.secret(secret);
     }
     try (JChannel channel = Stacks.create(builder.buildConfig())) {
-      org.jgroups.protocols.FD_ALL3 fd = channel.getProtocolStack().findProtocol(org.jgroups.protocols.FD_ALL3.class);
-      org.jgroups.protocols.VERIFY_SUSPECT2 verify = channel.getProtocolStack()
-          .findProtocol(org.jgroups.protocols.VERIFY_SUSPECT2.class);
-      org.jgroups.protocols.pbcast.GMS gms = channel.getProtocolStack().findProtocol(org.jgroups.protocols.pbcast.GMS.class);
+      FD_ALL3 fd = channel.getProtocolStack().findProtocol(FD_ALL3.class);
+      VERIFY_SUSPECT2 verify = channel.getProtocolStack()
+          .findProtocol(VERIFY_SUSPECT2.class);
+      GMS gms = channel.getProtocolStack().findProtocol(GMS.class);
       return new long[] {fd.getTimeout(), fd.getInterval(), verify.getTimeout(), gms.getJoinTimeout()};
     }
   }
@@ -153,12 +169,12 @@ class ShippedStacksTest {
   @MethodSource("shippedStacks")
   void everyVariableOfAShippedStack_isDocumented(String file) throws IOException {
     String docs = Files.readString(Path.of("..", "README.md")) + Files.readString(Path.of("..", "docs", "operations.md"));
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\$\\{([^}:]*)").matcher(Files.readString(SHIPPED.resolve(file)));
-    List<String> undocumented = new java.util.ArrayList<>();
+    Matcher m = Pattern.compile("\\$\\{([^}:]*)").matcher(Files.readString(SHIPPED.resolve(file)));
+    List<String> undocumented = new ArrayList<>();
     while (m.find()) {
       for (String name : m.group(1).split(",")) {
         // The whole name (as itself, or after -D), not a part of a longer one.
-        if (!java.util.regex.Pattern.compile("(?:(?<![\\w.])|(?<=-D))" + java.util.regex.Pattern.quote(name.trim())
+        if (!Pattern.compile("(?:(?<![\\w.])|(?<=-D))" + Pattern.quote(name.trim())
             + "(?![\\w.])").matcher(docs).find()) {
           undocumented.add(name.trim());
         }
@@ -173,7 +189,7 @@ class ShippedStacksTest {
    * join, naming the setting that opens it; bound elsewhere an INFO line naming the interface.
    * Members on other hosts would otherwise each start a cluster of their own, with nothing saying why.
    */
-  @org.junit.jupiter.api.Test
+  @Test
   void theMulticastStack_saysWhichInterfaceItUses_warningWhenOnlyThisHostCanJoin() throws Exception {
     String resource = "ringmaster/jgroups/lan-udp.xml";
     String loopback = "multicasts on the loopback interface (127.0.0.1), so only members on this host can join;"
@@ -186,10 +202,10 @@ class ShippedStacksTest {
     try (NodeLog log = new NodeLog(r -> r.getMessage().contains("multicasts on"));
          JChannel channel = Stacks.create(Ringmaster.builder().nodeId("udp-default").jgroupsConfig(resource)
              .buildConfig())) {
-      java.net.InetAddress bound = channel.getProtocolStack().getTransport().getBindAddress();
+      InetAddress bound = channel.getProtocolStack().getTransport().getBindAddress();
       String expected = bound.isLoopbackAddress() ? "WARNING udp-default: stack " + resource + " " + loopback
           : "INFO udp-default: stack " + resource + " multicasts on " + bound.getHostAddress() + " (interface "
-              + java.net.NetworkInterface.getByInetAddress(bound).getName() + "); set bindAddress (or"
+              + NetworkInterface.getByInetAddress(bound).getName() + "); set bindAddress (or"
               + " ringmaster.bind_addr) to choose another";
       assertEquals(List.of(expected), lines(log), bound::toString);
     }
@@ -202,6 +218,6 @@ class ShippedStacksTest {
 
   private static List<String> lines(NodeLog log) {
     return log.records().stream().map(r -> r.getLevel() + " "
-        + java.text.MessageFormat.format(r.getMessage(), r.getParameters())).toList();
+        + MessageFormat.format(r.getMessage(), r.getParameters())).toList();
   }
 }

@@ -17,8 +17,12 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiFunction;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
+import org.jgroups.ChannelListener;
 import org.jgroups.JChannel;
 import org.jgroups.View;
 import org.jgroups.ViewId;
@@ -68,7 +72,7 @@ class SplitViewTest {
       View agreed = x.channel().getView();
       Address before = x.channel().getAddress();
       int xChanges = recorders.get(x).changes().size();
-      List<RingDivergence> reports = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<RingDivergence> reports = new CopyOnWriteArrayList<>();
       main.forEach(n -> n.addDivergenceListener(reports::add));
 
       ViewId split = new ViewId(agreed.getCreator(), agreed.getViewId().getId() + 1);
@@ -162,9 +166,9 @@ class SplitViewTest {
       CountDownLatch disconnecting = new CountDownLatch(1);
       AtomicInteger connects = new AtomicInteger();
       x.rejoin.beforeConnect = connects::incrementAndGet;
-      x.channel().addChannelListener(new org.jgroups.ChannelListener() {
+      x.channel().addChannelListener(new ChannelListener() {
         @Override
-        public void channelDisconnected(org.jgroups.JChannel channel) { // on the rejoin thread, in its disconnect
+        public void channelDisconnected(JChannel channel) { // on the rejoin thread, in its disconnect
           disconnecting.countDown();
           // Until close() waits for this rejoin, or (had it not waited) x's listeners heard LEAVING.
           await().atMost(WAIT).until(() -> x.rejoin.lock.hasQueuedThreads() || !leaving.isEmpty());
@@ -253,8 +257,8 @@ class SplitViewTest {
       }
       await("x rejoins").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
       Map<Object, Integer> warningsPerNode = new HashMap<>();
-      for (java.util.logging.LogRecord r : log.records()) {
-        if (r.getLevel() == java.util.logging.Level.WARNING) {
+      for (LogRecord r : log.records()) {
+        if (r.getLevel() == Level.WARNING) {
           assertEquals(split.getViewId(), r.getParameters()[2], "the view that does not list x");
           assertTrue(String.valueOf(r.getParameters()[1]).startsWith("x"), "names x: " + r.getParameters()[1]);
           warningsPerNode.merge(r.getParameters()[0], 1, Integer::sum);
@@ -287,8 +291,8 @@ class SplitViewTest {
       splitOff(x, a, b);
 
       await("x rejoins after four failures").atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
-      assertEquals(List.of(java.util.logging.Level.SEVERE, java.util.logging.Level.FINE, java.util.logging.Level.FINE,
-          java.util.logging.Level.FINE), log.levels());
+      assertEquals(List.of(Level.SEVERE, Level.FINE, Level.FINE,
+          Level.FINE), log.levels());
       assertEquals("injected by the test: connect attempt 1 fails", log.records().get(0).getThrown().getMessage());
       assertTrue(log.records().get(3).getMessage().contains("(4 attempts in a row"), log.records().get(3).getMessage());
       TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
@@ -527,7 +531,7 @@ class SplitViewTest {
    */
   /** Starts node x, which adds to {@code leaving} what {@code describe} says of each LEAVING change it hears. */
   private static Ringmaster startRecordingLeaving(TestCluster cluster, List<String> leaving,
-                                                 java.util.function.BiFunction<Ringmaster, OwnershipChange, String> describe) {
+                                                 BiFunction<Ringmaster, OwnershipChange, String> describe) {
     AtomicReference<Ringmaster> self = new AtomicReference<>();
     return cluster.start(cluster.builder("x"), n -> {
       self.set(n);

@@ -12,13 +12,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.awaitility.core.ConditionTimeoutException;
 import org.jgroups.Address;
 import org.jgroups.protocols.DISCARD;
 import org.jgroups.protocols.pbcast.GMS;
@@ -32,8 +36,8 @@ final class TestCluster implements AutoCloseable {
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
 
   final String name;
-  private final List<Ringmaster> started = new java.util.concurrent.CopyOnWriteArrayList<>();
-  private final List<CompletableFuture<Void>> crashes = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final List<Ringmaster> started = new CopyOnWriteArrayList<>();
+  private final List<CompletableFuture<Void>> crashes = new CopyOnWriteArrayList<>();
 
   TestCluster(String testName) {
     this.name = testName + "-" + ProcessHandle.current().pid() + "-" + CLUSTERS.incrementAndGet();
@@ -61,7 +65,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   /** Starts a node with an {@link OwnershipRecorder} listening from before it joins. */
-  Ringmaster startRecorded(Ringmaster.Builder builder, java.util.Map<Ringmaster, OwnershipRecorder> recorders) {
+  Ringmaster startRecorded(Ringmaster.Builder builder, Map<Ringmaster, OwnershipRecorder> recorders) {
     OwnershipRecorder recorder = new OwnershipRecorder(recorders.size());
     Ringmaster node = start(builder, n -> {
       n.addOwnershipListener(recorder);
@@ -77,7 +81,7 @@ final class TestCluster implements AutoCloseable {
    * Runs each stop on a thread of its own, not on the common pool, which tests' own tasks (and
    * callbacks) may hold: stops would queue behind them.
    */
-  private static final java.util.concurrent.Executor ON_OWN_THREAD = task -> {
+  private static final Executor ON_OWN_THREAD = task -> {
     Thread t = new Thread(task, "test-cluster-stop");
     t.setDaemon(true);
     t.start();
@@ -125,7 +129,7 @@ final class TestCluster implements AutoCloseable {
   static void awaitAgreement(List<Ringmaster> nodes, int size, Duration timeout) {
     try {
       await().atMost(timeout).pollInterval(Duration.ofMillis(50)).until(() -> agree(nodes, size));
-    } catch (org.awaitility.core.ConditionTimeoutException e) {
+    } catch (ConditionTimeoutException e) {
       throw new AssertionError("no agreement on a ring of " + size + " within " + timeout + ":\n"
           + describe(nodes), e);
     }

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Predicate;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
@@ -41,10 +42,10 @@ final class WireTap extends Protocol {
   final List<Seen> passedUp = new CopyOnWriteArrayList<>();
   /** The next message this thread sends down gets one bit of its payload flipped, as if changed on the way. */
   volatile Thread corruptNextFrom;
-  private final java.util.function.Predicate<String> swallows;
+  private final Predicate<String> swallows;
 
   /** @param swallows which probes, by their text, go no further up */
-  WireTap(java.util.function.Predicate<String> swallows) {
+  WireTap(Predicate<String> swallows) {
     this.swallows = swallows;
   }
 

@@ -8,10 +8,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 import org.jgroups.Message;
 import org.jgroups.Receiver;
 import org.jgroups.View;
@@ -33,8 +36,8 @@ public final class InJvmClusterBench {
   private InJvmClusterBench() {}
 
   /** Held so the levels set in {@link #main} stay set: java.util.logging drops unreferenced loggers. */
-  private static final java.util.logging.Logger JGROUPS = java.util.logging.Logger.getLogger("org.jgroups");
-  private static final java.util.logging.Logger RINGMASTER = java.util.logging.Logger.getLogger("io.ringmaster");
+  private static final Logger JGROUPS = Logger.getLogger("org.jgroups");
+  private static final Logger RINGMASTER = Logger.getLogger("io.ringmaster");
 
   /** How long one wait for agreement lasts at most: two minutes. */
   private static final long WAIT_NANOS = TimeUnit.MINUTES.toNanos(2);
@@ -42,8 +45,8 @@ public final class InJvmClusterBench {
   public static void main(String[] args) throws Exception {
     // A hundred nodes joining and leaving at once make JGroups and the nodes log one line each
     // (thread pools growing, "joined" lines, coordinators leaving): keep the report readable.
-    JGROUPS.setLevel(java.util.logging.Level.SEVERE);
-    RINGMASTER.setLevel(java.util.logging.Level.WARNING);
+    JGROUPS.setLevel(Level.SEVERE);
+    RINGMASTER.setLevel(Level.WARNING);
     int status = 0;
     try {
       convergence(100);
@@ -200,7 +203,7 @@ public final class InJvmClusterBench {
     for (Future<?> f : closing) {
       try {
         f.get();
-      } catch (java.util.concurrent.ExecutionException e) {
+      } catch (ExecutionException e) {
         e.getCause().printStackTrace();
       }
     }

@@ -4,6 +4,8 @@ import io.ringmaster.Ringmaster;
 import io.ringmaster.RingmasterException;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -187,7 +189,7 @@ public final class LocalCluster implements AutoCloseable {
 
   /** {@code Ringmaster.shutDown()}, looked up once: the waits ask for it every 20 ms. */
   private static final class ShutDown {
-    static final java.lang.reflect.Method METHOD;
+    static final Method METHOD;
 
     static {
       try {
@@ -444,10 +446,10 @@ public final class LocalCluster implements AutoCloseable {
    */
   private static void stopAbruptly(Ringmaster node) {
     try {
-      java.lang.reflect.Method abrupt = Ringmaster.class.getDeclaredMethod("closeAbruptly");
+      Method abrupt = Ringmaster.class.getDeclaredMethod("closeAbruptly");
       abrupt.setAccessible(true);
       abrupt.invoke(node);
-    } catch (java.lang.reflect.InvocationTargetException e) {
+    } catch (InvocationTargetException e) {
       Throwable cause = e.getCause();
       if (cause instanceof RuntimeException r) {
         throw r;

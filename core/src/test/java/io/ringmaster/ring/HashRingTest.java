@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.management.ThreadMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -18,7 +20,9 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 class HashRingTest {
 
@@ -155,9 +159,9 @@ class HashRingTest {
   }
 
   /** The JVM's per-thread allocation counter, failing the test if it measures nothing (it would read -1). */
-  static com.sun.management.ThreadMXBean allocationMeter() {
-    com.sun.management.ThreadMXBean threads =
-        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+  static ThreadMXBean allocationMeter() {
+    ThreadMXBean threads =
+        (ThreadMXBean) ManagementFactory.getThreadMXBean();
     assertTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
         "this JVM measures no thread's allocation");
     return threads;
@@ -165,7 +169,7 @@ class HashRingTest {
 
   @Test
   void isOwnerOfPosition_afterWarmUp_allocatesNothing() {
-    com.sun.management.ThreadMXBean threads = allocationMeter();
+    ThreadMXBean threads = allocationMeter();
     SplittableRandom random = new SplittableRandom(22);
     List<Member> members = randomMembers(random, 50, 3, false);
     HashRing ring = ring(64, members);
@@ -196,7 +200,7 @@ class HashRingTest {
    */
   @Test
   void isOwnerOfPosition_ofManyReplicas_afterWarmUp_allocatesNothing() throws Exception {
-    com.sun.management.ThreadMXBean threads = allocationMeter();
+    ThreadMXBean threads = allocationMeter();
     SplittableRandom random = new SplittableRandom(26);
     List<Member> members = randomMembers(random, HashRing.WALK_SCRATCH_SIZE + 44, 5, false);
     HashRing ring = ring(2, members);
@@ -271,7 +275,7 @@ class HashRingTest {
    */
   @Test
   void isOwnerOfPosition_ofOneReplica_allocatesNothing_evenOnAThreadsFirstCall() throws Exception {
-    com.sun.management.ThreadMXBean threads = allocationMeter();
+    ThreadMXBean threads = allocationMeter();
     SplittableRandom random = new SplittableRandom(24);
     List<Member> members = randomMembers(random, 50, 3, false);
     HashRing ring = ring(64, members);
@@ -281,7 +285,7 @@ class HashRingTest {
     }
     long position = random.nextLong();
     boolean primary = ring.ownerOfPosition(position).equals(probe);
-    java.util.concurrent.ConcurrentLinkedQueue<String> seen = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    ConcurrentLinkedQueue<String> seen = new ConcurrentLinkedQueue<>();
     for (int t = 0; t < 16; t++) {
       Thread fresh = new Thread(() -> {
         long before = threads.getCurrentThreadAllocatedBytes();
@@ -302,7 +306,7 @@ class HashRingTest {
    */
   @Test
   void ownerOfAStringOrBytes_afterWarmUp_allocatesNothing() {
-    com.sun.management.ThreadMXBean threads = allocationMeter();
+    ThreadMXBean threads = allocationMeter();
     SplittableRandom random = new SplittableRandom(23);
     HashRing ring = ring(64, randomMembers(random, 50, 3, false));
     String[] alphabet = {"a", "Z", "7", ":", "\u00e9", "\u0416", "\u4e2d", "\ud83d\ude00"};
@@ -780,7 +784,7 @@ class HashRingTest {
     assertMessage("member must not be null", () -> ring.withMembers(Arrays.asList((Member) null)));
     assertMessage("member id must not be null", () -> ring.without(null));
     assertMessage("at least 1: 0", () -> ring.owners("k", 0));
-    for (org.junit.jupiter.api.function.Executable nullKey : List.<org.junit.jupiter.api.function.Executable>of(
+    for (Executable nullKey : List.<Executable>of(
         () -> ring.ownerOf((String) null), () -> ring.ownerOf((byte[]) null), () -> ring.owners((String) null, 1),
         () -> ring.owners((byte[]) null, 1), () -> HashRing.position((String) null),
         () -> HashRing.position((byte[]) null))) {
@@ -843,7 +847,7 @@ class HashRingTest {
   @Test
   void listsAndMapsHandedOut_areUnmodifiable() {
     HashRing ring = ring(16, List.of(Member.of("a"), Member.of("b"), Member.of("c")));
-    List<org.junit.jupiter.api.function.Executable> writes = List.of(
+    List<Executable> writes = List.of(
         () -> ring.members().set(0, Member.of("z")),
         () -> ring.owners("k", 2).set(0, Member.of("z")),
         () -> ring.ownersOfPosition(7, 2).clear(),
@@ -851,7 +855,7 @@ class HashRingTest {
         () -> ring.primaryRanges("a").clear(),
         () -> ring.primaryRangesByMember().clear(),
         () -> ring.primaryRangesByMember().get("a").clear());
-    for (org.junit.jupiter.api.function.Executable write : writes) {
+    for (Executable write : writes) {
       assertThrows(UnsupportedOperationException.class, write);
     }
     assertEquals(List.of(Member.of("a"), Member.of("b"), Member.of("c")), ring.members());
@@ -1036,7 +1040,7 @@ class HashRingTest {
         "moved " + moved + " of " + keys + ", expected " + expected + " +- " + 5 * sd);
   }
 
-  private static void assertMessage(String expected, org.junit.jupiter.api.function.Executable action) {
+  private static void assertMessage(String expected, Executable action) {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, action);
     assertTrue(e.getMessage().contains(expected), () -> "message \"" + e.getMessage() + "\" lacks " + expected);
   }

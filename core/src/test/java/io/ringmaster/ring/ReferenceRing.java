@@ -1,6 +1,10 @@
 package io.ringmaster.ring;
 
 import com.google.common.hash.Hashing;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -75,8 +79,8 @@ final class ReferenceRing {
 
   /** The checksum as the spec's section 7 spells it out, byte by byte. */
   long checksum() {
-    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
-    try (java.io.DataOutputStream out = new java.io.DataOutputStream(bytes)) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
       writeString(out, "ringmaster-ring");
       out.writeInt(1);
       out.writeInt(virtualNodes);
@@ -89,13 +93,13 @@ final class ReferenceRing {
         out.writeLong(Double.doubleToLongBits(m.weight() == 0 ? 0.0 : m.weight()));
         writeString(out, m.zone());
       }
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
     return Hashing.murmur3_128().hashBytes(bytes.toByteArray()).asLong();
   }
 
-  private static void writeString(java.io.DataOutputStream out, String s) throws java.io.IOException {
+  private static void writeString(DataOutputStream out, String s) throws IOException {
     byte[] b = s.getBytes(StandardCharsets.UTF_8);
     out.writeInt(b.length);
     out.write(b);

@@ -3,16 +3,24 @@ package io.ringmaster.ring;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.management.ThreadMXBean;
 import io.ringmaster.ring.RingDiff.Role;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 class RingDiffTest {
 
@@ -30,25 +38,25 @@ class RingDiffTest {
     owners.add(Member.of("b"));
     assertEquals(List.of(Member.of("a")), gained.sources());
     assertEquals(List.of(Member.of("a")), lost.destinations());
-    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
+    assertThrows(UnsupportedOperationException.class,
         () -> gained.sources().add(Member.of("c")));
 
     List<Member> withNull = Arrays.asList(Member.of("a"), null);
-    org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+    assertThrows(NullPointerException.class,
         () -> new RingDiff.Gained(range, withNull, Role.PRIMARY));
-    org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+    assertThrows(NullPointerException.class,
         () -> new RingDiff.Lost(range, List.of(), null));
-    org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+    assertThrows(NullPointerException.class,
         () -> new RingDiff.RoleChange(null, Role.PRIMARY, Role.BACKUP));
-    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> new RingDiff("a", 0, List.of(gained), List.of(), List.of()));
     assertTrue(e.getMessage().endsWith(": 0"), e.getMessage());
-    for (org.junit.jupiter.api.function.Executable withANull : List.<org.junit.jupiter.api.function.Executable>of(
+    for (Executable withANull : List.<Executable>of(
         () -> new RingDiff.Gained(null, List.of(), Role.PRIMARY), () -> new RingDiff.Gained(range, List.of(), null),
         () -> new RingDiff.Lost(null, List.of(), Role.BACKUP), () -> new RingDiff.RoleChange(range, null, Role.BACKUP),
         () -> new RingDiff.RoleChange(range, Role.PRIMARY, null),
         () -> new RingDiff(null, 1, List.of(), List.of(), List.of()))) {
-      org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class, withANull);
+      assertThrows(NullPointerException.class, withANull);
     }
 
     // The diff's own lists are copies too.
@@ -63,9 +71,9 @@ class RingDiffTest {
     assertEquals(List.of(gained), diff.gained());
     assertEquals(List.of(lost), diff.lost());
     assertEquals(List.of(demoted), diff.roleChanges());
-    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class, () -> diff.lost().add(lost));
-    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class, () -> diff.gained().clear());
-    org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
+    assertThrows(UnsupportedOperationException.class, () -> diff.lost().add(lost));
+    assertThrows(UnsupportedOperationException.class, () -> diff.gained().clear());
+    assertThrows(UnsupportedOperationException.class,
         () -> diff.roleChanges().clear());
     assertTrue(!diff.isEmpty() && !new RingDiff("a", 1, List.of(), List.of(), List.of(demoted)).isEmpty()
         && new RingDiff("a", 1, List.of(), List.of(), List.of()).isEmpty(), "a role change alone is a change");
@@ -398,7 +406,7 @@ class RingDiffTest {
    */
   @Test
   void diff_ofAJoin_allocatesABitPerTokenBesidesItsRanges() {
-    com.sun.management.ThreadMXBean threads = HashRingTest.allocationMeter();
+    ThreadMXBean threads = HashRingTest.allocationMeter();
     SplittableRandom random = new SplittableRandom(45);
     HashRing before = HashRingTest.ring(64, HashRingTest.randomMembers(random, 200, 3, false));
     HashRing after = before.with(new Member("joiner", 1, "zone-0"));
@@ -511,7 +519,7 @@ class RingDiffTest {
     for (Map.Entry<RingDiff.Lost, List<String>> e : handOff.entrySet()) {
       for (String key : e.getValue()) {
         assertTrue(e.getKey().range().contains(key));
-        assertTrue(e.getKey().range().contains(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        assertTrue(e.getKey().range().contains(key.getBytes(StandardCharsets.UTF_8)));
         assertEquals(me, before.ownerOf(key).id());
         assertEquals("newcomer", after.ownerOf(key).id());
       }
@@ -522,16 +530,16 @@ class RingDiffTest {
     assertTrue(grouped > 0);
     KeyRange first = diff.lost().get(0).range();
     for (String key : keys.subList(0, 2_000)) {
-      assertEquals(first.contains(key), first.contains(key.getBytes(java.nio.charset.StandardCharsets.UTF_8)), key);
+      assertEquals(first.contains(key), first.contains(key.getBytes(StandardCharsets.UTF_8)), key);
     }
 
     // The same keys as UTF-8 bytes, placed by HashRing::position: the same groups, key for key.
-    List<byte[]> raw = keys.stream().map(k -> k.getBytes(java.nio.charset.StandardCharsets.UTF_8)).toList();
+    List<byte[]> raw = keys.stream().map(k -> k.getBytes(StandardCharsets.UTF_8)).toList();
     Map<RingDiff.Lost, List<byte[]>> rawHandOff =
         KeyRange.partition(diff.lost(), RingDiff.Lost::range, raw, HashRing::position);
     assertEquals(handOff.keySet(), rawHandOff.keySet());
     handOff.forEach((lost, strings) -> assertEquals(strings, rawHandOff.get(lost).stream()
-        .map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8)).toList()));
+        .map(b -> new String(b, StandardCharsets.UTF_8)).toList()));
   }
 
   /**
@@ -562,7 +570,7 @@ class RingDiffTest {
   void overlaps_isTrueExactlyWhenTwoRangesShareAPosition() {
     SplittableRandom random = new SplittableRandom(11);
     long[] near = {Long.MIN_VALUE, Long.MIN_VALUE + 1, -2, -1, 0, 1, 2, Long.MAX_VALUE - 1, Long.MAX_VALUE};
-    java.util.function.LongSupplier end = () -> random.nextInt(3) == 0 ? random.nextLong() : near[random.nextInt(near.length)];
+    LongSupplier end = () -> random.nextInt(3) == 0 ? random.nextLong() : near[random.nextInt(near.length)];
     int overlapping = 0;
     for (int i = 0; i < 20_000; i++) {
       KeyRange a = new KeyRange(end.getAsLong(), end.getAsLong());
@@ -610,7 +618,7 @@ class RingDiffTest {
       random.longs(50).forEach(positions::add);
       Map<KeyRange, List<Long>> got = KeyRange.partition(ranges, r -> r, positions, p -> p);
       Map<KeyRange, List<Long>> expected = firstContaining(ranges, positions);
-      assertEquals(expected, new java.util.LinkedHashMap<>(got), () -> ranges.toString());
+      assertEquals(expected, new LinkedHashMap<>(got), () -> ranges.toString());
       assertEquals(ranges.stream().filter(expected::containsKey).toList(), List.copyOf(got.keySet()),
           "in the order of the ranges given");
     }
@@ -639,13 +647,13 @@ class RingDiffTest {
       random.longs(50).forEach(positions::add);
       Map<KeyRange, List<Long>> got = KeyRange.partition(ranges, r -> r, positions, p -> p);
       Map<KeyRange, List<Long>> expected = firstContaining(ranges, positions);
-      assertEquals(expected, new java.util.LinkedHashMap<>(got), () -> ranges.toString());
+      assertEquals(expected, new LinkedHashMap<>(got), () -> ranges.toString());
     }
   }
 
   /** Each position under the first of {@code ranges} that contains it, by a linear scan; those in none left out. */
   private static Map<KeyRange, List<Long>> firstContaining(List<KeyRange> ranges, List<Long> positions) {
-    Map<KeyRange, List<Long>> expected = new java.util.LinkedHashMap<>();
+    Map<KeyRange, List<Long>> expected = new LinkedHashMap<>();
     for (long p : positions) {
       ranges.stream().filter(r -> r.contains(p)).findFirst()
           .ifPresent(r -> expected.computeIfAbsent(r, k -> new ArrayList<>()).add(p));
@@ -679,7 +687,7 @@ class RingDiffTest {
   void wraps_isTrueExactlyWhenTheRangeHoldsMinValue() {
     SplittableRandom random = new SplittableRandom(15);
     long[] near = {Long.MIN_VALUE, Long.MIN_VALUE + 1, -1, 0, 1, Long.MAX_VALUE - 1, Long.MAX_VALUE};
-    java.util.function.LongSupplier end =
+    LongSupplier end =
         () -> random.nextBoolean() ? random.nextLong() : near[random.nextInt(near.length)];
     int wrapping = 0;
     for (int i = 0; i < 10_000; i++) {
@@ -706,10 +714,10 @@ class RingDiffTest {
     for (int i = 0; i < 10_000; i++) {
       sizes.add(random.nextLong() >>> random.nextInt(64));
     }
-    java.math.BigDecimal circle = new java.math.BigDecimal(java.math.BigInteger.ONE.shiftLeft(64));
+    BigDecimal circle = new BigDecimal(BigInteger.ONE.shiftLeft(64));
     for (long size : sizes) {
-      java.math.BigInteger unsigned = new java.math.BigInteger(Long.toUnsignedString(size));
-      double exact = new java.math.BigDecimal(unsigned).divide(circle).doubleValue();
+      BigInteger unsigned = new BigInteger(Long.toUnsignedString(size));
+      double exact = new BigDecimal(unsigned).divide(circle).doubleValue();
       KeyRange range = new KeyRange(17, 17 + size);
       assertEquals(size == 0 ? 1.0 : exact, range.fraction(), () -> "size " + Long.toUnsignedString(size));
     }

@@ -1,5 +1,6 @@
 package io.ringmaster.testing;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -13,11 +14,17 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
+import java.lang.ref.WeakReference;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.MergeView;
 import org.junit.jupiter.api.Test;
 
@@ -77,11 +84,11 @@ class LocalClusterTest {
     try (LocalCluster cluster = new LocalCluster("kit test: let go")) {
       Ringmaster a = cluster.start("a");
       Ringmaster closedOne = cluster.start(cluster.builder("b"), n -> n.addOwnershipListener(new OwnershipFold()));
-      java.lang.ref.WeakReference<OwnershipFold> fold = foldOf(cluster, "c");
+      WeakReference<OwnershipFold> fold = foldOf(cluster, "c");
       closedOne.close();
       crashAndAwaitItsStop(cluster, "c"); // the test holds neither c nor its fold from here: only the cluster could
       cluster.start("d");
-      org.awaitility.Awaitility.await("the crashed node's fold collected").atMost(WAIT).until(() -> {
+      await("the crashed node's fold collected").atMost(WAIT).until(() -> {
         cluster.nodes(); // lets go of b, and of c once its stop in the background has ended
         System.gc();
         return fold.get() == null;
@@ -103,7 +110,7 @@ class LocalClusterTest {
     LocalCluster cluster = new LocalCluster("kit test: close waits for crashes");
     try {
       Ringmaster a = cluster.start("a");
-      java.util.concurrent.CompletableFuture<Void> closed = new java.util.concurrent.CompletableFuture<>();
+      CompletableFuture<Void> closed = new CompletableFuture<>();
       Thread closer = new Thread(() -> {
         try {
           cluster.close();
@@ -115,13 +122,13 @@ class LocalClusterTest {
       synchronized (a) { // the crash's stop waits for this
         cluster.crash(a);
         closer.start();
-        org.awaitility.Awaitility.await("close() waiting, or done").atMost(WAIT).until(() -> closed.isDone()
-            || closer.getState() == Thread.State.WAITING && java.util.Arrays.stream(closer.getStackTrace())
+        await("close() waiting, or done").atMost(WAIT).until(() -> closed.isDone()
+            || closer.getState() == Thread.State.WAITING && Arrays.stream(closer.getStackTrace())
             .anyMatch(f -> f.getClassName().equals(LocalCluster.class.getName()) && f.getMethodName().equals("close")));
         assertFalse(closed.isDone(), "close() returned before the crashed node stopped");
         assertFalse(a.channel().isClosed());
       }
-      closed.get(WAIT.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+      closed.get(WAIT.toSeconds(), TimeUnit.SECONDS);
       assertTrue(a.channel().isClosed(), "the crashed node stopped before close() returned");
     } finally {
       cluster.close();
@@ -131,14 +138,14 @@ class LocalClusterTest {
   private static void crashAndAwaitItsStop(LocalCluster cluster, String id) {
     Ringmaster node = cluster.nodes().stream().filter(n -> n.localMember().id().equals(id)).findFirst().orElseThrow();
     cluster.crash(node);
-    org.awaitility.Awaitility.await(id + " stopped").atMost(WAIT).until(() -> node.channel().isClosed());
+    await(id + " stopped").atMost(WAIT).until(() -> node.channel().isClosed());
   }
 
   /** Starts node {@code id} with a fold that only the node holds, and returns a weak reference to it. */
-  private static java.lang.ref.WeakReference<OwnershipFold> foldOf(LocalCluster cluster, String id) {
+  private static WeakReference<OwnershipFold> foldOf(LocalCluster cluster, String id) {
     OwnershipFold fold = new OwnershipFold();
     cluster.start(cluster.builder(id), n -> n.addOwnershipListener(fold));
-    return new java.lang.ref.WeakReference<>(fold);
+    return new WeakReference<>(fold);
   }
 
   /**
@@ -217,7 +224,7 @@ class LocalClusterTest {
    */
   @Test
   void awaitSettled_waitsForEveryListener_andTimesOutNamingThemBusy() throws Exception {
-    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
     try (LocalCluster cluster = new LocalCluster("kit test: busy listener")) {
       try {
         cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> {
@@ -434,7 +441,7 @@ class LocalClusterTest {
       Ringmaster b = cluster.start("b");
       cluster.crash(b);
       cluster.crash(b); // crashed already: nothing more
-      java.util.concurrent.atomic.AtomicReference<Ringmaster> unstarted = new java.util.concurrent.atomic.AtomicReference<>();
+      AtomicReference<Ringmaster> unstarted = new AtomicReference<>();
       assertThrows(IllegalStateException.class, () -> cluster.start(cluster.builder("u"), n -> {
         unstarted.set(n);
         throw new IllegalStateException("a test's setup that fails before the start");

@@ -1,8 +1,10 @@
 package io.ringmaster.demo;
 
+import io.ringmaster.Ringmaster;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.Set;
 
 /** The command line of {@code cluster}. */
@@ -42,7 +44,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    * if it is a port up to {@link #MAX_CLUSTER_PORT} ({@link #checkBindPort} refuses a higher one, and
    * the peers' stack a value that is no port), else from {@value #DEFAULT_CLUSTER_PORT}.
    */
-  static ClusterPorts clusterPorts(java.util.Properties properties) {
+  static ClusterPorts clusterPorts(Properties properties) {
     int first = DEFAULT_CLUSTER_PORT;
     String moved = properties.getProperty("ringmaster.bind_port");
     if (moved != null && moved.strip().matches("[0-9]{1,5}")) {
@@ -66,7 +68,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    *
    * @throws UsageException naming the properties
    */
-  static void checkForwarded(java.util.Properties properties) {
+  static void checkForwarded(Properties properties) {
     for (String name : List.of("ringmaster.initial_hosts", "ringmaster.bind_port", "ringmaster.bind_addr")) {
       String value = properties.getProperty(name);
       if (value != null && value.isBlank()) {
@@ -97,7 +99,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    *
    * @throws UsageException naming the property and the highest port it takes
    */
-  static void checkBindPort(java.util.Properties properties) {
+  static void checkBindPort(Properties properties) {
     String bindPort = properties.getProperty("ringmaster.bind_port");
     if (bindPort != null && bindPort.strip().matches("[0-9]{1,9}") && Integer.parseInt(bindPort.strip()) > MAX_CLUSTER_PORT) {
       throw new UsageException("-Dringmaster.bind_port=" + bindPort.strip() + ": the peers' cluster ports (that port,"
@@ -124,7 +126,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
     try {
       TestingAids.fromSystemProperties(); // handed on to every peer: refused here, once, rather than by each
       // The stack's variables too (ringmaster.initial_hosts=host:port, say), as each peer's node reads them.
-      io.ringmaster.Ringmaster.builder().nodeId("launcher").buildConfig();
+      Ringmaster.builder().nodeId("launcher").buildConfig();
     } catch (IllegalArgumentException e) {
       throw new UsageException(e.getMessage());
     }

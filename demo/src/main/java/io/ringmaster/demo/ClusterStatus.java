@@ -10,6 +10,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -142,7 +143,7 @@ final class ClusterStatus {
 
   /** The {@code /stats} of ring member {@code id}, if a peer with that id, in the ring, answers at {@code endpoint}. */
   private Optional<JsonNode> answering(String id, String endpoint) {
-    String scheme = endpoint.toLowerCase(java.util.Locale.ROOT); // a URL's scheme is read in any case
+    String scheme = endpoint.toLowerCase(Locale.ROOT); // a URL's scheme is read in any case
     if (!scheme.startsWith("http://") && !scheme.startsWith("https://")) {
       return Optional.empty();
     }

@@ -1,6 +1,8 @@
 package io.ringmaster.demo;
 
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /** What a peer counts for {@code /stats}; totals since start. */
@@ -32,7 +34,7 @@ final class Counters {
    * The view of the ownership change the rebalancer is handling now, or -1: until it is done, this
    * peer may still be receiving the ranges that change gave it, and serves no pull for a later view.
    */
-  final java.util.concurrent.atomic.AtomicLong migratingView = new java.util.concurrent.atomic.AtomicLong(-1);
+  final AtomicLong migratingView = new AtomicLong(-1);
   /** Set once the rebalancer handled its first ownership change: before, this peer's ranges may be partial. */
-  final java.util.concurrent.atomic.AtomicBoolean settled = new java.util.concurrent.atomic.AtomicBoolean();
+  final AtomicBoolean settled = new AtomicBoolean();
 }

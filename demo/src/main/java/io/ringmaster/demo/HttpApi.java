@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.System.Logger.Level;
+import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -119,7 +121,7 @@ final class HttpApi implements HttpHandler {
         throw unreadable(in, e);
       }
     }
-    java.net.URI uri = ex.getRequestURI();
+    URI uri = ex.getRequestURI();
     checkHost(ex, uri);
     // The path as the client sent it, up to any query or fragment. Not the URI's path: one starting
     // "//" parses as an authority and a path ("//kv/a": "kv" and "/a"; "///kv/a": an empty one and
@@ -179,7 +181,7 @@ final class HttpApi implements HttpHandler {
    * take it over. Any port, so that a forwarded port works. An HTTP/1.0 request may come without
    * a {@code Host}.
    */
-  static void checkHost(HttpExchange ex, java.net.URI uri) {
+  static void checkHost(HttpExchange ex, URI uri) {
     List<String> hosts = ex.getRequestHeaders().getOrDefault("Host", List.of());
     if (hosts.size() > 1) {
       throw new HttpError(400, "a request has one Host header; got " + hosts.size());
@@ -297,7 +299,7 @@ final class HttpApi implements HttpHandler {
    * The keys of the live entries (not tombstones) that {@code wanted} takes, in the entries' order:
    * at most {@code limit} of them, and at most {@code maxBytes} as a JSON array of strings.
    */
-  static Listed listKeys(Iterable<Entry> entries, java.util.function.Predicate<String> wanted, int limit,
+  static Listed listKeys(Iterable<Entry> entries, Predicate<String> wanted, int limit,
                          int maxBytes) {
     List<String> keys = new ArrayList<>();
     long bytes = 2; // []

@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
@@ -32,7 +33,7 @@ final class HttpGate implements HttpHandler {
     }
     try {
       serving.handle(exchange);
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       exchange.close(); // the API answers every failure itself; this is a client gone away
     } finally {
       synchronized (this) {

@@ -348,7 +348,7 @@ final class KvService {
     if (named.isEmpty() || own.isEmpty()) {
       return named.isEmpty() ? own : named;
     }
-    Map<String, java.util.UUID> processes = new LinkedHashMap<>(named.processes());
+    Map<String, UUID> processes = new LinkedHashMap<>(named.processes());
     processes.putAll(own.processes());
     return new Wire.Leavers(processes);
   }

@@ -22,6 +22,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -70,9 +72,9 @@ final class Launcher {
   /** The peers started, by id; guarded by itself (package-private for tests). */
   final Map<String, PeerProcess> peers = new LinkedHashMap<>();
   private boolean closing; // guarded by peers: set by stopAll, after which spawn starts nothing
-  private final java.util.concurrent.CountDownLatch allStopped = new java.util.concurrent.CountDownLatch(1);
+  private final CountDownLatch allStopped = new CountDownLatch(1);
   /** Peers this launcher asked to stop: any other exit is reported as it happens. */
-  private final Set<String> stopping = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final Set<String> stopping = ConcurrentHashMap.newKeySet();
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(2)).build();
   private Path logDir;
@@ -383,7 +385,7 @@ final class Launcher {
    */
   int freePort() throws IOException {
     ClusterOptions.ClusterPorts cluster = ClusterOptions.clusterPorts(System.getProperties());
-    Set<Integer> given = live().stream().map(PeerProcess::port).collect(java.util.stream.Collectors.toSet());
+    Set<Integer> given = live().stream().map(PeerProcess::port).collect(Collectors.toSet());
     int base = options.basePort();
     int span = 65536 - base;
     for (int i = 0; i < span; i++) {
@@ -501,8 +503,8 @@ final class Launcher {
    * log reused across runs can be large), bytes that are not UTF-8 replaced rather than refused.
    */
   static Optional<String> lastLine(Path log, String prefix) {
-    try (java.io.BufferedReader in = new java.io.BufferedReader(
-        new java.io.InputStreamReader(Files.newInputStream(log), java.nio.charset.StandardCharsets.UTF_8))) {
+    try (BufferedReader in = new BufferedReader(
+        new InputStreamReader(Files.newInputStream(log), StandardCharsets.UTF_8))) {
       Optional<String> found = Optional.empty();
       for (String line = in.readLine(); line != null; line = in.readLine()) {
         if (line.startsWith(PeerProcess.RUN_MARK)) {

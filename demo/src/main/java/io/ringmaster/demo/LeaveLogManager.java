@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -39,7 +40,7 @@ public final class LeaveLogManager extends LogManager {
   }
 
   /** Holds up to {@code bound} instead, when that is longer: a peer whose settings allow a longer leave. */
-  static void holdAtMost(java.time.Duration bound) {
+  static void holdAtMost(Duration bound) {
     holdSeconds = Math.max(HOLD_SECONDS, bound.toSeconds());
   }
 

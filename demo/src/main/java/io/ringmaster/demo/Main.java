@@ -1,16 +1,22 @@
 package io.ringmaster.demo;
 
+import io.ringmaster.RingmasterConfig;
 import io.ringmaster.RingmasterException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.logging.LogManager;
 
 /**
  * The demo's command line: {@code peer} runs one key-value peer in this process; {@code cluster}
@@ -40,13 +46,13 @@ public final class Main {
     }
     // Started now, while no leave is pending: its first reset() (reading the configuration) must
     // not come during a shutdown, where it would wait for a leave that waits for this thread.
-    java.util.logging.LogManager.getLogManager();
+    LogManager.getLogManager();
     int code = run(args, System.out, System.err);
     System.exit(code);
   }
 
   /** A tombstone grace under this is warned about: fine for a test, risky for data. */
-  static final java.time.Duration SHORT_TOMBSTONE_GRACE = java.time.Duration.ofMinutes(5);
+  static final Duration SHORT_TOMBSTONE_GRACE = Duration.ofMinutes(5);
 
   /** Runs a command; returns the exit code. {@code peer} and {@code cluster} return only when stopped. */
   static int run(String[] args, PrintStream out, PrintStream err) {
@@ -59,8 +65,8 @@ public final class Main {
    * stop: a test that expects no peer to start closes it there, and gets a wrong exit code rather
    * than a run that never returns.
    */
-  static int run(String[] args, PrintStream out, PrintStream err, java.io.InputStream in,
-      java.util.function.Consumer<Peer> started) {
+  static int run(String[] args, PrintStream out, PrintStream err, InputStream in,
+      Consumer<Peer> started) {
     if (args.length == 0) {
       err.println("error: a command is required");
       err.println(USAGE);
@@ -69,7 +75,7 @@ public final class Main {
     // "peer --help" or "cluster -h" (as a flag, not as a flag's value): a request for the usage.
     boolean command = args[0].equals("peer") || args[0].equals("cluster");
     if (command && (args.length == 2 && args[1].equals("-h")
-        || java.util.Arrays.asList(args).subList(1, args.length).contains("--help"))) {
+        || Arrays.asList(args).subList(1, args.length).contains("--help"))) {
       out.println(USAGE); // "peer --help": a request for the flags, not a bad flag
       return 0;
     }
@@ -95,8 +101,8 @@ public final class Main {
   }
 
   private static int peer(PeerOptions options, PrintStream out, PrintStream err,
-      java.util.function.Consumer<Peer> whenStarted) {
-    io.ringmaster.RingmasterConfig config;
+      Consumer<Peer> whenStarted) {
+    RingmasterConfig config;
     try {
       config = options.builder().buildConfig();
       TestingAids.fromSystemProperties(); // a bad -Dringmaster.demo.* is a bad command line too

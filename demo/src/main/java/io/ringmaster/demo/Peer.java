@@ -22,12 +22,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntSupplier;
 
 /**
  * One key-value peer: a Ringmaster node, the store, the fork channel for peer traffic, the
@@ -239,7 +241,7 @@ final class Peer implements AutoCloseable {
     directory = new PeerDirectory(this::status, rpc, routing::processOf, routing::ownProcess);
     kv = new KvService(routing, store, clock, rpc, counters, node::viewId, directory::hasReported,
         aids.readRepair(), KvService.Timeouts.DEFAULT, incoming::previousOwners);
-    java.util.function.IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
+    IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
         directory::hasReported, events, aids);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
@@ -475,7 +477,7 @@ final class Peer implements AutoCloseable {
 
   /** A timer whose cancelled tasks leave its queue at once: every call's timeout is cancelled when it answers. */
   private static ScheduledExecutorService timer(String name) {
-    java.util.concurrent.ScheduledThreadPoolExecutor t = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1,
         daemons(name));
     t.setRemoveOnCancelPolicy(true);
     return t;

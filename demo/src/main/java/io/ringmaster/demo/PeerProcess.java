@@ -1,7 +1,10 @@
 package io.ringmaster.demo;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,8 +20,8 @@ record PeerProcess(String id, int port, Process process, Path log) {
     Path log = logDir.resolve(id + ".log");
     List<String> command = command(id, port, options);
     // A log dir may be used again: a line marks where this run of the peer starts.
-    java.nio.file.Files.writeString(log, RUN_MARK + id + " started " + java.time.Instant.now() + "\n",
-        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+    Files.writeString(log, RUN_MARK + id + " started " + Instant.now() + "\n",
+        StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     Process process = new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     return new PeerProcess(id, port, process, log);

@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -10,6 +11,8 @@ import java.util.NavigableMap;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 
 /**
  * The entries this peer holds, ordered by ring position so that a {@link KeyRange} is one scan
@@ -26,7 +29,7 @@ final class Store {
    */
   record Slot(long position, String key) {
     static Slot of(String key) {
-      return new Slot(io.ringmaster.ring.HashRing.position(key), key);
+      return new Slot(HashRing.position(key), key);
     }
 
     /** The bound after every key at {@code position}. */
@@ -56,7 +59,7 @@ final class Store {
 
   private final ConcurrentSkipListMap<Slot, Entry> entries = new ConcurrentSkipListMap<>(ORDER);
   /** Counts the changes to the store, each after it is made: see {@link #changes()}. */
-  private final java.util.concurrent.atomic.AtomicLong changes = new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong changes = new AtomicLong();
 
   /**
    * How many times the store has changed (an entry added, replaced or removed), counted after each
@@ -153,7 +156,7 @@ final class Store {
    * As {@link #purgeTombstones(long)}, keeping those whose key {@code keep} accepts (a key still
    * coming in, whose old value a pull may yet bring: the tombstone must be here to beat it).
    */
-  long purgeTombstones(long stampBefore, java.util.function.Predicate<String> keep) {
+  long purgeTombstones(long stampBefore, Predicate<String> keep) {
     long purged = 0;
     for (Map.Entry<Slot, Entry> e : entries.entrySet()) {
       Entry t = e.getValue();

@@ -1,5 +1,7 @@
 package io.ringmaster.demo;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -30,7 +32,7 @@ final class TestingAids {
    * and then counts the copies sees what the migrations did, not what its reads repaired.
    */
   static final String NO_READ_REPAIR = "ringmaster.demo.noReadRepair";
-  private static final long MAX_OFFSET_MILLIS = java.time.Duration.ofDays(1).toMillis();
+  private static final long MAX_OFFSET_MILLIS = Duration.ofDays(1).toMillis();
 
   private final AtomicInteger pullsToRefuse;
   private final AtomicInteger handoffsToRefuse;
@@ -50,8 +52,8 @@ final class TestingAids {
   }
 
   /** Every {@code ringmaster.demo.*} property there is: any other name is a typo. */
-  private static final java.util.List<String> NAMES =
-      java.util.List.of(REFUSE_PULLS, REFUSE_HANDOFFS, REFUSE_REPAIRS, CLOCK_OFFSET, NO_READ_REPAIR);
+  private static final List<String> NAMES =
+      List.of(REFUSE_PULLS, REFUSE_HANDOFFS, REFUSE_REPAIRS, CLOCK_OFFSET, NO_READ_REPAIR);
 
   /**
    * The aids the system properties ask for.

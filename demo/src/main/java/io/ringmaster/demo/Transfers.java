@@ -16,6 +16,8 @@ import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.function.IntConsumer;
+import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -46,7 +48,7 @@ final class Transfers {
   private final Rpc rpc;
   private final Counters counters;
   private final LongSupplier viewId;
-  private final java.util.function.IntSupplier pendingCallbacks;
+  private final IntSupplier pendingCallbacks;
   private final Predicate<String> ready;
   private final EventLog events;
   /** Faults a test asked for: refused pulls and repair pushes. */
@@ -69,7 +71,7 @@ final class Transfers {
    *                         here, a queued ownership change may still bring in ranges
    */
   Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId,
-            java.util.function.IntSupplier pendingCallbacks, Predicate<String> ready, EventLog events,
+            IntSupplier pendingCallbacks, Predicate<String> ready, EventLog events,
             TestingAids aids) {
     this.pendingCallbacks = pendingCallbacks;
     this.aids = aids;
@@ -148,7 +150,7 @@ final class Transfers {
   }
 
   /** Test seam: called with each page's number once its process acknowledged it. */
-  volatile java.util.function.IntConsumer afterPage = page -> { };
+  volatile IntConsumer afterPage = page -> { };
 
   private PushOutcome pushPages(String destination, Address process, List<Entry> entries, Wire.PushKind kind,
                                 BooleanSupplier expired) {

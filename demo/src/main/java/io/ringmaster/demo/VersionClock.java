@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -71,6 +72,6 @@ final class VersionClock {
   }
 
   /** How far ahead of this clock an observed stamp may be: a year; a clock further off is broken. */
-  static final java.time.Duration MAX_AHEAD = java.time.Duration.ofDays(365);
+  static final Duration MAX_AHEAD = Duration.ofDays(365);
   private static final long MAX_AHEAD_MICROS = MAX_AHEAD.toNanos() / 1_000;
 }

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -133,7 +135,7 @@ class CrashRecoveryTest extends WithPeerCluster {
     List<String> deleted = new ArrayList<>();
     for (int k = 0; k < keys; k += 10) {
       String key = "retry-" + k;
-      assertEquals(200, cluster.send("peer-1", java.net.http.HttpRequest.newBuilder(cluster.uri("peer-1",
+      assertEquals(200, cluster.send("peer-1", HttpRequest.newBuilder(cluster.uri("peer-1",
           PeerCluster.keyPath(key))).DELETE()).statusCode(), key);
       deleted.add(key);
     }
@@ -156,7 +158,7 @@ class CrashRecoveryTest extends WithPeerCluster {
       assertEquals(deleted.size(), cluster.json(peer, "/stats").path("tombstones").asInt(),
           peer + " holds every tombstone");
       for (String key : deleted) {
-        java.net.http.HttpResponse<String> r = cluster.get(peer, key);
+        HttpResponse<String> r = cluster.get(peer, key);
         assertEquals(404, r.statusCode(), () -> key + " via " + peer + ": " + r.body());
         assertTrue(PeerCluster.parse(r.body()).path("deleted").asBoolean(), () -> key + " via " + peer + ": " + r.body());
       }

@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -7,11 +8,15 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -79,18 +84,18 @@ class EventLogTest {
    */
   @Test
   void aSubscriberThatStopsReading_isDropped_onceItFallsAQueueBehind() throws Exception {
-    try (java.net.Socket reader = new java.net.Socket()) {
+    try (Socket reader = new Socket()) {
       reader.setReceiveBufferSize(4096); // before connecting: a small window, so the server's writes block soon
       reader.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getAddress().getPort()));
       reader.getOutputStream().write("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-          .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
-      org.awaitility.Awaitility.await("subscribed").atMost(java.time.Duration.ofSeconds(20))
+          .getBytes(StandardCharsets.ISO_8859_1));
+      await("subscribed").atMost(Duration.ofSeconds(20))
           .until(() -> log.subscribers() == 1);
-      List<String> peers = java.util.Collections.nCopies(100, "x".repeat(100)); // about 10 KB an event
+      List<String> peers = Collections.nCopies(100, "x".repeat(100)); // about 10 KB an event
       for (int i = 0; i < 5 * EventLog.QUEUE && log.subscribers() > 0; i++) {
         log.publish(Events.sweep(i, peers));
       }
-      org.awaitility.Awaitility.await("dropped").atMost(java.time.Duration.ofSeconds(30))
+      await("dropped").atMost(Duration.ofSeconds(30))
           .until(() -> log.subscribers() == 0);
     }
   }

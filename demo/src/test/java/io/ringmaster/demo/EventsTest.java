@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.MembershipChange;
 import io.ringmaster.OwnershipChange;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
@@ -116,10 +117,10 @@ class EventsTest {
     HashRing before = ring(2, 16);
     HashRing after = ring(3, 16);
     List<Member> sideA = List.of(Member.of("peer-1"), Member.of("peer-2"));
-    io.ringmaster.MembershipChange merge = new io.ringmaster.MembershipChange(4, 6, after.members(),
+    MembershipChange merge = new MembershipChange(4, 6, after.members(),
         List.of(Member.of("peer-3")), List.of(), List.of(sideA, List.of(Member.of("peer-3"))),
-        List.of(new io.ringmaster.MembershipChange.Refusal("peer-9", true, "node id \"peer-9\" is already held"),
-            new io.ringmaster.MembershipChange.Refusal("peer-8", false, "ring parameters differ")));
+        List.of(new MembershipChange.Refusal("peer-9", true, "node id \"peer-9\" is already held"),
+            new MembershipChange.Refusal("peer-8", false, "ring parameters differ")));
 
     Events.Membership m = Events.membership(merge, before, after);
 
@@ -127,7 +128,7 @@ class EventsTest {
     assertEquals(List.of("this peer: node id \"peer-9\" is already held", "ring parameters differ"), m.refused());
     assertEquals(List.of("peer-3"), m.joined());
     assertEquals(6, m.viewId());
-    io.ringmaster.MembershipChange join = new io.ringmaster.MembershipChange(4, 5, after.members(),
+    MembershipChange join = new MembershipChange(4, 5, after.members(),
         List.of(Member.of("peer-3")), List.of(), List.of(), List.of());
     assertFalse(Events.membership(join, before, after).merge());
   }

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -83,7 +84,7 @@ class GracefulStopTest extends WithPeerCluster {
     writer.writeAll(600).get(90, TimeUnit.SECONDS);
     // A tenth of the keys deleted: their tombstones must go with the hand-offs, or a copy the
     // leavers still held would bring them back.
-    Map<String, String> acked = new java.util.TreeMap<>(writer.acknowledged());
+    Map<String, String> acked = new TreeMap<>(writer.acknowledged());
     List<String> deleted = acked.keySet().stream().filter(k -> k.hashCode() % 10 == 0).toList();
     assertTrue(deleted.size() > 20, deleted.size() + " keys to delete");
     for (String key : deleted) {

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -25,14 +26,14 @@ class HttpApiBodyTest {
   void aRequestRefusedBeforeItsBodyIsRead_getsItsReply_notAReset(String request) throws Exception {
     String[] r = request.split(" ", 5);
     String version = r[0];
-    r = java.util.Arrays.copyOfRange(r, 1, 5);
+    r = Arrays.copyOfRange(r, 1, 5);
     HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
     http.start();
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);
       byte[] body = new byte[300_000];
-      java.util.Arrays.fill(body, (byte) 'v');
+      Arrays.fill(body, (byte) 'v');
       // HTTP/1.0 closes after the reply without asking; the JDK's server then sets a Connection
       // header on the exchange before the handler runs.
       String connection = version.equals("1.0") ? "" : "Connection: close\r\n";
@@ -61,7 +62,7 @@ class HttpApiBodyTest {
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);
       byte[] body = new byte[900_000];
-      java.util.Arrays.fill(body, (byte) 'v');
+      Arrays.fill(body, (byte) 'v');
       String framing = chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: " + body.length + "\r\n";
       s.getOutputStream().write(("PUT /kv/a HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + framing + "\r\n")
           .getBytes(StandardCharsets.ISO_8859_1));

@@ -13,6 +13,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 
 /**
@@ -71,7 +72,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
    */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
                          KvService.Timeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
-                         Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready)
+                         Function<String, List<String>> previousOwners, Predicate<String> ready)
       throws Exception {
     return start(cluster, id, aids, settings, timeouts, writes, previousOwners, ready, false);
   }
@@ -83,7 +84,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
    */
   static InJvmPeer start(String cluster, String id, TestingAids aids, UnaryOperator<Ringmaster.Builder> settings,
                          KvService.Timeouts timeouts, Function<KvService, Rpc.QuickHandler> writes,
-                         Function<String, List<String>> previousOwners, java.util.function.Predicate<String> ready,
+                         Function<String, List<String>> previousOwners, Predicate<String> ready,
                          boolean readRepair) throws Exception {
     Ringmaster node = settings.apply(Ringmaster.builder().clusterName(cluster).nodeId(id).jgroupsConfig(STACK)
         .virtualNodes(64).replicas(2)).build().start();
@@ -107,7 +108,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
   private static InJvmPeer assemble(Ringmaster node, String id, TestingAids aids, KvService.Timeouts timeouts,
                                     Function<KvService, Rpc.QuickHandler> writes,
                                     Function<String, List<String>> previousOwners,
-                                    java.util.function.Predicate<String> ready, boolean readRepair) {
+                                    Predicate<String> ready, boolean readRepair) {
     Routing routing = new Routing(node);
     ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
     ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));

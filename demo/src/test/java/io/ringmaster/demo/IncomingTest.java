@@ -6,7 +6,9 @@ import io.ringmaster.OwnershipChange;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -182,11 +184,11 @@ class IncomingTest {
     Version old = new Version(now - 60_000_000L, "b"); // a minute before now
     store.merge(Entry.tombstone(key("b"), old));
     store.merge(Entry.tombstone(key("a"), old));
-    java.time.Duration grace = java.time.Duration.ofSeconds(10);
+    Duration grace = Duration.ofSeconds(10);
 
     assertEquals(1, Peer.purgeTombstones(store, incoming, now, grace), "the tombstone of the key not coming in");
     assertEquals(true, store.get(key("b")).orElseThrow().deleted(), "the key coming in from a keeps its tombstone");
-    assertEquals(java.util.Optional.empty(), store.get(key("a")));
+    assertEquals(Optional.empty(), store.get(key("a")));
     incoming.done(join);
     assertEquals(1, Peer.purgeTombstones(store, incoming, now, grace), "taken in: its grace is over");
     assertEquals(0, store.size());

@@ -1,7 +1,10 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.ringmaster.ring.HashRing;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -25,7 +28,7 @@ class KeyCountsTest {
     InJvmPeer.startAll(peers, "key-counts", List.of("a", "b", "c"));
     InJvmPeer a = peers.get(0);
     Routing routing = a.routing();
-    io.ringmaster.ring.HashRing ring = routing.ring(); // one ring for the expected counts
+    HashRing ring = routing.ring(); // one ring for the expected counts
     long primary = 0;
     long backup = 0;
     long stray = 0;
@@ -55,9 +58,9 @@ class KeyCountsTest {
 
     // c stops: a's ring changes and its store does not (no rebalancer here), and the counts follow the ring.
     peers.remove(2).close();
-    org.awaitility.Awaitility.await("a's ring without c").atMost(java.time.Duration.ofSeconds(30))
+    await("a's ring without c").atMost(Duration.ofSeconds(30))
         .until(() -> routing.ring().members().size() == 2);
-    io.ringmaster.ring.HashRing two = routing.ring();
+    HashRing two = routing.ring();
     long[] now = new long[3];
     for (Entry e : a.store().all()) {
       if (!e.deleted()) {

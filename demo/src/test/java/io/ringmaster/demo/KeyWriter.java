@@ -1,5 +1,7 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
+
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.regex.Pattern;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * Writes keys concurrently through random live peers, each key until a peer acknowledges it
@@ -128,10 +131,10 @@ final class KeyWriter implements AutoCloseable {
    */
   private void write(String key, String value) {
     try {
-      org.awaitility.Awaitility.await().atMost(PER_KEY_DEADLINE).pollInSameThread()
+      await().atMost(PER_KEY_DEADLINE).pollInSameThread()
           .pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
           .until(() -> tryPut(key, value));
-    } catch (org.awaitility.core.ConditionTimeoutException e) {
+    } catch (ConditionTimeoutException e) {
       throw new AssertionError("no peer acknowledged " + key + " within " + PER_KEY_DEADLINE);
     }
   }

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -25,7 +26,7 @@ class LauncherLastLineTest {
 
     assertEquals(Optional.of("error: the last one"), Launcher.lastLine(file, "error:"));
     assertEquals(Optional.empty(), Launcher.lastLine(file, "peer-1 left the cluster"), "not in the latest run");
-    Files.writeString(file, PeerProcess.RUN_MARK + " third run\n", java.nio.file.StandardOpenOption.APPEND);
+    Files.writeString(file, PeerProcess.RUN_MARK + " third run\n", StandardOpenOption.APPEND);
     assertEquals(Optional.empty(), Launcher.lastLine(file, "error:"), "the third run wrote no error yet");
     assertEquals(Optional.empty(), Launcher.lastLine(dir.resolve("absent.log"), "error:"));
   }

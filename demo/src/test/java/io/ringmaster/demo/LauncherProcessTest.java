@@ -15,7 +15,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -113,7 +115,7 @@ class LauncherProcessTest extends WithPeerCluster {
     // peer-4 killed from outside: the launcher says it exited by itself. The peers it stops at quit
     // are not said to.
     ProcessHandle peer4 = children.stream() // the last one the launcher started
-        .max(java.util.Comparator.comparing(c -> c.info().startInstant().orElse(java.time.Instant.MIN))).orElseThrow();
+        .max(Comparator.comparing(c -> c.info().startInstant().orElse(Instant.MIN))).orElseThrow();
     peer4.destroyForcibly();
     await("the launcher's word on peer-4").atMost(Duration.ofSeconds(60))
         .until(() -> output.toString().contains("peer-4 exited by itself (exit code 137); see "));

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.stream.IntStream;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -90,7 +91,7 @@ class LeavingReadTest {
     c.routing().startLeaving();
     assertEquals(Optional.of("v1"), value(c.kv().get(key)), "read through the leaving c");
     // A miss through the leaving c names an owner that said so, not c, which owns nothing.
-    String never = java.util.stream.IntStream.iterate(0, i -> i + 1).mapToObj(i -> "never-" + i)
+    String never = IntStream.iterate(0, i -> i + 1).mapToObj(i -> "never-" + i)
         .filter(k -> Set.copyOf(a.routing().owners(k)).equals(Set.of("a", "b"))).findFirst().orElseThrow();
     KvService.Read miss = c.kv().get(never);
     assertTrue(miss.entry().isEmpty(), miss::toString);

@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import java.net.http.HttpRequest;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -54,7 +57,7 @@ class MergeRepairTest extends WithPeerCluster {
         "ringmaster.initial_hosts", "127.0.0.1[7850]", "ringmaster.join_timeout", "1s"), "--config", config));
     assertEquals(1, cluster.json("c", "/stats").path("members").asInt(), "c is alone");
     for (String key : deletedApart) {
-      var r = cluster.send("c", java.net.http.HttpRequest.newBuilder(cluster.uri("c", PeerCluster.keyPath(key))).DELETE());
+      var r = cluster.send("c", HttpRequest.newBuilder(cluster.uri("c", PeerCluster.keyPath(key))).DELETE());
       assertEquals(200, r.statusCode(), () -> "delete " + key + " via c: " + r.body());
     }
 
@@ -93,7 +96,7 @@ class MergeRepairTest extends WithPeerCluster {
             List<String> owners = ownersInTheRingOfA(key);
             assertEquals(2, owners.size(), key + ": " + owners);
             for (String owner : owners) {
-              var local = cluster.send(owner, java.net.http.HttpRequest.newBuilder(cluster.uri(owner,
+              var local = cluster.send(owner, HttpRequest.newBuilder(cluster.uri(owner,
                   PeerCluster.keyPath(key) + "?local=true")).GET());
               assertEquals(200, local.statusCode(), () -> key + " on " + owner + ": " + local.body());
               assertTrue(PeerCluster.parse(local.body()).path("deleted").asBoolean(),
@@ -112,15 +115,15 @@ class MergeRepairTest extends WithPeerCluster {
   /** The owners of a key in a's ring, built here from what a's /ring says of it (its checksum checked). */
   private List<String> ownersInTheRingOfA(String key) {
     JsonNode said = cluster.json("a", "/ring?ranges=false");
-    io.ringmaster.ring.HashRing.Builder builder = io.ringmaster.ring.HashRing.builder()
+    HashRing.Builder builder = HashRing.builder()
         .virtualNodes(said.path("virtualNodes").asInt());
     for (JsonNode m : said.path("members")) {
-      builder.add(new io.ringmaster.ring.Member(m.path("id").asText(), m.path("weight").asDouble(),
+      builder.add(new Member(m.path("id").asText(), m.path("weight").asDouble(),
           m.path("zone").asText()));
     }
-    io.ringmaster.ring.HashRing ring = builder.build();
+    HashRing ring = builder.build();
     assertEquals(said.path("checksum").asText(), Long.toHexString(ring.checksum()), "the ring a has");
-    return ring.owners(key, said.path("replicas").asInt()).stream().map(io.ringmaster.ring.Member::id).toList();
+    return ring.owners(key, said.path("replicas").asInt()).stream().map(Member::id).toList();
   }
 
   /**

@@ -1,20 +1,36 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.net.httpserver.HttpServer;
+import io.ringmaster.Ringmaster;
+import io.ringmaster.RingmasterConfig;
+import io.ringmaster.RingmasterException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Filter;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,7 +56,7 @@ class OptionsTest {
         "--zone", "z1", "--weight", "2.5", "--cluster", "c", "--parent-pid", "42", "--tombstone-grace", "90"}, 0);
     assertEquals(new PeerOptions(Optional.of("p1"), 8081, Optional.of(3), Optional.of("z1"), Optional.of(2.5),
         Optional.empty(), Optional.of("c"), Optional.of(42L), Optional.of(90)), o);
-    assertEquals(java.time.Duration.ofSeconds(90), o.tombstoneGrace());
+    assertEquals(Duration.ofSeconds(90), o.tombstoneGrace());
     assertEquals("http://127.0.0.1:8081", o.endpoint());
   }
 
@@ -49,7 +65,7 @@ class OptionsTest {
     Path config = Files.writeString(dir.resolve("node.json"),
         "{\"nodeId\": \"p\", \"applicationVersion\": \"mine\", \"endpoint\": \"http://elsewhere\"}");
     PeerOptions o = PeerOptions.parse(new String[] {"--http-port", "8081", "--config", config.toString()}, 0);
-    io.ringmaster.RingmasterConfig c = o.builder().buildConfig();
+    RingmasterConfig c = o.builder().buildConfig();
     assertEquals(Wire.APPLICATION_VERSION, c.applicationVersion());
     assertEquals("http://127.0.0.1:8081", c.endpoint());
   }
@@ -113,7 +129,7 @@ class OptionsTest {
   /** A launcher given the peers' cluster port without where they find each other: an error naming both. */
   @Test
   void launcher_bindPortWithoutInitialHosts_isRefused() {
-    java.util.Properties properties = new java.util.Properties();
+    Properties properties = new Properties();
     properties.setProperty("ringmaster.bind_port", "9000");
     UsageException e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(properties));
     assertEquals("-Dringmaster.bind_port=9000 moves the peers' cluster ports, but they look for each other at"
@@ -121,21 +137,21 @@ class OptionsTest {
         + " -Dringmaster.initial_hosts=127.0.0.1[9000])", e.getMessage());
     properties.setProperty("ringmaster.initial_hosts", "127.0.0.1[9000]");
     ClusterOptions.checkForwarded(properties);
-    ClusterOptions.checkForwarded(new java.util.Properties());
-    java.util.Properties address = new java.util.Properties();
+    ClusterOptions.checkForwarded(new Properties());
+    Properties address = new Properties();
     address.setProperty("ringmaster.bind_addr", "127.0.0.2");
     e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(address));
     assertEquals("-Dringmaster.bind_addr=127.0.0.2 moves the peers' cluster address, but they look for each other at"
         + " 127.0.0.1[7800] unless -Dringmaster.initial_hosts says otherwise: set it too (for example"
         + " -Dringmaster.initial_hosts=127.0.0.2[7800])", e.getMessage());
     // The stack's own address and port move nothing.
-    java.util.Properties unmoved = new java.util.Properties();
+    Properties unmoved = new Properties();
     unmoved.setProperty("ringmaster.bind_addr", "127.0.0.1");
     unmoved.setProperty("ringmaster.bind_port", "7800");
     ClusterOptions.checkForwarded(unmoved);
     // An empty one, which every peer would refuse, is refused here, not taken for a moved value.
     for (String name : List.of("ringmaster.initial_hosts", "ringmaster.bind_port", "ringmaster.bind_addr")) {
-      java.util.Properties empty = new java.util.Properties();
+      Properties empty = new Properties();
       empty.setProperty(name, "");
       e = assertThrows(UsageException.class, () -> ClusterOptions.checkForwarded(empty), name);
       assertEquals("-D" + name + " is set but empty: every peer would refuse it; unset it, or give it a value",
@@ -152,16 +168,16 @@ class OptionsTest {
   void peer_whoseStartFailsAfterTheFirstRing_isNotHeldUpByItsRebalancer(@TempDir Path dir) throws Exception {
     Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"late\", \"clusterName\": \"late-"
         + ProcessHandle.current().pid() + "\", \"jgroupsConfig\": \"ringmaster/jgroups/in-jvm.xml\"}");
-    java.util.logging.Logger log = java.util.logging.Logger.getLogger(io.ringmaster.Ringmaster.class.getName());
-    java.util.logging.Filter before = log.getFilter();
-    java.util.List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Logger log = Logger.getLogger(Ringmaster.class.getName());
+    Filter before = log.getFilter();
+    List<String> warnings = new CopyOnWriteArrayList<>();
     log.setFilter(record -> {
       Object[] params = record.getParameters();
       if (params != null && params.length > 0 && "late".equals(params[0])) {
         if (String.valueOf(record.getMessage()).contains(" joined ")) {
           throw new IllegalStateException("a logging filter's bug");
         }
-        if (record.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+        if (record.getLevel().intValue() >= Level.WARNING.intValue()) {
           warnings.add(record.getMessage());
         }
       }
@@ -170,7 +186,7 @@ class OptionsTest {
     try {
       PeerOptions options = PeerOptions.parse(new String[] {"--http-port", Integer.toString(PeerCluster.freePort()),
           "--config", config.toString()}, 0);
-      io.ringmaster.RingmasterException e = assertThrows(io.ringmaster.RingmasterException.class,
+      RingmasterException e = assertThrows(RingmasterException.class,
           () -> Peer.start(options).close()); // closed if it starts after all
       assertTrue(e.getMessage().contains("failed to finish its start, so it left again"), e.getMessage());
     } finally {
@@ -256,9 +272,9 @@ class OptionsTest {
       assertEquals("--http-port 9100 is in the range the peers' cluster ports use (9000-9122); choose another",
           refusal("--id", "p", "--http-port", "9100"));
     }, "ringmaster.bind_port", "ringmaster.initial_hosts");
-    assertEquals("7800-7922", ClusterOptions.clusterPorts(new java.util.Properties()).toString());
+    assertEquals("7800-7922", ClusterOptions.clusterPorts(new Properties()).toString());
     // A bind port whose range would run past 65535 is refused, not quietly taken for 7800.
-    java.util.Properties high = new java.util.Properties();
+    Properties high = new Properties();
     high.setProperty("ringmaster.bind_port", "65500");
     high.setProperty("ringmaster.initial_hosts", "127.0.0.1[65500]");
     assertEquals("-Dringmaster.bind_port=65500: the peers' cluster ports (that port, the 19 after it and their"
@@ -319,12 +335,12 @@ class OptionsTest {
   void launcher_freePort_startsOverFromTheBasePort_pastTheLastPort() throws IOException {
     Launcher launcher = new Launcher(ClusterOptions.parse(new String[] {"--base-port", "65515"}, 0), System.out,
         System.err);
-    List<Integer> ports = new java.util.ArrayList<>();
+    List<Integer> ports = new ArrayList<>();
     for (int i = 0; i < 22; i++) { // one more than the 21 ports from 65515: nothing listens on them meanwhile
       ports.add(launcher.freePort());
     }
     assertTrue(ports.stream().allMatch(p -> p >= 65515 && p <= 65535), ports.toString());
-    assertTrue(java.util.stream.IntStream.range(1, ports.size()).anyMatch(i -> ports.get(i) < ports.get(i - 1)),
+    assertTrue(IntStream.range(1, ports.size()).anyMatch(i -> ports.get(i) < ports.get(i - 1)),
         "started over from the base port: " + ports);
   }
 
@@ -341,7 +357,7 @@ class OptionsTest {
       synchronized (launcher.peers) {
         launcher.peers.put("peer-1", new PeerProcess("peer-1", 65517, running, dir.resolve("peer-1.log")));
       }
-      List<Integer> ports = new java.util.ArrayList<>();
+      List<Integer> ports = new ArrayList<>();
       for (int i = 0; i < 25; i++) {
         ports.add(launcher.freePort());
       }
@@ -402,9 +418,9 @@ class OptionsTest {
    */
   @Test
   void launcher_putAndGet_sendTheKeyEscaped_asOnePathSegment(@TempDir Path dir) throws Exception {
-    List<String> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
-    com.sun.net.httpserver.HttpServer server = com.sun.net.httpserver.HttpServer.create(
-        new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 0);
+    List<String> sent = new CopyOnWriteArrayList<>();
+    HttpServer server = HttpServer.create(
+        new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     server.createContext("/", exchange -> {
       sent.add(exchange.getRequestMethod() + " " + exchange.getRequestURI().getRawPath() + " "
           + new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
@@ -530,7 +546,7 @@ class OptionsTest {
 
   @Test
   void main_httpPortInUse_exits1NamingTheFlagAndThePort() throws Exception {
-    try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+    try (ServerSocket busy = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
       int port = busy.getLocalPort();
       ByteArrayOutputStream err = new ByteArrayOutputStream();
       int code = runExpectingNoPeer(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(port)}, System.out,
@@ -548,13 +564,13 @@ class OptionsTest {
    */
   @Test
   void main_aPeerThatFailsToStart_stopsWatchingItsLauncher() throws Exception {
-    try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+    try (ServerSocket busy = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
       int code = runExpectingNoPeer(new String[] {"peer", "--id", "p", "--http-port", Integer.toString(busy.getLocalPort()),
           "--parent-pid", Long.toString(ProcessHandle.current().pid())}, System.out,
           new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
       assertEquals(1, code);
     }
-    org.awaitility.Awaitility.await("no thread watching the launcher").atMost(java.time.Duration.ofSeconds(10))
+    await("no thread watching the launcher").atMost(Duration.ofSeconds(10))
         .until(() -> Thread.getAllStackTraces().keySet().stream()
             .noneMatch(t -> t.getName().startsWith("parent-watch") && t.isAlive()));
   }

@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,6 +9,7 @@ import io.ringmaster.ring.KeyRange;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -54,7 +56,7 @@ class PagedPullTest {
     InJvmPeer a = nodes.get(0);
     InJvmPeer b = nodes.get(1);
     a.counters().settled.set(true);
-    java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+    AtomicInteger asked = new AtomicInteger();
     a.rpc().handle(Wire.OP_PULL, in -> {
       asked.incrementAndGet();
       return a.transfers().handlePull(in);
@@ -69,7 +71,7 @@ class PagedPullTest {
     }
     assertEquals(new Transfers.Pulled(0, false), pulled);
     // A request sent would reach a within milliseconds: none does within a second.
-    org.awaitility.Awaitility.await("no pull request reaches a").during(Duration.ofSeconds(1))
+    await("no pull request reaches a").during(Duration.ofSeconds(1))
         .atMost(Duration.ofSeconds(10)).until(() -> asked.get() == 0);
   }
 }

@@ -234,7 +234,7 @@ final class PeerCluster implements AutoCloseable {
     await("peer " + peer.name() + " serving HTTP (log " + peer.log() + ")").atMost(Duration.ofSeconds(60))
         // A connection that fails (not listening yet) or a 503 (joining) is waited out: a peer that
         // exited fails at once.
-        .pollInterval(Duration.ofMillis(100)).ignoreExceptionsInstanceOf(java.io.UncheckedIOException.class)
+        .pollInterval(Duration.ofMillis(100)).ignoreExceptionsInstanceOf(UncheckedIOException.class)
         .until(() -> {
           if (!peer.process().isAlive()) {
             throw new AssertionError(peer.name() + " exited with " + peer.process().exitValue() + "; see " + peer.log());

@@ -10,10 +10,12 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
+import java.net.SocketException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -145,7 +147,7 @@ class PeerHttpTest {
     assertEquals("GET", headEvents.headers().firstValue("Allow").orElse(""));
     assertEquals(405, send("HEAD", "/kv/a", null).statusCode());
     // The JDK server warns when a reply to HEAD declares a body; these declare none.
-    assertFalse(java.nio.file.Files.readString(cluster.peer("solo").log()).contains("HEAD request"));
+    assertFalse(Files.readString(cluster.peer("solo").log()).contains("HEAD request"));
 
     assertEquals(200, send("PUT", "/kv/a%20b+c%2Fd", "héllo").statusCode());
     HttpResponse<String> read = send("GET", "/kv/a%20b+c%2Fd", null);
@@ -248,7 +250,7 @@ class PeerHttpTest {
         String reply;
         try {
           reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
-        } catch (java.net.SocketException reset) { // cut with the unread bytes still queued: also cut
+        } catch (SocketException reset) { // cut with the unread bytes still queued: also cut
           reply = "";
         }
         assertTrue(reply.isEmpty() || reply.startsWith("HTTP/1.1 400"), reply);

@@ -10,6 +10,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.text.MessageFormat;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -78,7 +79,7 @@ class PeerThreadsTest {
       public void publish(LogRecord r) {
         if (r.getLevel() == Level.WARNING) {
           Object[] p = r.getParameters();
-          warnings.add(p == null ? r.getMessage() : java.text.MessageFormat.format(r.getMessage(), p));
+          warnings.add(p == null ? r.getMessage() : MessageFormat.format(r.getMessage(), p));
         }
       }
 

@@ -8,8 +8,13 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -130,32 +135,32 @@ class PullRetriesTest {
    */
   @Test
   void sourcesFor_andPending_doNotWaitForAPullsCheckOfTheRetries() throws Exception {
-    java.util.concurrent.CountDownLatch asking = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch answered = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch asking = new CountDownLatch(1);
+    CountDownLatch answered = new CountDownLatch(1);
     retries = new PullRetries((source, ranges, view) -> new Transfers.Pulled(0, true), live::contains, range -> {
       asking.countDown();
       try {
-        return answered.await(30, java.util.concurrent.TimeUnit.SECONDS);
+        return answered.await(30, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return false;
       }
     }, leaving::get, clock::get);
     retries.failed("peer-1", List.of(FIRST), VIEW);
-    java.util.concurrent.CompletableFuture<Boolean> check =
-        java.util.concurrent.CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1));
+    CompletableFuture<Boolean> check =
+        CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1));
     try {
-      assertEquals(true, asking.await(30, java.util.concurrent.TimeUnit.SECONDS), "the pull's check runs");
-      java.util.concurrent.CompletableFuture<List<String>> write =
-          java.util.concurrent.CompletableFuture.supplyAsync(() -> retries.sourcesFor(50));
-      assertEquals(List.of("peer-1"), write.get(30, java.util.concurrent.TimeUnit.SECONDS));
-      assertEquals(1, java.util.concurrent.CompletableFuture.supplyAsync(retries::pending)
-          .get(30, java.util.concurrent.TimeUnit.SECONDS));
+      assertEquals(true, asking.await(30, TimeUnit.SECONDS), "the pull's check runs");
+      CompletableFuture<List<String>> write =
+          CompletableFuture.supplyAsync(() -> retries.sourcesFor(50));
+      assertEquals(List.of("peer-1"), write.get(30, TimeUnit.SECONDS));
+      assertEquals(1, CompletableFuture.supplyAsync(retries::pending)
+          .get(30, TimeUnit.SECONDS));
       assertEquals(List.of(), retries.sourcesFor(150), "outside the retry's range");
     } finally {
       answered.countDown();
     }
-    assertEquals(true, check.get(30, java.util.concurrent.TimeUnit.SECONDS));
+    assertEquals(true, check.get(30, TimeUnit.SECONDS));
   }
 
   /** A retry that will not pull (dropped when it comes due) makes no later pull wait. */
@@ -195,10 +200,10 @@ class PullRetriesTest {
     retries.failed("peer-1", List.of(FIRST), VIEW);
     retries.failed("peer-3", List.of(SECOND), VIEW);
     advance(PullRetries.FIRST_DELAY);
-    List<java.util.logging.LogRecord> logged = Logged.by(PullRetries.class, () ->
+    List<LogRecord> logged = Logged.by(PullRetries.class, () ->
         assertEquals(5, retries.runDue(), "not thrown on: the other retry still runs, and what it changed counts"));
     assertEquals(List.of("pull retry from peer-1 failed"), logged.stream()
-        .filter(r -> r.getLevel() == java.util.logging.Level.SEVERE).map(java.util.logging.LogRecord::getMessage).toList(),
+        .filter(r -> r.getLevel() == Level.SEVERE).map(LogRecord::getMessage).toList(),
         "logged here at ERROR, naming its source");
     assertEquals(1, retries.pending(), "the one that threw scheduled again");
     assertEquals(true, retries.pulling(List.of(FIRST), VIEW + 1), "waiting again, as any failed retry");
@@ -209,14 +214,14 @@ class PullRetriesTest {
   void aRetryThatCompletes_saysSoAtInfo_withTheFailedRounds() {
     failing = 1; // the first retry fails too: two failed rounds, the pull's own and that retry
     retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
-    List<java.util.logging.LogRecord> logged = Logged.by(PullRetries.class, () -> {
+    List<LogRecord> logged = Logged.by(PullRetries.class, () -> {
       advance(PullRetries.FIRST_DELAY);
       retries.runDue();
       advance(Duration.ofNanos(PullRetries.delayAfter(2)));
       assertEquals(10, retries.runDue());
     });
     assertEquals(List.of("pull of 2 ranges from peer-1 done after 2 failed rounds"),
-        Logged.messages(logged, java.util.logging.Level.INFO));
+        Logged.messages(logged, Level.INFO));
   }
 
   @Test

@@ -11,6 +11,9 @@ import io.ringmaster.OwnershipChange;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,9 +28,12 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * A leave's hand-off ({@link Rebalancer} on a LEAVING change): everything the leaving peer holds
@@ -124,22 +130,22 @@ class RebalancerTest {
 
   /** A number field of an event's JSON. */
   private static long number(String json, String name) {
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\":(-?[0-9]+)").matcher(json);
+    Matcher m = Pattern.compile("\"" + name + "\":(-?[0-9]+)").matcher(json);
     assertTrue(m.find(), name + " in " + json);
     return Long.parseLong(m.group(1));
   }
 
   /** What {@code body} prints on System.out (the leave's last words), while it runs. */
-  private static String printed(org.junit.jupiter.api.function.Executable body) throws Throwable {
-    java.io.PrintStream out = System.out;
-    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
-    System.setOut(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));
+  private static String printed(Executable body) throws Throwable {
+    PrintStream out = System.out;
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(bytes, true, StandardCharsets.UTF_8));
     try {
       body.execute();
     } finally {
       System.setOut(out);
     }
-    return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+    return bytes.toString(StandardCharsets.UTF_8);
   }
 
   /** The change a's node delivers when a leaves: everything it owns, lost to b. */

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
@@ -83,7 +84,7 @@ class RingPageBrowserTest extends WithPeerCluster {
   }
 
   /** The driver and browser processes, as they were once the browser started. */
-  private final List<ProcessHandle> browserProcesses = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final List<ProcessHandle> browserProcesses = new CopyOnWriteArrayList<>();
   /** Kills the chromedriver and browser processes this JVM started, if any are left. */
   private final Thread browserKiller = new Thread(this::killBrowserProcesses, "kill-browser");
 
@@ -180,7 +181,7 @@ class RingPageBrowserTest extends WithPeerCluster {
     browser.findElement(By.id("put")).click();
     WebElement result = browser.findElement(By.id("kv-result"));
     await("the put's owners shown").atMost(WAIT)
-        .until(() -> !java.util.Objects.toString(result.getAttribute("data-owners"), "").isEmpty());
+        .until(() -> !Objects.toString(result.getAttribute("data-owners"), "").isEmpty());
     JsonNode stored = PeerCluster.parse(cluster.get("peer-2", "user:42").body());
     assertEquals("Ada", stored.path("value").asText());
     String owners = result.getAttribute("data-owners"); // from the put's reply, primary first

@@ -1,12 +1,17 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.jgroups.Address;
@@ -96,7 +101,7 @@ class RingViewTest {
   void aReportOlderThanFresh_isNeitherRecentNorAnAgreement() {
     directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0));
     assertTrue(view.reply(false).agreed(), "just reported");
-    org.awaitility.Awaitility.await("the report grows old").atMost(java.time.Duration.ofSeconds(30))
+    await("the report grows old").atMost(Duration.ofSeconds(30))
         .until(() -> !view.reply(false).peers().get(0).recent());
     RingView.RingReply reply = view.reply(false);
     assertFalse(reply.agreed());
@@ -118,8 +123,8 @@ class RingViewTest {
     assertArcs(view.reply(true), a.node().ring());
   }
 
-  private static void assertArcs(RingView.RingReply reply, io.ringmaster.ring.HashRing ring) {
-    java.util.Map<String, List<io.ringmaster.ring.KeyRange>> byMember = ring.primaryRangesByMember();
+  private static void assertArcs(RingView.RingReply reply, HashRing ring) {
+    Map<String, List<KeyRange>> byMember = ring.primaryRangesByMember();
     assertEquals(ring.members().size(), reply.members().size());
     for (RingView.MemberInfo m : reply.members()) {
       List<List<String>> expected = byMember.get(m.id()).stream()

@@ -9,15 +9,18 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -25,6 +28,7 @@ import java.util.logging.SimpleFormatter;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
+import org.jgroups.ObjectMessage;
 import org.jgroups.blocks.Response;
 import org.jgroups.util.Util;
 import org.junit.jupiter.api.Test;
@@ -108,12 +112,12 @@ class RpcDispatchTest {
     assertEquals("owner c did not answer", errorText(dispatchThen(rpc, Wire.OP_GET, () -> { })));
     // What a caller makes of failures, for the reasons it gives its HTTP clients.
     assertEquals("no reply from b in PT2S", Rpc.describe(new ExecutionException(
-        new java.util.concurrent.TimeoutException("no reply from b in PT2S"))));
-    assertEquals("b: busy or stopping", Rpc.describe(new java.util.concurrent.CompletionException(
+        new TimeoutException("no reply from b in PT2S"))));
+    assertEquals("b: busy or stopping", Rpc.describe(new CompletionException(
         new Rpc.RemoteError("b", "busy or stopping"))));
     assertEquals("busy or stopping", Rpc.describe(new RejectedExecutionException("pool java.util.concurrent.X@1f")));
     assertEquals("unexpected ArithmeticException", Rpc.describe(new ArithmeticException("/ by zero")));
-    assertEquals("TimeoutException", Rpc.describe(new java.util.concurrent.TimeoutException()), "no message: the class");
+    assertEquals("TimeoutException", Rpc.describe(new TimeoutException()), "no message: the class");
   }
 
   /**
@@ -180,7 +184,7 @@ class RpcDispatchTest {
     return new SimpleFormatter().formatMessage(r);
   }
 
-  private static String errorText(Sent sent) throws java.io.IOException {
+  private static String errorText(Sent sent) throws IOException {
     assertEquals(Wire.ERROR, sent.reply()[0]);
     return Wire.open(sent.reply(), 0, sent.reply().length).readUTF();
   }
@@ -192,7 +196,7 @@ class RpcDispatchTest {
     // Empty, an unknown operation, and a foreign dispatcher's ObjectMessage on this fork (whose
     // getArray() throws): each answered with an error, none throwing on the JGroups thread.
     for (Message msg : List.<Message>of(new BytesMessage(null, new byte[0]), new BytesMessage(null, new byte[] {(byte) 0xEE}),
-        new org.jgroups.ObjectMessage(null, "a foreign request"))) {
+        new ObjectMessage(null, "a foreign request"))) {
       AtomicReference<Message> reply = new AtomicReference<>();
       msg.setSrc(requester);
       rpc.dispatch(msg, new Response() {

@@ -51,7 +51,7 @@ class StoppedWriteTest {
     a.kv().stopped();
     ExecutionException failed = assertThrows(ExecutionException.class,
         () -> write.get(30, TimeUnit.SECONDS));
-    KvService.Unavailable unavailable = org.junit.jupiter.api.Assertions.assertInstanceOf(
+    KvService.Unavailable unavailable = assertInstanceOf(
         KvService.Unavailable.class, failed.getCause());
     assertEquals("the peer is stopping", unavailable.getMessage());
   }

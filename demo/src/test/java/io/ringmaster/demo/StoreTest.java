@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -320,8 +321,8 @@ class StoreTest {
 
   @Test
   void purgeBound_isTheGraceBeforeNow_inMicroseconds() {
-    assertEquals(1_000_000_000L - 20_000_000L, Peer.purgeBound(1_000_000_000L, java.time.Duration.ofSeconds(20)));
-    assertEquals(5_000L - 1L, Peer.purgeBound(5_000L, java.time.Duration.ofNanos(1_999)));
+    assertEquals(1_000_000_000L - 20_000_000L, Peer.purgeBound(1_000_000_000L, Duration.ofSeconds(20)));
+    assertEquals(5_000L - 1L, Peer.purgeBound(5_000L, Duration.ofNanos(1_999)));
   }
 
   /** A tombstone of a key still coming in stays past its grace: a pull may yet bring the old value. */

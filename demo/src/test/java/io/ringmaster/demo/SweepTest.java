@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import org.junit.jupiter.api.AfterEach;
@@ -86,7 +87,7 @@ class SweepTest {
     }
 
     // A page sent would reach its owner within milliseconds: none does within a second.
-    org.awaitility.Awaitility.await("no copy reaches a or b").during(Duration.ofSeconds(1))
+    await("no copy reaches a or b").during(Duration.ofSeconds(1))
         .atMost(Duration.ofSeconds(10))
         .until(() -> a.store().get(stray.key()).isEmpty() && b.store().get(stray.key()).isEmpty());
     assertEquals(Optional.of(stray), c.store().get(stray.key()));
@@ -166,7 +167,7 @@ class SweepTest {
         }
       }
     }
-    java.util.concurrent.atomic.AtomicInteger pushes = new java.util.concurrent.atomic.AtomicInteger();
+    AtomicInteger pushes = new AtomicInteger();
     c.transfers().afterPage = page -> {
       if (page == 1) {
         pushes.incrementAndGet();
@@ -217,7 +218,7 @@ class SweepTest {
   void noSweep_whileOwnershipCallbacksArePending() throws Exception {
     start(0);
     Entry stray = strayOnC();
-    java.util.concurrent.atomic.AtomicInteger pending = new java.util.concurrent.atomic.AtomicInteger(1);
+    AtomicInteger pending = new AtomicInteger(1);
     Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), new EventLog(), pending::get);
 
     sweeper.sweep();

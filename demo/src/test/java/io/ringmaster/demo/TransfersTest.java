@@ -17,9 +17,12 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -53,12 +56,12 @@ class TransfersTest {
     return counters;
   }
 
-  private static byte[] pull(LongSupplier viewId, Counters counters, java.util.function.IntSupplier pending)
+  private static byte[] pull(LongSupplier viewId, Counters counters, IntSupplier pending)
       throws Exception {
     return pull(viewId, counters, pending, (ranges, view) -> false);
   }
 
-  private static byte[] pull(LongSupplier viewId, Counters counters, java.util.function.IntSupplier pending,
+  private static byte[] pull(LongSupplier viewId, Counters counters, IntSupplier pending,
                              Transfers.Retrying retrying) throws Exception {
     Transfers transfers = new Transfers(null, store(), null, counters, viewId, pending, member -> true, null,
         TestingAids.fromSystemProperties());
@@ -494,7 +497,7 @@ class TransfersTest {
   }
 
   private static String field(String json, String name) {
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\":\"?([^\",}]*)").matcher(json);
+    Matcher m = Pattern.compile("\"" + name + "\":\"?([^\",}]*)").matcher(json);
     assertTrue(m.find(), name + " in " + json);
     return m.group(1);
   }

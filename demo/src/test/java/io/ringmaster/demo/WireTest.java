@@ -1,11 +1,18 @@
 package io.ringmaster.demo;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.KeyRange;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -37,7 +44,7 @@ class WireTest {
     Wire.WriteRequest w = new Wire.WriteRequest(big, new LinkedHashSet<>(List.of("a", "b")), 2);
     assertEquals(w, Wire.readWrite(body(Wire.write(w), Wire.OP_WRITE)));
     Wire.WriteRequest fromALeaver = new Wire.WriteRequest(gone, new LinkedHashSet<>(List.of("b", "a")), 1,
-        new Wire.Leavers(java.util.Map.of("x", new java.util.UUID(1, -2), "a", new java.util.UUID(-3, 4))));
+        new Wire.Leavers(Map.of("x", new UUID(1, -2), "a", new UUID(-3, 4))));
     Wire.WriteRequest decoded = Wire.readWrite(body(Wire.write(fromALeaver), Wire.OP_WRITE));
     assertEquals(fromALeaver, decoded);
     assertEquals(List.of("b", "a"), List.copyOf(decoded.targets()), "in the order sent");
@@ -78,7 +85,7 @@ class WireTest {
     Entry gone = Entry.tombstone("k2", new Version(8, "p2"));
     Map<String, UUID> storedBy = new LinkedHashMap<>();
     storedBy.put("c", new UUID(-1, 7));
-    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream all = new ByteArrayOutputStream();
     for (byte[] m : List.of(
         // One leaver only: the order of a map of several is not fixed from one JVM to the next.
         Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a", "b")), 2,
@@ -94,8 +101,8 @@ class WireTest {
         Wire.error("no"))) {
       all.write(m);
     }
-    String digest = java.util.HexFormat.of().formatHex(
-        java.security.MessageDigest.getInstance("SHA-256").digest(all.toByteArray()));
+    String digest = HexFormat.of().formatHex(
+        MessageDigest.getInstance("SHA-256").digest(all.toByteArray()));
     assertEquals("ringmaster-demo/6 c2de115a20f282a88fe6320db8c721a44cbe7425fb63bcc9de04c8b130f2ff07", Wire.APPLICATION_VERSION + " " + digest,
         "a message's layout changed: change Wire.APPLICATION_VERSION, then the digest here");
   }
@@ -117,30 +124,30 @@ class WireTest {
     byte[] write = Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a")), 0));
     // The value's length is the int just before its one byte "v": claim 0x7ffffff0 bytes.
     int at = lastIndexOf(write, (byte) 'v') - 4;
-    assertEquals(1, java.nio.ByteBuffer.wrap(write, at, 4).getInt(), "found the value's length");
-    java.nio.ByteBuffer.wrap(write, at, 4).putInt(0x7ffffff0);
-    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+    assertEquals(1, ByteBuffer.wrap(write, at, 4).getInt(), "found the value's length");
+    ByteBuffer.wrap(write, at, 4).putInt(0x7ffffff0);
+    IOException bad = assertThrows(IOException.class,
         () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
-    org.junit.jupiter.api.Assertions.assertTrue(bad.getMessage().startsWith("malformed message: 2147483632 value bytes"),
+    assertTrue(bad.getMessage().startsWith("malformed message: 2147483632 value bytes"),
         bad.getMessage());
 
     byte[] push = Wire.push(new Wire.PushRequest(Wire.PushKind.SWEEP, "p3", List.of(e)));
     int count = 1 + 1 + 2 + 2; // after the op, the kind and the sender "p3"
-    assertEquals(1, java.nio.ByteBuffer.wrap(push, count, 4).getInt(), "found the entry count");
-    java.nio.ByteBuffer.wrap(push, count, 4).putInt(1 << 29);
-    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPush(body(push, Wire.OP_PUSH)));
+    assertEquals(1, ByteBuffer.wrap(push, count, 4).getInt(), "found the entry count");
+    ByteBuffer.wrap(push, count, 4).putInt(1 << 29);
+    assertThrows(IOException.class, () -> Wire.readPush(body(push, Wire.OP_PUSH)));
 
     push[1] = 99; // no such kind of push
-    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPush(body(push, Wire.OP_PUSH)));
+    assertThrows(IOException.class, () -> Wire.readPush(body(push, Wire.OP_PUSH)));
 
     byte[] pull = Wire.pull(new Wire.PullRequest(3, List.of(KeyRange.full()), Store.Cursor.START, 100));
-    java.nio.ByteBuffer.wrap(pull, 1 + 8, 4).putInt(-1); // the range count, after the op and the view id
-    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPull(body(pull, Wire.OP_PULL)));
+    ByteBuffer.wrap(pull, 1 + 8, 4).putInt(-1); // the range count, after the op and the view id
+    assertThrows(IOException.class, () -> Wire.readPull(body(pull, Wire.OP_PULL)));
 
     // A cursor's segment below 0: refused as malformed, not an index out of bounds in the store.
     byte[] cursor = Wire.pull(new Wire.PullRequest(3, List.of(), Store.Cursor.START, 100));
-    java.nio.ByteBuffer.wrap(cursor, 1 + 8 + 4, 4).putInt(-1); // after the op, the view id and no ranges
-    org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> Wire.readPull(body(cursor, Wire.OP_PULL)));
+    ByteBuffer.wrap(cursor, 1 + 8 + 4, 4).putInt(-1); // after the op, the view id and no ranges
+    assertThrows(IOException.class, () -> Wire.readPull(body(cursor, Wire.OP_PULL)));
   }
 
   /**
@@ -152,8 +159,8 @@ class WireTest {
     byte[] push = Wire.push(new Wire.PushRequest(Wire.PushKind.SWEEP, "p3", List.of(Entry.of("k", "v",
         new Version(7, "p1")))));
     int count = 1 + 1 + 2 + 2; // after the op, the kind and the sender "p3"
-    java.nio.ByteBuffer.wrap(push, count, 4).putInt(2);
-    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+    ByteBuffer.wrap(push, count, 4).putInt(2);
+    IOException bad = assertThrows(IOException.class,
         () -> Wire.readPush(body(push, Wire.OP_PUSH)));
     assertEquals("malformed message: 2 entries with 21 bytes left", bad.getMessage());
   }
@@ -163,7 +170,7 @@ class WireTest {
   void aPushKindJustPastTheLast_isRefusedAsMalformed() {
     byte[] push = Wire.push(new Wire.PushRequest(Wire.PushKind.REPAIR, "p3", List.of()));
     push[1] = (byte) Wire.PushKind.values().length;
-    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+    IOException bad = assertThrows(IOException.class,
         () -> Wire.readPush(body(push, Wire.OP_PUSH)));
     assertEquals("malformed message: push kind 3", bad.getMessage());
   }
@@ -171,7 +178,7 @@ class WireTest {
   /** The reply to a push: OK, then how many entries changed the receiver's store, a big-endian int. */
   @Test
   void pushReply_isOkThenTheCountOfEntriesChanged() {
-    org.junit.jupiter.api.Assertions.assertArrayEquals(new byte[] {Wire.OK, 0, 0, 1, 2}, Wire.pushReply(258));
+    assertArrayEquals(new byte[] {Wire.OK, 0, 0, 1, 2}, Wire.pushReply(258));
   }
 
   /** A message inside a larger buffer (at an offset, with bytes after it) is read up to its own end only. */
@@ -201,11 +208,11 @@ class WireTest {
     for (long stamp : new long[] {Long.MAX_VALUE, Version.MAX_STAMP + 1, -1}) {
       Entry e = Entry.of("k", "v", new Version(stamp, "p1"));
       byte[] write = Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a")), 0));
-      java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+      IOException bad = assertThrows(IOException.class,
           () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
       assertEquals("malformed message: version stamp " + stamp + " outside 0.." + Version.MAX_STAMP, bad.getMessage());
       byte[] reply = Wire.writeReply(new Wire.WriteReply(Map.of("a", new UUID(1, 2)), new Version(stamp, "a"), false));
-      org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+      assertThrows(IOException.class,
           () -> Wire.readWriteReply(body(reply, Wire.OK)));
     }
     Entry last = Entry.of("k", "v", new Version(Version.MAX_STAMP, "p1"));
@@ -221,7 +228,7 @@ class WireTest {
     int deleted = lastIndexOf(write, (byte) 'v') - 4 - 1; // the flag, before the value's length
     assertEquals(0, write[deleted], "found the flag");
     write[deleted] = 1;
-    java.io.IOException bad = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+    IOException bad = assertThrows(IOException.class,
         () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
     assertEquals("malformed message: a tombstone with a value, key \"k\"", bad.getMessage());
   }

@@ -16,7 +16,9 @@ import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -41,7 +43,7 @@ class WriteToKeyComingInTest {
   /** Each peer's previous owners of the key: {@link #PREVIOUS_OWNER} unless a test says otherwise. */
   private volatile Map<String, List<String>> previousOwner = PREVIOUS_OWNER;
   /** Told the peer's id when its key service looks up the key's previous owners, before it asks them. */
-  private volatile java.util.function.Consumer<String> whenAsking = id -> { };
+  private volatile Consumer<String> whenAsking = id -> { };
 
   @BeforeEach
   void startThreePeers() throws Exception {
@@ -282,7 +284,7 @@ class WriteToKeyComingInTest {
     assertEquals(Optional.of("at b"), Wire.readGetReply(a.rpc().call("b", Wire.get(key, 0, true, view),
         Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS)).map(Entry::value), "b has the asker's view");
 
-    java.util.concurrent.ExecutionException declined = assertThrows(java.util.concurrent.ExecutionException.class,
+    ExecutionException declined = assertThrows(ExecutionException.class,
         () -> a.rpc().call("b", Wire.get(key, 0, true, view + 1), Duration.ofSeconds(5)).get(10, TimeUnit.SECONDS));
     assertEquals("b: view " + (view + 1) + " not installed here yet (this peer has view " + view + ")",
         Rpc.describe(declined));
