@@ -347,7 +347,7 @@ public final class Ringmaster implements AutoCloseable {
             + " port with another process starting on this host; starting a new stack (attempt {2} of {3})",
             config.nodeId(), e.getMessage(), attempt + 1, BIND_ATTEMPTS);
         try {
-          channel.close();
+          Stacks.closeKeepingTheInterrupt(channel);
         } catch (RuntimeException closing) {
           e.addSuppressed(closing);
           throw e;
@@ -398,7 +398,8 @@ public final class Ringmaster implements AutoCloseable {
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
    * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin and
    * for the listeners instead, but the LEAVING change is still queued for them (close() waits up to
-   * 5 s more for that), and the callbacks queued by then still run, after close() returns.
+   * 5 s more for that), the callbacks queued by then still run, after close() returns, and close()
+   * returns with the flag set.
    *
    * <p>Called while {@link #start()} runs on another thread, before the first ring came, close()
    * makes that start() give up: without joining if it has not connected yet (the cluster never
@@ -612,7 +613,8 @@ public final class Ringmaster implements AutoCloseable {
     attempt(failures, () -> stop(gossipTimer, caller == Pool.GOSSIP));
     attempt(failures, () -> stop(rejoinThread, false)); // never the caller: it runs no listener
     if (channel != null) {
-      attempt(failures, channel::close); // after a rejoin under way has connected or given up: JChannel orders the two
+      // After a rejoin under way has connected or given up: JChannel orders the two.
+      attempt(failures, () -> Stacks.closeKeepingTheInterrupt(channel));
     }
     attempt(failures, () -> stop(viewThread, caller == Pool.VIEW));
     try {

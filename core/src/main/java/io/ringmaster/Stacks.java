@@ -533,10 +533,27 @@ final class Stacks {
       configure(channel, config);
       warnIfOnlyLoopbackHosts(channel, config, hosts);
     } catch (Exception | Error e) {
-      channel.close();
+      closeKeepingTheInterrupt(channel);
       throw e;
     }
     return channel;
+  }
+
+  /**
+   * Closes {@code channel}, and leaves the calling thread's interrupt flag as it found it: JGroups'
+   * close clears a flag set on its caller (some of its waits, such as stopping its thread pool or
+   * its view handler, swallow the interrupt), and the caller of close() or start() would not see
+   * that it was interrupted.
+   */
+  static void closeKeepingTheInterrupt(JChannel channel) {
+    boolean interrupted = Thread.currentThread().isInterrupted();
+    try {
+      channel.close();
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /**

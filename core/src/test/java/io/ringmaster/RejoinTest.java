@@ -38,6 +38,8 @@ class RejoinTest {
       rejoin.logFailure(e, true, t + 120 * SECOND);
       assertEquals(List.of(Level.SEVERE, Level.FINE, Level.FINE, Level.FINE, Level.SEVERE, Level.FINE, Level.SEVERE),
           log.levels(), "an ERROR at the first failure, then one a minute after the last ERROR");
+      assertEquals(NODE + ": rejoining the cluster failed; next attempt in " + config.gossipInterval().toMillis()
+          + " ms", log.records().get(0).getMessage(), "the first of a stretch: no count");
       assertEquals(e, log.records().get(4).getThrown());
       assertEquals(NODE + ": rejoining the cluster failed (5 attempts in a row; those between the ERROR lines at DEBUG);"
           + " next attempt in " + config.gossipInterval().toMillis() + " ms", log.records().get(4).getMessage());

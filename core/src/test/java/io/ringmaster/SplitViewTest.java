@@ -3,6 +3,7 @@ package io.ringmaster;
 import static io.ringmaster.TestCluster.gms;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -85,9 +86,15 @@ class SplitViewTest {
 
       // x gossips its view to a member that does not list it; that member says so; x rejoins.
       // At least one, then exactly one: a second rejoin between two polls fails here, not as a timeout.
-      await().atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
-      TestCluster.awaitAgreement(nodes, 4, WAIT);
-      assertEquals(1, x.stats().rejoins());
+      try (NodeLog rejoined = new NodeLog(r -> r.getMessage().startsWith("{0} rejoined {1}"))) {
+        await().atMost(WAIT).until(() -> x.stats().rejoins() >= 1);
+        TestCluster.awaitAgreement(nodes, 4, WAIT);
+        assertEquals(1, x.stats().rejoins());
+        // Its peers answered its join: the INFO line, naming the view it joined, not the one of a rejoin alone.
+        ViewId joined = x.channel().getView().getViewId();
+        assertEquals(List.of(Level.INFO), rejoined.levels());
+        assertEquals(List.of("x rejoined " + x.config().clusterName() + ": view " + joined), rejoined.messages());
+      }
       assertNotEquals(before, x.channel().getAddress(), "a rejoin is a new JGroups member");
       assertTrue(x.isInRing());
       for (Ringmaster n : nodes) {
@@ -144,6 +151,7 @@ class SplitViewTest {
       x.close();
       assertEquals(List.of("connected true, from the view it is in true"), leaving);
       assertEquals(1, x.stats().rejoins());
+      assertFalse(x.rejoin.lock.isLocked(), "close() let go of the lock it took once the rejoin ended");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
     }
   }
@@ -230,6 +238,51 @@ class SplitViewTest {
       } finally {
         release.countDown();
       }
+    }
+  }
+
+  /**
+   * close() interrupted while it waits for a stuck rejoin stops waiting at once, not at its bound
+   * (here the leaveTimeout, a minute, longer than this test waits for anything): it says so at
+   * WARNING, its listeners still hear LEAVING, and it returns with the thread's interrupt flag set,
+   * for the caller to see.
+   */
+  @Test
+  void close_interruptedWhileItWaitsForAStuckRejoin_stopsWaiting_andKeepsTheFlag() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-interrupted-close");
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("a rejoin under way has not ended"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      List<OwnershipChange.Reason> heard = new CopyOnWriteArrayList<>();
+      Ringmaster x = cluster.start(cluster.builder("x").leaveTimeout(Duration.ofMinutes(1)),
+          n -> n.addOwnershipListener(change -> heard.add(change.reason())));
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      CountDownLatch connecting = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      x.rejoin.beforeConnect = () -> {
+        connecting.countDown();
+        TestCluster.awaitIgnoringInterrupts(release, new AtomicInteger(), WAIT); // a connect that does not return
+      };
+      try {
+        splitOff(x, a, b);
+        assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
+        CompletableFuture<Boolean> flagAfterClose = new CompletableFuture<>();
+        Thread closer = new Thread(() -> {
+          x.close();
+          flagAfterClose.complete(Thread.currentThread().isInterrupted());
+        }, "closer");
+        closer.start();
+        await("close() waits for the rejoin").atMost(WAIT).until(() -> x.rejoin.lock.hasQueuedThread(closer));
+        closer.interrupt();
+
+        await("the WARNING").atMost(WAIT).until(() -> !log.records().isEmpty());
+        await("LEAVING heard").atMost(WAIT).until(() -> heard.contains(OwnershipChange.Reason.LEAVING));
+        assertTrue(flagAfterClose.get(WAIT.toSeconds(), TimeUnit.SECONDS), "close() kept the interrupt");
+        assertEquals("60000", log.records().get(0).getParameters()[1], "the wait it cut short");
+      } finally {
+        release.countDown();
+      }
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
     }
   }
 
