@@ -242,6 +242,35 @@ class SplitViewTest {
   }
 
   /**
+   * A rejoin that no member answers (the others left while it was leaving) leaves the node alone, in
+   * a view of its own: said at WARNING, naming that view, for MERGE3 to merge it back once the
+   * others are found; not at INFO, as a rejoin its peers answered.
+   */
+  @Test
+  void aRejoinNoMemberAnswers_isSaidAtWarning_andLeavesTheNodeAlone() throws Exception {
+    try (TestCluster cluster = new TestCluster("split-view-alone");
+         NodeLog rejoined = new NodeLog(r -> r.getMessage().startsWith("{0} rejoined {1}"))) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      Ringmaster x = cluster.start("x");
+      TestCluster.awaitAgreement(List.of(a, b, x), 3, WAIT);
+      x.rejoin.beforeConnect = () -> { // x has left: the others go too, before it joins again
+        a.close();
+        b.close();
+      };
+      splitOff(x, a, b);
+
+      await("x rejoined").atMost(WAIT).until(() -> !rejoined.records().isEmpty());
+      View alone = x.channel().getView();
+      assertEquals(List.of(x.channel().getAddress()), alone.getMembers());
+      assertEquals(1, x.stats().rejoins());
+      assertEquals(List.of(Level.WARNING), rejoined.levels());
+      assertEquals(List.of("x rejoined " + x.config().clusterName() + " alone (view " + alone.getViewId()
+          + "): no member answered its join; it merges back when MERGE3 finds the others"), rejoined.messages());
+    }
+  }
+
+  /**
    * close() interrupted while it waits for a stuck rejoin stops waiting at once, not at its bound
    * (here the leaveTimeout, a minute, longer than this test waits for anything): it says so at
    * WARNING, its listeners still hear LEAVING, and it returns with the thread's interrupt flag set,
