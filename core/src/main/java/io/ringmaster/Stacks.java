@@ -185,8 +185,9 @@ final class Stacks {
       } else if (open >= 0 && !validPort(entry.substring(open + 1, entry.length() - 1))) {
         problem = "has a port that is not a number in 1.." + Ringmaster.Builder.MAX_PORT;
       } else if (host.indexOf(':') >= 0 && host.indexOf(':') == host.lastIndexOf(':')) {
+        String before = host.substring(0, host.indexOf(':'));
         problem = "gives its port after a colon, which JGroups reads as part of the host name; write "
-            + host.substring(0, host.indexOf(':')) + "[" + host.substring(host.indexOf(':') + 1) + "]";
+            + (before.isEmpty() ? "host" : before) + "[" + host.substring(host.indexOf(':') + 1) + "]";
       } else if (open < 0 && host.indexOf(']') >= 0) {
         problem = "must look like host[port] or host";
       }
@@ -637,16 +638,33 @@ final class Stacks {
     return true;
   }
 
-  /** Whether a host of {@code initial_hosts} is a loopback address: {@code localhost}, or a literal; a name is not looked up. */
-  private static boolean isLoopback(String host) {
+  /** An IPv4 literal as {@code initial_hosts} should give it: four numbers of 0..255 (checked below). */
+  private static final Pattern DOTTED_QUAD = Pattern.compile("(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})");
+
+  /**
+   * Whether a host of {@code initial_hosts} is a loopback address: {@code localhost}, or a literal
+   * (a dotted quad, or an IPv6 literal); nothing is looked up, so a name, or digits and dots that
+   * make no dotted quad ({@code 999.1.1.1}, which {@link InetAddress#getByName} would send to the
+   * resolver), count as not loopback.
+   */
+  static boolean isLoopback(String host) {
     if (host.equalsIgnoreCase("localhost")) {
       return true;
     }
-    if (!host.matches("[0-9.]+|[0-9a-fA-F:]*:[0-9a-fA-F:.]*")) {
-      return false; // a name: not resolved here
+    Matcher quad = DOTTED_QUAD.matcher(host);
+    if (quad.matches()) {
+      for (int i = 1; i <= 4; i++) {
+        if (Integer.parseInt(quad.group(i)) > 255) {
+          return false;
+        }
+      }
+      return Integer.parseInt(quad.group(1)) == 127;
+    }
+    if (!host.matches("[0-9a-fA-F:]*:[0-9a-fA-F:.]*")) {
+      return false; // a name, or digits and dots that make no address: not resolved here
     }
     try {
-      return InetAddress.getByName(host).isLoopbackAddress(); // a literal: no lookup
+      return InetAddress.getByName(host).isLoopbackAddress(); // with a colon, a literal: no lookup
     } catch (UnknownHostException malformed) {
       return false;
     }

@@ -512,6 +512,7 @@ class RefusalAndConfigTest {
           () -> Ringmaster.builder().initialHosts(bad), bad);
       assertTrue(e.getMessage().startsWith("initialHosts entry "), e.getMessage());
     }
+    Ringmaster.builder().initialHosts("a[1],b[65535]"); // the lowest and the highest port
   }
 
   /**
@@ -939,6 +940,12 @@ class RefusalAndConfigTest {
     // Without the secret, that stack needs none.
     assertEquals(Optional.empty(), Ringmaster.builder().nodeId("a").jgroupsConfig(keystore.toString()).buildConfig()
         .secret());
+    // AUTH whose token class comes from a variable that is not set names no class, so no secret is
+    // needed at build: JGroups refuses the stack when the node starts.
+    Path unsetToken = Files.writeString(dir.resolve("auth-unset.xml"), inJvm.replace("<pbcast.GMS",
+        "<AUTH auth_class=\"${ringmaster.test.auth.unset}\"/>\n    <pbcast.GMS"));
+    assertEquals(Optional.empty(), Ringmaster.builder().nodeId("a").jgroupsConfig(unsetToken.toString()).buildConfig()
+        .secret());
   }
 
   /**
@@ -991,9 +998,13 @@ class RefusalAndConfigTest {
         + " part of the host name; write 127.0.0.1[7800]");
     refused.put("db-1[7950],db-2:7950", prefix + "\"db-2:7950\" gives its port after a colon, which JGroups reads"
         + " as part of the host name; write db-2[7950]");
+    // No host before the colon: the hint asks for one ("[7950]" alone is refused, below).
+    refused.put(":7800", prefix + "\":7800\" gives its port after a colon, which JGroups reads as part of the host"
+        + " name; write host[7800]");
     refused.put("db-1[7950", prefix + "\"db-1[7950\" must look like host[port] or host");
     refused.put("[7950]", prefix + "\"[7950]\" must look like host[port] or host");
     refused.put("db-1]", prefix + "\"db-1]\" must look like host[port] or host");
+    refused.put("]db-1", prefix + "\"]db-1\" must look like host[port] or host");
     refused.put("db-1[x]", prefix + "\"db-1[x]\" has a port that is not a number in 1..65535");
     refused.put("db-1[70000]", prefix + "\"db-1[70000]\" has a port that is not a number in 1..65535");
     refused.forEach((hosts, message) -> withProperty("ringmaster.initial_hosts", hosts, () -> {
@@ -1001,7 +1012,8 @@ class RefusalAndConfigTest {
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig(), hosts);
       assertEquals(message, e.getMessage());
     }));
-    for (String hosts : List.of("db-1[7950], db-2[7950]", "db-1 db-2", "::1[7800]", "127.0.0.1[7800]")) {
+    for (String hosts : List.of("db-1[7950], db-2[7950]", "db-1 db-2", "::1[7800]", "127.0.0.1[7800]",
+        "db-1[1],db-2[65535]")) { // the last: the lowest and the highest port
       withProperty("ringmaster.initial_hosts", hosts,
           () -> Ringmaster.builder().nodeId("a").jgroupsConfig(stack).buildConfig());
     }
@@ -1062,6 +1074,7 @@ class RefusalAndConfigTest {
         .jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml").buildConfig());
     assertTrue(Stacks.isTime("FD_ALL3", "interval") && Stacks.isTime("org.jgroups.protocols.VERIFY_SUSPECT2", "timeout")
         && Stacks.isTime("pbcast.GMS", "join_timeout"), "times declared on fields, superclasses included");
+    assertTrue(Stacks.isTime("UNICAST3", "max_retransmit_time"), "a time declared on a setter");
     assertFalse(Stacks.isTime("TCP", "bind_port") || Stacks.isTime("MERGE3", "max_participants_in_merge")
         || Stacks.isTime("NO_SUCH_PROTOCOL", "timeout"), "not times");
   }
@@ -1079,6 +1092,10 @@ class RefusalAndConfigTest {
     withProperty("ringmaster.test.code", "hunter2", () -> withProperty("ringmaster.merge.min", "5s", () ->
         assertEquals(" (the stack's variables set here: system property ringmaster.test.code, system property"
             + " ringmaster.merge.min=5s)", Stacks.variablesSet(stack.toString()))));
+    // A ${:default} names no variable: JGroups reads the default, whatever is set under the name ":default".
+    Path noName = Files.writeString(dir.resolve("no-name.xml"),
+        inJvm.replace("<SHARED_LOOPBACK ", "<SHARED_LOOPBACK diag.passcode=\"${:none}\" "));
+    withProperty(":none", "hunter2", () -> assertEquals("", Stacks.variablesSet(noName.toString())));
   }
 
   /**
@@ -1120,10 +1137,30 @@ class RefusalAndConfigTest {
     assertFalse(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],10.0.0.6[7950]"));
     assertFalse(Stacks.onlyLoopbackHosts(lan, "10.0.0.5[7950]"), "the first node, which the others list");
     assertFalse(Stacks.onlyLoopbackHosts(lan, "db-1[7950]"), "a name is not looked up");
+    assertTrue(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],[7951]"),
+        "a host left out, which JGroups reads as the loopback address");
+    assertFalse(Stacks.onlyLoopbackHosts(lan, "127.0.0.1[7950],1:2:3:4:5:6:7:8:9[7950]"),
+        "a literal that is no address is no loopback address");
     assertFalse(Stacks.onlyLoopbackHosts(InetAddress.getByName("127.0.0.1"), "127.0.0.1[7950]"));
     assertFalse(Stacks.onlyLoopbackHosts(InetAddress.getByName("0.0.0.0"), "127.0.0.1[7950]"));
     assertFalse(Stacks.onlyLoopbackHosts(lan, null), "no TCPPING");
     assertFalse(Stacks.onlyLoopbackHosts(null, "127.0.0.1[7950]"));
+  }
+
+  /**
+   * A host of initial_hosts is loopback if it is localhost or a loopback literal; digits and dots
+   * that make no dotted quad are not (InetAddress would send them to the resolver, and the node's
+   * start would wait on DNS for a typo), nor is a name (never looked up).
+   */
+  @Test
+  void isLoopback_readsLiteralsOnly() {
+    for (String loopback : List.of("localhost", "LOCALHOST", "127.0.0.1", "127.255.3.4", "::1", "0:0:0:0:0:0:0:1")) {
+      assertTrue(Stacks.isLoopback(loopback), loopback);
+    }
+    for (String other : List.of("10.0.0.1", "128.0.0.1", "126.0.0.1", "127.0.0.256", "999.1.1.1", "1.2.3.4.5", "127",
+        "127.1.2", "::2", "1:2:3:4:5:6:7:8:9", "db-1", "127.0.0.1.example.com", "")) {
+      assertFalse(Stacks.isLoopback(other), other);
+    }
   }
 
   /**
@@ -1208,6 +1245,40 @@ class RefusalAndConfigTest {
     assertTrue(nul.getMessage().startsWith("jgroupsConfig is not a path: "), nul.getMessage());
   }
 
+  /**
+   * A stack file gone between the build and the start (replaced by a deployment, say) fails the
+   * start as the build would have, naming the setting and the file, not with JGroups' parser error.
+   */
+  @Test
+  void create_aStackFileGoneSinceTheBuild_failsNamingTheSetting(@TempDir Path dir) throws IOException {
+    Path stack = dir.resolve("gone.xml");
+    try (var in = getClass().getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      Files.copy(in, stack);
+    }
+    RingmasterConfig config = Ringmaster.builder().nodeId("a").jgroupsConfig(stack.toString()).buildConfig();
+    Files.delete(stack);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Stacks.create(config));
+    assertTrue(e.getMessage().startsWith("jgroupsConfig: no file or classpath resource \"" + stack + "\""),
+        e.getMessage());
+  }
+
+  /**
+   * A stack refused once JGroups has built it (here, a protocol that makes the node's address) is
+   * closed before the refusal is thrown: its caller never gets the channel, so nothing else would
+   * close it.
+   */
+  @Test
+  void create_aStackRefusedOnceBuilt_closesTheChannelItBuilt() {
+    RingmasterConfig config = Ringmaster.builder().nodeId("a").jgroupsConfig("makes-addresses.xml").buildConfig();
+    JChannel before = MakesAddresses.lastBuilt();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Stacks.create(config));
+    assertTrue(e.getMessage().startsWith("jgroupsConfig makes-addresses.xml: a protocol of the stack makes the"
+        + " node's address"), e.getMessage());
+    JChannel built = MakesAddresses.lastBuilt();
+    assertTrue(built != null && built != before, "the stack was built");
+    assertTrue(built.isClosed(), "the refused stack's channel was left open");
+  }
+
   @Test
   void builder_aStackFileThatIsNotAJGroupsStack_failsAtBuildNamingTheSetting(@TempDir Path dir) throws IOException {
     Path notXml = Files.writeString(dir.resolve("broken.xml"), "<config><TCP bind_port=\"7800\"></config>");
@@ -1223,6 +1294,12 @@ class RefusalAndConfigTest {
     assertTrue(e.getMessage().contains("<config>"), "says what is wrong: " + e.getMessage());
     assertConfigError(dir, "{\"nodeId\": \"a\", \"jgroupsConfig\": \"broken.xml\"}",
         "cannot be read as a JGroups stack", "broken.xml");
+    // A failure to read is named with its type, not by its message alone (an AccessDeniedException's
+    // message is the path alone); JGroups' parser reports a broken file as an IOException.
+    IllegalArgumentException broken = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(notXml.toString()).buildConfig());
+    assertTrue(broken.getMessage().startsWith("jgroupsConfig " + notXml + " cannot be read as a JGroups stack:"
+        + " java.io.IOException: "), broken.getMessage());
     // A stack without GMS would never install a view: start() would only time out.
     Path noGms = Files.writeString(dir.resolve("no-gms.xml"),
         "<config><SHARED_LOOPBACK/><SHARED_LOOPBACK_PING/><pbcast.NAKACK2/><UNICAST3/></config>");
@@ -1231,6 +1308,12 @@ class RefusalAndConfigTest {
     assertEquals("jgroupsConfig " + noGms + " has no pbcast.GMS: without it a node never gets a view, so it would"
         + " never have a ring; its protocols: SHARED_LOOPBACK, SHARED_LOOPBACK_PING, pbcast.NAKACK2, UNICAST3",
         gms.getMessage());
+    // A protocol JGroups does not know (GMS misspelled) is not taken for GMS.
+    Path misspelled = Files.writeString(dir.resolve("gsm.xml"),
+        "<config><SHARED_LOOPBACK/><SHARED_LOOPBACK_PING/><pbcast.NAKACK2/><UNICAST3/><pbcast.GSM/></config>");
+    IllegalArgumentException gsm = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig(misspelled.toString()).buildConfig());
+    assertTrue(gsm.getMessage().startsWith("jgroupsConfig " + misspelled + " has no pbcast.GMS"), gsm.getMessage());
   }
 
   @Test

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,6 +17,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -26,6 +29,7 @@ import org.jgroups.protocols.TCP;
 import org.jgroups.protocols.VERIFY_SUSPECT2;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.Protocol;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -214,6 +218,75 @@ class ShippedStacksTest {
              "ringmaster/jgroups/localhost-tcp.xml").buildConfig())) {
       assertEquals(List.of(), lines(log), "a TCP stack multicasts nowhere");
     }
+  }
+
+  /**
+   * The multicast stack bound to an address other hosts reach says so at INFO, naming the address
+   * and its interface (so that a bridge picked instead of the LAN shows in the log), and gives no
+   * WARNING. Needs such an address on this host: without one there is nothing to bind to.
+   */
+  @Test
+  void theMulticastStack_boundToAnAddressOtherHostsReach_namesItsInterfaceAtInfo() throws Exception {
+    InetAddress lan = addressOtherHostsReach();
+    String resource = "ringmaster/jgroups/lan-udp.xml";
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("multicasts on"));
+         JChannel channel = Stacks.create(Ringmaster.builder().nodeId("udp-lan").jgroupsConfig(resource)
+             .bindAddress(lan.getHostAddress()).buildConfig())) {
+      assertEquals(lan, channel.getProtocolStack().getTransport().getBindAddress());
+      assertEquals(List.of("INFO udp-lan: stack " + resource + " multicasts on " + lan.getHostAddress() + " (interface "
+          + NetworkInterface.getByInetAddress(lan).getName() + "); set bindAddress (or ringmaster.bind_addr)"
+          + " to choose another"), lines(log));
+    }
+  }
+
+  /**
+   * A TCP stack whose TCPPING hosts are left at the stack's 127.0.0.1[7800] while bindAddress is
+   * an address other hosts reach: a WARNING naming the node, the stack, the address and the hosts,
+   * since the node would find only the members on its own host and each host would form a cluster
+   * of its own. Given hosts (initialHosts) that are not all loopback, it says nothing.
+   */
+  @Test
+  void aTcpStack_boundToAnAddressOtherHostsReach_withOnlyLoopbackHosts_warns() throws Exception {
+    InetAddress lan = addressOtherHostsReach();
+    String resource = "ringmaster/jgroups/localhost-tcp.xml";
+    Map<String, String> outside = new HashMap<>(); // given to the test JVM, say: put back after
+    outside.put("ringmaster.initial_hosts", System.clearProperty("ringmaster.initial_hosts"));
+    try {
+      try (NodeLog log = new NodeLog(r -> r.getMessage().contains("initial_hosts"));
+           JChannel channel = Stacks.create(Ringmaster.builder().nodeId("tcp-lan").jgroupsConfig(resource)
+               .bindAddress(lan.getHostAddress()).buildConfig())) {
+        assertEquals(List.of("WARNING tcp-lan: stack " + resource + " is bound to " + lan.getHostAddress() + ", but"
+            + " TCPPING's initial_hosts (127.0.0.1[7800]) are all on the loopback interface, so this node finds only"
+            + " the members on this host and each host forms a cluster of its own; set initialHosts (or"
+            + " ringmaster.initial_hosts, or RINGMASTER_INITIAL_HOSTS with secure-tcp.xml) to the members' addresses"),
+            lines(log));
+      }
+      try (NodeLog log = new NodeLog(r -> r.getMessage().contains("initial_hosts"));
+           JChannel channel = Stacks.create(Ringmaster.builder().nodeId("tcp-lan-hosts").jgroupsConfig(resource)
+               .bindAddress(lan.getHostAddress()).initialHosts("127.0.0.1[7800]," + lan.getHostAddress() + "[7800]")
+               .buildConfig())) {
+        assertEquals(List.of(), lines(log), "hosts that are not all loopback");
+      }
+    } finally {
+      restore(outside);
+    }
+  }
+
+  /**
+   * An IPv4 address of this host on an interface that is up and not the loopback one; the test
+   * that needs it is skipped on a host that has none (nothing else there reaches it either).
+   */
+  private static InetAddress addressOtherHostsReach() throws SocketException {
+    Optional<InetAddress> lan = NetworkInterface.networkInterfaces().filter(nic -> {
+      try {
+        return nic.isUp() && !nic.isLoopback();
+      } catch (SocketException unreadable) {
+        return false;
+      }
+    }).flatMap(NetworkInterface::inetAddresses).filter(a -> a instanceof Inet4Address
+        && !a.isLoopbackAddress() && !a.isLinkLocalAddress()).findFirst();
+    Assumptions.assumeTrue(lan.isPresent(), "this host has no address other hosts reach");
+    return lan.get();
   }
 
   private static List<String> lines(NodeLog log) {
