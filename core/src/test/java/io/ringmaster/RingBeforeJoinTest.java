@@ -1,6 +1,8 @@
 package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
@@ -11,6 +13,8 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import org.jgroups.Address;
 import org.jgroups.View;
 import org.jgroups.util.UUID;
@@ -59,21 +63,137 @@ class RingBeforeJoinTest {
     }
   }
 
+  /**
+   * Accounts from an address outside the view and from this node's own address are not taken, and
+   * each is logged at WARNING naming the address it came from and the view; a member's account counts.
+   */
   @Test
   void newcomer_answerFromOutsideTheViewOrFromItself_isIgnored_andAMembersAnswerCounts() throws Exception {
     Address a = A.newAddress();
     Address c = C.newAddress();
     Address b = B.newAddress();
-    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+    Address outside = D.newAddress();
+    View view = View.create(a, 5, a, c, b); // c joins with b
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("not another member of that view"));
+         FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
       // Two accounts that would make another ring: from an address outside view 5, and one in b's name.
-      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member(), D.member()), D.newAddress());
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member(), D.member()), outside);
       node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member(), E.member()), b);
       node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a);
-      node.install(View.create(a, 5, a, c, b)); // c joins with b
+      node.install(view);
       OwnershipChange first = node.ownership.get(0);
       assertEquals(ring(A).checksum(), first.previousRing().checksum());
       TestCluster.assertGainsFrom(ring(A), 2, first);
+      assertEquals(List.of(Level.WARNING, Level.WARNING), log.levels(), "one WARNING for each account ignored");
+      List<LogRecord> records = log.records();
+      assertEquals(List.of("b", view.getViewId(), outside), List.of(records.get(0).getParameters()),
+          "the first names the address outside the view");
+      assertEquals(List.of("b", view.getViewId(), b), List.of(records.get(1).getParameters()),
+          "the second names this node's own address");
     }
+  }
+
+  /**
+   * An account from a member of the view whose members make no ring (two with one id: a sender's
+   * bug, or not a Ringmaster message) is logged at WARNING with the ring's error and naming its
+   * sender, and the next account counts; with no other account, the ring of the view without this
+   * node stands in once the wait is over.
+   */
+  @Test
+  void newcomer_anAccountWhoseMembersMakeNoRing_isLoggedWithTheError_andTheNextAccountOrTheStandInCounts()
+      throws Exception {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    List<Member> twoWithOneId = List.of(A.member(), new Member("a", 2.0, ""));
+    View view = View.create(a, 5, a, c, b); // c joins with b
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("make no ring"));
+         FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(5, (UUID) a, twoWithOneId, c);
+      node.node.ringBeforeArrived(5, (UUID) a, List.of(A.member()), a);
+      node.install(view);
+      assertEquals(ring(A).checksum(), node.ownership.get(0).previousRing().checksum(), "a's account counts");
+      assertEquals(List.of(Level.WARNING), log.levels(), "one WARNING, for c's account");
+      LogRecord record = log.records().get(0);
+      assertEquals("b: the members the ring had before view " + view.getViewId() + ", as " + c + " told them,"
+          + " make no ring", record.getMessage());
+      assertInstanceOf(IllegalArgumentException.class, record.getThrown(), "with the ring's error");
+      assertTrue(record.getThrown().getMessage().contains("duplicate member id"), record.getThrown().getMessage());
+    }
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("make no ring"));
+         FedNode node = new FedNode(B, b, Duration.ofMillis(300))) {
+      node.node.ringBeforeArrived(5, (UUID) a, twoWithOneId, c);
+      node.install(view);
+      assertEquals(ring(A, C).checksum(), node.ownership.get(0).previousRing().checksum(),
+          "no account made a ring: the view's ring without b stands in");
+      assertEquals(List.of(Level.WARNING), log.levels(), "c's account is logged when it is the only one too");
+    }
+  }
+
+  /**
+   * A newcomer's first view on an interrupted thread (the node is closing) does not wait, nor take
+   * an account that is there: the ring of the view without this node stands in at once, and the
+   * thread stays interrupted, for whoever handles the interrupt after it.
+   */
+  @Test
+  void firstView_onAnInterruptedThread_returnsTheStandIn_andKeepsTheInterrupt() {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    RingsBefore rings = new RingsBefore("b", Duration.ofMinutes(5));
+    rings.arrived(5, (UUID) a, List.of(A.member()), a);
+    HashRing before;
+    boolean stillInterrupted;
+    Thread.currentThread().interrupt();
+    try {
+      before = rings.forFirstView(View.create(a, 5, a, c, b), ring(A, B, C), 3, b);
+    } finally {
+      stillInterrupted = Thread.interrupted(); // and clears it, for the tests after this one
+    }
+    assertNotNull(before, "a ring, not null");
+    assertTrue(stillInterrupted, "the interrupt is kept");
+    assertEquals(ring(A, C).checksum(), before.checksum(), "the view's ring without b, not a's account");
+    assertEquals(0, rings.kept(), "the view's accounts are dropped");
+  }
+
+  /**
+   * Accounts for more views than are kept (16, RingsBefore.MAX_VIEWS) before any is asked for: the
+   * first 16 views' are kept, a later view's is dropped (one a member made up for each view number
+   * must not grow the node's memory without bound).
+   */
+  @Test
+  void accountsForMoreViewsThanAreKept_keepTheFirstSixteenViews_andDropTheRest() {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    RingsBefore rings = new RingsBefore("b", Duration.ofMillis(300));
+    for (long viewId = 1; viewId <= 20; viewId++) {
+      rings.arrived(viewId, (UUID) a, List.of(A.member()), a);
+      assertEquals(Math.min(viewId, 16), rings.kept(), "kept after the account for view " + viewId);
+    }
+    assertEquals(ring(A).checksum(), rings.forFirstView(View.create(a, 16, a, c, b), ring(A, B, C), 3, b).checksum(),
+        "view 16's account is kept");
+    assertEquals(ring(A, C).checksum(), rings.forFirstView(View.create(a, 17, a, c, b), ring(A, B, C), 3, b).checksum(),
+        "view 17's was dropped: the stand-in after the wait");
+  }
+
+  /**
+   * A view handled by a node that has no ring yet forgets the accounts of that view and of earlier
+   * ones, which no view will read, and keeps those of later views, which its first view may read.
+   */
+  @Test
+  void forget_withoutARing_dropsTheAccountsOfThatViewAndEarlier_andKeepsLaterOnes() {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    RingsBefore rings = new RingsBefore("b", Duration.ofMillis(300));
+    for (long viewId = 4; viewId <= 6; viewId++) {
+      rings.arrived(viewId, (UUID) a, List.of(A.member()), a);
+    }
+    rings.forget(5, false);
+    assertEquals(1, rings.kept(), "views 4 and 5 forgotten");
+    assertEquals(ring(A).checksum(), rings.forFirstView(View.create(a, 6, a, c, b), ring(A, B, C), 3, b).checksum(),
+        "view 6's account is kept, and read");
   }
 
   /**
