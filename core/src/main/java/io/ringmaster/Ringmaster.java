@@ -347,10 +347,15 @@ public final class Ringmaster implements AutoCloseable {
             + " port with another process starting on this host; starting a new stack (attempt {2} of {3})",
             config.nodeId(), e.getMessage(), attempt + 1, BIND_ATTEMPTS);
         try {
-          Stacks.closeKeepingTheInterrupt(channel);
+          Stacks.closeKeepingTheInterrupt(channel, config.nodeId());
         } catch (RuntimeException closing) {
           e.addSuppressed(closing);
           throw e;
+        }
+        if (Thread.interrupted()) { // no new stack, only to join and leave at once: start() fails as interrupted
+          InterruptedException stop = new InterruptedException("interrupted before a new stack after a race for a port");
+          stop.addSuppressed(e);
+          throw stop;
         }
       }
     }
@@ -606,6 +611,21 @@ public final class Ringmaster implements AutoCloseable {
    */
   private synchronized void shutdown(Pool caller, ClusterNode.ListenersState listeners, Executor unwaited) {
     lifecycle = Lifecycle.CLOSED;
+    // An interrupt that cut short the leave's waits (see close()) does not cut these short: the
+    // channel closes and the node's threads are waited for as after any leave. Set again at the
+    // end; one that comes during these waits still ends them.
+    boolean interrupted = Thread.interrupted();
+    try {
+      shutdownSteps(caller, listeners, unwaited);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** The steps of {@link #shutdown}, under this node's lock, with the caller's interrupt flag clear on entry. */
+  private void shutdownSteps(Pool caller, ClusterNode.ListenersState listeners, Executor unwaited) {
     // Every step runs even if one before it threw (a protocol failing in the channel's close, say):
     // the first failure is thrown at the end, the others suppressed in it.
     List<Throwable> failures = new ArrayList<>();
@@ -614,7 +634,7 @@ public final class Ringmaster implements AutoCloseable {
     attempt(failures, () -> stop(rejoinThread, false)); // never the caller: it runs no listener
     if (channel != null) {
       // After a rejoin under way has connected or given up: JChannel orders the two.
-      attempt(failures, () -> Stacks.closeKeepingTheInterrupt(channel));
+      attempt(failures, () -> Stacks.closeKeepingTheInterrupt(channel, config.nodeId()));
     }
     attempt(failures, () -> stop(viewThread, caller == Pool.VIEW));
     try {

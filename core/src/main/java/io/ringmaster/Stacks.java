@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jgroups.JChannel;
@@ -186,8 +187,9 @@ final class Stacks {
         problem = "has a port that is not a number in 1.." + Ringmaster.Builder.MAX_PORT;
       } else if (host.indexOf(':') >= 0 && host.indexOf(':') == host.lastIndexOf(':')) {
         String before = host.substring(0, host.indexOf(':'));
-        problem = "gives its port after a colon, which JGroups reads as part of the host name; write "
-            + (before.isEmpty() ? "host" : before) + "[" + host.substring(host.indexOf(':') + 1) + "]";
+        String after = host.substring(host.indexOf(':') + 1);
+        problem = validPort(after) ? "gives its port after a colon, which JGroups reads as part of the host name;"
+            + " write " + (before.isEmpty() ? "host" : before) + "[" + after + "]" : "must look like host[port] or host";
       } else if (open < 0 && host.indexOf(']') >= 0) {
         problem = "must look like host[port] or host";
       }
@@ -534,22 +536,56 @@ final class Stacks {
       configure(channel, config);
       warnIfOnlyLoopbackHosts(channel, config, hosts);
     } catch (Exception | Error e) {
-      closeKeepingTheInterrupt(channel);
+      closeKeepingTheInterrupt(channel, config.nodeId());
       throw e;
     }
     return channel;
   }
 
   /**
-   * Closes {@code channel}, and leaves the calling thread's interrupt flag as it found it: JGroups'
-   * close clears a flag set on its caller (some of its waits, such as stopping its thread pool or
-   * its view handler, swallow the interrupt), and the caller of close() or start() would not see
-   * that it was interrupted.
+   * Closes {@code channel} and returns once it is closed, keeping the calling thread's interrupt:
+   * a flag set on entry, or an interrupt that comes while the channel closes, is set when this
+   * returns. JGroups' own close swallows interrupts in some of its waits (its view handler's, its
+   * timer's and its thread pool's catch {@code InterruptedException} and go on), so it runs on a
+   * thread of its own ({@code ringmaster-close-<nodeId>-1}), with a clear flag, which this thread
+   * waits for, through interrupts, until it has ended; if no thread can be started, it runs on
+   * this one.
    */
-  static void closeKeepingTheInterrupt(JChannel channel) {
-    boolean interrupted = Thread.currentThread().isInterrupted();
+  static void closeKeepingTheInterrupt(JChannel channel, String nodeId) {
+    boolean interrupted = Thread.interrupted();
     try {
-      channel.close();
+      AtomicReference<Throwable> failed = new AtomicReference<>();
+      Runnable close = () -> {
+        try {
+          channel.close();
+        } catch (RuntimeException | Error e) {
+          failed.set(e);
+        }
+      };
+      Thread closer = null;
+      try {
+        closer = new Thread(close, "ringmaster-close-" + nodeId + "-1");
+        closer.setDaemon(true);
+        closer.start();
+      } catch (RuntimeException | Error noThread) {
+        closer = null;
+        close.run(); // here, then
+      }
+      while (closer != null) {
+        try {
+          closer.join();
+          closer = null;
+        } catch (InterruptedException e) {
+          interrupted = true; // the channel is closing: wait for it all the same
+        }
+      }
+      Throwable failure = failed.get();
+      if (failure instanceof Error error) {
+        throw error;
+      }
+      if (failure != null) {
+        throw (RuntimeException) failure;
+      }
     } finally {
       if (interrupted) {
         Thread.currentThread().interrupt();
@@ -638,27 +674,33 @@ final class Stacks {
     return true;
   }
 
-  /** An IPv4 literal as {@code initial_hosts} should give it: four numbers of 0..255 (checked below). */
-  private static final Pattern DOTTED_QUAD = Pattern.compile("(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})");
+  /** Digits and dots that may be an IPv4 literal: one to four decimal numbers (checked below). */
+  private static final Pattern IPV4_LIKE = Pattern.compile("[0-9]{1,10}(\\.[0-9]{1,10}){0,3}");
 
   /**
    * Whether a host of {@code initial_hosts} is a loopback address: {@code localhost}, or a literal
-   * (a dotted quad, or an IPv6 literal); nothing is looked up, so a name, or digits and dots that
-   * make no dotted quad ({@code 999.1.1.1}, which {@link InetAddress#getByName} would send to the
-   * resolver), count as not loopback.
+   * (IPv4 in any form the JDK, and so JGroups, reads without a lookup: {@code 127.0.0.1}, or
+   * {@code 127.1}, whose last number fills the bytes left; or an IPv6 literal). Nothing is looked
+   * up: a name, or digits and dots that make no address ({@code 999.1.1.1}, which
+   * {@link InetAddress#getByName} would send to the resolver), count as not loopback.
    */
   static boolean isLoopback(String host) {
     if (host.equalsIgnoreCase("localhost")) {
       return true;
     }
-    Matcher quad = DOTTED_QUAD.matcher(host);
-    if (quad.matches()) {
-      for (int i = 1; i <= 4; i++) {
-        if (Integer.parseInt(quad.group(i)) > 255) {
+    if (IPV4_LIKE.matcher(host).matches()) {
+      String[] parts = host.split("\\.");
+      long last = Long.parseLong(parts[parts.length - 1]);
+      if (last >= 1L << (8 * (5 - parts.length))) {
+        return false; // more than the bytes left
+      }
+      for (int i = 0; i < parts.length - 1; i++) {
+        if (Long.parseLong(parts[i]) > 255) {
           return false;
         }
       }
-      return Integer.parseInt(quad.group(1)) == 127;
+      long firstByte = parts.length == 1 ? last >>> 24 : Long.parseLong(parts[0]);
+      return firstByte == 127;
     }
     if (!host.matches("[0-9a-fA-F:]*:[0-9a-fA-F:.]*")) {
       return false; // a name, or digits and dots that make no address: not resolved here

@@ -925,6 +925,46 @@ class OwnershipCallbacksTest {
   }
 
   /**
+   * close() interrupted while it waits for a listener's hand-off stops waiting for it, but still
+   * shuts the node down as any close() does: it gives the node's pool a second, then interrupts
+   * the listener still handing off, and returns with the caller's flag set.
+   */
+  @Test
+  void close_interruptedWhileItWaitsForAListener_stillInterruptsItAfterASecond_andKeepsTheFlag() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-interrupted-wait")) {
+      cluster.start("keeper");
+      Ringmaster x = cluster.start(cluster.builder("x").leaveTimeout(Duration.ofMinutes(1)));
+      CountDownLatch handingOff = new CountDownLatch(1);
+      CountDownLatch never = new CountDownLatch(1);
+      CompletableFuture<Boolean> listenerInterrupted = new CompletableFuture<>();
+      x.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          handingOff.countDown();
+          try {
+            boolean released = never.await(WAIT.toSeconds(), TimeUnit.SECONDS); // a hand-off that does not end
+            listenerInterrupted.complete(released); // false: never interrupted
+          } catch (InterruptedException e) {
+            listenerInterrupted.complete(true);
+          }
+        }
+      });
+      CompletableFuture<Boolean> flagAfterClose = new CompletableFuture<>();
+      Thread closer = new Thread(() -> {
+        x.close();
+        flagAfterClose.complete(Thread.currentThread().isInterrupted());
+      }, "closer");
+      closer.start();
+      assertTrue(handingOff.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the LEAVING change is handed off");
+      closer.interrupt(); // close() waits up to its minute for that hand-off
+
+      assertTrue(listenerInterrupted.get(WAIT.toSeconds() + 5, TimeUnit.SECONDS),
+          "the listener still handing off was interrupted, a second after the leave");
+      assertTrue(flagAfterClose.get(WAIT.toSeconds(), TimeUnit.SECONDS), "close() kept the interrupt");
+      assertTrue(x.channel().isClosed());
+    }
+  }
+
+  /**
    * A close() in a {@code finally} after a caught InterruptedException: the flag is set when it is
    * called. Before, every wait in close() gave up at once and the listeners got no LEAVING change.
    */

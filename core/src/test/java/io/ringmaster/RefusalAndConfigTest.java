@@ -1001,6 +1001,7 @@ class RefusalAndConfigTest {
     // No host before the colon: the hint asks for one ("[7950]" alone is refused, below).
     refused.put(":7800", prefix + "\":7800\" gives its port after a colon, which JGroups reads as part of the host"
         + " name; write host[7800]");
+    refused.put("db-1:x", prefix + "\"db-1:x\" must look like host[port] or host"); // no port to suggest
     refused.put("db-1[7950", prefix + "\"db-1[7950\" must look like host[port] or host");
     refused.put("[7950]", prefix + "\"[7950]\" must look like host[port] or host");
     refused.put("db-1]", prefix + "\"db-1]\" must look like host[port] or host");
@@ -1148,17 +1149,21 @@ class RefusalAndConfigTest {
   }
 
   /**
-   * A host of initial_hosts is loopback if it is localhost or a loopback literal; digits and dots
-   * that make no dotted quad are not (InetAddress would send them to the resolver, and the node's
-   * start would wait on DNS for a typo), nor is a name (never looked up).
+   * A host of initial_hosts is loopback if it is localhost or a loopback literal, in every IPv4 form
+   * the JDK (and so JGroups) reads without a lookup: 127.1 is 127.0.0.1, 127.1.2 is 127.1.0.2, and
+   * 2130706433 is 127.0.0.1. Digits and dots that make no address are not (InetAddress would send
+   * them to the resolver, and the node's start would wait on DNS for a typo), nor is a name (never
+   * looked up).
    */
   @Test
   void isLoopback_readsLiteralsOnly() {
-    for (String loopback : List.of("localhost", "LOCALHOST", "127.0.0.1", "127.255.3.4", "::1", "0:0:0:0:0:0:0:1")) {
+    for (String loopback : List.of("localhost", "LOCALHOST", "127.0.0.1", "127.255.3.4", "127.1", "127.1.2",
+        "127.16777215", "2130706433", "127.000.000.001", "::1", "0:0:0:0:0:0:0:1")) {
       assertTrue(Stacks.isLoopback(loopback), loopback);
     }
     for (String other : List.of("10.0.0.1", "128.0.0.1", "126.0.0.1", "127.0.0.256", "999.1.1.1", "1.2.3.4.5", "127",
-        "127.1.2", "::2", "1:2:3:4:5:6:7:8:9", "db-1", "127.0.0.1.example.com", "")) {
+        "127.16777216", "127.65536.1", "2147483648", "4294967296", "::2", "1:2:3:4:5:6:7:8:9", "db-1",
+        "127.0.0.1.example.com", "")) {
       assertFalse(Stacks.isLoopback(other), other);
     }
   }

@@ -610,7 +610,7 @@ final class KvService {
    * {@link Timeouts#readGrace} passed since {@code firstCopy} completed, whichever comes first.
    */
   private void awaitAnswers(List<CompletableFuture<Optional<Entry>>> calls, CompletableFuture<Long> firstCopy,
-                                   long deadline) throws InterruptedException {
+                            long deadline) throws InterruptedException {
     CompletableFuture<Void> all = CompletableFuture.allOf(calls.toArray(CompletableFuture<?>[]::new));
     try {
       CompletableFuture.anyOf(all, firstCopy).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
