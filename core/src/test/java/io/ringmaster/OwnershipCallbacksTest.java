@@ -949,11 +949,7 @@ class OwnershipCallbacksTest {
         }
       });
       CompletableFuture<Boolean> flagAfterClose = new CompletableFuture<>();
-      Thread closer = new Thread(() -> {
-        x.close();
-        flagAfterClose.complete(Thread.currentThread().isInterrupted());
-      }, "closer");
-      closer.start();
+      Thread closer = TestCluster.closeOnAThreadOfItsOwn(x, flagAfterClose);
       assertTrue(handingOff.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the LEAVING change is handed off");
       closer.interrupt(); // close() waits up to its minute for that hand-off
 

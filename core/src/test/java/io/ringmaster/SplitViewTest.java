@@ -296,11 +296,7 @@ class SplitViewTest {
         splitOff(x, a, b);
         assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
         CompletableFuture<Boolean> flagAfterClose = new CompletableFuture<>();
-        Thread closer = new Thread(() -> {
-          x.close();
-          flagAfterClose.complete(Thread.currentThread().isInterrupted());
-        }, "closer");
-        closer.start();
+        Thread closer = TestCluster.closeOnAThreadOfItsOwn(x, flagAfterClose);
         await("close() waits for the rejoin").atMost(WAIT).until(() -> x.rejoin.lock.hasQueuedThread(closer));
         closer.interrupt();
 

@@ -98,6 +98,19 @@ final class TestCluster implements AutoCloseable {
     return LocalCluster.discard(node);
   }
 
+  /**
+   * Starts a thread, "closer", that closes {@code node}; {@code flagAfterClose} gets whether that
+   * thread's interrupt flag was set when close() returned.
+   */
+  static Thread closeOnAThreadOfItsOwn(Ringmaster node, CompletableFuture<Boolean> flagAfterClose) {
+    Thread closer = new Thread(() -> {
+      node.close();
+      flagAfterClose.complete(Thread.currentThread().isInterrupted());
+    }, "closer");
+    closer.start();
+    return closer;
+  }
+
   /** The live threads of the node with this id. */
   static List<String> nodeThreads(String id) {
     return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
