@@ -26,9 +26,19 @@ public class LosesPortRace extends Protocol {
   private static final AtomicInteger RACES_TO_LOSE = new AtomicInteger();
   private static final List<JChannel> LOSERS = new CopyOnWriteArrayList<>();
   private static final AtomicInteger STACKS = new AtomicInteger();
+  private static volatile boolean interruptTheLoser;
 
   /** The next {@code n} server sockets bound by stacks with this protocol lose the race. */
   static void loseNext(int n) {
+    loseNext(n, false);
+  }
+
+  /**
+   * As {@link #loseNext(int)}; with {@code interrupt}, each race lost also interrupts the thread
+   * that lost it (the one starting the node), as if its caller gave up on the start just then.
+   */
+  static void loseNext(int n, boolean interrupt) {
+    interruptTheLoser = interrupt;
     RACES_TO_LOSE.set(n);
     LOSERS.clear();
     STACKS.set(0);
@@ -58,6 +68,9 @@ public class LosesPortRace extends Protocol {
             super.bind(endpoint, backlog);
             if (RACES_TO_LOSE.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
               LOSERS.add(channel);
+              if (interruptTheLoser) {
+                Thread.currentThread().interrupt();
+              }
               throw new BindException("Address already in use (listen failed: another process listened on "
                   + endpoint + " first)");
             }

@@ -68,6 +68,25 @@ class PortRaceTest {
   }
 
   @Test
+  void aStartInterruptedAsItsStackLosesTheRace_buildsNoNewStack_andFailsAsInterrupted_keepingTheFlag() {
+    try (TestCluster cluster = new TestCluster("port-race-interrupted")) {
+      LosesPortRace.loseNext(1, true);
+      RingmasterException e = assertThrows(RingmasterException.class,
+          () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml")));
+      boolean interrupted = Thread.interrupted(); // read and cleared before the cluster closes
+      assertTrue(interrupted, "start() gives the caller its interrupt back");
+      assertEquals(RingmasterException.Reason.INTERRUPTED, e.reason(), e.getMessage());
+      assertEquals(1, LosesPortRace.stacksBuilt(), "no new stack once the start is interrupted");
+      assertTrue(LosesPortRace.losers().get(0).isClosed(), "the stack that lost is closed");
+      Throwable stop = e.getCause();
+      assertTrue(stop instanceof InterruptedException, "the cause is the interrupt: " + stop);
+      assertEquals(1, stop.getSuppressed().length, "and the lost race rides along with it");
+      assertTrue(stop.getSuppressed()[0].getMessage().contains("No available port to bind to in range"),
+          stop.getSuppressed()[0].getMessage());
+    }
+  }
+
+  @Test
   void aBindAddressOfNoInterface_failsWithoutARetry_andNamesTheSetting() {
     try (TestCluster cluster = new TestCluster("port-race-address")) {
       LosesPortRace.loseNext(0);
