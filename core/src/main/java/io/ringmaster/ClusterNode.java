@@ -158,6 +158,11 @@ final class ClusterNode {
       return; // only a node's first ring reads them: kept now, one for a later view would stay for good
     }
     ringsBefore.arrived(viewId, viewCreator, before, source);
+    if (state.viewId() >= 0) {
+      // The first ring came in between, and the view thread may have forgotten the accounts before
+      // this one went in: nothing reads it now, and the next view would be the first to drop it.
+      ringsBefore.forget(viewId, true);
+    }
   }
 
   Snapshot state() {
