@@ -55,11 +55,10 @@ final class Json {
    * Applies a JSON config file to a builder; fails naming the file and the key, and then leaves the
    * builder as it was: every setting is tried on a builder of its own first.
    */
-  static Ringmaster.Builder readConfig(Path file, Ringmaster.Builder builder) {
+  static void readConfig(Path file, Ringmaster.Builder builder) {
     JsonNode root = read(file);
     applyAll(root, file, Ringmaster.builder());
     applyAll(root, file, builder);
-    return builder;
   }
 
   private static JsonNode read(Path file) {

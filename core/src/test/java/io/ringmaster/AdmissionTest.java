@@ -145,6 +145,27 @@ class AdmissionTest {
     assertTrue(admission.refusedNow().get(0).reason().startsWith("? ("), admission.refusedNow().toString());
   }
 
+  /**
+   * A member with other ring parameters is refused naming the member whose parameters the ring
+   * has: the first Ringmaster member of the view (not a plain JGroups member before it, nor a
+   * later member), by id and whole JGroups UUID.
+   */
+  @Test
+  void of_aMemberWithOtherParameters_isRefusedNamingTheFirstRingmasterMember() {
+    NodeMetadata a = meta("a", 1, 64, "");
+    Address plain = UUID.randomUUID();
+    Address first = a.newAddress();
+    Address second = meta("b", 1, 64, "").newAddress();
+    Address other = meta("c", 1, 128, "").newAddress();
+    View view = View.create(plain, 1, plain, first, second, other);
+    Admission admission = Admission.of(view, second, a, new HashSet<>(), HashRing.MAX_TOKENS);
+    assertEquals(List.of(first, second), List.copyOf(admission.addresses().values()));
+    assertEquals(List.of("c"), admission.refusedNow().stream().map(MembershipChange.Refusal::nodeId).toList());
+    String reason = admission.refusedNow().get(0).reason();
+    assertTrue(reason.contains("differ from the cluster's, those of its first member a ("
+        + ((UUID) first).toStringLong() + "): "), reason);
+  }
+
   @Test
   void of_aSecondMemberWithAnId_isRefusedAsIdHeld_andNewsOnlyOnce() {
     NodeMetadata a = meta("a", 1, 64, "");

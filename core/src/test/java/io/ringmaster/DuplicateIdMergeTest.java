@@ -43,6 +43,7 @@ class DuplicateIdMergeTest {
       f.node.addMembershipListener(new SerialDelivery<>("late", late::add, Runnable::run, f, () -> { }));
       assertEquals(1, late.size(), late.toString());
       assertEquals(-1, late.get(0).previousViewId());
+      assertFalse(late.get(0).isMerge(), "a late listener's first change is no merge: " + late.get(0));
       assertEquals(merged.members(), late.get(0).members());
       assertEquals(merged.refused(), late.get(0).refused(), "the refusal of an earlier view, still in force");
       // In its ring, "b" was itself; now it is the holder: that "b" joins, with a, and this one leaves.

@@ -610,6 +610,23 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * A config's toString, which an application may log, names the settings but never shows the
+   * secret: only whether one is set.
+   */
+  @Test
+  void configToString_namesTheSettings_butNeverTheSecret() {
+    String shown = Ringmaster.builder().nodeId("d").clusterName("orders")
+        .jgroupsConfig("ringmaster/jgroups/secure-tcp.xml").bindPort(7953).secret("s3cret-one").buildConfig()
+        .toString();
+    assertTrue(shown.startsWith("RingmasterConfig[clusterName=orders, nodeId=d, "), shown);
+    assertTrue(shown.contains(", bindPort=Optional[7953], "), shown);
+    assertTrue(shown.contains(", secret=Optional[***], "), shown);
+    assertFalse(shown.contains("s3cret"), shown);
+    String none = Ringmaster.builder().nodeId("e").buildConfig().toString();
+    assertTrue(none.contains(", secret=Optional.empty, "), none);
+  }
+
+  /**
    * The secret a node's stack is built with stays with that stack: the next stack built on the
    * same thread, whose node sets none, finds none (and its build fails, naming where a secret may
    * come from), rather than the last node's.
