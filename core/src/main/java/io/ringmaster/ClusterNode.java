@@ -555,7 +555,7 @@ final class ClusterNode {
    * heap, say) leaves no listener that missed it; and it is queued after, so that if the
    * listener's executor rejects it, the removal that follows finds the listener.
    */
-  Registration addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
+  void addOwnershipListener(SerialDelivery<OwnershipChange> delivery) {
     boolean launch = false;
     synchronized (publishLock) {
       if (left || closed) { // close() got here first: no change would ever come
@@ -578,7 +578,6 @@ final class ClusterNode {
     if (launch) {
       delivery.launchFirst();
     }
-    return delivery;
   }
 
   /** What adding a listener to a closed node throws: it would never be called. */
@@ -603,7 +602,7 @@ final class ClusterNode {
    * start() gets the first view: folding its changes in order gives the current members. Under the
    * publish lock, so that this comes before any later change.
    */
-  Registration addMembershipListener(SerialDelivery<MembershipChange> delivery) {
+  void addMembershipListener(SerialDelivery<MembershipChange> delivery) {
     boolean launch = false;
     synchronized (publishLock) {
       if (closed) { // close() got here first: no change would ever come
@@ -623,7 +622,6 @@ final class ClusterNode {
     if (launch) {
       delivery.launchFirst();
     }
-    return delivery;
   }
 
   void removeOwnershipListener(SerialDelivery<OwnershipChange> delivery) {

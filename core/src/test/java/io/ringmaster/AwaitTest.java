@@ -408,6 +408,27 @@ class AwaitTest {
     }
   }
 
+  /**
+   * The listener lag counts the membership listeners' callbacks too, not only the ownership ones:
+   * two membership changes queued behind an executor that has not run them yet are two pending
+   * callbacks, and none once it has.
+   */
+  @Test
+  void pendingCallbacks_ofMembershipListeners_areCountedToo() throws Exception {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    List<MembershipChange> seen = new CopyOnWriteArrayList<>();
+    try (FedNode a = new FedNode(FedNode.meta("a"))) {
+      a.node.addMembershipListener(new SerialDelivery<>("held members", seen::add, held::add, a, () -> { }));
+      a.view(1, a.self);
+      a.view(2, a.self, FedNode.meta("b").newAddress());
+      assertEquals(2, a.node.pendingCallbacks(), "two membership changes queued (FedNode's own listeners are idle)");
+      assertEquals(1, held.size(), "one delivery launched, for both");
+      held.remove(0).run();
+      assertEquals(2, seen.size());
+      assertEquals(0, a.node.pendingCallbacks());
+    }
+  }
+
   @Test
   void awaitListeners_waitsForASlowListener_saysFalseOnTimeout_andDoesNotWaitForItsCaller() throws Exception {
     try (TestCluster cluster = new TestCluster("await-listeners")) {

@@ -32,6 +32,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -40,6 +41,8 @@ import java.util.function.Function;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.stream.IntStream;
+import org.jgroups.Address;
+import org.jgroups.View;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.ViewHandler;
@@ -1367,6 +1370,233 @@ class OwnershipCallbacksTest {
       TestCluster.awaitAgreement(List.of(b, c), 2, WAIT);
       await().atMost(WAIT).until(() -> foldMembers(changes).equals(ids(b.members())));
       assertEquals(first.viewId(), changes.get(1).previousViewId(), "the next change follows the snapshot's view");
+    }
+  }
+
+  /**
+   * JGroups numbers a new cluster's first view 0 ({@code [a|0]}): a membership listener added to a
+   * node whose ring came from view 0 (a cluster of one, say) first gets the current members, as a
+   * listener added after any later view does, or its fold would start from nothing.
+   */
+  @Test
+  void membershipListener_addedWhileTheRingIsOfViewZero_firstGetsCurrentMembers() throws Exception {
+    try (FedNode a = new FedNode(FedNode.meta("a"))) {
+      a.view(0, a.self);
+      assertEquals(0, a.node.state().viewId(), "the ring of view 0 is published");
+      List<MembershipChange> late = new CopyOnWriteArrayList<>();
+      a.node.addMembershipListener(new SerialDelivery<>("late", late::add, Runnable::run, a, () -> { }));
+      assertEquals(1, late.size(), "the current members, at once: " + late);
+      assertEquals(-1, late.get(0).previousViewId());
+      assertEquals(0, late.get(0).viewId());
+      assertEquals(List.of("a"), ids(late.get(0).joined()), late.get(0).toString());
+    }
+  }
+
+  /**
+   * announceLeaving() (close() on the view thread) returns the time the LEAVING change was queued,
+   * from which close() counts leaveTimeout: taken during the call, before the launches that run the
+   * same-thread listeners' callbacks.
+   */
+  @Test
+  void announceLeaving_returnsWhenTheChangeWasQueued_beforeTheCallbacksItRuns() throws Exception {
+    try (FedNode a = new FedNode(FedNode.meta("a"))) {
+      a.view(1, a.self);
+      a.view(2, a.self, FedNode.meta("b").newAddress());
+      AtomicReference<Long> heardAt = new AtomicReference<>();
+      a.node.addOwnershipListener(new SerialDelivery<>("timer", change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          heardAt.set(System.nanoTime());
+        }
+      }, Runnable::run, a, () -> { }));
+      long before = System.nanoTime();
+      long queuedAt = a.node.announceLeaving();
+      assertEquals(OwnershipChange.Reason.LEAVING, a.lastOwnership().reason());
+      assertTrue(heardAt.get() != null, "the same-thread listener got the change in the call");
+      assertTrue(queuedAt - before >= 0, "queued during the call: " + queuedAt + " < " + before);
+      assertTrue(heardAt.get() - queuedAt >= 0,
+          "queued before the callback ran: " + queuedAt + " > " + heardAt.get());
+    }
+  }
+
+  /**
+   * The launches give their thread back an interrupt that a same-thread callback left on it (one
+   * meant for that listener), once the callbacks after it have run without it: here the launches
+   * of announceLeaving(), as close() calls it on the view thread.
+   */
+  @Test
+  void launches_giveTheThreadBackAnInterruptACallbackLeft_afterTheNextCallbackRanWithoutIt() throws Exception {
+    try (FedNode a = new FedNode(FedNode.meta("a"))) {
+      a.view(1, a.self);
+      a.view(2, a.self, FedNode.meta("b").newAddress());
+      a.node.addOwnershipListener(new SerialDelivery<>("interrupter", change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          Thread.currentThread().interrupt();
+        }
+      }, Runnable::run, a, () -> { }));
+      List<Boolean> nextInterrupted = new CopyOnWriteArrayList<>();
+      a.node.addOwnershipListener(new SerialDelivery<>("next", change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          nextInterrupted.add(Thread.currentThread().isInterrupted());
+        }
+      }, Runnable::run, a, () -> { }));
+      boolean kept;
+      try {
+        a.node.announceLeaving();
+      } finally {
+        kept = Thread.interrupted(); // and cleared: later tests run on this thread
+      }
+      assertEquals(List.of(false), nextInterrupted,
+          "the next listener's LEAVING callback started without the interrupt");
+      assertTrue(kept, "the thread has the interrupt back once the launches are done");
+    }
+  }
+
+  /**
+   * The node's pool's listeners are launched first: a same-thread listener's callback, run on the
+   * view thread in its launch, cannot hold them up, even one added before them that waits for them
+   * (a hand-off to a listener on the pool, say).
+   */
+  @Test
+  void launches_ofAView_startThePoolsListenersFirst_evenBeforeASameThreadOneAddedEarlier() throws Exception {
+    ExecutorService viewThread = Executors.newSingleThreadExecutor();
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    NodeMetadata meta = FedNode.meta("a");
+    ClusterNode node = new ClusterNode(meta, viewThread, Duration.ofSeconds(10), pool);
+    try {
+      Address self = meta.newAddress();
+      node.setLocalAddress(self);
+      CountDownLatch poolStarted = new CountDownLatch(1);
+      List<Boolean> poolStartedFirst = new CopyOnWriteArrayList<>();
+      node.addOwnershipListener(new SerialDelivery<>("same-thread", change -> {
+        try {
+          poolStartedFirst.add(poolStarted.await(WAIT.toSeconds(), TimeUnit.SECONDS));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }, Runnable::run, node, () -> { }));
+      node.addOwnershipListener(new SerialDelivery<>("pooled", change -> poolStarted.countDown(), pool, false, node,
+          () -> { }));
+      node.onView(View.create(self, 1, self));
+      viewThread.submit(() -> { }).get(2 * WAIT.toSeconds(), TimeUnit.SECONDS);
+      assertEquals(List.of(true), poolStartedFirst,
+          "the pool's listener had its callback before the same-thread one");
+    } finally {
+      node.close();
+      viewThread.shutdownNow();
+      pool.shutdownNow();
+    }
+  }
+
+  /**
+   * close() queues the LEAVING change itself when a same-thread listener holds the view thread,
+   * and hands the launches the view thread has yet to make to one task of the node's pool. A pool
+   * that refuses that task (shut down meanwhile) does not strand them: they are made on the
+   * closing thread, so the listeners after the one holding the view thread hear the view and then
+   * the node leave.
+   */
+  @Test
+  void leavingQueuedFromElsewhere_whenThePoolRefusesTheHandOver_launchesTheHeldUpListenersHere() throws Exception {
+    ExecutorService viewThread = Executors.newSingleThreadExecutor();
+    Executor refusing = task -> {
+      throw new RejectedExecutionException("the node's pool is shut down");
+    };
+    CountDownLatch holding = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    NodeMetadata meta = FedNode.meta("a");
+    ClusterNode node = new ClusterNode(meta, viewThread, Duration.ofSeconds(10), refusing);
+    try {
+      Address self = meta.newAddress();
+      node.setLocalAddress(self);
+      List<OwnershipChange.Reason> holderHeard = new CopyOnWriteArrayList<>();
+      node.addOwnershipListener(new SerialDelivery<>("holder", change -> {
+        holderHeard.add(change.reason());
+        if (change.viewId() == 2 && change.reason() == OwnershipChange.Reason.VIEW) {
+          holding.countDown();
+          awaitQuietly(release); // a long hand-off, on the view thread
+        }
+      }, Runnable::run, node, () -> { }));
+      Thread closing = Thread.currentThread();
+      List<String> heldUpHeard = new CopyOnWriteArrayList<>();
+      node.addOwnershipListener(new SerialDelivery<>("held up", change -> heldUpHeard.add(change.reason() + " "
+          + change.viewId() + (Thread.currentThread() == closing ? " on the closing thread" : "")),
+          Runnable::run, node, () -> { }));
+      node.onView(View.create(self, 1, self));
+      node.onView(View.create(self, 2, self, FedNode.meta("b").newAddress()));
+      assertTrue(holding.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the holder's callback of view 2 started");
+      assertTrue(node.announceLeavingFromElsewhere(), "queued by the closing thread");
+      assertEquals(List.of("VIEW 1", "VIEW 2 on the closing thread", "LEAVING 2 on the closing thread"), heldUpHeard,
+          "the held-up listener heard view 2 and the leave on the closing thread, the view thread still held");
+      release.countDown();
+      await().atMost(WAIT).until(() -> holderHeard.contains(OwnershipChange.Reason.LEAVING));
+      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING),
+          holderHeard, "the holder gets the change once its callback returns");
+    } finally {
+      release.countDown();
+      node.close();
+      viewThread.shutdownNow();
+    }
+  }
+
+  /**
+   * When the LEAVING change that close() queues itself (the view thread held) is the
+   * {@link SerialDelivery#LAG_WARNING}th callback queued behind a busy listener's running one, that
+   * call logs the listener's "falls behind" WARNING, as a view's launches would: it launches the
+   * busy listener for the warning alone.
+   */
+  @Test
+  void leavingQueuedFromElsewhere_toAListenerItPutsBehind_logsItsLagWarning() throws Exception {
+    ExecutorService slow = Executors.newSingleThreadExecutor();
+    CountDownLatch release = new CountDownLatch(1);
+    try (FedNode a = new FedNode(FedNode.meta("a"));
+         NodeLog log = new NodeLog(r -> r.getMessage().contains("falls behind"))) {
+      a.view(1, a.self);
+      List<OwnershipChange> heard = new CopyOnWriteArrayList<>();
+      SerialDelivery<OwnershipChange> lagging = new SerialDelivery<>("lagging", change -> {
+        heard.add(change);
+        awaitQuietly(release);
+      }, slow, a, () -> { });
+      a.node.addOwnershipListener(lagging);
+      await("its first callback, running").atMost(WAIT).until(() -> heard.size() == 1);
+      Address b = FedNode.meta("b").newAddress();
+      Address c = FedNode.meta("c").newAddress();
+      for (int i = 0; i < SerialDelivery.LAG_WARNING - 1; i++) { // each an ownership change: a owns all, then 2/3
+        if (i % 2 == 0) {
+          a.view(2 + i, a.self, b, c);
+        } else {
+          a.view(2 + i, a.self);
+        }
+      }
+      assertEquals(SerialDelivery.LAG_WARNING, lagging.pending(), "one running, one short of the warning queued");
+      assertEquals(List.of(), log.messages(), "not behind yet");
+      assertTrue(a.node.announceLeavingFromElsewhere(), "queued by the closing thread");
+      assertEquals(1, log.records().size(), log.messages().toString());
+      assertTrue(log.messages().get(0).startsWith("lagging falls behind: " + SerialDelivery.LAG_WARNING),
+          log.messages().toString());
+      release.countDown();
+      await().atMost(WAIT).until(() -> heard.size() == SerialDelivery.LAG_WARNING + 1);
+      assertEquals(OwnershipChange.Reason.LEAVING, heard.get(SerialDelivery.LAG_WARNING).reason());
+    } finally {
+      release.countDown();
+      slow.shutdownNow();
+    }
+  }
+
+  /**
+   * close()'s WARNING names each listener still busy, with how many callbacks it has left (in words
+   * that agree with the number), and no idle one.
+   */
+  @Test
+  void busyListeners_nameEachBusyListenerWithItsCallbacksLeft_andNoIdleOne() throws Exception {
+    List<Runnable> held = new CopyOnWriteArrayList<>();
+    try (FedNode a = new FedNode(FedNode.meta("a"))) {
+      a.node.addOwnershipListener(new SerialDelivery<>("two behind", change -> { }, held::add, a, () -> { }));
+      a.view(1, a.self);
+      a.view(2, a.self, FedNode.meta("b").newAddress());
+      a.node.addOwnershipListener(new SerialDelivery<>("one behind", change -> { }, held::add, a, () -> { }));
+      assertEquals(List.of("two behind (2 callbacks left)", "one behind (1 callback left)"),
+          a.node.busyListeners(null, List.of()), "FedNode's own listeners, on the view thread, are idle");
+      held.forEach(Runnable::run);
+      assertEquals(List.of(), a.node.busyListeners(null, List.of()));
     }
   }
 
