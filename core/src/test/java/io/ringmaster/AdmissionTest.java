@@ -182,4 +182,33 @@ class AdmissionTest {
     assertEquals(1, again.refusedNow().size(), "still refused");
     assertNull(Admission.of(view, first, a, new HashSet<>(), HashRing.MAX_TOKENS).own());
   }
+
+  /**
+   * A node reports a refusal once while it lasts, and again once the refused member left and came
+   * back refused (a partition that healed: the same address): its membership listeners hear it,
+   * and stats' refusal count grows, each time. What it reported before a view is what that view's
+   * admission says, not what earlier views said: a member that left is forgotten.
+   */
+  @Test
+  void aNode_reportsARefusalAgain_afterTheRefusedMemberLeftAndCameBack() throws Exception {
+    try (FedNode n = new FedNode(FedNode.meta("a"))) {
+      Address b = FedNode.meta("b").newAddress();
+      Address twin = FedNode.meta("b").newAddress(); // b's id, after b in view order: refused
+      n.view(1, n.self);
+      n.view(2, n.self, b, twin);
+      assertEquals(List.of("b"), n.lastMembership().refused().stream().map(MembershipChange.Refusal::nodeId).toList(),
+          "the twin's refusal, reported in view 2");
+      n.view(3, n.self, b, twin);
+      assertEquals(2, n.lastMembership().viewId(), "view 3 refuses the twin again: no news");
+      n.view(4, n.self, b); // the twin is cut off
+      assertEquals(2, n.lastMembership().viewId(), "the twin, never in the ring, leaves it unchanged");
+      n.view(5, n.self, b, twin); // and back, at the same address
+
+      MembershipChange back = n.lastMembership();
+      assertEquals(5, back.viewId(), "the twin's return is heard");
+      assertEquals(List.of("b"), back.refused().stream().map(MembershipChange.Refusal::nodeId).toList(),
+          "refused again: news again");
+      assertEquals(2, n.node.refusals.get(), "two refusals reported");
+    }
+  }
 }

@@ -22,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -1615,5 +1616,33 @@ class OwnershipCallbacksTest {
 
   private static <T> T last(List<T> list) {
     return list.get(list.size() - 1);
+  }
+
+  /**
+   * A node with many more membership listeners than ownership listeners (ten and one) installs its
+   * views and tells every listener: the room made for the callbacks of a view counts the listeners
+   * of both kinds.
+   */
+  @Test
+  void manyMembershipListeners_andOneOwnershipListener_allHearEachView() throws Exception {
+    try (FedNode n = new FedNode(FedNode.meta("a"))) { // one listener of each kind
+      List<List<MembershipChange>> heard = new ArrayList<>();
+      for (int i = 0; i < 9; i++) {
+        List<MembershipChange> one = new CopyOnWriteArrayList<>();
+        heard.add(one);
+        n.node.addMembershipListener(new SerialDelivery<>("members-" + i, one::add, Runnable::run, this, () -> { }));
+      }
+      Address b = FedNode.meta("b").newAddress();
+      n.view(1, n.self);
+      n.view(2, n.self, b);
+
+      assertEquals(2, n.node.state().viewId(), "view 2 installed");
+      assertEquals(OptionalLong.empty(), n.node.failedViewId());
+      assertEquals(List.of(1L, 2L), n.memberships.stream().map(MembershipChange::viewId).toList());
+      assertEquals(List.of(1L, 2L), n.ownership.stream().map(OwnershipChange::viewId).toList());
+      for (int i = 0; i < 9; i++) {
+        assertEquals(List.of(1L, 2L), heard.get(i).stream().map(MembershipChange::viewId).toList(), "members-" + i);
+      }
+    }
   }
 }

@@ -64,6 +64,26 @@ class RingBeforeJoinTest {
   }
 
   /**
+   * A node whose first view is view 0 (it found no cluster and founded one: JGroups numbers a
+   * founder's first view 0) forgets every account that came before it, those for later views too
+   * (from a cluster whose view it was in before its join gave up, say): it has its ring, and none
+   * will be read. Only a node with no ring keeps the accounts of later views.
+   */
+  @Test
+  void founder_firstViewZero_forgetsEveryAccount_thoseOfLaterViewsToo() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      node.node.ringBeforeArrived(3, (UUID) a, List.of(A.member()), a); // its join into a's view 3 gave up
+      assertEquals(1, node.node.ringsBeforeKept(), "kept while the node has no ring");
+      node.install(View.create(b, 0, b)); // alone, its own cluster
+      assertEquals(0, node.node.state().viewId(), "view 0 installed");
+      assertTrue(node.node.state().localInRing(), "with b in its ring");
+      assertEquals(0, node.node.ringsBeforeKept(), "the first ring is installed: the account for view 3 is dropped");
+    }
+  }
+
+  /**
    * Accounts from an address outside the view and from this node's own address are not taken, and
    * each is logged at WARNING naming the address it came from and the view; a member's account counts.
    */
@@ -340,6 +360,10 @@ class RingBeforeJoinTest {
     }
   }
 
+  /**
+   * A view queued before a rejoin (it lists the old address only) is skipped, said at DEBUG, and
+   * tells the listeners nothing; the rejoin's first view compares with the last ring installed.
+   */
   @Test
   void rejoin_viewQueuedUnderTheOldAddress_isSkipped_andTheNewFirstViewComparesWithTheLastRing() throws Exception {
     Address a = A.newAddress();
@@ -351,7 +375,13 @@ class RingBeforeJoinTest {
       int changes = node.ownership.size();
       Address rejoined = B.newAddress(); // what the address generator does when the channel connects again
       node.node.setLocalAddress(rejoined);
-      node.install(View.create(a, 6, a, b, c)); // queued before the rejoin: lists the old address only
+      View stale = View.create(a, 6, a, b, c); // queued before the rejoin: lists the old address only
+      try (NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains("rejoined"))) {
+        node.install(stale);
+        assertEquals(List.of("b: view " + stale.getViewId() + " is from before this node rejoined; skipped"),
+            log.messages(), "the skip is said, at DEBUG");
+        assertEquals(List.of(Level.FINE), log.levels());
+      }
       assertEquals(5, node.node.state().viewId(), "the stale view is not installed");
       assertEquals(changes, node.ownership.size(), "and tells the listeners nothing (it would say b lost all)");
       node.install(View.create(a, 7, a, c, rejoined));

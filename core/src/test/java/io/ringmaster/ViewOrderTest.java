@@ -9,9 +9,11 @@ import io.ringmaster.testing.OwnershipFold;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
 import org.jgroups.Address;
 import org.jgroups.View;
 import org.junit.jupiter.api.Test;
@@ -119,8 +121,8 @@ class ViewOrderTest {
 
   /**
    * stats().ringBuilds() counts the rings published, and lastChange() moves with what listeners
-   * are told: a view with the members of the ring before it builds nothing new, and a view handled
-   * after the node closed (its ring built, then dropped) counts neither.
+   * are told: a view with the members of the ring before it builds nothing new and moves nothing,
+   * and a view handled after the node closed (its ring built, then dropped) counts neither.
    */
   @Test
   void ringBuildsAndLastChange_countWhatWasPublishedAndTold() throws Exception {
@@ -133,13 +135,15 @@ class ViewOrderTest {
       assertEquals(2, n.node.ringBuilds.get());
       long changed = n.node.lastChangeMillis.get();
       assertTrue(changed > 0);
+      n.node.lastChangeMillis.set(1); // a mark no clock reading equals: a view that sets it again shows
       n.view(3, n.self, b); // the same members: the same ring
       assertEquals(2, n.node.ringBuilds.get());
       assertEquals(3, n.node.state().viewId());
+      assertEquals(1, n.node.lastChangeMillis.get(), "view 3 told the listeners nothing: lastChange stays");
       n.node.close();
       n.view(4, n.self, b, c); // built, but dropped: the node is closed
       assertEquals(2, n.node.ringBuilds.get(), "a ring never published");
-      assertEquals(changed, n.node.lastChangeMillis.get(), "nothing told");
+      assertEquals(1, n.node.lastChangeMillis.get(), "nothing told");
     }
   }
 
@@ -330,6 +334,95 @@ class ViewOrderTest {
       assertEquals(2, n.node.state().viewId(), "another member, another sequence of views");
       assertTrue(n.node.state().ring().contains("d"));
       assertFalse(n.node.state().ring().contains("b"));
+    }
+  }
+
+  /**
+   * A view that fails to install on a running node is an ERROR once, "view ... could not be
+   * installed on a", saying that it is tried again (docs/operations.md tells operators to watch for
+   * that ERROR); a retry that fails again is a WARNING naming the failure, not another ERROR.
+   */
+  @Test
+  void aViewThatFailsAgain_isAnErrorOnce_thenAWarningForTheRetry() throws Exception {
+    try (FedNode n = new FedNode(meta("a"));
+         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains("could not be installed"))) {
+      Address b = meta("b").newAddress();
+      n.view(1, n.self);
+      n.node.beforeBuild = v -> {
+        if (v.getViewId().getId() == 2) {
+          throw new OutOfMemoryError("a ring too large for this heap (a test)");
+        }
+      };
+      View two = View.create(n.self, 2, n.self, b);
+      n.install(two);
+      n.node.retryFailedView(); // the first retry comes at once, and fails again
+      n.installed();
+
+      assertEquals(OptionalLong.of(2), n.node.failedViewId(), "still to be tried again");
+      assertEquals(List.of(Level.SEVERE, Level.WARNING), log.levels(), "an ERROR, then a WARNING: " + log.messages());
+      assertEquals("view " + two.getViewId() + " could not be installed on a; it is tried again (at once, then"
+          + " after 1 s and twice as long each time, up to a minute) until it or a later view is installed;"
+          + " failures of those tries are logged at WARNING", log.messages().get(0));
+      assertEquals("a ring too large for this heap (a test)", log.records().get(0).getThrown().getMessage(),
+          "the ERROR carries the failure");
+      assertEquals("view " + two.getViewId() + " could not be installed on a again: java.lang.OutOfMemoryError: a ring"
+          + " too large for this heap (a test)", log.messages().get(1));
+    }
+  }
+
+  /**
+   * A failure after a view's ring is published (here the message that tells a newcomer the ring
+   * before the view throws) is an ERROR saying that the view was installed and what follows it
+   * failed: the ring stays published, the listeners hear it, and the view is not tried again.
+   */
+  @Test
+  void aFailureAfterTheRingIsPublished_isAnErrorSayingTheViewWasInstalled_andNothingIsTriedAgain()
+      throws Exception {
+    try (FedNode n = new FedNode(meta("a"));
+         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).startsWith("view "))) {
+      Address b = meta("b").newAddress();
+      n.view(1, n.self);
+      n.node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
+        throw new IllegalStateException("telling the newcomer failed (a test)");
+      });
+      View two = View.create(n.self, 2, n.self, b); // b is new: a, an old member, tells it the ring before
+      n.install(two);
+
+      assertEquals(2, n.node.state().viewId(), "the ring of view 2 is published");
+      assertEquals(2, n.lastOwnership().viewId(), "and its listeners hear it");
+      assertEquals(OptionalLong.empty(), n.node.failedViewId(), "nothing to try again");
+      assertEquals(List.of("view " + two.getViewId() + " was installed on a, but what follows it failed"),
+          log.messages());
+      assertEquals(List.of(Level.SEVERE), log.levels());
+      assertEquals("telling the newcomer failed (a test)", log.records().get(0).getThrown().getMessage());
+    }
+  }
+
+  /**
+   * Once the view thread is shut down (the node closing), a view that arrives, and the retry of a
+   * view that failed, are dropped without an exception on the JGroups or gossip thread, each said
+   * at DEBUG with its view id.
+   */
+  @Test
+  void aViewOrARetry_afterTheViewThreadStopped_isDroppedAtDebug() throws Exception {
+    try (FedNode n = new FedNode(meta("a"));
+         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains("closing"))) {
+      Address b = meta("b").newAddress();
+      n.view(1, n.self);
+      n.node.beforeBuild = v -> {
+        throw new IllegalStateException("view 2 fails (a test)");
+      };
+      n.view(2, n.self, b);
+      n.viewThread.shutdown();
+      assertTrue(n.viewThread.awaitTermination(10, TimeUnit.SECONDS), "the view thread stopped");
+
+      n.node.onView(View.create(n.self, 3, n.self, b));
+      n.node.retryFailedView();
+
+      assertEquals(List.of("view " + View.create(n.self, 3, n.self, b).getViewId() + " arrived while closing",
+          "view " + View.create(n.self, 2, n.self, b).getViewId() + " not tried again: closing"), log.messages());
+      assertEquals(List.of(Level.FINE, Level.FINE), log.levels(), "at DEBUG");
+      assertEquals(1, n.node.state().viewId());
     }
   }
 }
