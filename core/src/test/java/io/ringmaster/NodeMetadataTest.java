@@ -37,13 +37,13 @@ class NodeMetadataTest {
     }
   }
 
-  /** One past each edge: no virtual node, no replica, a virtual node or a token too many. */
+  /** One past each edge, each alone: no virtual node, no replica, a virtual node or a token too many. */
   @Test
   void from_leavesOutMetadataOnePastEachEdge() {
     for (NodeMetadata m : new NodeMetadata[] {
         meta(1, 0, 2),
         meta(1, 1, 0),
-        meta(1, HashRing.MAX_TOKENS_PER_MEMBER + 1, 2),
+        meta(0.5, HashRing.MAX_TOKENS_PER_MEMBER + 1, 2), // 2^23 + 1 tokens: the virtual nodes alone are too many
         meta(2.0 + 2.0 / HashRing.MAX_TOKENS_PER_MEMBER, HashRing.MAX_TOKENS_PER_MEMBER / 2, 2)}) {
       assertEquals(Optional.empty(), readBack(m), m.toString());
     }

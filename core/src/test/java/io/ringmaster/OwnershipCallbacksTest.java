@@ -1601,27 +1601,10 @@ class OwnershipCallbacksTest {
     }
   }
 
-  private static List<String> foldMembers(List<MembershipChange> changes) {
-    TreeSet<String> members = new TreeSet<>();
-    for (MembershipChange c : changes) {
-      c.left().forEach(m -> members.remove(m.id())); // first: a member replaced in one view is in both
-      c.joined().forEach(m -> members.add(m.id()));
-    }
-    return List.copyOf(members);
-  }
-
-  private static List<String> ids(List<Member> members) {
-    return members.stream().map(Member::id).sorted().toList();
-  }
-
-  private static <T> T last(List<T> list) {
-    return list.get(list.size() - 1);
-  }
-
   /**
    * A node with many more membership listeners than ownership listeners (ten and one) installs its
-   * views and tells every listener: the room made for the callbacks of a view counts the listeners
-   * of both kinds.
+   * views and tells every listener: the room made for a view's launches, sized from the listeners
+   * of both kinds before the ring is published, never comes out negative and fails the view.
    */
   @Test
   void manyMembershipListeners_andOneOwnershipListener_allHearEachView() throws Exception {
@@ -1644,5 +1627,22 @@ class OwnershipCallbacksTest {
         assertEquals(List.of(1L, 2L), heard.get(i).stream().map(MembershipChange::viewId).toList(), "members-" + i);
       }
     }
+  }
+
+  private static List<String> foldMembers(List<MembershipChange> changes) {
+    TreeSet<String> members = new TreeSet<>();
+    for (MembershipChange c : changes) {
+      c.left().forEach(m -> members.remove(m.id())); // first: a member replaced in one view is in both
+      c.joined().forEach(m -> members.add(m.id()));
+    }
+    return List.copyOf(members);
+  }
+
+  private static List<String> ids(List<Member> members) {
+    return members.stream().map(Member::id).sorted().toList();
+  }
+
+  private static <T> T last(List<T> list) {
+    return list.get(list.size() - 1);
   }
 }

@@ -71,9 +71,13 @@ class PortRaceTest {
   void aStartInterruptedAsItsStackLosesTheRace_buildsNoNewStack_andFailsAsInterrupted_keepingTheFlag() {
     try (TestCluster cluster = new TestCluster("port-race-interrupted")) {
       LosesPortRace.loseNext(1, true);
-      RingmasterException e = assertThrows(RingmasterException.class,
-          () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml")));
-      boolean interrupted = Thread.interrupted(); // read and cleared before the cluster closes
+      RingmasterException e;
+      boolean interrupted;
+      try {
+        e = assertThrows(RingmasterException.class, () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml")));
+      } finally {
+        interrupted = Thread.interrupted(); // read, and cleared before the cluster closes, whatever happened
+      }
       assertTrue(interrupted, "start() gives the caller its interrupt back");
       assertEquals(RingmasterException.Reason.INTERRUPTED, e.reason(), e.getMessage());
       assertEquals(1, LosesPortRace.stacksBuilt(), "no new stack once the start is interrupted");

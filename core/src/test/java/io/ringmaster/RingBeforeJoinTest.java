@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import org.jgroups.Address;
@@ -44,6 +45,38 @@ class RingBeforeJoinTest {
       HashRing before = ring(A);
       assertEquals(before.checksum(), first.previousRing().checksum());
       TestCluster.assertGainsFrom(before, 2, first);
+    }
+  }
+
+  /**
+   * An account that goes in just after the view thread published the first ring and forgot the
+   * accounts (between ringBeforeArrived's check that the node has no ring and the hand-over) is
+   * dropped at once, not kept until the next view. The window is opened without a seam: the view's
+   * creator is a UUID whose bits, read to key the account after that check, first install view 0.
+   */
+  @Test
+  void anAccountGoingInJustAfterTheFirstRingForgotTheOthers_isDroppedAtOnce() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
+      AtomicBoolean once = new AtomicBoolean();
+      UUID creator = new UUID(((UUID) a).getMostSignificantBits(), ((UUID) a).getLeastSignificantBits()) {
+        @Override
+        public long getMostSignificantBits() {
+          if (once.compareAndSet(false, true)) { // keying the account, after the first check
+            try {
+              node.install(View.create(b, 0, b)); // the first ring is published, the accounts forgotten
+            } catch (Exception e) {
+              throw new IllegalStateException(e);
+            }
+          }
+          return super.getMostSignificantBits();
+        }
+      };
+      node.node.ringBeforeArrived(3, creator, List.of(A.member()), a);
+      assertTrue(once.get(), "the first ring came in between the check and the hand-over");
+      assertEquals(0, node.node.state().viewId());
+      assertEquals(0, node.node.ringsBeforeKept(), "the account that went in after the forget is dropped at once");
     }
   }
 
@@ -376,7 +409,8 @@ class RingBeforeJoinTest {
       Address rejoined = B.newAddress(); // what the address generator does when the channel connects again
       node.node.setLocalAddress(rejoined);
       View stale = View.create(a, 6, a, b, c); // queued before the rejoin: lists the old address only
-      try (NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains("rejoined"))) {
+      try (NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage())
+          .contains("is from before this node rejoined"))) {
         node.install(stale);
         assertEquals(List.of("b: view " + stale.getViewId() + " is from before this node rejoined; skipped"),
             log.messages(), "the skip is said, at DEBUG");

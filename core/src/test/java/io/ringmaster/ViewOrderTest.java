@@ -379,7 +379,7 @@ class ViewOrderTest {
   void aFailureAfterTheRingIsPublished_isAnErrorSayingTheViewWasInstalled_andNothingIsTriedAgain()
       throws Exception {
     try (FedNode n = new FedNode(meta("a"));
-         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).startsWith("view "))) {
+         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains(" was installed on "))) {
       Address b = meta("b").newAddress();
       n.view(1, n.self);
       n.node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
@@ -406,7 +406,8 @@ class ViewOrderTest {
   @Test
   void aViewOrARetry_afterTheViewThreadStopped_isDroppedAtDebug() throws Exception {
     try (FedNode n = new FedNode(meta("a"));
-         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains("closing"))) {
+         NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).startsWith("view {0} ")
+             && String.valueOf(r.getMessage()).contains("closing"))) {
       Address b = meta("b").newAddress();
       n.view(1, n.self);
       n.node.beforeBuild = v -> {
