@@ -2,10 +2,18 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.sun.net.httpserver.Headers;
+import com.sun.net.httpserver.HttpContext;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpPrincipal;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -21,7 +29,10 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -75,6 +86,170 @@ class EventLogTest {
     assertEquals(101, keys(after100.get(0)));
     List<String[]> after150 = events(epoch + 150, 1);
     assertEquals(151, keys(after150.get(0)));
+
+    // This process's epoch but no number it can read: all the buffered ones, and no gap, since
+    // nothing says which were missed.
+    for (String unreadable : List.of(epoch + "x", epoch + "99999999999999999999")) {
+      assertEquals(101, keys(events(unreadable, 1).get(0)), "the oldest buffered one first, after " + unreadable);
+    }
+  }
+
+  /**
+   * A browser reconnecting that had seen the newest event is sent none of the buffered ones again:
+   * only what is published after it reconnected.
+   */
+  @Test
+  void reconnect_namingTheNewestEvent_getsOnlyLaterOnes() throws Exception {
+    for (int i = 1; i <= 3; i++) {
+      log.publish(Events.sweep(i, List.of()));
+    }
+    try (Stream<String> first = open(null).body()) {
+      String newest = read(first.iterator(), 3).get(2)[0];
+      try (Stream<String> again = open(newest).body()) {
+        assertEquals(2, log.subscribers(), "both streams subscribed (the headers came after the place)");
+        log.publish(Events.sweep(4, List.of()));
+        assertEquals(4, keys(read(again.iterator(), 1).get(0)), "the 4th first: none of the 3 seen again");
+      }
+    }
+  }
+
+  /**
+   * An idle stream gets a heartbeat comment every {@link EventLog#HEARTBEAT}, not a flood: between
+   * the first heartbeat and an event published as soon as it arrived, at most a few more.
+   */
+  @Test
+  void anIdleStream_getsAHeartbeat_notAFloodOfThem() throws Exception {
+    try (Stream<String> lines = open(null).body()) {
+      Iterator<String> it = lines.iterator();
+      assertEquals(": connected", it.next(), "the first line");
+      String line = it.next();
+      while (line.isEmpty()) {
+        line = it.next();
+      }
+      assertEquals(": heartbeat", line, "an idle stream's next line");
+      log.publish(Events.sweep(1, List.of()));
+      int heartbeats = 0;
+      for (line = it.next(); !line.startsWith("data: "); line = it.next()) {
+        heartbeats += line.equals(": heartbeat") ? 1 : 0;
+      }
+      assertTrue(heartbeats <= 2, heartbeats + " more heartbeats before an event published after the first");
+    }
+  }
+
+  /** Closing the log (the peer stops) ends every open stream, so that the browser sees it end. */
+  @Test
+  void close_endsEveryOpenStream() throws Exception {
+    try (Stream<String> lines = open(null).body()) {
+      Iterator<String> it = lines.iterator();
+      assertEquals(": connected", it.next(), "the first line");
+      Future<?> drained = threads.submit(() -> {
+        while (it.hasNext()) {
+          it.next();
+        }
+      });
+      log.close();
+      await("the stream ended").atMost(Duration.ofSeconds(20)).until(drained::isDone);
+      assertEquals(0, log.subscribers(), "no subscriber left");
+    }
+  }
+
+  /**
+   * A stream whose reply cannot start (the browser left before the headers went out) gives its
+   * place among the {@value EventLog#MAX_SUBSCRIBERS} back at once: no writer runs to free it.
+   */
+  @Test
+  void aStreamWhoseHeadersCannotBeSent_givesItsPlaceBack() {
+    IOException e = assertThrows(IOException.class, () -> log.subscribe(new LeftExchange()));
+    assertEquals("Broken pipe", e.getMessage(), "the failure, passed on");
+    assertEquals(0, log.subscribers(), "no place kept");
+  }
+
+  /** A GET /events whose client left before the reply's headers could be sent. */
+  private static final class LeftExchange extends HttpExchange {
+    private final Headers request = new Headers();
+    private final Headers response = new Headers();
+
+    @Override
+    public Headers getRequestHeaders() {
+      return request;
+    }
+
+    @Override
+    public Headers getResponseHeaders() {
+      return response;
+    }
+
+    @Override
+    public URI getRequestURI() {
+      return URI.create("/events");
+    }
+
+    @Override
+    public String getRequestMethod() {
+      return "GET";
+    }
+
+    @Override
+    public HttpContext getHttpContext() {
+      return null;
+    }
+
+    @Override
+    public void close() {
+    }
+
+    @Override
+    public InputStream getRequestBody() {
+      return InputStream.nullInputStream();
+    }
+
+    @Override
+    public OutputStream getResponseBody() {
+      return OutputStream.nullOutputStream();
+    }
+
+    @Override
+    public void sendResponseHeaders(int code, long length) throws IOException {
+      throw new IOException("Broken pipe");
+    }
+
+    @Override
+    public InetSocketAddress getRemoteAddress() {
+      return new InetSocketAddress(InetAddress.getLoopbackAddress(), 1);
+    }
+
+    @Override
+    public int getResponseCode() {
+      return -1;
+    }
+
+    @Override
+    public InetSocketAddress getLocalAddress() {
+      return new InetSocketAddress(InetAddress.getLoopbackAddress(), 2);
+    }
+
+    @Override
+    public String getProtocol() {
+      return "HTTP/1.1";
+    }
+
+    @Override
+    public Object getAttribute(String name) {
+      return null;
+    }
+
+    @Override
+    public void setAttribute(String name, Object value) {
+    }
+
+    @Override
+    public void setStreams(InputStream i, OutputStream o) {
+    }
+
+    @Override
+    public HttpPrincipal getPrincipal() {
+      return null;
+    }
   }
 
   /**
@@ -84,6 +259,12 @@ class EventLogTest {
    */
   @Test
   void aSubscriberThatStopsReading_isDropped_onceItFallsAQueueBehind() throws Exception {
+    List<LogRecord> logged = Logged.by(EventLog.class, this::fallBehind);
+    assertEquals(1, Logged.messages(logged, Level.INFO).stream()
+        .filter(m -> m.startsWith("dropping an /events subscriber that fell ")).count(), "said once, at INFO: " + logged);
+  }
+
+  private void fallBehind() throws Exception {
     try (Socket reader = new Socket()) {
       reader.setReceiveBufferSize(4096); // before connecting: a small window, so the server's writes block soon
       reader.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getAddress().getPort()));
@@ -106,6 +287,13 @@ class EventLogTest {
 
   /** The first {@code count} events (id and data) a new stream sends. */
   private List<String[]> events(String lastEventId, int count) throws Exception {
+    try (Stream<String> lines = open(lastEventId).body()) {
+      return read(lines.iterator(), count);
+    }
+  }
+
+  /** A new stream, naming {@code lastEventId} (none if null), checked to be one: the caller closes its body. */
+  private HttpResponse<Stream<String>> open(String lastEventId) throws Exception {
     HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
         + server.getAddress().getPort() + "/events")).GET();
@@ -113,18 +301,28 @@ class EventLogTest {
       request.header("Last-Event-ID", lastEventId);
     }
     HttpResponse<Stream<String>> stream = client.send(request.build(), HttpResponse.BodyHandlers.ofLines());
-    List<String[]> out = new ArrayList<>();
-    try (Stream<String> lines = stream.body()) {
+    try {
       assertEquals(200, stream.statusCode());
-      Iterator<String> it = lines.iterator();
-      String id = null;
-      while (out.size() < count && it.hasNext()) {
-        String line = it.next();
-        if (line.startsWith("id: ")) {
-          id = line.substring(4);
-        } else if (line.startsWith("data: ")) {
-          out.add(new String[] {id, line.substring(6)});
-        }
+      assertEquals("text/event-stream; charset=utf-8", stream.headers().firstValue("Content-Type").orElse(""),
+          "an event stream");
+      assertEquals("no-cache", stream.headers().firstValue("Cache-Control").orElse(""), "never cached");
+    } catch (AssertionError e) {
+      stream.body().close();
+      throw e;
+    }
+    return stream;
+  }
+
+  /** The next {@code count} events (id and data) from {@code it}, fewer if the stream ends. */
+  private static List<String[]> read(Iterator<String> it, int count) {
+    List<String[]> out = new ArrayList<>();
+    String id = null;
+    while (out.size() < count && it.hasNext()) {
+      String line = it.next();
+      if (line.startsWith("id: ")) {
+        id = line.substring(4);
+      } else if (line.startsWith("data: ")) {
+        out.add(new String[] {id, line.substring(6)});
       }
     }
     return out;

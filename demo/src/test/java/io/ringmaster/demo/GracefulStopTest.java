@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -22,6 +23,24 @@ import org.junit.jupiter.api.Timeout;
 /** SIGTERM is a graceful leave: with a single copy of each key, the leaver must hand every key off. */
 class GracefulStopTest extends WithPeerCluster {
   static final int KEYS = 3_000;
+
+  /**
+   * The peer's log manager holds the handlers for a leave only while the JVM shuts down: a reset
+   * at any other time (logging configured again, say) closes them at once, with a leave pending.
+   * (The hold during the shutdown itself is the "left" line the graceful stop below checks.)
+   */
+  @Test
+  void leaveLogManager_resetOutsideTheShutdown_doesNotWaitForAPendingLeave() {
+    CompletableFuture<Void> pending = new CompletableFuture<>();
+    LeaveLogManager manager = new LeaveLogManager(); // not the JVM's: only this instance is reset
+    LeaveLogManager.holdUntil(pending);
+    try {
+      assertTimeoutPreemptively(Duration.ofSeconds(20), manager::reset,
+          "a reset outside the shutdown waited for the leave (up to " + LeaveLogManager.HOLD_SECONDS + " s)");
+    } finally {
+      LeaveLogManager.holdUntil(null);
+    }
+  }
 
   @Test
   @Timeout(value = 300, unit = TimeUnit.SECONDS) // a hang fails; the awaits inside bound each step

@@ -89,7 +89,9 @@ class OptionsTest {
       assertEquals("--weight must be a finite number >= 0: -" + tiny,
           refusal("--id", "p", "--http-port", "1", "--weight", "-" + tiny));
     }
-    for (String zero : List.of("0", "0d", "0x0p0")) {
+    // A zero with an exponent is 0: the exponent's digits are not the significand's (a decimal cut
+    // at a "p" rather than its "e", or a hex number cut at an "e" rather than its "p", would count them).
+    for (String zero : List.of("0", "0d", "0x0p0", "0e5", "0x0p1")) {
       assertEquals(Optional.of(0.0),
           PeerOptions.parse(new String[] {"--id", "p", "--http-port", "1", "--weight", zero}, 0).weight(), zero);
     }
@@ -124,6 +126,64 @@ class OptionsTest {
     Path moves = Files.writeString(dir.resolve("moved.json"), "{\"nodeId\": \"p\", \"bindPort\": 9800}");
     assertEquals(Optional.of(9800), PeerOptions.parse(new String[] {"--http-port", "7801", "--config",
         moves.toString()}, 0).builder().buildConfig().bindPort(), "a file that moves the bind port leaves it free");
+  }
+
+  /**
+   * --parent-pid takes any process id from 1: a launcher run as a container's first process is
+   * pid 1. 0 is refused naming the flag and the value.
+   */
+  @Test
+  void parse_parentPid1_isTaken_0_isRefusedNamingTheFlag() {
+    assertEquals(Optional.of(1L), PeerOptions.parse(new String[] {"--id", "p", "--http-port", "1", "--parent-pid", "1"}, 0)
+        .parentPid(), "pid 1");
+    assertEquals("--parent-pid must be a whole number >= 1: 0",
+        refusal("--id", "p", "--http-port", "1", "--parent-pid", "0"));
+  }
+
+  /** --cluster and --replicas reach the node's settings, over the config file's (precedence: flags last). */
+  @Test
+  void builder_clusterAndReplicasFlags_overTheConfigFile(@TempDir Path dir) throws IOException {
+    Path config = Files.writeString(dir.resolve("node.json"),
+        "{\"nodeId\": \"p\", \"clusterName\": \"from-file\", \"replicas\": 3}");
+    RingmasterConfig fromFile = PeerOptions.parse(new String[] {"--http-port", "8081", "--config", config.toString()}, 0)
+        .builder().buildConfig();
+    assertEquals("from-file", fromFile.clusterName(), "no flag: the file's");
+    assertEquals(3, fromFile.replicas(), "no flag: the file's");
+    RingmasterConfig flags = PeerOptions.parse(new String[] {"--http-port", "8081", "--config", config.toString(),
+        "--cluster", "from-flag", "--replicas", "1"}, 0).builder().buildConfig();
+    assertEquals("from-flag", flags.clusterName(), "--cluster");
+    assertEquals(1, flags.replicas(), "--replicas");
+  }
+
+  /**
+   * With --weight the settings are checked early (for a weight too small for the virtual nodes);
+   * any other refusal, a config file's stack that is no JGroups stack here, is left to where the
+   * node is built, which names it: the builder is still handed back.
+   */
+  @Test
+  void builder_weightWithAConfigNamingABadStack_leavesTheStackErrorToTheBuild(@TempDir Path dir) throws IOException {
+    Files.writeString(dir.resolve("bad-stack.xml"), "<not-a-stack/>");
+    Path config = Files.writeString(dir.resolve("node.json"), "{\"nodeId\": \"p\", \"jgroupsConfig\": \"bad-stack.xml\"}");
+    Ringmaster.Builder b = PeerOptions.parse(new String[] {"--http-port", "8081", "--config", config.toString(),
+        "--weight", "2"}, 0).builder();
+    assertTrue(b != null, "a builder, for the node's build to report the stack");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, b::buildConfig);
+    assertTrue(e.getMessage().contains("bad-stack.xml") && !e.getMessage().startsWith("--weight"), e.getMessage());
+  }
+
+  /**
+   * The launcher's own command line refuses a -Dringmaster.bind_port without -Dringmaster.initial_hosts
+   * (handed on to every peer, each would be left in a cluster of its own), naming both.
+   */
+  @Test
+  void clusterParse_bindPortWithoutInitialHosts_isRefused() {
+    KeptProperties.keeping(() -> {
+      System.setProperty("ringmaster.bind_port", "9000");
+      System.clearProperty("ringmaster.initial_hosts");
+      String message = assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[0], 0)).getMessage();
+      assertTrue(message.startsWith("-Dringmaster.bind_port=9000 moves the peers' cluster ports")
+          && message.contains("-Dringmaster.initial_hosts=127.0.0.1[9000]"), message);
+    }, "ringmaster.bind_port", "ringmaster.initial_hosts");
   }
 
   /** A launcher given the peers' cluster port without where they find each other: an error naming both. */
@@ -245,7 +305,8 @@ class OptionsTest {
     for (String bad : List.of("7781", "7800", "7900", "7922")) {
       String message = assertThrows(UsageException.class,
           () -> ClusterOptions.parse(new String[] {"--base-port", bad}, 0)).getMessage();
-      assertTrue(message.startsWith("--base-port " + bad + ": the peers' HTTP ports (" + bad + "-"), message);
+      assertTrue(message.startsWith("--base-port " + bad + ": the peers' HTTP ports (" + bad + "-"
+          + (Integer.parseInt(bad) + ClusterOptions.MAX_PEERS - 1) + ") would overlap"), message);
       assertTrue(message.endsWith("would overlap their cluster ports (7800-7922); choose one below 7781 or above 7922"),
           message);
     }
@@ -273,6 +334,9 @@ class OptionsTest {
           refusal("--id", "p", "--http-port", "9100"));
     }, "ringmaster.bind_port", "ringmaster.initial_hosts");
     assertEquals("7800-7922", ClusterOptions.clusterPorts(new Properties()).toString());
+    Properties lowest = new Properties();
+    lowest.setProperty("ringmaster.bind_port", "1");
+    assertEquals("1-123", ClusterOptions.clusterPorts(lowest).toString(), "port 1 is a port: it moves them");
     // A bind port whose range would run past 65535 is refused, not quietly taken for 7800.
     Properties high = new Properties();
     high.setProperty("ringmaster.bind_port", "65500");
