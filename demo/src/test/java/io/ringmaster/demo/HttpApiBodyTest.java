@@ -1,13 +1,22 @@
 package io.ringmaster.demo;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -114,6 +123,113 @@ class HttpApiBodyTest {
       assertTrue(reply.startsWith("HTTP/1.1 " + r[3] + " "), reply);
       assertTrue(reply.contains("{\"error\":\"" + r[4]), reply);
       assertTrue(reply.contains("\r\nConnection: close\r\n"), reply);
+    } finally {
+      http.stop(0);
+    }
+  }
+
+  /**
+   * A route that fails unexpectedly (here {@code /stats}, its statistics throwing) gets a 500
+   * whose reason names the exception's class only, never its message, which goes with the stack
+   * trace to the peer's log at ERROR; an IOException before the reply began is such a failure too,
+   * not a client gone away, so it is answered, not cut. Each reply is JSON and not to be cached.
+   */
+  @Test
+  void aRouteThatFails_gets500NamingOnlyTheClass_andTheFailureIsLoggedAtError() throws Exception {
+    List<LogRecord> logged = Logged.by(HttpApi.class, () -> {
+      String reply = getStats(() -> {
+        throw new IllegalStateException("secret detail");
+      });
+      assertTrue(reply.startsWith("HTTP/1.1 500 "), reply);
+      assertTrue(reply.endsWith("{\"error\":\"internal error: IllegalStateException\"}"), reply);
+      assertJsonNotCached(reply);
+    });
+    assertTrue(logged.stream().anyMatch(r -> r.getLevel() == Level.SEVERE
+            && r.getThrown() instanceof IllegalStateException && r.getMessage().contains("GET /stats failed")),
+        "the failure and its stack trace, logged at ERROR: " + logged.stream().map(LogRecord::getMessage).toList());
+
+    String io = getStats(() -> {
+      throw HttpApiBodyTest.<RuntimeException>sneaky(new IOException("disk gone"));
+    });
+    assertTrue(io.startsWith("HTTP/1.1 500 "), "an IOException before the reply is answered: " + io);
+    assertTrue(io.endsWith("{\"error\":\"internal error: IOException\"}"), io);
+  }
+
+  /**
+   * A route the key-value service cannot serve now ({@link KvService.Unavailable}, thrown here by
+   * the statistics) gets a 503 with the service's reason, not a 500: the client may retry.
+   */
+  @Test
+  void aRouteThatIsUnavailable_gets503WithTheReason() throws Exception {
+    String reply = getStats(() -> {
+      throw new KvService.Unavailable("the peer is stopping");
+    });
+    assertTrue(reply.startsWith("HTTP/1.1 503 "), reply);
+    assertTrue(reply.endsWith("{\"error\":\"the peer is stopping\"}"), reply);
+    assertJsonNotCached(reply);
+  }
+
+  private static void assertJsonNotCached(String reply) {
+    assertTrue(reply.contains("\r\nContent-type: application/json; charset=utf-8\r\n"), "JSON: " + reply);
+    assertTrue(reply.contains("\r\nCache-control: no-cache\r\n"), "not to be cached: " + reply);
+  }
+
+  /** The raw reply to {@code GET /stats} from an API whose statistics are {@code stats}. */
+  private static String getStats(Supplier<?> stats) throws Exception {
+    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    http.createContext("/", new HttpApi(null, null, null, null, stats, null, null));
+    http.start();
+    try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write("GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+          .getBytes(StandardCharsets.ISO_8859_1));
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    } finally {
+      http.stop(0);
+    }
+  }
+
+  /** Throws {@code t}, checked or not, where the compiler sees no checked exception. */
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> RuntimeException sneaky(Throwable t) throws T {
+    throw (T) t;
+  }
+
+  /**
+   * The API reads at most 1 MiB of a body it has no use for before each step that reads one (the
+   * route, then the reply), not the whole of it: a GET declaring 10 MB of body, of which the
+   * client sends 2.5 MiB and then waits, gets its 404 without sending the rest.
+   */
+  @Test
+  void aLargeUnwantedBody_isReadOnlyAsFarAsTheBound_beforeTheReply() throws Exception {
+    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
+    http.start();
+    try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(("GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+          + "Content-Length: 10000000\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+      byte[] part = new byte[5 * 512 * 1024];
+      Arrays.fill(part, (byte) 'v');
+      // Sent from another thread: what the API leaves unread waits in the socket's buffers, and a
+      // write that could not finish must not hold up the test (closing the socket ends it).
+      OutputStream out = s.getOutputStream();
+      CompletableFuture.runAsync(() -> {
+        try {
+          out.write(part);
+        } catch (IOException closed) {
+          // the test closed the socket: nothing more to send
+        }
+      });
+      InputStream in = s.getInputStream();
+      StringBuilder reply = new StringBuilder();
+      while (!(reply.indexOf("\r\n\r\n") >= 0 && reply.charAt(reply.length() - 1) == '}')) {
+        int b = in.read(); // a bound not kept: no reply, and the read times out
+        assertFalse(b < 0, "connection closed before the reply ended: " + reply);
+        reply.append((char) b);
+      }
+      assertTrue(reply.toString().startsWith("HTTP/1.1 404 ") && reply.toString().contains("no route GET /nowhere"),
+          reply::toString);
     } finally {
       http.stop(0);
     }

@@ -76,6 +76,39 @@ class HttpApiHostTest {
     assertTrue(http10.startsWith("HTTP/1.1 404 "), http10);
   }
 
+  /**
+   * Each route but {@code /kv} takes GET and HEAD only, and {@code /events} GET only (a stream: a
+   * HEAD would hold a subscriber's place for nothing): another method is a 405 naming the method
+   * and the path, with an {@code Allow} header, refused before any service is used. HEAD of the
+   * page is served (no service needed). Not the host check, but the same server serves it.
+   */
+  @Test
+  void aMethodARouteDoesNotTake_is405WithAllow_beforeAnyService() throws Exception {
+    for (String path : new String[] {"/", "/index.html", "/web/app.js", "/ring", "/stats", "/events/recent", "/keys"}) {
+      String reply = send("DELETE " + path + " HTTP/1.1", "Host: 127.0.0.1\r\n");
+      assertTrue(reply.startsWith("HTTP/1.1 405 ") && reply.contains("\r\nAllow: GET, HEAD\r\n"), path + ": " + reply);
+      assertTrue(reply.contains("{\"error\":\"method DELETE not allowed on " + path + "; allowed: GET, HEAD\"}"),
+          path + ": " + reply);
+    }
+    for (String method : new String[] {"HEAD", "POST"}) {
+      String reply = send(method + " /events HTTP/1.1", "Host: 127.0.0.1\r\n");
+      assertTrue(reply.startsWith("HTTP/1.1 405 ") && reply.contains("\r\nAllow: GET\r\n"), method + ": " + reply);
+    }
+    String head = send("HEAD / HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(head.startsWith("HTTP/1.1 200 "), "HEAD of the page: " + head);
+  }
+
+  /**
+   * A query parameter with an empty name ({@code ?=x}) is refused naming that empty name, not
+   * the whole pair: a route with no parameters to take refuses it before any service is used.
+   */
+  @Test
+  void aQueryParameterWithAnEmptyName_isRefusedNamingIt() throws Exception {
+    String reply = send("GET /stats?=x HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(reply.startsWith("HTTP/1.1 400 ")
+        && reply.endsWith("{\"error\":\"unknown query parameter \\\"\\\" for /stats; it takes none\"}"), reply);
+  }
+
   private String send(String requestLine, String headers) throws Exception {
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);

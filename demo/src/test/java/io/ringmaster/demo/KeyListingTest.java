@@ -75,4 +75,43 @@ class KeyListingTest {
       }
     }
   }
+
+  /**
+   * Golden values at each edge of {@link HttpApi#jsonBytes}'s classes of characters (control,
+   * quote and backslash, ASCII, two- and three-byte UTF-8): the last control character counts its
+   * six-byte escape, a space one byte, U+007F one, U+0080 and U+07FF two, U+0800 three; each of
+   * the printable ones exactly as many as the reply's JSON writer writes.
+   */
+  @Test
+  void jsonBytes_atEachEdgeOfItsCharacterClasses_isTheGoldenCount() {
+    assertEquals(8, HttpApi.jsonBytes("\u001f"), "U+001F, escaped as \\u001F, in quotes");
+    String[] printable = {" ", "\"", "\\", "\u007f", "\u0080", "\u07ff", "\u0800", "\uffff"};
+    int[] golden = {3, 4, 4, 3, 4, 4, 5, 5};
+    for (int i = 0; i < printable.length; i++) {
+      String key = printable[i];
+      assertEquals(golden[i], HttpApi.jsonBytes(key), () -> "jsonBytes of U+" + Integer.toHexString(key.charAt(0)));
+      assertEquals(golden[i], Json.bytes(key).length, () -> "JSON written for U+" + Integer.toHexString(key.charAt(0)));
+    }
+  }
+
+  /**
+   * The byte cap is inclusive and counts one comma between keys, none before the first:
+   * {@code ["a"]} is 5 bytes and {@code ["a","b"]} 9, so a cap of 5 lists "a" and one of 4
+   * nothing; a cap of 9 lists both, one of 8 only "a", each saying whether a key was left out.
+   */
+  @Test
+  void theByteCap_isInclusive_andCountsOneCommaBetweenKeys() {
+    HttpApi.Listed one = HttpApi.listKeys(entries(List.of("a")), k -> true, 10, 5);
+    assertEquals(List.of("a"), one.keys(), "[\"a\"] is 5 bytes: within a cap of 5");
+    assertFalse(one.truncated(), "nothing left out under a cap of 5");
+    HttpApi.Listed none = HttpApi.listKeys(entries(List.of("a")), k -> true, 10, 4);
+    assertEquals(List.of(), none.keys(), "[\"a\"] is over a cap of 4");
+    assertTrue(none.truncated(), "a left out under a cap of 4");
+    HttpApi.Listed both = HttpApi.listKeys(entries(List.of("a", "b")), k -> true, 10, 9);
+    assertEquals(List.of("a", "b"), both.keys(), "[\"a\",\"b\"] is 9 bytes: within a cap of 9");
+    assertFalse(both.truncated(), "nothing left out under a cap of 9");
+    HttpApi.Listed first = HttpApi.listKeys(entries(List.of("a", "b")), k -> true, 10, 8);
+    assertEquals(List.of("a"), first.keys(), "[\"a\",\"b\"] is over a cap of 8");
+    assertTrue(first.truncated(), "b left out under a cap of 8");
+  }
 }

@@ -192,6 +192,13 @@ class PeerHttpTest {
     assertTrue(gone.path("deleted").asBoolean(), gone::toString);
 
     assertEquals(200, send("PUT", "/kv/b", "1").statusCode());
+    // A lone peer is the primary of every key: b (a is a tombstone) is listed under all and primary only.
+    for (String role : List.of("all", "primary", "backup", "stray")) {
+      JsonNode listed = PeerCluster.parse(send("GET", "/keys?role=" + role, null).body());
+      assertEquals(role.equals("all") || role.equals("primary") ? "[\"b\"]" : "[]", listed.path("keys").toString(),
+          "role " + role + ": " + listed);
+      assertEquals(role, listed.path("role").asText(), listed::toString);
+    }
     JsonNode none = PeerCluster.parse(send("GET", "/keys?limit=0", null).body());
     assertEquals(0, none.path("count").asInt(), none::toString);
     assertTrue(none.path("truncated").asBoolean(), "b was left out: " + none);
