@@ -155,7 +155,7 @@ final class ClusterNode {
    */
   void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
     if (state.viewId() >= 0) {
-      return; // only a node's first ring reads them: kept now, one for a later view would stay for good
+      return; // only a node's first ring reads them: kept now, one would wait for the next view to go
     }
     ringsBefore.arrived(viewId, viewCreator, before, source);
     if (state.viewId() >= 0) {
