@@ -827,7 +827,7 @@ class RefusalAndConfigTest {
   @Test
   void builder_clusterNameJGroupsWouldMangle_failsNamingTheSettingAndValue() {
     // JGroups sends the name one byte per char: "\u0141\u00f3d\u017a" and "A\u00f3dz" would be one cluster.
-    for (String bad : List.of("\u0141\u00f3d\u017a", "  ", "orders ", "a\tb", "x".repeat(201))) {
+    for (String bad : List.of("\u0141\u00f3d\u017a", "  ", "orders ", "a\tb", "a\u007fb", "a\u001fb", "x".repeat(201))) {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().clusterName(bad));
       assertTrue(e.getMessage().startsWith("clusterName must be 1 to 200 printable ASCII"), e.getMessage());
@@ -837,6 +837,11 @@ class RefusalAndConfigTest {
     assertTrue(e.getMessage().endsWith(": \"\\u0141\\u00f3d\\u017a\""), e.getMessage());
     assertEquals("x".repeat(200), Ringmaster.builder().clusterName("x".repeat(200)).nodeId("a")
         .jgroupsConfig(TestCluster.STACK).buildConfig().clusterName());
+    // The printable range's two ends, and a space inside the name, are kept.
+    for (String good : List.of("orders east", "~ !")) {
+      assertEquals(good, Ringmaster.builder().clusterName(good).nodeId("a").jgroupsConfig(TestCluster.STACK)
+          .buildConfig().clusterName(), good);
+    }
   }
 
   @Test
