@@ -52,7 +52,7 @@ final class Launcher {
   static final Duration STOP_TIMEOUT =
       PeerOptions.START_TIMEOUT.plus(PeerOptions.LEAVE_TIMEOUT.multipliedBy(2)).plusSeconds(10);
   /** The first port any user may listen on: Linux's setting if there is one, else 1024. */
-  private static final int UNPRIVILEGED_PORT_START = unprivilegedPortStart();
+  static final int UNPRIVILEGED_PORT_START = unprivilegedPortStart();
 
   static final String HELP = String.join("\n",
       "commands:",
@@ -408,9 +408,15 @@ final class Launcher {
     throw new IOException("no free port on 127.0.0.1 from --base-port " + base + " to 65535");
   }
 
+  /**
+   * The lowest port a user without privileges may listen on: Linux's setting, else 1024. Read a
+   * line at a time: procfs reports the file's size as 0, so {@code Files.readString} reads one
+   * byte first, and the kernel answers a setting's read from any later offset with end of file
+   * ("1" instead of "1024", and no port would ever count as privileged).
+   */
   private static int unprivilegedPortStart() {
     try {
-      return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_unprivileged_port_start")).strip());
+      return Integer.parseInt(Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_unprivileged_port_start")).get(0).strip());
     } catch (IOException | RuntimeException notLinux) {
       return 1024;
     }

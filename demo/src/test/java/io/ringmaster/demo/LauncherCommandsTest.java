@@ -1,0 +1,544 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The launcher's commands as a person typing them sees them, driven in this JVM: {@link Launcher#command}
+ * on a launcher whose peers are stand-ins (a shell process for the peer's life, and where a command
+ * talks to the peer, an HTTP server on this JVM for its port), {@link Launcher#freePort}, and
+ * {@link Launcher#run} where no peer gets to serve (the base port refused, no port free, a peer that
+ * exits at once). Peers are never started here except the one that exits at once: a start that
+ * would succeed is {@link LauncherProcessTest}'s.
+ */
+class LauncherCommandsTest {
+  /** The port a stand-in peer that no command reaches gives: nothing listens there, so a request is refused at once. */
+  private static final int NOBODY = 1;
+  private static final String NL = System.lineSeparator();
+
+  private final ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
+  private final ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
+  private final PrintStream out = new PrintStream(outBytes, true, StandardCharsets.UTF_8);
+  private final PrintStream err = new PrintStream(errBytes, true, StandardCharsets.UTF_8);
+  private final List<Process> processes = new ArrayList<>();
+  private final List<HttpServer> servers = new ArrayList<>();
+  private final List<ServerSocket> held = new ArrayList<>();
+
+  @AfterEach
+  void stopEverything() throws Exception {
+    for (Process p : processes) {
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+    }
+    servers.forEach(s -> s.stop(0));
+    for (ServerSocket s : held) {
+      s.close();
+    }
+  }
+
+  // ---- parsing a command line ----
+
+  /**
+   * What each command line that is not run says: help prints the list, an unknown command is named,
+   * a command given too many words names the words it did not take (all of them, as typed), put and
+   * get without their key say their usage, an empty line says nothing; only quit and exit end the loop.
+   */
+  @Test
+  void command_whenNotUnderstood_namesTheCommandOrTheWordsItDidNotTake() {
+    Launcher launcher = launcher(2, 8081);
+
+    assertTrue(launcher.command("help"));
+    assertEquals(Launcher.HELP + NL, said(), "help");
+    assertTrue(launcher.command("frobnicate now"));
+    assertEquals("unknown command \"frobnicate\"; type help" + NL, said());
+    assertTrue(launcher.command("status now please"));
+    assertEquals("\"status\" takes no argument; not understood: \"now please\"; type help" + NL, said());
+    assertTrue(launcher.command("get a b  c"));
+    assertEquals("\"get\" takes one argument; not understood: \"b  c\"; type help" + NL, said(),
+        "the rest of the line after the one argument, as typed");
+    assertTrue(launcher.command("put k"));
+    assertEquals("usage: put <key> <value>" + NL, said());
+    assertTrue(launcher.command("get"));
+    assertEquals("usage: get <key>" + NL, said());
+    assertTrue(launcher.command(""));
+    assertEquals("", said(), "an empty line");
+    assertFalse(launcher.command("quit"), "quit ends the loop");
+    assertFalse(launcher.command("exit"), "exit ends the loop");
+    assertEquals("", said() + errBytes.toString(StandardCharsets.UTF_8), "quit and exit say nothing themselves");
+  }
+
+  /** With no live peer, status, put, get and load each say so rather than try one. */
+  @Test
+  void commandsThatNeedAPeer_withNoLivePeer_sayThereIsNone() {
+    Launcher launcher = launcher(2, 8081);
+
+    assertTrue(launcher.command("status"));
+    assertEquals("no live peers" + NL, said(), "status");
+    assertTrue(launcher.command("put k v"));
+    assertEquals("no live peers; add one" + NL, said(), "put");
+    assertTrue(launcher.command("get k"));
+    assertEquals("no live peers; add one" + NL, said(), "get");
+    // The edges of load's range are taken: then it finds no peer.
+    for (String n : List.of("1", "1000000")) {
+      assertTrue(launcher.command("load " + n));
+      assertEquals("no live peers; add one" + NL, said(), "load " + n);
+    }
+  }
+
+  /** load refuses a count outside 1..1000000, or one that is no whole number, naming it. */
+  @Test
+  void load_refusesACountOutsideItsRange_namingIt() {
+    Launcher launcher = launcher(2, 8081);
+
+    for (String n : List.of("0", "1000001", "-3", "x", "")) {
+      assertTrue(launcher.command("load " + n));
+      assertEquals("load takes a whole number of keys from 1 to 1000000: " + n + NL, said(), "load " + n);
+    }
+  }
+
+  // ---- add ----
+
+  /**
+   * add refuses a count outside what the room left allows (naming the room, the cap and the
+   * argument), and the 21st peer; a count at each edge of the room is taken (here every start fails
+   * on a busy port, each with its own error line).
+   */
+  @Test
+  void add_refusesACountOutsideTheRoomLeft_namingTheRoomAndTheArgument() throws Exception {
+    Launcher launcher = launcher(2, 65535);
+    hold(65535); // every start fails at once: no free port
+
+    for (String n : List.of("0", "21", "-1", "two")) {
+      assertTrue(launcher.command("add " + n));
+      assertEquals("add takes a whole number of peers from 1 to 20 (at most 20 run at once): " + n + NL, said(),
+          "add " + n);
+    }
+    for (String n : List.of("1", "20")) { // no peer yet: the first is started alone, and fails
+      assertTrue(launcher.command("add " + n));
+      assertEquals("", said(), "add " + n + " is taken");
+      assertEquals(List.of(noFreePort(65535)), errLines(), "add " + n + ": the first peer alone, which fails");
+    }
+
+    standIn(launcher, "peer-1", NOBODY);
+    assertTrue(launcher.command("add 20"));
+    assertEquals("add takes a whole number of peers from 1 to 19 (at most 20 run at once): 20" + NL, said(),
+        "one peer runs: room for 19");
+    assertTrue(launcher.command("add 19"));
+    assertEquals("", said(), "add 19 is taken");
+    assertEquals(Collections.nCopies(19, noFreePort(65535)), errLines(),
+        "19 starts tried, each failing on its own (the ring unchanged, so no verdict on it)");
+
+    for (int i = 2; i <= 20; i++) {
+      standIn(launcher, "peer-" + i, NOBODY);
+    }
+    assertTrue(launcher.command("add"));
+    assertEquals("at most 20 peers run at once; stop one first" + NL, said(), "20 run");
+    assertEquals(List.of(), errLines());
+  }
+
+  /**
+   * A base port this user may not listen on (here a privileged one that is busy) fails every start
+   * alike: add tries once and names --base-port, not the exception's class.
+   */
+  @Test
+  void add_whenTheBasePortIsRefused_triesOnce_namingTheBasePort() throws Exception {
+    int privileged = privilegedPort();
+    holdOrRefused(privileged);
+    assertThrows(Launcher.PortNotAllowed.class, () -> launcher(2, privileged).freePort(),
+        "the launcher refuses --base-port " + privileged + " (else add would start a peer past it)");
+    Launcher launcher = launcher(2, privileged);
+    standIn(launcher, "peer-1", NOBODY);
+
+    assertTrue(launcher.command("add 3"));
+    assertEquals("", said());
+    List<String> errors = errLines();
+    assertEquals(1, errors.size(), "one try: " + errors);
+    String refused = "error: cannot start a peer: --base-port " + privileged + ": cannot listen on 127.0.0.1:"
+        + privileged + " (ports below " + unprivilegedPortStart() + " may need privileges): ";
+    assertTrue(errors.get(0).startsWith(refused), "names the base port and why: " + errors);
+  }
+
+  // ---- stop and kill ----
+
+  /**
+   * stop and kill name a peer that is not live along with those that are; stop tells a peer that
+   * exited after SIGTERM having left (its log says so, and what it handed off) from one that did not
+   * say so and one that exited with another code; kill says what the replicas do. Each says how long
+   * it took, which is no longer than the command.
+   */
+  @Test
+  void stopAndKill_sayWhatThePeerDid_andHowLongItTook(@TempDir Path logs) throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    Path log1 = Files.writeString(logs.resolve("peer-1.log"), PeerProcess.RUN_MARK + "peer-1 started\n"
+        + "peer-1 left the cluster in 5 ms; keys handed off in total: 3; all handed off\n");
+    launcher.peers.put("peer-1", new PeerProcess("peer-1", NOBODY, started("exec sleep 60"), log1));
+    Path log2 = Files.writeString(logs.resolve("peer-2.log"), PeerProcess.RUN_MARK + "peer-2 started\n");
+    launcher.peers.put("peer-2", new PeerProcess("peer-2", NOBODY, started("trap 'kill $!; exit 0' TERM; echo up;"
+        + " sleep 60 & wait"), log2));
+    Path log3 = logs.resolve("peer-3.log");
+    launcher.peers.put("peer-3", new PeerProcess("peer-3", NOBODY, started("trap 'kill $!; exit 3' TERM; echo up;"
+        + " sleep 60 & wait"), log3));
+    launcher.peers.put("peer-4", new PeerProcess("peer-4", NOBODY, started("exec sleep 60"), logs.resolve("peer-4.log")));
+
+    assertTrue(launcher.command("stop"));
+    assertEquals("which peer? live: [peer-1, peer-2, peer-3, peer-4]" + NL, said());
+    assertTrue(launcher.command("kill peer-9"));
+    assertEquals("no live peer \"peer-9\"; live: [peer-1, peer-2, peer-3, peer-4]" + NL, said());
+
+    assertEquals(List.of("peer-1 left gracefully in ", " ms: keys handed off in total: 3; all handed off"),
+        timed(launcher, "stop peer-1"), "exit 143 (SIGTERM), and its log says it left");
+    assertEquals(List.of("peer-2 stopped after ", " ms without reporting a finished leave: its keys may not have"
+        + " been handed off; see " + log2), timed(launcher, "stop peer-2"), "exit 0, but no word of its leave");
+    assertEquals(List.of("peer-3 stopped with exit code 3 after ", " ms; see " + log3), timed(launcher, "stop peer-3"));
+    assertEquals(List.of("peer-4 killed with SIGKILL (", " ms); the others restore its keys from the replicas"),
+        timed(launcher, "kill peer-4"));
+
+    assertTrue(launcher.command("stop peer-1"));
+    assertEquals("no live peer \"peer-1\"; live: []" + NL, said(), "a peer stopped is not live");
+    assertEquals("", errBytes.toString(StandardCharsets.UTF_8));
+  }
+
+  // ---- through a peer ----
+
+  /**
+   * put and get go through a live peer: the key encoded in the path (a space as %20), the value as
+   * the body; the launcher prints the peer's status and body, or the failure, naming the peer.
+   */
+  @Test
+  void putAndGet_goThroughALivePeer_andSayWhichAndWhatItAnswered() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    List<String> seen = Collections.synchronizedList(new ArrayList<>());
+    HttpServer server = server();
+    server.createContext("/kv/", ex -> {
+      String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      seen.add(ex.getRequestMethod() + " " + ex.getRequestURI().getRawPath() + " " + body);
+      byte[] reply = "{\"value\":\"v\"}".getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(200, reply.length);
+      ex.getResponseBody().write(reply);
+      ex.close();
+    });
+    standIn(launcher, "peer-1", server.getAddress().getPort());
+
+    assertTrue(launcher.command("put a%b one  two"));
+    assertEquals("200 via peer-1: {\"value\":\"v\"}" + NL, said());
+    assertTrue(launcher.command("get a%b"));
+    assertEquals("200 via peer-1: {\"value\":\"v\"}" + NL, said());
+    assertEquals(List.of("PUT /kv/a%25b one  two", "GET /kv/a%25b "), seen, "the value is the rest of the line");
+
+    servers.remove(server);
+    server.stop(0);
+    assertTrue(launcher.command("get a"));
+    String failed = said();
+    assertTrue(failed.startsWith("request to peer-1 failed: java.net.ConnectException"), failed);
+  }
+
+  /** load writes its keys through the live peers and reports how many it wrote. */
+  @Test
+  void load_writesThroughTheLivePeers_andSaysHowManyKeys() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    List<String> paths = Collections.synchronizedList(new ArrayList<>());
+    HttpServer server = server();
+    server.createContext("/kv/", ex -> {
+      ex.getRequestBody().readAllBytes();
+      paths.add(ex.getRequestMethod() + " " + ex.getRequestURI().getPath());
+      ex.sendResponseHeaders(200, -1);
+      ex.close();
+    });
+    standIn(launcher, "peer-1", server.getAddress().getPort());
+
+    assertTrue(launcher.command("load 3"));
+    String printed = said();
+    assertTrue(printed.contains(NL + "wrote 3 keys (load-") && printed.contains("; 0 failed" + NL), printed);
+    assertEquals(3, paths.size(), "three writes: " + paths);
+    assertTrue(paths.stream().allMatch(p -> p.startsWith("PUT /kv/load-")), paths::toString);
+  }
+
+  /**
+   * status lists a peer the launcher started that exited but is still in the ring as such, not as
+   * one "not started here".
+   */
+  @Test
+  void status_tellsAnExitedPeerStillInTheRing_fromOneNotStartedHere(@TempDir Path logs) throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    HttpServer server = server();
+    String url = "http://127.0.0.1:" + server.getAddress().getPort();
+    reply(server, "/stats", "{\"id\":\"peer-1\",\"viewId\":7,\"checksum\":\"c0ffee\",\"members\":3,\"inRing\":true,"
+        + "\"primaryKeys\":4,\"backupKeys\":4}");
+    reply(server, "/ring", "{\"viewId\":7,\"members\":[{\"id\":\"peer-1\",\"endpoint\":\"" + url + "\"},"
+        + "{\"id\":\"peer-2\",\"endpoint\":\"\"},{\"id\":\"peer-3\",\"endpoint\":\"\"}]}");
+    standIn(launcher, "peer-1", server.getAddress().getPort());
+    Process exited = started("exit 0");
+    exited.waitFor();
+    launcher.peers.put("peer-2", new PeerProcess("peer-2", NOBODY, exited, logs.resolve("peer-2.log")));
+
+    assertTrue(launcher.command("status"));
+    String printed = said();
+    assertTrue(printed.contains("ring: all 1 peers agree (view/checksum 7/c0ffee); also in it: peer-2 (exited, not yet"
+        + " out of the ring), peer-3 (not started here, no answer)" + NL), printed);
+  }
+
+  // ---- ports ----
+
+  /**
+   * The launcher reads the system's first unprivileged port whole: procfs says the file is empty,
+   * and a read that takes its first byte alone gets "1" of "1024", after which no port is privileged.
+   */
+  @Test
+  void theFirstUnprivilegedPort_isTheSystemsWholeSetting() {
+    assertEquals(unprivilegedPortStart(), Launcher.UNPRIVILEGED_PORT_START);
+  }
+
+  /**
+   * Ports are handed out from the last one given on, past busy ones and those of live peers, and
+   * past 65535 from --base-port again.
+   */
+  @Test
+  void freePort_goesOnFromTheLastGiven_pastBusyAndLivePeersPorts_thenFromTheBasePort() throws Exception {
+    Launcher launcher = launcher(2, 65530);
+    hold(65531);
+
+    assertEquals(65530, launcher.freePort(), "the base port first");
+    assertEquals(65532, launcher.freePort(), "65531 is busy");
+    standIn(launcher, "peer-1", 65533);
+    assertEquals(65534, launcher.freePort(), "65533 is a live peer's");
+    assertEquals(65535, launcher.freePort());
+    assertEquals(65530, launcher.freePort(), "past 65535: from the base port again");
+  }
+
+  /**
+   * A busy port from the first one any user may listen on is passed over; a privileged one (here
+   * busy, or refused to a user who is not root) is an error naming --base-port, not a reason to go on
+   * to a port the user did not choose. (The launcher once read Linux's first unprivileged port as
+   * 1, and went on from a refused --base-port 1023 to 1024.)
+   */
+  @Test
+  void freePort_refusesAPrivilegedBasePort_namingIt_butPassesOverABusyUnprivilegedOne() throws Exception {
+    int start = privilegedPort() + 1;
+    hold(start);
+    int port = launcher(2, start).freePort();
+    assertTrue(port > start, "the first unprivileged port is busy: another one, " + port);
+
+    holdOrRefused(start - 1);
+    Launcher launcher = launcher(2, start - 1);
+    IOException e = assertThrows(Launcher.PortNotAllowed.class, launcher::freePort,
+        () -> "--base-port " + (start - 1) + " is refused (busy, or privileged); the launcher went on past it");
+    assertTrue(e.getMessage().startsWith("--base-port " + (start - 1) + ": cannot listen on 127.0.0.1:" + (start - 1)
+        + " (ports below " + start + " may need privileges): "), e.getMessage());
+  }
+
+  // ---- run, where no peer serves ----
+
+  /**
+   * A refused base port is the command line's fault: the launcher names it, prints the usage and
+   * exits 2.
+   */
+  @Test
+  void run_whenTheBasePortIsRefused_exits2_namingIt_withTheUsage(@TempDir Path logs) throws Exception {
+    int privileged = privilegedPort();
+    holdOrRefused(privileged);
+    assertThrows(Launcher.PortNotAllowed.class, () -> launcher(2, privileged).freePort(),
+        "the launcher refuses --base-port " + privileged + " (else run would start peers past it)");
+    Launcher launcher = new Launcher(new ClusterOptions(3, 2, privileged, "launcher-commands", Optional.of(logs)),
+        out, err);
+
+    assertEquals(2, launcher.run(new ByteArrayInputStream(new byte[0])), () -> "exit code: " + outBytes + errBytes);
+    assertEquals("cluster \"launcher-commands\", 3 peers, replicas 2; peer logs in " + logs + NL, said());
+    List<String> errors = errLines();
+    assertEquals(2, errors.size(), errors::toString);
+    assertTrue(errors.get(0).startsWith("error: cannot start a peer: --base-port " + privileged + ": "), errors::toString);
+    assertEquals("usage: " + ClusterOptions.USAGE, errors.get(1));
+  }
+
+  /**
+   * No peer started for want of a port: the launcher says why and exits 1 (not the command line's
+   * fault), without reading a command, and leaves the log directory it was given as it was: there,
+   * and with nothing written in it.
+   */
+  @Test
+  void run_whenNoPortIsFree_exits1_andLeavesTheGivenLogDirEmpty(@TempDir Path dir) throws Exception {
+    hold(65535);
+    Path logs = dir.resolve("logs");
+    Launcher launcher = new Launcher(new ClusterOptions(3, 2, 65535, "launcher-commands", Optional.of(logs)),
+        out, err);
+
+    assertEquals(1, launcher.run(new ByteArrayInputStream("status\n".getBytes(StandardCharsets.UTF_8))),
+        () -> "exit code: " + outBytes + errBytes);
+    assertEquals("cluster \"launcher-commands\", 3 peers, replicas 2; peer logs in " + logs + NL, said(),
+        "the start line only: no peer, no prompt, no command run");
+    assertEquals(List.of(noFreePort(65535)), errLines(), "the first peer tried alone");
+    assertTrue(Files.isDirectory(logs), "the directory given is kept");
+    try (var files = Files.list(logs)) {
+      assertEquals(List.of(), files.toList(), "nothing left in it (its write check removed)");
+    }
+  }
+
+  /** The temporary log directory the launcher made is removed when no peer wrote a log in it. */
+  @Test
+  void run_whenNoPeerStarted_removesTheTemporaryLogDirItMade() throws Exception {
+    hold(65535);
+    Launcher launcher = new Launcher(new ClusterOptions(1, 1, 65535, "launcher-commands", Optional.empty()),
+        out, err);
+
+    assertEquals(1, launcher.run(new ByteArrayInputStream(new byte[0])), () -> "exit code: " + outBytes + errBytes);
+    Matcher m = Pattern.compile("peer logs in (.+)" + NL).matcher(said());
+    assertTrue(m.find(), "the start line names the log directory");
+    assertFalse(Files.exists(Path.of(m.group(1))), "removed: " + m.group(1));
+  }
+
+  /**
+   * A first peer that exits at once (here refusing the replicas it was given) is reported as soon
+   * as it exits, with its exit code, its last error line and its log; no peer started is the
+   * launcher's failure, not the command line's: exit 1.
+   */
+  @Test
+  @Timeout(value = 45, unit = TimeUnit.SECONDS) // well under the 60 s the launcher gives a live peer to get ready
+  void run_whenTheFirstPeerExitsAtOnce_saysWhyAtOnce_andExits1(@TempDir Path logs) throws Exception {
+    Launcher launcher = new Launcher(new ClusterOptions(2, 0, 26300, "launcher-commands", Optional.of(logs)), out, err);
+
+    assertEquals(1, launcher.run(new ByteArrayInputStream(new byte[0])), () -> "exit code: " + outBytes + errBytes);
+    Path log = logs.resolve("peer-1.log");
+    assertEquals(List.of("cluster \"launcher-commands\", 2 peers, replicas 0; peer logs in " + logs,
+        "peer-1 did not start (exit code 2): error: --replicas must be a whole number in 1..255: 0; see " + log),
+        List.of(said().split(NL)));
+    assertEquals(List.of(), errLines());
+    assertEquals(List.of("peer-1"), List.copyOf(launcher.peers.keySet()), "one peer tried");
+  }
+
+  // ---- helpers ----
+
+  private Launcher launcher(int replicas, int basePort) {
+    return new Launcher(new ClusterOptions(1, replicas, basePort, "launcher-commands", Optional.empty()), out, err);
+  }
+
+  /** What the launcher printed on stdout since the last call. */
+  private String said() {
+    String s = outBytes.toString(StandardCharsets.UTF_8);
+    outBytes.reset();
+    return s;
+  }
+
+  /** The lines the launcher printed on stderr since the last call. */
+  private List<String> errLines() {
+    String s = errBytes.toString(StandardCharsets.UTF_8);
+    errBytes.reset();
+    return s.isEmpty() ? List.of() : List.of(s.split(NL));
+  }
+
+  private static String noFreePort(int base) {
+    return "error: cannot start a peer: java.io.IOException: no free port on 127.0.0.1 from --base-port " + base
+        + " to 65535";
+  }
+
+  /**
+   * Runs {@code line} and returns what it printed with its one number (the milliseconds) taken out,
+   * checked to be no more than the command took.
+   */
+  private List<String> timed(Launcher launcher, String line) {
+    long before = System.nanoTime();
+    assertTrue(launcher.command(line));
+    long took = (System.nanoTime() - before) / 1_000_000;
+    String printed = said();
+    assertTrue(printed.endsWith(NL) && printed.indexOf(NL) == printed.length() - NL.length(), "one line: " + printed);
+    Matcher m = Pattern.compile("(.*?)(-?\\d+)( ms.*)").matcher(printed.substring(0, printed.length() - NL.length()));
+    assertTrue(m.matches(), "a line with the milliseconds: " + printed);
+    long millis = Long.parseLong(m.group(2));
+    assertTrue(millis >= 0 && millis <= took, line + ": " + millis + " ms, in a command that took " + took + " ms");
+    return List.of(m.group(1), m.group(3));
+  }
+
+  /** A stand-in for a live peer: a process that sleeps, at {@code port}. */
+  private void standIn(Launcher launcher, String id, int port) throws IOException {
+    launcher.peers.put(id, new PeerProcess(id, port, started("exec sleep 60"), Path.of("logs", id + ".log")));
+  }
+
+  /** A shell running {@code script}; one that prints a line first (its traps set) is waited for until it has. */
+  private Process started(String script) throws IOException {
+    Process p = new ProcessBuilder("sh", "-c", script).redirectErrorStream(true).start();
+    processes.add(p);
+    if (script.contains("echo up")) {
+      assertEquals("up", new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))
+          .readLine(), "the stand-in's traps are set");
+    }
+    return p;
+  }
+
+  private HttpServer server() throws IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    servers.add(server);
+    server.start();
+    return server;
+  }
+
+  private static void reply(HttpServer server, String path, String json) {
+    server.createContext(path, ex -> {
+      byte[] body = json.getBytes(StandardCharsets.UTF_8);
+      ex.getResponseHeaders().set("Content-Type", "application/json");
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+  }
+
+  /** Makes {@code port} on 127.0.0.1 busy for the rest of the test. */
+  private void hold(int port) throws IOException {
+    held.add(new ServerSocket(port, 1, InetAddress.getLoopbackAddress()));
+  }
+
+  /** Makes a privileged {@code port} busy if this user may listen on it (root); else the launcher may not either. */
+  private void holdOrRefused(int port) {
+    try {
+      hold(port);
+    } catch (IOException refused) {
+      // not root: the port is refused to the launcher as to this test
+    }
+  }
+
+  /**
+   * The first port any user may listen on, read here in one read of the whole setting: Linux's if
+   * there is one, else 1024.
+   */
+  private static int unprivilegedPortStart() {
+    Path setting = Path.of("/proc/sys/net/ipv4/ip_unprivileged_port_start");
+    try (InputStream in = Files.newInputStream(setting)) {
+      return Integer.parseInt(new String(in.readAllBytes(), StandardCharsets.US_ASCII).strip());
+    } catch (IOException notLinux) {
+      return 1024;
+    }
+  }
+
+  /** The highest privileged port; a system where every port is unprivileged has none to test. */
+  private static int privilegedPort() {
+    int start = unprivilegedPortStart();
+    assumeTrue(start > 1, "every port from 1 is unprivileged here: ip_unprivileged_port_start = " + start);
+    return start - 1;
+  }
+}
