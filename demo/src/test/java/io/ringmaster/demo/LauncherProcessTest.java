@@ -11,6 +11,10 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.Reader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,9 +27,12 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The launcher ({@code cluster}) as a user runs it: a process of its own that starts its peers as
@@ -46,6 +53,7 @@ class LauncherProcessTest extends WithPeerCluster {
    */
   private static final String PATIENT_FD = "-Dringmaster.fd.timeout=10s";
   private static final String PATIENT_VERIFY = "-Dringmaster.verify_suspect.timeout=1s";
+  private static final String NL = System.lineSeparator();
   private Process launcher;
   private final StringBuffer output = new StringBuffer();
   private final List<ProcessHandle> children = new ArrayList<>();
@@ -90,10 +98,26 @@ class LauncherProcessTest extends WithPeerCluster {
     reader.start();
     OutputStream stdin = launcher.getOutputStream();
 
+    // A peer is said to be ready once it answers as itself (the launcher asks it), not when its
+    // process is merely up: asked the moment the line appears, it answers.
+    Pattern ready = Pattern.compile("peer-1 ready at http://127\\.0\\.0\\.1:(\\d+)/ ");
+    await("peer-1 ready").atMost(Duration.ofSeconds(60)).until(() -> ready.matcher(output).find());
+    Matcher first = ready.matcher(output);
+    assertTrue(first.find(), output.toString());
+    int port1 = Integer.parseInt(first.group(1));
+    HttpResponse<String> stats = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build().send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port1 + "/stats")).timeout(Duration.ofSeconds(10))
+            .build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, stats.statusCode(), stats.body());
+    assertEquals("peer-1", Json.tree(stats.body()).path("id").asText(), stats.body());
     await("the launcher's first two peers, in one ring with peer-3").atMost(Duration.ofSeconds(90))
         .until(() -> output.toString().contains("ring: all 2 peers agree"));
-    assertTrue(output.toString().contains("peer-1 ready at http://127.0.0.1:"), output.toString());
-    assertTrue(output.toString().contains("peer-2 ready at http://127.0.0.1:"), output.toString());
+    // The first peer gets the base port (or the first free one after it), the second the next; the
+    // start ends with the first peer's page and a prompt, shown while the launcher waits for a command.
+    assertTrue(port1 >= 26000, output.toString());
+    assertTrue(output.toString().contains("peer-2 ready at http://127.0.0.1:" + (port1 + 1) + "/ "), output.toString());
+    await("the prompt").atMost(Duration.ofSeconds(30)).until(() -> output.toString().endsWith("open http://127.0.0.1:"
+        + port1 + "/ in a browser; type help for commands" + NL + "> "));
     // "All 2 peers agree" holds for a ring without peer-3 too (a join that missed it, merged seconds
     // later): the add must find peer-3 in the ring.
     await("peer-1, peer-2 and peer-3 in one ring").atMost(Duration.ofSeconds(60)).ignoreExceptions()
@@ -103,8 +127,9 @@ class LauncherProcessTest extends WithPeerCluster {
     stdin.flush();
     await("the launcher's verdict on the ring after add").atMost(Duration.ofSeconds(90))
         .until(() -> output.toString().split("\nring: ", -1).length == 3);
+    await("the prompt after add").atMost(Duration.ofSeconds(30))
+        .until(() -> output.toString().endsWith("ring: all 3 peers agree" + NL + "> "));
     String out = output.toString();
-    assertTrue(out.contains("ring: all 3 peers agree"), out);
     assertTrue(out.contains("peer-3 is in the ring already (a peer started by hand); skipping that id"), out);
     assertTrue(out.contains("peer-4 ready at http://127.0.0.1:"), out);
     assertFalse(out.contains("did not start"), out);
@@ -122,6 +147,16 @@ class LauncherProcessTest extends WithPeerCluster {
     // Out of the ring before quit, so that the others' leaves do not push to it.
     await("the ring without peer-4").atMost(Duration.ofSeconds(60)).ignoreExceptions()
         .until(() -> ringMembers("peer-3").equals(Set.of("peer-1", "peer-2", "peer-3")));
+    // The id after the skipped one moves on: the next add neither meets peer-3 again nor reuses the
+    // id of peer-4, which exited.
+    stdin.write("add\n".getBytes(StandardCharsets.UTF_8));
+    stdin.flush();
+    await("the launcher's verdict on the ring after the second add").atMost(Duration.ofSeconds(90))
+        .until(() -> output.toString().split("\nring: ", -1).length == 4);
+    out = output.toString();
+    assertTrue(out.contains("peer-5 ready at http://127.0.0.1:"), out);
+    assertEquals(2, out.split("skipping that id", -1).length, "peer-3 skipped once: " + out);
+    launcher.descendants().filter(d -> !children.contains(d)).forEach(children::add);
     stdin.write("quit\n".getBytes(StandardCharsets.UTF_8));
     stdin.flush();
     assertTrue(launcher.waitFor(120, TimeUnit.SECONDS), "the launcher exits after quit: " + output);
@@ -238,12 +273,19 @@ class LauncherProcessTest extends WithPeerCluster {
       assertEquals(peers, started.size(), how + ": " + output);
 
       if (how.equals("sigterm")) {
-        launcher.destroy(); // SIGTERM
+        launcher.toHandle().destroy(); // SIGTERM (Process.destroy would close this end of its output too)
       } else {
         launcher.getOutputStream().close();
       }
       assertTrue(launcher.waitFor(150, TimeUnit.SECONDS), how + ": the launcher exits: " + output);
       assertEquals(how.equals("sigterm") ? 143 : 0, launcher.exitValue(), how + ": " + output);
+      reader.join(TimeUnit.SECONDS.toMillis(30)); // all the launcher printed
+      assertFalse(reader.isAlive(), how + ": the launcher's output ends with it");
+      // What the wait is, once; and no peer said to have overrun it.
+      assertTrue(output.toString().contains("stopping " + peers + (peers == 1 ? " peer" : " peers") + " (each hands"
+          + " its keys to the peers that stay, if any; up to " + Launcher.STOP_TIMEOUT.toSeconds() + " s)" + NL),
+          how + ": " + output);
+      assertFalse(output.toString().contains("did not stop"), how + ": " + output);
       for (ProcessHandle peer : started) {
         assertFalse(peer.isAlive(), how + ": a peer outlived its launcher: " + peer.pid());
       }
@@ -255,6 +297,73 @@ class LauncherProcessTest extends WithPeerCluster {
       launcher = null;
       children.clear();
     }
+  }
+
+  /**
+   * add with no live peer (all stopped) starts the first alone and then the rest, n in all, and
+   * gives its verdict on their ring, a lone peer's too; ids go on from the last one given, and stop
+   * says the peer left gracefully.
+   */
+  @Test
+  @Timeout(value = 300, unit = TimeUnit.SECONDS)
+  void add_withNoLivePeer_startsNPeers_theFirstAlone_andSaysWhetherTheyAgree() throws Exception {
+    Path logs = Files.createTempDirectory(Files.createDirectories(Path.of("target", "peer-logs")), "add-none-");
+    launcher = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
+        "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
+        "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
+        PATIENT_FD, PATIENT_VERIFY,
+        "-cp", System.getProperty("java.class.path"), Main.class.getName(),
+        "cluster", "--peers", "1", "--replicas", "2", "--cluster", "launcher-add-none", "--base-port", "26200",
+        "--log-dir", logs.toString()).redirectErrorStream(true).start();
+    Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
+    reader.setDaemon(true);
+    reader.start();
+    OutputStream stdin = launcher.getOutputStream();
+    await("the first peer").atMost(Duration.ofSeconds(90))
+        .until(() -> output.toString().endsWith("type help for commands" + NL + "> "));
+
+    for (String[] step : List.of(new String[] {"stop peer-1", "peer-1 left gracefully in "},
+        new String[] {"add", "ring: all 1 peers agree" + NL + "> "},
+        new String[] {"stop peer-2", "peer-2 left gracefully in "},
+        new String[] {"add 2", "ring: all 2 peers agree" + NL + "> "})) {
+      int before = output.length();
+      stdin.write((step[0] + "\n").getBytes(StandardCharsets.UTF_8));
+      stdin.flush();
+      await(step[0]).atMost(Duration.ofSeconds(90)).until(() -> output.substring(before).contains(step[1])
+          && output.toString().endsWith("> "));
+    }
+    String out = output.toString();
+    for (String id : List.of("peer-2", "peer-3", "peer-4")) {
+      assertTrue(out.contains(id + " ready at http://127.0.0.1:"), id + ": " + out);
+    }
+    assertFalse(out.contains("peer-5"), "add 2 started two: " + out);
+    assertEquals(2, launcher.children().count(), out);
+    launcher.descendants().forEach(children::add);
+    stdin.close();
+    assertTrue(launcher.waitFor(120, TimeUnit.SECONDS), "the launcher exits at the end of its input: " + output);
+    assertEquals(0, launcher.exitValue(), output.toString());
+  }
+
+  /**
+   * A launcher that cannot make its temporary log directory (here under a {@code java.io.tmpdir}
+   * that does not exist) says so and exits 1, the system's fault rather than the command line's (2),
+   * before it starts any peer.
+   */
+  @Test
+  @Timeout(value = 60, unit = TimeUnit.SECONDS)
+  void aTemporaryLogDirThatCannotBeMade_isTheSystemsFault_exit1(@TempDir Path dir) throws Exception {
+    Path missing = dir.resolve("absent").toAbsolutePath();
+    launcher = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Djava.io.tmpdir=" + missing, "-cp", System.getProperty("java.class.path"), Main.class.getName(),
+        "cluster", "--peers", "1", "--base-port", "26200").redirectErrorStream(true).start();
+    launcher.getOutputStream().close();
+    String printed = new String(launcher.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertTrue(launcher.waitFor(30, TimeUnit.SECONDS), printed);
+    assertEquals(1, launcher.exitValue(), printed);
+    assertTrue(printed.startsWith("error: cannot create a temporary log directory: java.nio.file.NoSuchFileException: "
+        + missing + "/ringmaster-demo-logs-"), printed);
+    assertFalse(Files.exists(missing), "nothing made");
   }
 
   /** The ids in a peer's ring. */
