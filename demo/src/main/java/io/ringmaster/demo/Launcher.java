@@ -36,6 +36,8 @@ import java.util.stream.Collectors;
  */
 final class Launcher {
   static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+  /** How long the launcher waits for its live peers to agree on one ring, after a start or an add. */
+  static final Duration AGREEMENT_TIMEOUT = Duration.ofSeconds(30);
   private static final Duration READY_POLL = Duration.ofMillis(250);
   /**
    * The most keys one {@code load} writes: a peer alone (or each of two, with two replicas) then
@@ -134,7 +136,7 @@ final class Launcher {
       removeTemporaryLogDirIfEmpty(); // none started yet, say
       return 130;
     }
-    awaitAgreement();
+    awaitAgreement(AGREEMENT_TIMEOUT);
     out.println("open " + first().map(PeerProcess::url).orElse("?") + "/ in a browser; type help for commands");
     try (BufferedReader in = new BufferedReader(new InputStreamReader(stdin, StandardCharsets.UTF_8))) {
       out.print("> ");
@@ -351,9 +353,9 @@ final class Launcher {
   /**
    * Waits until all live peers are in one ring. Peers that start together can form separate rings
    * that merge seconds later; writes in between would be resolved by the merge, but a demo should
-   * start from one ring.
+   * start from one ring. Says which it found, after at most {@code limit}.
    */
-  private void awaitAgreement() {
+  void awaitAgreement(Duration limit) {
     List<PeerProcess> live = live();
     if (live.isEmpty()) {
       return;
@@ -361,7 +363,7 @@ final class Launcher {
     ClusterStatus status = new ClusterStatus(http, out);
     // Every 250 ms, as awaitReady: each /stats counts the keys a peer holds, and the peers are busy
     // moving them meanwhile.
-    if (Waits.until(() -> status.agree(live, gone()), Duration.ofSeconds(30), READY_POLL)) {
+    if (Waits.until(() -> status.agree(live, gone()), limit, READY_POLL)) {
       out.println("ring: all " + live.size() + " peers agree");
     } else {
       out.println("ring: the peers are not in one ring yet; type status to check");
@@ -600,7 +602,7 @@ final class Launcher {
       n--;
     }
     if (!add(n).isEmpty()) { // none started: no ring to wait for
-      awaitAgreement();
+      awaitAgreement(AGREEMENT_TIMEOUT);
     }
   }
 

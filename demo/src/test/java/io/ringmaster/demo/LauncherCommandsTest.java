@@ -20,11 +20,13 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -304,6 +306,45 @@ class LauncherCommandsTest {
     String printed = said();
     assertTrue(printed.contains("ring: all 1 peers agree (view/checksum 7/c0ffee); also in it: peer-2 (exited, not yet"
         + " out of the ring), peer-3 (not started here, no answer)" + NL), printed);
+  }
+
+  /**
+   * After a start or an add, the launcher waits for its peers to agree on one ring, asking each for
+   * its /stats until it says it is in the ring, and only then says they agree.
+   */
+  @Test
+  void awaitAgreement_waitsUntilEveryPeerIsInTheRing_thenSaysTheyAgree() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    HttpServer server = server();
+    String url = "http://127.0.0.1:" + server.getAddress().getPort();
+    AtomicInteger asked = new AtomicInteger();
+    server.createContext("/stats", ex -> {
+      boolean inRing = asked.incrementAndGet() > 2; // the peer is still joining for its first two answers
+      byte[] body = ("{\"id\":\"peer-1\",\"viewId\":3,\"checksum\":\"c0ffee\",\"inRing\":" + inRing + "}")
+          .getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    reply(server, "/ring", "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\",\"endpoint\":\"" + url + "\"}]}");
+    standIn(launcher, "peer-1", server.getAddress().getPort());
+
+    launcher.awaitAgreement(Duration.ofSeconds(30));
+    assertEquals("ring: all 1 peers agree" + NL, said());
+    assertEquals(3, asked.get(), "asked until the peer said it is in the ring, and no more");
+  }
+
+  /** Peers that are not in one ring by the time limit are said to be so, with what to type next. */
+  @Test
+  @Timeout(value = 15, unit = TimeUnit.SECONDS) // the limit given, not the 30 s of a start or an add
+  void awaitAgreement_whenThePeersDoNotAgreeInTime_saysSo() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    HttpServer server = server();
+    reply(server, "/stats", "{\"id\":\"peer-1\",\"viewId\":3,\"checksum\":\"c0ffee\",\"inRing\":false}");
+    standIn(launcher, "peer-1", server.getAddress().getPort());
+
+    launcher.awaitAgreement(Duration.ofMillis(600));
+    assertEquals("ring: the peers are not in one ring yet; type status to check" + NL, said());
   }
 
   // ---- ports ----
