@@ -84,18 +84,7 @@ class LauncherProcessTest extends WithPeerCluster {
     cluster.startAll("peer-3"); // by hand, under the id the launcher would give its third peer
 
     Path logs = Files.createDirectories(Path.of("target", "peer-logs", "launcher-process", "launched"));
-    List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
-        "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
-        "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
-        PATIENT_FD, PATIENT_VERIFY,
-        "-cp", System.getProperty("java.class.path"), Main.class.getName(),
-        "cluster", "--peers", "2", "--replicas", "2", "--cluster", cluster.name(), "--base-port", "26000",
-        "--log-dir", logs.toString());
-    launcher = new ProcessBuilder(command).redirectErrorStream(true).start();
-    Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
-    reader.setDaemon(true);
-    reader.start();
+    startLauncher("--peers", "2", "--cluster", cluster.name(), "--base-port", "26000", "--log-dir", logs.toString());
     OutputStream stdin = launcher.getOutputStream();
 
     // A peer is said to be ready once it answers as itself (the launcher asks it), not when its
@@ -253,17 +242,8 @@ class LauncherProcessTest extends WithPeerCluster {
       int peers = how.equals("sigterm") ? 2 : 1;
       Path logs = Files.createTempDirectory(Files.createDirectories(Path.of("target", "peer-logs")), "stop-" + how + "-");
       output.setLength(0);
-      launcher = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
-          "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
-          "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
-          PATIENT_FD, PATIENT_VERIFY,
-          "-cp", System.getProperty("java.class.path"), Main.class.getName(),
-          "cluster", "--peers", Integer.toString(peers), "--replicas", "2", "--cluster", "launcher-stop-" + how,
-          "--base-port", "26100", "--log-dir", logs.toString()).redirectErrorStream(true).start();
-      Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
-      reader.setDaemon(true);
-      reader.start();
+      Thread reader = startLauncher("--peers", Integer.toString(peers), "--cluster", "launcher-stop-" + how,
+          "--base-port", "26100", "--log-dir", logs.toString());
       // Its verdict on the ring ends the start, whichever it is: each peer leaves gracefully from a
       // ring of its own too.
       await(how + ": the launcher's peers started").atMost(Duration.ofSeconds(120))
@@ -308,17 +288,7 @@ class LauncherProcessTest extends WithPeerCluster {
   @Timeout(value = 300, unit = TimeUnit.SECONDS)
   void add_withNoLivePeer_startsNPeers_theFirstAlone_andSaysWhetherTheyAgree() throws Exception {
     Path logs = Files.createTempDirectory(Files.createDirectories(Path.of("target", "peer-logs")), "add-none-");
-    launcher = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
-        "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
-        "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
-        PATIENT_FD, PATIENT_VERIFY,
-        "-cp", System.getProperty("java.class.path"), Main.class.getName(),
-        "cluster", "--peers", "1", "--replicas", "2", "--cluster", "launcher-add-none", "--base-port", "26200",
-        "--log-dir", logs.toString()).redirectErrorStream(true).start();
-    Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
-    reader.setDaemon(true);
-    reader.start();
+    startLauncher("--peers", "1", "--cluster", "launcher-add-none", "--base-port", "26200", "--log-dir", logs.toString());
     OutputStream stdin = launcher.getOutputStream();
     await("the first peer").atMost(Duration.ofSeconds(90))
         .until(() -> output.toString().endsWith("type help for commands" + NL + "> "));
@@ -371,6 +341,28 @@ class LauncherProcessTest extends WithPeerCluster {
     Set<String> members = new TreeSet<>();
     cluster.json(peer, "/ring?ranges=false").path("members").forEach(m -> members.add(m.path("id").asText()));
     return members;
+  }
+
+  /**
+   * Starts the launcher with {@code --replicas 2} and {@code options}, its peers finding the cluster
+   * on {@link PeerCluster}'s ports with a patient failure detector, and a daemon thread that copies
+   * all it prints (stdout and stderr) into {@link #output}.
+   *
+   * @return that thread, which ends when the launcher's output does
+   */
+  private Thread startLauncher(String... options) throws IOException {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Djava.net.preferIPv4Stack=true", "-Xmx128m",
+        "-Dringmaster.bind_port=" + PeerCluster.JGROUPS_PORT,
+        "-Dringmaster.initial_hosts=127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]",
+        PATIENT_FD, PATIENT_VERIFY,
+        "-cp", System.getProperty("java.class.path"), Main.class.getName(), "cluster", "--replicas", "2"));
+    command.addAll(List.of(options));
+    launcher = new ProcessBuilder(command).redirectErrorStream(true).start();
+    Thread reader = new Thread(() -> copy(launcher.getInputStream()), "launcher-output");
+    reader.setDaemon(true);
+    reader.start();
+    return reader;
   }
 
   private void copy(InputStream in) {
