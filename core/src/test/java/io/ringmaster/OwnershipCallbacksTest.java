@@ -189,6 +189,46 @@ class OwnershipCallbacksTest {
   }
 
   /**
+   * A leaveTimeout of 0 asks close() not to wait for the listeners' hand-off: close() returns while
+   * a listener on an executor of the application's still runs its LEAVING change, without the
+   * warning that names busy listeners (that warning is for a wait that ran out), and the listener
+   * still gets the whole change.
+   */
+  @Test
+  void close_withLeaveTimeoutZero_doesNotWaitForABusyListener_norWarnsOfIt() throws Exception {
+    ExecutorService own = Executors.newSingleThreadExecutor();
+    try (TestCluster cluster = new TestCluster("zero-leave-busy");
+         NodeLog busy = new NodeLog(r -> r.getMessage().contains("listeners still busy"))) {
+      Ringmaster keeper = cluster.start("keeper");
+      CountDownLatch handOff = new CountDownLatch(1);
+      CountDownLatch handingOff = new CountDownLatch(1);
+      List<OwnershipChange> leaving = new CopyOnWriteArrayList<>();
+      Ringmaster n = cluster.start(cluster.builder("n").leaveTimeout(Duration.ZERO),
+          node -> node.addOwnershipListener(change -> {
+            if (change.reason() == OwnershipChange.Reason.LEAVING) {
+              handingOff.countDown();
+              awaitQuietly(handOff); // a hand-off that lasts until close() has returned
+              leaving.add(change);
+            }
+          }, own));
+      TestCluster.awaitAgreement(List.of(keeper, n), 2, WAIT);
+      try {
+        n.close();
+        assertTrue(handingOff.await(WAIT.toSeconds(), TimeUnit.SECONDS), "the LEAVING change is handed off");
+        assertEquals(List.of(), leaving, "close() returned without waiting for the hand-off");
+        assertFalse(n.leftIdle(), "it left with the listener still busy");
+        assertEquals(List.of(), busy.records().stream().map(LogRecord::getMessage).toList());
+      } finally {
+        handOff.countDown();
+      }
+      await().atMost(WAIT).until(() -> leaving.size() == 1);
+      assertEquals(List.of(keeper.localMember()), leaving.get(0).ring().members());
+    } finally {
+      own.shutdownNow();
+    }
+  }
+
+  /**
    * A listener on an executor with many threads still gets its callbacks one at a time, in view
    * order: its first callback is held until the change after it has been published (the view with
    * c) and queued, and the executor has by then been handed that first callback only (the next is
@@ -315,6 +355,47 @@ class OwnershipCallbacksTest {
       assertFalse(first.isDone(), "the first close() goes on");
       handOff.countDown();
       first.get(30, TimeUnit.SECONDS);
+      assertTrue(n.channel().isClosed());
+    }
+  }
+
+  /**
+   * A second close() called with its interrupt flag already set (in a {@code finally} after a caught
+   * InterruptedException, say) still waits for the first to end, as the first close() does not cut
+   * its leave short for a flag set before the call, and returns with the flag still set.
+   */
+  @Test
+  void aSecondClose_calledWithTheInterruptFlagSet_stillWaitsForTheFirst_andKeepsTheFlag() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-second-flagged")) {
+      cluster.start("keeper");
+      CountDownLatch handOff = new CountDownLatch(1);
+      AtomicBoolean leaving = new AtomicBoolean();
+      Ringmaster n = cluster.start(cluster.builder("n").leaveTimeout(Duration.ofMinutes(5)),
+          node -> node.addOwnershipListener(change -> {
+            if (change.reason() == OwnershipChange.Reason.LEAVING) {
+              leaving.set(true);
+              awaitQuietly(handOff); // a hand-off under way
+            }
+          }));
+      CompletableFuture<Void> first = CompletableFuture.runAsync(n::close);
+      CompletableFuture<Boolean> flagAfter = new CompletableFuture<>();
+      Thread second = new Thread(() -> {
+        Thread.currentThread().interrupt();
+        n.close();
+        flagAfter.complete(Thread.currentThread().isInterrupted());
+      }, "second-close");
+      try {
+        await().atMost(WAIT).until(leaving::get);
+        second.start();
+        await().atMost(WAIT).until(() -> second.getState() == Thread.State.WAITING || !second.isAlive());
+        assertTrue(second.isAlive(), "the second close() waits for the first, its flag notwithstanding");
+        assertFalse(first.isDone(), "the first close() waits for the hand-off");
+      } finally {
+        handOff.countDown();
+      }
+      first.get(30, TimeUnit.SECONDS);
+      assertTrue(flagAfter.get(30, TimeUnit.SECONDS), "the second close() returns with its flag still set");
+      second.join(TimeUnit.SECONDS.toMillis(10));
       assertTrue(n.channel().isClosed());
     }
   }
@@ -730,6 +811,12 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /** Whether {@code thread} is in a node's wait for its listeners to finish the LEAVING change. */
+  private static boolean waitsForListeners(Thread thread) {
+    return thread.getState() == Thread.State.TIMED_WAITING
+        && Arrays.stream(thread.getStackTrace()).anyMatch(f -> f.getMethodName().equals("awaitListeners"));
+  }
+
   private static boolean heardLeave(OwnershipRecorder recorder) {
     List<OwnershipChange> heard = recorder.changes();
     return !heard.isEmpty() && heard.get(heard.size() - 1).reason() == OwnershipChange.Reason.LEAVING;
@@ -969,28 +1056,44 @@ class OwnershipCallbacksTest {
    * called. Before, every wait in close() gave up at once and the listeners got no LEAVING change.
    */
   @Test
-  void close_calledWithTheInterruptFlagSet_stillHandsOff_andKeepsTheFlag() {
+  void close_calledWithTheInterruptFlagSet_stillHandsOff_andKeepsTheFlag() throws Exception {
     try (TestCluster cluster = new TestCluster("interrupted-close")) {
       Ringmaster a = cluster.start("a");
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       List<OwnershipChange> leaving = new CopyOnWriteArrayList<>();
       List<Integer> membersSeenByA = new CopyOnWriteArrayList<>();
+      List<Boolean> handOffInterrupted = new CopyOnWriteArrayList<>();
+      CountDownLatch handingOff = new CountDownLatch(1);
+      CountDownLatch handedOff = new CountDownLatch(1);
       b.addOwnershipListener(change -> {
         if (change.reason() == OwnershipChange.Reason.LEAVING) {
           membersSeenByA.add(a.ring().members().size());
+          handingOff.countDown();
+          awaitQuietly(handedOff); // a hand-off that lasts until close() is seen waiting for it
+          handOffInterrupted.add(Thread.currentThread().isInterrupted());
           leaving.add(change);
         }
       });
+      Thread closing = Thread.currentThread();
+      Thread watcher = new Thread(() -> {
+        awaitQuietly(handingOff);
+        await().atMost(WAIT).until(() -> waitsForListeners(closing) || handedOff.getCount() == 0);
+        handedOff.countDown();
+      }, "hand-off-watcher");
+      watcher.start();
       boolean kept;
       Thread.currentThread().interrupt();
       try {
         b.close();
       } finally {
         kept = Thread.interrupted(); // cleared either way: later tests run on this thread
+        handedOff.countDown();
       }
+      watcher.join(TimeUnit.SECONDS.toMillis(30));
       assertTrue(kept, "the caller keeps its interrupt");
       assertEquals(1, leaving.size(), "close() returned after the hand-off ran");
+      assertEquals(List.of(false), handOffInterrupted, "close() waited for the hand-off instead of interrupting it");
       assertEquals(List.of(2), membersSeenByA, "while the hand-off ran, b was still a member");
       assertEquals(List.of(a.localMember()), leaving.get(0).ring().members(), "b's ranges go to a");
       TestCluster.awaitAgreement(List.of(a), 1, WAIT);
