@@ -1642,7 +1642,11 @@ public final class Ringmaster implements AutoCloseable {
       return this;
     }
 
-    /** How long {@link #close()} waits for listeners to hand data off: 0 to 24 hours. */
+    /**
+     * How long {@link #close()} waits for listeners to hand data off: 0 to 24 hours. With 0, close()
+     * still queues the LEAVING change for every listener, but does not wait for them to run it, nor
+     * warns of listeners still busy with it (a longer limit that runs out logs a WARNING naming them).
+     */
     public Builder leaveTimeout(Duration leaveTimeout) {
       this.leaveTimeout = SettingChecks.duration("leaveTimeout", leaveTimeout, Duration.ZERO);
       return this;
