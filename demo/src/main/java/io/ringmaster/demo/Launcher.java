@@ -35,6 +35,10 @@ import java.util.stream.Collectors;
  * covers a {@code kill -9} of the launcher.
  */
 final class Launcher {
+  /**
+   * How long a peer started may take to answer as itself at {@code /stats} before the launcher
+   * stops it as one that did not start.
+   */
   static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
   /** How long the launcher waits for its live peers to agree on one ring, after a start or an add. */
   static final Duration AGREEMENT_TIMEOUT = Duration.ofSeconds(30);
@@ -71,6 +75,8 @@ final class Launcher {
   private final ClusterOptions options;
   private final PrintStream out;
   private final PrintStream err;
+  /** How long each peer started is given to answer as itself: {@link #READY_TIMEOUT}, unless made with another. */
+  private final Duration readyTimeout;
   /** The peers started, by id; guarded by itself (package-private for tests). */
   final Map<String, PeerProcess> peers = new LinkedHashMap<>();
   private boolean closing; // guarded by peers: set by stopAll, after which spawn starts nothing
@@ -86,9 +92,19 @@ final class Launcher {
   private boolean basePortRefused;
 
   Launcher(ClusterOptions options, PrintStream out, PrintStream err) {
+    this(options, out, err, READY_TIMEOUT);
+  }
+
+  /**
+   * A launcher that gives each peer it starts up to {@code readyTimeout}, instead of
+   * {@link #READY_TIMEOUT}, to answer as itself; one that has not by then is stopped, as one that
+   * did not start.
+   */
+  Launcher(ClusterOptions options, PrintStream out, PrintStream err, Duration readyTimeout) {
     this.options = options;
     this.out = out;
     this.err = err;
+    this.readyTimeout = readyTimeout;
     this.nextPort = options.basePort();
   }
 
@@ -318,7 +334,7 @@ final class Launcher {
   private boolean awaitReady(PeerProcess p) {
     // Every 250 ms: a joining peer answers 503 at once, and the peer's JVM is busy joining.
     return Waits.until(() -> !p.isAlive() || answersAs(http, p.url(), p.id()) || Thread.currentThread().isInterrupted(),
-        READY_TIMEOUT, READY_POLL) && p.isAlive();
+        readyTimeout, READY_POLL) && p.isAlive();
   }
 
   /**

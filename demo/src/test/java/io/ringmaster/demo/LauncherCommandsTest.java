@@ -39,13 +39,16 @@ import org.junit.jupiter.api.io.TempDir;
  * on a launcher whose peers are stand-ins (a shell process for the peer's life, and where a command
  * talks to the peer, an HTTP server on this JVM for its port), {@link Launcher#freePort}, and
  * {@link Launcher#run} where no peer gets to serve (the base port refused, no port free, a peer that
- * exits at once). Peers are never started here except the one that exits at once: a start that
- * would succeed is {@link LauncherProcessTest}'s.
+ * exits at once, one not ready in time). Real peers are started here only where {@code run} judges
+ * the first peer's start: one that exits at once, one still starting at a short ready limit, one
+ * ready within it; the rest of a start that succeeds is {@link LauncherProcessTest}'s.
  */
 class LauncherCommandsTest {
   /** The port a stand-in peer that no command reaches gives: nothing listens there, so a request is refused at once. */
   private static final int NOBODY = 1;
   private static final String NL = System.lineSeparator();
+  /** The cluster of the real peers started here: this JVM's own, so that no other test's peers join it. */
+  private static final String OWN_CLUSTER = "launcher-commands-" + ProcessHandle.current().pid();
 
   private final ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
   private final ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
@@ -54,9 +57,16 @@ class LauncherCommandsTest {
   private final List<Process> processes = new ArrayList<>();
   private final List<HttpServer> servers = new ArrayList<>();
   private final List<ServerSocket> held = new ArrayList<>();
+  /** Launchers whose real peers a test that failed midway may have left running. */
+  private final List<Launcher> launchers = new ArrayList<>();
 
   @AfterEach
   void stopEverything() throws Exception {
+    for (Launcher launcher : launchers) {
+      for (PeerProcess p : List.copyOf(launcher.peers.values())) {
+        p.process().destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+      }
+    }
     for (Process p : processes) {
       p.descendants().forEach(ProcessHandle::destroyForcibly);
       p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
@@ -474,10 +484,83 @@ class LauncherCommandsTest {
     assertEquals(List.of("peer-1"), List.copyOf(launcher.peers.keySet()), "one peer tried");
   }
 
+  /**
+   * A first peer whose process still runs at the ready limit, not yet answering as itself (a real
+   * peer alone waits out the 1 s join timeout after its JVM starts, so 1 s is too little), did not
+   * start: the launcher says so, with its log, and stops it with SIGTERM rather than SIGKILL (it may
+   * have joined and taken keys already), waiting until it has exited. No peer started: exit 1,
+   * without trying the other peers or reading a command.
+   */
+  @Test
+  @Timeout(value = 45, unit = TimeUnit.SECONDS) // under the STOP_TIMEOUT a peer sent no SIGTERM would be waited
+  void run_whenTheFirstPeerRunsButIsNotReadyInTime_stopsIt_andExits1(@TempDir Path logs) throws Exception {
+    Launcher launcher = realPeersLauncher(3, logs, Duration.ofSeconds(1));
+
+    assertEquals(1, runOnTestPorts(launcher, "status" + NL), () -> "exit code: " + outBytes + errBytes);
+    Path log = logs.resolve("peer-1.log");
+    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 3 peers, replicas 2; peer logs in " + logs,
+        "peer-1 did not start; stopping it; see " + log), List.of(said().split(NL)),
+        "no ready line, no prompt, no command run");
+    assertEquals(List.of(), errLines());
+    assertEquals(List.of("peer-1"), List.copyOf(launcher.peers.keySet()), "the other two not tried");
+    Process peer = launcher.peers.get("peer-1").process();
+    assertFalse(peer.isAlive(), "stopped, and waited for, before run returned");
+    assertEquals(143, peer.exitValue(), "SIGTERM (143), not SIGKILL (137)");
+    assertTrue(Launcher.lastLine(log, "peer-1 left the cluster in ").isPresent(),
+        "it finished its start, then left the cluster: " + Files.readString(log));
+  }
+
+  /**
+   * A first peer that answers as itself within the ready limit, after a while of not answering (its
+   * JVM starting, then joining), started: the launcher says where it is, waits for the ring, shows
+   * the prompt, and at the end of the input stops it.
+   */
+  @Test
+  @Timeout(value = 90, unit = TimeUnit.SECONDS)
+  void run_whenTheFirstPeerAnswersWithinTheReadyLimit_takesItAsStarted(@TempDir Path logs) throws Exception {
+    Launcher launcher = realPeersLauncher(1, logs, Duration.ofSeconds(30));
+
+    assertEquals(0, runOnTestPorts(launcher, ""), () -> "exit code: " + outBytes + errBytes);
+    PeerProcess peer = launcher.peers.get("peer-1");
+    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 1 peers, replicas 2; peer logs in " + logs,
+        "peer-1 ready at " + peer.url() + "/  (log " + logs.resolve("peer-1.log") + ")",
+        "ring: all 1 peers agree",
+        "open " + peer.url() + "/ in a browser; type help for commands",
+        "> stopping 1 peer (each hands its keys to the peers that stay, if any; up to "
+            + Launcher.STOP_TIMEOUT.toSeconds() + " s)"), List.of(said().split(NL)));
+    assertEquals(List.of(), errLines());
+    assertFalse(peer.isAlive(), "stopped at the end of the input");
+  }
+
   // ---- helpers ----
 
   private Launcher launcher(int replicas, int basePort) {
     return new Launcher(new ClusterOptions(1, replicas, basePort, "launcher-commands", Optional.empty()), out, err);
+  }
+
+  /**
+   * A launcher that starts real peers, from base port 26300, in a cluster of this JVM's own, giving
+   * each {@code ready} to answer as itself; its peers are killed after the test.
+   */
+  private Launcher realPeersLauncher(int peers, Path logs, Duration ready) {
+    Launcher launcher = new Launcher(new ClusterOptions(peers, 2, 26300, OWN_CLUSTER, Optional.of(logs)), out, err,
+        ready);
+    launchers.add(launcher);
+    return launcher;
+  }
+
+  /**
+   * Runs {@code launcher} on {@code input}, its peers finding each other on {@link PeerCluster}'s
+   * JGroups ports (the launcher hands its ringmaster properties on), not on a demo's.
+   */
+  private static int runOnTestPorts(Launcher launcher, String input) {
+    int[] exit = new int[1];
+    KeptProperties.keeping(() -> {
+      System.setProperty("ringmaster.bind_port", Integer.toString(PeerCluster.JGROUPS_PORT));
+      System.setProperty("ringmaster.initial_hosts", "127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]");
+      exit[0] = launcher.run(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)));
+    }, "ringmaster.bind_port", "ringmaster.initial_hosts");
+    return exit[0];
   }
 
   /** What the launcher printed on stdout since the last call. */
