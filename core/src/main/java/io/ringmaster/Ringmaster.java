@@ -493,6 +493,7 @@ public final class Ringmaster implements AutoCloseable {
         queuedAt = node.announceLeaving(); // before this thread runs same-thread listeners' callbacks
       } else {
         long queueTimeout = Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis());
+        long waitedFrom = System.nanoTime();
         try {
           queuedAt = awaitThroughInterrupts(node.queueLeaving(), queueTimeout);
         } catch (TimeoutException held) {
@@ -506,11 +507,13 @@ public final class Ringmaster implements AutoCloseable {
             throw new ExecutionException(e);
           }
           queuedAt = System.nanoTime();
+          // The time waited, not queueTimeout: an interrupt cuts the wait short (awaitThroughInterrupts).
+          long waited = TimeUnit.NANOSECONDS.toMillis(queuedAt - waitedFrom);
           // Quietly: the wait for the listeners' hand-off below must still run.
           Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: the view thread was still busy after {1} ms (a"
               + " listener on a same-thread executor?); " + (queuedHere ? "the LEAVING change was queued by close()"
               + " instead, and " : "") + "the callbacks the view thread had yet to start were handed to the node''s"
-              + " pool", config.nodeId(), Long.toString(queueTimeout)));
+              + " pool", config.nodeId(), Long.toString(waited)));
         }
       }
       long deadline = queuedAt + config.leaveTimeout().toNanos();

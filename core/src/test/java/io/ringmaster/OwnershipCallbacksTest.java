@@ -1102,14 +1102,20 @@ class OwnershipCallbacksTest {
 
   /**
    * The closing thread interrupted while the LEAVING change waits to be queued (b's view thread
-   * held by a same-thread membership listener): the change is still queued and delivered. Before,
-   * the interrupt let the shutdown close the node first, and no LEAVING change ever came.
+   * held by a same-thread membership listener): the change is still queued and delivered, and
+   * close() returns with the flag set. Before, the interrupt let the shutdown close the node first,
+   * and no LEAVING change ever came. After the interrupt close() waits at most 5 s more for the view
+   * thread, however long its leaveTimeout: with the view thread still held (released here only
+   * once close() returned), close() queues the change itself, and the shutdown frees that thread.
    */
-  @Test
-  void close_interruptedWhileTheLeavingChangeWaitsToQueue_stillDeliversIt() throws Exception {
-    try (TestCluster cluster = new TestCluster("interrupted-queue")) {
+  @ParameterizedTest(name = "view thread released once the interrupt is handled: {0}")
+  @ValueSource(booleans = {true, false})
+  void close_interruptedWhileTheLeavingChangeWaitsToQueue_stillDeliversIt(boolean releasedOnceHandled)
+      throws Exception {
+    try (TestCluster cluster = new TestCluster("interrupted-queue");
+         NodeLog held = new NodeLog(r -> r.getMessage().contains("the view thread was still busy after"))) {
       Ringmaster a = cluster.start("a");
-      Ringmaster b = cluster.start("b");
+      Ringmaster b = cluster.start(cluster.builder("b").leaveTimeout(Duration.ofMinutes(5)));
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       CountDownLatch release = new CountDownLatch(1);
       AtomicBoolean holding = new AtomicBoolean();
@@ -1117,7 +1123,7 @@ class OwnershipCallbacksTest {
         if (change.joined().stream().anyMatch(m -> m.id().equals("c"))) {
           holding.set(true);
           try {
-            release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            release.await(2, TimeUnit.MINUTES); // longer than the test waits for close() to return
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }
@@ -1130,20 +1136,33 @@ class OwnershipCallbacksTest {
         }
       });
       cluster.start("c");
-      Thread closer = new Thread(b::close, "closer");
+      AtomicBoolean flagAfter = new AtomicBoolean();
+      Thread closer = new Thread(() -> {
+        b.close();
+        flagAfter.set(Thread.currentThread().isInterrupted());
+      }, "closer");
       try {
         await().atMost(WAIT).until(holding::get);
         closer.start();
         await("close() waits for its change to queue").atMost(WAIT).until(() -> waitingIn(closer, "leave"));
         closer.interrupt();
-        // Released once the interrupt is handled: close() waits again, or (the old code) it shut down.
+        // Handled: close() waits again, or (the old code) it shut down.
         await("the interrupt handled").atMost(WAIT).until(() -> closer.getState() == Thread.State.TERMINATED
             || waitingIn(closer, "leave") && !closer.isInterrupted());
+        if (releasedOnceHandled) {
+          release.countDown();
+        }
+        closer.join(Duration.ofSeconds(60).toMillis()); // 5 s for the view thread, then the shutdown
+        assertFalse(closer.isAlive(), releasedOnceHandled ? "close() returned" : "close() returned, the view thread held");
       } finally {
         release.countDown(); // a failed step frees the view thread too, and the closer after it
       }
-      closer.join(WAIT.toMillis());
-      assertFalse(closer.isAlive(), "close() returned");
+      assertTrue(flagAfter.get(), "with the closing thread's interrupt flag set");
+      if (!releasedOnceHandled) {
+        // The time it waited: 5 s after the interrupt at least, but not b's leaveTimeout (5 min).
+        long waited = Long.parseLong(String.valueOf(held.records().get(0).getParameters()[1]));
+        assertTrue(waited >= 5_000 && waited < 60_000, held.records().get(0).getMessage() + ": " + waited);
+      }
       // Queued before close() went on; run on b's pool, which the interrupted close() did not wait for.
       await("the LEAVING change came").atMost(WAIT).until(() -> !leaving.isEmpty());
       assertEquals(1, leaving.size());
