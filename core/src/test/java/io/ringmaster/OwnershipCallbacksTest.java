@@ -437,7 +437,8 @@ class OwnershipCallbacksTest {
   @Test
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void close_fromASameThreadListener_otherListenersStillGetEveryChange() {
-    try (TestCluster cluster = new TestCluster("close-others")) {
+    try (TestCluster cluster = new TestCluster("close-others");
+         NodeLog unwaited = new NodeLog(r -> r.getMessage().contains("still runs a task a second after close()"))) {
       cluster.start("keeper");
       List<OwnershipChange.Reason> others = new CopyOnWriteArrayList<>();
       List<MembershipChange> memberships = new CopyOnWriteArrayList<>();
@@ -460,6 +461,8 @@ class OwnershipCallbacksTest {
       assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), others);
       assertEquals(List.of("closer", "keeper"), memberships.get(0).members().stream().map(Member::id).toList());
       assertEquals(3, n.ownershipListenerCount() + n.membershipListenerCount(), "no listener was dropped");
+      // close() did not wait for the view thread it ran on, nor warn that it still ran.
+      assertEquals(List.of(), unwaited.records().stream().map(LogRecord::getMessage).toList());
     }
   }
 
@@ -621,6 +624,53 @@ class OwnershipCallbacksTest {
       } finally {
         release.countDown();
       }
+    }
+  }
+
+  /**
+   * close() interrupted while it waits for the node's threads to stop (here two hand-offs deaf to
+   * interrupts hold the view thread and a listener-pool thread for a second each) stops waiting and
+   * returns with its interrupt flag set; the node's pool is still shut down, so every thread of the
+   * node ends once the hand-offs return, and the pool's hand-off is not interrupted.
+   */
+  @Test
+  void close_interruptedWhileItWaitsForTheNodesThreads_returnsWithTheFlag_andTheThreadsStillEnd() throws Exception {
+    try (TestCluster cluster = new TestCluster("close-interrupted-stop")) {
+      cluster.start("keeper");
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger viewThreadInterrupts = new AtomicInteger();
+      AtomicInteger poolInterrupts = new AtomicInteger();
+      Ringmaster deaf = cluster.start(cluster.builder("deaf-twice").leaveTimeout(Duration.ofMillis(300)), n -> {
+        n.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            TestCluster.awaitIgnoringInterrupts(release, viewThreadInterrupts, WAIT);
+          }
+        }, Runnable::run);
+        n.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            TestCluster.awaitIgnoringInterrupts(release, poolInterrupts, WAIT);
+          }
+        });
+      });
+      AtomicBoolean flagAfter = new AtomicBoolean();
+      Thread closer = new Thread(() -> {
+        deaf.close();
+        flagAfter.set(Thread.currentThread().isInterrupted());
+      }, "closer");
+      try {
+        closer.start();
+        // The view thread interrupted, and close() waiting a second for it (then one or two for the pool).
+        await().atMost(WAIT).pollInterval(Duration.ofMillis(20))
+            .until(() -> viewThreadInterrupts.get() == 1 && waitingIn(closer, "shutdownSteps"));
+        closer.interrupt();
+        closer.join(WAIT.toMillis());
+        assertFalse(closer.isAlive(), "close() returned");
+        assertTrue(flagAfter.get(), "with its interrupt flag set");
+      } finally {
+        release.countDown();
+      }
+      await().atMost(WAIT).until(() -> nodeThreads("deaf-twice").isEmpty());
+      assertEquals(0, poolInterrupts.get(), "the pool was shut down, its hand-off not interrupted");
     }
   }
 
