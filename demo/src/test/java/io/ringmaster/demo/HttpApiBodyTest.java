@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -12,10 +13,13 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -84,7 +88,9 @@ class HttpApiBodyTest {
       }
       String reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
       assertTrue(reply.startsWith("HTTP/1.1 413 "), reply);
-      assertTrue(reply.contains("{\"error\":") && reply.contains("value too large"), reply);
+      // A declared length is refused before the body is read, naming it; a chunked body once it is over.
+      assertTrue(reply.endsWith(chunked ? "{\"error\":\"value too large: over 65536 bytes\"}"
+          : "{\"error\":\"value too large: 900000 bytes, at most 65536\"}"), reply);
     } finally {
       http.stop(0);
     }
@@ -98,12 +104,14 @@ class HttpApiBodyTest {
    * or DELETE sent with such a body gets the same at once: its body is read before the route,
    * and not read again (reading on past the bad chunk would wait for the client, 10 s). So does a
    * PUT refused before its body is read (no route, no key, a bad query): the refusal is its
-   * reply, and its body, found malformed when read before that reply, is not read again.
+   * reply, and its body, found malformed when read before that reply, is not read again. A size
+   * that is not hex is refused with the JDK's reason for it.
    */
   @ParameterizedTest
-  @ValueSource(strings = {"PUT /kv/k zz 400 cannot read the request body",
+  @ValueSource(strings = {"PUT /kv/k zz 400 cannot read the request body: invalid chunk length\"}",
       "PUT /kv/k ffffffff 400 cannot read the request body", "PUT /kv/k 80000000 400 cannot read the request body",
-      "GET /stats zz 400 cannot read the request body", "DELETE /kv/k zz 400 cannot read the request body",
+      "GET /stats zz 400 cannot read the request body: invalid chunk length\"}",
+      "DELETE /kv/k zz 400 cannot read the request body: invalid chunk length\"}",
       "GET /stats 80000000 400 cannot read the request body", "PUT /kv/ 80000000 400 empty key",
       "PUT /kv/ zz 400 empty key", "PUT /nowhere 80000000 404 no route", "PUT /nowhere zz 404 no route",
       "PUT /kv/k?x=1 80000000 400 unknown query parameter", "PUT /kv/k?x=1 zz 400 unknown query parameter"})
@@ -167,6 +175,52 @@ class HttpApiBodyTest {
     assertTrue(reply.startsWith("HTTP/1.1 503 "), reply);
     assertTrue(reply.endsWith("{\"error\":\"the peer is stopping\"}"), reply);
     assertJsonNotCached(reply);
+  }
+
+  /** {@code /stats} replies with what its statistics give, as JSON not to be cached. */
+  @Test
+  void stats_areTheStatisticsAsJson() throws Exception {
+    String reply = getStats(() -> Map.of("putsServed", 3));
+    assertTrue(reply.startsWith("HTTP/1.1 200 ") && reply.endsWith("\r\n\r\n{\"putsServed\":3}"), reply);
+    assertJsonNotCached(reply);
+  }
+
+  /**
+   * {@code /events/recent} is the buffered events as one JSON array, oldest first; empty as
+   * {@code []}. HEAD gets the same status and type, no body.
+   */
+  @Test
+  void recentEvents_areOneJsonArray_oldestFirst() throws Exception {
+    EventLog events = new EventLog();
+    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    http.createContext("/", new HttpApi(null, null, null, null, null, events, null));
+    http.start();
+    try {
+      int port = http.getAddress().getPort();
+      String none = request(port, "GET /events/recent");
+      assertTrue(none.startsWith("HTTP/1.1 200 ") && none.endsWith("\r\n\r\n[]"), none);
+      events.publish(Events.gap(1));
+      events.publish(Events.gap(2));
+      String two = request(port, "GET /events/recent");
+      assertTrue(two.startsWith("HTTP/1.1 200 ") && two.matches("(?s).*\r\n\r\n\\[\\{\"type\":\"gap\",\"time\":[0-9]+,"
+          + "\"missed\":1},\\{\"type\":\"gap\",\"time\":[0-9]+,\"missed\":2}]"), two);
+      assertJsonNotCached(two);
+      String head = request(port, "HEAD /events/recent");
+      assertTrue(head.startsWith("HTTP/1.1 200 ") && head.endsWith("\r\n\r\n"), head);
+      assertJsonNotCached(head);
+    } finally {
+      http.stop(0);
+      events.close();
+    }
+  }
+
+  private static String request(int port, String request) throws IOException {
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write((request + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
   }
 
   private static void assertJsonNotCached(String reply) {
@@ -233,5 +287,62 @@ class HttpApiBodyTest {
     } finally {
       http.stop(0);
     }
+  }
+
+  /**
+   * The bound is exact: a chunked body of exactly twice the bound (in chunks of 1,000 bytes, so
+   * that the first bound falls within a chunk and the second at a chunk's end), after which the
+   * client waits, gets its 404. Reading past the first bound would leave the second step short
+   * of bytes; reading on at the second, for the next chunk's header, would wait for the client.
+   */
+  @Test
+  void anUnwantedChunkedBodyOfTwiceTheBound_isReadExactly_andAnswered() throws Exception {
+    HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
+    http.start();
+    try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
+      s.setSoTimeout(10_000);
+      int bound = 1024 * 1024;
+      ByteArrayOutputStream body = new ByteArrayOutputStream();
+      body.writeBytes(("GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+          + "Transfer-Encoding: chunked\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+      byte[] chunk = new byte[1000];
+      Arrays.fill(chunk, (byte) 'v');
+      for (int left = 2 * bound; left > 0; left -= chunk.length) {
+        int size = Math.min(chunk.length, left);
+        body.writeBytes((Integer.toHexString(size) + "\r\n").getBytes(StandardCharsets.ISO_8859_1));
+        body.write(chunk, 0, size);
+        body.writeBytes("\r\n".getBytes(StandardCharsets.ISO_8859_1));
+      }
+      // No last chunk: the client sends no more until it has its reply. Sent from another thread,
+      // as a write the server does not read must not hold up the test.
+      OutputStream out = s.getOutputStream();
+      CompletableFuture.runAsync(() -> {
+        try {
+          out.write(body.toByteArray());
+        } catch (IOException closed) {
+          // the test closed the socket: nothing more to send
+        }
+      });
+      String reply = readReply(s.getInputStream());
+      assertTrue(reply.startsWith("HTTP/1.1 404 ")
+          && reply.endsWith("{\"error\":\"no route GET /nowhere; try /kv/{key}, /ring, /stats, /events, /events/recent,"
+          + " /keys or /\"}"), reply);
+    } finally {
+      http.stop(0);
+    }
+  }
+
+  /** The reply's head and its body of the length it declares, read without waiting for the connection to close. */
+  private static String readReply(InputStream in) throws IOException {
+    StringBuilder head = new StringBuilder();
+    while (head.indexOf("\r\n\r\n") < 0) {
+      int b = in.read(); // no reply: the read times out
+      assertFalse(b < 0, "connection closed before the reply's head ended: " + head);
+      head.append((char) b);
+    }
+    Matcher length = Pattern.compile("\r\nContent-length: ([0-9]+)\r\n").matcher(head);
+    assertTrue(length.find(), head::toString);
+    return head + new String(in.readNBytes(Integer.parseInt(length.group(1))), StandardCharsets.UTF_8);
   }
 }

@@ -60,7 +60,8 @@ class HttpApiHostTest {
     String elsewhere = send("GET http://evil.example:8081/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
     assertTrue(elsewhere.startsWith("HTTP/1.1 421 ") && elsewhere.contains("not evil.example:8081"), elsewhere);
     String here = send("GET http://localhost:8081/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
-    assertTrue(here.startsWith("HTTP/1.1 404 "), here);
+    assertTrue(here.startsWith("HTTP/1.1 404 ") && here.contains("no route GET /nowhere;"),
+        "served as its path: " + here);
     // Absolute form without an authority: no host to check, so refused as one not this peer's.
     String noAuthority = send("GET http:/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
     assertTrue(noAuthority.startsWith("HTTP/1.1 421 "), noAuthority);
@@ -107,6 +108,61 @@ class HttpApiHostTest {
     String reply = send("GET /stats?=x HTTP/1.1", "Host: 127.0.0.1\r\n");
     assertTrue(reply.startsWith("HTTP/1.1 400 ")
         && reply.endsWith("{\"error\":\"unknown query parameter \\\"\\\" for /stats; it takes none\"}"), reply);
+  }
+
+  /**
+   * A path starting "//" is matched as sent, not as java.net.URI parses it ("//x/nowhere": an
+   * authority "x", then "/nowhere"): no route, and the 404 names the path the client sent.
+   */
+  @Test
+  void aPathStartingWithTwoSlashes_isNoRoute_namedAsSent() throws Exception {
+    String reply = send("GET //x/nowhere HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(reply.startsWith("HTTP/1.1 404 ") && reply.contains("\"no route GET //x/nowhere; try /kv/{key}"),
+        reply);
+  }
+
+  /**
+   * Each route checks its query parameters, and their values, before it uses any service: a
+   * parameter it does not take (a PUT takes none, a GET of a key takes {@code local}), a flag that
+   * is not true or false (no "=" is an empty value), an unknown role or a limit out of range is a
+   * 400 with that reason. (With no service given, a request that got past its check would be a 500.)
+   */
+  @Test
+  void aQueryParameterOrValueARouteDoesNotTake_isRefusedWithItsReason_beforeAnyService() throws Exception {
+    assertReason("PUT /kv/a?local=true", "unknown query parameter \\\"local\\\" for PUT /kv/{key}; it takes none");
+    assertReason("DELETE /kv/a?local=true",
+        "unknown query parameter \\\"local\\\" for DELETE /kv/{key}; it takes none");
+    assertReason("GET /kv/a?x=1", "unknown query parameter \\\"x\\\" for GET /kv/{key}; it takes local");
+    assertReason("GET /kv/a?local=1", "local must be true or false: 1");
+    assertReason("GET /kv/a?local=TRUE", "local must be true or false: TRUE");
+    assertReason("GET /ring?ranges=0", "ranges must be true or false: 0");
+    assertReason("GET /ring?ranges", "ranges must be true or false: ");
+    assertReason("GET /keys?role=bogus&limit=1", "role must be all, primary, backup or stray: bogus");
+    assertReason("GET /keys?limit=1&role=primary&limit=2", "query parameter limit given more than once");
+    for (String limit : new String[] {"-1", "100001", "ten", ""}) {
+      assertReason("GET /keys?limit=" + limit, "limit must be in 0..100000: " + limit);
+    }
+  }
+
+  private void assertReason(String request, String reason) throws Exception {
+    String reply = send(request + " HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(reply.startsWith("HTTP/1.1 400 ") && reply.endsWith("{\"error\":\"" + reason + "\"}"),
+        request + ": " + reply);
+  }
+
+  /** The page and its files need no service: each is served with its own content type, not JSON. */
+  @Test
+  void thePageAndItsFiles_areServed_withTheirContentTypes() throws Exception {
+    String page = send("GET / HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(page.startsWith("HTTP/1.1 200 ") && page.contains("\r\nContent-type: text/html; charset=utf-8\r\n")
+        && page.contains("/web/app.js"), page);
+    String script = send("GET /web/app.js HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(script.startsWith("HTTP/1.1 200 ")
+        && script.contains("\r\nContent-type: text/javascript; charset=utf-8\r\n") && script.contains("/events"),
+        script.substring(0, Math.min(300, script.length())));
+    String missing = send("GET /web/missing.js HTTP/1.1", "Host: 127.0.0.1\r\n");
+    assertTrue(missing.startsWith("HTTP/1.1 404 ") && missing.endsWith("{\"error\":\"no such file: /web/missing.js\"}"),
+        missing);
   }
 
   private String send(String requestLine, String headers) throws Exception {
