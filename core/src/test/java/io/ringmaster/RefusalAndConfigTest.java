@@ -885,6 +885,35 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * A null listener or executor fails at once, naming which, and registers nothing: a null
+   * divergence listener would otherwise fail only when the gossip first finds a divergence.
+   */
+  @Test
+  void addListener_nullListenerOrExecutor_failsNamingIt_andRegistersNothing() {
+    try (TestCluster cluster = new TestCluster("listener-null")) {
+      Ringmaster a = cluster.start("a");
+      Executor none = null;
+      List<Map.Entry<String, Runnable>> adds = List.of(
+          Map.entry("listener", () -> a.addOwnershipListener(null)),
+          Map.entry("listener", () -> a.addOwnershipListener(null, Runnable::run)),
+          Map.entry("listener", () -> a.addMembershipListener(null)),
+          Map.entry("listener", () -> a.addMembershipListener(null, Runnable::run)),
+          Map.entry("listener", () -> a.addDivergenceListener(null)),
+          Map.entry("listener", () -> a.addDivergenceListener(null, Runnable::run)),
+          Map.entry("executor", () -> a.addOwnershipListener(change -> { }, none)),
+          Map.entry("executor", () -> a.addMembershipListener(change -> { }, none)),
+          Map.entry("executor", () -> a.addDivergenceListener(report -> { }, none)));
+      for (Map.Entry<String, Runnable> add : adds) {
+        NullPointerException e = assertThrows(NullPointerException.class, add.getValue()::run);
+        assertEquals(add.getKey(), e.getMessage());
+      }
+      assertEquals(0, a.ownershipListenerCount());
+      assertEquals(0, a.membershipListenerCount());
+      assertEquals(0, a.divergenceListenerCount());
+    }
+  }
+
   @Test
   void addListener_afterClose_failsSayingTheNodeIsClosed_andRegistersNothing() {
     try (TestCluster cluster = new TestCluster("listener-after-close")) {
