@@ -18,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -612,6 +613,27 @@ class ClusterAgreementTest {
       double shares = json.get("members").get(0).get("share").asDouble() + json.get("members").get(1).get("share").asDouble();
       assertEquals(1.0, shares, 1e-9);
       assertEquals("http://127.0.0.1:9001", b.endpointOf("a").orElseThrow());
+      assertEquals(Optional.empty(), a.endpointOf("b"), "b announced no endpoint");
+      assertEquals(Optional.empty(), a.endpointOf("nobody"), "not a member");
+      assertEquals("Ringmaster[a in " + cluster.name + ", view " + a.viewId() + ", " + a.ring() + "]", a.toString());
+    }
+  }
+
+  /**
+   * The node's threads are daemon threads (docs/operations.md): a JVM whose application forgot
+   * close() still exits, without the graceful leave.
+   */
+  @Test
+  void theNodesThreads_areDaemonThreads() {
+    try (TestCluster cluster = new TestCluster("daemons")) {
+      Ringmaster a = cluster.start("a");
+      a.addOwnershipListener(change -> { }); // a listener-pool thread runs its first callback
+      await().atMost(Duration.ofSeconds(20)).until(() -> TestCluster.nodeThreads("a").stream()
+          .anyMatch(name -> name.startsWith("ringmaster-listener-")));
+      List<Thread> threads = Thread.getAllStackTraces().keySet().stream()
+          .filter(t -> TestCluster.nodeThreads("a").contains(t.getName())).toList();
+      assertTrue(threads.size() >= 3, threads::toString); // view, gossip and listener threads at least
+      assertEquals(List.of(), threads.stream().filter(t -> !t.isDaemon()).map(Thread::getName).toList());
     }
   }
 }

@@ -702,6 +702,10 @@ class RefusalAndConfigTest {
     assertEquals(RingmasterConfig.DEFAULT_JGROUPS_CONFIG, c.jgroupsConfig(), "the stack in the jar");
     Path copy = Files.copy(example, dir.resolve("node.json"));
     assertEquals(c, Ringmaster.builder().config(copy).buildConfig(), "a copy outside the repository reads the same");
+    try (Ringmaster node = Ringmaster.fromConfig(copy)) { // built, not started
+      assertEquals(c, node.config());
+      assertFalse(node.isInRing());
+    }
   }
 
   /**
