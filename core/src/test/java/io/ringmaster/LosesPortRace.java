@@ -27,6 +27,7 @@ public class LosesPortRace extends Protocol {
   private static final List<JChannel> LOSERS = new CopyOnWriteArrayList<>();
   private static final AtomicInteger STACKS = new AtomicInteger();
   private static volatile boolean interruptTheLoser;
+  private static volatile boolean failToStart;
 
   /** The next {@code n} server sockets bound by stacks with this protocol lose the race. */
   static void loseNext(int n) {
@@ -39,9 +40,19 @@ public class LosesPortRace extends Protocol {
    */
   static void loseNext(int n, boolean interrupt) {
     interruptTheLoser = interrupt;
+    failToStart = false;
     RACES_TO_LOSE.set(n);
     LOSERS.clear();
     STACKS.set(0);
+  }
+
+  /**
+   * Makes every stack with this protocol fail as it starts, after its transport bound its port, for
+   * a reason that is no lost race (until the next {@link #loseNext}).
+   */
+  static void failToStart() {
+    loseNext(0);
+    failToStart = true;
   }
 
   /** How many stacks with this protocol were built since {@link #loseNext}. */
@@ -78,5 +89,13 @@ public class LosesPortRace extends Protocol {
         };
       }
     });
+  }
+
+  @Override
+  public void start() throws Exception {
+    super.start();
+    if (failToStart) {
+      throw new IllegalStateException("a protocol that fails to start (a test)");
+    }
   }
 }

@@ -90,6 +90,19 @@ class PortRaceTest {
     }
   }
 
+  /** A stack that fails to start for another reason than a lost race is not built again. */
+  @Test
+  void aStackThatFailsToStartForAnotherReason_failsWithoutANewStack() {
+    try (TestCluster cluster = new TestCluster("port-race-other")) {
+      LosesPortRace.failToStart();
+      RingmasterException e = assertThrows(RingmasterException.class,
+          () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml")));
+      assertEquals(1, LosesPortRace.stacksBuilt(), "one stack, no retry: " + e.getMessage());
+      assertEquals(RingmasterException.Reason.STACK, e.reason(), e.getMessage());
+      assertTrue(e.getMessage().contains("a protocol that fails to start (a test)"), e.getMessage());
+    }
+  }
+
   @Test
   void aBindAddressOfNoInterface_failsWithoutARetry_andNamesTheSetting() {
     try (TestCluster cluster = new TestCluster("port-race-address")) {

@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -686,6 +687,29 @@ class RefusalAndConfigTest {
     Path misspelled = Files.writeString(dir.resolve("misspelled.json"), "{\"nodeId\": \"a\", \"sercet\": hunter2}");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ringmaster.fromConfig(misspelled));
     assertFalse(e.getMessage().contains("hunter2"), e.getMessage());
+  }
+
+  /**
+   * A node built but not started has stats of nothing yet: no view (-1), no member, no counts, no
+   * change; once started, its first view counts, and changed its ownership.
+   */
+  @Test
+  void stats_beforeStart_countNothing_thenTheFirstView() {
+    try (TestCluster cluster = new TestCluster("stats-unstarted")) {
+      Ringmaster a = cluster.builder("a").build();
+      try {
+        assertEquals(new RingmasterStats(-1, 0, 0, 0, Duration.ZERO, 0, 0, 0, 0, 0, 0, 0, Optional.empty(),
+            OptionalLong.empty()), a.stats());
+      } finally {
+        a.close();
+      }
+      Ringmaster b = cluster.start("b");
+      RingmasterStats started = b.stats();
+      assertEquals(b.viewId(), started.viewId());
+      assertEquals(1, started.members());
+      assertEquals(1, started.ringBuilds());
+      assertTrue(started.lastChange().isPresent(), started::toString);
+    }
   }
 
   @Test
