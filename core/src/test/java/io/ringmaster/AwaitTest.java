@@ -631,6 +631,20 @@ class AwaitTest {
     }
   }
 
+  /** The longest timeout is a wait as long as it takes, not one that has already run out. */
+  @Test
+  void awaitRing_withTheLongestTimeout_waitsUntilTheRingComes() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-longest")) {
+      Ringmaster a = cluster.start("a");
+      CompletableFuture<HashRing> two = CompletableFuture.supplyAsync(() -> await(a, 2,
+          Duration.ofSeconds(Long.MAX_VALUE)));
+      Awaitility.await("waiting").atMost(WAIT).until(() -> a.ringWaiters() == 1 || two.isDone());
+      assertFalse(two.isDone(), () -> "gave up at once: " + two.handle((r, e) -> e).join());
+      cluster.start("b");
+      assertEquals(2, two.get(WAIT.toSeconds(), TimeUnit.SECONDS).members().size());
+    }
+  }
+
   private static HashRing await(Ringmaster node, int members, Duration timeout) {
     try {
       return node.awaitRing(r -> r.members().size() >= members, timeout);
