@@ -239,6 +239,31 @@ class ClusterAgreementTest {
   }
 
   /**
+   * A divergence listener on a same-thread executor (the gossip thread) that closes the node: close()
+   * does not wait for the gossip thread it runs on, nor warns that it still runs, and the node leaves.
+   */
+  @Test
+  void close_fromASameThreadDivergenceListener_doesNotWaitForTheGossipThreadItRunsOn() throws Exception {
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("still runs a task"));
+         TestCluster cluster = new TestCluster("divergence-closes")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
+      CompletableFuture<String> closedOn = new CompletableFuture<>();
+      a.addDivergenceListener(d -> {
+        a.close();
+        closedOn.complete(Thread.currentThread().getName());
+      }, Runnable::run);
+      b.channel().send(new BytesMessage(a.channel().getAddress(),
+          Gossip.encode(a.viewId(), a.channel().getView().getCreator(), a.ring().checksum() ^ 1, "b")));
+      assertTrue(closedOn.get(30, TimeUnit.SECONDS).startsWith("ringmaster-gossip-a"), closedOn::toString);
+      assertTrue(a.channel().isClosed());
+      TestCluster.awaitAgreement(List.of(b), 1, Duration.ofSeconds(30));
+      assertEquals(List.of(), log.messages());
+    }
+  }
+
+  /**
    * A logger that throws at the divergence's ERROR line does not keep the listeners from hearing
    * of it: each divergence is handed on once per view and sender, so a report lost there would
    * be lost for good.
