@@ -328,16 +328,9 @@ class OwnershipCallbacksTest {
   @Timeout(value = 90, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aSecondClose_waitsForTheFirst_andReturnsWhenInterrupted() throws Exception {
     try (TestCluster cluster = new TestCluster("close-second")) {
-      cluster.start("keeper");
       CountDownLatch handOff = new CountDownLatch(1);
       AtomicBoolean leaving = new AtomicBoolean();
-      Ringmaster n = cluster.start(cluster.builder("n").leaveTimeout(Duration.ofMinutes(5)),
-          node -> node.addOwnershipListener(change -> {
-            if (change.reason() == OwnershipChange.Reason.LEAVING) {
-              leaving.set(true);
-              awaitQuietly(handOff); // a hand-off under way
-            }
-          }));
+      Ringmaster n = handingOffUntil(cluster, handOff, leaving);
       CompletableFuture<Void> first = CompletableFuture.runAsync(n::close);
       await().atMost(WAIT).until(leaving::get);
       AtomicBoolean flagAfter = new AtomicBoolean();
@@ -360,6 +353,21 @@ class OwnershipCallbacksTest {
   }
 
   /**
+   * Node n, beside a keeper, whose listener's LEAVING hand-off lasts until {@code handOff} opens;
+   * {@code leaving} says when it began.
+   */
+  private static Ringmaster handingOffUntil(TestCluster cluster, CountDownLatch handOff, AtomicBoolean leaving) {
+    cluster.start("keeper");
+    return cluster.start(cluster.builder("n").leaveTimeout(Duration.ofMinutes(5)),
+        node -> node.addOwnershipListener(change -> {
+          if (change.reason() == OwnershipChange.Reason.LEAVING) {
+            leaving.set(true);
+            awaitQuietly(handOff); // a hand-off under way
+          }
+        }));
+  }
+
+  /**
    * A second close() called with its interrupt flag already set (in a {@code finally} after a caught
    * InterruptedException, say) still waits for the first to end, as the first close() does not cut
    * its leave short for a flag set before the call, and returns with the flag still set.
@@ -367,16 +375,9 @@ class OwnershipCallbacksTest {
   @Test
   void aSecondClose_calledWithTheInterruptFlagSet_stillWaitsForTheFirst_andKeepsTheFlag() throws Exception {
     try (TestCluster cluster = new TestCluster("close-second-flagged")) {
-      cluster.start("keeper");
       CountDownLatch handOff = new CountDownLatch(1);
       AtomicBoolean leaving = new AtomicBoolean();
-      Ringmaster n = cluster.start(cluster.builder("n").leaveTimeout(Duration.ofMinutes(5)),
-          node -> node.addOwnershipListener(change -> {
-            if (change.reason() == OwnershipChange.Reason.LEAVING) {
-              leaving.set(true);
-              awaitQuietly(handOff); // a hand-off under way
-            }
-          }));
+      Ringmaster n = handingOffUntil(cluster, handOff, leaving);
       CompletableFuture<Void> first = CompletableFuture.runAsync(n::close);
       CompletableFuture<Boolean> flagAfter = new CompletableFuture<>();
       Thread second = new Thread(() -> {
