@@ -35,6 +35,7 @@ import org.jgroups.Event;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.View;
+import org.jgroups.auth.FixedMembershipToken;
 import org.jgroups.conf.ClassConfigurator;
 import org.jgroups.protocols.AUTH;
 import org.jgroups.protocols.AuthHeader;
@@ -46,6 +47,7 @@ import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.JoinRsp;
 import org.jgroups.protocols.pbcast.NAKACK2;
 import org.jgroups.protocols.pbcast.NakAckHeader2;
+import org.jgroups.stack.IpAddress;
 import org.jgroups.stack.Protocol;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.AsciiString;
@@ -653,6 +655,58 @@ class SecureStackTest {
   void joinProof_matchesAVectorComputedElsewhere() throws Exception {
     assertEquals("00000020" + "756a0f74aa971d0bf161d048ec074e5775bdb1093af21c5fb3fdbddba0ed63bd",
         HexFormat.of().formatHex(proofSentBy(new UUID(1, 2), "golden-s3cret \u00fc")));
+  }
+
+  /**
+   * AUTH takes whatever token class a join request names: a token of another kind, none at all, a
+   * request with no sender, or a member whose token has no secret yet, admits no one.
+   */
+  @Test
+  void joinProof_ofAnotherKindOfToken_orWithNoSenderOrNoSecret_admitsNoOne() throws Exception {
+    Address joiner = UUID.randomUUID();
+    SharedSecretAuthToken received = new SharedSecretAuthToken();
+    received.readFrom(new DataInputStream(new ByteArrayInputStream(proofSentBy(joiner, "s3cret-proof"))));
+    SharedSecretAuthToken member = token(joiner, "s3cret-proof");
+
+    assertFalse(member.authenticate(new FixedMembershipToken(joiner.toString()), new BytesMessage().setSrc(joiner)),
+        "a token of another kind");
+    assertFalse(member.authenticate(null, new BytesMessage().setSrc(joiner)), "no token");
+    assertFalse(member.authenticate(received, new BytesMessage()), "no sender");
+    assertFalse(new SharedSecretAuthToken().authenticate(received, new BytesMessage().setSrc(joiner)),
+        "a member's token with no secret");
+  }
+
+  /**
+   * With addresses that are no UUIDs (a transport set to use IP addresses), the proof still binds
+   * the joiner's address: seen on the wire, it admits no other.
+   */
+  @Test
+  void joinProof_ofAnAddressThatIsNoUuid_isGoodForThatAddressOnly() throws Exception {
+    Address joiner = new IpAddress("127.0.0.1", 7800);
+    Address other = new IpAddress("127.0.0.1", 7801);
+    SharedSecretAuthToken received = new SharedSecretAuthToken();
+    received.readFrom(new DataInputStream(new ByteArrayInputStream(proofSentBy(joiner, "s3cret-proof"))));
+
+    SharedSecretAuthToken member = token(joiner, "s3cret-proof");
+    assertTrue(member.authenticate(received, new BytesMessage().setSrc(joiner)), "the joiner's own proof");
+    assertFalse(member.authenticate(received, new BytesMessage().setSrc(other)), "replayed from another address");
+  }
+
+  /**
+   * JGroups sizes the AUTH header of a join request by the token's {@code size()}: it is what
+   * {@code writeTo} writes, with a proof or (no address yet) without one.
+   */
+  @Test
+  void joinProof_sizeGivenToJGroups_isWhatTheTokenWrites() throws Exception {
+    Address joiner = UUID.randomUUID();
+    assertEquals(proofSentBy(joiner, "s3cret-proof").length, token(joiner, "s3cret-proof").size());
+    assertEquals(4 + 32, token(joiner, "s3cret-proof").size(), "the length, then an HMAC-SHA256");
+    SharedSecretAuthToken noAddressYet = token(null, "s3cret-proof");
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      noAddressYet.writeTo(out);
+    }
+    assertEquals(bytes.size(), noAddressYet.size());
   }
 
   /** A token of a stack whose address is {@code self}, initialized with {@code secret}. */
