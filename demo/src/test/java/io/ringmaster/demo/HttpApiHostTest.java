@@ -150,12 +150,15 @@ class HttpApiHostTest {
         request + ": " + reply);
   }
 
-  /** The page and its files need no service: each is served with its own content type, not JSON. */
+  /**
+   * The page and its files need no service: each is served with its own content type, not JSON,
+   * and revalidated on every load, so a browser does not keep the page of an older build.
+   */
   @Test
   void thePageAndItsFiles_areServed_withTheirContentTypes() throws Exception {
     String page = send("GET / HTTP/1.1", "Host: 127.0.0.1\r\n");
     assertTrue(page.startsWith("HTTP/1.1 200 ") && page.contains("\r\nContent-type: text/html; charset=utf-8\r\n")
-        && page.contains("/web/app.js"), page);
+        && page.contains("\r\nCache-control: no-cache\r\n") && page.contains("/web/app.js"), page);
     String script = send("GET /web/app.js HTTP/1.1", "Host: 127.0.0.1\r\n");
     assertTrue(script.startsWith("HTTP/1.1 200 ")
         && script.contains("\r\nContent-type: text/javascript; charset=utf-8\r\n") && script.contains("/events"),

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -355,6 +357,16 @@ class StoreTest {
     assertTrue(clock.next().isNewerThan(b));
     clock.observe(9_000);
     assertTrue(clock.next().stamp() > 9_000);
+  }
+
+  /** On the system's clock, a stamp is the wall clock's time in microseconds since the epoch. */
+  @Test
+  void versionClock_system_stampsTheWallClockInMicroseconds() {
+    long before = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
+    Version v = VersionClock.system("p").next();
+    long after = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
+    assertTrue(before <= v.stamp() && v.stamp() <= after, () -> v + " not in " + before + ".." + after);
+    assertEquals("p", v.writer());
   }
 
   /**
