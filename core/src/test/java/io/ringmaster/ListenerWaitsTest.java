@@ -90,26 +90,17 @@ class ListenerWaitsTest {
       SerialDelivery<String> z = new SerialDelivery<>("z", e -> { }, zThread, owner, () -> { });
       CompletableFuture<ListenersState> first = new CompletableFuture<>();
       CompletableFuture<ListenersState> later = new CompletableFuture<>();
-      CompletableFuture<Thread> laterThread = new CompletableFuture<>();
       @SuppressWarnings("unchecked")
-      SerialDelivery<String>[] l = new SerialDelivery[2];
-      l[0] = new SerialDelivery<>("l1", e -> waitFor(waits, List.of(z), List.of(l[0]), deadline, first), l1Thread,
+      SerialDelivery<String>[] l1 = new SerialDelivery[1];
+      l1[0] = new SerialDelivery<>("l1", e -> waitFor(waits, List.of(z), l1[0], deadline, first), l1Thread,
           owner, () -> { });
-      l[1] = new SerialDelivery<>("l2", e -> {
-        laterThread.complete(Thread.currentThread());
-        waitFor(waits, List.of(l[0]), List.of(l[1]), deadline, later);
-      }, l2Thread, owner, () -> { });
 
       w.submit("held");
       z.submit("queued behind w");
-      l[0].submit("change");
+      l1[0].submit("change");
       Awaitility.await("l1 waits for z").atMost(Duration.ofSeconds(30))
           .until(() -> waits.names().contains("z"));
-      l[1].submit("change");
-      Thread l2 = laterThread.get(30, TimeUnit.SECONDS);
-      Awaitility.await("l2 waits for l1, or has stopped").atMost(Duration.ofSeconds(30))
-          .until(() -> later.isDone()
-              || waits.names().contains("l1") && l2.getState() == Thread.State.TIMED_WAITING);
+      startLaterWaitFor(l1[0], waits, l2Thread, owner, deadline, later);
       releaseW.countDown();
 
       assertEquals(ListenersState.IDLE, later.get(30, TimeUnit.SECONDS), "the later wait, in no circle, waited");
@@ -142,13 +133,12 @@ class ListenerWaitsTest {
       SerialDelivery<String> idle = new SerialDelivery<>("idle", e -> { }, l1Thread, owner, () -> { });
       CompletableFuture<ListenersState> first = new CompletableFuture<>();
       CompletableFuture<ListenersState> later = new CompletableFuture<>();
-      CompletableFuture<Thread> laterThread = new CompletableFuture<>();
       @SuppressWarnings("unchecked")
-      SerialDelivery<String>[] l = new SerialDelivery[2];
+      SerialDelivery<String>[] l1 = new SerialDelivery[1];
       List<SerialDelivery<?>> l1Runs = new AbstractList<>() {
         @Override
         public SerialDelivery<?> get(int index) {
-          return l[0];
+          return l1[0];
         }
 
         @Override
@@ -163,20 +153,12 @@ class ListenerWaitsTest {
           return super.contains(o);
         }
       };
-      l[0] = new SerialDelivery<>("l1", e -> waitFor(waits, List.of(idle), l1Runs, deadline, first), l1Thread,
+      l1[0] = new SerialDelivery<>("l1", e -> waitFor(waits, List.of(idle), l1Runs, deadline, first), l1Thread,
           owner, () -> { });
-      l[1] = new SerialDelivery<>("l2", e -> {
-        laterThread.complete(Thread.currentThread());
-        waitFor(waits, List.of(l[0]), List.of(l[1]), deadline, later);
-      }, l2Thread, owner, () -> { });
 
-      l[0].submit("change");
+      l1[0].submit("change");
       assertTrue(looking.await(30, TimeUnit.SECONDS), "l1's call has begun");
-      l[1].submit("change");
-      Thread l2 = laterThread.get(30, TimeUnit.SECONDS);
-      Awaitility.await("l2 waits for l1, or has stopped").atMost(Duration.ofSeconds(30))
-          .until(() -> later.isDone()
-              || waits.names().contains("l1") && l2.getState() == Thread.State.TIMED_WAITING);
+      startLaterWaitFor(l1[0], waits, l2Thread, owner, deadline, later);
       letGo.countDown();
 
       assertEquals(ListenersState.IDLE, later.get(30, TimeUnit.SECONDS), "the later wait, in no circle, waited");
@@ -187,6 +169,26 @@ class ListenerWaitsTest {
       l1Thread.shutdownNow();
       l2Thread.shutdownNow();
     }
+  }
+
+  /**
+   * Starts l2, whose callback on {@code thread} waits for {@code l1}, its result going to
+   * {@code later}; returns once that wait waits for l1, or has stopped.
+   */
+  private static void startLaterWaitFor(SerialDelivery<?> l1, ListenerWaits waits, ExecutorService thread,
+                                        Object owner, long deadline, CompletableFuture<ListenersState> later)
+      throws Exception {
+    CompletableFuture<Thread> laterThread = new CompletableFuture<>();
+    @SuppressWarnings("unchecked")
+    SerialDelivery<String>[] l2 = new SerialDelivery[1];
+    l2[0] = new SerialDelivery<>("l2", e -> {
+      laterThread.complete(Thread.currentThread());
+      waitFor(waits, List.of(l1), l2[0], deadline, later);
+    }, thread, owner, () -> { });
+    l2[0].submit("change");
+    Thread runs = laterThread.get(30, TimeUnit.SECONDS);
+    Awaitility.await("l2 waits for l1, or has stopped").atMost(Duration.ofSeconds(30))
+        .until(() -> later.isDone() || waits.names().contains("l1") && runs.getState() == Thread.State.TIMED_WAITING);
   }
 
   private static void waitFor(ListenerWaits waits, List<SerialDelivery<?>> awaited, SerialDelivery<?> running,
