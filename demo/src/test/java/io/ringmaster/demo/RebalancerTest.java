@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -20,8 +21,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -31,6 +35,8 @@ import java.util.logging.LogRecord;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jgroups.Address;
+import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.protocols.pbcast.ViewHandler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
@@ -84,6 +90,56 @@ class RebalancerTest {
     UUID process = again.routing().ownProcess().orElseThrow();
     await("a knows the new b").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
         .until(() -> a.routing().processOf("b").equals(Optional.of(process)) && a.node().ring().contains("b"));
+    return again;
+  }
+
+  /**
+   * Closes b and starts it again, a new process under its id, admitted in the view that removes
+   * its old process: a, the coordinator, holds its membership requests until both the leave and
+   * the join are queued, so that JGroups handles them together. The view then holds the same
+   * member ids, and a's ring stays the same object; waits until a knows b as the new process and
+   * returns it.
+   */
+  private InJvmPeer replaceBInOneView() throws Exception {
+    GMS membership = a.node().channel().getProtocolStack().findProtocol(GMS.class);
+    ViewHandler<?> requests = membership.getViewHandler();
+    InJvmPeer old = b;
+    CompletableFuture<Void> closed;
+    CompletableFuture<InJvmPeer> started = null;
+    InJvmPeer again;
+    try {
+      requests.processing(true);
+      try {
+        closed = CompletableFuture.runAsync(old::close, r -> new Thread(r, "close-b").start());
+        await("b's leave queued at a").atMost(Duration.ofSeconds(20)).until(() -> requests.size() >= 1);
+        started = CompletableFuture.supplyAsync(() -> {
+          try {
+            return InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties());
+          } catch (Exception e) {
+            throw new CompletionException(e);
+          }
+        }, r -> new Thread(r, "start-b").start());
+        await("the new b's join queued at a").atMost(Duration.ofSeconds(20)).until(() -> requests.size() >= 2);
+      } finally {
+        // Each side sends its request again every second (in-jvm.xml): the next one to arrive
+        // starts the processing of both. In a finally: else b's close and the new b's start would
+        // wait for good.
+        requests.processing(false);
+      }
+      again = started.get(30, TimeUnit.SECONDS);
+    } catch (Exception | Error e) {
+      if (started != null) {
+        started.thenAccept(InJvmPeer::close); // whenever it does start
+      }
+      throw e;
+    }
+    peers.add(again);
+    closed.get(30, TimeUnit.SECONDS); // b left in the view that admitted the new b
+    peers.remove(old);
+    b = again;
+    UUID process = again.routing().ownProcess().orElseThrow();
+    await("a knows the new b").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20))
+        .until(() -> a.routing().processOf("b").equals(Optional.of(process)));
     return again;
   }
 
@@ -259,6 +315,49 @@ class RebalancerTest {
       assertEquals(Optional.of(e), c.store().get(e.key()), "c, which joined during the pass, took " + e.key());
     }
     assertEquals(0, a.store().size(), "a dropped what both owners took");
+    assertEquals(1, a.counters().migrationsCompleted.sum());
+  }
+
+  /**
+   * An owner restarted under its id during a pass of the leave's drain (here, once the drain's
+   * page to b is taken; the hand-off to b was refused), the old process's leave and the new one's
+   * join in one view: the ring holds the same members, the very ring the pass began with, but the
+   * copies the old process took are gone with it. The pass keeps a's entries, and the leave is not
+   * complete until a next pass has handed them to the new process; ending then would stop a with
+   * entries that no owner holds.
+   */
+  @Test
+  void anOwnerRestartedInOneViewDuringADrainPass_getsTheEntriesInTheNextPass_beforeTheLeaveIsComplete()
+      throws Exception {
+    List<Entry> held = start(Transfers.ATTEMPTS); // b refuses the hand-off, then takes the drain's pushes
+    List<HashRing> ringsAroundTheRestart = new CopyOnWriteArrayList<>();
+    AtomicReference<InJvmPeer> restarted = new AtomicReference<>();
+    a.transfers().afterPage = page -> {
+      if (restarted.get() == null) {
+        ringsAroundTheRestart.add(a.routing().ring());
+        try {
+          restarted.set(replaceBInOneView());
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+        ringsAroundTheRestart.add(a.routing().ring());
+      }
+    };
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(20));
+
+    assertTimeoutPreemptively(Duration.ofSeconds(45), () -> rebalancer.onOwnershipChange(leavingOfA()));
+
+    assertEquals(0, aidsOfB.handoffsLeftToRefuse(), "the hand-off was refused: the drain pushed");
+    InJvmPeer newB = restarted.get();
+    assertTrue(newB != null, "b was restarted during the drain's pass");
+    assertEquals(2, ringsAroundTheRestart.size());
+    assertSame(ringsAroundTheRestart.get(0), ringsAroundTheRestart.get(1),
+        "the pass's ring is unchanged by the restart: only the process behind b's id changed");
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), newB.store().get(e.key()), "b's new process took " + e.key());
+    }
+    assertEquals(0, a.store().size(), "a dropped what the new process took");
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.COMPLETE), rebalancer.leaveOutcome());
     assertEquals(1, a.counters().migrationsCompleted.sum());
   }
 
