@@ -47,7 +47,6 @@ import org.jgroups.View;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.ViewHandler;
-import org.jgroups.stack.Protocol;
 import org.jgroups.stack.ProtocolStack;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -905,22 +904,6 @@ class OwnershipCallbacksTest {
         node.addOwnershipListener(listener, executor);
       }
     });
-  }
-
-  /**
-   * A protocol that fails the first time its stack is destroyed, with an Error: JGroups' close()
-   * catches only Exceptions. Once only, so that the test cluster's own clean-up closes the channel.
-   */
-  private static final class FailsOnDestroy extends Protocol {
-    private final AtomicBoolean failed = new AtomicBoolean();
-
-    @Override
-    public void destroy() {
-      super.destroy();
-      if (failed.compareAndSet(false, true)) {
-        throw new AssertionError("destroy failed");
-      }
-    }
   }
 
   @Test
