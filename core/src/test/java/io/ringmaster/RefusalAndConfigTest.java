@@ -573,6 +573,34 @@ class RefusalAndConfigTest {
     }
   }
 
+  /**
+   * A start that fails (the cluster refuses the node's ring parameters) on a stack whose close
+   * fails too: start() throws the refusal, which says why the node is not in the cluster, and
+   * carries the close's failure as a suppressed exception, so that neither is lost.
+   */
+  @Test
+  void start_refused_whenTheChannelsCloseThrows_throwsTheRefusal_withTheCloseFailureSuppressed(@TempDir Path dir)
+      throws IOException {
+    String shipped;
+    try (var in = getClass().getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      shipped = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertTrue(shipped.contains("</config>"), shipped);
+    Path stack = Files.writeString(dir.resolve("fails-on-destroy.xml"),
+        shipped.replace("</config>", "    <io.ringmaster.FailsOnDestroy/>\n</config>"));
+    try (TestCluster cluster = new TestCluster("refused-close-fails")) {
+      cluster.start(cluster.builder("a").virtualNodes(128));
+
+      RingmasterException e = assertThrows(RingmasterException.class,
+          () -> cluster.start(cluster.builder("b").virtualNodes(64).jgroupsConfig(stack.toString())));
+
+      assertEquals(RingmasterException.Reason.REFUSED, e.reason(), e.getMessage());
+      assertEquals(1, e.getSuppressed().length, Arrays.toString(e.getSuppressed()));
+      assertInstanceOf(AssertionError.class, e.getSuppressed()[0]);
+      assertEquals("destroy failed", e.getSuppressed()[0].getMessage());
+    }
+  }
+
   @Test
   void secureStack_noSecretAnywhere_failsFastSayingSo() {
     assertNull(System.getenv(SharedSecret.ENVIRONMENT), "the build removes " + SharedSecret.ENVIRONMENT
