@@ -35,6 +35,8 @@ import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -570,6 +572,36 @@ class RefusalAndConfigTest {
       // An executor that takes them is fine.
       a.addOwnershipListener(change -> { }, Runnable::run);
       assertEquals(1, a.ownershipListenerCount());
+    }
+  }
+
+  /**
+   * A close() that comes while a listener is being added, after the node took it and before its
+   * executor was handed the first callback: an executor the application shuts down with the node
+   * refuses that callback. Adding fails as for a node closed before the call, not as an executor's
+   * refusal, and the listener is not kept. Here the close runs inside the executor's execute(), the
+   * point where another thread's close() lands when it wins this race.
+   */
+  @Test
+  void addingAListener_whenTheNodeClosesBeforeItsExecutorTakesTheFirstCallback_failsAsForAClosedNode() {
+    ExecutorService applicationPool = Executors.newSingleThreadExecutor();
+    try (TestCluster cluster = new TestCluster("closed-while-added")) {
+      // leaveTimeout 0: the close would otherwise wait that long for the listener's first callback,
+      // which waits for the executor that runs the close.
+      Ringmaster a = cluster.start(cluster.builder("a").leaveTimeout(Duration.ZERO));
+      Executor closedWithTheNode = task -> {
+        a.close();
+        applicationPool.shutdown();
+        applicationPool.execute(task); // refused: the pool is shut down
+      };
+      List<Object> seen = new CopyOnWriteArrayList<>();
+      IllegalStateException e = assertThrows(IllegalStateException.class,
+          () -> a.addOwnershipListener(seen::add, closedWithTheNode));
+      assertTrue(e.getMessage().startsWith("node a is closed (close() was called, or start() failed)"), e.getMessage());
+      assertEquals(0, a.ownershipListenerCount());
+      assertEquals(List.of(), seen);
+    } finally {
+      applicationPool.shutdownNow();
     }
   }
 
