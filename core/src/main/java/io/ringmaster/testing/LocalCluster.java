@@ -312,7 +312,7 @@ public final class LocalCluster implements AutoCloseable {
       }
       side.forEach(this::requireRunning);
     }
-    return awaitAgreement(side, System.nanoTime() + timeout.toNanos(), timeout);
+    return awaitAgreement(side, deadline(timeout), timeout);
   }
 
   /** As {@link #awaitAgreement(Collection, Duration)}, until {@code deadline}; {@code timeout} is what a failure names. */
@@ -350,7 +350,7 @@ public final class LocalCluster implements AutoCloseable {
    * @throws InterruptedException if the thread is interrupted while it waits
    */
   public HashRing awaitSettled(Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = deadline(timeout);
     while (true) {
       HashRing ring = awaitAgreement(null, deadline, timeout);
       List<Ringmaster> nodes = nodes();
@@ -370,6 +370,16 @@ public final class LocalCluster implements AutoCloseable {
             + ":\n" + describe(nodes));
       }
     }
+  }
+
+  /**
+   * The {@link System#nanoTime()} at which a wait of {@code timeout} from now ends. Capped at about
+   * 100 years, as {@code Ringmaster}'s waits are: {@code Duration.toNanos()} overflows past 292
+   * years, and the longest timeout is a wait as long as it takes.
+   */
+  private static long deadline(Duration timeout) {
+    return System.nanoTime() + Math.min(timeout.toSeconds(), 3_000_000_000L) * 1_000_000_000L
+        + timeout.toNanosPart();
   }
 
   /**

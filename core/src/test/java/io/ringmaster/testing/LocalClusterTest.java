@@ -208,6 +208,41 @@ class LocalClusterTest {
     folds.values().forEach(f -> assertEquals(List.of(), f.violations()));
   }
 
+  /**
+   * The longest timeout is a wait as long as it takes, as it is for {@code Ringmaster.awaitRing}:
+   * with two sides apart, awaitAgreement polls until the heal, and awaitSettled returns the merged
+   * ring. {@code Duration.toNanos()} overflows past 292 years: the waits threw an
+   * ArithmeticException at once.
+   */
+  @Test
+  void awaitAgreementAndAwaitSettled_withTheLongestTimeout_waitUntilTheNodesAgree() throws Exception {
+    Duration longest = Duration.ofSeconds(Long.MAX_VALUE);
+    try (LocalCluster cluster = new LocalCluster("kit test: longest timeout")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b = cluster.start("b");
+      cluster.partition(List.of(a), List.of(b));
+      assertEquals(List.of("a"), ids(cluster.awaitAgreement(List.of(a), WAIT)));
+      assertEquals(List.of("b"), ids(cluster.awaitAgreement(List.of(b), WAIT))); // two rings until the heal
+      CompletableFuture<HashRing> agreed = new CompletableFuture<>();
+      // Ends with the agreement, or when the cluster's close leaves it no node to wait for.
+      Thread waiter = new Thread(() -> {
+        try {
+          agreed.complete(cluster.awaitAgreement(longest));
+        } catch (Throwable e) {
+          agreed.completeExceptionally(e);
+        }
+      }, "waiter");
+      waiter.start();
+      await("the waiter polls").atMost(WAIT)
+          .until(() -> waiter.getState() == Thread.State.TIMED_WAITING || agreed.isDone());
+      assertFalse(agreed.isDone(), () -> "gave up at once: " + agreed.handle((r, e) -> e).join());
+      cluster.heal();
+      assertEquals(List.of("a", "b"), ids(agreed.get(WAIT.toSeconds(), TimeUnit.SECONDS)));
+      assertEquals(List.of("a", "b"), ids(cluster.awaitSettled(longest)));
+      waiter.join(TimeUnit.SECONDS.toMillis(WAIT.toSeconds()));
+    }
+  }
+
   private static List<String> ids(HashRing ring) {
     return ring.members().stream().map(Member::id).sorted().toList();
   }
