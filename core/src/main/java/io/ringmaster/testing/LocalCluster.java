@@ -290,6 +290,7 @@ public final class LocalCluster implements AutoCloseable {
    * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if they do not agree within
    *                               {@code timeout}; the message gives each node's ring and view
    * @throws IllegalStateException if no node is running
+   * @throws IllegalArgumentException if {@code timeout} is negative
    * @throws InterruptedException  if the thread is interrupted while it waits
    */
   public HashRing awaitAgreement(Duration timeout) throws InterruptedException {
@@ -302,7 +303,8 @@ public final class LocalCluster implements AutoCloseable {
    *
    * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if they do not within {@code timeout}
    * @throws IllegalArgumentException if {@code side} is empty, or holds a node this cluster did
-   *                               not start, or one not running (crashed, closed)
+   *                               not start, or one not running (crashed, closed), or if
+   *                               {@code timeout} is negative
    * @throws InterruptedException  if the thread is interrupted while it waits
    */
   public HashRing awaitAgreement(Collection<Ringmaster> side, Duration timeout) throws InterruptedException {
@@ -347,6 +349,7 @@ public final class LocalCluster implements AutoCloseable {
    *
    * @throws RingmasterException  (reason {@code AWAIT_TIMEOUT}) if that does not happen within
    *                              {@code timeout}
+   * @throws IllegalArgumentException if {@code timeout} is negative
    * @throws InterruptedException if the thread is interrupted while it waits
    */
   public HashRing awaitSettled(Duration timeout) throws InterruptedException {
@@ -375,9 +378,14 @@ public final class LocalCluster implements AutoCloseable {
   /**
    * The {@link System#nanoTime()} at which a wait of {@code timeout} from now ends. Capped at about
    * 100 years, as {@code Ringmaster}'s waits are: {@code Duration.toNanos()} overflows past 292
-   * years, and the longest timeout is a wait as long as it takes.
+   * years, and the longest timeout is a wait as long as it takes. Refuses a negative timeout, as
+   * they do.
    */
   private static long deadline(Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isNegative()) {
+      throw new IllegalArgumentException("timeout must not be negative: " + timeout);
+    }
     return System.nanoTime() + Math.min(timeout.toSeconds(), 3_000_000_000L) * 1_000_000_000L
         + timeout.toNanosPart();
   }

@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.MergeView;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 /** The test kit an embedder's tests use: real nodes in one JVM, their failures, and the fold of what they hear. */
 class LocalClusterTest {
@@ -240,6 +241,23 @@ class LocalClusterTest {
       assertEquals(List.of("a", "b"), ids(agreed.get(WAIT.toSeconds(), TimeUnit.SECONDS)));
       assertEquals(List.of("a", "b"), ids(cluster.awaitSettled(longest)));
       waiter.join(TimeUnit.SECONDS.toMillis(WAIT.toSeconds()));
+    }
+  }
+
+  /** A negative timeout is refused, naming it, as {@code Ringmaster}'s waits refuse one, before any wait. */
+  @Test
+  void theWaits_refuseANegativeTimeout_namingIt() throws Exception {
+    Duration negative = Duration.ofMillis(-1);
+    try (LocalCluster cluster = new LocalCluster("kit test: negative timeout")) {
+      Ringmaster a = cluster.start("a");
+      List<Executable> waits = List.of(() -> cluster.awaitAgreement(negative),
+          () -> cluster.awaitAgreement(List.of(a), negative), () -> cluster.awaitSettled(negative));
+      for (Executable wait : waits) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, wait);
+        assertEquals("timeout must not be negative: PT-0.001S", e.getMessage());
+      }
+      assertEquals(List.of("a"), ids(cluster.awaitSettled(WAIT))); // the cluster still works
+      assertThrows(NullPointerException.class, () -> cluster.awaitAgreement(null));
     }
   }
 
