@@ -10,10 +10,12 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.BufferedReader;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -41,7 +43,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link Launcher#run} where no peer gets to serve (the base port refused, no port free, a peer that
  * exits at once, one not ready in time). Real peers are started here only where {@code run} judges
  * the first peer's start: one that exits at once, one still starting at a short ready limit, one
- * ready within it; the rest of a start that succeeds is {@link LauncherProcessTest}'s.
+ * ready within it; and where {@code add} judges a peer started at the prompt, one still starting at
+ * the limit. The rest of a start that succeeds is {@link LauncherProcessTest}'s.
  */
 class LauncherCommandsTest {
   /** The port a stand-in peer that no command reaches gives: nothing listens there, so a request is refused at once. */
@@ -59,6 +62,8 @@ class LauncherCommandsTest {
   private final List<ServerSocket> held = new ArrayList<>();
   /** Launchers whose real peers a test that failed midway may have left running. */
   private final List<Launcher> launchers = new ArrayList<>();
+  /** Peers started by hand in this JVM, which a test that failed midway may have left running. */
+  private final List<Peer> byHand = new ArrayList<>();
 
   @AfterEach
   void stopEverything() throws Exception {
@@ -71,6 +76,7 @@ class LauncherCommandsTest {
       p.descendants().forEach(ProcessHandle::destroyForcibly);
       p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
     }
+    byHand.forEach(Peer::close); // a peer closed already returns at once
     servers.forEach(s -> s.stop(0));
     for (ServerSocket s : held) {
       s.close();
@@ -532,6 +538,53 @@ class LauncherCommandsTest {
     assertFalse(peer.isAlive(), "stopped at the end of the input");
   }
 
+  // ---- add, with real peers ----
+
+  /**
+   * A peer added at the prompt whose process still runs at the ready limit did not start, as a
+   * first peer does at the launch: the launcher says so, with its log, stops it with SIGTERM and
+   * waits until it has exited before the next command. With no peer live, {@code add 2} starts the
+   * first alone, as the launch does; that one not started, the second is not tried and no ring is
+   * waited for: the prompt comes back. The limit (20 s) is one a peer that joins a running cluster
+   * meets, but a peer alone does not: the launcher's peers are given 25 s to hear from a cluster
+   * before they start alone ({@code -Dringmaster.join_timeout}, handed on to them), so peer-1
+   * starts while a peer started by hand runs, and peer-2 once that one has left and peer-1 is killed.
+   */
+  @Test
+  @Timeout(value = 75, unit = TimeUnit.SECONDS) // under the STOP_TIMEOUT a peer sent no SIGTERM would be waited
+  void add_whenTheAddedPeerRunsButIsNotReadyInTime_stopsIt_waitsForIt_andStartsNoOther(@TempDir Path logs)
+      throws Exception {
+    Launcher launcher = realPeersLauncher(1, logs, Duration.ofSeconds(20));
+    String commands = "kill peer-1" + NL + "add 2" + NL + "stop peer-2" + NL;
+
+    int exit = onTestPorts(() -> {
+      Peer byHand = startedByHand("by-hand"); // alone, within the stack's 1 s; only the launcher's peers get 25 s
+      System.setProperty("ringmaster.join_timeout", "25s");
+      return launcher.run(closingAtFirstRead(byHand, commands));
+    });
+
+    assertEquals(0, exit, () -> "exit code: " + outBytes + errBytes);
+    PeerProcess first = launcher.peers.get("peer-1");
+    Path log = logs.resolve("peer-2.log");
+    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 1 peers, replicas 2; peer logs in " + logs,
+        "peer-1 ready at " + first.url() + "/  (log " + logs.resolve("peer-1.log") + ")",
+        "ring: all 1 peers agree",
+        "open " + first.url() + "/ in a browser; type help for commands",
+        "> peer-1 killed with SIGKILL (n ms); the others restore its keys from the replicas",
+        "> peer-2 did not start; stopping it; see " + log,
+        "> no live peer \"peer-2\"; live: []",
+        "> "), List.of(said().replaceFirst("\\(\\d+ ms\\)", "(n ms)").split(NL)),
+        "no ready line and no ring line for the add; the next command found peer-2 gone; nothing left to stop");
+    assertEquals(List.of(), errLines());
+    assertEquals(List.of("peer-1", "peer-2"), List.copyOf(launcher.peers.keySet()), "the second of add 2 not tried");
+    Process peer = launcher.peers.get("peer-2").process();
+    assertEquals(143, peer.exitValue(), "SIGTERM (143), not SIGKILL (137)");
+    assertTrue(Launcher.lastLine(log, "peer-2 serving ").orElse("").contains("(view 0, 1 members, "),
+        "it waited out the 25 s alone, as the limit meant: " + Files.readString(log));
+    assertTrue(Launcher.lastLine(log, "peer-2 left the cluster in ").isPresent(),
+        "it finished its start, then left the cluster: " + Files.readString(log));
+  }
+
   // ---- helpers ----
 
   private Launcher launcher(int replicas, int basePort) {
@@ -554,13 +607,71 @@ class LauncherCommandsTest {
    * JGroups ports (the launcher hands its ringmaster properties on), not on a demo's.
    */
   private static int runOnTestPorts(Launcher launcher, String input) {
+    return onTestPorts(() -> launcher.run(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8))));
+  }
+
+  /** A launch, run by a test: its exit code. */
+  private interface Launch {
+    int run() throws IOException;
+  }
+
+  /**
+   * Runs {@code launch} with the ringmaster properties of {@link #runOnTestPorts(Launcher, String)}
+   * set, and puts back those and {@code ringmaster.join_timeout}, which it may set, as they were.
+   */
+  private static int onTestPorts(Launch launch) {
     int[] exit = new int[1];
     KeptProperties.keeping(() -> {
       System.setProperty("ringmaster.bind_port", Integer.toString(PeerCluster.JGROUPS_PORT));
       System.setProperty("ringmaster.initial_hosts", "127.0.0.1[" + PeerCluster.JGROUPS_PORT + "]");
-      exit[0] = launcher.run(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8)));
-    }, "ringmaster.bind_port", "ringmaster.initial_hosts");
+      try {
+        exit[0] = launch.run();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }, "ringmaster.bind_port", "ringmaster.initial_hosts", "ringmaster.join_timeout");
     return exit[0];
+  }
+
+  /**
+   * A peer started by hand, in this JVM, in the cluster of the real peers started here (on the JGroups
+   * ports the system properties give); closed after the test if it is not before.
+   */
+  private Peer startedByHand(String id) throws IOException {
+    Peer peer = Peer.start(PeerOptions.parse(new String[] {"--id", id, "--http-port",
+        Integer.toString(PeerCluster.freePort()), "--cluster", OWN_CLUSTER}, 0));
+    byHand.add(peer);
+    return peer;
+  }
+
+  /**
+   * {@code input} as a launcher's stdin, with {@code peer} closed (a graceful leave) when the
+   * launcher first reads it: once its first peers have started and it shows its prompt, before it
+   * runs a command.
+   */
+  private static InputStream closingAtFirstRead(Peer peer, String input) {
+    return new FilterInputStream(new ByteArrayInputStream(input.getBytes(StandardCharsets.UTF_8))) {
+      private boolean closed;
+
+      @Override
+      public int read() throws IOException {
+        closeFirst();
+        return super.read();
+      }
+
+      @Override
+      public int read(byte[] b, int off, int len) throws IOException {
+        closeFirst();
+        return super.read(b, off, len);
+      }
+
+      private void closeFirst() {
+        if (!closed) {
+          closed = true;
+          peer.close();
+        }
+      }
+    };
   }
 
   /** What the launcher printed on stdout since the last call. */
