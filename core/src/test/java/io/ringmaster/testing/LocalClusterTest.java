@@ -403,6 +403,19 @@ class LocalClusterTest {
         new RingDiff("a", 1, List.of(), List.of(lost, lost), List.of())));
     assertTrue(twice.violations().stream().anyMatch(v -> v.endsWith(": 2 ranges of the change hold it")),
         String.valueOf(twice.violations()));
+    OwnershipFold gainedTwice = new OwnershipFold(4096, 7);
+    gainedTwice.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one, new RingDiff("a",
+        1, List.of(join.gained().get(0), join.gained().get(0)), List.of(), List.of())));
+    assertTrue(gainedTwice.violations().stream().anyMatch(v -> v.endsWith(": 2 ranges of the change hold it")),
+        String.valueOf(gainedTwice.violations()));
+    OwnershipFold changedTwice = new OwnershipFold(4096, 7);
+    changedTwice.onOwnershipChange(join);
+    RingDiff.RoleChange toBackup = new RingDiff.RoleChange(join.gained().get(0).range(), RingDiff.Role.PRIMARY,
+        RingDiff.Role.BACKUP);
+    changedTwice.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one, new RingDiff("a", 1,
+        List.of(), List.of(), List.of(toBackup, toBackup))));
+    assertTrue(changedTwice.violations().stream().anyMatch(v -> v.endsWith(": 2 ranges of the change hold it")),
+        String.valueOf(changedTwice.violations()));
 
     OwnershipFold notInRing = new OwnershipFold(4096, 7);
     notInRing.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one,
@@ -431,6 +444,73 @@ class LocalClusterTest {
         List.of(), List.of(), List.of(new RingDiff.RoleChange(kept, RingDiff.Role.PRIMARY, RingDiff.Role.BACKUP)))));
     assertTrue(changedTo.violations().contains("VIEW change to view 2" + atKept
         + "changed to BACKUP, where that ring makes it PRIMARY"), String.valueOf(changedTo.violations()));
+  }
+
+  /**
+   * Changes that are right, with two owners a key: a's joins of b and c move some of its ranges
+   * from primary to backup and take others away, and the fold follows them without a violation,
+   * holding what the last ring gives a; a fold of the circle's two ends alone, the fewest positions it
+   * takes, does too.
+   */
+  @Test
+  void theFold_followsRoleChangesThatAreRight_withoutAViolation() {
+    HashRing empty = HashRing.builder().virtualNodes(16).build();
+    HashRing one = empty.withMembers(List.of(Member.of("a")));
+    HashRing two = one.with(Member.of("b"));
+    HashRing three = two.with(Member.of("c"));
+    List<OwnershipChange> history = List.of(
+        new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one, RingDiff.compute(empty, false, one, true,
+            "a", 2)),
+        new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two, RingDiff.compute(one, two, "a", 2)),
+        new OwnershipChange(OwnershipChange.Reason.VIEW, 2, 3, two, three, RingDiff.compute(two, three, "a", 2)));
+    assertFalse(history.get(1).roleChanges().isEmpty(), "b's join makes a the backup of some of its ranges");
+    OwnershipFold fold = new OwnershipFold(4096, 8);
+    assertTrue(fold.holdsNothing());
+    history.forEach(fold::onOwnershipChange);
+    assertEquals(List.of(), fold.violations());
+    assertEquals(Optional.empty(), fold.disagreement(three, "a", 2));
+    assertTrue(fold.disagreement(two, "a", 2).isPresent(), "the fold is at the last ring, not the one before");
+    assertFalse(fold.holdsNothing(), "a still owns keys among three");
+
+    OwnershipFold ends = new OwnershipFold(2, 8);
+    history.forEach(ends::onOwnershipChange);
+    assertEquals(List.of(), ends.violations());
+    assertEquals(Optional.empty(), ends.disagreement(three, "a", 2));
+  }
+
+  /**
+   * The change that refuses a node because another member holds its id (after a merge): the node
+   * loses everything to that id's holder, whose ring after gives the id the keys, and that is no
+   * violation; the fold then holds nothing.
+   */
+  @Test
+  void theFold_aChangeThatRefusesTheNodeForItsId_isNoViolation() {
+    HashRing empty = HashRing.builder().virtualNodes(16).build();
+    HashRing one = empty.withMembers(List.of(Member.of("a")));
+    OwnershipFold fold = new OwnershipFold(4096, 9);
+    fold.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one,
+        RingDiff.compute(empty, false, one, true, "a", 1)));
+    OwnershipChange refused = new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, one,
+        RingDiff.compute(one, true, one, false, "a", 1), false); // the ring's "a" is the other member
+    assertFalse(refused.lost().isEmpty());
+    fold.onOwnershipChange(refused);
+    assertEquals(List.of(), fold.violations());
+    assertTrue(fold.holdsNothing());
+  }
+
+  /**
+   * A fold compared with a node it never heard: the first position the node's ring gives it,
+   * named, where the fold gives nothing.
+   */
+  @Test
+  void theFold_notAddedToTheNode_disagreesWithItsRing() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: fold not added")) {
+      Ringmaster a = cluster.start("a");
+      cluster.awaitSettled(WAIT);
+      Optional<String> unheard = new OwnershipFold().disagreement(a);
+      assertTrue(unheard.isPresent() && unheard.get().endsWith(": the changes heard give a nothing, the ring PRIMARY"
+          + " (after 0 changes)"), String.valueOf(unheard));
+    }
   }
 
   /**
