@@ -2,14 +2,19 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.logging.Level;
 import org.junit.jupiter.api.Test;
 
 /**
  * {@link DivergenceReports}, which hands each divergence the gossip finds to the divergence
  * listeners: a listener removed (its registration closed) hears nothing more, and the others go
- * on hearing. ({@code ClusterAgreementTest} makes real divergences.)
+ * on hearing; reports past {@link DivergenceReports#MAX_QUEUED} waiting for the gossip thread are
+ * dropped, and those it refuses (closing) wait for nothing. ({@code ClusterAgreementTest} makes real
+ * divergences.)
  */
 class DivergenceReportsTest {
 
@@ -31,5 +36,71 @@ class DivergenceReportsTest {
     reports.report(after);
     assertEquals(List.of(before), first, "removed: hears nothing after");
     assertEquals(List.of(before, after), second);
+  }
+
+  /**
+   * With the gossip thread behind, {@link DivergenceReports#MAX_QUEUED} reports wait for it, not
+   * one fewer; the next is dropped, said at DEBUG; once the thread has run them, as many wait again.
+   */
+  @Test
+  void report_pastMaxQueuedWaiting_dropsTheRestAtDebug_untilTheGossipThreadRunsThem() {
+    try (NodeLog log = new NodeLog(r -> r.getMessage() != null && r.getMessage().contains("divergence"))) {
+      List<Runnable> behind = new ArrayList<>(); // the gossip thread, busy: its tasks wait
+      DivergenceReports reports = new DivergenceReports("a", behind::add);
+      List<RingDivergence> heard = new CopyOnWriteArrayList<>();
+      reports.add(new SerialDelivery<>("one", heard::add, Runnable::run, this, () -> { }));
+      for (int i = 0; i <= DivergenceReports.MAX_QUEUED; i++) {
+        reports.report(new RingDivergence(3, "peer-" + i, 1, 2, RingDivergence.Kind.CHECKSUM));
+      }
+      assertEquals(DivergenceReports.MAX_QUEUED, behind.size());
+      assertEquals(List.of(Level.FINE), log.levels(), "the one past the bound, at DEBUG");
+      assertEquals("a: " + DivergenceReports.MAX_QUEUED + " divergence reports wait already; not handed on: "
+          + new RingDivergence(3, "peer-" + DivergenceReports.MAX_QUEUED, 1, 2, RingDivergence.Kind.CHECKSUM),
+          log.messages().get(0));
+
+      behind.forEach(Runnable::run);
+      behind.clear();
+      assertEquals(DivergenceReports.MAX_QUEUED, heard.size());
+      for (int i = 0; i < DivergenceReports.MAX_QUEUED; i++) {
+        reports.report(new RingDivergence(4, "peer-" + i, 5, 6, RingDivergence.Kind.CHECKSUM));
+      }
+      assertEquals(DivergenceReports.MAX_QUEUED, behind.size(), "room again for as many, the dropped one counts not");
+      assertEquals(1, log.records().size());
+      behind.forEach(Runnable::run);
+      assertEquals(2 * DivergenceReports.MAX_QUEUED, heard.size());
+    }
+  }
+
+  /**
+   * A gossip thread that refuses reports (the node closing) drops each, said at DEBUG, and a
+   * refused report does not count among those waiting: past {@link DivergenceReports#MAX_QUEUED}
+   * of them, none is dropped for the bound, and a thread that takes them again hears the next.
+   */
+  @Test
+  void report_refusedByTheGossipThread_isDroppedAtDebug_andDoesNotCountAsWaiting() {
+    try (NodeLog log = new NodeLog(r -> r.getMessage() != null && r.getMessage().contains("divergence"))) {
+      boolean[] closing = {true};
+      DivergenceReports reports = new DivergenceReports("a", task -> {
+        if (closing[0]) {
+          throw new RejectedExecutionException("closing");
+        }
+        task.run();
+      });
+      List<RingDivergence> heard = new CopyOnWriteArrayList<>();
+      reports.add(new SerialDelivery<>("one", heard::add, Runnable::run, this, () -> { }));
+      RingDivergence refused = new RingDivergence(3, "b", 1, 2, RingDivergence.Kind.CHECKSUM);
+      for (int i = 0; i <= DivergenceReports.MAX_QUEUED; i++) {
+        reports.report(refused);
+      }
+      assertEquals(List.of(), heard);
+      assertEquals(DivergenceReports.MAX_QUEUED + 1, log.records().size());
+      assertEquals(List.of("divergence reported while closing: " + refused), log.messages().stream().distinct().toList());
+      assertEquals(List.of(Level.FINE), log.levels().stream().distinct().toList());
+
+      closing[0] = false;
+      RingDivergence taken = new RingDivergence(4, "b", 5, 6, RingDivergence.Kind.CHECKSUM);
+      reports.report(taken);
+      assertEquals(List.of(taken), heard);
+    }
   }
 }
