@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -9,9 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.EOFException;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
@@ -21,6 +25,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -29,6 +34,7 @@ import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.Message;
 import org.jgroups.ObjectMessage;
+import org.jgroups.SuspectedException;
 import org.jgroups.blocks.Response;
 import org.jgroups.util.Util;
 import org.junit.jupiter.api.Test;
@@ -215,6 +221,62 @@ class RpcDispatchTest {
       assertTrue(reply.get().isFlagSet(Message.Flag.NO_FC));
       assertTrue(reply.get().isFlagSet(Message.Flag.OOB));
     }
+  }
+
+  /** Why a call failed, for a peer that left before it answered and for a message that could not be read. */
+  @Test
+  void describe_aPeerThatLeft_andAMalformedMessage_sayWhatHappened() {
+    assertEquals("left the view before it answered", Rpc.describe(new ExecutionException(new SuspectedException("b"))));
+    assertEquals("malformed message (EOFException)", Rpc.describe(new CompletionException(new EOFException())));
+    assertEquals("malformed message (UncheckedIOException)",
+        Rpc.describe(new UncheckedIOException(new IOException("bad entry count"))));
+  }
+
+  /**
+   * {@link Rpc#await} returns what the call gave, and gives up on one that never ends
+   * {@link Rpc#AWAIT_MARGIN} after its timeout, saying so.
+   */
+  @Test
+  void await_returnsTheCallsOutcome_orGivesUpAMarginAfterItsTimeout() throws Exception {
+    assertEquals("reply", Rpc.await(CompletableFuture.completedFuture("reply"), Duration.ofMillis(1)));
+    long start = System.nanoTime();
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> Rpc.await(new CompletableFuture<>(), Duration.ofMillis(100)));
+    assertTrue(System.nanoTime() - start >= Duration.ofMillis(100).plus(Rpc.AWAIT_MARGIN).toNanos(), "not before");
+    assertInstanceOf(TimeoutException.class, e.getCause());
+    assertEquals("no reply in PT0.1S, nor PT1S after that", e.getCause().getMessage());
+  }
+
+  /**
+   * A one-way message is a status report, handed to the status listener with its sender; one that
+   * cannot be read is dropped, said at DEBUG; any other one-way message is ignored.
+   */
+  @Test
+  void oneWayMessages_aStatusReportReachesTheListener_aMalformedOrOtherOneIsDropped() throws Exception {
+    Rpc rpc = new Rpc(null, new BusyWorkers(), null);
+    List<String> heard = new CopyOnWriteArrayList<>();
+    rpc.onStatus((from, status) -> heard.add(from + " " + status.id() + " " + status.viewId()));
+    Address b = Util.createRandomAddress("b");
+    byte[] report = Wire.status(new Wire.PeerStatus("b", 7, 0, 0, 0, 0, 0));
+
+    rpc.dispatch(new BytesMessage(null, report).setSrc(b), null);
+    assertEquals(List.of(b + " b 7"), heard);
+
+    byte[] cut = Arrays.copyOf(report, 3);
+    List<LogRecord> logged = Logged.by(Rpc.class, () -> {
+      rpc.dispatch(new BytesMessage(null, cut).setSrc(b), null);
+      rpc.dispatch(new BytesMessage(null, new byte[] {Wire.OP_GET}).setSrc(b), null); // no reply wanted: ignored
+    });
+    assertEquals(List.of(b + " b 7"), heard, "nothing more heard");
+    assertEquals(List.of(Level.FINE), logged.stream().map(LogRecord::getLevel).toList());
+    assertTrue(text(logged.get(0)).startsWith("bad status message from " + b + ": java.io.EOFException"),
+        text(logged.get(0)));
+  }
+
+  /** An RPC closed before it started (a peer whose start failed earlier) has nothing to close, and throws nothing. */
+  @Test
+  void close_beforeStart_throwsNothing() {
+    assertDoesNotThrow(() -> new Rpc(null, null, null).close());
   }
 
   /** Every worker busy: the executor refuses each task. */
