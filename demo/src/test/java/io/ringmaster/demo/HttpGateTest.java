@@ -3,14 +3,17 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -141,6 +144,58 @@ class HttpGateTest {
     await("close() has begun").atMost(Duration.ofSeconds(20)).until(gate::isClosing);
     release.countDown();
     assertEquals(List.of(true, false), closed.get(20, TimeUnit.SECONDS), "the request ended in time; no interrupt set");
+  }
+
+  /**
+   * A close() interrupted while it waits goes on waiting for the request in flight, within its
+   * grace, and hands the interrupt back to its caller once it returns.
+   */
+  @Test
+  void close_interruptedWhileItWaits_goesOnWaiting_andLeavesItsCallerInterrupted() throws Exception {
+    openSlowApi();
+    CompletableFuture<HttpResponse<String>> slow = CompletableFuture.supplyAsync(() -> {
+      try {
+        return get("/slow");
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    assertTrue(entered.await(20, TimeUnit.SECONDS));
+    CompletableFuture<List<Boolean>> closed = new CompletableFuture<>();
+    Thread closer = new Thread(() -> closed.complete(List.of(gate.close(Duration.ofSeconds(30)), Thread.interrupted())),
+        "closer");
+    closer.start();
+    try {
+      await("close() waits").atMost(Duration.ofSeconds(20))
+          .until(() -> closer.getState() == Thread.State.TIMED_WAITING);
+      closer.interrupt();
+      // The wait ended with the interrupt (its flag cleared by the exception) and began again.
+      await("close() waits again").atMost(Duration.ofSeconds(20))
+          .until(() -> !closer.isInterrupted() && closer.getState() == Thread.State.TIMED_WAITING);
+      assertFalse(closed.isDone(), "still waiting for the request in flight");
+      release.countDown();
+      assertEquals(List.of(true, true), closed.get(20, TimeUnit.SECONDS), "ended in time; the interrupt kept");
+      assertEquals(200, slow.get(20, TimeUnit.SECONDS).statusCode());
+    } finally {
+      release.countDown();
+      closer.join(TimeUnit.SECONDS.toMillis(30));
+    }
+  }
+
+  /**
+   * An API that fails with an IOException (the client went away; the API answers every other
+   * failure itself) has its exchange closed, not left open until the client gives up, and the
+   * request counts as ended.
+   */
+  @Test
+  void handle_anApiFailingWithAnIOException_closesTheExchange_andTheRequestEnds() throws Exception {
+    gate.open(exchange -> {
+      throw new IOException("the client went away (a test)");
+    });
+    IOException cut = assertThrows(IOException.class, () -> get("/stats"));
+    assertFalse(cut instanceof HttpTimeoutException, "the connection was closed, not left open: " + cut);
+    // The gate counts the request ended just after the exchange is closed: waited for, not raced.
+    assertTrue(gate.close(Duration.ofSeconds(20)), "the request ended");
   }
 
   @Test
