@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.MembershipChange;
 import io.ringmaster.OwnershipChange;
+import io.ringmaster.RingDivergence;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
@@ -131,5 +132,40 @@ class EventsTest {
     MembershipChange join = new MembershipChange(4, 5, after.members(),
         List.of(Member.of("peer-3")), List.of(), List.of(), List.of());
     assertFalse(Events.membership(join, before, after).merge());
+  }
+
+  /** Each other event names its type, and is stamped with the time it was made. */
+  @Test
+  void theOtherEvents_nameTheirType_andTheTimeTheyWereMade() {
+    HashRing before = ring(2, 16);
+    HashRing after = ring(3, 16);
+    OwnershipChange change = new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, before, after,
+        RingDiff.compute(before, after, "peer-3", 1));
+    long from = System.currentTimeMillis();
+    Events.Started started = Events.started("peer-1", "http://127.0.0.1:8080", 3, after.members());
+    Events.Gap gap = Events.gap(12);
+    Events.Migration migration = Events.migration("in", change, 40, 2, List.of("peer-1"), 15, true);
+    Events.Sweep sweep = Events.sweep(5, List.of("peer-2"));
+    Events.Received received = Events.received("repair", "peer-2", 3, 4);
+    Events.Repair repair = Events.repair(6, 7, List.of("peer-1", "peer-2"), 8, false);
+    Events.Divergence divergence = Events.divergence(new RingDivergence(9, "peer-2", 0xabcL, 0xdefL,
+        RingDivergence.Kind.CHECKSUM));
+    Events.Leaving leaving = Events.leaving("peer-1", 10);
+    long to = System.currentTimeMillis();
+
+    assertEquals(List.of("started", "gap", "migration", "sweep", "received", "repair", "divergence", "leaving"),
+        List.of(started.type(), gap.type(), migration.type(), sweep.type(), received.type(), repair.type(),
+            divergence.type(), leaving.type()));
+    for (long time : new long[] {started.time(), gap.time(), migration.time(), sweep.time(), received.time(),
+        repair.time(), divergence.time(), leaving.time()}) {
+      assertTrue(time >= from && time <= to, time + " not in [" + from + ", " + to + "]");
+    }
+    assertEquals(List.of("peer-1", "peer-2", "peer-3"), started.members());
+    assertEquals(12, gap.missed());
+    assertEquals("view", migration.reason());
+    assertEquals(2, migration.viewId());
+    assertEquals("abc", divergence.localChecksum());
+    assertEquals("def", divergence.peerChecksum());
+    assertEquals("CHECKSUM", divergence.kind());
   }
 }
