@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -173,6 +174,71 @@ class WireTest {
     IOException bad = assertThrows(IOException.class,
         () -> Wire.readPush(body(push, Wire.OP_PUSH)));
     assertEquals("malformed message: push kind 3", bad.getMessage());
+  }
+
+  /**
+   * The replies to a write forwarded to several owners, merged as the receiver answers its writer:
+   * every peer that stored it, once, with the process that answered first for its id; the newest
+   * version any of them holds, whichever reply names it; beaten if any of them was.
+   */
+  @Test
+  void writeReplies_merged_keepEveryStorerOnce_theNewestVersionHeld_andBeatenIfAnyWas() {
+    UUID aFirst = new UUID(1, 1);
+    Wire.WriteReply fromA = new Wire.WriteReply(Map.of("a", aFirst), new Version(9, "a"), false);
+    Wire.WriteReply fromB = new Wire.WriteReply(Map.of("b", new UUID(2, 2)), new Version(10, "b"), false);
+    Wire.WriteReply fromAAgain = new Wire.WriteReply(Map.of("a", new UUID(3, 3)), new Version(8, "a"), false);
+
+    Wire.WriteReply ab = fromA.merge(fromB);
+    assertEquals(List.of("a", "b"), List.copyOf(ab.stored()), "each storer, in the order heard");
+    assertEquals(new Version(10, "b"), ab.held(), "the newer version, from the reply merged in");
+    assertEquals(new Version(10, "b"), fromB.merge(fromA).held(), "the newer version, from the reply merged into");
+    assertEquals(false, ab.beaten(), "neither was beaten");
+
+    Wire.WriteReply again = ab.merge(fromAAgain);
+    assertEquals(Map.of("a", aFirst, "b", new UUID(2, 2)), again.storedBy(), "a once, with its first process");
+    assertEquals(new Version(10, "b"), again.held());
+
+    Wire.WriteReply beaten = new Wire.WriteReply(Map.of(), new Version(9, "a"), true);
+    assertEquals(true, ab.merge(beaten).beaten(), "beaten in the reply merged in");
+    assertEquals(true, beaten.merge(ab).beaten(), "beaten in the reply merged into");
+  }
+
+  /** Reads one kind of message from its bytes, after the first. */
+  private interface Reader {
+    Object read(DataInputStream in) throws IOException;
+  }
+
+  /**
+   * A message cut short at any byte (a sender that stopped half way, a buffer read short) is
+   * refused as malformed, an IOException like every other malformed message: never read as a whole
+   * one with its last fields missing or defaulted, nor failing some other way.
+   */
+  @Test
+  void everyMessageCutShort_atAnyByte_isRefusedAsMalformed() throws Exception {
+    Entry e = Entry.of("k", "v", new Version(7, "p1"));
+    Entry gone = Entry.tombstone("k2", new Version(8, "p2"));
+    Map<byte[], Reader> messages = new LinkedHashMap<>();
+    messages.put(Wire.write(new Wire.WriteRequest(e, new LinkedHashSet<>(List.of("a", "b")), 2,
+        new Wire.Leavers(Map.of("x", new UUID(1, -2))))), Wire::readWrite);
+    messages.put(Wire.pull(new Wire.PullRequest(12, List.of(new KeyRange(5, -5)),
+        new Store.Cursor(1, Optional.of(Store.Slot.of("k9"))), 1000)), Wire::readPull);
+    messages.put(Wire.push(new Wire.PushRequest(Wire.PushKind.MIGRATION, "p3", List.of(e, gone))), Wire::readPush);
+    messages.put(Wire.status(new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0)), Wire::readStatus);
+    messages.put(Wire.writeReply(new Wire.WriteReply(Map.of("c", new UUID(-1, 7)), new Version(9, "c"), true)),
+        Wire::readWriteReply);
+    messages.put(Wire.getReply(Optional.of(e)), Wire::readGetReply);
+    messages.put(Wire.page(new Store.Page(List.of(e, gone), Optional.of(new Store.Cursor(0,
+        Optional.of(Store.Slot.of("k2")))))), Wire::readPage);
+    for (Map.Entry<byte[], Reader> m : messages.entrySet()) {
+      byte[] whole = m.getKey();
+      assertNotNull(m.getValue().read(Wire.open(whole, 0, whole.length)), "the whole message reads");
+      for (int length = 1; length < whole.length; length++) {
+        DataInputStream cut = Wire.open(whole, 0, length);
+        int at = length;
+        assertThrows(IOException.class, () -> m.getValue().read(cut),
+            () -> "message " + (char) whole[0] + " cut to " + at + " of its " + whole.length + " bytes");
+      }
+    }
   }
 
   /** The reply to a push: OK, then how many entries changed the receiver's store, a big-endian int. */
