@@ -340,9 +340,12 @@ class StoreTest {
   }
 
   @Test
-  void all_iteratesInRingOrder() {
-    List<Long> positions = filled().all().stream().map(Entry::position).toList();
+  void all_iteratesOverEveryEntryInRingOrder() {
+    Store store = filled();
+    List<Long> positions = store.all().stream().map(Entry::position).toList();
     assertEquals(positions.stream().sorted(Comparator.naturalOrder()).toList(), positions);
+    assertEquals(KEYS, positions.size(), "every entry");
+    assertEquals(KEYS, store.size());
   }
 
   @Test
@@ -454,6 +457,32 @@ class StoreTest {
     store.keepHandedOff(w2);
     store.keepHandedOff(Entry.of("w", "w1", v(1)));
     assertEquals(Optional.of(w2), store.readable("w"), "an older copy handed off after a newer one");
+  }
+
+  /**
+   * The count of changes that the key counts and the sweep compare before skipping a pass: it moves
+   * with each entry added, replaced, removed or purged, and stays put for a merge or a removal that
+   * changes nothing.
+   */
+  @Test
+  void changes_countEachEntryAddedReplacedOrRemoved_andNothingElse() {
+    Store store = new Store();
+    assertEquals(0, store.changes(), "a new store");
+    store.merge(Entry.of("k", "v1", v(1)));
+    assertEquals(1, store.changes(), "added");
+    store.merge(Entry.of("k", "v0", v(0)));
+    store.merge(Entry.of("k", "v1", v(1)));
+    assertEquals(1, store.changes(), "an older copy and the same one again change nothing");
+    Entry v2 = Entry.of("k", "v2", v(2));
+    store.merge(v2);
+    assertEquals(2, store.changes(), "replaced");
+    store.removeIfUnchanged(Entry.of("k", "v1", v(1)));
+    assertEquals(2, store.changes(), "a removal of a copy no longer there changes nothing");
+    store.removeIfUnchanged(v2);
+    assertEquals(3, store.changes(), "removed");
+    store.merge(Entry.tombstone("k", v(3)));
+    store.purgeTombstones(4);
+    assertEquals(5, store.changes(), "a tombstone added, then purged");
   }
 
   /** A key rewritten while the purge looks at its tombstone keeps the new write. */
