@@ -120,6 +120,25 @@ class IncomingTest {
     assertEquals(List.of(), incoming.previousOwners(kept), "owned by b before too");
   }
 
+  /**
+   * A first change from an empty ring (a peer that started alone, then was merged with a, say)
+   * names no previous owners: a key it gained comes in from its owners in the ring without this
+   * peer, where its data is, until the change is done.
+   */
+  @Test
+  void aKeyGainedByAFirstChangeFromAnEmptyRing_comesInFromItsOwnersInTheRingWithoutThisPeer() {
+    HashRing empty = HashRing.builder().virtualNodes(64).build();
+    OwnershipChange first = new OwnershipChange(OwnershipChange.Reason.INITIAL, 0, 2, empty, after,
+        RingDiff.compute(empty, after, "b", 1));
+    assertEquals(List.of(), first.gained().get(0).sources(), "the change itself names none");
+    Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
+    incoming.arrived(first);
+    assertEquals(List.of("a"), incoming.previousOwners(key("b")));
+    assertEquals(List.of(), incoming.previousOwners(key("a")), "a key b did not gain");
+    incoming.done(first);
+    assertEquals(List.of(), incoming.previousOwners(key("b")));
+  }
+
   @Test
   void aChangeDoneBeforeItWasNotedAsArrived_leavesNothingPending() {
     Incoming incoming = new Incoming("b", 1, position -> List.of(), published::get);
