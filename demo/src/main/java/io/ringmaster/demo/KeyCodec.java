@@ -31,8 +31,8 @@ final class KeyCodec {
     for (int i = 0; i < raw.length(); i++) {
       char c = raw.charAt(i);
       if (c == '%') {
-        int hi = i + 1 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
-        int lo = i + 2 < raw.length() ? Character.digit(raw.charAt(i + 2), 16) : -1;
+        int hi = i + 1 < raw.length() ? hexDigit(raw.charAt(i + 1)) : -1;
+        int lo = i + 2 < raw.length() ? hexDigit(raw.charAt(i + 2)) : -1;
         if (hi < 0 || lo < 0) {
           throw new HttpError(400, "malformed percent-encoding at index " + i + " of the key");
         }
@@ -45,6 +45,14 @@ final class KeyCodec {
       }
     }
     return utf8(bytes.toByteArray(), "the key");
+  }
+
+  /**
+   * The value of an ASCII hex digit, or -1: {@code Character.digit} would also take other scripts'
+   * digits and the fullwidth letters, which no percent-encoding has.
+   */
+  private static int hexDigit(char c) {
+    return c < 0x80 ? Character.digit(c, 16) : -1;
   }
 
   /** Checks a decoded key against the limits. */

@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class KeyCodecTest {
@@ -25,6 +26,19 @@ class KeyCodecTest {
         assertThrows(HttpError.class, () -> KeyCodec.decode("ab%")).getMessage(), "a % at the very end");
     assertEquals("the key has a character that is not a byte: U+141",
         assertThrows(HttpError.class, () -> KeyCodec.decode("\u0141")).getMessage());
+  }
+
+  /**
+   * An escape's two digits are ASCII hex digits only: another script's digits (Arabic-Indic one,
+   * U+0661) or a fullwidth letter (U+FF21) are malformed, not the byte their value would give.
+   */
+  @Test
+  void decode_anEscapeWithDigitsOutsideAscii_isMalformed() {
+    for (String raw : List.of("a%\u0661\u0661", "a%\uff21\uff21", "a%4\u0661")) {
+      assertEquals("malformed percent-encoding at index 1 of the key",
+          assertThrows(HttpError.class, () -> KeyCodec.decode(raw)).getMessage(), raw);
+    }
+    assertEquals("a\u00aa", KeyCodec.decode("a%C2%aA"), "ASCII digits of either case");
   }
 
   /**
