@@ -266,16 +266,12 @@ final class Wire {
     return bytes(ERROR, out -> out.writeUTF(message.length() > 1000 ? message.substring(0, 1000) : message));
   }
 
-  /** A stream over a message's bytes, positioned after its first byte, which is returned by {@link #first}. */
+  /**
+   * A stream over a message's bytes, positioned after its first byte (its operation, or a reply's
+   * {@link #OK} or {@link #ERROR}), which the caller has read and checked: a message has one.
+   */
   static DataInputStream open(byte[] buf, int offset, int length) {
     return new DataInputStream(new ByteArrayInputStream(buf, offset + 1, length - 1));
-  }
-
-  static byte first(byte[] buf, int offset, int length) {
-    if (buf == null || length < 1) {
-      throw new IllegalArgumentException("empty message");
-    }
-    return buf[offset];
   }
 
   // ---------------------------------------------------------------- parts
