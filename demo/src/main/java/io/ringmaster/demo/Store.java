@@ -52,6 +52,18 @@ final class Store {
   /** Where a paged scan goes on: the segment (see {@link #segments}) and the last slot returned. */
   record Cursor(int segment, Optional<Slot> last) {
     static final Cursor START = new Cursor(0, Optional.empty());
+
+    /**
+     * Whether this cursor lies past {@code before}: a later segment, or a later slot of the same
+     * one. A scan's next cursor is always past the one it started from, since a page that is not
+     * the last holds at least one entry.
+     */
+    boolean isPast(Cursor before) {
+      if (segment != before.segment) {
+        return segment > before.segment;
+      }
+      return last.isPresent() && (before.last.isEmpty() || ORDER.compare(last.get(), before.last.get()) > 0);
+    }
   }
 
   /** Entries of one page and where the next starts; {@code next} is empty after the last page. */

@@ -258,6 +258,13 @@ final class Transfers {
       if (page.next().isEmpty()) {
         return new Pulled(changed, true);
       }
+      // A source whose page does not move the scan on (a bug, or a peer of another version) would
+      // be asked for the same page for good: the pull ends, and is retried as a failed one.
+      if (!page.next().get().isPast(cursor)) {
+        LOG.log(Level.WARNING, "{0}: pull of {1} ranges from {2} failed: its page ends at {3}, not past {4}",
+            routing.self(), ranges.size(), source, page.next().get(), cursor);
+        return new Pulled(changed, false);
+      }
       cursor = page.next().get();
     }
   }

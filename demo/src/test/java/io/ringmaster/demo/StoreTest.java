@@ -121,6 +121,35 @@ class StoreTest {
     assertTrue(pages > 10, "small pages: " + pages);
   }
 
+  /** A cursor is past another in a later segment, or later in the same one; never past itself. */
+  @Test
+  void cursor_isPast_aLaterSegmentOrALaterSlotOfTheSame_only() {
+    Store.Slot k1 = Store.Slot.of("k1");
+    Store.Slot k2 = Store.Slot.of("k2");
+    Store.Slot early = k1.position() < k2.position() ? k1 : k2;
+    Store.Slot late = early == k1 ? k2 : k1;
+    Store.Cursor startOf1 = new Store.Cursor(1, Optional.empty());
+    Store.Cursor earlyIn1 = new Store.Cursor(1, Optional.of(early));
+    Store.Cursor lateIn1 = new Store.Cursor(1, Optional.of(late));
+    Store.Cursor lateIn0 = new Store.Cursor(0, Optional.of(late));
+    Store.Cursor startOf2 = new Store.Cursor(2, Optional.empty());
+
+    assertTrue(earlyIn1.isPast(startOf1));
+    assertTrue(lateIn1.isPast(earlyIn1));
+    assertTrue(startOf1.isPast(lateIn0), "a later segment, from its start");
+    assertTrue(startOf2.isPast(lateIn1));
+    for (Store.Cursor c : List.of(startOf1, earlyIn1, lateIn1, lateIn0, startOf2)) {
+      assertFalse(c.isPast(c), "not past itself: " + c);
+    }
+    assertFalse(earlyIn1.isPast(lateIn1), "back within the segment");
+    assertFalse(startOf1.isPast(earlyIn1), "back to the segment's start");
+    assertFalse(lateIn0.isPast(startOf1), "back to an earlier segment");
+    assertFalse(new Store.Cursor(1, Optional.of(new Store.Slot(early.position(), "a"))).isPast(
+        new Store.Cursor(1, Optional.of(new Store.Slot(early.position(), "b")))), "the same position, an earlier key");
+    assertTrue(new Store.Cursor(1, Optional.of(new Store.Slot(early.position(), "b"))).isPast(
+        new Store.Cursor(1, Optional.of(new Store.Slot(early.position(), "a")))), "the same position, a later key");
+  }
+
   /**
    * Every page size from one entry up, over many small ranges (a migration of many virtual nodes)
    * and a wrapping one: some page ends on the last entry of a range, so the next page starts at
@@ -148,6 +177,7 @@ class StoreTest {
         if (page.next().isEmpty()) {
           break;
         }
+        assertTrue(page.next().get().isPast(cursor), "a puller takes each next cursor only if it is past the last");
         cursor = page.next().get();
       }
       assertEquals(want, keys(got), "pages of about " + entriesPerPage + " entries");

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntSupplier;
@@ -414,6 +415,33 @@ class TransfersTest {
     assertEquals(1, warnings.size(), "" + warnings);
     assertTrue(warnings.get(0).startsWith("a: pull of 1 ranges from b failed: ")
         && warnings.get(0).contains(TestingAids.REFUSE_PULLS), warnings.get(0));
+  }
+
+  /**
+   * A source whose pages do not move the scan on (each ends where the pull asked from) would be
+   * asked for the same page for good: the pull merges that page, ends incomplete after it, and
+   * says why.
+   */
+  @Test
+  void aPull_fromASourceWhosePageDoesNotMoveOn_endsIncomplete_sayingWhy() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    Entry stuck = entry("k1", "v1", 1);
+    List<Store.Cursor> askedFrom = new CopyOnWriteArrayList<>();
+    b.rpc().handleQuickly(Wire.OP_PULL, in -> {
+      Store.Cursor from = Wire.readPull(in).cursor();
+      askedFrom.add(from);
+      return CompletableFuture.completedFuture(Wire.page(new Store.Page(List.of(stuck), Optional.of(from))));
+    });
+
+    List<Transfers.Pulled> pulled = new ArrayList<>();
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertTimeoutPreemptively(Duration.ofSeconds(20),
+        () -> pulled.add(a.transfers().pull("b", WHOLE_CIRCLE, a.node().viewId()))));
+
+    assertEquals(List.of(new Transfers.Pulled(1, false)), pulled, "the page merged, the pull incomplete");
+    assertEquals(List.of(Store.Cursor.START), askedFrom, "asked once");
+    assertEquals(Optional.of(stuck), a.store().get("k1"));
+    assertEquals(List.of("a: pull of 1 ranges from b failed: its page ends at " + Store.Cursor.START + ", not past "
+        + Store.Cursor.START), Logged.messages(logged, Level.WARNING));
   }
 
   /** A pull told to stop asks nothing, and says so. */
