@@ -215,6 +215,26 @@ class SealedCopiesTest {
     assertEquals(toMember + 1, sealNumber(encrypt, member), "the member's series goes on");
   }
 
+  /**
+   * A member's series is forgotten once a view leaves it out: sealed for again (it came back), it
+   * gets a new series, above every number the node has given, not the old one going on.
+   */
+  @Test
+  void aMembersSeries_isForgottenWhenItLeavesTheView_andStartsAboveAllOnItsReturn() throws Exception {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
+    encrypt.init();
+    Address self = UUID.randomUUID();
+    Address member = UUID.randomUUID();
+    encrypt.setAddress(self);
+    encrypt.handleView(new View(new ViewId(self, 1), List.of(self, member)));
+    long before = sealNumber(encrypt, member);
+    encrypt.handleView(new View(new ViewId(self, 2), List.of(self)));
+    assertEquals(0, encrypt.seriesKept(), "the series of the member that left");
+    long after = sealNumber(encrypt, member);
+    assertTrue(after > before + (1 << 20), "back at " + after + ": a new series, not 2^20 above " + before);
+  }
+
   private static long sealNumber(SharedSecretEncrypt encrypt, Address dest) throws Exception {
     Message sealed = encrypt.encrypt(new EmptyMessage(dest));
     EncryptHeader header = sealed.getHeader(encrypt.getId());

@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
@@ -19,6 +20,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import javax.crypto.Cipher;
 import javax.crypto.Mac;
 import javax.crypto.SecretKey;
@@ -313,6 +317,206 @@ class SharedSecretEncryptKeyTest {
       long start = sealNumber(encrypt, new EmptyMessage(UUID.randomUUID()));
       assertTrue(start > highest + (1 << 20), "a new series at " + start + ", not 2^20 above " + highest);
       highest = start;
+    }
+  }
+
+  /**
+   * Out-of-band messages are numbered in a series of their own, apart from the regular ones to the
+   * same destination (the transport delivers the two kinds apart: SealedCopies): each series starts
+   * at the same number and goes up by one with its own kind only.
+   */
+  @Test
+  void outOfBandMessages_areNumberedApartFromRegularOnes() throws Exception {
+    SharedSecretEncrypt encrypt = inCode();
+    encrypt.init();
+    encrypt.setAddress(UUID.randomUUID());
+    Address to = UUID.randomUUID();
+    for (Address dest : Arrays.asList(to, null)) {
+      long regular = sealNumber(encrypt, new EmptyMessage(dest));
+      long outOfBand = sealNumber(encrypt, new EmptyMessage(dest).setFlag(Message.Flag.OOB));
+      assertEquals(regular, outOfBand, "the first out-of-band number, to " + dest);
+      assertEquals(regular + 1, sealNumber(encrypt, new EmptyMessage(dest)), "the next regular one, to " + dest);
+      assertEquals(outOfBand + 1, sealNumber(encrypt, new EmptyMessage(dest).setFlag(Message.Flag.OOB)),
+          "the next out-of-band one, to " + dest);
+    }
+  }
+
+  /**
+   * What leaves carries the sealed message's flags, transient ones included, in clear: the transport
+   * and the protocols below the encryption read them (out-of-band delivery, bundling, loopback).
+   */
+  @Test
+  void theSealedMessage_carriesTheFlagsOfTheMessageSealed() throws Exception {
+    SharedSecretEncrypt encrypt = inCode();
+    encrypt.init();
+    encrypt.setAddress(UUID.randomUUID());
+    Message msg = new EmptyMessage(UUID.randomUUID()).setFlag(Message.Flag.OOB, Message.Flag.DONT_BUNDLE)
+        .setFlag(Message.TransientFlag.DONT_LOOPBACK);
+    Message sealed = encrypt.encrypt(msg);
+    assertEquals(msg.getFlags(false), sealed.getFlags(false), "flags");
+    assertEquals(msg.getFlags(true), sealed.getFlags(true), "transient flags");
+    assertTrue(sealed.isFlagSet(Message.Flag.OOB) && sealed.isFlagSet(Message.TransientFlag.DONT_LOOPBACK));
+  }
+
+  /**
+   * What the encryption header says travels in clear, outside the MAC: a sealed message whose
+   * header is changed to say its payload alone was encrypted (JGroups' own format, which this
+   * protocol never sends) is dropped, not opened. So are one without a payload that carries the
+   * header, one changed on the way, one sealed for another member, one whose seal names no sender
+   * (sealed by a node without an address) and a copy of one taken; each drop is said at WARNING,
+   * with why.
+   */
+  @Test
+  void eachSealedMessageDropped_isSaidAtWarningWithWhy() throws Exception {
+    SecretKeySpec key = new SecretKeySpec(randomBytes(16), "AES");
+    SharedSecretEncrypt sealer = new SharedSecretEncrypt();
+    sealer.setSecretKey(key);
+    sealer.init();
+    Address a = UUID.randomUUID();
+    Address b = UUID.randomUUID();
+    sealer.setAddress(a);
+    List<Message> passedUp = new CopyOnWriteArrayList<>();
+    SharedSecretEncrypt opener = opener(key, b, passedUp);
+    Logger logger = Logger.getLogger(SharedSecretEncrypt.class.getName());
+    List<String> logged = new CopyOnWriteArrayList<>();
+    Handler handler = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        logged.add(r.getLevel() + " " + r.getMessage());
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    logger.addHandler(handler);
+    try {
+      // Each from an envelope sender of its own: the drops of one sender are said once every 10 s.
+      Message sealed = sealer.encrypt(new BytesMessage(b, "to b".getBytes(StandardCharsets.UTF_8)));
+      EncryptHeader header = sealed.getHeader(sealer.getId());
+      Address marked = UUID.randomUUID();
+      opener.up(sealed.copy(true, false).setSrc(marked).putHeader(sealer.getId(),
+          new EncryptHeader((byte) 0, header.version(), header.iv()).needsDeserialization(false)));
+      assertEquals(List.of(), passedUp, "marked as a payload alone");
+      Address noPayload = UUID.randomUUID();
+      opener.up(new EmptyMessage(b).setSrc(noPayload).putHeader(sealer.getId(), header));
+      Address changed = UUID.randomUUID();
+      byte[] changedBytes = Arrays.copyOfRange(sealed.getArray(), sealed.getOffset(),
+          sealed.getOffset() + sealed.getLength());
+      changedBytes[0] ^= 1;
+      opener.up(new BytesMessage(b, changedBytes).setSrc(changed).putHeader(sealer.getId(), header));
+      Address forOther = UUID.randomUUID();
+      opener.up(sealer.encrypt(new EmptyMessage(UUID.randomUUID())).setSrc(forOther));
+      SharedSecretEncrypt noAddress = new SharedSecretEncrypt();
+      noAddress.setSecretKey(key);
+      noAddress.init();
+      Address nameless = UUID.randomUUID();
+      opener.up(noAddress.encrypt(new EmptyMessage(b)).setSrc(nameless));
+      assertEquals(List.of(), passedUp);
+
+      opener.up(sealed);
+      assertEquals(1, passedUp.size(), "the message as sealed, opened");
+      Address copy = UUID.randomUUID();
+      opener.up(sealed.copy(true, true).setSrc(copy));
+      assertEquals(1, passedUp.size(), "its copy");
+
+      for (String line : List.of(
+          "WARNING " + b + ": dropped a message from " + noPayload + " that is not sealed whole",
+          "WARNING " + b + ": dropped a message from " + changed + ": java.security.GeneralSecurityException: a message"
+              + " failed its integrity check",
+          "WARNING " + b + ": dropped a message from " + a + " sealed for ",
+          "WARNING " + b + ": dropped a sealed message from " + nameless + " that names no sender",
+          "WARNING " + b + ": dropped a message from " + a + " (seal number ")) {
+        assertTrue(logged.stream().anyMatch(l -> l.startsWith(line)), line + " in " + logged);
+      }
+    } finally {
+      logger.removeHandler(handler);
+    }
+  }
+
+  /**
+   * Sealed to all, a member takes nothing sealed more than SealedCopies.GRACE before the first it
+   * took from that sender (a joiner must not take, sent again, what was sent to all before it
+   * joined); sealed for it alone, anything within the window is new, however late. The series are
+   * told apart by what was sealed, not by the envelope.
+   */
+  @Test
+  void sealedToAll_nothingLongBeforeTheFirstTaken_sealedForThisNode_theWholeWindow() throws Exception {
+    SecretKeySpec key = new SecretKeySpec(randomBytes(16), "AES");
+    SharedSecretEncrypt sealer = new SharedSecretEncrypt();
+    sealer.setSecretKey(key);
+    sealer.init();
+    sealer.setAddress(UUID.randomUUID());
+    Address b = UUID.randomUUID();
+    List<Message> passedUp = new CopyOnWriteArrayList<>();
+    SharedSecretEncrypt opener = opener(key, b, passedUp);
+    for (Address dest : Arrays.asList(null, b)) {
+      List<Message> sealed = new ArrayList<>();
+      for (int i = 0; i <= SealedCopies.GRACE + 1; i++) {
+        sealed.add(sealer.encrypt(new BytesMessage(dest, ("number " + i).getBytes(StandardCharsets.UTF_8))));
+      }
+      passedUp.clear();
+      opener.up(sealed.get(sealed.size() - 1)); // the first taken
+      opener.up(sealed.get(1)); // GRACE below it
+      opener.up(sealed.get(0)); // GRACE + 1 below it
+      assertEquals(dest == null ? List.of("number 65", "number 1") : List.of("number 65", "number 1", "number 0"),
+          passedUp.stream().map(m -> new String(m.getArray(), m.getOffset(), m.getLength(), StandardCharsets.UTF_8))
+              .toList(), "sealed to " + dest);
+    }
+  }
+
+  /** An encryption keyed with {@code key} at {@code self}, under a recorder of what it passes up. */
+  private static SharedSecretEncrypt opener(SecretKeySpec key, Address self, List<Message> passedUp) throws Exception {
+    SharedSecretEncrypt opener = new SharedSecretEncrypt();
+    opener.setSecretKey(key);
+    opener.init();
+    opener.setAddress(self);
+    opener.setUpProtocol(new Protocol() {
+      @Override
+      public Object up(Message msg) {
+        passedUp.add(msg);
+        return null;
+      }
+    });
+    return opener;
+  }
+
+  /**
+   * A seal's IV is 16 bytes: another length (which the encryption header, in clear, may claim),
+   * or none, fails as a message not sealed by this protocol, before any MAC is computed.
+   */
+  @Test
+  void anIvOfAnotherLength_orNone_failsAsNotSealedHere() throws Exception {
+    SharedSecretEncrypt encrypt = inCode();
+    encrypt.init();
+    byte[] plain = "a message".getBytes(StandardCharsets.UTF_8);
+    byte[] sealed = encrypt.code(plain, 0, plain.length, randomBytes(16), false);
+    for (byte[] iv : Arrays.asList(null, randomBytes(12), randomBytes(17))) {
+      for (boolean decode : List.of(true, false)) {
+        byte[] buf = decode ? sealed : plain;
+        GeneralSecurityException e = assertThrows(GeneralSecurityException.class,
+            () -> encrypt.code(buf, 0, buf.length, iv, decode));
+        assertEquals("a message without a 16-byte IV: not sealed by SharedSecretEncrypt", e.getMessage());
+      }
+    }
+    assertEquals(2, encrypt.keptCiphersAndMacs(), "no cipher or MAC lent and lost");
+  }
+
+  /** A provider left blank is none: the JDK's default providers supply the cipher and the MAC. */
+  @Test
+  void aBlankProvider_isNone() throws Exception {
+    for (String blank : List.of("", "  ")) {
+      SharedSecretEncrypt encrypt = inCode();
+      encrypt.setValue("provider", blank);
+      encrypt.init();
+      byte[] plain = "sealed with the default providers".getBytes(StandardCharsets.UTF_8);
+      byte[] iv = randomBytes(16);
+      byte[] sealed = encrypt.code(plain, 0, plain.length, iv, false);
+      assertArrayEquals(plain, encrypt.code(sealed, 0, sealed.length, iv, true), "provider \"" + blank + "\"");
     }
   }
 
