@@ -13,6 +13,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.HexFormat;
@@ -51,6 +52,7 @@ import org.jgroups.stack.IpAddress;
 import org.jgroups.stack.Protocol;
 import org.jgroups.stack.ProtocolStack;
 import org.jgroups.util.AsciiString;
+import org.jgroups.util.ByteArray;
 import org.jgroups.util.MessageBatch;
 import org.jgroups.util.TimeScheduler3;
 import org.jgroups.util.UUID;
@@ -766,6 +768,209 @@ class SecureStackTest {
         return null;
       }
     }.setDownProtocol(encrypt.getProtocolStack().getTransport()));
+  }
+
+  /**
+   * Only a join request without a payload goes out in clear as well as sealed, and only such a one
+   * comes in clear to be refused: one with a payload (which JGroups never sends, and which could
+   * carry anything) goes sealed alone, and in clear goes no further; so does any other membership
+   * message. A join request that asks for the state too is a join request like the other: in clear
+   * both ways. The protocol of a stack
+   * built (not connected), between recorders of what it passes up and sends down.
+   */
+  @Test
+  void onlyAJoinRequestWithoutAPayload_goesInClear_eitherKind() throws Exception {
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("member").jgroupsConfig(STACK)
+        .secret("s3cret-kinds").buildConfig())) {
+      SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      Address self = UUID.randomUUID();
+      List<Message> passedUp = new CopyOnWriteArrayList<>();
+      between(encrypt, self, passedUp);
+      List<Message> sentDown = new CopyOnWriteArrayList<>();
+      encrypt.setDownProtocol(new Protocol() {
+        @Override
+        public Object down(Message msg) {
+          sentDown.add(msg);
+          return null;
+        }
+      }.setDownProtocol(channel.getProtocolStack().getTransport()));
+      encrypt.start(); // finds AUTH above it
+      short gms = ClassConfigurator.getProtocolId(GMS.class);
+      short authId = ClassConfigurator.getProtocolId(AUTH.class);
+      Address coordinator = UUID.randomUUID();
+      byte[] payload = "not for the wire in clear".getBytes(StandardCharsets.US_ASCII);
+
+      encrypt.down(new BytesMessage(coordinator, payload).setSrc(self)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
+      assertEquals(List.of(true), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null).toList(),
+          "a join request with a payload, sealed alone");
+      sentDown.clear();
+      encrypt.down(new EmptyMessage(coordinator).setSrc(self)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ_WITH_STATE_TRANSFER, self)));
+      assertEquals(List.of(true, false), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null)
+          .toList(), "a join request for the state too: sealed, then in clear");
+      sentDown.clear();
+      encrypt.down(new EmptyMessage(coordinator).setSrc(self)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.LEAVE_REQ, self)));
+      assertEquals(List.of(true), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null).toList(),
+          "a membership message other than a join request, without a payload: sealed alone");
+
+      SharedSecretAuthToken noProof = new SharedSecretAuthToken();
+      noProof.readFrom(new DataInputStream(new ByteArrayInputStream(new byte[4]))); // a proof of length 0
+      Address stranger = UUID.randomUUID();
+      encrypt.up(new BytesMessage(self, payload).setSrc(stranger)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, stranger))
+          .putHeader(authId, new AuthHeader(noProof)));
+      assertEquals(List.of(), passedUp, "a join request in clear with a payload");
+      encrypt.up(new EmptyMessage(self).setSrc(stranger)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.LEAVE_REQ, stranger)));
+      assertEquals(List.of(), passedUp, "a leave request in clear");
+      encrypt.up(new EmptyMessage(self).setSrc(stranger)
+          .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ_WITH_STATE_TRANSFER, stranger))
+          .putHeader(authId, new AuthHeader(noProof)));
+      assertEquals(List.of(stranger), passedUp.stream().map(Message::getSrc).toList(),
+          "a stranger's join request for the state too, in clear, to be refused");
+    }
+  }
+
+  /**
+   * A join response in clear is taken (held, then passed up) only when it carries one of AUTH's
+   * reasons and nothing else: not one that carries a view as well (a response that admits), nor one
+   * whose payload is no join response at all, though each comes from the member asked, to this
+   * joiner. The same from this node: a response with a view goes out sealed alone. The protocol
+   * of a stack built (not connected), between recorders, with the transport's timer counting what
+   * is held.
+   */
+  @Test
+  void aJoinResponseInClear_withAViewOrThatIsNoJoinResponse_isNoRefusal() throws Exception {
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+        .secret("s3cret-no-refusal").buildConfig())) {
+      ProtocolStack stack = channel.getProtocolStack();
+      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
+      timer.start();
+      try {
+        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
+        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
+        int others = timer.size();
+        Address self = UUID.randomUUID();
+        Address coordinator = UUID.randomUUID();
+        List<Message> passedUp = new CopyOnWriteArrayList<>();
+        between(encrypt, self, passedUp);
+        List<Message> sentDown = new CopyOnWriteArrayList<>();
+        encrypt.setDownProtocol(new Protocol() {
+          @Override
+          public Object down(Message msg) {
+            sentDown.add(msg);
+            return null;
+          }
+        }.setDownProtocol(stack.getTransport()));
+        short gms = ClassConfigurator.getProtocolId(GMS.class);
+        encrypt.down(new EmptyMessage(coordinator).setSrc(self).putHeader(gms,
+            new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
+        JoinRsp admits = new JoinRsp(View.create(coordinator, 1, coordinator, self), null)
+            .setFailReason("authentication failed");
+        Function<ByteArray, Message> response = bytes -> new BytesMessage(self).setArray(bytes).setSrc(coordinator)
+            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+
+        encrypt.up(response.apply(Util.streamableToBuffer(admits)));
+        encrypt.up(response.apply(new ByteArray("authentication failed".getBytes(StandardCharsets.US_ASCII))));
+        assertEquals(List.of(), passedUp);
+        assertEquals(others, timer.size(), "none held: a response with a view, and one that is no join response");
+        encrypt.up(response.apply(Util.streamableToBuffer(new JoinRsp("authentication failed"))));
+        assertEquals(others + 1, timer.size(), "a refusal alone, held");
+
+        sentDown.clear();
+        encrypt.down(response.apply(Util.streamableToBuffer(admits)).setSrc(self).setDest(coordinator));
+        assertEquals(List.of(true), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null).toList(),
+            "a response with a view, sealed alone");
+      } finally {
+        timer.stop();
+      }
+    }
+  }
+
+  /**
+   * A joiner remembers the first 64 members it asks to join, no more (it asks the coordinator, and
+   * again at each join timeout): a refusal in clear from the 64th is taken, one from the 65th is
+   * not. The protocol of a stack built (not connected), between recorders, with the transport's
+   * timer counting what is held.
+   */
+  @Test
+  void aJoiner_takesARefusalInClear_fromThe64MembersItAskedFirstOnly() throws Exception {
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+        .secret("s3cret-asked").buildConfig())) {
+      ProtocolStack stack = channel.getProtocolStack();
+      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
+      timer.start();
+      try {
+        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
+        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
+        int others = timer.size();
+        Address self = UUID.randomUUID();
+        List<Message> passedUp = new CopyOnWriteArrayList<>();
+        between(encrypt, self, passedUp);
+        short gms = ClassConfigurator.getProtocolId(GMS.class);
+        List<Address> asked = new ArrayList<>();
+        for (int i = 0; i < 65; i++) {
+          asked.add(UUID.randomUUID());
+          encrypt.down(new EmptyMessage(asked.get(i)).setSrc(self).putHeader(gms,
+              new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
+        }
+        Function<Address, Message> refusalFrom = from -> new BytesMessage(self)
+            .setArray(GMS.marshal(new JoinRsp("authentication failed"))).setSrc(from)
+            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+
+        encrypt.up(refusalFrom.apply(asked.get(64)));
+        assertEquals(others, timer.size(), "the 65th member asked is not remembered");
+        encrypt.up(refusalFrom.apply(asked.get(63)));
+        assertEquals(others + 1, timer.size(), "the 64th is");
+        assertEquals(List.of(), passedUp, "held");
+      } finally {
+        timer.stop();
+      }
+    }
+  }
+
+  /**
+   * The members asked to join are those of this connection only: after a disconnect, a refusal in
+   * clear from a member asked before is not taken until this node asks it again. The protocol of a
+   * stack built (not connected), between recorders, with the transport's timer counting what is
+   * held.
+   */
+  @Test
+  void aRefusalInClear_fromAMemberAskedBeforeADisconnect_isNotTaken() throws Exception {
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
+        .secret("s3cret-asked-before").buildConfig())) {
+      ProtocolStack stack = channel.getProtocolStack();
+      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
+      timer.start();
+      try {
+        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
+        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
+        int others = timer.size();
+        Address self = UUID.randomUUID();
+        Address coordinator = UUID.randomUUID();
+        List<Message> passedUp = new CopyOnWriteArrayList<>();
+        between(encrypt, self, passedUp);
+        short gms = ClassConfigurator.getProtocolId(GMS.class);
+        Supplier<Message> joinRequest = () -> new EmptyMessage(coordinator).setSrc(self)
+            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self));
+        Supplier<Message> refusal = () -> new BytesMessage(self)
+            .setArray(GMS.marshal(new JoinRsp("authentication failed"))).setSrc(coordinator)
+            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+
+        encrypt.down(joinRequest.get());
+        encrypt.down(new Event(Event.DISCONNECT));
+        encrypt.up(refusal.get());
+        assertEquals(others, timer.size(), "a refusal from the member asked before the disconnect");
+        encrypt.down(joinRequest.get());
+        encrypt.up(refusal.get());
+        assertEquals(others + 1, timer.size(), "asked again: its refusal is held");
+        assertEquals(List.of(), passedUp);
+      } finally {
+        timer.stop();
+      }
+    }
   }
 
   /** The version (a digest of the key) that the node's encryption puts in what it seals. */
