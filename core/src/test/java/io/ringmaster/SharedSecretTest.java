@@ -101,7 +101,7 @@ class SharedSecretTest {
   /**
    * The environment variable, which a test cannot set in its own JVM, read in a JVM started with
    * it: the secret comes from it when nothing else gives one, a system property still goes first,
-   * and one that ends with a newline fails naming the variable, never the secret.
+   * one that ends with a newline fails naming the variable, never the secret, and a blank one is none.
    */
   @Test
   void theEnvironmentVariable_givesTheSecret_afterTheSystemProperty_andMustBeTrimmed() throws Exception {
@@ -112,6 +112,9 @@ class SharedSecretTest {
     assertEquals("failed: environment variable " + SharedSecret.ENVIRONMENT + ": the secret starts or ends with"
         + " whitespace (a newline read from a file, say); remove it, since every member must use the same secret,"
         + " byte for byte", probe("from-a-file\n"));
+    assertEquals("failed: probe needs a shared secret: set the node's \"secret\" setting, the system property "
+        + SharedSecret.PROPERTY + " or the environment variable " + SharedSecret.ENVIRONMENT, probe("  "),
+        "a blank variable gives no secret");
   }
 
   /** What {@link EnvironmentProbe} prints in a JVM whose environment gives {@code secret}. */
