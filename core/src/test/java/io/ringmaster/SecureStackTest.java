@@ -843,132 +843,133 @@ class SecureStackTest {
    */
   @Test
   void aJoinResponseInClear_withAViewOrThatIsNoJoinResponse_isNoRefusal() throws Exception {
-    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
-        .secret("s3cret-no-refusal").buildConfig())) {
-      ProtocolStack stack = channel.getProtocolStack();
-      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
-      timer.start();
-      try {
-        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
-        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
-        int others = timer.size();
-        Address self = UUID.randomUUID();
-        Address coordinator = UUID.randomUUID();
-        List<Message> passedUp = new CopyOnWriteArrayList<>();
-        between(encrypt, self, passedUp);
-        List<Message> sentDown = new CopyOnWriteArrayList<>();
-        encrypt.setDownProtocol(new Protocol() {
-          @Override
-          public Object down(Message msg) {
-            sentDown.add(msg);
-            return null;
-          }
-        }.setDownProtocol(stack.getTransport()));
-        short gms = ClassConfigurator.getProtocolId(GMS.class);
-        encrypt.down(new EmptyMessage(coordinator).setSrc(self).putHeader(gms,
-            new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
-        JoinRsp admits = new JoinRsp(View.create(coordinator, 1, coordinator, self), null)
-            .setFailReason("authentication failed");
-        Function<ByteArray, Message> response = bytes -> new BytesMessage(self).setArray(bytes).setSrc(coordinator)
-            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+    try (Joiner joiner = new Joiner("s3cret-no-refusal")) {
+      SharedSecretEncrypt encrypt = joiner.encrypt;
+      Address coordinator = UUID.randomUUID();
+      List<Message> sentDown = new CopyOnWriteArrayList<>();
+      encrypt.setDownProtocol(new Protocol() {
+        @Override
+        public Object down(Message msg) {
+          sentDown.add(msg);
+          return null;
+        }
+      }.setDownProtocol(joiner.channel.getProtocolStack().getTransport()));
+      encrypt.down(joiner.joinRequestTo(coordinator));
+      JoinRsp admits = new JoinRsp(View.create(coordinator, 1, coordinator, joiner.self), null)
+          .setFailReason("authentication failed");
 
-        encrypt.up(response.apply(Util.streamableToBuffer(admits)));
-        encrypt.up(response.apply(new ByteArray("authentication failed".getBytes(StandardCharsets.US_ASCII))));
-        assertEquals(List.of(), passedUp);
-        assertEquals(others, timer.size(), "none held: a response with a view, and one that is no join response");
-        encrypt.up(response.apply(Util.streamableToBuffer(new JoinRsp("authentication failed"))));
-        assertEquals(others + 1, timer.size(), "a refusal alone, held");
+      encrypt.up(joiner.responseFrom(coordinator, Util.streamableToBuffer(admits)));
+      encrypt.up(joiner.responseFrom(coordinator,
+          new ByteArray("authentication failed".getBytes(StandardCharsets.US_ASCII))));
+      assertEquals(List.of(), joiner.passedUp);
+      assertEquals(0, joiner.held(), "none held: a response with a view, and one that is no join response");
+      encrypt.up(joiner.refusalFrom(coordinator));
+      assertEquals(1, joiner.held(), "a refusal alone, held");
 
-        sentDown.clear();
-        encrypt.down(response.apply(Util.streamableToBuffer(admits)).setSrc(self).setDest(coordinator));
-        assertEquals(List.of(true), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null).toList(),
-            "a response with a view, sealed alone");
-      } finally {
-        timer.stop();
-      }
+      sentDown.clear();
+      encrypt.down(joiner.responseFrom(coordinator, Util.streamableToBuffer(admits)).setSrc(joiner.self)
+          .setDest(coordinator));
+      assertEquals(List.of(true), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null).toList(),
+          "a response with a view, sealed alone");
     }
   }
 
   /**
    * A joiner remembers the first 64 members it asks to join, no more (it asks the coordinator, and
    * again at each join timeout): a refusal in clear from the 64th is taken, one from the 65th is
-   * not. The protocol of a stack built (not connected), between recorders, with the transport's
-   * timer counting what is held.
+   * not.
    */
   @Test
   void aJoiner_takesARefusalInClear_fromThe64MembersItAskedFirstOnly() throws Exception {
-    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
-        .secret("s3cret-asked").buildConfig())) {
-      ProtocolStack stack = channel.getProtocolStack();
-      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
-      timer.start();
-      try {
-        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
-        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
-        int others = timer.size();
-        Address self = UUID.randomUUID();
-        List<Message> passedUp = new CopyOnWriteArrayList<>();
-        between(encrypt, self, passedUp);
-        short gms = ClassConfigurator.getProtocolId(GMS.class);
-        List<Address> asked = new ArrayList<>();
-        for (int i = 0; i < 65; i++) {
-          asked.add(UUID.randomUUID());
-          encrypt.down(new EmptyMessage(asked.get(i)).setSrc(self).putHeader(gms,
-              new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self)));
-        }
-        Function<Address, Message> refusalFrom = from -> new BytesMessage(self)
-            .setArray(GMS.marshal(new JoinRsp("authentication failed"))).setSrc(from)
-            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
-
-        encrypt.up(refusalFrom.apply(asked.get(64)));
-        assertEquals(others, timer.size(), "the 65th member asked is not remembered");
-        encrypt.up(refusalFrom.apply(asked.get(63)));
-        assertEquals(others + 1, timer.size(), "the 64th is");
-        assertEquals(List.of(), passedUp, "held");
-      } finally {
-        timer.stop();
+    try (Joiner joiner = new Joiner("s3cret-asked")) {
+      List<Address> asked = new ArrayList<>();
+      for (int i = 0; i < 65; i++) {
+        asked.add(UUID.randomUUID());
+        joiner.encrypt.down(joiner.joinRequestTo(asked.get(i)));
       }
+
+      joiner.encrypt.up(joiner.refusalFrom(asked.get(64)));
+      assertEquals(0, joiner.held(), "the 65th member asked is not remembered");
+      joiner.encrypt.up(joiner.refusalFrom(asked.get(63)));
+      assertEquals(1, joiner.held(), "the 64th is");
+      assertEquals(List.of(), joiner.passedUp, "held");
     }
   }
 
   /**
    * The members asked to join are those of this connection only: after a disconnect, a refusal in
-   * clear from a member asked before is not taken until this node asks it again. The protocol of a
-   * stack built (not connected), between recorders, with the transport's timer counting what is
-   * held.
+   * clear from a member asked before is not taken until this node asks it again.
    */
   @Test
   void aRefusalInClear_fromAMemberAskedBeforeADisconnect_isNotTaken() throws Exception {
-    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK)
-        .secret("s3cret-asked-before").buildConfig())) {
-      ProtocolStack stack = channel.getProtocolStack();
-      TimeScheduler3 timer = (TimeScheduler3) stack.getTransport().getTimer();
-      timer.start();
-      try {
-        SharedSecretEncrypt encrypt = stack.findProtocol(SharedSecretEncrypt.class);
-        encrypt.refusalHoldMillis(600_000); // counted while held, never waited out
-        int others = timer.size();
-        Address self = UUID.randomUUID();
-        Address coordinator = UUID.randomUUID();
-        List<Message> passedUp = new CopyOnWriteArrayList<>();
-        between(encrypt, self, passedUp);
-        short gms = ClassConfigurator.getProtocolId(GMS.class);
-        Supplier<Message> joinRequest = () -> new EmptyMessage(coordinator).setSrc(self)
-            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self));
-        Supplier<Message> refusal = () -> new BytesMessage(self)
-            .setArray(GMS.marshal(new JoinRsp("authentication failed"))).setSrc(coordinator)
-            .putHeader(gms, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+    try (Joiner joiner = new Joiner("s3cret-asked-before")) {
+      Address coordinator = UUID.randomUUID();
 
-        encrypt.down(joinRequest.get());
-        encrypt.down(new Event(Event.DISCONNECT));
-        encrypt.up(refusal.get());
-        assertEquals(others, timer.size(), "a refusal from the member asked before the disconnect");
-        encrypt.down(joinRequest.get());
-        encrypt.up(refusal.get());
-        assertEquals(others + 1, timer.size(), "asked again: its refusal is held");
-        assertEquals(List.of(), passedUp);
-      } finally {
+      joiner.encrypt.down(joiner.joinRequestTo(coordinator));
+      joiner.encrypt.down(new Event(Event.DISCONNECT));
+      joiner.encrypt.up(joiner.refusalFrom(coordinator));
+      assertEquals(0, joiner.held(), "a refusal from the member asked before the disconnect");
+      joiner.encrypt.down(joiner.joinRequestTo(coordinator));
+      joiner.encrypt.up(joiner.refusalFrom(coordinator));
+      assertEquals(1, joiner.held(), "asked again: its refusal is held");
+      assertEquals(List.of(), joiner.passedUp);
+    }
+  }
+
+  /**
+   * The encryption of a stack built for a joiner (not connected) at {@link #self}, between
+   * recorders ({@link #between}), with the transport's timer (which a connect would start) counting
+   * the refusals in clear it holds, each for ten minutes: never waited out.
+   */
+  private static final class Joiner implements AutoCloseable {
+    private static final short GMS_ID = ClassConfigurator.getProtocolId(GMS.class);
+    final Address self = UUID.randomUUID();
+    final List<Message> passedUp = new CopyOnWriteArrayList<>();
+    final SharedSecretEncrypt encrypt;
+    final JChannel channel;
+    private final TimeScheduler3 timer;
+    /** The transport's own tasks. */
+    private final int others;
+
+    Joiner(String secret) throws Exception {
+      channel = Stacks.create(Ringmaster.builder().nodeId("joiner").jgroupsConfig(STACK).secret(secret)
+          .buildConfig());
+      ProtocolStack stack = channel.getProtocolStack();
+      timer = (TimeScheduler3) stack.getTransport().getTimer();
+      timer.start();
+      encrypt = stack.findProtocol(SharedSecretEncrypt.class);
+      encrypt.refusalHoldMillis(600_000);
+      others = timer.size();
+      between(encrypt, self, passedUp);
+    }
+
+    /** The refusals in clear held now. */
+    int held() {
+      return timer.size() - others;
+    }
+
+    /** This joiner's request to join, sent to {@code member}. */
+    Message joinRequestTo(Address member) {
+      return new EmptyMessage(member).setSrc(self).putHeader(GMS_ID, new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, self));
+    }
+
+    /** A join response from {@code member} to this joiner, with {@code payload}. */
+    Message responseFrom(Address member, ByteArray payload) {
+      return new BytesMessage(self).setArray(payload).setSrc(member)
+          .putHeader(GMS_ID, new GMS.GmsHeader(GMS.GmsHeader.JOIN_RSP));
+    }
+
+    /** A refusal from {@code member}, as AUTH sends one. */
+    Message refusalFrom(Address member) throws Exception {
+      return responseFrom(member, Util.streamableToBuffer(new JoinRsp("authentication failed")));
+    }
+
+    @Override
+    public void close() {
+      try {
         timer.stop();
+      } finally {
+        channel.close();
       }
     }
   }
