@@ -180,10 +180,7 @@ class SealedCopiesTest {
    */
   @Test
   void seriesForDestinationsOutsideTheView_areBounded() throws Exception {
-    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
-    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
-    encrypt.init();
-    encrypt.setAddress(UUID.randomUUID());
+    SharedSecretEncrypt encrypt = encryptionAt(UUID.randomUUID());
     for (int i = 0; i < 5_000; i++) {
       encrypt.encrypt(new EmptyMessage(UUID.randomUUID()));
       assertTrue(encrypt.seriesKept() <= 1_025, () -> "series kept: " + encrypt.seriesKept());
@@ -197,12 +194,9 @@ class SealedCopiesTest {
    */
   @Test
   void seriesForDestinationsOutsideTheView_droppedPast1024_aMembersSeriesGoesOn() throws Exception {
-    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
-    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
-    encrypt.init();
     Address self = UUID.randomUUID();
     Address member = UUID.randomUUID();
-    encrypt.setAddress(self);
+    SharedSecretEncrypt encrypt = encryptionAt(self);
     encrypt.handleView(new View(new ViewId(self, 1), List.of(self, member)));
     long toMember = sealNumber(encrypt, member);
     assertEquals(1, encrypt.seriesKept());
@@ -221,12 +215,9 @@ class SealedCopiesTest {
    */
   @Test
   void aMembersSeries_isForgottenWhenItLeavesTheView_andStartsAboveAllOnItsReturn() throws Exception {
-    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
-    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
-    encrypt.init();
     Address self = UUID.randomUUID();
     Address member = UUID.randomUUID();
-    encrypt.setAddress(self);
+    SharedSecretEncrypt encrypt = encryptionAt(self);
     encrypt.handleView(new View(new ViewId(self, 1), List.of(self, member)));
     long before = sealNumber(encrypt, member);
     encrypt.handleView(new View(new ViewId(self, 2), List.of(self)));
@@ -354,5 +345,14 @@ class SealedCopiesTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> new SealedCopies(-1));
     assertEquals("departedKept must be at least 0: -1", e.getMessage());
+  }
+
+  /** An encryption protocol on its own (no stack), with an all-zero key, at {@code self}. */
+  private static SharedSecretEncrypt encryptionAt(Address self) throws Exception {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(new SecretKeySpec(new byte[16], "AES"));
+    encrypt.init();
+    encrypt.setAddress(self);
+    return encrypt;
   }
 }
