@@ -25,10 +25,7 @@ import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
-import java.util.logging.Handler;
 import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.EmptyMessage;
@@ -1023,33 +1020,6 @@ class SecureStackTest {
     }
   }
 
-  /** What the encryption logs, every level, while open: each record as its level and message. */
-  private static final class EncryptionLog extends Handler implements AutoCloseable {
-    private final Logger logger =
-        Logger.getLogger(SharedSecretEncrypt.class.getName());
-    private final Level levelBefore = logger.getLevel();
-    final List<String> lines = new CopyOnWriteArrayList<>();
-
-    EncryptionLog() {
-      logger.addHandler(this);
-      logger.setLevel(Level.ALL);
-    }
-
-    @Override
-    public void publish(LogRecord r) {
-      lines.add(r.getLevel() + " " + r.getMessage());
-    }
-
-    @Override
-    public void flush() {
-    }
-
-    @Override
-    public void close() {
-      logger.removeHandler(this);
-      logger.setLevel(levelBefore);
-    }
-  }
 
   /**
    * A refusal in clear is held for half of GMS's join timeout, so that it reaches the attempt it

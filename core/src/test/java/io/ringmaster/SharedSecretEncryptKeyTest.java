@@ -20,9 +20,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import javax.crypto.Cipher;
 import javax.crypto.Mac;
 import javax.crypto.SecretKey;
@@ -369,32 +366,14 @@ class SharedSecretEncryptKeyTest {
   @Test
   void eachSealedMessageDropped_isSaidAtWarningWithWhy() throws Exception {
     SecretKeySpec key = new SecretKeySpec(randomBytes(16), "AES");
-    SharedSecretEncrypt sealer = new SharedSecretEncrypt();
-    sealer.setSecretKey(key);
-    sealer.init();
+    SharedSecretEncrypt sealer = keyed(key);
     Address a = UUID.randomUUID();
     Address b = UUID.randomUUID();
     sealer.setAddress(a);
     List<Message> passedUp = new CopyOnWriteArrayList<>();
     SharedSecretEncrypt opener = opener(key, b, passedUp);
-    Logger logger = Logger.getLogger(SharedSecretEncrypt.class.getName());
-    List<String> logged = new CopyOnWriteArrayList<>();
-    Handler handler = new Handler() {
-      @Override
-      public void publish(LogRecord r) {
-        logged.add(r.getLevel() + " " + r.getMessage());
-      }
-
-      @Override
-      public void flush() {
-      }
-
-      @Override
-      public void close() {
-      }
-    };
-    logger.addHandler(handler);
-    try {
+    try (EncryptionLog log = new EncryptionLog()) {
+      List<String> logged = log.lines;
       // Each from an envelope sender of its own: the drops of one sender are said once every 10 s.
       Message sealed = sealer.encrypt(new BytesMessage(b, "to b".getBytes(StandardCharsets.UTF_8)));
       EncryptHeader header = sealed.getHeader(sealer.getId());
@@ -411,9 +390,7 @@ class SharedSecretEncryptKeyTest {
       opener.up(new BytesMessage(b, changedBytes).setSrc(changed).putHeader(sealer.getId(), header));
       Address forOther = UUID.randomUUID();
       opener.up(sealer.encrypt(new EmptyMessage(UUID.randomUUID())).setSrc(forOther));
-      SharedSecretEncrypt noAddress = new SharedSecretEncrypt();
-      noAddress.setSecretKey(key);
-      noAddress.init();
+      SharedSecretEncrypt noAddress = keyed(key);
       Address nameless = UUID.randomUUID();
       opener.up(noAddress.encrypt(new EmptyMessage(b)).setSrc(nameless));
       assertEquals(List.of(), passedUp);
@@ -433,8 +410,6 @@ class SharedSecretEncryptKeyTest {
           "WARNING " + b + ": dropped a message from " + a + " (seal number ")) {
         assertTrue(logged.stream().anyMatch(l -> l.startsWith(line)), line + " in " + logged);
       }
-    } finally {
-      logger.removeHandler(handler);
     }
   }
 
@@ -447,9 +422,7 @@ class SharedSecretEncryptKeyTest {
   @Test
   void sealedToAll_nothingLongBeforeTheFirstTaken_sealedForThisNode_theWholeWindow() throws Exception {
     SecretKeySpec key = new SecretKeySpec(randomBytes(16), "AES");
-    SharedSecretEncrypt sealer = new SharedSecretEncrypt();
-    sealer.setSecretKey(key);
-    sealer.init();
+    SharedSecretEncrypt sealer = keyed(key);
     sealer.setAddress(UUID.randomUUID());
     Address b = UUID.randomUUID();
     List<Message> passedUp = new CopyOnWriteArrayList<>();
@@ -469,11 +442,17 @@ class SharedSecretEncryptKeyTest {
     }
   }
 
+  /** An encryption keyed with {@code key}, on its own: no stack, no address. */
+  private static SharedSecretEncrypt keyed(SecretKeySpec key) throws Exception {
+    SharedSecretEncrypt encrypt = new SharedSecretEncrypt();
+    encrypt.setSecretKey(key);
+    encrypt.init();
+    return encrypt;
+  }
+
   /** An encryption keyed with {@code key} at {@code self}, under a recorder of what it passes up. */
   private static SharedSecretEncrypt opener(SecretKeySpec key, Address self, List<Message> passedUp) throws Exception {
-    SharedSecretEncrypt opener = new SharedSecretEncrypt();
-    opener.setSecretKey(key);
-    opener.init();
+    SharedSecretEncrypt opener = keyed(key);
     opener.setAddress(self);
     opener.setUpProtocol(new Protocol() {
       @Override
