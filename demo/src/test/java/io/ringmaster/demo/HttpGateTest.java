@@ -51,6 +51,17 @@ class HttpGateTest {
     threads.shutdownNow();
   }
 
+  /** A GET of {@code /slow} on another thread, which the slow API holds until the test lets it go. */
+  private CompletableFuture<HttpResponse<String>> slowRequest() {
+    return CompletableFuture.supplyAsync(() -> {
+      try {
+        return get("/slow");
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+  }
+
   private HttpResponse<String> get(String path) throws Exception {
     return client.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path))
         .timeout(Duration.ofSeconds(20)).build(), HttpResponse.BodyHandlers.ofString());
@@ -86,13 +97,7 @@ class HttpGateTest {
   @Test
   void close_refusesNewRequestsAs503Stopping_andWaitsForTheOneInFlight() throws Exception {
     openSlowApi();
-    CompletableFuture<HttpResponse<String>> slow = CompletableFuture.supplyAsync(() -> {
-      try {
-        return get("/slow");
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    CompletableFuture<HttpResponse<String>> slow = slowRequest();
     assertTrue(entered.await(20, TimeUnit.SECONDS), "the slow request reached the API");
     CompletableFuture<Boolean> closed = CompletableFuture.supplyAsync(() -> gate.close(Duration.ofSeconds(30)));
     await("close() has begun").atMost(Duration.ofSeconds(20)).until(gate::isClosing);
@@ -111,13 +116,7 @@ class HttpGateTest {
   @Test
   void close_givesUpAfterItsGrace_whenARequestNeverEnds() throws Exception {
     openSlowApi();
-    CompletableFuture.runAsync(() -> {
-      try {
-        get("/slow");
-      } catch (Exception e) {
-        // cut off when the server stops after the test
-      }
-    });
+    slowRequest(); // cut off when the server stops after the test
     assertTrue(entered.await(20, TimeUnit.SECONDS));
     assertFalse(gate.close(Duration.ofMillis(200)), "the request in flight did not end within the grace");
   }
@@ -129,13 +128,7 @@ class HttpGateTest {
   @Test
   void isClosing_onlyOnceCloseBegan_andClose_leavesAnUninterruptedCallerUninterrupted() throws Exception {
     openSlowApi();
-    CompletableFuture.runAsync(() -> {
-      try {
-        get("/slow");
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    slowRequest();
     assertTrue(entered.await(20, TimeUnit.SECONDS));
     assertFalse(gate.isClosing(), "serving");
     // What close() returned, and whether it left its thread interrupted (read and cleared).
@@ -153,13 +146,7 @@ class HttpGateTest {
   @Test
   void close_interruptedWhileItWaits_goesOnWaiting_andLeavesItsCallerInterrupted() throws Exception {
     openSlowApi();
-    CompletableFuture<HttpResponse<String>> slow = CompletableFuture.supplyAsync(() -> {
-      try {
-        return get("/slow");
-      } catch (Exception e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    CompletableFuture<HttpResponse<String>> slow = slowRequest();
     assertTrue(entered.await(20, TimeUnit.SECONDS));
     CompletableFuture<List<Boolean>> closed = new CompletableFuture<>();
     Thread closer = new Thread(() -> closed.complete(List.of(gate.close(Duration.ofSeconds(30)), Thread.interrupted())),
