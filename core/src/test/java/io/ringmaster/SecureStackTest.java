@@ -746,6 +746,12 @@ class SecureStackTest {
    * which the encryption looks for below it.
    */
   private static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp) {
+    between(encrypt, self, passedUp, new CopyOnWriteArrayList<>());
+  }
+
+  /** As {@link #between(SharedSecretEncrypt, Address, List)}, recording the messages it sends down in {@code sentDown}. */
+  private static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp,
+                              List<Message> sentDown) {
     encrypt.setAddress(self);
     encrypt.setUpProtocol(new Protocol() {
       @Override
@@ -757,6 +763,7 @@ class SecureStackTest {
     encrypt.setDownProtocol(new Protocol() {
       @Override
       public Object down(Message msg) {
+        sentDown.add(msg);
         return null; // sent nowhere
       }
 
@@ -782,15 +789,8 @@ class SecureStackTest {
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
       List<Message> passedUp = new CopyOnWriteArrayList<>();
-      between(encrypt, self, passedUp);
       List<Message> sentDown = new CopyOnWriteArrayList<>();
-      encrypt.setDownProtocol(new Protocol() {
-        @Override
-        public Object down(Message msg) {
-          sentDown.add(msg);
-          return null;
-        }
-      }.setDownProtocol(channel.getProtocolStack().getTransport()));
+      between(encrypt, self, passedUp, sentDown);
       encrypt.start(); // finds AUTH above it
       short gms = ClassConfigurator.getProtocolId(GMS.class);
       short authId = ClassConfigurator.getProtocolId(AUTH.class);
@@ -843,14 +843,6 @@ class SecureStackTest {
     try (Joiner joiner = new Joiner("s3cret-no-refusal")) {
       SharedSecretEncrypt encrypt = joiner.encrypt;
       Address coordinator = UUID.randomUUID();
-      List<Message> sentDown = new CopyOnWriteArrayList<>();
-      encrypt.setDownProtocol(new Protocol() {
-        @Override
-        public Object down(Message msg) {
-          sentDown.add(msg);
-          return null;
-        }
-      }.setDownProtocol(joiner.channel.getProtocolStack().getTransport()));
       encrypt.down(joiner.joinRequestTo(coordinator));
       JoinRsp admits = new JoinRsp(View.create(coordinator, 1, coordinator, joiner.self), null)
           .setFailReason("authentication failed");
@@ -863,11 +855,11 @@ class SecureStackTest {
       encrypt.up(joiner.refusalFrom(coordinator));
       assertEquals(1, joiner.held(), "a refusal alone, held");
 
-      sentDown.clear();
+      joiner.sentDown.clear();
       encrypt.down(joiner.responseFrom(coordinator, Util.streamableToBuffer(admits)).setSrc(joiner.self)
           .setDest(coordinator));
-      assertEquals(List.of(true), sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null).toList(),
-          "a response with a view, sealed alone");
+      assertEquals(List.of(true), joiner.sentDown.stream().map(m -> m.getHeader(SharedSecretEncrypt.ID) != null)
+          .toList(), "a response with a view, sealed alone");
     }
   }
 
@@ -915,15 +907,16 @@ class SecureStackTest {
 
   /**
    * The encryption of a stack built for a joiner (not connected) at {@link #self}, between
-   * recorders ({@link #between}), with the transport's timer (which a connect would start) counting
+   * recorders of what it passes up and sends down ({@link #between}), with the transport's timer (which a connect would start) counting
    * the refusals in clear it holds, each for ten minutes: never waited out.
    */
   private static final class Joiner implements AutoCloseable {
     private static final short GMS_ID = ClassConfigurator.getProtocolId(GMS.class);
     final Address self = UUID.randomUUID();
     final List<Message> passedUp = new CopyOnWriteArrayList<>();
+    final List<Message> sentDown = new CopyOnWriteArrayList<>();
     final SharedSecretEncrypt encrypt;
-    final JChannel channel;
+    private final JChannel channel;
     private final TimeScheduler3 timer;
     /** The transport's own tasks. */
     private final int others;
@@ -937,7 +930,7 @@ class SecureStackTest {
       encrypt = stack.findProtocol(SharedSecretEncrypt.class);
       encrypt.refusalHoldMillis(600_000);
       others = timer.size();
-      between(encrypt, self, passedUp);
+      between(encrypt, self, passedUp, sentDown);
     }
 
     /** The refusals in clear held now. */
