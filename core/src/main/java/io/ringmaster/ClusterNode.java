@@ -438,6 +438,10 @@ final class ClusterNode {
           if (ring != previous.ring()) { // counted once published: not a ring dropped, nor one built twice
             ringBuilds.incrementAndGet();
           }
+          // Before start() returns (it waits for firstRing): its caller's stats() shows the first change.
+          if (change != null && !left || membership != null) { // what the listeners are told, not a view after LEAVING
+            lastChangeMillis.set(System.currentTimeMillis());
+          }
           // Before any callback runs (they are launched after this block): a listener on a
           // same-thread executor that calls close() would otherwise wait for a start() that waits
           // for this.
@@ -449,9 +453,6 @@ final class ClusterNode {
           }
           if (membership != null) {
             enqueue(membershipListeners, membership, toLaunch);
-          }
-          if (change != null && !left || membership != null) { // what the listeners are told, not a view after LEAVING
-            lastChangeMillis.set(System.currentTimeMillis());
           }
           // The refusals this view reports count as reported once its ring is published: a view that
           // failed before that, and is tried again, reports them then.
