@@ -10,8 +10,10 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.Authenticator;
 import java.net.CookieHandler;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ProxySelector;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -223,6 +225,118 @@ class ClusterStatusTest {
         "id url view checksum members primary backup stray migrating movedIn movedOut");
     assertTrue(printed.contains("ring: all 2 peers agree (view/checksum 3/ab12)"), printed);
     assertTrue(printed.contains("keys: 8 primary copies, 6 backup copies"), printed);
+  }
+
+  /** A port on 127.0.0.1 that nothing listens on: a peer that has gone, or not bound yet. */
+  private static int silentPort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** The lines {@code status} prints for {@code peers} of which {@code gone} exited. */
+  private static List<String> printed(List<PeerProcess> peers, Set<String> gone) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    status(bytes).print(peers, gone);
+    return bytes.toString(StandardCharsets.UTF_8).lines().toList();
+  }
+
+  @Test
+  void print_noLivePeers_saysSo() {
+    assertEquals(List.of("no live peers"), printed(List.of(), Set.of()));
+  }
+
+  /**
+   * What a user reads for a peer that does not answer at all: its row gives its id, its URL and
+   * "no answer", the ring is not said to agree, and the totals are those of the peers that
+   * answered.
+   */
+  @Test
+  void print_aPeerThatDoesNotAnswer_isNamedAsSilent_andOnlyTheOthersCount() throws Exception {
+    PeerProcess silent = new PeerProcess("peer-2", silentPort(), null, null);
+    HttpServer one = server();
+    answer(one, "/stats", stats("peer-1", 5, 2, 0, 0));
+    List<PeerProcess> peers = List.of(new PeerProcess("peer-1", one.getAddress().getPort(), null, null), silent);
+
+    List<String> lines = printed(peers, Set.of());
+
+    assertEquals(5, lines.size(), lines.toString());
+    assertTrue(lines.get(0).matches("id +url +view +checksum +members +primary +backup +stray +migrating +movedIn"
+        + " +movedOut"), lines.get(0));
+    assertTrue(lines.get(1).startsWith("peer-1 "), lines.toString());
+    assertEquals(List.of("peer-2", silent.url(), "(no", "answer)"), Arrays.asList(lines.get(2).split(" +")));
+    assertEquals("ring: peers DISAGREE or did not answer: [3/ab12] (rings settle within a second or two)", lines.get(3));
+    assertEquals("keys: 5 primary copies, 2 backup copies", lines.get(4));
+    assertFalse(status(new ByteArrayOutputStream()).agree(peers, Set.of()));
+  }
+
+  /**
+   * The other members of a ring the peers agree on, when they do not answer: one that this
+   * launcher started and that exited is "exited, not yet out of the ring"; any other is "not
+   * started here", with the endpoint it was asked at, if it announced one.
+   */
+  @Test
+  void print_ringMembersThatDoNotAnswer_areNamedAsExitedOrNotStartedHere() throws Exception {
+    HttpServer one = server();
+    Map<String, String> members = new LinkedHashMap<>();
+    members.put("peer-1", url(one));
+    members.put("peer-2", "");
+    members.put("peer-3", "");
+    members.put("peer-4", "http://127.0.0.1:" + silentPort());
+    answer(one, "/stats", stats("peer-1", 1, 0, 0, 0));
+    answer(one, "/ring", ring(members));
+    List<PeerProcess> peers = List.of(new PeerProcess("peer-1", one.getAddress().getPort(), null, null));
+
+    List<String> lines = printed(peers, Set.of("peer-2"));
+
+    assertEquals("ring: all 1 peers agree (view/checksum 3/ab12); also in it: peer-2 (exited, not yet out of the"
+        + " ring), peer-3 (not started here, no answer), peer-4 (not started here, no answer at " + members.get("peer-4")
+        + ")", lines.get(lines.size() - 2), lines.toString());
+    assertEquals("keys: 1 primary copies, 0 backup copies", lines.get(lines.size() - 1));
+  }
+
+  /**
+   * Agreement needs a ring that holds every peer this launcher started, from a peer that gives
+   * its ring: here the one peer is in its ring by its own word, but the ring it gives holds two
+   * others, or it gives none.
+   */
+  @Test
+  void agree_aRingWithoutALaunchedPeer_orNoRingAtAll_isNoAgreement() throws Exception {
+    ClusterStatus status = status(new ByteArrayOutputStream());
+    assertFalse(status.agree(List.of(peer("peer-3", true)), Set.of()), "its ring holds peer-1 and peer-2 only");
+
+    PeerProcess noRing = peer("peer-1", true);
+    servers.get(servers.size() - 1).removeContext("/ring");
+    assertFalse(status.agree(List.of(noRing), Set.of()), "no ring given");
+    assertTrue(status.agree(List.of(peer("peer-1", true)), Set.of()), "the same stand-in, giving its ring");
+  }
+
+  /** The ids {@code add} must skip: the ring of the first peer that answers; none when none does. */
+  @Test
+  void ringIds_ofTheFirstPeerThatAnswers_orNone() throws Exception {
+    ClusterStatus status = status(new ByteArrayOutputStream());
+    PeerProcess silent = new PeerProcess("peer-9", silentPort(), null, null);
+    assertEquals(Set.of("peer-1", "peer-2"), status.ringIds(List.of(silent, peer("peer-1", true))));
+    assertEquals(Set.of(), status.ringIds(List.of(silent)));
+  }
+
+  /**
+   * A status asked from an interrupted thread (a launcher being stopped) asks no peer and keeps
+   * the interrupt for its caller; the peer is named as silent.
+   */
+  @Test
+  void print_onAnInterruptedThread_keepsTheInterrupt() throws Exception {
+    PeerProcess p = peer("peer-1", true);
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    Thread.currentThread().interrupt();
+    boolean kept;
+    try {
+      status(bytes).print(List.of(p), Set.of());
+    } finally {
+      kept = Thread.interrupted(); // cleared either way: the next test runs on this thread
+    }
+    assertTrue(kept, "the interrupt was swallowed");
+    assertTrue(bytes.toString(StandardCharsets.UTF_8).contains("(no answer)"), bytes::toString);
   }
 
   /**
