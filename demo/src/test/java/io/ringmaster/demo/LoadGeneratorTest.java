@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,6 +10,7 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.BufferedOutputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.net.InetAddress;
@@ -17,6 +19,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -24,6 +27,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -40,8 +44,12 @@ import org.junit.jupiter.api.Timeout;
 class LoadGeneratorTest {
   private final List<HttpServer> servers = new ArrayList<>();
 
+  /** Counted down at the end of each test: stand-ins that hold their reply until then let go. */
+  private final CountDownLatch ended = new CountDownLatch(1);
+
   @AfterEach
   void stop() {
+    ended.countDown();
     servers.forEach(s -> s.stop(0));
   }
 
@@ -228,5 +236,98 @@ class LoadGeneratorTest {
       assertEquals(200, paths.size(), "status " + status);
       assertTrue(connections.size() < 100, connections.size() + " connections for 200 writes answered " + status);
     }
+  }
+
+  /**
+   * A peer that takes a write and then never answers (a JVM stopped, or stuck) costs that write
+   * the read timeout, 15 s: it is counted as failed rather than holding the load for good.
+   */
+  @Test
+  void load_toAPeerThatNeverAnswers_failsTheWriteAfterTheReadTimeout() throws Exception {
+    Set<String> paths = ConcurrentHashMap.newKeySet();
+    String url = peer(200, paths, ended::await);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+
+    long started = System.nanoTime();
+    new LoadGenerator(List.of(url), new PrintStream(out, true, StandardCharsets.UTF_8)).run(1);
+    double took = (System.nanoTime() - started) / 1e9;
+
+    String said = out.toString(StandardCharsets.UTF_8);
+    assertTrue(said.contains("wrote 0 keys (load-") && said.contains("; 1 failed"), said);
+    assertEquals(1, paths.size(), "the write reached the peer: " + paths);
+    assertTrue(took >= 14, "failed after " + took + " s, not at the read timeout");
+  }
+
+  /**
+   * A write whose connection closes before any reply (the peer's process died mid-request) is
+   * counted as failed and not sent again: each key is written once, as the summary says. The
+   * stand-in reads each request in full, then closes its connection.
+   */
+  @Test
+  void load_whenAConnectionClosesBeforeTheReply_countsTheWriteFailed_andSendsItOnce() throws Exception {
+    AtomicInteger requests = new AtomicInteger();
+    try (ServerSocket closing = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+      Thread acceptor = new Thread(() -> {
+        while (!closing.isClosed()) {
+          try (Socket s = closing.accept()) {
+            readRequest(s.getInputStream());
+            requests.incrementAndGet();
+          } catch (IOException closed) {
+            // the test is over, or the client gave up
+          }
+        }
+      }, "closing-stand-in");
+      acceptor.start();
+      try {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+
+        new LoadGenerator(List.of("http://127.0.0.1:" + closing.getLocalPort()), new PrintStream(out, true,
+            StandardCharsets.UTF_8)).run(1);
+
+        String said = out.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("wrote 0 keys (load-") && said.contains("; 1 failed"), said);
+        assertEquals(1, requests.get(), "requests sent for one key");
+      } finally {
+        closing.close();
+        acceptor.join(10_000);
+      }
+      assertFalse(acceptor.isAlive(), "the stand-in stopped");
+    }
+  }
+
+  /** Reads an HTTP request's head and its body of Content-Length bytes. */
+  private static void readRequest(InputStream in) throws IOException {
+    StringBuilder head = new StringBuilder();
+    while (!head.toString().endsWith("\r\n\r\n")) {
+      int b = in.read();
+      if (b < 0) {
+        throw new IOException("the request ended early: " + head);
+      }
+      head.append((char) b);
+    }
+    Matcher length = Pattern.compile("(?im)^content-length: *(\\d+)").matcher(head);
+    in.readNBytes(length.find() ? Integer.parseInt(length.group(1)) : 0);
+  }
+
+  /**
+   * A load run on an interrupted thread returns without waiting for its writers, and keeps the
+   * interrupt for its caller.
+   */
+  @Test
+  void load_onAnInterruptedThread_returnsKeepingTheInterrupt() throws Exception {
+    Set<String> paths = ConcurrentHashMap.newKeySet();
+    String url = peer(200, paths);
+    Thread.currentThread().interrupt();
+    boolean kept;
+    try {
+      new LoadGenerator(List.of(url), new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8))
+          .run(4);
+    } finally {
+      kept = Thread.interrupted(); // cleared either way: the next test runs on this thread
+    }
+    assertTrue(kept, "the interrupt was swallowed");
+    // Its writers are not stopped mid-write: they end once the keys are written.
+    await("the load's writers end").atMost(Duration.ofSeconds(20)).until(() -> Thread.getAllStackTraces().keySet()
+        .stream().noneMatch(t -> t.getName().startsWith("load-") && t.isAlive()));
   }
 }
