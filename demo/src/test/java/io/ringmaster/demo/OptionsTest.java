@@ -476,6 +476,41 @@ class OptionsTest {
   }
 
   /**
+   * The {@code -Dringmaster.*} and {@code -Djgroups.*} system properties the launcher was started
+   * with reach every peer it starts, as JVM options, in the order of their names; others do not.
+   */
+  @Test
+  void thePeersTheLauncherStarts_getItsRingmasterAndJgroupsProperties() {
+    ClusterOptions options = ClusterOptions.parse(new String[0], 0);
+    List<String> names = List.of("ringmaster.zz_passed_on", "jgroups.zz_passed_on", "zz.not_passed_on");
+    names.forEach(name -> System.setProperty(name, "v-" + name));
+    try {
+      List<String> command = PeerProcess.command("peer-1", 8087, options);
+      List<String> given = command.subList(0, command.indexOf("-cp")).stream()
+          .filter(arg -> arg.contains("zz")).toList();
+      assertEquals(List.of("-Djgroups.zz_passed_on=v-jgroups.zz_passed_on",
+          "-Dringmaster.zz_passed_on=v-ringmaster.zz_passed_on"), given, command::toString);
+      assertTrue(command.stream().noneMatch(arg -> arg.contains("zz.not_passed_on")), command::toString);
+    } finally {
+      names.forEach(System::clearProperty);
+    }
+  }
+
+  /** A peer whose process has exited is not alive (the launcher lists it as gone), one running is. */
+  @Test
+  void peerProcess_isAlive_whileItsProcessRuns(@TempDir Path dir) throws Exception {
+    Process exited = new ProcessBuilder("true").start();
+    assertEquals(0, exited.waitFor());
+    assertFalse(new PeerProcess("peer-1", 65001, exited, dir.resolve("peer-1.log")).isAlive());
+    Process running = new ProcessBuilder("sleep", "60").start();
+    try {
+      assertTrue(new PeerProcess("peer-2", 65002, running, dir.resolve("peer-2.log")).isAlive());
+    } finally {
+      running.destroyForcibly().waitFor();
+    }
+  }
+
+  /**
    * The launcher's {@code put} and {@code get} send the key as one path segment, escaped: a key
    * with "%", "/", "#" or a space is the key, not a path, a fragment or an escape. A stand-in peer
    * notes the raw paths it is sent.
@@ -670,8 +705,9 @@ class OptionsTest {
     int code = runExpectingNoPeer(new String[] {"peer", "--http-port", "1", "--config", config.toString(), "--weight", "0.0001"},
         System.out, new PrintStream(err, true, StandardCharsets.UTF_8));
     assertEquals(2, code);
-    assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: --weight: weight 1.0E-4 with virtualNodes 256"
-        + " gives 0 tokens"), err::toString);
+    String[] lines = err.toString(StandardCharsets.UTF_8).split("\n");
+    assertTrue(lines[0].startsWith("error: --weight: weight 1.0E-4 with virtualNodes 256 gives 0 tokens"), err::toString);
+    assertTrue(lines[1].startsWith("usage: "), err::toString);
   }
 
   @Test
