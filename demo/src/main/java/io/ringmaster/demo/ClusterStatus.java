@@ -76,7 +76,8 @@ final class ClusterStatus {
               + (endpoint.isEmpty() ? "" : " at " + endpoint) + ")"));
         }
       });
-      out.println("ring: all " + answered + " peers agree (view/checksum " + rings.first() + ")"
+      out.println((answered == 1 ? "ring: " + peers.get(0).id() + " is in the ring" : "ring: all " + answered
+          + " peers agree") + " (view/checksum " + rings.first() + ")"
           + (notes.isEmpty() ? "" : "; also in it: " + String.join(", ", notes)));
     } else {
       out.println("ring: peers DISAGREE or did not answer: " + rings + " (rings settle within a second or two)");

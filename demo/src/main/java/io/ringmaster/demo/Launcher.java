@@ -132,7 +132,8 @@ final class Launcher {
     }
     Thread stopHook = new Thread(this::stopAll, "stop-peers");
     Runtime.getRuntime().addShutdownHook(stopHook);
-    out.println("cluster \"" + options.cluster() + "\", " + options.peers() + " peers, replicas "
+    out.println("cluster \"" + options.cluster() + "\", " + options.peers() + (options.peers() == 1 ? " peer" : " peers")
+        + ", replicas "
         + options.replicas() + "; peer logs in " + logDir);
     // The first peer alone: started together, several would each wait out the join timeout and
     // form singletons that merge only seconds later.
@@ -380,7 +381,8 @@ final class Launcher {
     // Every 250 ms, as awaitReady: each /stats counts the keys a peer holds, and the peers are busy
     // moving them meanwhile.
     if (Waits.until(() -> status.agree(live, gone()), limit, READY_POLL)) {
-      out.println("ring: all " + live.size() + " peers agree");
+      out.println(live.size() == 1 ? "ring: " + live.get(0).id() + " is in the ring" : "ring: all " + live.size()
+          + " peers agree");
     } else {
       out.println("ring: the peers are not in one ring yet; type status to check");
     }

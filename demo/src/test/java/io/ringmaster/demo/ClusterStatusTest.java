@@ -289,7 +289,7 @@ class ClusterStatusTest {
 
     List<String> lines = printed(peers, Set.of("peer-2"));
 
-    assertEquals("ring: all 1 peers agree (view/checksum 3/ab12); also in it: peer-2 (exited, not yet out of the"
+    assertEquals("ring: peer-1 is in the ring (view/checksum 3/ab12); also in it: peer-2 (exited, not yet out of the"
         + " ring), peer-3 (not started here, no answer), peer-4 (not started here, no answer at " + members.get("peer-4")
         + ")", lines.get(lines.size() - 2), lines.toString());
     assertEquals("keys: 1 primary copies, 0 backup copies", lines.get(lines.size() - 1));

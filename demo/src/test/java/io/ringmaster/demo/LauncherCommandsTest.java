@@ -320,7 +320,7 @@ class LauncherCommandsTest {
 
     assertTrue(launcher.command("status"));
     String printed = said();
-    assertTrue(printed.contains("ring: all 1 peers agree (view/checksum 7/c0ffee); also in it: peer-2 (exited, not yet"
+    assertTrue(printed.contains("ring: peer-1 is in the ring (view/checksum 7/c0ffee); also in it: peer-2 (exited, not yet"
         + " out of the ring), peer-3 (not started here, no answer)" + NL), printed);
   }
 
@@ -346,7 +346,7 @@ class LauncherCommandsTest {
     standIn(launcher, "peer-1", server.getAddress().getPort());
 
     launcher.awaitAgreement(Duration.ofSeconds(30));
-    assertEquals("ring: all 1 peers agree" + NL, said());
+    assertEquals("ring: peer-1 is in the ring" + NL, said());
     assertEquals(3, asked.get(), "asked until the peer said it is in the ring, and no more");
   }
 
@@ -528,9 +528,9 @@ class LauncherCommandsTest {
 
     assertEquals(0, runOnTestPorts(launcher, ""), () -> "exit code: " + outBytes + errBytes);
     PeerProcess peer = launcher.peers.get("peer-1");
-    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 1 peers, replicas 2; peer logs in " + logs,
+    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 1 peer, replicas 2; peer logs in " + logs,
         "peer-1 ready at " + peer.url() + "/  (log " + logs.resolve("peer-1.log") + ")",
-        "ring: all 1 peers agree",
+        "ring: peer-1 is in the ring",
         "open " + peer.url() + "/ in a browser; type help for commands",
         "> stopping 1 peer (each hands its keys to the peers that stay, if any; up to "
             + Launcher.STOP_TIMEOUT.toSeconds() + " s)"), List.of(said().split(NL)));
@@ -566,9 +566,9 @@ class LauncherCommandsTest {
     assertEquals(0, exit, () -> "exit code: " + outBytes + errBytes);
     PeerProcess first = launcher.peers.get("peer-1");
     Path log = logs.resolve("peer-2.log");
-    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 1 peers, replicas 2; peer logs in " + logs,
+    assertEquals(List.of("cluster \"" + OWN_CLUSTER + "\", 1 peer, replicas 2; peer logs in " + logs,
         "peer-1 ready at " + first.url() + "/  (log " + logs.resolve("peer-1.log") + ")",
-        "ring: all 1 peers agree",
+        "ring: peer-1 is in the ring",
         "open " + first.url() + "/ in a browser; type help for commands",
         "> peer-1 killed with SIGKILL (n ms); the others restore its keys from the replicas",
         "> peer-2 did not start; stopping it; see " + log,
