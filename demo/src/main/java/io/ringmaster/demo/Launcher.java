@@ -133,8 +133,7 @@ final class Launcher {
     Thread stopHook = new Thread(this::stopAll, "stop-peers");
     Runtime.getRuntime().addShutdownHook(stopHook);
     out.println("cluster \"" + options.cluster() + "\", " + options.peers() + (options.peers() == 1 ? " peer" : " peers")
-        + ", replicas "
-        + options.replicas() + "; peer logs in " + logDir);
+        + ", replicas " + options.replicas() + "; peer logs in " + logDir);
     // The first peer alone: started together, several would each wait out the join timeout and
     // form singletons that merge only seconds later.
     if (add(1).isEmpty() && !isStopping()) {
