@@ -983,8 +983,8 @@ public final class Ringmaster implements AutoCloseable {
    * Whether this node is among the key's owners (primary or backup). Allocation-free, but for
    * per-thread arrays made once (with more than one replica, but fewer than the members holding
    * tokens, a thread's first call makes its 1 KB scratch array; with more than 16 replicas, a byte
-   * per member for the replica walk's marks), and an array a call with more than 256 replicas
-   * makes when more members than that hold tokens ({@link HashRing#isOwnerOfPosition}). False while
+   * per member for the replica walk's marks; {@link HashRing#isOwnerOfPosition} makes an array per
+   * call only for more than 256 owners, more than a node's 255 replicas). False while
    * the node is not in the ring ({@link #isInRing}), and when no member has a weight above 0 (where
    * {@link #ownerOf(String)} fails), and after {@link #close()}.
    */
