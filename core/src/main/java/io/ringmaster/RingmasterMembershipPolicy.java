@@ -29,11 +29,12 @@ import org.jgroups.stack.MembershipChangePolicy;
  *   <li>On a join or leave, the parameters stay those of the previous view's first Ringmaster
  *       member, the ring's. Members stay in JGroups' order, except when the first Ringmaster
  *       member would then have other parameters (the members before a refused one left): the
- *       first member of the previous view that has the ring's parameters is moved to its place.
- *       Neither a joiner (it must not coordinate the view that admits it) nor a member refused in
- *       the previous view is ever moved there, however many of them hold other parameters:
- *       misconfigured nodes that start, fail their start and leave, or crash and wait to be found
- *       dead, can outnumber the ring's members for a while, and must not take the cluster over.
+ *       first member of the previous view that has the ring's parameters is moved to its place
+ *       (one refused in that view for its id or the ring's size has them, and may be moved).
+ *       Neither a joiner (it must not coordinate the view that admits it) nor a member with other
+ *       parameters is ever moved there, however many of them there are: misconfigured nodes
+ *       that start, fail their start and leave, or crash and wait to be found dead, can
+ *       outnumber the ring's members for a while, and must not take the cluster over.
  *       Only when no member with the ring's parameters is left do the others take JGroups'
  *       order. So after a tie won by a misconfigured node (below), correct nodes that join are
  *       refused until it leaves.</li>
