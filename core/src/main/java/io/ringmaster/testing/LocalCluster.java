@@ -349,6 +349,7 @@ public final class LocalCluster implements AutoCloseable {
    *
    * @throws RingmasterException  (reason {@code AWAIT_TIMEOUT}) if that does not happen within
    *                              {@code timeout}
+   * @throws IllegalStateException if no node is running
    * @throws IllegalArgumentException if {@code timeout} is negative
    * @throws InterruptedException if the thread is interrupted while it waits
    */
