@@ -40,7 +40,8 @@ import org.jgroups.stack.MembershipChangePolicy;
  *       refused until it leaves.</li>
  *   <li>On a merge, the winning parameters are those of the most members of the subgroups' rings:
  *       in each subgroup, the node ids that hold its first Ringmaster member's parameters (a
- *       member refused on its side does not count, for the same reason as above; ties: the
+ *       member refused on its side for other parameters does not count, for the same reason as
+ *       above, and an id two members hold counts once; ties: the
  *       parameters of the ring member whose address sorts lowest). If every subgroup with
  *       a Ringmaster member is led by a member with them (one configuration everywhere, the usual
  *       case; a subgroup of plain JGroups members only does not count), JGroups'
@@ -87,7 +88,8 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
     Set<Address> before = new HashSet<>(current);
     for (int i = first + 1; i < next.size(); i++) {
       Address a = next.get(i);
-      if (before.contains(a) && holds(a, ring.get())) { // in the ring: neither a joiner nor one refused
+      // In the previous view, with the ring's parameters: neither a joiner nor a misconfigured node.
+      if (before.contains(a) && holds(a, ring.get())) {
         next.remove(i);
         next.add(first, a);
         break;
@@ -137,8 +139,8 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
 
   /**
    * The ring parameters of the most node ids in the rings of a merge's groups: in each group, those
-   * that hold the parameters of its first Ringmaster member (a member refused on its side does not
-   * count); on a tie, those of the ring member whose address sorts lowest. Empty with no
+   * that hold the parameters of its first Ringmaster member (one refused on its side for other
+   * parameters does not count); on a tie, those of the ring member whose address sorts lowest. Empty with no
    * Ringmaster member.
    */
   static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups) {

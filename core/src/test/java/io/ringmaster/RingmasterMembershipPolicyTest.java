@@ -48,6 +48,19 @@ class RingmasterMembershipPolicyTest {
         "a crash (suspect) as a leave");
   }
 
+  /**
+   * A member refused only for its id holds the ring's parameters: when the holder of the id leaves,
+   * it is the one moved first (it is then admitted under the id), not the misconfigured member
+   * before it.
+   */
+  @Test
+  void referenceLeaves_aTwinRefusedForItsIdComesFirst_notTheMisconfiguredOneBeforeIt() {
+    Address a = node("a", 64);
+    Address bad = node("bad", 128);
+    Address twin = node("a", 64);
+    assertEquals(List.of(twin, bad), policy.getNewMembership(List.of(a, bad, twin), List.of(), List.of(a), List.of()));
+  }
+
   @Test
   void referenceLeaves_withOnlyOtherParametersLeft_orOnlyAJoinerWithThem_keepsJGroupsOrder() {
     Address a = node("a", 64);
@@ -60,8 +73,8 @@ class RingmasterMembershipPolicyTest {
   }
 
   /**
-   * On a join or a leave, neither joiners nor members refused in the previous view ever lead the
-   * next one, however many of them hold other parameters: misconfigured nodes that failed their
+   * On a join or a leave, neither joiners nor members refused in the previous view for other
+   * parameters ever lead the next one, however many of them there are: misconfigured nodes that failed their
    * start and are still leaving (or crashed, and are not yet found dead) would otherwise take the
    * ring's members over. After a tie won by a misconfigured node, that holds for correct joiners
    * too, until it leaves.
