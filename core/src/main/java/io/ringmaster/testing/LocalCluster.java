@@ -510,8 +510,9 @@ public final class LocalCluster implements AutoCloseable {
     if (!rest.isEmpty()) {
       all.add(rest);
     }
-    if (all.stream().filter(side -> !side.isEmpty()).count() < 2) {
-      throw new IllegalArgumentException("a partition needs two sides with nodes, here " + all.size()
+    long withNodes = all.stream().filter(side -> !side.isEmpty()).count();
+    if (withNodes < 2) {
+      throw new IllegalArgumentException("a partition needs two sides with nodes, here " + withNodes
           + " (running nodes in no side listed form one)");
     }
     for (int i = 0; i < all.size(); i++) {

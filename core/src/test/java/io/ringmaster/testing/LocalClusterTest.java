@@ -566,7 +566,11 @@ class LocalClusterTest {
           () -> cluster.partition(List.of(a), List.of(a)));
       assertEquals("node a is in two sides of the partition", twice.getMessage());
       IllegalArgumentException oneSide = assertThrows(IllegalArgumentException.class, () -> cluster.partition(List.of(a)));
-      assertTrue(oneSide.getMessage().startsWith("a partition needs two sides with nodes"), oneSide.getMessage());
+      assertEquals("a partition needs two sides with nodes, here 1 (running nodes in no side listed form one)",
+          oneSide.getMessage());
+      IllegalArgumentException emptySide = assertThrows(IllegalArgumentException.class,
+          () -> cluster.partition(List.of(a), List.of()));
+      assertEquals(oneSide.getMessage(), emptySide.getMessage(), "an empty side is not a side with nodes");
       Ringmaster stranger = other.start("s");
       IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class, () -> cluster.crash(stranger));
       assertTrue(foreign.getMessage().startsWith("node s was not started by cluster kit-args-"), foreign.getMessage());
