@@ -17,6 +17,8 @@ import java.util.logging.Level;
 import org.jgroups.Address;
 import org.jgroups.View;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Views that reach the channel out of order. JGroups installs only a view newer than its last,
@@ -96,12 +98,14 @@ class ViewOrderTest {
   }
 
   /**
-   * A logger that throws on the WARNING for a late view (a filter's bug) does not make that view a
-   * failed one: tried again, it would skip the order check and take the ring back.
+   * A logger that throws on the WARNING for a late view (a filter's bug, or an Error from its
+   * backend) does not make that view a failed one: tried again, it would skip the order check and
+   * take the ring back.
    */
-  @Test
-  void aLateView_whoseWarningThrows_isStillSkipped_andNeverTriedAgain() throws Exception {
-    try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("which is newer; skipped"));
+  @ParameterizedTest(name = "the logger throws an Error: {0}")
+  @ValueSource(booleans = {false, true})
+  void aLateView_whoseWarningThrows_isStillSkipped_andNeverTriedAgain(boolean loggerThrowsAnError) throws Exception {
+    try (ThrowingLog log = new ThrowingLog(ThrowingLog.messageContains("which is newer; skipped"), loggerThrowsAnError);
          FedNode n = new FedNode(meta("a"))) {
       Address b = meta("b").newAddress();
       n.view(1, n.self);
