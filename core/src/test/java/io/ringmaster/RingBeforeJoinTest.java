@@ -294,6 +294,12 @@ class RingBeforeJoinTest {
     try (NodeLog log = new NodeLog(r -> r.getMessage().contains("which members the ring had before it"));
          FedNode node = new FedNode(B, b, Duration.ofMillis(300))) {
       node.node.ringBeforeArrived(5, (UUID) c, List.of(A.member()), c); // view 5 of another creator
+      UUID creator = (UUID) a;
+      // and of creators whose UUIDs differ from a's in only one half
+      node.node.ringBeforeArrived(5, new UUID(creator.getMostSignificantBits(), ~creator.getLeastSignificantBits()),
+          List.of(A.member()), c);
+      node.node.ringBeforeArrived(5, new UUID(~creator.getMostSignificantBits(), creator.getLeastSignificantBits()),
+          List.of(A.member()), c);
       node.node.ringBeforeArrived(4, (UUID) a, List.of(A.member()), a); // an earlier view
       long started = System.nanoTime();
       node.install(View.create(a, 5, a, c, b));
