@@ -2,9 +2,11 @@ package io.ringmaster.demo;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
+import java.util.AbstractCollection;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
@@ -69,7 +71,19 @@ final class Store {
   /** Entries of one page and where the next starts; {@code next} is empty after the last page. */
   record Page(List<Entry> entries, Optional<Cursor> next) {}
 
-  private final ConcurrentSkipListMap<Slot, Entry> entries = new ConcurrentSkipListMap<>(ORDER);
+  /**
+   * A stored entry, compared by identity: a drop ({@link #removeIfUnchanged}) removes the very copy
+   * it read, never an equal one taken again since ({@link #retake}).
+   */
+  private static final class Held {
+    final Entry entry;
+
+    Held(Entry entry) {
+      this.entry = entry;
+    }
+  }
+
+  private final ConcurrentSkipListMap<Slot, Held> entries = new ConcurrentSkipListMap<>(ORDER);
   /** Counts the changes to the store, each after it is made: see {@link #changes()}. */
   private final AtomicLong changes = new AtomicLong();
 
@@ -88,7 +102,11 @@ final class Store {
   private final Map<String, Entry> handedOff = new ConcurrentHashMap<>();
 
   Optional<Entry> get(String key) {
-    return Optional.ofNullable(entries.get(Slot.of(key)));
+    return Optional.ofNullable(entryOf(entries.get(Slot.of(key))));
+  }
+
+  private static Entry entryOf(Held held) {
+    return held == null ? null : held.entry;
   }
 
   /**
@@ -96,7 +114,7 @@ final class Store {
    * leaving ({@link #keepHandedOff}).
    */
   Optional<Entry> readable(String key) {
-    Entry stored = entries.get(Slot.of(key));
+    Entry stored = entryOf(entries.get(Slot.of(key)));
     Entry off = handedOff.isEmpty() ? null : handedOff.get(key);
     return Optional.ofNullable(off == null || stored != null && !off.supersedes(stored) ? stored : off);
   }
@@ -117,18 +135,19 @@ final class Store {
    */
   boolean merge(Entry e) {
     Slot slot = Slot.of(e.key());
+    Held held = new Held(e);
     while (true) {
       // Not compute(): the skip list may run its function again after losing a race, and a flag
       // set by the losing run would report a change that another merge made.
-      Entry current = entries.putIfAbsent(slot, e);
+      Held current = entries.putIfAbsent(slot, held);
       if (current == null) {
         changes.incrementAndGet();
         return true;
       }
-      if (!e.supersedes(current)) {
+      if (!e.supersedes(current.entry)) {
         return false;
       }
-      if (entries.replace(slot, current, e)) {
+      if (entries.replace(slot, current, held)) {
         changes.incrementAndGet();
         return true;
       }
@@ -136,15 +155,38 @@ final class Store {
   }
 
   /**
-   * Removes the key if it still holds exactly {@code seen}: a write that landed after {@code seen}
-   * was read is kept, even one of the same version that won the tie with it. Of two concurrent
-   * removals of the same entry, one reports it.
+   * Holds {@code e}, merged already, as the copy of its key from now on if the key holds an equal
+   * one, or none (dropped since the merge): {@code e} came in a push this peer took, so its sender
+   * may drop its own copy now, and a drop here of the copy read before ({@link #removeIfUnchanged})
+   * must keep the key. That happens when a key is handed straight back: a peer that joined takes it
+   * and is stopped at once, and its leave hands it back before the hand-off here drops it.
+   */
+  void retake(Entry e) {
+    Slot slot = Slot.of(e.key());
+    Held held = new Held(e);
+    while (true) {
+      Held current = entries.putIfAbsent(slot, held);
+      if (current == null) {
+        changes.incrementAndGet();
+        return;
+      }
+      if (current.entry == e || !current.entry.equals(e) || entries.replace(slot, current, held)) {
+        return; // held already, or another copy is there now (a newer one, or one that wins the tie)
+      }
+    }
+  }
+
+  /**
+   * Removes the key if it still holds {@code seen}, the very copy read from this store: a write that
+   * landed after {@code seen} was read is kept, even one of the same version that won the tie with
+   * it, and so is an equal copy taken since from a peer that may drop its own ({@link #retake}). Of
+   * two concurrent removals of the same entry, one reports it.
    */
   boolean removeIfUnchanged(Entry seen) {
     Slot slot = Slot.of(seen.key());
     while (true) {
-      Entry current = entries.get(slot);
-      if (current == null || !current.equals(seen)) { // the same version may hold another value: see Entry.supersedes
+      Held current = entries.get(slot);
+      if (current == null || current.entry != seen) {
         return false;
       }
       if (entries.remove(slot, current)) {
@@ -170,9 +212,10 @@ final class Store {
    */
   long purgeTombstones(long stampBefore, Predicate<String> keep) {
     long purged = 0;
-    for (Map.Entry<Slot, Entry> e : entries.entrySet()) {
-      Entry t = e.getValue();
-      if (t.deleted() && t.version().stamp() < stampBefore && !keep.test(t.key()) && entries.remove(e.getKey(), t)) {
+    for (Map.Entry<Slot, Held> e : entries.entrySet()) {
+      Entry t = e.getValue().entry;
+      if (t.deleted() && t.version().stamp() < stampBefore && !keep.test(t.key())
+          && entries.remove(e.getKey(), e.getValue())) {
         changes.incrementAndGet();
         purged++;
       }
@@ -183,8 +226,10 @@ final class Store {
   /** A snapshot of the entries in a range, in ring order (from just after {@code start}). */
   List<Entry> scan(KeyRange range) {
     List<Entry> out = new ArrayList<>();
-    for (NavigableMap<Slot, Entry> segment : segments(range)) {
-      out.addAll(segment.values());
+    for (NavigableMap<Slot, Held> segment : segments(range)) {
+      for (Held h : segment.values()) {
+        out.add(h.entry);
+      }
     }
     return out;
   }
@@ -195,20 +240,21 @@ final class Store {
    * next page; entries written meanwhile behind the cursor are not returned.
    */
   Page scan(List<KeyRange> ranges, Cursor from, int maxBytes) {
-    List<NavigableMap<Slot, Entry>> all = new ArrayList<>();
+    List<NavigableMap<Slot, Held>> all = new ArrayList<>();
     for (KeyRange r : ranges) {
       all.addAll(segments(r));
     }
     List<Entry> out = new ArrayList<>();
     int bytes = 0;
     for (int s = from.segment(); s < all.size(); s++) {
-      NavigableMap<Slot, Entry> segment = all.get(s);
+      NavigableMap<Slot, Held> segment = all.get(s);
       if (s == from.segment() && from.last().isPresent()) {
         segment = segment.tailMap(from.last().get(), false);
       }
       // The cursor names the last entry returned from this segment; none yet: its start.
       Entry last = null;
-      for (Entry e : segment.values()) {
+      for (Held h : segment.values()) {
+        Entry e = h.entry;
         if (!out.isEmpty() && bytes + e.weight() > maxBytes) {
           return new Page(out, Optional.of(new Cursor(s, Optional.ofNullable(last).map(l -> Slot.of(l.key())))));
         }
@@ -224,7 +270,7 @@ final class Store {
    * The range {@code (start, end]} as sorted sub-maps: one, or two when it wraps (the part up to
    * {@link Long#MAX_VALUE} first); {@code start == end} is the whole circle.
    */
-  private List<NavigableMap<Slot, Entry>> segments(KeyRange r) {
+  private List<NavigableMap<Slot, Held>> segments(KeyRange r) {
     if (!r.wraps()) {
       return List.of(entries.subMap(Slot.after(r.start()), false, Slot.after(r.end()), false));
     }
@@ -234,7 +280,18 @@ final class Store {
 
   /** All entries, in ring order; weakly consistent with concurrent writes. */
   Collection<Entry> all() {
-    return entries.values();
+    Collection<Held> held = entries.values();
+    return new AbstractCollection<>() {
+      @Override
+      public Iterator<Entry> iterator() {
+        return held.stream().map(h -> h.entry).iterator();
+      }
+
+      @Override
+      public int size() {
+        return held.size();
+      }
+    };
   }
 
   int size() {

@@ -447,6 +447,8 @@ final class Transfers {
     if (routing.isLeaving()) {
       return Wire.error(leavingRefusal(routing.self())); // what it merged, its own leave hands on
     }
+    // Taken: the sender may drop its copies now, those this peer held already included.
+    r.entries().forEach(store::retake);
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);
     }

@@ -276,6 +276,35 @@ class StoreTest {
   }
 
   /**
+   * An equal copy taken again once the copy was read, from a peer that may drop its own (it handed
+   * the key back: see {@link HandBackTest}), changes nothing, but a drop of the copy read keeps it;
+   * one taken after the drop is held again. A copy merged, not taken, leaves the drop as it was.
+   */
+  @Test
+  void removeIfUnchanged_anEqualCopyTakenAgainMeanwhile_keepsIt() {
+    Store store = new Store();
+    Entry seen = Entry.of("k", "v", v(1));
+    store.merge(seen);
+    assertFalse(store.merge(Entry.of("k", "v", v(1))), "the same entry again is no change");
+    assertTrue(store.removeIfUnchanged(seen), "merged only: the copy read is dropped");
+    store.merge(seen);
+    long changes = store.changes();
+
+    store.retake(Entry.of("k", "v", v(1)));
+    assertEquals(changes, store.changes(), "taken again: no change");
+    assertFalse(store.removeIfUnchanged(seen), "taken again after it was read");
+    assertEquals(Optional.of(seen), store.get("k"));
+    assertTrue(store.removeIfUnchanged(store.get("k").orElseThrow()), "the copy held now is dropped");
+    store.retake(seen);
+    assertEquals(Optional.of(seen), store.get("k"), "taken after the drop: held again");
+    Entry newer = Entry.of("k", "newer", v(2));
+    store.merge(newer);
+    store.retake(seen);
+    assertEquals(Optional.of(newer), store.get("k"), "an older copy taken changes nothing");
+    assertTrue(store.removeIfUnchanged(newer));
+  }
+
+  /**
    * A push and a pull can merge the same entry at the same moment, and the migration counters add
    * up what each merge reports: exactly one of them may report the change. The same for two
    * hand-offs dropping the same entry.
