@@ -104,6 +104,33 @@ class PeerThreadsTest {
     }
   }
 
+  /**
+   * close() called with its thread interrupted, while a task is slow to end, stops waiting for it
+   * and returns with the interrupt still set, for the caller to see.
+   */
+  @Test
+  void close_interruptedWhileATaskIsSlowToEnd_keepsTheInterrupt() throws Exception {
+    Peer peer = start(PeerCluster.freePort());
+    CountDownLatch running = new CountDownLatch(1);
+    AtomicBoolean ended = new AtomicBoolean();
+    boolean interruptedAfter;
+    try {
+      peer.statusTimer.execute(() -> {
+        running.countDown();
+        deafFor(Peer.THREADS_GRACE.dividedBy(2));
+        ended.set(true);
+      });
+      assertTrue(running.await(30, TimeUnit.SECONDS));
+      Thread.currentThread().interrupt();
+      peer.close();
+    } finally {
+      interruptedAfter = Thread.interrupted();
+      peer.close();
+    }
+    await().atMost(Duration.ofSeconds(30)).untilTrue(ended); // the task's thread ends before the next test
+    assertTrue(interruptedAfter, "close() cleared the interrupt of its caller");
+  }
+
   private Peer start(int port) throws Exception {
     Path config = Files.writeString(dir.resolve("node-" + port + ".json"), "{\"nodeId\": \"t\", \"clusterName\": \""
         + InJvmPeer.clusterName("peer-threads") + "\", \"jgroupsConfig\": \"ringmaster/jgroups/in-jvm.xml\"}");
