@@ -228,16 +228,25 @@ class MainTest {
    * A process that has exited and that its parent never collects (a zombie, as a launcher whose
    * own parent never waits for it is after a kill -9) is seen as exited; a running process, and a
    * pid that no process has, are not. The zombie here is a child of a {@code sleep} that the shell
-   * that started it became.
+   * that started it became: the child ends only once that {@code exec} is done (on a byte the test
+   * sends it), since the shell may collect a child that ends before.
    */
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void exitedUnreaped_aZombieOnly() throws Exception {
-    Process parent = new ProcessBuilder("sh", "-c", "sleep 0 & echo $!; exec sleep 30").start();
+    // An asynchronous command's input is /dev/null unless redirected: the child reads ours on fd 3.
+    Process parent = new ProcessBuilder("sh", "-c",
+        "exec 3<&0; head -c 1 <&3 >/dev/null & echo $!; exec sleep 30").start();
     try {
-      long zombie = Long.parseLong(new BufferedReader(new InputStreamReader(parent.getInputStream(),
+      long child = Long.parseLong(new BufferedReader(new InputStreamReader(parent.getInputStream(),
           StandardCharsets.US_ASCII)).readLine().trim());
-      await("the child exited, uncollected").atMost(Duration.ofSeconds(20)).until(() -> Main.exitedUnreaped(zombie));
+      Path parentName = Path.of("/proc", Long.toString(parent.pid()), "comm");
+      await("the shell became sleep").atMost(Duration.ofSeconds(20))
+          .until(() -> Files.readString(parentName).trim().equals("sleep"));
+      assertFalse(Main.exitedUnreaped(child), "running, waiting for its byte");
+      parent.getOutputStream().write('x');
+      parent.getOutputStream().flush();
+      await("the child exited, uncollected").atMost(Duration.ofSeconds(20)).until(() -> Main.exitedUnreaped(child));
       assertFalse(Main.exitedUnreaped(parent.pid()), "running");
       assertFalse(Main.exitedUnreaped(ProcessHandle.current().pid()), "this JVM");
       assertFalse(Main.exitedUnreaped(Long.MAX_VALUE), "no such process");
