@@ -134,6 +134,28 @@ final class Store {
    * @return whether {@code e} changed the store (it was new, or newer than what was there)
    */
   boolean merge(Entry e) {
+    return place(e, e::supersedes, true);
+  }
+
+  /**
+   * Holds {@code e}, merged already, as the copy of its key from now on if the key holds an equal
+   * one, or none (dropped since the merge): {@code e} came in a push this peer took, so its sender
+   * may drop its own copy now, and a drop here of the copy read before ({@link #removeIfUnchanged})
+   * must keep the key. That happens when a key is handed straight back: a peer that joined takes it
+   * and is stopped at once, and its leave hands it back before the hand-off here drops it. Another
+   * copy held now (a newer one, or one that wins the tie) stays.
+   */
+  void retake(Entry e) {
+    place(e, current -> current != e && current.equals(e), false);
+  }
+
+  /**
+   * Stores {@code e} if its key holds nothing, or in place of the stored entry if {@code replaces}
+   * it; a replacement counts as a change if {@code counted} (an equal copy is none).
+   *
+   * @return whether {@code e} is stored now
+   */
+  private boolean place(Entry e, Predicate<Entry> replaces, boolean counted) {
     Slot slot = Slot.of(e.key());
     Held held = new Held(e);
     while (true) {
@@ -144,34 +166,14 @@ final class Store {
         changes.incrementAndGet();
         return true;
       }
-      if (!e.supersedes(current.entry)) {
+      if (!replaces.test(current.entry)) {
         return false;
       }
       if (entries.replace(slot, current, held)) {
-        changes.incrementAndGet();
+        if (counted) {
+          changes.incrementAndGet();
+        }
         return true;
-      }
-    }
-  }
-
-  /**
-   * Holds {@code e}, merged already, as the copy of its key from now on if the key holds an equal
-   * one, or none (dropped since the merge): {@code e} came in a push this peer took, so its sender
-   * may drop its own copy now, and a drop here of the copy read before ({@link #removeIfUnchanged})
-   * must keep the key. That happens when a key is handed straight back: a peer that joined takes it
-   * and is stopped at once, and its leave hands it back before the hand-off here drops it.
-   */
-  void retake(Entry e) {
-    Slot slot = Slot.of(e.key());
-    Held held = new Held(e);
-    while (true) {
-      Held current = entries.putIfAbsent(slot, held);
-      if (current == null) {
-        changes.incrementAndGet();
-        return;
-      }
-      if (current.entry == e || !current.entry.equals(e) || entries.replace(slot, current, held)) {
-        return; // held already, or another copy is there now (a newer one, or one that wins the tie)
       }
     }
   }

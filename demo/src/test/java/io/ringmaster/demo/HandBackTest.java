@@ -36,12 +36,9 @@ class HandBackTest {
 
   @Test
   void aKeyHandedBackBeforeTheDrop_isKeptByThePeerItWasHandedBackTo() throws Exception {
-    String cluster = InJvmPeer.clusterName("hand-back");
-    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
-    peers.add(a);
-    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
-    peers.add(b);
-    InJvmPeer.awaitOneRing(peers);
+    startTwo("hand-back");
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
     String key = a.keyOwnedBy(Set.of("b"));
     Entry held = Entry.of(key, "written before b joined", new Version(VersionClock.systemMicros(), "a"));
     a.store().merge(held);
@@ -78,12 +75,9 @@ class HandBackTest {
    */
   @Test
   void aPushRefusedByALeavingPeer_leavesItsDropAsItWas() throws Exception {
-    String cluster = InJvmPeer.clusterName("hand-back-refused");
-    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
-    peers.add(a);
-    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
-    peers.add(b);
-    InJvmPeer.awaitOneRing(peers);
+    startTwo("hand-back-refused");
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
     String key = a.keyOwnedBy(Set.of("b"));
     Entry read = Entry.of(key, "handed off", new Version(VersionClock.systemMicros(), "b"));
     b.store().merge(read);
@@ -96,6 +90,15 @@ class HandBackTest {
     assertEquals(1, b.transfers().dropHandedOff(List.of(read), Map.of("a", b.routing().addressOf("a").orElseThrow())),
         "b drops the copy it read, which a took");
     assertEquals(Optional.empty(), b.store().get(key));
+  }
+
+  /** Peers a and b, one copy a key, in one cluster of their own, once both have one ring. */
+  private void startTwo(String name) throws Exception {
+    String cluster = InJvmPeer.clusterName(name);
+    for (String id : List.of("a", "b")) {
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1)));
+    }
+    InJvmPeer.awaitOneRing(peers);
   }
 
   private static Rebalancer rebalancerOf(InJvmPeer p) {
