@@ -140,8 +140,8 @@ public final class RingmasterMembershipPolicy implements MembershipChangePolicy 
   /**
    * The ring parameters of the most node ids in the rings of a merge's groups: in each group, those
    * that hold the parameters of its first Ringmaster member (one refused on its side for other
-   * parameters does not count); on a tie, those of the ring member whose address sorts lowest. Empty with no
-   * Ringmaster member.
+   * parameters does not count); on a tie, those of the ring member whose address sorts lowest.
+   * Empty with no Ringmaster member.
    */
   static Optional<NodeMetadata.RingParameters> mostHeldParameters(Collection<? extends Collection<Address>> groups) {
     Map<NodeMetadata.RingParameters, Set<String>> ids = new HashMap<>();
