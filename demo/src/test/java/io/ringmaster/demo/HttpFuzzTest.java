@@ -19,7 +19,6 @@ import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,7 +55,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class HttpFuzzTest {
-  private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
   private static final long SEED = 0x416;
   private static final int REQUESTS = 4_000;
   private static final int MAX = KeyCodec.MAX_VALUE_BYTES;
@@ -101,11 +99,7 @@ class HttpFuzzTest {
     String cluster = InJvmPeer.clusterName("http-fuzz");
     for (int i = 0; i < 2; i++) {
       ports[i] = PeerCluster.freePort();
-      String id = "p" + i;
-      Path config = Files.writeString(dir.resolve(id + ".json"), "{\"nodeId\": \"" + id
-          + "\", \"clusterName\": \"" + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\"}");
-      peers.add(Peer.start(PeerOptions.parse(new String[] {"--http-port", Integer.toString(ports[i]),
-          "--config", config.toString(), "--replicas", "1"}, 0)));
+      peers.add(PeerWiringTest.startInJvm(dir, cluster, "p" + i, ports[i]));
     }
     await().atMost(Duration.ofSeconds(30)).until(() -> agreed(0) && agreed(1));
   }

@@ -205,14 +205,22 @@ class PeerWiringTest {
   }
 
   private Peer start(String cluster, String id, int port, String... more) throws IOException {
+    Peer peer = startInJvm(dir, cluster, id, port, more);
+    peers.add(peer);
+    return peer;
+  }
+
+  /**
+   * A peer started in this JVM as {@code Main} starts one, on the in-memory stack with one copy a
+   * key, its settings in a config file written to {@code dir}; {@code more} are further flags.
+   */
+  static Peer startInJvm(Path dir, String cluster, String id, int port, String... more) throws IOException {
     Path config = Files.writeString(dir.resolve(id + "-" + port + ".json"), "{\"nodeId\": \"" + id
         + "\", \"clusterName\": \"" + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\"}");
     List<String> args = new ArrayList<>(List.of("--http-port", Integer.toString(port), "--config", config.toString(),
         "--replicas", "1"));
     args.addAll(List.of(more));
-    Peer peer = Peer.start(PeerOptions.parse(args.toArray(String[]::new), 0));
-    peers.add(peer);
-    return peer;
+    return Peer.start(PeerOptions.parse(args.toArray(String[]::new), 0));
   }
 
   /** Starts a peer with the testing aid {@code property = value}; the property is restored afterwards. */
