@@ -18,11 +18,11 @@ import java.util.function.Supplier;
  * right after the change is handed to the rebalancer, which is on the node's pool and may still be
  * busy with an earlier change) until the rebalancer's pulls for it are done, and for as long as a
  * pull of it is retried. Meanwhile this peer owns keys it may not hold yet, while their previous
- * owners still do; a read that misses here asks them ({@link KvService}), so that a key
- * acknowledged before the change does not read as missing while it moves. That holds in the
- * moment between a ring's publication and the listener noting its change too: a key this peer
- * owns in the node's ring and did not own in the ring last noted is coming in from the owners it
- * had there.
+ * owners still do; a read here asks them, even if this peer holds a copy ({@link KvService}), so
+ * that a key acknowledged before the change reads neither as missing nor as an older copy handed
+ * on here meanwhile while it moves. That holds in the moment between a ring's publication and the
+ * listener noting its change too: a key this peer owns in the node's ring and did not own in the
+ * ring last noted is coming in from the owners it had there.
  */
 final class Incoming {
   private final String self;

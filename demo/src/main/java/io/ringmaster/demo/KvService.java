@@ -696,12 +696,14 @@ final class KvService {
   }
 
   /**
-   * This peer's copy of a key, for a read. If it holds none while the key is still coming in (it
-   * gained the key's range and its pulls are not done: {@link Incoming}), the key's previous owners
-   * still hold it, and none of the owners that readers ask may have it yet: then, if
-   * {@code stepsBack} allows, the previous owners are asked (with one step fewer: a previous owner
-   * may itself be taking the key in from the one before, after two joins in a row), within
-   * {@link #PREVIOUS_OWNER_TIMEOUT} per step left, and the newest copy counts. A read that comes
+   * This peer's copy of a key, for a read. While the key is still coming in (it gained the key's
+   * range and its pulls are not done: {@link Incoming}), the key's previous owners still hold it,
+   * and the owners that readers ask may hold none of it yet, or only an older copy handed on to
+   * them meanwhile (a stray that another peer's sweep passed on, say): then, if {@code stepsBack}
+   * allows, the previous owners are asked, whether this peer holds a copy or not (with one step
+   * fewer: a previous owner may itself be taking the key in from the one before, after two joins
+   * in a row), within {@link #PREVIOUS_OWNER_TIMEOUT} per step left, and the newest copy counts,
+   * this peer's included. A read that comes
    * as the first step, from a reader, goes back only if this peer owns the key in its own ring.
    * One from another peer for a key this peer's ring gives to other peers (the reader routed it by
    * an older ring, or this peer is leaving, or the cluster refuses it) asks those owners instead
@@ -732,7 +734,10 @@ final class KvService {
     // Never for a write's check, which goes back from an owner (stepsBack is then below STEPS_BACK).
     boolean forward = readerAskedNonOwner && fromPeer && !strict
         && !(mine.isPresent() && routing.isLeaving() && routing.ownsInClusterRing(key));
-    if (!forward && (mine.isPresent() || stepsBack <= 0 || readerAskedNonOwner)) {
+    // A copy held here does not end the search while the key is still coming in: it may be older
+    // than the previous owners' (a stray another peer's sweep handed on), and answering with it
+    // would return a value older than a write they acknowledged before the change.
+    if (!forward && (stepsBack <= 0 || readerAskedNonOwner)) {
       return CompletableFuture.completedFuture(mine);
     }
     Duration timeout = PREVIOUS_OWNER_TIMEOUT.multipliedBy(stepsBack);

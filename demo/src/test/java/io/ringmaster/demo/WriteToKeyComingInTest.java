@@ -89,6 +89,27 @@ class WriteToKeyComingInTest {
   }
 
   /**
+   * The same when b, the step between, already holds an older copy (a stray handed on to it): b
+   * still goes back to a, which holds the newer version, and the write is stamped past that.
+   */
+  @Test
+  void aWriteToTheNewestOwner_isStampedPastTheVersionTwoStepsBack_evenWhenTheStepBetweenHoldsAnOlderCopy() {
+    InJvmPeer a = peers.get(0);
+    InJvmPeer b = peers.get(1);
+    InJvmPeer c = peers.get(2);
+    long now = VersionClock.systemMicros();
+    Version ahead = new Version(now + 60_000_000L, "a");
+    a.store().merge(Entry.of(key, "older, from a fast clock", ahead));
+    b.store().merge(Entry.of(key, "older still, a stray", new Version(now - 1_000_000L, "b")));
+
+    KvService.Written written = c.kv().put(key, "newer");
+
+    assertTrue(written.version().isNewerThan(ahead),
+        "b, holding an older copy, asked a all the same: " + written.version());
+    assertEquals("newer", c.store().get(key).orElseThrow().value());
+  }
+
+  /**
    * A copy handed to the new owner while its write's check asks the previous owners (pushed by a
    * previous owner that then dropped it, so they answer with none) counts too: the write is
    * stamped past it, not acknowledged under a newer copy held here.
