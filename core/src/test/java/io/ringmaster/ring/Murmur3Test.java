@@ -68,6 +68,31 @@ class Murmur3Test {
     }
   }
 
+  /**
+   * Lone surrogates anywhere: a high or a low one alone, two of one kind in a row, a pair reversed,
+   * at the start, the end and either side of each 16-byte block edge, among characters of every
+   * UTF-8 width (U+0000 and U+FFFF included). Each malformed char is one {@code '?'}, and only a
+   * high surrogate followed by a low one is a pair, as {@code getBytes(UTF_8)} has it.
+   */
+  @Test
+  void hashString_loneSurrogatesAnywhere_everyLength0To40_matchesGetBytes() {
+    SplittableRandom random = new SplittableRandom(13);
+    char[] alphabet = {'a', '?', 0, 0x7f, 0x80, 0x7ff, 0x800, 0xfffe, 0xffff, 0xd7ff, 0xe000,
+        0xd800, 0xdbff, 0xdc00, 0xdfff};
+    for (int len = 0; len <= 40; len++) {
+      for (int trial = 0; trial < 300; trial++) {
+        char[] chars = new char[len];
+        for (int k = 0; k < len; k++) {
+          chars[k] = alphabet[random.nextInt(alphabet.length)];
+        }
+        assertUtf8HashMatches(new String(chars));
+      }
+    }
+    for (String s : new String[] {"\udc00\udc00", "\ude00\ud83d", "0123456789abcde\udfff\udc00", "\ud800\ud800"}) {
+      assertUtf8HashMatches(s);
+    }
+  }
+
   @Test
   void hashString_asciiBlockThenNonAscii_matchesGuava() {
     assertUtf8HashMatches("0123456789abcdef0123456789abcde\u00e9-tail");
