@@ -125,6 +125,27 @@ class RpcCallTest {
     assertInstanceOf(IllegalStateException.class, failure, failure::toString);
   }
 
+  /**
+   * A call still waiting for its reply when the peer closes its RPC (a stop's last step) fails at
+   * once as JGroups 5.5.7 fails a stopped dispatcher's requests: with an {@link IllegalStateException}
+   * ("transport was closed"), which {@link Rpc#await} reports as the call's failure, one we expect.
+   * Not with a {@link java.util.concurrent.CancellationException}: {@code get()} throws that one as
+   * it is, past every catch of {@link ExecutionException} (a push's, say).
+   */
+  @Test
+  void close_failsTheCallsWaitingForAReply_asTransportClosed_notAsCancelled() throws Exception {
+    b.rpc().handleQuickly(Wire.OP_GET, in -> new CompletableFuture<>()); // never answered
+    CompletableFuture<DataInputStream> call = a.rpc().call("b", new byte[] {Wire.OP_GET}, Duration.ofMinutes(5));
+    await("the request is waiting").atMost(Duration.ofSeconds(20)).until(() -> requestsWaiting(a) == 1);
+
+    a.rpc().close();
+
+    ExecutionException e = assertThrows(ExecutionException.class, () -> Rpc.await(call, Duration.ofSeconds(20)));
+    assertInstanceOf(IllegalStateException.class, e.getCause(), e.getCause()::toString);
+    assertEquals("transport was closed", Rpc.describe(e));
+    assertEquals(0, requestsWaiting(a), "forgotten");
+  }
+
   private static boolean hasForkChannel(InJvmPeer p) {
     FORK fork = p.node().channel().getProtocolStack().findProtocol(FORK.class);
     Protocol top = fork == null ? null : fork.get(Rpc.FORK_STACK);

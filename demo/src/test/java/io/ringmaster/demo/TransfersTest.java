@@ -17,6 +17,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
@@ -376,6 +378,34 @@ class TransfersTest {
     assertEquals(1, debug.size(), "" + debug);
     assertTrue(debug.get(0).startsWith("a: push of 2 entries to b failed: ") && debug.get(0).endsWith("b is leaving"),
         debug.get(0));
+  }
+
+  /**
+   * A push waiting for its answer when the pushing peer closes its RPC (the last step of its stop)
+   * ends unacknowledged, without throwing at its caller (a hand-off, a sweep): the call fails as
+   * JGroups fails the requests of a dispatcher it stops, and the pages after it are not sent.
+   */
+  @Test
+  void aPushWaitingForItsAnswer_whenThePeersRpcCloses_endsUnacknowledged_withoutThrowing() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    CountDownLatch asked = new CountDownLatch(1);
+    b.rpc().handleQuickly(Wire.OP_PUSH, in -> {
+      asked.countDown();
+      return new CompletableFuture<>(); // never answered
+    });
+    CompletableFuture<Optional<Address>> push = CompletableFuture.supplyAsync(
+        () -> a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> false));
+    assertTrue(asked.await(20, TimeUnit.SECONDS), "b was sent the first page");
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> {
+      a.rpc().close();
+      assertEquals(Optional.empty(), push.get(30, TimeUnit.SECONDS));
+    });
+
+    List<String> warnings = Logged.messages(logged, Level.WARNING);
+    assertEquals(1, warnings.size(), "" + warnings);
+    assertTrue(warnings.get(0).startsWith("a: push of 2 entries to b failed: java.lang.IllegalStateException: "),
+        warnings.get(0));
   }
 
   /**
