@@ -77,7 +77,8 @@ final class KvService {
    * The waits of a peer's reads and writes: {@link #DEFAULT} but in tests that hold an owner's
    * answer, or that need a margin wider than a default grace.
    *
-   * @param call           how long a write waits for each owner's answer before it tries again
+   * @param call           how long a write waits for each owner's answer before it tries again (less
+   *                       if its deadline comes first)
    * @param deadline       how long a write tries in all before it fails as {@link Unavailable}
    * @param readGrace      how long a read waits for the other owners once a copy arrived
    *                       (within the read's own {@link #CALL_TIMEOUT})
@@ -182,12 +183,16 @@ final class KvService {
    * received as the node left may still be on its way to the call): the node has left, so no
    * other reply will come, and the call's own timeout would outlast the grace the peer gives
    * requests in flight.
+   *
+   * @param timeout the call's timeout, or less: what the round's calls were given
+   * @param until   when to stop waiting without a reply ({@link System#nanoTime}): shared by the
+   *                round's calls, so that a timer held up costs the write one {@link Rpc#AWAIT_MARGIN},
+   *                not one for each owner
    */
-  private Wire.WriteReply awaitReply(CompletableFuture<Wire.WriteReply> call) throws InterruptedException,
-      ExecutionException {
-    Duration timeout = timeouts.call();
+  private Wire.WriteReply awaitReply(CompletableFuture<Wire.WriteReply> call, Duration timeout, long until)
+      throws InterruptedException, ExecutionException {
     try {
-      CompletableFuture.anyOf(call, stopSignal).get(timeout.plus(Rpc.AWAIT_MARGIN).toNanos(), TimeUnit.NANOSECONDS);
+      CompletableFuture.anyOf(call, stopSignal).get(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
     } catch (ExecutionException | TimeoutException readBelow) {
       // the call's own failure, read below; or no reply in time
     }
@@ -255,6 +260,9 @@ final class KvService {
       if (missing.isEmpty()) {
         return new Written(e.key(), owners, e.version());
       }
+      if (deadline - System.nanoTime() <= 0) { // the wait for a new view lasted until the deadline: no round without time
+        throw notStored(e.key(), missing, stored, lastError);
+      }
       // Names this peer and the others it knows are leaving, if it is: no owner forwards to them.
       Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0, routing.leavers());
       if (routing.isLeaving() && routing.inRing()) {
@@ -269,8 +277,9 @@ final class KvService {
       for (String owner : missing) {
         if (!(here && owner.equals(routing.self()))) {
           // An owner that just joined may not serve its fork channel yet: a request now would time out.
-          Waits.until(() -> stopped || ready.test(owner), READY_WAIT);
-          calls.put(owner, rpc.call(owner, message, timeouts.call()).thenApply(KvService::reply));
+          // Each wait, and each call, within the time the write has left: never past its deadline.
+          Waits.until(() -> stopped || ready.test(owner), atMost(READY_WAIT, deadline));
+          calls.put(owner, rpc.call(owner, message, atMost(timeouts.call(), deadline)).thenApply(KvService::reply));
         }
       }
       if (here) {
@@ -278,9 +287,12 @@ final class KvService {
       }
       Version newest = e.version();
       boolean beaten = false; // an owner holds another entry with this very version, which wins
+      // Every call ends by then, at its own timeout; the margin is for a timer held up.
+      Duration timeout = atMost(timeouts.call(), deadline);
+      long repliesDue = System.nanoTime() + timeout.plus(Rpc.AWAIT_MARGIN).toNanos();
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
-          Wire.WriteReply reply = awaitReply(call.getValue());
+          Wire.WriteReply reply = awaitReply(call.getValue(), timeout, repliesDue);
           // The owner called, and those it forwarded the write to, each with its process.
           reply.storedBy().forEach((id, process) -> {
             stored.add(id);
@@ -330,17 +342,34 @@ final class KvService {
         lastError = "copies stored by processes other than those holding the owners' ids now";
       }
       if (System.nanoTime() > deadline) {
-        List<String> unstored = new ArrayList<>(missing);
-        unstored.removeAll(stored);
-        throw new Unavailable("owners " + (unstored.isEmpty() ? missing : unstored) + " of \"" + e.key()
-            + "\" did not store the write within " + timeouts.deadline().toSeconds() + " s; last error: "
-            + lastError);
+        throw notStored(e.key(), missing, stored, lastError);
       }
       if (!superseded) {
-        // An owner may have crashed; a stop ends the wait too, for the 503 at the top of the loop.
-        Waits.until(() -> stopped || viewId.getAsLong() != view, Duration.ofMillis(250));
+        // An owner may have crashed; a stop ends the wait too, for the 503 at the top of the loop. With
+        // less than two such waits left, this one lasts until the deadline: a round needs time for its calls.
+        Duration pause = Duration.ofMillis(250);
+        Duration left = atMost(timeouts.deadline(), deadline);
+        Waits.until(() -> stopped || viewId.getAsLong() != view,
+            left.compareTo(pause.multipliedBy(2)) < 0 ? left : pause);
       }
     }
+  }
+
+  /** The 503 of a write whose owners {@code missing} did not all store it ({@code stored} did) by its deadline. */
+  private Unavailable notStored(String key, List<String> missing, Set<String> stored, String lastError) {
+    List<String> unstored = new ArrayList<>(missing);
+    unstored.removeAll(stored);
+    return new Unavailable("owners " + (unstored.isEmpty() ? missing : unstored) + " of \"" + key
+        + "\" did not store the write within " + timeouts.deadline().toSeconds() + " s; last error: " + lastError);
+  }
+
+  /**
+   * {@code wait}, or the time left until {@code deadline} (a {@link System#nanoTime} value) if less,
+   * in whole milliseconds rounded up (a wait that long reaches the deadline); never negative.
+   */
+  private static Duration atMost(Duration wait, long deadline) {
+    long left = (Math.max(0, deadline - System.nanoTime()) + 999_999) / 1_000_000;
+    return left < wait.toMillis() ? Duration.ofMillis(left) : wait;
   }
 
   /** The leavers of both; for an id in both, this peer's own process for it (checked here, and later). */

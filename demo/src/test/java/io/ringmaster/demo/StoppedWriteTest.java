@@ -173,7 +173,7 @@ class StoppedWriteTest {
   @Test
   void aWriteWhoseOwnerNeverAnswers_failsAtItsDeadline_namingOnlyThatOwner() throws Exception {
     String cluster = InJvmPeer.clusterName("stopped-write-deadline");
-    // The call waits 1 s for b, past the write's 0.2 s deadline: one round, then the failure.
+    // b's call would wait 1 s, past the write's 0.2 s deadline; it gets the time left: one round, then the failure.
     KvService.Timeouts shortDeadline = new KvService.Timeouts(Duration.ofSeconds(1),
         Duration.ofMillis(200));
     InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2),
