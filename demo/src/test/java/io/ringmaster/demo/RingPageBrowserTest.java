@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
+import static org.hamcrest.Matchers.equalTo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -42,8 +44,9 @@ import org.openqa.selenium.chrome.ChromeOptions;
  * The live ring page in headless Chromium against a real 3-peer cluster: three members' arcs and
  * matching checksums; a peer killed with SIGKILL disappears without a reload; a key put from the
  * page shows its owners; a page whose event stream is refused comes live once places are free; a
- * hidden page gives its stream up; a slow reply does not overwrite a newer one. Screenshots go to
- * {@code target/screenshots/} for people to look at.
+ * hidden page gives its stream up; a slow reply does not overwrite a newer one; ids, zones, keys
+ * and values that are HTML show as text; a peer's refusal shows its reason; a page whose peer stops
+ * answering says so. Screenshots go to {@code target/screenshots/} for people to look at.
  *
  * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
  * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
@@ -263,6 +266,14 @@ class RingPageBrowserTest extends WithPeerCluster {
     await("the key .. refused on the page").atMost(WAIT).until(() ->
         result.getText().equals("get ..: the keys . and .. cannot be sent from a browser; use curl --path-as-is"));
 
+    // A key the peer refuses: the page says why, with the peer's own reason.
+    String tooLong = "k".repeat(257);
+    key.clear();
+    key.sendKeys(tooLong);
+    browser.findElement(By.id("put")).click();
+    await("the peer's reason shown").atMost(WAIT).until(() ->
+        result.getText().equals("put " + tooLong + ": 400 key too long: 257 UTF-8 bytes, at most 256"));
+
     // A key and a value that are HTML come back as the text they are, and nothing in them runs.
     String html = "<img src=x onerror=window.__xss=1>";
     key.clear();
@@ -348,7 +359,52 @@ class RingPageBrowserTest extends WithPeerCluster {
     await("the older reply handled").atMost(WAIT).until(() -> (Boolean) js.executeScript("return window.__slowDone;"));
     assertTrue(resultOnPeer2.getText().startsWith("user:42 = Ada, held by "), resultOnPeer2.getText());
     assertEquals(shownOwners, resultOnPeer2.getAttribute("data-owners"));
+
+    // A member whose id and zone are HTML (both come from the peers): its row, its arc's title, the
+    // log and, on its own page, the header show them as the text they are, and nothing in them runs.
+    String id = "\"><img src=x onerror=window.__xss=1>";
+    String zone = "<b id=injected>z</b>";
+    cluster.awaitReady(cluster.start("html", id, Map.of(), "--zone", zone));
+    browser.get(cluster.peer("peer-2").url() + "/");
+    await("the member shown as text").atMost(WAIT).ignoreExceptions().until(() -> js.executeScript(""
+            + "const id = arguments[0];"
+            + "const row = [...document.querySelectorAll('#members tbody tr')].find(tr => tr.dataset.member === id);"
+            + "const arc = [...document.querySelectorAll('#arcs path')].find(p => p.dataset.member === id);"
+            + "const title = arc.querySelector('title').textContent;"
+            + "return [row.cells[1].textContent, row.cells[3].textContent, title.slice(0, id.length + 2),"
+            + "  [...document.querySelectorAll('#log li')].some(li => li.textContent.includes('joined ' + id))];", id),
+        equalTo(List.of(id, zone, id + ": ", true)));
+    assertEquals(List.of(0L, true), js.executeScript(INJECTED));
+    browser.get(cluster.peer("html").url() + "/");
+    await("its own page's header").atMost(WAIT).ignoreExceptions().until(() ->
+        ("\u2013 peer " + id).equals(browser.findElement(By.id("local")).getAttribute("textContent"))
+            && rows().size() == 3);
+    assertEquals(List.of(0L, true), js.executeScript(INJECTED));
+
+    // A reply that is not the ring shows as the peer's answer, its reason included, and what the page
+    // shows is dimmed as old (the answer stands in for a peer starting up or stopping).
+    js.executeScript("const f = window.fetch; window.__fetch = f;"
+        + "window.fetch = (url, o) => !String(url).startsWith('/ring') ? f(url, o) : Promise.resolve(new Response("
+        + "  JSON.stringify({error: 'the peer is starting'}),"
+        + "  {status: 503, headers: {'Content-Type': 'application/json'}}));");
+    await("the peer's answer shown").atMost(WAIT).until(() ->
+        badge().getText().equals("this peer answered GET /ring: 503, the peer is starting")
+            && "diverge".equals(badge().getAttribute("data-state"))
+            && browser.findElement(By.tagName("main")).getAttribute("class").contains("stale"));
+    js.executeScript("window.fetch = window.__fetch;");
+    await("the ring again").atMost(WAIT).until(() -> "agree".equals(badge().getAttribute("data-state"))
+        && !browser.findElement(By.tagName("main")).getAttribute("class").contains("stale"));
+    // The page's own peer killed: it says the peer does not answer, not that its last ring is current.
+    cluster.kill("html");
+    await("the silent peer said so").atMost(WAIT).until(() ->
+        badge().getText().startsWith("this peer does not answer (")
+            && "diverge".equals(badge().getAttribute("data-state"))
+            && browser.findElement(By.tagName("main")).getAttribute("class").contains("stale"));
   }
+
+  /** How many elements the page holds that came from markup in a text, and whether no script in it ran. */
+  private static final String INJECTED = "return [document.querySelectorAll('img, #injected').length,"
+      + " window.__xss === undefined];";
 
   /** Makes the page see itself hidden (argument true) or shown, as a browser does when its tab is. */
   private static final String VISIBILITY = "const hidden = arguments[0];"
