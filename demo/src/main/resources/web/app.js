@@ -204,6 +204,12 @@ function settlingNow(p, ring) {
   return !!seen && seen.key === `${p.viewId}|${ring.viewId}` && Date.now() - seen.since < SETTLE_MS;
 }
 
+/** Sets what the log's heading says of its stream, touching the page only when it changes. */
+function setLive(text) {
+  const live = document.getElementById('live');
+  if (live.textContent !== text) live.textContent = text;
+}
+
 /** Sets the badge, touching the page only when it changes (its role="status" would announce each write). */
 function setBadge(state, text) {
   const badge = document.getElementById('agreement');
@@ -315,11 +321,17 @@ async function refresh() {
     renderAgreement(ring);
     applyHighlight();
     document.querySelector('main').classList.remove('stale');
+    if (stream !== null && stream.readyState === EventSource.OPEN) setLive('(live)');
   } catch (e) {
     // What the page shows is from the last answer: dimmed until the next one.
     document.querySelector('main').classList.add('stale');
     setBadge('diverge', e.ranges ? e.message
         : e.answered ? `this peer answered ${e.message}` : `this peer does not answer (${e.message})`);
+    // The log's events come from this peer too: a stream the browser still holds open (the peer
+    // paused, or too busy to answer) brings none either.
+    if (!e.answered && !e.ranges && stream !== null && stream.readyState === EventSource.OPEN) {
+      setLive('(this peer does not answer)');
+    }
   } finally {
     setTimeout(refresh, 1000);
   }

@@ -1,7 +1,9 @@
 package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
+import static org.hamcrest.Matchers.contains;
 import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.startsWith;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -143,7 +145,7 @@ class RingPageBrowserTest extends WithPeerCluster {
   }
 
   @Test
-  void ringPage_killAPeerAndPutAKey_updatesLiveWithoutReload() throws IOException {
+  void ringPage_killAPeerAndPutAKey_updatesLiveWithoutReload() throws IOException, InterruptedException {
     browser.get(cluster.peer("peer-1").url() + "/");
     JavascriptExecutor js = (JavascriptExecutor) browser;
     js.executeScript("window.__loadedOnce = 'yes';"); // gone if the page reloads
@@ -394,12 +396,31 @@ class RingPageBrowserTest extends WithPeerCluster {
     js.executeScript("window.fetch = window.__fetch;");
     await("the ring again").atMost(WAIT).until(() -> "agree".equals(badge().getAttribute("data-state"))
         && !browser.findElement(By.tagName("main")).getAttribute("class").contains("stale"));
+    // The page's own peer paused (SIGSTOP): its event stream stays open but brings nothing, so the
+    // log is not said to be live either; it is again once the peer answers.
+    long pid = cluster.peer("html").process().pid();
+    try {
+      signal("STOP", pid);
+      await("the paused peer said so").atMost(WAIT).until(() ->
+          List.of(badge().getText(), browser.findElement(By.id("live")).getText()),
+          contains(startsWith("this peer does not answer ("), equalTo("(this peer does not answer)")));
+    } finally {
+      signal("CONT", pid);
+    }
+    await("live again").atMost(WAIT).until(() -> "agree".equals(badge().getAttribute("data-state"))
+        && browser.findElement(By.id("live")).getText().equals("(live)"));
     // The page's own peer killed: it says the peer does not answer, not that its last ring is current.
     cluster.kill("html");
     await("the silent peer said so").atMost(WAIT).until(() ->
         badge().getText().startsWith("this peer does not answer (")
             && "diverge".equals(badge().getAttribute("data-state"))
             && browser.findElement(By.tagName("main")).getAttribute("class").contains("stale"));
+  }
+
+  /** Sends a signal ({@code STOP}, {@code CONT}) to a peer's process, and waits for kill(1) to have sent it. */
+  private static void signal(String name, long pid) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(pid)).inheritIO().start();
+    assertEquals(0, kill.waitFor(), "kill -" + name + " " + pid);
   }
 
   /** How many elements the page holds that came from markup in a text, and whether no script in it ran. */
