@@ -133,6 +133,8 @@ public final class Ringmaster implements AutoCloseable {
   private volatile boolean leftIdle;
   /** Set by {@link #closeAbruptly()}: a leave whose wait for the listeners it cut short did not end idle. */
   private volatile boolean abrupt;
+  /** Set when a listener's executor refused its LEAVING change: that listener never handed off. */
+  private volatile boolean leavingRefused;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
@@ -522,7 +524,7 @@ public final class Ringmaster implements AutoCloseable {
       // A listener that calls close() gets its LEAVING change only once its callback returns, after
       // the node left (and the others on its executor, if not the node's pool, were not waited for).
       // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
-      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt;
+      leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt && !leavingRefused;
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         // Naming whose hand-off may be cut short, but for the listeners that called close(): no wait helps them.
         Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1} ms;"
@@ -891,7 +893,9 @@ public final class Ringmaster implements AutoCloseable {
    * leaveTimeout", not logged at a leaveTimeout of 0), or waiting in a circle for the listener
    * that called it; false too when a listener of this node called close() (an ownership
    * listener's {@code LEAVING} change runs only after its callback returns, once the node has
-   * left), and when a crash (the test kit's {@code LocalCluster.crash}) cut that wait short. Another
+   * left), when a listener's executor refused its {@code LEAVING} change (shut down before close(),
+   * say: that listener, removed, never heard the node leave), and when a crash (the test kit's
+   * {@code LocalCluster.crash}) cut that wait short. Another
    * listener whose {@link Registration} was closed, even during that wait, is no
    * longer one of the node's and is not counted. A process about to exit can log it, or exit with
    * a status that says whether its data was handed on.
@@ -1264,6 +1268,14 @@ public final class Ringmaster implements AutoCloseable {
    */
   boolean stopping() {
     return lifecycle == Lifecycle.CLOSED;
+  }
+
+  /**
+   * Called by a listener's delivery whose executor refused the LEAVING change (shut down before
+   * close(), say), before the listener counts as idle: its hand-off never ran, so the leave is not idle.
+   */
+  void leavingRefused() {
+    leavingRefused = true;
   }
 
   /** Whether the current thread is one of this node's own (its view, gossip, rejoin or listener pool). */

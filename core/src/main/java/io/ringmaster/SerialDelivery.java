@@ -366,6 +366,9 @@ final class SerialDelivery<E> implements Registration {
         for (E event : queue) {
           leaving |= isLeaving(event);
         }
+        if (leaving && !removedBefore && owner instanceof Ringmaster node) {
+          node.leavingRefused(); // before the listener counts as idle: close() reads it once they all are
+        }
         queue.clear();
         notifyAll();
       }

@@ -1379,6 +1379,35 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * An application that shuts its listener's executor down before it closes the node (resources
+   * closed in the wrong order): the executor refuses the LEAVING change, so that listener never
+   * hands its data off, and leftIdle() must not say that every listener did.
+   */
+  @Test
+  void close_whenAListenersExecutorRefusesTheLeavingChange_leftIdleSaysNo() throws Exception {
+    ExecutorService executor = Executors.newSingleThreadExecutor();
+    try (TestCluster cluster = new TestCluster("leaving-refused")) {
+      cluster.start("a");
+      List<OwnershipChange.Reason> heard = new CopyOnWriteArrayList<>();
+      List<OwnershipChange.Reason> heardOnPool = new CopyOnWriteArrayList<>();
+      Registration[] refusing = new Registration[1];
+      Ringmaster b = cluster.start(cluster.builder("b"), n -> {
+        refusing[0] = n.addOwnershipListener(change -> heard.add(change.reason()), executor);
+        n.addOwnershipListener(change -> heardOnPool.add(change.reason()));
+      });
+      assertTrue(b.awaitListeners(WAIT));
+      executor.shutdown();
+      b.close();
+      assertEquals(List.of(OwnershipChange.Reason.VIEW), heard, "the refused listener never heard the leave");
+      assertFalse(refusing[0].isActive(), "removed for its executor's refusal");
+      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), heardOnPool);
+      assertFalse(b.leftIdle(), "a listener never handed off what the node lost");
+    } finally {
+      executor.shutdownNow();
+    }
+  }
+
   /** Whether {@code t} is waiting, inside a method named {@code method} of {@link Ringmaster}. */
   private static boolean waitingIn(Thread t, String method) {
     Thread.State state = t.getState();
