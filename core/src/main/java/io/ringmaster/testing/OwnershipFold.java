@@ -7,6 +7,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.SplittableRandom;
@@ -26,7 +27,9 @@ import java.util.SplittableRandom;
  * against what the node owns.
  *
  * <p>One fold per node. Add it before {@code start()} (or to a running node, whose first change
- * is its ownership then), and compare once the node's listeners have handled its current ring
+ * is its ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so
+ * it may be added again once its {@link io.ringmaster.Registration} ended), and compare once the
+ * node's listeners have handled its current ring
  * ({@link LocalCluster#awaitSettled}, or {@link Ringmaster#awaitListeners}): the fold lags the
  * ring by the callbacks still queued. Thread-safe.
  *
@@ -80,6 +83,10 @@ public final class OwnershipFold implements OwnershipListener {
           + change.diff().memberId());
     }
     checkEnds(change);
+    if (change.reason() == OwnershipChange.Reason.INITIAL) {
+      // A change from nothing: this fold, added again after its registration ended, starts over here.
+      Arrays.fill(held, NONE);
+    }
     int n = change.replicas();
     for (int i = 0; i < positions.length; i++) {
       long p = positions[i];

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.OwnershipChange;
+import io.ringmaster.Registration;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.RingmasterException;
 import io.ringmaster.ring.HashRing;
@@ -510,6 +511,31 @@ class LocalClusterTest {
       Optional<String> unheard = new OwnershipFold().disagreement(a);
       assertTrue(unheard.isPresent() && unheard.get().endsWith(": the changes heard give a nothing, the ring PRIMARY"
           + " (after 0 changes)"), String.valueOf(unheard));
+    }
+  }
+
+  /**
+   * A fold added again once its registration was closed, as Registration says to listen again: it
+   * missed the changes in between, and starts over at the current ownership, from nothing, with no
+   * violation and in agreement with the ring.
+   */
+  @Test
+  void theFold_addedAgainAfterItsRegistrationClosed_startsOverAtTheCurrentOwnership() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: fold added again")) {
+      OwnershipFold fold = new OwnershipFold();
+      Registration[] first = new Registration[1];
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> first[0] = n.addOwnershipListener(fold));
+      cluster.start("b");
+      cluster.awaitSettled(WAIT);
+      first[0].close();
+      cluster.start("c"); // a loses ranges to c, unheard
+      cluster.awaitSettled(WAIT);
+      assertTrue(fold.disagreement(a).isPresent(), "the fold missed c's join");
+      a.addOwnershipListener(fold);
+      cluster.awaitSettled(WAIT);
+      assertEquals(OwnershipChange.Reason.INITIAL, fold.changes().get(fold.changes().size() - 1).reason());
+      assertEquals(Optional.empty(), fold.disagreement(a));
+      assertEquals(List.of(), fold.violations());
     }
   }
 
