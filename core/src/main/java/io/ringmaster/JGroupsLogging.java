@@ -25,6 +25,12 @@ final class JGroupsLogging {
   /** Where TCP's connections log (each logs through its server's or its protocol's logger). */
   private static final List<Logger> TCP = Stream.of("org.jgroups.protocols.TCP", "org.jgroups.blocks.cs.TcpServer",
       "org.jgroups.blocks.cs.TcpConnection").map(Logger::getLogger).toList();
+  /**
+   * Where the node's channel logs JChannel's own lines ("local_addr: ..., name: ..." at each
+   * connect): JGroups names a channel's logger after its class, here a subclass outside
+   * org.jgroups ({@link Stacks}), so it gets org.jgroups' level from here.
+   */
+  private static final Logger CHANNEL = Logger.getLogger(Stacks.channelLoggerName());
 
   private JGroupsLogging() {}
 
@@ -43,6 +49,9 @@ final class JGroupsLogging {
     if (LogManager.getLogManager().getProperty("org.jgroups.level") == null && JGROUPS.getLevel() == null) {
       JGROUPS.setLevel(Level.WARNING);
       TCP.stream().filter(l -> l.getFilter() == null).forEach(l -> l.setFilter(r -> !closeRace(r)));
+    }
+    if (LogManager.getLogManager().getProperty(CHANNEL.getName() + ".level") == null) {
+      CHANNEL.setLevel(JGROUPS.getLevel());
     }
     ExtendedUUID.setPrintFunction(u -> {
       String name = NameCache.get(u);

@@ -477,6 +477,14 @@ final class Stacks {
         : Stacks.class.getClassLoader().getResourceAsStream(jgroupsConfig);
   }
 
+  /**
+   * The name of the logger JGroups gives the node's channel, after its class ({@link JGroupsLogging}
+   * gives it org.jgroups' level).
+   */
+  static String channelLoggerName() {
+    return Channel.class.getName();
+  }
+
   /** A channel that tells whether a protocol of its stack gave it an address generator when it was built. */
   private static final class Channel extends JChannel {
     Channel(ProtocolStackConfigurator stack) throws Exception {

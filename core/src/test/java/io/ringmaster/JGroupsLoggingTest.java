@@ -8,11 +8,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
 import java.util.logging.Filter;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import java.util.stream.Stream;
+import io.ringmaster.testing.LocalCluster;
+import org.jgroups.JChannel;
 import org.jgroups.util.ExtendedUUID;
 import org.jgroups.util.NameCache;
 import org.junit.jupiter.api.Test;
@@ -49,13 +53,17 @@ class JGroupsLoggingTest {
   @Test
   void quietByDefault_leavesALevelTheApplicationSetAlone() {
     Logger jgroups = Logger.getLogger("org.jgroups");
+    Logger channel = Logger.getLogger(Stacks.channelLoggerName());
     Level before = jgroups.getLevel();
+    Level channelBefore = channel.getLevel();
     try {
       jgroups.setLevel(Level.FINE);
       JGroupsLogging.quietByDefault();
       assertEquals(Level.FINE, jgroups.getLevel());
+      assertEquals(Level.FINE, channel.getLevel(), "the node's channel follows it");
     } finally {
       jgroups.setLevel(before);
+      channel.setLevel(channelBefore);
     }
   }
 
@@ -114,6 +122,46 @@ class JGroupsLoggingTest {
       assertEquals(unnamed.toStringLong(), unnamed.toString());
     } finally {
       NameCache.remove(named);
+    }
+  }
+
+  /**
+   * The node's channel logs JGroups' JChannel lines under a logger of its own class's name, outside
+   * org.jgroups: the default quiets it all the same, so a start logs no INFO line of JGroups'
+   * ("local_addr: ..., name: ...").
+   */
+  @Test
+  void quietByDefault_quietsTheNodesOwnChannelToo() throws Exception {
+    Logger jgroups = Logger.getLogger("org.jgroups");
+    Level levelBefore = jgroups.getLevel();
+    List<LogRecord> below = new CopyOnWriteArrayList<>();
+    Handler handler = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        if (r.getLevel().intValue() < Level.WARNING.intValue() && r.getSourceClassName() != null
+            && r.getSourceClassName().equals(JChannel.class.getName())) {
+          below.add(r);
+        }
+      }
+
+      @Override
+      public void flush() {
+      }
+
+      @Override
+      public void close() {
+      }
+    };
+    Logger root = Logger.getLogger("");
+    try (LocalCluster cluster = new LocalCluster("quiet channel")) {
+      jgroups.setLevel(null); // as in a JVM that loads Ringmaster first: the default applies
+      JGroupsLogging.quietByDefault();
+      root.addHandler(handler);
+      cluster.start("a");
+      assertEquals(List.of(), below.stream().map(r -> r.getLevel() + " " + r.getMessage()).toList());
+    } finally {
+      root.removeHandler(handler);
+      jgroups.setLevel(levelBefore);
     }
   }
 }
