@@ -18,7 +18,8 @@ public interface Registration extends AutoCloseable {
    * Whether the listener is still registered: true until {@link #close()}, or until the node
    * removes it because its executor refused a callback (which would have handed it a sequence
    * with a gap; an ERROR names it while the node runs). Once false, the listener hears nothing
-   * more: add it again to start over from the current state. A node's close() leaves its
+   * more: add it again to start over from the current state (its first change is then an
+   * {@code INITIAL} one, from nothing: a listener that keeps state resets it there). A node's close() leaves its
    * listeners registered, but for one whose callback the node's own pool, stopping, refused.
    */
   boolean isActive();
