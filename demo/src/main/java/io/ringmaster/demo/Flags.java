@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import io.ringmaster.Ringmaster;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -10,7 +11,8 @@ import java.util.Set;
 
 /**
  * {@code --name value} pairs, checked against the flags a command knows. Each typed getter fails
- * with a {@link UsageException} naming the flag and the bad value.
+ * with a {@link UsageException} naming the flag and the bad value, {@link #shown} so that the error
+ * stays one line and tells a value with a space or an invisible character from the one it looks like.
  */
 final class Flags {
   private final Map<String, String> values;
@@ -24,10 +26,10 @@ final class Flags {
     for (int i = from; i < args.length; i++) {
       String flag = args[i];
       if (!flag.startsWith("--")) {
-        throw new UsageException("unexpected argument \"" + flag + "\": flags look like --name value");
+        throw new UsageException("unexpected argument " + quoted(flag) + ": flags look like --name value");
       }
       if (!known.contains(flag)) {
-        throw new UsageException("unknown flag " + flag);
+        throw new UsageException("unknown flag " + shown(flag));
       }
       if (i + 1 >= args.length || args[i + 1].startsWith("--")) {
         throw new UsageException(flag + " needs a value");
@@ -42,7 +44,7 @@ final class Flags {
   Optional<String> string(String flag) {
     Optional<String> v = Optional.ofNullable(values.get(flag));
     if (v.isPresent() && v.get().isBlank()) {
-      throw new UsageException(flag + " must not be empty: \"" + v.get() + "\"");
+      throw new UsageException(flag + " must not be empty: " + quoted(v.get()));
     }
     return v;
   }
@@ -69,7 +71,7 @@ final class Flags {
       } catch (NumberFormatException notANumber) {
         // reported below with the range
       }
-      throw new UsageException(flag + " must be a whole number in " + min + ".." + max + ": " + v);
+      throw new UsageException(flag + " must be a whole number in " + min + ".." + max + ": " + shown(v));
     });
   }
 
@@ -83,7 +85,7 @@ final class Flags {
       } catch (NumberFormatException notANumber) {
         // reported below
       }
-      throw new UsageException(flag + " must be a whole number >= " + min + ": " + v);
+      throw new UsageException(flag + " must be a whole number >= " + min + ": " + shown(v));
     });
   }
 
@@ -93,7 +95,7 @@ final class Flags {
         double d = Double.parseDouble(v);
         if (d == 0 && exactSign(v) > 0) {
           // 1e-400 parses to 0: a weight that asked for a share would silently own nothing.
-          throw new UsageException(flag + " is too small to tell from 0 as a double: " + v);
+          throw new UsageException(flag + " is too small to tell from 0 as a double: " + shown(v));
         }
         if (d >= 0 && Double.isFinite(d) && exactSign(v) >= 0) { // -1e-400 is no weight >= 0 either
           return d;
@@ -101,7 +103,7 @@ final class Flags {
       } catch (NumberFormatException notANumber) {
         // reported below
       }
-      throw new UsageException(flag + " must be a finite number >= 0: " + v);
+      throw new UsageException(flag + " must be a finite number >= 0: " + shown(v));
     });
   }
 
@@ -123,10 +125,57 @@ final class Flags {
   }
 
   Optional<Path> path(String flag) {
-    return string(flag).map(Path::of);
+    return string(flag).map(v -> {
+      try {
+        return Path.of(v);
+      } catch (InvalidPathException e) { // a NUL, or a character the file system's encoding lacks
+        throw new UsageException(flag + " is not a path this system takes: " + shown(v) + " (" + e.getReason() + ")");
+      }
+    });
   }
 
   int port(String flag) {
     return integer(flag, 1, 65535).orElseThrow(() -> new UsageException(flag + " is required"));
+  }
+
+  /** The most characters of a value a message shows. */
+  private static final int SHOWN_CHARS = 120;
+
+  /**
+   * {@code value} as a message shows it: as it is if it is 1 to 120 visible characters, none of
+   * them a space; else {@link #quoted}.
+   */
+  static String shown(String value) {
+    boolean plain = !value.isEmpty() && value.length() <= SHOWN_CHARS
+        && value.codePoints().noneMatch(c -> c == ' ' || invisible(c));
+    return plain ? value : quoted(value);
+  }
+
+  /**
+   * {@code value} in double quotes, cut after 120 characters (then saying how many it has), with
+   * {@code "}, {@code \} and each character that does not show or would break the line (a control
+   * character, an unpaired surrogate, a format character such as a zero-width space, a space other
+   * than ' ') as Java escapes of its UTF-16 code units: a line break in a value leaves the message
+   * one line, and a value of "8081" and a space is not shown as 8081.
+   */
+  static String quoted(String value) {
+    StringBuilder b = new StringBuilder("\"");
+    int end = value.offsetByCodePoints(0, value.codePointCount(0, Math.min(value.length(), SHOWN_CHARS)));
+    value.substring(0, end).codePoints().forEach(c -> {
+      if (c == '"' || c == '\\' || invisible(c)) {
+        for (char unit : Character.toChars(c)) {
+          b.append(String.format("\\u%04x", (int) unit));
+        }
+      } else {
+        b.appendCodePoint(c);
+      }
+    });
+    return b.append(end < value.length() ? "\"... (" + value.length() + " chars)" : "\"").toString();
+  }
+
+  private static boolean invisible(int c) {
+    int type = Character.getType(c);
+    return Character.isISOControl(c) || type == Character.FORMAT || type == Character.SURROGATE
+        || c != ' ' && (Character.isWhitespace(c) || Character.isSpaceChar(c));
   }
 }

@@ -196,8 +196,8 @@ final class Launcher {
     };
     if (words.length > takes + 1) {
       String extra = line.split("\\s+", takes + 2)[takes + 1];
-      out.println("\"" + words[0] + "\" takes " + (takes == 0 ? "no argument" : "one argument") + "; not understood: \""
-          + extra + "\"; type help");
+      out.println("\"" + words[0] + "\" takes " + (takes == 0 ? "no argument" : "one argument") + "; not understood: "
+          + Flags.quoted(extra) + "; type help");
       return true;
     }
     switch (words[0]) {
@@ -225,7 +225,7 @@ final class Launcher {
       case "quit", "exit" -> {
         return false;
       }
-      default -> out.println("unknown command \"" + words[0] + "\"; type help");
+      default -> out.println("unknown command " + Flags.quoted(words[0]) + "; type help");
     }
     return true;
   }
@@ -550,7 +550,8 @@ final class Launcher {
       p = peers.get(id);
     }
     if (p == null || !p.isAlive()) {
-      out.println(id.isEmpty() ? "which peer? live: " + ids(live()) : "no live peer \"" + id + "\"; live: " + ids(live()));
+      out.println(id.isEmpty() ? "which peer? live: " + ids(live())
+          : "no live peer " + Flags.quoted(id) + "; live: " + ids(live()));
       return Optional.empty();
     }
     return Optional.of(p);
@@ -608,7 +609,7 @@ final class Launcher {
     int n = arg.isEmpty() ? 1 : wholeNumber(arg);
     if (n < 1 || n > room) {
       out.println("add takes a whole number of peers from 1 to " + room + " (at most " + ClusterOptions.MAX_PEERS
-          + " run at once): " + arg);
+          + " run at once): " + Flags.shown(arg));
       return;
     }
     if (live().isEmpty() && n > 1) {
@@ -635,7 +636,7 @@ final class Launcher {
   private void load(String arg) {
     int n = wholeNumber(arg);
     if (n < 1 || n > MAX_LOAD) {
-      out.println("load takes a whole number of keys from 1 to " + MAX_LOAD + ": " + arg);
+      out.println("load takes a whole number of keys from 1 to " + MAX_LOAD + ": " + Flags.shown(arg));
       return;
     }
     List<String> urls = live().stream().map(PeerProcess::url).toList();

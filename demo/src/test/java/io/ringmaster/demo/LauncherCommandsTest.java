@@ -139,7 +139,8 @@ class LauncherCommandsTest {
 
     for (String n : List.of("0", "1000001", "-3", "x", "")) {
       assertTrue(launcher.command("load " + n));
-      assertEquals("load takes a whole number of keys from 1 to 1000000: " + n + NL, said(), "load " + n);
+      String shown = n.isEmpty() ? "\"\"" : n; // nothing, in quotes
+      assertEquals("load takes a whole number of keys from 1 to 1000000: " + shown + NL, said(), "load " + n);
     }
   }
 
