@@ -113,8 +113,8 @@ final class Json {
       String key = e.getKey();
       JsonNode v = e.getValue();
       if (!KNOWN.contains(key)) {
-        throw new IllegalArgumentException("unknown setting \"" + key + "\" in " + file + "; known settings: "
-            + KNOWN.stream().sorted().toList());
+        throw new IllegalArgumentException("unknown setting " + SettingChecks.shown(key) + " in " + file
+            + "; known settings: " + KNOWN.stream().sorted().toList());
       }
       try {
         apply(builder, key, v, file);
@@ -160,22 +160,22 @@ final class Json {
 
   private static String text(JsonNode v) {
     if (!v.isTextual()) {
-      throw new IllegalArgumentException("must be a string, not " + v);
+      throw new IllegalArgumentException("must be a string, not " + shown(v));
     }
     return v.asText();
   }
 
   private static double number(JsonNode v) {
     if (!v.isNumber()) {
-      throw new IllegalArgumentException("must be a number, not " + v);
+      throw new IllegalArgumentException("must be a number, not " + shown(v));
     }
     double d = v.asDouble();
     if (Double.isInfinite(d)) {
-      throw new IllegalArgumentException("is too large for a double: " + v);
+      throw new IllegalArgumentException("is too large for a double: " + shown(v));
     }
     if (d == 0 && v.decimalValue().signum() != 0) {
       // 1e-400 is 0 as a double: a weight that asked for a share would silently own nothing.
-      throw new IllegalArgumentException("is too small to tell from 0 as a double: " + v);
+      throw new IllegalArgumentException("is too small to tell from 0 as a double: " + shown(v));
     }
     return d;
   }
@@ -184,19 +184,32 @@ final class Json {
   private static int integer(JsonNode v, String range) {
     long n = wholeNumber(v);
     if (n != (int) n) {
-      throw new IllegalArgumentException("must be in " + range + ": " + v);
+      throw new IllegalArgumentException("must be in " + range + ": " + shown(v));
     }
     return (int) n;
   }
 
   private static long wholeNumber(JsonNode v) {
     if (!v.isIntegralNumber()) {
-      throw new IllegalArgumentException("must be a whole number, not " + v);
+      throw new IllegalArgumentException("must be a whole number, not " + shown(v));
     }
     if (!v.canConvertToLong()) {
-      throw new IllegalArgumentException("is too large: " + v);
+      throw new IllegalArgumentException("is too large: " + shown(v));
     }
     return v.asLong();
+  }
+
+  /**
+   * A value for a message, as JSON: whole up to 120 characters, else its first ones and its length
+   * (a long string or array typed into a setting is not repeated into the log).
+   */
+  private static String shown(JsonNode v) {
+    String json = v.toString();
+    if (json.length() <= 120) {
+      return json;
+    }
+    int end = Character.isHighSurrogate(json.charAt(119)) ? 119 : 120;
+    return json.substring(0, end) + "... (" + json.length() + " chars)";
   }
 
   /** The ring as members with shares, checksum and view id. */

@@ -55,11 +55,12 @@ final class Stacks {
       return;
     }
     if (Files.isDirectory(file)) {
-      throw new IllegalArgumentException("jgroupsConfig \"" + jgroupsConfig + "\" is a directory, not a stack file");
+      throw new IllegalArgumentException("jgroupsConfig " + SettingChecks.shown(jgroupsConfig)
+          + " is a directory, not a stack file");
     }
     if (Stacks.class.getClassLoader().getResource(jgroupsConfig) == null) {
-      throw new IllegalArgumentException("jgroupsConfig: no file or classpath resource \"" + jgroupsConfig
-          + "\" (working directory " + Path.of("").toAbsolutePath() + ")");
+      throw new IllegalArgumentException("jgroupsConfig: no file or classpath resource "
+          + SettingChecks.shown(jgroupsConfig) + " (working directory " + Path.of("").toAbsolutePath() + ")");
     }
   }
 
@@ -343,8 +344,9 @@ final class Stacks {
     List<ProtocolConfiguration> protocols = protocolsOrNull(jgroupsConfig);
     if (protocols != null && protocols.stream().map(ProtocolConfiguration::getProtocolName)
         .noneMatch(p -> isProtocol(p, "TCPPING"))) {
-      throw new IllegalArgumentException("initialHosts is set (\"" + initialHosts + "\"), but jgroupsConfig "
-          + jgroupsConfig + " has no TCPPING to give them to; its protocols: " + names(protocols));
+      throw new IllegalArgumentException("initialHosts is set (" + SettingChecks.shown(initialHosts)
+          + "), but jgroupsConfig " + jgroupsConfig + " has no TCPPING to give them to; its protocols: "
+          + names(protocols));
     }
   }
 
@@ -795,17 +797,22 @@ final class Stacks {
   static void checkHosts(String hosts) {
     for (String entry : hosts.split(",", -1)) {
       String e = entry.trim();
+      if (e.isEmpty()) {
+        throw new IllegalArgumentException("initialHosts entry \"\" is empty (a comma at an end, or two in a row): "
+            + SettingChecks.shown(hosts));
+      }
       int open = e.indexOf('[');
       // JGroups splits the list at whitespace too, reads the port up to the first ']', and
       // substitutes ${...} in a stack's values.
       if (open <= 0 || e.indexOf(']') != e.length() - 1
           || e.chars().anyMatch(c -> Character.isWhitespace(c) || c == '$' || c == '{' || c == '}')) {
-        throw new IllegalArgumentException("initialHosts entry must look like 127.0.0.1[7800]: \"" + e + "\"");
+        throw new IllegalArgumentException("initialHosts entry must look like 127.0.0.1[7800]: "
+            + SettingChecks.shown(e));
       }
       String port = e.substring(open + 1, e.length() - 1);
       if (!validPort(port)) {
-        throw new IllegalArgumentException("initialHosts entry \"" + e + "\": the port must be a number in 1.."
-            + Ringmaster.Builder.MAX_PORT + ", not \"" + port + "\"");
+        throw new IllegalArgumentException("initialHosts entry " + SettingChecks.shown(e) + ": the port must be a"
+            + " number in 1.." + Ringmaster.Builder.MAX_PORT + ", not " + SettingChecks.shown(port));
       }
     }
   }
