@@ -63,7 +63,7 @@ final class SettingChecks {
   }
 
   /** A space of any kind, or a byte order mark (which a value read from a file may start with). */
-  private static boolean isSpace(int c) {
+  static boolean isSpace(int c) {
     return Character.isWhitespace(c) || Character.isSpaceChar(c) || c == '\uFEFF';
   }
 

@@ -39,12 +39,14 @@ final class SharedSecret {
   }
 
   /**
-   * Fails naming {@code source} (never the secret) when the secret starts or ends with whitespace:
+   * Fails naming {@code source} (never the secret) when the secret starts or ends with whitespace
+   * (a no-break space or a byte order mark too, as {@link SettingChecks#wellFormed} takes them):
    * most often the newline of a file it was read from, present on some members and not others,
    * which would show only as "authentication failed".
    */
   static void checkTrimmed(String secret, String source) {
-    if (!secret.equals(secret.strip())) {
+    if (!secret.isEmpty() && (SettingChecks.isSpace(secret.codePointAt(0))
+        || SettingChecks.isSpace(secret.codePointBefore(secret.length())))) {
       throw new IllegalArgumentException(source + ": the secret starts or ends with whitespace (a newline read"
           + " from a file, say); remove it, since every member must use the same secret, byte for byte");
     }
