@@ -1365,7 +1365,8 @@ class RefusalAndConfigTest {
     }
   }
 
-  private static void withProperty(String name, String value, Runnable body) {
+  /** Runs {@code body} with the system property {@code name} set to {@code value}, then puts back what it was. */
+  static void withProperty(String name, String value, Runnable body) {
     String before = System.getProperty(name);
     System.setProperty(name, value);
     try {

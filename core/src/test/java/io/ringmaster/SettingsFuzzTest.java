@@ -437,7 +437,7 @@ class SettingsFuzzTest {
         String ends = List.of(" ", "\n", "\t", "\r\n", "\u00a0", "\u2003").get(random.nextInt(6));
         String value = random.nextBoolean() ? secret + ends : ends + secret;
         count[0]++;
-        withProperty(SharedSecret.PROPERTY, value, () -> {
+        RefusalAndConfigTest.withProperty(SharedSecret.PROPERTY, value, () -> {
           Throwable t = thrown(() -> Ringmaster.builder().nodeId("a").jgroupsConfig("ringmaster/jgroups/secure-tcp.xml")
               .buildConfig());
           String where = "ringmaster.secret=" + SettingChecks.shown(value);
@@ -455,7 +455,7 @@ class SettingsFuzzTest {
         int bare = 1 + random.nextInt(99);
         String value = " ".repeat(random.nextInt(2)) + bare + " ".repeat(random.nextInt(2));
         count[0]++;
-        withProperty("ringmaster.fd.timeout", value, () -> {
+        RefusalAndConfigTest.withProperty("ringmaster.fd.timeout", value, () -> {
           Throwable t = thrown(() -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).buildConfig());
           String where = "ringmaster.fd.timeout=\"" + value + "\"";
           if (checkType(t, where, problems) && !t.getMessage().startsWith("system property ringmaster.fd.timeout is \""
@@ -466,7 +466,7 @@ class SettingsFuzzTest {
         String good = List.of("0", "" + (100 + random.nextInt(100_000)), bare + "s", bare + "ms", bare + "m")
             .get(random.nextInt(5));
         count[0]++;
-        withProperty("ringmaster.fd.timeout", good, () -> {
+        RefusalAndConfigTest.withProperty("ringmaster.fd.timeout", good, () -> {
           Throwable t = thrown(() -> Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).buildConfig());
           if (t != null) {
             problems.add("ringmaster.fd.timeout=" + good + " refused: " + t);
@@ -815,19 +815,6 @@ class SettingsFuzzTest {
     }
   }
 
-  private static void withProperty(String name, String value, Runnable body) {
-    String before = System.getProperty(name);
-    System.setProperty(name, value);
-    try {
-      body.run();
-    } finally {
-      if (before == null) {
-        System.clearProperty(name);
-      } else {
-        System.setProperty(name, before);
-      }
-    }
-  }
 
   private static void textSetter(Ringmaster.Builder b, String setting, String value) {
     switch (setting) {
