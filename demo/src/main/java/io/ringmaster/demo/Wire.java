@@ -192,7 +192,7 @@ final class Wire {
       throw new IOException("malformed message: push kind " + k);
     }
     PushKind kind = PushKind.values()[k];
-    String from = in.readUTF();
+    String from = utf(in);
     return new PushRequest(kind, from, entries(in));
   }
 
@@ -209,7 +209,7 @@ final class Wire {
   }
 
   static PeerStatus readStatus(DataInputStream in) throws IOException {
-    return new PeerStatus(in.readUTF(), in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readLong(),
+    return new PeerStatus(utf(in), in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readLong(),
         in.readInt());
   }
 
@@ -287,7 +287,10 @@ final class Wire {
   }
 
   private static Entry entry(DataInputStream in) throws IOException {
-    String key = in.readUTF();
+    String key = utf(in);
+    if (key.isEmpty()) { // what Entry documents it never is, and no client can read, write or delete
+      throw new IOException("malformed message: an entry with an empty key");
+    }
     Version v = version(in);
     boolean deleted = in.readBoolean();
     byte[] value = new byte[count(in, 1, "value bytes")];
@@ -308,7 +311,7 @@ final class Wire {
     if (!Version.isValidStamp(stamp)) {
       throw new IOException("malformed message: version stamp " + stamp + " outside 0.." + Version.MAX_STAMP);
     }
-    return new Version(stamp, in.readUTF());
+    return new Version(stamp, utf(in));
   }
 
   private static void entries(DataOutputStream out, List<Entry> entries) throws IOException {
@@ -344,6 +347,26 @@ final class Wire {
     return n;
   }
 
+  /**
+   * A string, refused if the writer could not write it back: {@code readUTF} takes a NUL sent as
+   * one byte, where {@code writeUTF} spends two on it, so a long string of such NULs would read
+   * here, then fail every message that passes it on (a forwarded write, a hand-off).
+   */
+  private static String utf(DataInputStream in) throws IOException {
+    String s = in.readUTF();
+    if (s.length() > 0xffff / 3) { // shorter ones fit whatever their characters
+      long bytes = 0;
+      for (int i = 0; i < s.length(); i++) {
+        char c = s.charAt(i);
+        bytes += c >= 1 && c <= 0x7f ? 1 : c <= 0x7ff ? 2 : 3;
+      }
+      if (bytes > 0xffff) {
+        throw new IOException("malformed message: a string of " + bytes + " bytes, more than the writer can send");
+      }
+    }
+    return s;
+  }
+
   /** Ids, each with the UUID of a process. */
   private static void processes(DataOutputStream out, Map<String, UUID> processes) throws IOException {
     out.writeShort(processes.size());
@@ -358,7 +381,7 @@ final class Wire {
     int n = in.readUnsignedShort();
     Map<String, UUID> processes = new LinkedHashMap<>();
     for (int i = 0; i < n; i++) {
-      processes.put(in.readUTF(), new UUID(in.readLong(), in.readLong()));
+      processes.put(utf(in), new UUID(in.readLong(), in.readLong()));
     }
     return processes;
   }
@@ -374,7 +397,7 @@ final class Wire {
     int n = in.readUnsignedShort();
     List<String> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      out.add(in.readUTF());
+      out.add(utf(in));
     }
     return out;
   }
@@ -392,7 +415,7 @@ final class Wire {
     if (segment < 0) {
       throw new IOException("negative segment in a cursor: " + segment);
     }
-    return new Store.Cursor(segment, in.readBoolean() ? Optional.of(Store.Slot.of(in.readUTF())) : Optional.empty());
+    return new Store.Cursor(segment, in.readBoolean() ? Optional.of(Store.Slot.of(utf(in))) : Optional.empty());
   }
 
   private interface Body {
