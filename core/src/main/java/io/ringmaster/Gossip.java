@@ -6,6 +6,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
@@ -326,7 +327,7 @@ final class Gossip {
       long viewId = in.readLong();
       UUID creator = new UUID(in.readLong(), in.readLong());
       if (type == TYPE_CHECKSUM) {
-        checksum(viewId, creator, in.readLong(), in.readUTF(), msg.getSrc());
+        checksum(viewId, creator, in.readLong(), readUtf(in), msg.getSrc());
       } else if (type == TYPE_NOT_LISTED) {
         notListed(viewId, creator, msg.getSrc());
       } else if (type == TYPE_LISTED_QUERY) {
@@ -338,13 +339,28 @@ final class Gossip {
         }
         List<Member> before = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-          before.add(new Member(in.readUTF(), in.readDouble(), in.readUTF()));
+          before.add(new Member(readUtf(in), in.readDouble(), readUtf(in)));
         }
         node.ringBeforeArrived(viewId, creator, before, msg.getSrc());
       }
     } catch (IOException | IllegalArgumentException malformed) {
       Logs.quietly(() -> LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed));
     }
+  }
+
+  /**
+   * {@link DataInputStream#readUTF()}, but a length beyond the bytes left is refused before anything
+   * is read: the JDK sizes its buffers by the length (up to 384 KB for 65,535), so a message of a
+   * few bytes could make each receiver allocate that much.
+   */
+  private static String readUtf(DataInputStream in) throws IOException {
+    in.mark(Short.BYTES);
+    int length = in.readUnsignedShort();
+    if (length > in.available()) {
+      throw new EOFException("a string of " + length + " bytes, " + in.available() + " left");
+    }
+    in.reset();
+    return in.readUTF();
   }
 
   private void checksum(long viewId, UUID creator, long checksum, String sender, Address source) {
