@@ -3,6 +3,7 @@ package io.ringmaster;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -79,12 +80,12 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
       int protocolVersion = versions >>> 16; // 0: a build from before the protocol version
       int virtualNodes = p.getInt();
       int replicas = p.getInt();
-      NodeMetadata m = new NodeMetadata(new String(u.get(ID), StandardCharsets.UTF_8),
+      NodeMetadata m = new NodeMetadata(utf8(u.get(ID)),
           ByteBuffer.wrap(u.get(WEIGHT)).getDouble(),
-          zone == null ? "" : new String(zone, StandardCharsets.UTF_8),
+          zone == null ? "" : utf8(zone),
           specVersion, protocolVersion, virtualNodes, replicas,
-          applicationVersion == null ? "" : new String(applicationVersion, StandardCharsets.UTF_8),
-          endpoint == null ? "" : new String(endpoint, StandardCharsets.UTF_8));
+          applicationVersion == null ? "" : utf8(applicationVersion),
+          endpoint == null ? "" : utf8(endpoint));
       m.checkBuildable();
       return Optional.of(m);
     } catch (RuntimeException malformed) {
@@ -92,6 +93,20 @@ record NodeMetadata(String id, double weight, String zone, int specVersion, int 
       // or broken peer): every member reads the same bytes the same way, so all leave it out alike,
       // where building a ring with it would fail on every member and freeze every ring.
       return Optional.empty();
+    }
+  }
+
+  /**
+   * A value as every writer sends it: UTF-8 of at most {@link #MAX_VALUE_BYTES} bytes. Other bytes
+   * (a foreign or broken writer's) are refused rather than read with U+FFFD for each bad byte: that
+   * would make an id of up to three times the bytes any member can announce, and one id of many
+   * different values.
+   */
+  private static String utf8(byte[] bytes) {
+    try {
+      return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (CharacterCodingException e) {
+      throw new IllegalArgumentException("a value that is not UTF-8: " + e, e);
     }
   }
 
