@@ -28,7 +28,8 @@ final class JGroupsLogging {
   /**
    * Where the node's channel logs JChannel's own lines ("local_addr: ..., name: ..." at each
    * connect): JGroups names a channel's logger after its class, here a subclass outside
-   * org.jgroups ({@link Stacks}), so it gets org.jgroups' level from here.
+   * org.jgroups ({@link Stacks}), so it gets org.jgroups' level from here, unless the application
+   * gave it one (in logging.properties or in code).
    */
   private static final Logger CHANNEL = Logger.getLogger(Stacks.channelLoggerName());
 
@@ -50,7 +51,7 @@ final class JGroupsLogging {
       JGROUPS.setLevel(Level.WARNING);
       TCP.stream().filter(l -> l.getFilter() == null).forEach(l -> l.setFilter(r -> !closeRace(r)));
     }
-    if (LogManager.getLogManager().getProperty(CHANNEL.getName() + ".level") == null) {
+    if (LogManager.getLogManager().getProperty(CHANNEL.getName() + ".level") == null && CHANNEL.getLevel() == null) {
       CHANNEL.setLevel(JGROUPS.getLevel());
     }
     ExtendedUUID.setPrintFunction(u -> {

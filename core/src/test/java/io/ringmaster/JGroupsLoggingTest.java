@@ -58,9 +58,32 @@ class JGroupsLoggingTest {
     Level channelBefore = channel.getLevel();
     try {
       jgroups.setLevel(Level.FINE);
+      channel.setLevel(null); // as in a JVM that loads Ringmaster first: none set for the channel yet
       JGroupsLogging.quietByDefault();
       assertEquals(Level.FINE, jgroups.getLevel());
       assertEquals(Level.FINE, channel.getLevel(), "the node's channel follows it");
+    } finally {
+      jgroups.setLevel(before);
+      channel.setLevel(channelBefore);
+    }
+  }
+
+  /**
+   * A level the application gave the node's channel logger itself, in code before the first node,
+   * is its own too, as one set in logging.properties is: not replaced by org.jgroups' level.
+   */
+  @Test
+  void quietByDefault_leavesALevelTheApplicationGaveTheChannelAlone() {
+    Logger jgroups = Logger.getLogger("org.jgroups");
+    Logger channel = Logger.getLogger(Stacks.channelLoggerName());
+    Level before = jgroups.getLevel();
+    Level channelBefore = channel.getLevel();
+    try {
+      jgroups.setLevel(null); // the default applies to org.jgroups: WARNING
+      channel.setLevel(Level.INFO);
+      JGroupsLogging.quietByDefault();
+      assertEquals(Level.WARNING, jgroups.getLevel());
+      assertEquals(Level.INFO, channel.getLevel(), "the level the application gave the channel");
     } finally {
       jgroups.setLevel(before);
       channel.setLevel(channelBefore);
