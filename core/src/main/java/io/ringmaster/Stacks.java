@@ -795,6 +795,9 @@ final class Stacks {
    * not resolve yet is tried again at each discovery, as in a stack file.
    */
   static void checkHosts(String hosts) {
+    if (hosts.isBlank()) { // no entry at all, rather than an empty one between commas
+      throw new IllegalArgumentException("initialHosts is blank: " + SettingChecks.shown(hosts));
+    }
     for (String entry : hosts.split(",", -1)) {
       String e = entry.trim();
       if (e.isEmpty()) {

@@ -519,6 +519,23 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * An empty entry is named as such, with the whole list it is in (an empty entry alone says
+   * nothing of where it is); a list of spaces alone has no comma, and is not said to have one.
+   */
+  @Test
+  void initialHosts_anEmptyEntry_isShownWithItsList_andABlankListIsSaidBlank() {
+    for (String list : List.of("a[1],", ",a[1]", "a[1],,b[2]", "a[1], ,b[2]")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().initialHosts(list), list);
+      assertEquals("initialHosts entry \"\" is empty (a comma at an end, or two in a row): \"" + list + "\"",
+          e.getMessage());
+    }
+    IllegalArgumentException blank = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().initialHosts(" "));
+    assertEquals("initialHosts is blank: \" \"", blank.getMessage());
+  }
+
+  /**
    * A stack whose TCPPING reads its hosts from a file: the node's initialHosts replace the file's,
    * as they replace a list in the stack file (TCPPING would read the file and ignore the list).
    */
