@@ -19,7 +19,9 @@ public interface Registration extends AutoCloseable {
    * removes it because its executor refused a callback (which would have handed it a sequence
    * with a gap; an ERROR names it while the node runs). Once false, the listener hears nothing
    * more: add it again to start over from the current state (its first change is then an
-   * {@code INITIAL} one, from nothing: a listener that keeps state resets it there). A node's close() leaves its
+   * {@code INITIAL} one, from nothing, if the node owns anything then: a listener that keeps state
+   * resets it there; added while the cluster refuses the node, it gets no {@code INITIAL} change,
+   * so reset it as you add it again). A node's close() leaves its
    * listeners registered, but for one whose callback the node's own pool, stopping, refused.
    */
   boolean isActive();
