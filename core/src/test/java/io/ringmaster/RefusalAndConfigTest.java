@@ -524,7 +524,7 @@ class RefusalAndConfigTest {
    */
   @Test
   void initialHosts_anEmptyEntry_isShownWithItsList_andABlankListIsSaidBlank() {
-    for (String list : List.of("a[1],", ",a[1]", "a[1],,b[2]", "a[1], ,b[2]")) {
+    for (String list : List.of("a[1],", ",a[1]", "a[1],,b[2]", "a[1], ,b[2]", "a[1], ")) {
       IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
           () -> Ringmaster.builder().initialHosts(list), list);
       assertEquals("initialHosts entry \"\" is empty (a comma at an end, or two in a row): \"" + list + "\"",
