@@ -688,6 +688,22 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * A secret pasted with a no-break space, or read from a file that starts with a byte order mark,
+   * is refused as one with a newline is (String.strip() keeps both): a member that kept it would
+   * derive other keys than the others, and fail only with "authentication failed".
+   */
+  @Test
+  void secret_aNoBreakSpaceOrByteOrderMarkAtEitherEnd_isRefused() {
+    for (String secret : List.of("s3cret\u00a0", "\u00a0s3cret", "\uFEFFs3cret", "s3cret\uFEFF", "s3cret\u2007")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().secret(secret), SettingChecks.shown(secret));
+      assertTrue(e.getMessage().startsWith("secret: the secret starts or ends with whitespace"), e.getMessage());
+      assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+    }
+    Ringmaster.builder().secret("s3\u00a0cr\uFEFFet"); // inside, they are the secret's own characters
+  }
+
+  /**
    * A config's toString, which an application may log, names the settings but never shows the
    * secret: only whether one is set.
    */
