@@ -287,7 +287,9 @@ final class KvService {
       }
       Version newest = e.version();
       boolean beaten = false; // an owner holds another entry with this very version, which wins
-      // Every call ends by then, at its own timeout; the margin is for a timer held up.
+      // Every call to another owner ends by then, at its own timeout; the margin is for a timer held
+      // up. This peer's own store may not: its check of the key's previous owners and its forwards
+      // have their own time (forwardTimeout), and past this end the round counts it as no reply.
       Duration timeout = atMost(timeouts.call(), deadline);
       long repliesDue = System.nanoTime() + timeout.plus(Rpc.AWAIT_MARGIN).toNanos();
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
