@@ -28,8 +28,8 @@ import java.util.SplittableRandom;
  *
  * <p>One fold per node. Add it before {@code start()} (or to a running node, whose first change
  * is its ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so
- * it may be added again once its {@link io.ringmaster.Registration} ended, but for while the
- * cluster refuses the node: no {@code INITIAL} change comes then), and compare once the
+ * it may be added again once its {@link io.ringmaster.Registration} ended, except while the
+ * cluster refuses the node, when no {@code INITIAL} change comes), and compare once the
  * node's listeners have handled its current ring
  * ({@link LocalCluster#awaitSettled}, or {@link Ringmaster#awaitListeners}): the fold lags the
  * ring by the callbacks still queued. Thread-safe.
