@@ -60,7 +60,7 @@ final class KvService {
    * How long each step back to a key's previous owners may take: a peer that may go {@code n}
    * steps back waits {@code n} times this for its previous owners' copies, so that the step after
    * it has its own time; two steps fit a reader's {@link #CALL_TIMEOUT}. A write's check waits
-   * less where its sender leaves it less time (see {@link #forwardTimeout}).
+   * less where its sender, or the write's deadline, leaves it less time (see {@link #forwardTimeout}).
    */
   static final Duration PREVIOUS_OWNER_TIMEOUT = Duration.ofMillis(900);
   /** How many steps back a read may go to the previous owners of a key still moving ({@link #ownCopy}). */
@@ -283,13 +283,14 @@ final class KvService {
         }
       }
       if (here) {
-        calls.put(routing.self(), storeAndForward(request));
+        // Its check of the previous owners and its forwards, too, within the time the write has left.
+        calls.put(routing.self(), storeAndForward(request, atMost(forwardTimeout(request.hops()), deadline)));
       }
       Version newest = e.version();
       boolean beaten = false; // an owner holds another entry with this very version, which wins
-      // Every call to another owner ends by then, at its own timeout; the margin is for a timer held
-      // up. This peer's own store may not: its check of the key's previous owners and its forwards
-      // have their own time (forwardTimeout), and past this end the round counts it as no reply.
+      // Every call ends by then, at its own timeout, this peer's own store's too (its check of the
+      // key's previous owners and its forwards were given the time left); the margin is for a timer
+      // held up. Past this end the round counts a call as no reply.
       Duration timeout = atMost(timeouts.call(), deadline);
       long repliesDue = System.nanoTime() + timeout.plus(Rpc.AWAIT_MARGIN).toNanos();
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
@@ -413,6 +414,15 @@ final class KvService {
    * @return the peers that stored it, and the newest version they hold
    */
   CompletableFuture<Wire.WriteReply> storeAndForward(Wire.WriteRequest r) {
+    return storeAndForward(r, forwardTimeout(r.hops()));
+  }
+
+  /**
+   * As {@link #storeAndForward(Wire.WriteRequest)}, its calls (the check of
+   * {@link #withPreviousOwners} and the forwards) each within {@code timeout}: a write that this
+   * peer makes itself gives them no more than the time it has left.
+   */
+  private CompletableFuture<Wire.WriteReply> storeAndForward(Wire.WriteRequest r, Duration timeout) {
     Entry e = r.entry();
     if (store.merge(e)) {
       counters.writesStored.increment();
@@ -439,7 +449,7 @@ final class KvService {
     Optional<Entry> now = store.get(e.key());
     Wire.WriteReply here = new Wire.WriteReply(mine.isPresent() ? Map.of(routing.self(), mine.get()) : Map.of(),
         now.map(Entry::version).orElse(e.version()), beats(now, e));
-    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e, here, forwardTimeout(r.hops()))
+    CompletableFuture<Wire.WriteReply> own = counted ? withPreviousOwners(e, here, timeout)
         : CompletableFuture.completedFuture(here);
     List<String> extra = new ArrayList<>(owners);
     for (String target : r.targets()) {
@@ -461,7 +471,6 @@ final class KvService {
     targets.addAll(owners);
     // The names as received, not only those taken here: each receiver checks them against its own view.
     byte[] forward = Wire.write(new Wire.WriteRequest(e, targets, r.hops() + 1, union(r.leaving(), routing.leavers())));
-    Duration timeout = forwardTimeout(r.hops());
     List<CompletableFuture<Wire.WriteReply>> calls = new ArrayList<>();
     for (String owner : extra) {
       Optional<Address> process = routing.addressOf(owner); // the one a refusal comes from
@@ -485,6 +494,8 @@ final class KvService {
    * How long a peer that received a write {@code hops} hops from the writer waits for the calls it
    * makes for it (forwards, and the check of {@link #withPreviousOwners}): each hop waits less than
    * the one before it, so that its sender hears a failure, with its reason, before its own timeout.
+   * The writer, an owner itself, waits this long for its own store's calls only while its write
+   * has that much time left.
    */
   private static Duration forwardTimeout(int hops) {
     // A request claiming more hops than any peer forwards (a broken or hostile sender) still gets time.
@@ -501,7 +512,7 @@ final class KvService {
    * or crashed and not yet out of the view): the write is not acknowledged here, and the writer
    * tries again until its deadline, rather than acknowledged with a stamp that a copy still coming
    * in may beat. In time: within {@link #PREVIOUS_OWNER_TIMEOUT} a step, and within {@code budget},
-   * the time this peer's sender leaves it. Sent from a worker: this runs on a JGroups thread.
+   * the time this peer's sender leaves it (the writer's own write: the time it has left). Sent from a worker: this runs on a JGroups thread.
    */
   private CompletableFuture<Wire.WriteReply> withPreviousOwners(Entry write, Wire.WriteReply here, Duration budget) {
     String key = write.key();

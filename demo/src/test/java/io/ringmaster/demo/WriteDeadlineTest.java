@@ -120,6 +120,40 @@ class WriteDeadlineTest {
   }
 
   /**
+   * A writer that owns the key stores it itself, then asks the key's previous owners which copy they
+   * hold while the key is still coming in to it: that check, and the forwards its own store makes,
+   * get the time the write has left too, not the 1.6 s a first hop's calls have of their own (more
+   * than this write's deadline and the margin after it). Writer a alone owns the key (one
+   * copy a key) and takes b for its previous owner, which never answers a read.
+   */
+  @Test
+  void aWriteToThisPeerWhosePreviousOwnerNeverAnswers_failsAtItsDeadline_itsCheckGivenOnlyTheTimeLeft()
+      throws Exception {
+    Duration deadline = Duration.ofMillis(500);
+    String cluster = InJvmPeer.clusterName("write-deadline-own-check");
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder.replicas(1),
+        new KvService.Timeouts(CALL, deadline), kv -> kv::handleWrite, key -> List.of("b"));
+    peers.add(a);
+    InJvmPeer b = InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
+    peers.add(b);
+    b.rpc().handleQuickly(Wire.OP_GET, in -> new CompletableFuture<>());
+    InJvmPeer.awaitOneRing(peers);
+    String key = a.keyOwnedBy(Set.of("a"));
+
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put(key, "v"));
+    ExecutionException failed = assertThrows(ExecutionException.class, () -> write.get(30, TimeUnit.SECONDS));
+
+    String reason = assertInstanceOf(KvService.Unavailable.class, failed.getCause()).getMessage();
+    assertTrue(reason.contains("owners [a] of \"" + key + "\" did not store the write within 0 s; last error: a: "
+        + "previous owner b of \"" + key + "\", which is still coming in to a, did not say which version it holds: "),
+        reason);
+    Matcher timedOut = Pattern.compile("no reply from b in (PT[0-9.]+S)").matcher(reason);
+    assertTrue(timedOut.find(), reason);
+    Duration given = Duration.parse(timedOut.group(1));
+    assertTrue(given.compareTo(deadline) <= 0, "the check was given " + given + ", past the deadline: " + reason);
+  }
+
+  /**
    * Starts writer a, with {@code deadline} for its writes and {@code ready} for the owners it
    * counts as serving requests, and owners b, c and d (three copies of each key) that store no
    * write and never answer one; waits until they share a ring.
