@@ -28,13 +28,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.EmptyMessage;
-import org.jgroups.Event;
 import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.View;
 import org.jgroups.protocols.AUTH;
 import org.jgroups.protocols.EncryptHeader;
-import org.jgroups.stack.Protocol;
 import org.jgroups.util.ByteArrayDataInputStream;
 import org.jgroups.util.ByteArrayDataOutputStream;
 import org.jgroups.util.ExtendedUUID;
@@ -443,7 +441,7 @@ class ControlMessagesFuzzTest {
       SharedSecretEncrypt encrypt = channel.getProtocolStack().findProtocol(SharedSecretEncrypt.class);
       Address self = UUID.randomUUID();
       List<Message> passedUp = new CopyOnWriteArrayList<>();
-      between(encrypt, self, passedUp);
+      SecureStackTest.between(encrypt, self, passedUp);
       SharedSecretEncrypt sameKey = new SharedSecretEncrypt();
       sameKey.setSecretKey(SharedSecret.aesKey(secret));
       sameKey.init();
@@ -513,32 +511,6 @@ class ControlMessagesFuzzTest {
 
   private static Message envelope(Address to, Address from, byte[] array, EncryptHeader header) {
     return new BytesMessage(to, array).setSrc(from).putHeader(SharedSecretEncrypt.ID, header);
-  }
-
-  /**
-   * Puts the encryption of a stack built (not connected) at {@code self}, under a recorder of what
-   * it passes up and over a protocol that sends nothing on, above the transport it looks for.
-   */
-  private static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp) {
-    encrypt.setAddress(self);
-    encrypt.setUpProtocol(new Protocol() {
-      @Override
-      public Object up(Message msg) {
-        passedUp.add(msg);
-        return null;
-      }
-    });
-    encrypt.setDownProtocol(new Protocol() {
-      @Override
-      public Object down(Message msg) {
-        return null;
-      }
-
-      @Override
-      public Object down(Event evt) {
-        return null;
-      }
-    }.setDownProtocol(encrypt.getProtocolStack().getTransport()));
   }
 
   /** What this thread has allocated so far: a measure the JVM must give, or the bounds above would hold vacuously. */

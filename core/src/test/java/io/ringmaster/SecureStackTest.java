@@ -745,7 +745,7 @@ class SecureStackTest {
    * it passes up and a protocol that sends nothing on (messages and events), above the transport,
    * which the encryption looks for below it.
    */
-  private static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp) {
+  static void between(SharedSecretEncrypt encrypt, Address self, List<Message> passedUp) {
     between(encrypt, self, passedUp, new CopyOnWriteArrayList<>());
   }
 
