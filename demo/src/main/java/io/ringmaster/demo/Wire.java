@@ -348,11 +348,20 @@ final class Wire {
   }
 
   /**
-   * A string, refused if the writer could not write it back: {@code readUTF} takes a NUL sent as
-   * one byte, where {@code writeUTF} spends two on it, so a long string of such NULs would read
-   * here, then fail every message that passes it on (a forwarded write, a hand-off).
+   * A string, refused if its length is more than the bytes left (before {@code readUTF} makes
+   * room for up to 192 KB for it), or if the writer could not write it back: {@code readUTF}
+   * takes a NUL sent as one byte, where {@code writeUTF} spends two on it, so a long string of
+   * such NULs would read here, then fail every message that passes it on (a forwarded write, a
+   * hand-off).
    */
   private static String utf(DataInputStream in) throws IOException {
+    in.mark(2);
+    int length = in.readUnsignedShort();
+    int left = in.available(); // exact: every message is read from a byte array
+    if (length > left) {
+      throw new IOException("malformed message: a string of " + length + " bytes with " + left + " bytes left");
+    }
+    in.reset();
     String s = in.readUTF();
     if (s.length() > 0xffff / 3) { // shorter ones fit whatever their characters
       long bytes = 0;
@@ -395,6 +404,10 @@ final class Wire {
 
   private static List<String> strings(DataInputStream in) throws IOException {
     int n = in.readUnsignedShort();
+    int left = in.available();
+    if (n * 2 > left) { // each string takes its length's two bytes at least
+      throw new IOException("malformed message: " + n + " strings with " + left + " bytes left");
+    }
     List<String> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       out.add(utf(in));

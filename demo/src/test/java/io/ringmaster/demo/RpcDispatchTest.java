@@ -269,7 +269,7 @@ class RpcDispatchTest {
     });
     assertEquals(List.of(b + " b 7"), heard, "nothing more heard");
     assertEquals(List.of(Level.FINE), logged.stream().map(LogRecord::getLevel).toList());
-    assertTrue(text(logged.get(0)).startsWith("bad status message from " + b + ": java.io.EOFException"),
+    assertTrue(text(logged.get(0)).startsWith("bad status message from " + b + ": java.io.IOException: malformed message: a string of 1 bytes with 0 bytes left"),
         text(logged.get(0)));
   }
 
