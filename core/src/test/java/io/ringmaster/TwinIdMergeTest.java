@@ -16,6 +16,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.jgroups.Address;
 import org.junit.jupiter.api.Test;
 
@@ -73,6 +74,57 @@ class TwinIdMergeTest {
       }
       assertTrue(held > 0, "the holder is the primary of some keys: " + held);
       assertTrue(heldByTheTwinsId > 0, "the ring gives the twin's Member keys, which the twin does not own");
+    } finally {
+      addresses.forEach(Islands::forget);
+    }
+  }
+
+  /**
+   * Twins of one id that announce other weights and zones: after the heal every node, the refused
+   * twin too, has the ring of the holder's weight and zone (not the weight and zone its own node
+   * announces), so the refused twin routes every key as the others do, and the gossip of the nodes
+   * in the ring finds nothing to report.
+   */
+  @Test
+  void afterTheHeal_twinsOfOtherWeightsAndZones_everyNodeHasTheHoldersRing_andNoDivergenceIsReported() {
+    List<Address> addresses = new ArrayList<>();
+    try (TestCluster cluster = new TestCluster("twin-id-weights")) {
+      Ringmaster a = cluster.start(builder(cluster, "a").zone("z1"));
+      Ringmaster b = cluster.start(builder(cluster, "b"));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      Ringmaster twin;
+      try (AutoCloseable on = Islands.startOn(1)) {
+        twin = cluster.start(builder(cluster, "a").weight(3.0).zone("z2"));
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+      List<Ringmaster> all = List.of(a, b, twin);
+      List<RingDivergence> divergences = new CopyOnWriteArrayList<>();
+      all.forEach(n -> n.addDivergenceListener(divergences::add));
+
+      Ringmaster holder = heal(a, b, twin, addresses);
+      Ringmaster refused = holder == a ? twin : a;
+      HashRing ring = b.ring();
+      assertEquals(Optional.of(holder.localMember()), ring.member("a"), "the holder's weight and zone");
+      for (Ringmaster n : all) {
+        assertEquals(ring, n.ring(), n.localMember().toString());
+        assertEquals(ring.checksum(), n.ring().checksum(), n.localMember().toString());
+      }
+      for (int k = 0; k < 2_000; k++) {
+        String key = "user:" + k;
+        assertEquals(b.owners(key), refused.owners(key), key);
+        assertEquals(b.owners(key), holder.owners(key), key);
+        assertEquals(b.owners(key).contains(holder.localMember()), holder.isLocal(key), key);
+        assertFalse(refused.isLocal(key), key);
+      }
+      // Rounds of gossip in the merged view: each node in the ring hears from the other a few times.
+      long heardByB = b.stats().gossipReceived();
+      long heardByHolder = holder.stats().gossipReceived();
+      await("gossip rounds after the heal").atMost(WAIT).until(() -> b.stats().gossipReceived() >= heardByB + 5
+          && holder.stats().gossipReceived() >= heardByHolder + 5 && b.ring().equals(ring));
+      assertEquals(List.of(), divergences.stream().filter(d -> d.kind() != RingDivergence.Kind.SPLIT_VIEW).toList());
+      all.forEach(n -> assertEquals(n.stats().splitViewDivergences(), n.stats().divergences(),
+          n.localMember().toString()));
     } finally {
       addresses.forEach(Islands::forget);
     }
