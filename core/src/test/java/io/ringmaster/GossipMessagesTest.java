@@ -389,6 +389,35 @@ class GossipMessagesTest {
   }
 
   /**
+   * A checksum for the view before this node's or the view after it (a peer that installed its
+   * next view first, or has not installed this node's yet: every view change, at some member) is
+   * compared with nothing: no divergence, and no "not listed" to a sender this view does not hold,
+   * which would make it rejoin for no split. The same checksums for this very view are reported.
+   */
+  @Test
+  void checksums_forTheViewBeforeOrAfter_areComparedWithNothing_andNoSenderIsTold() throws Exception {
+    try (Pair p = new Pair("gossip-other-views", Runnable::run)) {
+      View v = p.inTheRing();
+      long id = v.getViewId().getId();
+      long other = p.a.node.state().ring().checksum() ^ 0x5a5a;
+      Address joiner = new UUID(7, 5); // not in this view: in the next one, say
+      for (long view : new long[] {id - 1, id + 1}) {
+        p.receive(Gossip.encode(view, v.getCreator(), other, "b"), p.b);
+        p.receive(Gossip.encode(view, v.getCreator(), other, "j"), joiner);
+      }
+      assertEquals(4, p.gossip.received.get(), "each read");
+      assertEquals(List.of(), p.divergences);
+      assertEquals(0, p.gossip.notListedSent.get(), "no one told it is not in a view");
+
+      p.receive(Gossip.encode(id, v.getCreator(), other, "b"), p.b);
+      p.receive(Gossip.encode(id, v.getCreator(), other, "j"), joiner);
+      assertEquals(List.of(RingDivergence.Kind.CHECKSUM, RingDivergence.Kind.SPLIT_VIEW),
+          p.divergences.stream().map(RingDivergence::kind).toList(), "the same for this view: compared");
+      assertEquals(1, p.gossip.notListedSent.get());
+    }
+  }
+
+  /**
    * An answer to a stranger that the channel refuses to send, or that a closing node's gossip
    * thread no longer takes, is said at DEBUG, naming the stranger and the view, and frees its place
    * among the answers waiting: strangers past the bound are still each said, not dropped as a flood.
