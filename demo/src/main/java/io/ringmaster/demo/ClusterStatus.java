@@ -158,7 +158,7 @@ final class ClusterStatus {
   /**
    * The JSON of a 200 reply to a GET, or empty; for any other reply, {@code why[0]} becomes the
    * peer's reason when it gave one ("the peer is starting"), else "answered" and the status (a page
-   * that is no JSON, from something else on the port, say); for a 200 that is no JSON, says so.
+   * that is no JSON, from something else on the port, say); for a 200 that is no JSON object, says so.
    */
   private Optional<JsonNode> get(String url, String[] why) {
     try {
@@ -170,8 +170,10 @@ final class ClusterStatus {
         why[0] = reason.isEmpty() ? why[0] : reason;
         return Optional.empty();
       }
-      why[0] = "answered 200, not with a peer's JSON"; // said only if it does not parse
-      return Optional.of(Json.tree(r.body()));
+      why[0] = "answered 200, not with a peer's JSON"; // said only if it is no JSON object
+      // An empty body or a JSON array, string or number parses too, as a node whose every field
+      // reads as missing: a row of zeros, "not in the ring", for what is not a peer at all.
+      return Optional.of(Json.tree(r.body())).filter(JsonNode::isObject);
     } catch (IOException | RuntimeException e) {
       return Optional.empty();
     } catch (InterruptedException e) {

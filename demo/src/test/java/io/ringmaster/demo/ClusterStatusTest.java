@@ -29,6 +29,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
@@ -159,6 +160,27 @@ class ClusterStatusTest {
     });
     printed = printedDisagreeing(List.of(peer("peer-1", true), page));
     assertTrue(printed.contains("(answered 200, not with a peer's JSON)"), printed);
+  }
+
+  /**
+   * Something else on a peer's port answering 200 with a body that parses but is no JSON object
+   * (nothing at all, an array, a string): not a peer's {@code /stats}, so no row of zeros, and the
+   * peer is not said to be out of the ring (refused) but named as answering with no peer's JSON.
+   */
+  @Test
+  void aPeerAnswering200WithNoJsonObject_isNamedAsSuch_notAsOutOfTheRing() throws Exception {
+    for (String body : List.of("", "[1]", "\"ok\"")) {
+      HttpServer other = server();
+      answer(other, "/stats", body);
+      PeerProcess notAPeer = new PeerProcess("peer-2", other.getAddress().getPort(), null, null);
+      List<PeerProcess> peers = List.of(peer("peer-1", true), notAPeer);
+
+      String printed = printedDisagreeing(peers);
+
+      assertTrue(printed.lines().anyMatch(line -> line.matches("peer-2 +" + Pattern.quote(notAPeer.url())
+          + " +\\(answered 200, not with a peer's JSON\\)")), "for [" + body + "]: " + printed);
+      assertFalse(printed.contains("not in the ring"), "for [" + body + "]: " + printed);
+    }
   }
 
   /** A stand-in peer's server, listening on 127.0.0.1; its replies are set with {@link #answer}. */
