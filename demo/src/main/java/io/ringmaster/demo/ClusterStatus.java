@@ -50,7 +50,7 @@ final class ClusterStatus {
       String[] why = {"no answer"};
       Optional<JsonNode> s = get(p.url() + "/stats", why);
       if (s.isEmpty()) {
-        out.printf("%-10s %-24s (%s)%n", p.id(), p.url(), why[0]);
+        out.printf("%-10s %-24s (%s)%n", p.id(), p.url(), oneLine(why[0]));
         continue;
       }
       answered++;
@@ -70,10 +70,10 @@ final class ClusterStatus {
         Optional<JsonNode> s = answering(id, endpoint);
         if (s.isPresent()) {
           row(id, endpoint, s.get(), keys);
-          notes.add(id + " (started by hand)");
+          notes.add(Flags.shown(id) + " (started by hand)");
         } else {
-          notes.add(id + (gone.contains(id) ? " (exited, not yet out of the ring)" : " (not started here, no answer"
-              + (endpoint.isEmpty() ? "" : " at " + endpoint) + ")"));
+          notes.add(Flags.shown(id) + (gone.contains(id) ? " (exited, not yet out of the ring)"
+              : " (not started here, no answer" + (endpoint.isEmpty() ? "" : " at " + Flags.shown(endpoint)) + ")"));
         }
       });
       out.println((answered == 1 ? "ring: " + peers.get(0).id() + " is in the ring" : "ring: all " + answered
@@ -85,16 +85,26 @@ final class ClusterStatus {
     out.println("keys: " + keys[0] + " primary copies, " + keys[1] + " backup copies");
   }
 
-  /** Prints one peer's row and adds its keys to {@code keys}; returns its view id and checksum. */
+  /**
+   * Prints one peer's row and adds its keys to {@code keys}; returns its view id and checksum. What
+   * a peer says of itself is shown as the launcher shows any value ({@link Flags#shown}): a line
+   * break in a member's id cannot add a line that reads as the launcher's own.
+   */
   private String row(String id, String url, JsonNode j, long[] keys) {
     keys[0] += j.path("primaryKeys").asLong();
     keys[1] += j.path("backupKeys").asLong();
-    out.printf("%-10s %-24s %5d %-17s %7d %8d %8d %6d %9d %8d %8d%n", id, url, j.path("viewId").asLong(),
-        j.path("checksum").asText(), j.path("members").asInt(), j.path("primaryKeys").asLong(),
+    String checksum = Flags.shown(j.path("checksum").asText());
+    out.printf("%-10s %-24s %5d %-17s %7d %8d %8d %6d %9d %8d %8d%n", Flags.shown(id), Flags.shown(url),
+        j.path("viewId").asLong(), checksum, j.path("members").asInt(), j.path("primaryKeys").asLong(),
         j.path("backupKeys").asLong(), j.path("strayKeys").asLong(),
         j.path("migrationsInProgress").asInt() + j.path("pendingCallbacks").asInt(),
         j.path("keysMigratedIn").asLong(), j.path("keysMigratedOut").asLong());
-    return j.path("viewId").asLong() + "/" + j.path("checksum").asText();
+    return j.path("viewId").asLong() + "/" + checksum;
+  }
+
+  /** A peer's reason for not serving as it is, or quoted with escapes if not one line of visible text. */
+  private static String oneLine(String words) {
+    return words.codePoints().anyMatch(Flags::invisible) ? Flags.quoted(words) : words;
   }
 
   /**

@@ -173,7 +173,8 @@ final class Flags {
     return b.append(end < value.length() ? "\"... (" + value.length() + " chars)" : "\"").toString();
   }
 
-  private static boolean invisible(int c) {
+  /** Whether a character does not show, or would break the line: see {@link #quoted}. */
+  static boolean invisible(int c) {
     int type = Character.getType(c);
     return Character.isISOControl(c) || type == Character.FORMAT || type == Character.SURROGATE
         || c != ' ' && (Character.isWhitespace(c) || Character.isSpaceChar(c));

@@ -411,6 +411,50 @@ class ClusterStatusTest {
   }
 
   /**
+   * What other members say of themselves (an id, an endpoint, a checksum; a peer's reason for
+   * not serving) is shown as the launcher shows any value: a line break in it leaves the status
+   * one line a peer, so a member whose id holds one cannot add a line that reads as the launcher's.
+   */
+  @Test
+  void print_idsAndWordsOfOtherPeersWithLineBreaks_areShownEscaped_eachOnItsLine() throws Exception {
+    HttpServer one = server();
+    HttpServer byHand = server();
+    String forged = "\\nring: all 9 peers agree (view/checksum 3/ab12)\\n"; // in JSON: line breaks
+    Map<String, String> members = new LinkedHashMap<>();
+    members.put("peer-1", url(one));
+    members.put("by-hand" + forged, url(byHand));
+    members.put("silent" + forged, "http://127.0.0.1:" + silentPort() + forged);
+    answer(one, "/stats", stats("peer-1", 1, 0, 0, 0));
+    answer(byHand, "/stats", stats("by-hand" + forged, 1, 0, 0, 0).replace("\"ab12\"", "\"ab12" + forged + "\""));
+    for (HttpServer s : List.of(one, byHand)) {
+      answer(s, "/ring", ring(members));
+    }
+    List<PeerProcess> peers = List.of(new PeerProcess("peer-1", one.getAddress().getPort(), null, null));
+
+    List<String> lines = printed(peers, Set.of());
+
+    assertEquals(5, lines.size(), "a header, a row for each peer that answered, ring, keys: " + lines);
+    assertTrue(lines.get(2).startsWith("\"by-hand\\u000aring: all 9 peers agree (view/checksum 3/ab12)\\u000a\" "),
+        lines.toString());
+    assertTrue(lines.get(2).contains(" \"ab12\\u000aring: all"), lines.toString());
+    assertTrue(lines.get(3).startsWith("ring: peer-1 is in the ring (view/checksum 3/ab12); also in it: \"by-hand"),
+        lines.toString());
+    assertTrue(lines.get(3).contains("\"silent\\u000aring: all"), lines.toString());
+
+    HttpServer starting = server();
+    starting.createContext("/stats", ex -> {
+      byte[] body = ("{\"error\":\"starting" + forged + "\"}").getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(503, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    lines = printed(List.of(new PeerProcess("peer-2", starting.getAddress().getPort(), null, null)), Set.of());
+    assertEquals(4, lines.size(), lines.toString());
+    assertTrue(lines.get(1).endsWith("(\"starting\\u000aring: all 9 peers agree (view/checksum 3/ab12)\\u000a\")"),
+        lines.toString());
+  }
+
+  /**
    * A client that sends a request for {@code https://host:port/...} to {@code http://host:port/...},
    * as a TLS proxy in front of a peer would.
    */
