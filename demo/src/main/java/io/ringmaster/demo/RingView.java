@@ -29,7 +29,8 @@ final class RingView {
   /**
    * @param inRing whether this peer is in the ring; if not (the cluster refuses it: another peer
    *               holds its id), the member named {@code local} is that other peer
-   * @param agreed whether every member reported, recently, this peer's view id and checksum
+   * @param agreed whether every member reported, recently, this peer's view id and checksum; false
+   *               for a ring of no members
    */
   record RingReply(String local, boolean inRing, long viewId, String checksum, int virtualNodes, int replicas, int tokens,
                    boolean agreed, List<MemberInfo> members, List<PeerInfo> peers) {}
@@ -80,7 +81,7 @@ final class RingView {
     Map<String, List<List<String>>> ranges = withRanges ? ranges(ring) : Map.of();
     List<MemberInfo> members = new ArrayList<>();
     List<PeerInfo> peers = new ArrayList<>();
-    boolean agreed = true;
+    boolean agreed = !ring.members().isEmpty(); // no member (a closed node's last ring): none reported this view
     for (Member m : ring.members()) {
       Optional<PeerDirectory.Report> report = directory.report(m.id());
       Optional<Wire.PeerStatus> s = report.map(PeerDirectory.Report::status);

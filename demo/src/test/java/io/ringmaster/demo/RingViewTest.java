@@ -110,6 +110,21 @@ class RingViewTest {
   }
 
   /**
+   * A ring of no members (the one the last peer's node leaves behind once it closed, while a request
+   * in flight is still answered) is no agreement: no member reported this peer's view and checksum.
+   */
+  @Test
+  void aRingOfNoMembers_isNoAgreement() {
+    directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0));
+    assertTrue(view.reply(false).agreed(), "a reported");
+    a.node().close();
+
+    RingView.RingReply reply = view.reply(false);
+    assertEquals(List.of(), reply.members(), reply::toString);
+    assertFalse(reply.agreed(), reply::toString);
+  }
+
+  /**
    * Each member's arcs on the page are its primary ranges in the ring of the reply, start then end,
    * and follow the ring when it changes (a second peer joins).
    */
