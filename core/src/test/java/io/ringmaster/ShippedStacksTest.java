@@ -37,8 +37,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Every stack file the project ships (config/jgroups, in the jar as ringmaster/jgroups) builds
  * with the JGroups the library is built with, as a node builds it: JGroups refuses an attribute it
- * does not know and a value it cannot read, so a shipped stack that no other test starts
- * (lan-udp.xml, which needs multicast) still fails here if a JGroups upgrade or an edit breaks it.
+ * does not know and a value it cannot read, so a shipped stack that no other test joins to a
+ * cluster (lan-udp.xml, which needs multicast; StackSocketsTest starts one node of it alone) still
+ * fails here if a JGroups upgrade or an edit breaks it.
  * Nothing is connected: no socket is bound.
  */
 class ShippedStacksTest {
