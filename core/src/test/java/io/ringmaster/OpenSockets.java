@@ -24,9 +24,10 @@ import java.util.function.Predicate;
 /**
  * The network sockets this process holds, as Linux lists them: each file descriptor of
  * /proc/self/fd that is a socket, looked up by its inode in /proc/self/net/tcp, tcp6, udp and udp6
- * (which list every socket of the network namespace, other processes' too, hence the inodes).
+ * (which list every socket of the network namespace, other processes' too, hence the inodes). The
+ * demo's tests use it too, from core's test jar.
  */
-final class OpenSockets {
+public final class OpenSockets {
   private static final List<String> TABLES = List.of("tcp", "tcp6", "udp", "udp6");
   /** A TCP socket's state in the tables: listening. */
   private static final int LISTEN = 0x0A;
@@ -34,12 +35,12 @@ final class OpenSockets {
   private OpenSockets() {}
 
   /** One socket: the table it is listed in, its local and remote address, and its state. */
-  record Socket(long inode, String table, InetSocketAddress local, InetSocketAddress remote, int state) {
-    boolean tcp() {
+  public record Socket(long inode, String table, InetSocketAddress local, InetSocketAddress remote, int state) {
+    public boolean tcp() {
       return table.startsWith("tcp");
     }
 
-    boolean listening() {
+    public boolean listening() {
       return tcp() && state == LISTEN;
     }
 
@@ -54,7 +55,7 @@ final class OpenSockets {
    * the JDK opens a Unix socket of its own the first time it opens a file channel (reading a file
    * with {@link Files}), and keeps it for good, which would otherwise count as opened later.
    */
-  static Set<Long> inodes() throws IOException {
+  public static Set<Long> inodes() throws IOException {
     listed();
     Set<Long> inodes = new HashSet<>();
     try (DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc/self/fd"))) {
@@ -79,7 +80,7 @@ final class OpenSockets {
    * nowhere between its creation and its bind or connect; one never listed (a Unix socket, say)
    * fails, named.
    */
-  static List<Socket> openedSince(Set<Long> before) {
+  public static List<Socket> openedSince(Set<Long> before) {
     AtomicReference<List<Socket>> opened = new AtomicReference<>();
     await("every socket opened listed in /proc/self/net").atMost(Duration.ofSeconds(10))
         .pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
@@ -119,7 +120,7 @@ final class OpenSockets {
    * An address as the tables write it, {@code 0100007F:1E78}: the address in hex, in 32-bit words
    * each in the host's byte order (little-endian on the machines this runs on), then the port.
    */
-  static InetSocketAddress address(String hex) throws UnknownHostException {
+  public static InetSocketAddress address(String hex) throws UnknownHostException {
     String[] parts = hex.split(":");
     byte[] bytes = new byte[parts[0].length() / 2];
     for (int word = 0; word < bytes.length / 4; word++) {
@@ -135,7 +136,7 @@ final class OpenSockets {
    * The multicast groups joined on each interface of the network namespace, as "interface group"
    * with the number of sockets that joined it, from /proc/self/net/igmp (IPv4).
    */
-  static Map<String, Integer> multicastGroups() throws IOException {
+  public static Map<String, Integer> multicastGroups() throws IOException {
     Map<String, Integer> groups = new HashMap<>();
     String device = null;
     for (String line : Files.readAllLines(Path.of("/proc/self/net/igmp"))) {
@@ -150,7 +151,7 @@ final class OpenSockets {
   }
 
   /** The groups of {@link #multicastGroups} that more sockets joined than in {@code before}. */
-  static Set<String> joinedSince(Map<String, Integer> before) throws IOException {
+  public static Set<String> joinedSince(Map<String, Integer> before) throws IOException {
     Set<String> joined = new TreeSet<>();
     multicastGroups().forEach((group, users) -> {
       if (users > before.getOrDefault(group, 0)) {
@@ -161,7 +162,7 @@ final class OpenSockets {
   }
 
   /** Fails naming the socket unless every socket in {@code sockets} is one {@code allowed} accepts. */
-  static void assertEach(List<Socket> sockets, Predicate<Socket> allowed, String what) {
+  public static void assertEach(List<Socket> sockets, Predicate<Socket> allowed, String what) {
     assertEquals(List.of(), sockets.stream().filter(allowed.negate()).toList(), what + "; all opened: " + sockets);
   }
 }

@@ -4,7 +4,8 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.ringmaster.demo.OpenSockets.Socket;
+import io.ringmaster.OpenSockets;
+import io.ringmaster.OpenSockets.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
