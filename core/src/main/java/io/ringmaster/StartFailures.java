@@ -53,6 +53,11 @@ final class StartFailures {
     String port = config.bindPort().isPresent() && foundNoPort(e) ? " from bindPort " + config.bindPort().get()
         + " (and the ports of the stack's port_range after it" + (config.bindPort().get() < 1024
         ? "; ports below 1024 need the privilege to bind them)" : ")") : "";
+    // FD_SOCK2's own port range taken, the transport's port free: JGroups' words do not say whose.
+    String detector = anyCause(e, t -> String.valueOf(t.getMessage())
+        .contains("failed to find an available port in ports"))
+        ? " (its failure detector, FD_SOCK2, found none of its ports free: in the shipped stacks, 100 to 103 above"
+          + " the transport's port)" : "";
     Optional<Throwable> refused = causeOf(e, t -> t instanceof SecurityException);
     if (refused.isPresent()) {
       // The cluster turned the join down (AUTH: a wrong secret): JGroups' connect throws the
@@ -61,7 +66,7 @@ final class StartFailures {
           + config.clusterName() + "\": its coordinator refused the join: " + refused.get().getMessage(), e);
     }
     return new RingmasterException(Reason.STACK, "node " + config.nodeId() + " cannot start its JGroups stack "
-        + config.jgroupsConfig() + address + port + ": " + e + Stacks.variablesSet(config.jgroupsConfig()), e);
+        + config.jgroupsConfig() + address + port + detector + ": " + e + Stacks.variablesSet(config.jgroupsConfig()), e);
   }
 
   private static boolean bindFailed(Throwable e) {

@@ -112,6 +112,8 @@ class StackSocketsTest {
         RingmasterException e = assertThrows(RingmasterException.class,
             () -> cluster.start(node(cluster, "b", stack).bindPort(port).initialHosts("127.0.0.1[" + port + "]")));
         assertEquals(RingmasterException.Reason.STACK, e.reason(), e.getMessage());
+        assertTrue(e.getMessage().contains("(its failure detector, FD_SOCK2, found none of its ports free"),
+            e.getMessage());
         assertTrue(e.getMessage().contains("failed to find an available port in ports [" + (port + 100) + ", "
             + (port + 101) + ", " + (port + 102) + ", " + (port + 103) + "]"), e.getMessage());
       }
