@@ -624,6 +624,9 @@ class AwaitTest {
       assertEquals("timeout must not be negative: PT-1S", negative.getMessage());
       NullPointerException nul = assertThrows(NullPointerException.class, () -> a.awaitRing(null, WAIT));
       assertEquals("condition", nul.getMessage());
+      // A null timeout too, as the package's rule for nulls says: not read as "no wait", nor as "forever".
+      assertEquals("timeout", assertThrows(NullPointerException.class, () -> a.awaitRing(r -> true, null)).getMessage());
+      assertEquals("timeout", assertThrows(NullPointerException.class, () -> a.awaitListeners(null)).getMessage());
       assertEquals("timeout must not be negative: PT-0.001S", assertThrows(IllegalArgumentException.class,
           () -> a.awaitListeners(Duration.ofMillis(-1))).getMessage());
       // The longest timeout is accepted (Duration.toNanos() would overflow).

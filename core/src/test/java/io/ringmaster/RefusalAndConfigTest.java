@@ -986,6 +986,53 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * Until its first ring, a node answers as its class javadoc says: every lookup that names an
+   * owner fails saying there is no ring, those that ask "is it mine?" say no, the view is -1, the
+   * ring empty and {@code ringJson()} describes that empty ring; there is no channel yet; and
+   * closing it, never started, ends no graceful leave, idle or not.
+   */
+  @Test
+  void aNodeNotStarted_hasAnEmptyRing_itsLookupsFailOrSayNo_andItHasNoChannel() throws IOException {
+    Ringmaster node = Ringmaster.builder().nodeId("a").jgroupsConfig(TestCluster.STACK).virtualNodes(64).build();
+    byte[] key = "k".getBytes(StandardCharsets.UTF_8);
+    try {
+      List<Executable> lookups = List.of(() -> node.ownerOf(key), () -> node.owners("k"), () -> node.owners(key));
+      for (Executable lookup : lookups) {
+        assertEquals("node a has no ring: it was not started, or its start failed before its first ring",
+            assertThrows(IllegalStateException.class, lookup).getMessage());
+      }
+      assertFalse(node.isPrimary("k") || node.isPrimary(key) || node.isLocal(key) || node.isInRing());
+      assertEquals(-1, node.viewId());
+      assertTrue(node.ring().isEmpty() && node.members().isEmpty(), node.ring()::toString);
+      assertEquals(new Ringmaster.RingState(-1, node.ring(), false), node.ringState());
+      var json = new ObjectMapper().readTree(node.ringJson());
+      assertEquals(-1, json.get("viewId").asLong());
+      assertEquals("a", json.get("local").asText());
+      assertEquals(64, json.get("virtualNodes").asInt());
+      assertEquals(0, json.get("tokens").asInt());
+      assertEquals(0, json.get("members").size());
+      assertEquals("node a is not started", assertThrows(IllegalStateException.class, node::channel).getMessage());
+      assertFalse(node.leftIdle());
+    } finally {
+      node.close();
+    }
+    assertFalse(node.leftIdle(), "closed without a start: no leave waited for the listeners");
+    assertThrows(IllegalStateException.class, node::channel);
+    assertEquals(-1, node.viewId());
+  }
+
+  /**
+   * A builder given a node id alone builds the defaults that the README's settings table and the
+   * setters' javadoc give: an application that sets nothing else gets what they say.
+   */
+  @Test
+  void builder_givenANodeIdAlone_buildsTheDefaultsTheSettingsTableLists() {
+    assertEquals(new RingmasterConfig("ringmaster", "a", 1.0, "", 1024, 1, "", "ringmaster/jgroups/localhost-tcp.xml",
+        "", Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty(), Duration.ofSeconds(10),
+        Duration.ofSeconds(2), Duration.ofSeconds(30)), Ringmaster.builder().nodeId("a").buildConfig());
+  }
+
+  /**
    * A second start() of a running node fails, and changes nothing: it must not connect a second
    * channel that joins under the same id. After a crash ({@code closeAbruptly}), a close()
    * returns at once rather than wait for a close that never comes.

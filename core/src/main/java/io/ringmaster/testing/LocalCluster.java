@@ -609,8 +609,10 @@ public final class LocalCluster implements AutoCloseable {
   /**
    * Stops every node it started that is still running, all at once and without a graceful leave
    * (no {@code LEAVING} change, no hand-off: a test that checks one closes the node itself first),
-   * and waits for them and for the crashes under way; the first failure is thrown once all have
-   * stopped, the others added to it as suppressed. A node started after this is refused.
+   * and waits for them and for the crashes under way. If a stop failed, it throws, once all have
+   * stopped, an {@link IllegalStateException} naming the cluster, whose cause is the first failure
+   * (what the node's stop threw) and in which the others are suppressed. A node started after this
+   * is refused.
    */
   @Override
   public void close() {
@@ -625,6 +627,8 @@ public final class LocalCluster implements AutoCloseable {
     for (CompletableFuture<Void> c : stopping) {
       try {
         c.join();
+      } catch (CompletionException e) { // what the stop threw, not join()'s wrapper of it
+        failures.add(e.getCause() == null ? e : e.getCause());
       } catch (RuntimeException | Error e) {
         failures.add(e);
       }

@@ -3,13 +3,16 @@ package io.ringmaster.testing;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.FailsOnDestroy;
 import io.ringmaster.OwnershipChange;
 import io.ringmaster.Registration;
 import io.ringmaster.Ringmaster;
+import io.ringmaster.RingmasterConfig;
 import io.ringmaster.RingmasterException;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
@@ -27,6 +30,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.MergeView;
+import org.jgroups.protocols.TP;
+import org.jgroups.stack.ProtocolStack;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -135,6 +140,78 @@ class LocalClusterTest {
     } finally {
       cluster.close();
     }
+  }
+
+  /**
+   * Nodes whose stop fails (a protocol that throws as its stack is destroyed) make close() throw
+   * once every node has been stopped: an IllegalStateException naming the cluster, caused by the
+   * first failure itself, with the others suppressed in it. A second close() finds the protocols'
+   * failure spent, and closes their channels.
+   */
+  @Test
+  void close_whenNodesFailToStop_throwsTheFirstFailureAsItsCause_theOthersSuppressed() throws Exception {
+    LocalCluster cluster = new LocalCluster("kit test: failing stops");
+    List<Ringmaster> nodes = List.of();
+    try {
+      nodes = cluster.startAll("a", "b");
+      for (Ringmaster n : nodes) {
+        n.channel().getProtocolStack().insertProtocol(new FailsOnDestroy(), ProtocolStack.Position.ABOVE, TP.class);
+      }
+
+      IllegalStateException e = assertThrows(IllegalStateException.class, cluster::close);
+
+      assertEquals("stopping cluster " + cluster.name() + " failed", e.getMessage());
+      assertInstanceOf(AssertionError.class, e.getCause(), "the node's own failure, not a wrapper of it");
+      assertEquals("destroy failed", e.getCause().getMessage());
+      assertEquals(1, e.getSuppressed().length, Arrays.toString(e.getSuppressed()));
+      assertInstanceOf(AssertionError.class, e.getSuppressed()[0]);
+    } finally {
+      cluster.close();
+    }
+    for (Ringmaster n : nodes) {
+      assertTrue(n.channel().isClosed(), n::toString);
+    }
+  }
+
+  /**
+   * The waits need a node to wait for: with none running (none started yet, or the only one
+   * closed) they fail at once saying so, rather than wait out their timeout or pass on nothing.
+   */
+  @Test
+  void theWaits_withNoNodeRunning_failAtOnceSayingSo() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: no node")) {
+      List<Executable> waits = List.of(() -> cluster.awaitAgreement(WAIT), () -> cluster.awaitSettled(WAIT));
+      for (int round = 0; round < 2; round++) {
+        for (Executable wait : waits) {
+          IllegalStateException e = assertThrows(IllegalStateException.class, wait);
+          assertEquals("cluster " + cluster.name() + " has no running node to agree", e.getMessage());
+        }
+        if (round == 0) {
+          cluster.start("a").close();
+        }
+      }
+    }
+  }
+
+  /**
+   * A node of the kit's builder has the settings the class javadoc and the README give (its cluster
+   * name, the in-memory stack, gossip every 300 ms, a 5 s leaveTimeout) and Ringmaster's defaults
+   * otherwise (1,024 virtual nodes, one replica).
+   */
+  @Test
+  void builder_setsTheKitsSettings_andLeavesTheOthersAtRingmastersDefaults() {
+    LocalCluster cluster = new LocalCluster("kit test: builder");
+    RingmasterConfig kit = cluster.builder("a").buildConfig();
+    RingmasterConfig defaults = Ringmaster.builder().nodeId("a").buildConfig();
+    assertEquals(cluster.name(), kit.clusterName());
+    assertEquals(LocalCluster.STACK, kit.jgroupsConfig());
+    assertEquals(Duration.ofMillis(300), kit.gossipInterval());
+    assertEquals(Duration.ofSeconds(5), kit.leaveTimeout());
+    assertEquals(1024, kit.virtualNodes());
+    assertEquals(1, kit.replicas());
+    assertEquals(defaults.startTimeout(), kit.startTimeout());
+    assertEquals(defaults.weight(), kit.weight());
+    cluster.close(); // nothing started: nothing to stop
   }
 
   private static void crashAndAwaitItsStop(LocalCluster cluster, String id) {
