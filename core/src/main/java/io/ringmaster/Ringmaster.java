@@ -1599,11 +1599,11 @@ public final class Ringmaster implements AutoCloseable {
       try {
         address = InetAddress.getByName(SettingChecks.nonEmpty("bindAddress", bindAddress));
       } catch (UnknownHostException e) {
-        throw new IllegalArgumentException("bindAddress: cannot resolve \"" + bindAddress + "\"");
+        throw new IllegalArgumentException("bindAddress: cannot resolve " + SettingChecks.shown(bindAddress));
       }
       if (address.isAnyLocalAddress()) {
-        throw new IllegalArgumentException("bindAddress \"" + bindAddress + "\" is the wildcard address: the"
-            + " transport needs one address of this host, the one other members reach it at");
+        throw new IllegalArgumentException("bindAddress " + SettingChecks.shown(bindAddress) + " is the wildcard"
+            + " address: the transport needs one address of this host, the one other members reach it at");
       }
       this.bindAddress = bindAddress;
       return this;

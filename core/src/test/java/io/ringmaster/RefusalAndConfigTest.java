@@ -1797,6 +1797,23 @@ class RefusalAndConfigTest {
     assertEquals("applicationVersion has an unpaired surrogate, which has no UTF-8 form: \"v\\ud800\"", e.getMessage());
   }
 
+  /**
+   * A bindAddress refused shows its value as every other setting's error does: on one line, with
+   * what does not print escaped, and cut after 120 characters with the length (literals only, so
+   * that nothing is looked up in DNS).
+   */
+  @Test
+  void builder_aBindAddressRefused_showsTheValueEscapedAndCut_asOtherSettingsDo() {
+    String line = "[::1\nx]";
+    IllegalArgumentException broken = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().bindAddress(line));
+    assertEquals("bindAddress: cannot resolve \"[::1\\u000ax]\"", broken.getMessage());
+    String huge = "[" + "1:".repeat(200) + "]";
+    IllegalArgumentException cut = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().bindAddress(huge));
+    assertEquals("bindAddress: cannot resolve \"" + huge.substring(0, 120) + "\"... (402 chars)", cut.getMessage());
+  }
+
   @Test
   void builder_aRefusedValue_isNotKept_theBuilderStaysAsItWas() {
     String big = "x".repeat(300);
