@@ -627,13 +627,24 @@ class ClusterAgreementTest {
   @Test
   void ringJson_listsMembersWithSharesAndTheChecksum() throws Exception {
     try (TestCluster cluster = new TestCluster("json")) {
-      Ringmaster a = cluster.start(cluster.builder("a").endpoint("http://127.0.0.1:9001"));
+      Ringmaster a = cluster.start(cluster.builder("a").endpoint("http://127.0.0.1:9001").weight(2).zone("rack-1"));
       Ringmaster b = cluster.start("b");
       TestCluster.awaitAgreement(List.of(a, b), 2, Duration.ofSeconds(30));
-      var json = new ObjectMapper().readTree(a.ringJson());
-      assertEquals(Long.toHexString(a.ring().checksum()), json.get("checksum").asText());
-      assertEquals(a.viewId(), json.get("viewId").asLong());
+      var json = new ObjectMapper().readTree(b.ringJson());
+      assertEquals(Long.toHexString(b.ring().checksum()), json.get("checksum").asText());
+      assertEquals(b.viewId(), json.get("viewId").asLong());
+      assertEquals("b", json.get("local").asText());
+      assertEquals(b.ring().virtualNodes(), json.get("virtualNodes").asInt());
+      assertEquals(b.ring().tokenCount(), json.get("tokens").asInt());
       assertEquals(2, json.get("members").size());
+      // By id, each with its weight and zone ("" for none), as the javadoc lists them.
+      assertEquals(List.of("a", "b"), List.of(json.get("members").get(0).get("id").asText(),
+          json.get("members").get(1).get("id").asText()));
+      assertEquals(2.0, json.get("members").get(0).get("weight").asDouble());
+      assertEquals(1.0, json.get("members").get(1).get("weight").asDouble());
+      assertEquals("rack-1", json.get("members").get(0).get("zone").asText());
+      assertEquals("", json.get("members").get(1).get("zone").asText());
+      assertEquals(b.ring().share("a"), json.get("members").get(0).get("share").asDouble(), 1e-12);
       assertEquals("http://127.0.0.1:9001", json.get("members").get(0).get("endpoint").asText());
       double shares = json.get("members").get(0).get("share").asDouble() + json.get("members").get(1).get("share").asDouble();
       assertEquals(1.0, shares, 1e-9);
