@@ -174,6 +174,11 @@ class OwnershipCallbacksTest {
         // What the node left behind: the ring of its LEAVING change, in which it owns nothing.
         OwnershipChange leaving = changes.get(changes.size() - 1);
         assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+        // Both rings of the last view it installed: one view id twice, and a node no longer in the ring after.
+        assertEquals(n.viewId(), leaving.viewId());
+        assertEquals(leaving.viewId(), leaving.previousViewId());
+        assertFalse(leaving.inRing());
+        assertEquals(leaving.ring(), leaving.previousRing().without(id));
         assertEquals(leaving.ring().checksum(), n.ring().checksum(), "the ring it left behind");
         assertFalse(n.ring().contains(id));
         assertFalse(n.isInRing());
