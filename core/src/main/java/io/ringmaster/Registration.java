@@ -11,6 +11,10 @@ package io.ringmaster;
  * listener again: on a running node its first change is then the current state, from nothing.
  */
 public interface Registration extends AutoCloseable {
+  /**
+   * Stops the listener's deliveries, as described above. Throws nothing, and a second call does
+   * nothing.
+   */
   @Override
   void close();
 

@@ -1540,6 +1540,33 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * A node's close() does not end its listeners' registrations (Registration's javadoc): they
+   * stay active, on the node's pool and on an executor of the application's, once their LEAVING
+   * change has run.
+   */
+  @Test
+  void close_leavesTheListenersRegistered() {
+    ExecutorService own = Executors.newSingleThreadExecutor();
+    try (TestCluster cluster = new TestCluster("registered-after-close")) {
+      List<OwnershipChange.Reason> reasons = new CopyOnWriteArrayList<>();
+      Registration[] handles = new Registration[3];
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        handles[0] = n.addOwnershipListener(change -> reasons.add(change.reason()));
+        handles[1] = n.addOwnershipListener(change -> { }, own);
+        handles[2] = n.addMembershipListener(change -> { }, own);
+      });
+      a.close();
+      assertTrue(a.leftIdle());
+      assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons);
+      for (int i = 0; i < handles.length; i++) {
+        assertTrue(handles[i].isActive(), "registration " + i);
+      }
+    } finally {
+      own.shutdownNow();
+    }
+  }
+
   @Test
   void membershipListener_addedToRunningNode_firstGetsCurrentMembers_andTheFoldFollows() {
     try (TestCluster cluster = new TestCluster("late-membership")) {
