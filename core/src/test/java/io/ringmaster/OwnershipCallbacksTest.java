@@ -42,6 +42,7 @@ import java.util.function.Function;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.jgroups.Address;
 import org.jgroups.View;
 import org.jgroups.protocols.TP;
@@ -1537,6 +1538,37 @@ class OwnershipCallbacksTest {
       assertEquals(ownership, a.ownershipListenerCount());
       assertEquals(membership, a.membershipListenerCount());
       assertEquals(divergence, a.divergenceListenerCount());
+    }
+  }
+
+  /**
+   * Where callbacks run, as OwnershipListener's javadoc says: those of listeners added without an
+   * executor, ownership and membership alike, on the node's listener pool, never on a JGroups or
+   * the view thread; and the first change of a listener added to a running node, on a same-thread
+   * executor, on the thread that adds it, before addOwnershipListener returns.
+   */
+  @Test
+  void callbacks_runOnTheNodesPool_andALateSameThreadListenersFirstRunsInsideTheAdd() throws InterruptedException {
+    try (TestCluster cluster = new TestCluster("callback-threads")) {
+      List<String> ownershipOn = new CopyOnWriteArrayList<>();
+      List<String> membershipOn = new CopyOnWriteArrayList<>();
+      Ringmaster a = cluster.start(cluster.builder("a"), n -> {
+        n.addOwnershipListener(change -> ownershipOn.add(Thread.currentThread().getName()));
+        n.addMembershipListener(change -> membershipOn.add(Thread.currentThread().getName()));
+      });
+      List<String> lateOn = new CopyOnWriteArrayList<>();
+      a.addOwnershipListener(change -> lateOn.add(change.reason() + " on " + Thread.currentThread().getName()),
+          Runnable::run);
+      assertEquals(List.of("INITIAL on " + Thread.currentThread().getName()), lateOn, "run inside the add");
+
+      Ringmaster b = cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      assertTrue(a.awaitListeners(WAIT));
+      assertEquals(2, ownershipOn.size(), ownershipOn::toString); // its first ring, then b's join
+      assertEquals(2, membershipOn.size(), membershipOn::toString);
+      for (String thread : Stream.concat(ownershipOn.stream(), membershipOn.stream()).toList()) {
+        assertTrue(thread.startsWith("ringmaster-listener-a-"), thread);
+      }
     }
   }
 
