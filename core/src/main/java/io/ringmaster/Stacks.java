@@ -571,6 +571,7 @@ final class Stacks {
         } catch (RuntimeException | Error e) {
           failed.set(e);
         }
+        stopLateSenders(channel);
       };
       Thread closer = null;
       try {
@@ -600,6 +601,20 @@ final class Stacks {
       if (interrupted) {
         Thread.currentThread().interrupt();
       }
+    }
+  }
+
+  /**
+   * Stops the transport's bundler again, the channel closed. JGroups stops it before the
+   * transport's thread pool: a message that pool handles in between (FD_SOCK2 suspecting a member
+   * that closes at the same time, VERIFY_SUSPECT2 probing it) makes a per-destination bundler with
+   * a sender thread per destination, as the shipped TCP stacks have, start a thread that nothing
+   * would stop, and that is no daemon: the JVM would not exit.
+   */
+  private static void stopLateSenders(JChannel channel) {
+    TP transport = channel.getProtocolStack().getTransport();
+    if (transport != null && transport.getBundler() != null) {
+      transport.getBundler().stop();
     }
   }
 

@@ -4,11 +4,15 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.jgroups.EmptyMessage;
 import org.jgroups.Event;
 import org.jgroups.JChannel;
 import org.jgroups.protocols.SHARED_LOOPBACK;
@@ -18,6 +22,7 @@ import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.NAKACK2;
 import org.jgroups.protocols.pbcast.STABLE;
 import org.jgroups.stack.Protocol;
+import org.jgroups.stack.ProtocolStack;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * waits, so a thread interrupted while it closes a channel would get back with its flag clear.
  * Here a protocol holds the channel's leave (as GMS's leave waits for the coordinator), the
  * closing thread is interrupted meanwhile, and must come back with its flag set, the channel
- * closed.
+ * closed. And a closed channel leaves no sender thread of its transport behind.
  */
 class ChannelCloseTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
@@ -53,6 +58,25 @@ class ChannelCloseTest {
       }
       return down_prot.down(evt);
     }
+  }
+
+  /**
+   * Sends a message while its stack is destroyed, once the transport has stopped: as a message that
+   * the transport's thread pool handles while the channel closes makes a protocol send (FD_SOCK2
+   * suspecting a member that closes at the same time, then VERIFY_SUSPECT2 probing it).
+   */
+  private static final class SendsWhileClosing extends Protocol {
+    @Override
+    public void destroy() {
+      down_prot.down(new EmptyMessage(null));
+      super.destroy();
+    }
+  }
+
+  /** The live threads, named by JGroups' thread factory, of the member {@code a} of {@code cluster}. */
+  private static List<String> threadsOf(String cluster) {
+    return Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
+        .filter(name -> name.endsWith("," + cluster + ",a")).toList();
   }
 
   private static JChannel connected(HoldsTheLeave hold) throws Exception {
@@ -106,5 +130,35 @@ class ChannelCloseTest {
     assertTrue(flagAfter, "the flag is set again");
     assertTrue(channel.isClosed());
     assertFalse(Thread.currentThread().isInterrupted());
+  }
+
+  /**
+   * The transport's per-destination bundler (the shipped TCP stacks' one sender thread per
+   * destination) stops its senders before the transport's thread pool has ended: a message sent
+   * in between starts a sender thread that JGroups never stops, and that is no daemon, so a JVM
+   * whose node was closed would not exit. The close stops it.
+   */
+  @Test
+  void aMessageSentOnceTheTransportStopped_leavesNoSenderThreadAfterTheClose() throws Exception {
+    String stack = """
+        <config xmlns="urn:org:jgroups">
+          <SHARED_LOOPBACK bind_addr="127.0.0.1" bundler.use_single_sender_thread="false"/>
+          <SHARED_LOOPBACK_PING/>
+          <pbcast.NAKACK2/>
+          <UNICAST3/>
+          <pbcast.GMS join_timeout="1000" leave_timeout="1000"/>
+        </config>""";
+    JChannel channel = new JChannel(new ByteArrayInputStream(stack.getBytes(StandardCharsets.UTF_8))).name("a");
+    channel.getProtocolStack().insertProtocol(new SendsWhileClosing(), ProtocolStack.Position.ABOVE,
+        SHARED_LOOPBACK.class);
+    String cluster = "channel-close-" + UUID.randomUUID();
+    try {
+      channel.connect(cluster);
+      assertFalse(threadsOf(cluster).isEmpty(), "the member's threads are named by its cluster");
+      Stacks.closeKeepingTheInterrupt(channel, "a");
+    } finally {
+      channel.close();
+    }
+    await("every thread of the closed channel ends").atMost(WAIT).until(() -> threadsOf(cluster), List::isEmpty);
   }
 }
