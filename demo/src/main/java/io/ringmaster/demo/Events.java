@@ -69,7 +69,12 @@ final class Events {
    */
   record Gap(String type, long time, long missed) {}
 
-  /** Keys moved for one ownership change: {@code direction} "in" (pulled and pushed to us) or "out". */
+  /**
+   * Keys moved: {@code direction} "in" (pulled and pushed to us) or "out". For one ownership change,
+   * {@code reason} is the change's ({@code viewId} its view); "retry" is a round of a pull retried in
+   * the background after the pull for {@code viewId} failed ({@code peers}: its source), "drain" a
+   * pass of a leave's drain, which hands on what the hand-off left, by entry ({@code ranges} 0).
+   */
   record Migration(String type, long time, String direction, String reason, long viewId, long keys, int ranges,
                    List<String> peers, long millis, boolean ok) {}
 
@@ -170,8 +175,14 @@ final class Events {
 
   static Migration migration(String direction, OwnershipChange c, long keys, int ranges, List<String> peers,
                              long millis, boolean ok) {
-    return new Migration("migration", now(), direction, c.reason().name().toLowerCase(Locale.ROOT), c.viewId(), keys, ranges,
-        List.copyOf(peers), millis, ok);
+    return migration(direction, c.reason().name().toLowerCase(Locale.ROOT), c.viewId(), keys, ranges, peers, millis,
+        ok);
+  }
+
+  /** Keys moved for {@code reason} "retry" or "drain" (see {@link Migration}). */
+  static Migration migration(String direction, String reason, long viewId, long keys, int ranges, List<String> peers,
+                             long millis, boolean ok) {
+    return new Migration("migration", now(), direction, reason, viewId, keys, ranges, List.copyOf(peers), millis, ok);
   }
 
   static Sweep sweep(long keys, List<String> peers) {

@@ -247,7 +247,7 @@ final class Peer implements AutoCloseable {
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
     pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,
-        System::nanoTime);
+        System::nanoTime, events);
     transfers.retrying(pullRetries::pulling);
     rebalancer = new Rebalancer(routing, store, transfers, pullRetries, counters, events,
         leaveTimeout.minus(leaveTimeout.dividedBy(10)));

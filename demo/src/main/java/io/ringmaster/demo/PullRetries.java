@@ -38,6 +38,7 @@ final class PullRetries {
   private final Predicate<KeyRange> owned;
   private final BooleanSupplier leaving;
   private final LongSupplier nanoTime;
+  private final EventLog events;
   private final List<Retry> retries = new ArrayList<>(); // guarded by this
   private final List<Retry> running = new ArrayList<>(); // guarded by this
   /**
@@ -52,14 +53,16 @@ final class PullRetries {
    * @param owned    whether this peer still owns a range
    * @param leaving  whether this peer is leaving
    * @param nanoTime the clock, {@link System#nanoTime()} but in tests
+   * @param events   where each round that pulls is logged, as a migration in for reason "retry"
    */
   PullRetries(Puller puller, Predicate<String> live, Predicate<KeyRange> owned, BooleanSupplier leaving,
-              LongSupplier nanoTime) {
+              LongSupplier nanoTime, EventLog events) {
     this.puller = puller;
     this.live = live;
     this.owned = owned;
     this.leaving = leaving;
     this.nanoTime = nanoTime;
+    this.events = events;
   }
 
   /** Schedules a pull that failed (for a change of view {@code viewId}) to be tried again. */
@@ -181,7 +184,12 @@ final class PullRetries {
     if (ranges.isEmpty() || leaving.getAsBoolean() || !live.test(r.source())) {
       return 0;
     }
+    long started = System.nanoTime();
     Transfers.Pulled pulled = puller.pull(r.source(), ranges, r.viewId());
+    // Logged as the failed pull was: what it brought in is counted as keys migrated in, and the
+    // log would otherwise show the failure and never the keys that came after it.
+    events.publish(Events.migration("in", "retry", r.viewId(), pulled.changed(), ranges.size(), List.of(r.source()),
+        (System.nanoTime() - started) / 1_000_000, pulled.complete()));
     if (pulled.complete()) {
       LOG.log(Level.INFO, "pull of {0} ranges from {1} done after {2} failed rounds", ranges.size(), r.source(),
           r.failures());

@@ -108,7 +108,7 @@ final class Rebalancer implements OwnershipListener {
       BooleanSupplier expired = leaving ? () -> System.nanoTime() - deadline >= 0 : () -> stopping != null;
       boolean handedOff = steps.run(() -> handOff(change, expired));
       if (drains) {
-        handedOff = steps.run(() -> drain(deadline));
+        handedOff = steps.run(() -> drain(deadline, change.viewId()));
       }
       boolean fetched = steps.run(() -> fetch(change));
       (handedOff && fetched && !steps.failed() ? counters.migrationsCompleted : counters.migrationsFailed)
@@ -150,8 +150,8 @@ final class Rebalancer implements OwnershipListener {
     counters.migrationsInProgress.incrementAndGet();
     try {
       startLeaving(viewId);
-      (drain(System.nanoTime() + leaveBudget.toNanos() / 2) ? counters.migrationsCompleted : counters.migrationsFailed)
-          .increment();
+      (drain(System.nanoTime() + leaveBudget.toNanos() / 2, viewId) ? counters.migrationsCompleted
+          : counters.migrationsFailed).increment();
     } finally {
       counters.migrationsInProgress.decrementAndGet();
     }
@@ -194,12 +194,13 @@ final class Rebalancer implements OwnershipListener {
    * ring left behind, without this peer and without the peers found leaving. Passes repeat, each
    * after the ring changed or half a second, until one hands off everything on a ring that did not
    * change during it, the last other peer has left (nobody to hand anything to), or the budget is
-   * spent; writes that arrive meanwhile are forwarded by the write path.
+   * spent; writes that arrive meanwhile are forwarded by the write path. Each pass that had
+   * anything to hand on is logged, as a migration out for reason "drain" and view {@code viewId}.
    *
    * @return whether everything was handed off
    */
-  private boolean drain(long deadline) {
-    LeaveOutcome outcome = drainPasses(deadline);
+  private boolean drain(long deadline, long viewId) {
+    LeaveOutcome outcome = drainPasses(deadline, viewId);
     leaveOutcome = outcome;
     return outcome != LeaveOutcome.INCOMPLETE;
   }
@@ -209,12 +210,13 @@ final class Rebalancer implements OwnershipListener {
     return Optional.ofNullable(leaveOutcome);
   }
 
-  private LeaveOutcome drainPasses(long deadline) {
+  private LeaveOutcome drainPasses(long deadline, long viewId) {
     while (true) {
       HashRing ring = routing.ring();
       if (ring.isEmpty()) {
         return LeaveOutcome.LAST_PEER; // nobody to hand anything to, and nothing failed
       }
+      long started = System.nanoTime();
       Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
       for (Entry e : store.all()) { // tombstones included
         byOwners.computeIfAbsent(routing.owners(e.key()), k -> new ArrayList<>()).add(e);
@@ -222,10 +224,13 @@ final class Rebalancer implements OwnershipListener {
       Map<String, Address> took = transfers.pushToOwners(byOwners, owner -> true, Wire.PushKind.MIGRATION,
           () -> System.nanoTime() - deadline >= 0);
       // No owner at all (every other peer is gone) leaves the pass incomplete.
-      long owners = byOwners.keySet().stream().flatMap(List::stream).distinct().count();
-      boolean complete = !byOwners.containsKey(List.of()) && took.size() == owners;
+      List<String> owners = byOwners.keySet().stream().flatMap(List::stream).distinct().toList();
+      boolean complete = !byOwners.containsKey(List.of()) && took.size() == owners.size();
       long moved = transfers.dropHandedOff(byOwners, took, dropped -> { });
       counters.keysMigratedOut.add(moved);
+      if (!byOwners.isEmpty()) { // a pass with nothing to hand on moved nothing: no event
+        events.publish(Events.migration("out", "drain", viewId, moved, 0, owners, millisSince(started), complete));
+      }
       // A ring changed during the pass (a peer joined, say) may give entries to owners that were
       // not pushed to: they were kept, and the next pass hands them on. So may an owner restarted
       // during it under its id, in one view with the same members (the ring object unchanged): the

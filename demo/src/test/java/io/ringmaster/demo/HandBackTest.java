@@ -104,7 +104,7 @@ class HandBackTest {
   private static Rebalancer rebalancerOf(InJvmPeer p) {
     Routing routing = p.routing();
     PullRetries retries = new PullRetries(p.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
-        System::nanoTime);
+        System::nanoTime, new EventLog());
     return new Rebalancer(routing, p.store(), p.transfers(), retries, p.counters(), new EventLog(),
         Duration.ofSeconds(15));
   }

@@ -31,6 +31,7 @@ class PullRetriesTest {
   /** Each pull, as "source ranges view"; the first {@link #failing} of them fail half way. */
   private final List<String> pulls = new ArrayList<>();
   private int failing;
+  private final EventLog events = new EventLog();
   private PullRetries retries;
 
   @BeforeEach
@@ -38,7 +39,7 @@ class PullRetriesTest {
     retries = new PullRetries((source, ranges, view) -> {
       pulls.add(source + " " + ranges + " " + view);
       return pulls.size() <= failing ? new Transfers.Pulled(1, false) : new Transfers.Pulled(10, true);
-    }, live::contains, owned::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get, events);
   }
 
   private void advance(Duration d) {
@@ -116,7 +117,7 @@ class PullRetriesTest {
     retries = new PullRetries((source, ranges, view) -> {
       duringThePull.add(retries.pulling(List.of(new KeyRange(50, 60)), VIEW + 1));
       return new Transfers.Pulled(0, true);
-    }, live::contains, owned::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get, new EventLog());
     retries.failed("peer-1", List.of(FIRST), VIEW);
     assertEquals(true, retries.pulling(List.of(new KeyRange(50, 60)), VIEW + 1), "inside FIRST");
     assertEquals(true, retries.pulling(List.of(SECOND, new KeyRange(-10, 1)), VIEW + 1), "across FIRST's start");
@@ -145,7 +146,7 @@ class PullRetriesTest {
         Thread.currentThread().interrupt();
         return false;
       }
-    }, leaving::get, clock::get);
+    }, leaving::get, clock::get, new EventLog());
     retries.failed("peer-1", List.of(FIRST), VIEW);
     CompletableFuture<Boolean> check =
         CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1));
@@ -183,7 +184,7 @@ class PullRetriesTest {
   void aRetryThatThrows_isScheduledAgain_andNoRetryStaysRunning() {
     retries = new PullRetries((source, ranges, view) -> {
       throw new IllegalStateException("a bug, on purpose");
-    }, live::contains, owned::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get, new EventLog());
     retries.failed("peer-1", List.of(FIRST), VIEW);
     advance(PullRetries.FIRST_DELAY);
     assertEquals(0, retries.runDue());
@@ -195,7 +196,7 @@ class PullRetriesTest {
         throw new AssertionError("an Error, on purpose");
       }
       return new Transfers.Pulled(5, true);
-    }, live::contains, owned::contains, leaving::get, clock::get);
+    }, live::contains, owned::contains, leaving::get, clock::get, new EventLog());
     live.add("peer-3");
     retries.failed("peer-1", List.of(FIRST), VIEW);
     retries.failed("peer-3", List.of(SECOND), VIEW);
@@ -222,6 +223,28 @@ class PullRetriesTest {
     });
     assertEquals(List.of("pull of 2 ranges from peer-1 done after 2 failed rounds"),
         Logged.messages(logged, Level.INFO));
+  }
+
+  /**
+   * Each round that pulls is logged as a migration in for reason "retry", with what it brought in
+   * and whether it completed, for the failed pull's view and from its source; a retry dropped
+   * without pulling is not.
+   */
+  @Test
+  void eachRoundThatPulls_isLogged_withItsKeysAndWhetherItCompleted() {
+    failing = 1;
+    retries.failed("peer-1", List.of(FIRST, SECOND), VIEW);
+    retries.failed("peer-2", List.of(SECOND), VIEW); // not in the ring: dropped
+    advance(PullRetries.FIRST_DELAY);
+    retries.runDue();
+    advance(Duration.ofNanos(PullRetries.delayAfter(2)));
+    retries.runDue();
+
+    List<String> logged = events.recent().stream()
+        .map(json -> json.replaceAll("\"time\":[0-9]+,", "").replaceAll("\"millis\":[0-9]+,", "")).toList();
+    String round = "{\"type\":\"migration\",\"direction\":\"in\",\"reason\":\"retry\",\"viewId\":" + VIEW + ",";
+    assertEquals(List.of(round + "\"keys\":1,\"ranges\":2,\"peers\":[\"peer-1\"],\"ok\":false}",
+        round + "\"keys\":10,\"ranges\":2,\"peers\":[\"peer-1\"],\"ok\":true}"), logged);
   }
 
   @Test

@@ -28,7 +28,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongSupplier;
 import java.util.function.UnaryOperator;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -175,8 +177,14 @@ class RebalancerTest {
   }
 
   private PullRetries retriesOfA() {
+    return retriesOfA(System::nanoTime);
+  }
+
+  /** a's pull retries, on this clock, logging to a's events. */
+  private PullRetries retriesOfA(LongSupplier nanoTime) {
     Routing routing = a.routing();
-    return new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving, System::nanoTime);
+    return new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving, nanoTime,
+        eventsOfA);
   }
 
   /** a's events of this type, as JSON. */
@@ -235,9 +243,19 @@ class RebalancerTest {
     assertTrue(Logged.messages(logged, Level.WARNING).stream().noneMatch(m -> m.contains("out of time")),
         "" + Logged.messages(logged, Level.WARNING));
     List<String> out = eventsOfA("migration");
-    assertEquals(1, out.size(), "" + out);
-    assertTrue(out.get(0).contains("\"direction\":\"out\"") && out.get(0).contains("\"keys\":0")
-        && out.get(0).contains("\"ok\":false"), "the hand-off failed first: " + out);
+    assertEquals(3, out.size(), "the hand-off, then each pass of the drain: " + out);
+    assertTrue(out.get(0).contains("\"direction\":\"out\"") && out.get(0).contains("\"reason\":\"leaving\"")
+        && out.get(0).contains("\"keys\":0") && out.get(0).contains("\"ok\":false"),
+        "the hand-off failed first: " + out);
+    // Then the drain's passes, to b, for the view the peer leaves: the first refused too, the second taken.
+    for (String pass : out.subList(1, 3)) {
+      assertTrue(pass.contains("\"direction\":\"out\"") && pass.contains("\"reason\":\"drain\"")
+          && pass.contains("\"peers\":[\"b\"]"), pass);
+      assertEquals(leaving.viewId(), number(pass, "viewId"), pass);
+    }
+    assertTrue(out.get(1).contains("\"keys\":0") && out.get(1).contains("\"ok\":false"), "refused: " + out.get(1));
+    assertEquals(KEYS, number(out.get(2), "keys"), out.get(2));
+    assertTrue(out.get(2).contains("\"ok\":true"), out.get(2));
     // Its attempts waited 0.2 + 0.4 + 0.6 + 0.8 s between them.
     long millis = number(out.get(0), "millis");
     assertTrue(millis >= 2000 && millis <= tookMillis, millis + " ms of " + tookMillis);
@@ -280,6 +298,31 @@ class RebalancerTest {
     }
     assertEquals(0, a.store().size(), "a dropped what both owners took");
     assertEquals(1, a.counters().migrationsCompleted.sum());
+    // The hand-off moved none (a kept the entries, c owning them too); the drain's pass moved them all, to both.
+    List<String> out = eventsOfA("migration");
+    assertEquals(2, out.size(), "the hand-off, then the drain's one pass: " + out);
+    assertTrue(out.get(0).contains("\"reason\":\"leaving\"") && out.get(0).contains("\"peers\":[\"b\"]"), out.get(0));
+    assertEquals(0, number(out.get(0), "keys"), out.get(0));
+    assertTrue(out.get(1).contains("\"reason\":\"drain\"") && out.get(1).contains("\"ok\":true"), out.get(1));
+    assertTrue(out.get(1).contains("\"peers\":[\"b\",\"c\"]") || out.get(1).contains("\"peers\":[\"c\",\"b\"]"),
+        out.get(1));
+    assertEquals(KEYS, number(out.get(1), "keys"), out.get(1));
+  }
+
+  /** A leave whose hand-off took everything: its drain finds nothing left, and logs no pass. */
+  @Test
+  void aLeave_whoseHandOffTookEverything_logsNoPassOfItsDrain() throws Exception {
+    start(0);
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+
+    assertEquals(0, a.store().size());
+    List<String> out = eventsOfA("migration");
+    assertEquals(1, out.size(), "the hand-off only: " + out);
+    assertTrue(out.get(0).contains("\"reason\":\"leaving\"") && out.get(0).contains("\"ok\":true"), out.get(0));
+    assertEquals(KEYS, number(out.get(0), "keys"), out.get(0));
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.COMPLETE), rebalancer.leaveOutcome());
   }
 
   /**
@@ -645,6 +688,53 @@ class RebalancerTest {
     assertEquals(0, retries.pending(), "a complete pull leaves nothing to retry");
     assertEquals(2, a.counters().migrationsCompleted.sum());
     assertEquals(0, a.counters().migrationsFailed.sum());
+  }
+
+  /**
+   * A pull that failed and was tried again in the background: the log shows the failed pull, then
+   * the retry that brought the keys in (as many as it counted), from the same source, for the same
+   * view, so that it does not read as if the keys never came. One replica: a's change is a join's,
+   * gaining from b, which held every key; b refuses every attempt of the first pull, and serves
+   * the retry.
+   */
+  @Test
+  void aPullRetriedAfterItFailed_isLogged_withTheKeysItBroughtIn() throws Exception {
+    startAAndB(InJvmPeer.aidsWith(TestingAids.REFUSE_PULLS, String.valueOf(Transfers.ATTEMPTS)),
+        builder -> builder.replicas(1));
+    HashRing both = a.node().ring();
+    HashRing onlyB = both.without("a");
+    long view = a.node().viewId();
+    int forA = 0;
+    for (int i = 0; i < 40; i++) {
+      Entry e = Entry.of("b-key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "b"));
+      b.store().merge(e);
+      forA += both.ownerOf(e.key()).id().equals("a") ? 1 : 0;
+    }
+    assertTrue(forA > 0, "a gains some of b's keys");
+    b.counters().settled.set(true); // b serves pulls (it has no rebalancer to say it handled its first change)
+    AtomicLong clock = new AtomicLong();
+    PullRetries retries = retriesOfA(clock::get);
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15), retries);
+    OwnershipChange join = new OwnershipChange(OwnershipChange.Reason.VIEW, view, view, onlyB, both,
+        RingDiff.compute(onlyB, both, "a", 1));
+
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(join));
+    assertEquals(1, retries.pending(), "the pull failed, and waits to be tried again");
+    clock.addAndGet(PullRetries.FIRST_DELAY.toNanos());
+    long pulled = assertTimeoutPreemptively(Duration.ofSeconds(20), retries::runDue);
+    assertEquals(forA, pulled, "the retry brought them");
+    assertEquals(0, retries.pending());
+
+    List<String> in = eventsOfA("migration");
+    assertEquals(2, in.size(), "the pull, then its retry: " + in);
+    assertTrue(in.get(0).contains("\"reason\":\"view\"") && in.get(0).contains("\"ok\":false"), in.get(0));
+    assertEquals(0, number(in.get(0), "keys"), in.get(0));
+    String retry = in.get(1);
+    assertTrue(retry.contains("\"direction\":\"in\"") && retry.contains("\"reason\":\"retry\"")
+        && retry.contains("\"peers\":[\"b\"]") && retry.contains("\"ok\":true"), retry);
+    assertEquals(forA, number(retry, "keys"), retry);
+    assertEquals(view, number(retry, "viewId"), retry);
+    assertEquals(join.gained().size(), number(retry, "ranges"), retry);
   }
 
   /**
