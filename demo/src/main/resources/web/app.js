@@ -451,10 +451,18 @@ function describe(e) {
       if (e.roleChanges) parts.push(`${x(e.roleChanges)} role changes`);
       return parts.join(' ');
     }
-    case 'migration':
+    case 'migration': {
+      // A retry brings in what the failed pull for its view did not; a drain pass hands on, entry
+      // by entry (no ranges), what the leave's hand-off left.
+      const drain = e.reason === 'drain';
+      const listed = [drain ? '' : `${x(e.ranges)} ranges`, (e.peers || []).length ? x(names(e.peers)) : '']
+        .filter(s => s).join(', ');
+      const why = e.reason === 'retry' ? `, the pull for view ${x(e.viewId)} tried again`
+        : drain ? `, a pass of the leave's drain` : '';
       return `<span class="${e.direction === 'in' ? 'gain' : 'loss'}">${x(e.keys)} keys moved ${x(e.direction)}</span>`
-        + ` (${x(e.ranges)} ranges${(e.peers || []).length ? ', ' + x(names(e.peers)) : ''}) in ${x(e.millis)} ms`
+        + `${listed ? ` (${listed})` : ''} in ${x(e.millis)} ms${why}`
         + (e.ok === false ? ' <b>incomplete</b>' : '');
+    }
     case 'sweep':
       return `swept ${x(e.keys)} stray keys to ${x(names(e.peers))}`;
     case 'repair':

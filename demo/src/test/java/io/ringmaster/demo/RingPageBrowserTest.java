@@ -232,6 +232,14 @@ class RingPageBrowserTest extends WithPeerCluster {
         + " self: 'peer-2', refused: true, lostRanges: 4, lostFraction: 0.25, destinations: ['peer-1', 'peer-2']});");
     assertEquals("this peer, view 9: <b>refused</b>, another peer holds its id; <span class=\"loss\">lost 4 ranges"
         + " (" + js.executeScript("return pct(0.25);") + ") to peer-1, peer-2 (the peer that kept the id)</span>", refused);
+    // A pull tried again, and a pass of a leave's drain, say so (the retry for which view), after
+    // what moved; a drain pass hands on entries, not ranges, and lists none.
+    assertEquals("<span class=\"gain\">12 keys moved in</span> (3 ranges, peer-1) in 40 ms, the pull for view 7"
+        + " tried again", js.executeScript("return describe({type: 'migration', direction: 'in', reason: 'retry',"
+        + " viewId: 7, keys: 12, ranges: 3, peers: ['peer-1'], millis: 40, ok: true});"));
+    assertEquals("<span class=\"loss\">5 keys moved out</span> (peer-1, peer-3) in 9 ms, a pass of the leave's"
+        + " drain <b>incomplete</b>", js.executeScript("return describe({type: 'migration', direction: 'out',"
+        + " reason: 'drain', viewId: 8, keys: 5, ranges: 0, peers: ['peer-1', 'peer-3'], millis: 9, ok: false});"));
     // The badge over time, for a member x that lags on view 3 while this peer is on view 4: settling,
     // then a divergence once that lasted 5 s; x catches up; a minute later the same pair of views
     // again (a cluster restarted while the page stayed open numbers its views again) settles
