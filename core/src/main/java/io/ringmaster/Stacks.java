@@ -568,10 +568,10 @@ final class Stacks {
       Runnable close = () -> {
         try {
           channel.close();
+          stopLateSenders(channel);
         } catch (RuntimeException | Error e) {
           failed.set(e);
         }
-        stopLateSenders(channel);
       };
       Thread closer = null;
       try {
