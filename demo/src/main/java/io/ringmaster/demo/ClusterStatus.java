@@ -77,25 +77,27 @@ final class ClusterStatus {
         }
       });
       out.println((answered == 1 ? "ring: " + peers.get(0).id() + " is in the ring" : "ring: all " + answered
-          + " peers agree") + " (view/checksum " + rings.first() + ")"
+          + " peers agree") + " (view/checksum " + Flags.shown(rings.first()) + ")"
           + (notes.isEmpty() ? "" : "; also in it: " + String.join(", ", notes)));
     } else {
-      out.println("ring: peers DISAGREE or did not answer: " + rings + " (rings settle within a second or two)");
+      out.println("ring: peers DISAGREE or did not answer: " + rings.stream().map(Flags::shown).toList()
+          + " (rings settle within a second or two)");
     }
     out.println("keys: " + keys[0] + " primary copies, " + keys[1] + " backup copies");
   }
 
   /**
-   * Prints one peer's row and adds its keys to {@code keys}; returns its view id and checksum. What
-   * a peer says of itself is shown as the launcher shows any value ({@link Flags#shown}): a line
-   * break in a member's id cannot add a line that reads as the launcher's own.
+   * Prints one peer's row and adds its keys to {@code keys}; returns its view id and checksum, as
+   * they are (rings are told apart by those, not by how they are shown). What a peer says of itself
+   * is shown as the launcher shows any value ({@link Flags#shown}): a line break in a member's id
+   * cannot add a line that reads as the launcher's own.
    */
   private String row(String id, String url, JsonNode j, long[] keys) {
     keys[0] += j.path("primaryKeys").asLong();
     keys[1] += j.path("backupKeys").asLong();
-    String checksum = Flags.shown(j.path("checksum").asText());
+    String checksum = j.path("checksum").asText();
     out.printf("%-10s %-24s %5d %-17s %7d %8d %8d %6d %9d %8d %8d%n", Flags.shown(id), Flags.shown(url),
-        j.path("viewId").asLong(), checksum, j.path("members").asInt(), j.path("primaryKeys").asLong(),
+        j.path("viewId").asLong(), Flags.shown(checksum), j.path("members").asInt(), j.path("primaryKeys").asLong(),
         j.path("backupKeys").asLong(), j.path("strayKeys").asLong(),
         j.path("migrationsInProgress").asInt() + j.path("pendingCallbacks").asInt(),
         j.path("keysMigratedIn").asLong(), j.path("keysMigratedOut").asLong());

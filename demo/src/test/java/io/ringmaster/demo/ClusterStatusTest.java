@@ -142,6 +142,37 @@ class ClusterStatusTest {
   }
 
   /**
+   * Two rings whose checksums differ only past the 120 characters a value is shown with (an
+   * answer no peer gives, from something else on a peer's port): told apart by what they are, not
+   * by how they are shown, as the agreement check tells them apart.
+   */
+  @Test
+  void peersOnTwoRings_whoseChecksumsDifferPastWhatIsShown_areNotSaidToAgree() throws Exception {
+    String common = "ab12".repeat(40);
+    String printed = printedDisagreeing(List.of(peer("peer-1", true, 200, common + "1", ""),
+        peer("peer-2", true, 200, common + "2", "")));
+    assertTrue(printed.contains("ring: peers DISAGREE or did not answer"), printed);
+  }
+
+  /**
+   * A checksum with a line break, from a peer started here (something else answering on its
+   * port): the ring's line, which names it, stays one line, in agreement as in disagreement.
+   */
+  @Test
+  void print_aChecksumWithALineBreak_leavesTheRingsLineOneLine() throws Exception {
+    String forged = "ab12\\nring: all 9 peers agree"; // in JSON: a line break
+    List<String> lines = printed(List.of(peer("peer-1", true, 200, forged, "")), Set.of());
+    assertEquals(4, lines.size(), "a header, its row, ring, keys: " + lines);
+    assertTrue(lines.get(2).startsWith("ring: peer-1 is in the ring (view/checksum \"3/ab12\\u000aring: all"),
+        lines.toString());
+
+    lines = printed(List.of(peer("peer-1", true, 200, "ab12", ""), peer("peer-2", true, 200, forged, "")), Set.of());
+    assertEquals(5, lines.size(), "a header, two rows, ring, keys: " + lines);
+    assertTrue(lines.get(3).startsWith("ring: peers DISAGREE or did not answer: [3/ab12, \"3/ab12\\u000aring: all"),
+        lines.toString());
+  }
+
+  /**
    * Something else on a peer's port, answering with a page that is no JSON (a 404 of another
    * server): the peer is named as having answered that status, not as silent.
    */
