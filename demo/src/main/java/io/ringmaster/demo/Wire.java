@@ -349,7 +349,7 @@ final class Wire {
 
   /**
    * A string, refused if its length is more than the bytes left (before {@code readUTF} makes
-   * room for up to 192 KB for it), or if the writer could not write it back: {@code readUTF}
+   * room for up to 384 KiB for it), or if the writer could not write it back: {@code readUTF}
    * takes a NUL sent as one byte, where {@code writeUTF} spends two on it, so a long string of
    * such NULs would read here, then fail every message that passes it on (a forwarded write, a
    * hand-off).

@@ -49,7 +49,7 @@ class WireFuzzTest {
   private static final long SEED = 0x425;
   /**
    * What a reader may allocate beyond {@link #ALLOCATED_PER_BYTE} per byte of its message: less
-   * than the 192 KB {@code readUTF} makes room for when a string claims 65,535 bytes.
+   * than the 384 KiB {@code readUTF} makes room for when a string claims 65,535 bytes.
    */
   private static final long ALLOCATED_AT_MOST = 64 << 10;
   private static final long ALLOCATED_PER_BYTE = 32;
