@@ -228,6 +228,7 @@ final class KvService {
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
     long deadline = System.nanoTime() + timeouts.deadline().toNanos();
     String lastError = "";
+    String cutOff = ""; // a timeout after lastError, in a round the deadline cut short
     while (true) {
       if (stopped) {
         // Left the cluster: no owner can be reached any more, so the rounds left until the deadline
@@ -261,7 +262,7 @@ final class KvService {
         return new Written(e.key(), owners, e.version());
       }
       if (deadline - System.nanoTime() <= 0) { // the wait for a new view lasted until the deadline: no round without time
-        throw notStored(e.key(), missing, stored, lastError);
+        throw notStored(e.key(), missing, stored, lastError + cutOff);
       }
       // Names this peer and the others it knows are leaving, if it is: no owner forwards to them.
       Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0, routing.leavers());
@@ -292,6 +293,7 @@ final class KvService {
       // key's previous owners and its forwards were given the time left); the margin is for a timer
       // held up. Past this end the round counts a call as no reply.
       Duration timeout = atMost(timeouts.call(), deadline);
+      boolean cutShort = timeout.compareTo(timeouts.call()) < 0; // by the deadline
       long repliesDue = System.nanoTime() + timeout.plus(Rpc.AWAIT_MARGIN).toNanos();
       for (Map.Entry<String, CompletableFuture<Wire.WriteReply>> call : calls.entrySet()) {
         try {
@@ -305,7 +307,15 @@ final class KvService {
           newest = reply.held().isNewerThan(newest) ? reply.held() : newest;
           beaten |= reply.beaten();
         } catch (ExecutionException failed) {
-          lastError = call.getKey() + ": " + Rpc.describe(failed);
+          String error = call.getKey() + ": " + Rpc.describe(failed);
+          if (cutShort && Rpc.unwrap(failed) instanceof TimeoutException && !lastError.isEmpty()) {
+            // The time ran out in a round the deadline cut short: said after the error before it,
+            // which says why the write was not stored until then (an owner superseding it, say).
+            cutOff = "; then " + error + " (the write's deadline cut that call short)";
+          } else {
+            lastError = error;
+            cutOff = "";
+          }
         } catch (InterruptedException interrupted) {
           Thread.currentThread().interrupt();
           throw new Unavailable("interrupted");
@@ -331,6 +341,7 @@ final class KvService {
         stored.clear();
         storedHere = false;
         lastError = why;
+        cutOff = "";
       } else if (stored.containsAll(missing)) {
         if (stopped) {
           // Every owner of the ring of this round stored it: the stop changes nothing for this write.
@@ -343,9 +354,10 @@ final class KvService {
         // a copy stored by a process other than the one now holding its id was dropped. Never loop
         // past the deadline, whatever the views say.
         lastError = "copies stored by processes other than those holding the owners' ids now";
+        cutOff = "";
       }
       if (System.nanoTime() > deadline) {
-        throw notStored(e.key(), missing, stored, lastError);
+        throw notStored(e.key(), missing, stored, lastError + cutOff);
       }
       if (!superseded) {
         // An owner may have crashed; a stop ends the wait too, for the 503 at the top of the loop. With

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -81,5 +82,39 @@ class SameVersionWriteTest {
 
     assertTrue(failed.getMessage().contains("last error: superseded by "),
         failed.getMessage());
+  }
+
+  /**
+   * A write superseded in its first round, whose owner then never answers: the round after it runs
+   * into the deadline. Its 503 says both, in that order: the owner superseded it, then gave no
+   * reply in the time the deadline left that round (not the timeout alone, which would hide why
+   * the write was not stored before).
+   */
+  @Test
+  void aWriteSupersededOnce_thenUnansweredUntilItsDeadline_saysBoth() throws Exception {
+    String cluster = InJvmPeer.clusterName("same-version-then-silent");
+    KvService.Timeouts short_ = new KvService.Timeouts(Duration.ofSeconds(2), Duration.ofMillis(800));
+    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
+        kv -> kv::handleWrite));
+    InJvmPeer a = peers.get(0);
+    AtomicInteger requests = new AtomicInteger();
+    // b claims a version one microsecond past the first write it is sent, and never answers again.
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
+        KvService.Timeouts.DEFAULT, kv -> in -> {
+          Wire.WriteRequest r = Wire.readWrite(in);
+          if (requests.getAndIncrement() > 0) {
+            return new CompletableFuture<>();
+          }
+          Version past = new Version(r.entry().version().stamp() + 1, "z");
+          return CompletableFuture.completedFuture(Wire.writeReply(new Wire.WriteReply(Map.of(), past, false)));
+        }));
+    InJvmPeer.awaitOneRing(peers);
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> a.kv().put("k", "v"));
+
+    String message = failed.getMessage();
+    assertTrue(message.matches("(?s).*last error: superseded by .*; then b: no reply .*"
+        + " \\(the write's deadline cut that call short\\)"), message);
+    assertEquals(2, requests.get(), message);
   }
 }
