@@ -299,6 +299,38 @@ class WireTest {
     assertEquals("malformed message: a tombstone with a value, key \"k\"", bad.getMessage());
   }
 
+  /**
+   * A string of 65,535 bytes, the most the writer can send, made of the characters at each edge of
+   * modified UTF-8's sizes (1 and 127 take one byte, 128 and 2047 two): read back as it was sent,
+   * not counted as longer and refused.
+   */
+  @Test
+  void theLongestStrings_ofCharactersAtEachEdgeOfTheirSize_readBack() throws Exception {
+    for (String longest : List.of("\u0001".repeat(0xffff), "\u007f".repeat(0xffff), "\u0080".repeat(0xffff / 2) + "k",
+        "\u07ff".repeat(0xffff / 2) + "k")) {
+      Wire.PushRequest push = new Wire.PushRequest(Wire.PushKind.REPAIR, longest, List.of());
+      byte[] bytes = Wire.push(push);
+      assertEquals(1 + 1 + 2 + 0xffff + 4, bytes.length, "the sender's 65,535 bytes");
+      assertEquals(push, Wire.readPush(body(bytes, Wire.OP_PUSH)), () -> "a sender of " + longest.length()
+          + " characters " + Integer.toHexString(longest.charAt(0)));
+    }
+  }
+
+  /**
+   * A count of strings (a write's targets) is checked against the bytes left at two each, a length
+   * at least: three targets where one and the leavers' count are left is refused, naming the count.
+   */
+  @Test
+  void aCountOfTargets_beyondWhatTheBytesLeftCanHold_isRefusedNamingIt() {
+    byte[] write = Wire.write(new Wire.WriteRequest(Entry.of("k", "v", new Version(7, "p1")),
+        new LinkedHashSet<>(List.of("a")), 0));
+    int count = write.length - 2 - 3 - 2; // before the leavers' count, the target "a" and the targets' count
+    assertEquals(1, ByteBuffer.wrap(write, count, 2).getShort(), "found the targets' count");
+    ByteBuffer.wrap(write, count, 2).putShort((short) 3);
+    IOException bad = assertThrows(IOException.class, () -> Wire.readWrite(body(write, Wire.OP_WRITE)));
+    assertEquals("malformed message: 3 strings with 5 bytes left", bad.getMessage());
+  }
+
   private static int lastIndexOf(byte[] bytes, byte b) {
     for (int i = bytes.length - 1; i >= 0; i--) {
       if (bytes[i] == b) {
