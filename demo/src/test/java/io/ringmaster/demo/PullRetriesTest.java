@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.KeyRange;
 import java.time.Duration;
@@ -15,6 +16,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -263,5 +266,32 @@ class PullRetriesTest {
     advance(PullRetries.FIRST_DELAY);
     assertEquals(10, retries.runDue());
     assertEquals(List.of("peer-1 " + List.of(FIRST) + " " + VIEW), pulls, "only the source in the ring");
+  }
+
+  /**
+   * A round's event gives how long its pull took, in milliseconds of the real clock (a pull is
+   * timed as it runs, not by the clock that says when a retry is due): here a pull of at least
+   * 5 ms, within the time the round took.
+   */
+  @Test
+  void aRoundsEvent_givesHowLongItsPullTook() {
+    PullRetries timed = new PullRetries((source, ranges, view) -> {
+      long started = System.nanoTime();
+      while (System.nanoTime() - started < 5_000_000) {
+        Thread.onSpinWait(); // a pull that takes 5 ms of the real clock
+      }
+      return new Transfers.Pulled(10, true);
+    }, live::contains, owned::contains, leaving::get, clock::get, events);
+    timed.failed("peer-1", List.of(FIRST), VIEW);
+    advance(PullRetries.FIRST_DELAY);
+    long before = System.nanoTime();
+    assertEquals(10, timed.runDue());
+    long roundMillis = (System.nanoTime() - before) / 1_000_000;
+
+    assertEquals(1, events.recent().size(), events.recent()::toString);
+    Matcher millis = Pattern.compile("\"millis\":(-?[0-9]+),").matcher(events.recent().get(0));
+    assertTrue(millis.find(), events.recent().get(0));
+    long logged = Long.parseLong(millis.group(1));
+    assertTrue(logged >= 5 && logged <= roundMillis, logged + " ms logged, the round took " + roundMillis + " ms");
   }
 }
