@@ -859,14 +859,16 @@ class RebalancerTest {
   }
   /**
    * The leave of a peer the cluster refuses (another peer holds its id): its node delivers no
-   * LEAVING change, so its close() drains what it holds to the owners, once, and says how it went.
+   * LEAVING change, so its close() drains what it holds to the owners, once, and says how it went;
+   * its one pass is logged for the view it was refused in.
    */
   @Test
   void aRefusedPeersLeave_drainsWhatItHolds_once() throws Exception {
     List<Entry> held = start(Transfers.ATTEMPTS - 1); // taken at the last attempt: the drain has time for it
     Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    long view = a.node().viewId();
 
-    rebalancer.leaveRefused(a.node().viewId());
+    rebalancer.leaveRefused(view);
 
     assertTrue(a.routing().isLeaving());
     assertEquals(Optional.of(Rebalancer.LeaveOutcome.COMPLETE), rebalancer.leaveOutcome());
@@ -876,10 +878,17 @@ class RebalancerTest {
     assertEquals(0, a.store().size());
     assertEquals(1, a.counters().migrationsCompleted.sum());
     assertEquals(0, a.counters().migrationsInProgress.get());
+    List<String> out = eventsOfA("migration");
+    assertEquals(1, out.size(), "the drain's one pass: " + out);
+    assertTrue(out.get(0).contains("\"direction\":\"out\"") && out.get(0).contains("\"reason\":\"drain\"")
+        && out.get(0).contains("\"peers\":[\"b\"]") && out.get(0).contains("\"ok\":true"), out.get(0));
+    assertEquals(view, number(out.get(0), "viewId"), out.get(0));
+    assertEquals(held.size(), number(out.get(0), "keys"), out.get(0));
     putInA(1);
     rebalancer.leaveRefused(a.node().viewId());
     assertEquals(1, a.store().size(), "once: a second call drains nothing");
     assertEquals(1, a.counters().migrationsCompleted.sum());
+    assertEquals(1, eventsOfA("migration").size(), "no second pass: " + eventsOfA("migration"));
   }
   /**
    * A push waits for a destination that does not serve requests yet (a peer that just joined, not
