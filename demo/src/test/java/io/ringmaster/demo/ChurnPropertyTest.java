@@ -8,7 +8,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.testing.LocalCluster;
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.net.URI;
@@ -16,11 +15,9 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -65,12 +62,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * its seed and the steps it drew; {@code -Dchurn.seeds=7,8} runs other seeds.
  */
 class ChurnPropertyTest {
-  private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
   private static final int REPLICAS = 2;
   private static final int KEYS = 90;
   private static final int WRITERS = 3;
-  /** Longer than a write's own 10 s deadline: the peer answers first, so no write goes on unseen. */
-  private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
 
   @TempDir
   Path dir;
@@ -116,9 +110,7 @@ class ChurnPropertyTest {
   }
 
   static LongStream seeds() {
-    String given = System.getProperty("churn.seeds");
-    return given == null ? LongStream.of(11, 23, 42)
-        : Arrays.stream(given.split(",")).map(String::trim).mapToLong(Long::parseLong);
+    return ChaosPeers.seeds("churn.seeds", 11, 23, 42);
   }
 
   @ParameterizedTest(name = "seed {0}")
@@ -252,10 +244,7 @@ class ChurnPropertyTest {
 
   private Running start(String cluster, String id) throws IOException {
     int port = PeerCluster.freePort();
-    Path config = Files.writeString(dir.resolve(id + ".json"), "{\"nodeId\": \"" + id + "\", \"clusterName\": \""
-        + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\", \"virtualNodes\": 64}");
-    Peer peer = Peer.start(PeerOptions.parse(new String[] {"--http-port", Integer.toString(port),
-        "--config", config.toString(), "--replicas", Integer.toString(REPLICAS)}, 0));
+    Peer peer = ChaosPeers.start(dir, cluster, id, port, REPLICAS);
     Running r = new Running(id, port, peer);
     synchronized (this) {
       live.add(r);
@@ -279,10 +268,10 @@ class ChurnPropertyTest {
   private void restart(String cluster, List<String> victims, List<String> newIds) {
     List<CompletableFuture<?>> all = new ArrayList<>();
     for (String id : victims) {
-      all.add(onOwnThread("stop-" + id, () -> stop(id)));
+      all.add(ChaosPeers.onOwnThread("churn-stop-" + id, () -> stop(id)));
     }
     for (String id : newIds) {
-      all.add(onOwnThread("start-" + id, () -> {
+      all.add(ChaosPeers.onOwnThread("churn-start-" + id, () -> {
         try {
           start(cluster, id);
         } catch (IOException e) {
@@ -304,7 +293,7 @@ class ChurnPropertyTest {
       live.remove(r); // the writers go elsewhere at once, as they would after a connection refused
     }
     stopAbruptly(r.peer());
-    crashedClosing.add(onOwnThread("close-crashed-" + id, r.peer()::close));
+    crashedClosing.add(ChaosPeers.onOwnThread("churn-close-crashed-" + id, r.peer()::close));
   }
 
   /**
@@ -314,9 +303,7 @@ class ChurnPropertyTest {
    * {@link LocalCluster#crash} reaches the latter.
    */
   private static void stopAbruptly(Peer peer) throws Exception {
-    Field field = Peer.class.getDeclaredField("node");
-    field.setAccessible(true);
-    Ringmaster node = (Ringmaster) field.get(peer);
+    Ringmaster node = ChaosPeers.node(peer);
     LocalCluster.discard(node).discardAll(true);
     Method abrupt = Ringmaster.class.getDeclaredMethod("closeAbruptly");
     abrupt.setAccessible(true);
@@ -325,22 +312,6 @@ class ChurnPropertyTest {
     } catch (InvocationTargetException e) {
       throw e.getCause() instanceof Exception cause ? cause : e;
     }
-  }
-
-  /** Runs {@code task} on a daemon thread of its own: a graceful close can take seconds, and so can a start. */
-  private static CompletableFuture<Void> onOwnThread(String name, Runnable task) {
-    CompletableFuture<Void> done = new CompletableFuture<>();
-    Thread t = new Thread(() -> {
-      try {
-        task.run();
-        done.complete(null);
-      } catch (RuntimeException | Error e) {
-        done.completeExceptionally(e);
-      }
-    }, "churn-" + name);
-    t.setDaemon(true);
-    t.start();
-    return done;
   }
 
   private synchronized Running running(String id) {
@@ -363,19 +334,7 @@ class ChurnPropertyTest {
   private void awaitSettled(String replay, Duration atMost) {
     List<Running> peers = liveNow();
     await(replay + ": peers " + ids(peers) + " settled").atMost(atMost).pollInterval(Duration.ofMillis(200))
-        .ignoreExceptions().until(() -> {
-          Set<String> rings = new HashSet<>();
-          for (Running p : peers) {
-            JsonNode s = json(p, "/stats");
-            if (s.path("members").asInt() != peers.size() || s.path("migrationsInProgress").asInt() != 0
-                || s.path("pendingCallbacks").asInt() != 0 || s.path("pullRetriesPending").asInt() != 0
-                || s.path("repairRetryPending").asBoolean(true) || s.path("strayKeys").asLong() != 0) {
-              return false;
-            }
-            rings.add(s.path("viewId").asLong() + "/" + s.path("checksum").asText());
-          }
-          return rings.size() == 1;
-        });
+        .ignoreExceptions().until(() -> ChaosPeers.settled(peers.stream().map(p -> json(p, "/stats")).toList()));
   }
 
   /**
@@ -442,15 +401,7 @@ class ChurnPropertyTest {
   }
 
   private HttpResponse<String> send(URI uri, HttpRequest.Builder request) {
-    try {
-      return http.send(request.uri(uri).timeout(REQUEST_TIMEOUT).build(),
-          HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(uri + ": " + e, e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
+    return ChaosPeers.send(http, uri, request, "churn");
   }
 
   /**
@@ -545,19 +496,12 @@ class ChurnPropertyTest {
     if (writers != null) {
       steps.run(() -> {
         writers.stop();
-        writers.threads.shutdownNow();
-        try {
-          if (!writers.threads.awaitTermination(10, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("the writers did not stop within 10 s of an interrupt");
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+        ChaosPeers.stopWriters(writers.threads);
       });
     }
     List<CompletableFuture<Void>> closing = new ArrayList<>(crashedClosing);
     for (Running r : liveNow()) {
-      closing.add(onOwnThread("close-" + r.id(), r.peer()::close));
+      closing.add(ChaosPeers.onOwnThread("churn-close-" + r.id(), r.peer()::close));
     }
     for (CompletableFuture<Void> c : closing) {
       steps.run(() -> c.orTimeout(60, TimeUnit.SECONDS).join());

@@ -7,19 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.testing.LocalCluster;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.lang.reflect.Field;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -76,15 +71,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  * other seeds.
  */
 class PartitionPropertyTest {
-  private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
   private static final int REPLICAS = 2;
   private static final List<String> PEERS = List.of("p1", "p2", "p3", "p4");
   private static final int KEYS = 40;
   private static final int WRITERS = 4;
   /** Acknowledged writes each side takes in a round, at least. */
   private static final int WRITES_PER_SIDE = 50;
-  /** Longer than a write's own 10 s deadline: the peer answers first, so no write goes on unseen. */
-  private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
   /** The stack's timings while the peers start: a cut-off side noticed in about 2 s, a healed one merged in 1-3 s. */
   private static final Map<String, String> FAST_STACK = Map.of("ringmaster.fd.timeout", "1500ms",
       "ringmaster.fd.interval", "300ms", "ringmaster.merge.min", "300ms", "ringmaster.merge.max", "1s");
@@ -137,9 +129,7 @@ class PartitionPropertyTest {
   }
 
   static LongStream seeds() {
-    String given = System.getProperty("partition.seeds");
-    return given == null ? LongStream.of(5, 10)
-        : Arrays.stream(given.split(",")).map(String::trim).mapToLong(Long::parseLong);
+    return ChaosPeers.seeds("partition.seeds", 5, 10);
   }
 
   @ParameterizedTest(name = "seed {0}")
@@ -239,14 +229,8 @@ class PartitionPropertyTest {
 
   private void start(String cluster, String id) throws Exception {
     int port = PeerCluster.freePort();
-    Path config = Files.writeString(dir.resolve(id + ".json"), "{\"nodeId\": \"" + id + "\", \"clusterName\": \""
-        + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\", \"virtualNodes\": 64}");
-    Peer peer = Peer.start(PeerOptions.parse(new String[] {"--http-port", Integer.toString(port),
-        "--config", config.toString(), "--replicas", Integer.toString(REPLICAS)}, 0));
-    // The node is private to the peer (an application reaches it through the HTTP API only).
-    Field field = Peer.class.getDeclaredField("node");
-    field.setAccessible(true);
-    peers.add(new Running(id, port, peer, (Ringmaster) field.get(peer)));
+    Peer peer = ChaosPeers.start(dir, cluster, id, port, REPLICAS);
+    peers.add(new Running(id, port, peer, ChaosPeers.node(peer)));
   }
 
   /** Each side's nodes drop every message from the other side's, as {@link LocalCluster#partition} has them do. */
@@ -282,19 +266,8 @@ class PartitionPropertyTest {
    * value left.
    */
   private void awaitSettled(String what, List<Running> side, Duration atMost) {
-    await(what).atMost(atMost).pollInterval(Duration.ofMillis(200)).ignoreExceptions().until(() -> {
-      Set<String> rings = new HashSet<>();
-      for (Running p : side) {
-        JsonNode s = json(p, "/stats");
-        if (s.path("members").asInt() != side.size() || s.path("migrationsInProgress").asInt() != 0
-            || s.path("pendingCallbacks").asInt() != 0 || s.path("pullRetriesPending").asInt() != 0
-            || s.path("repairRetryPending").asBoolean(true) || s.path("strayKeys").asLong() != 0) {
-          return false;
-        }
-        rings.add(s.path("viewId").asLong() + "/" + s.path("checksum").asText());
-      }
-      return rings.size() == 1;
-    });
+    await(what).atMost(atMost).pollInterval(Duration.ofMillis(200)).ignoreExceptions()
+        .until(() -> ChaosPeers.settled(side.stream().map(p -> json(p, "/stats")).toList()));
   }
 
   /**
@@ -344,15 +317,7 @@ class PartitionPropertyTest {
   }
 
   private HttpResponse<String> send(URI uri, HttpRequest.Builder request) {
-    try {
-      return http.send(request.uri(uri).timeout(REQUEST_TIMEOUT).build(),
-          HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-    } catch (IOException e) {
-      throw new UncheckedIOException(replay + ": " + uri + ": " + e, e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
+    return ChaosPeers.send(http, uri, request, replay);
   }
 
   /**
@@ -437,22 +402,6 @@ class PartitionPropertyTest {
     }
   }
 
-  /** Runs {@code task} on a daemon thread of its own: a peer's close can take seconds. */
-  private static CompletableFuture<Void> onOwnThread(String name, Runnable task) {
-    CompletableFuture<Void> done = new CompletableFuture<>();
-    Thread t = new Thread(() -> {
-      try {
-        task.run();
-        done.complete(null);
-      } catch (RuntimeException | Error e) {
-        done.completeExceptionally(e);
-      }
-    }, "partition-" + name);
-    t.setDaemon(true);
-    t.start();
-    return done;
-  }
-
   /** Stops the writers, heals any split, stops every peer at once, and puts the system properties back. */
   @AfterEach
   void stopAll() {
@@ -460,20 +409,13 @@ class PartitionPropertyTest {
     if (writers != null) {
       steps.run(() -> {
         writers.stopping = true;
-        writers.threads.shutdownNow();
-        try {
-          if (!writers.threads.awaitTermination(10, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("the writers did not stop within 10 s of an interrupt");
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+        ChaosPeers.stopWriters(writers.threads);
       });
     }
     steps.run(this::heal);
     List<CompletableFuture<Void>> closing = new ArrayList<>();
     for (Running r : peers) {
-      closing.add(onOwnThread("close-" + r.id(), r.peer()::close));
+      closing.add(ChaosPeers.onOwnThread("partition-close-" + r.id(), r.peer()::close));
     }
     for (CompletableFuture<Void> c : closing) {
       steps.run(() -> c.orTimeout(60, TimeUnit.SECONDS).join());
