@@ -109,8 +109,9 @@ class ChurnPropertyTest {
     }
   }
 
+  /** Two seeds whose steps catch a pull that skips tombstones (42's do not), so the build stays short. */
   static LongStream seeds() {
-    return ChaosPeers.seeds("churn.seeds", 11, 23, 42);
+    return ChaosPeers.seeds("churn.seeds", 11, 23);
   }
 
   @ParameterizedTest(name = "seed {0}")
