@@ -339,7 +339,11 @@ final class Wire {
    * make this peer allocate gigabytes.
    */
   private static int count(DataInputStream in, int bytesEach, String what) throws IOException {
-    int n = in.readInt();
+    return fits(in.readInt(), in, bytesEach, what);
+  }
+
+  /** {@code n}, just read, if the message still holds {@code bytesEach} bytes for each; else refused. */
+  private static int fits(int n, DataInputStream in, int bytesEach, String what) throws IOException {
     int left = in.available(); // exact: every message is read from a byte array
     if (n < 0 || (long) n * bytesEach > left) {
       throw new IOException("malformed message: " + n + " " + what + " with " + left + " bytes left");
@@ -403,11 +407,7 @@ final class Wire {
   }
 
   private static List<String> strings(DataInputStream in) throws IOException {
-    int n = in.readUnsignedShort();
-    int left = in.available();
-    if (n * 2 > left) { // each string takes its length's two bytes at least
-      throw new IOException("malformed message: " + n + " strings with " + left + " bytes left");
-    }
+    int n = fits(in.readUnsignedShort(), in, 2, "strings"); // each takes its length's two bytes at least
     List<String> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       out.add(utf(in));
