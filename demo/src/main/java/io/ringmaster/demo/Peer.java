@@ -314,11 +314,11 @@ final class Peer implements AutoCloseable {
     tasks.run(what, task);
   }
 
-  Wire.PeerStatus status() {
+  Wire.PeerStatus status(long sequence) {
     KeyCounts k = keyCounts.of(store, routing);
     RingView.Current current = RingView.Current.of(node);
     return new Wire.PeerStatus(routing.self(), current.viewId(), current.ring().checksum(), k.primary(), k.backup(),
-        k.stray(), counters.migrationsInProgress.get());
+        k.stray(), counters.migrationsInProgress.get(), sequence);
   }
 
   StatsReply stats() {

@@ -3,8 +3,10 @@ package io.ringmaster.demo;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.LongFunction;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.jgroups.Address;
@@ -13,6 +15,13 @@ import org.jgroups.Address;
  * Every peer's latest report about itself (view, ring checksum, key counts), gossiped to all
  * members about once a second on the fork channel, so that any peer's {@code /ring} shows each
  * member's view of the checksum and whether they all agree.
+ *
+ * <p>Reports go out of band, so two from one sender may arrive in the reverse order. Each carries
+ * its sender's {@linkplain Wire.PeerStatus#sequence() sequence number}, counted up by the process
+ * that sends it, and a report never replaces a later one from the same process: otherwise the older
+ * one (a previous view, its checksum) would stand until the next report, up to a second later. The
+ * process is the sender's JGroups address, new for every process: a peer restarted under its id
+ * counts from 1 again, and its reports replace those of its old process whatever their numbers.
  */
 final class PeerDirectory {
   /** A report is current if at most this old (in ms); older means the peer stopped reporting. */
@@ -25,18 +34,20 @@ final class PeerDirectory {
     }
   }
 
-  private final Supplier<Wire.PeerStatus> self;
+  private final LongFunction<Wire.PeerStatus> self;
   private final Rpc rpc;
   private final Function<String, Optional<UUID>> processOf;
   private final Supplier<Optional<UUID>> ownProcess;
   private final ConcurrentHashMap<String, Report> reports = new ConcurrentHashMap<>();
+  /** The sequence number of this process's last report. */
+  private final AtomicLong sent = new AtomicLong();
 
   /**
-   * @param self       this peer's report
+   * @param self       this peer's report, given its sequence number
    * @param processOf  the process that holds an id in this peer's view, if any ({@link Routing#processOf})
    * @param ownProcess this process ({@link Routing#ownProcess})
    */
-  PeerDirectory(Supplier<Wire.PeerStatus> self, Rpc rpc, Function<String, Optional<UUID>> processOf,
+  PeerDirectory(LongFunction<Wire.PeerStatus> self, Rpc rpc, Function<String, Optional<UUID>> processOf,
                 Supplier<Optional<UUID>> ownProcess) {
     this.self = self;
     this.rpc = rpc;
@@ -49,8 +60,16 @@ final class PeerDirectory {
     record(status, Routing.process(from));
   }
 
+  /**
+   * Keeps the report, unless the one held for its id came from the same process with a higher
+   * sequence number. Reports are delivered on several threads at once: compared and stored in one
+   * step. Without a process on either side (an address that names none) they cannot be told apart,
+   * and the last to arrive is kept.
+   */
   private void record(Wire.PeerStatus status, Optional<UUID> process) {
-    reports.put(status.id(), new Report(status, process, System.currentTimeMillis()));
+    Report arrived = new Report(status, process, System.currentTimeMillis());
+    reports.merge(status.id(), arrived, (held, next) -> held.process().isPresent()
+        && held.process().equals(next.process()) && held.status().sequence() > next.status().sequence() ? held : next);
   }
 
   /**
@@ -62,7 +81,7 @@ final class PeerDirectory {
     if (!inRing.getAsBoolean()) {
       return; // no status built: it counts the whole store
     }
-    Wire.PeerStatus mine = self.get();
+    Wire.PeerStatus mine = self.apply(sent.incrementAndGet());
     if (inRing.getAsBoolean()) { // asked again once the status is built, so that it is as new as the status
       record(mine, ownProcess.get()); // this process, whichever process the view gives the id
       rpc.broadcast(Wire.status(mine));

@@ -32,7 +32,7 @@ import java.util.UUID;
  */
 final class Wire {
   /** Names these messages; a change to any of them must change it. */
-  static final String APPLICATION_VERSION = "ringmaster-demo/6";
+  static final String APPLICATION_VERSION = "ringmaster-demo/7";
 
   static final byte OP_WRITE = 'W';
   static final byte OP_GET = 'G';
@@ -111,9 +111,13 @@ final class Wire {
 
   record PushRequest(PushKind kind, String from, List<Entry> entries) {}
 
-  /** What a peer says about itself every second: its view, ring and key counts. */
+  /**
+   * What a peer says about itself every second: its view, ring and key counts. {@code sequence}
+   * numbers the reports of one process, 1 for its first, so that a receiver can tell which of two
+   * is the later (they go out of band, and may arrive in either order; see {@link PeerDirectory}).
+   */
   record PeerStatus(String id, long viewId, long checksum, long primaryKeys, long backupKeys, long strayKeys,
-                    int migrationsInProgress) {}
+                    int migrationsInProgress, long sequence) {}
 
   private Wire() {}
 
@@ -205,12 +209,13 @@ final class Wire {
       out.writeLong(s.backupKeys());
       out.writeLong(s.strayKeys());
       out.writeInt(s.migrationsInProgress());
+      out.writeLong(s.sequence());
     });
   }
 
   static PeerStatus readStatus(DataInputStream in) throws IOException {
     return new PeerStatus(utf(in), in.readLong(), in.readLong(), in.readLong(), in.readLong(), in.readLong(),
-        in.readInt());
+        in.readInt(), in.readLong());
   }
 
   // ---------------------------------------------------------------- replies

@@ -15,11 +15,12 @@ import org.junit.jupiter.api.Test;
 class PeerDirectoryTest {
   /** The process holding each id in this peer's view. */
   private final Map<String, UUID> view = new HashMap<>();
-  /** This process. */
-  private final UUID self = UUID.randomUUID();
+  /** This process's address, and the process it names. */
+  private final Address selfAddress = org.jgroups.util.UUID.randomUUID();
+  private final UUID self = Routing.process(selfAddress).orElseThrow();
   /** Not started: its broadcast of this peer's own report fails, and is only logged. */
-  private final PeerDirectory directory = new PeerDirectory(() -> status("a", 7), new Rpc(null, null, null),
-      id -> Optional.ofNullable(view.get(id)), () -> Optional.of(self));
+  private final PeerDirectory directory = new PeerDirectory(sequence -> status("a", 7, sequence),
+      new Rpc(null, null, null), id -> Optional.ofNullable(view.get(id)), () -> Optional.of(self));
 
   @Test
   void aPeerRestartedUnderItsId_isNotReady_untilItsNewProcessReports() {
@@ -61,7 +62,51 @@ class PeerDirectoryTest {
     assertEquals(Optional.empty(), directory.report("gone"));
   }
 
+  /**
+   * Reports go out of band: a process's report of its previous view may arrive after the one of
+   * its new view. The later report is kept, whichever order they come in.
+   */
+  @Test
+  void aReportArrivingLate_fromTheSameProcess_doesNotReplaceTheLaterOne() {
+    Address b = org.jgroups.util.UUID.randomUUID();
+    directory.accept(b, status("b", 7, 1));
+    directory.accept(b, status("b", 8, 2));
+    assertEquals(status("b", 8, 2), directory.report("b").orElseThrow().status(), "the next report, in order");
+    directory.accept(b, status("b", 7, 1));
+    assertEquals(status("b", 8, 2), directory.report("b").orElseThrow().status(), "not the earlier one, late");
+  }
+
+  /** A peer restarted under its id counts its reports from 1 again: they replace its old process's. */
+  @Test
+  void aPeerRestartedUnderItsId_countingFromOneAgain_replacesTheReportOfItsOldProcess() {
+    Address first = org.jgroups.util.UUID.randomUUID();
+    directory.accept(first, status("b", 7, 500));
+    Address restarted = org.jgroups.util.UUID.randomUUID();
+    view.put("b", Routing.process(restarted).orElseThrow());
+    directory.accept(restarted, status("b", 8, 1));
+    assertEquals(status("b", 8, 1), directory.report("b").orElseThrow().status());
+    assertTrue(directory.hasReported("b"), "the new process reported");
+  }
+
+  /**
+   * This peer numbers its reports one up each time, from 1, and keeps its own latest: its previous
+   * report, coming back late from its own broadcast, does not replace it.
+   */
+  @Test
+  void publish_numbersThisPeersReports_oneUpEachTime() {
+    directory.publish(id -> true, () -> true);
+    assertEquals(1, directory.report("a").orElseThrow().status().sequence());
+    directory.publish(id -> true, () -> true);
+    assertEquals(2, directory.report("a").orElseThrow().status().sequence());
+    directory.accept(selfAddress, status("a", 7, 1));
+    assertEquals(2, directory.report("a").orElseThrow().status().sequence(), "the first report, heard back late");
+  }
+
   private static Wire.PeerStatus status(String id, long viewId) {
-    return new Wire.PeerStatus(id, viewId, 0L, 0L, 0L, 0L, 0);
+    return status(id, viewId, 1);
+  }
+
+  private static Wire.PeerStatus status(String id, long viewId, long sequence) {
+    return new Wire.PeerStatus(id, viewId, 0L, 0L, 0L, 0L, 0, sequence);
   }
 }

@@ -35,7 +35,7 @@ class RingViewTest {
   void startOnePeer() throws Exception {
     InJvmPeer.startAll(nodes, "ring-view", List.of("a"));
     a = nodes.get(0);
-    directory = new PeerDirectory(() -> null, new Rpc(null, null, null), id -> Optional.empty(),
+    directory = new PeerDirectory(sequence -> null, new Rpc(null, null, null), id -> Optional.empty(),
         () -> Optional.of(UUID.randomUUID()));
     view = new RingView(a.node(), directory, () -> true);
     from = a.node().channel().getAddress();
@@ -57,7 +57,7 @@ class RingViewTest {
   @Test
   void aReportOfThisView_andChecksum_agrees_andItsCountsAreTheMembers() {
     long viewId = a.node().viewId();
-    directory.accept(from, new Wire.PeerStatus("a", viewId, a.node().ring().checksum(), 5, 7, 0, 0));
+    directory.accept(from, new Wire.PeerStatus("a", viewId, a.node().ring().checksum(), 5, 7, 0, 0, 1));
     RingView.RingReply reply = view.reply(false);
     assertTrue(reply.agreed(), reply::toString);
     assertTrue(reply.peers().get(0).agrees());
@@ -73,7 +73,7 @@ class RingViewTest {
   void aMembersEntry_showsTheChecksumInHex_andTheViewOfItsReport() {
     long viewId = a.node().viewId();
     long reported = 0xfedcba9876543210L; // negative: hex of its 64 bits, no sign
-    directory.accept(from, new Wire.PeerStatus("a", viewId + 1, reported, 0, 0, 0, 0));
+    directory.accept(from, new Wire.PeerStatus("a", viewId + 1, reported, 0, 0, 0, 0, 1));
     RingView.MemberInfo member = view.reply(false).members().get(0);
     assertEquals("fedcba9876543210", member.checksum());
     assertEquals(viewId + 1, member.viewId());
@@ -84,8 +84,8 @@ class RingViewTest {
   void aReportOfAnotherChecksum_orAnotherView_isADivergence() {
     long viewId = a.node().viewId();
     long checksum = a.node().ring().checksum();
-    for (Wire.PeerStatus other : List.of(new Wire.PeerStatus("a", viewId, checksum + 1, 0, 0, 0, 0),
-        new Wire.PeerStatus("a", viewId - 1, checksum, 0, 0, 0, 0))) {
+    for (Wire.PeerStatus other : List.of(new Wire.PeerStatus("a", viewId, checksum + 1, 0, 0, 0, 0, 1),
+        new Wire.PeerStatus("a", viewId - 1, checksum, 0, 0, 0, 0, 2))) {
       directory.accept(from, other);
       RingView.RingReply reply = view.reply(false);
       assertFalse(reply.agreed(), other::toString);
@@ -99,7 +99,7 @@ class RingViewTest {
    */
   @Test
   void aReportOlderThanFresh_isNeitherRecentNorAnAgreement() {
-    directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0));
+    directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0, 1));
     assertTrue(view.reply(false).agreed(), "just reported");
     await("the report grows old").atMost(Duration.ofSeconds(30))
         .until(() -> !view.reply(false).peers().get(0).recent());
@@ -115,7 +115,7 @@ class RingViewTest {
    */
   @Test
   void aRingOfNoMembers_isNoAgreement() {
-    directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0));
+    directory.accept(from, new Wire.PeerStatus("a", a.node().viewId(), a.node().ring().checksum(), 0, 0, 0, 0, 1));
     assertTrue(view.reply(false).agreed(), "a reported");
     a.node().close();
 

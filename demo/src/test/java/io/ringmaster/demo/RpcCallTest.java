@@ -153,8 +153,8 @@ class RpcCallTest {
   }
 
   private static PeerDirectory directory(InJvmPeer p) {
-    return new PeerDirectory(() -> new Wire.PeerStatus(p.id(), p.node().viewId(), 0, 0, 0, 0, 0), p.rpc(),
-        p.routing()::processOf, p.routing()::ownProcess);
+    return new PeerDirectory(sequence -> new Wire.PeerStatus(p.id(), p.node().viewId(), 0, 0, 0, 0, 0, sequence),
+        p.rpc(), p.routing()::processOf, p.routing()::ownProcess);
   }
 
   /** The requests the peer's dispatcher waits on replies for, as JGroups' diagnostics list them. */

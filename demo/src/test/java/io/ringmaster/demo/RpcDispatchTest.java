@@ -181,7 +181,7 @@ class RpcDispatchTest {
   void broadcast_thatFails_throwsNothing_andSaysWhyAtDebug() throws Exception {
     Rpc rpc = new Rpc(null, null, null);
     List<LogRecord> logged =
-        Logged.by(Rpc.class, () -> rpc.broadcast(Wire.status(new Wire.PeerStatus("a", 1, 0, 0, 0, 0, 0))));
+        Logged.by(Rpc.class, () -> rpc.broadcast(Wire.status(new Wire.PeerStatus("a", 1, 0, 0, 0, 0, 0, 1))));
     assertEquals(List.of(Level.FINE), logged.stream().map(LogRecord::getLevel).toList());
     assertTrue(text(logged.get(0)).startsWith("broadcast failed: java.lang.NullPointerException"), text(logged.get(0)));
   }
@@ -257,7 +257,7 @@ class RpcDispatchTest {
     List<String> heard = new CopyOnWriteArrayList<>();
     rpc.onStatus((from, status) -> heard.add(from + " " + status.id() + " " + status.viewId()));
     Address b = Util.createRandomAddress("b");
-    byte[] report = Wire.status(new Wire.PeerStatus("b", 7, 0, 0, 0, 0, 0));
+    byte[] report = Wire.status(new Wire.PeerStatus("b", 7, 0, 0, 0, 0, 0, 1));
 
     rpc.dispatch(new BytesMessage(null, report).setSrc(b), null);
     assertEquals(List.of(b + " b 7"), heard);

@@ -417,7 +417,7 @@ class WireFuzzTest {
       all.add(new Sample(PUSH, pushRequest(random)));
       all.add(new Sample(STATUS, new Wire.PeerStatus(string(random), random.nextLong(), random.nextLong(),
           random.nextLong(0, Long.MAX_VALUE), random.nextLong(0, Long.MAX_VALUE), random.nextLong(0, Long.MAX_VALUE),
-          random.nextInt(0, Integer.MAX_VALUE))));
+          random.nextInt(0, Integer.MAX_VALUE), random.nextLong(1, Long.MAX_VALUE))));
       all.add(new Sample(WRITE_REPLY, new Wire.WriteReply(processes(random), version(random), random.nextBoolean())));
       all.add(new Sample(GET_REPLY, random.nextBoolean() ? Optional.of(entry(random)) : Optional.empty()));
       all.add(new Sample(PAGE, new Store.Page(entries(random), random.nextBoolean()
@@ -428,7 +428,7 @@ class WireFuzzTest {
     all.add(new Sample(WRITE, new Wire.WriteRequest(least, Set.of(), 0)));
     all.add(new Sample(PULL, new Wire.PullRequest(0, List.of(), Store.Cursor.START, 0)));
     all.add(new Sample(PUSH, new Wire.PushRequest(Wire.PushKind.MIGRATION, "", List.of())));
-    all.add(new Sample(STATUS, new Wire.PeerStatus("", 0, 0, 0, 0, 0, 0)));
+    all.add(new Sample(STATUS, new Wire.PeerStatus("", 0, 0, 0, 0, 0, 0, 0)));
     all.add(new Sample(WRITE_REPLY, new Wire.WriteReply(Map.of(), new Version(0, ""), false)));
     all.add(new Sample(GET_REPLY, Optional.empty()));
     all.add(new Sample(PAGE, new Store.Page(List.of(), Optional.empty())));
@@ -448,7 +448,7 @@ class WireFuzzTest {
         Long.MIN_VALUE)), new Store.Cursor(Integer.MAX_VALUE, Optional.of(Store.Slot.of(longest))), Integer.MAX_VALUE)));
     all.add(new Sample(PUSH, new Wire.PushRequest(Wire.PushKind.REPAIR, longest, List.of(largest, largest))));
     all.add(new Sample(STATUS, new Wire.PeerStatus(longest, Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE,
-        Long.MAX_VALUE, Long.MAX_VALUE, Integer.MAX_VALUE)));
+        Long.MAX_VALUE, Long.MAX_VALUE, Integer.MAX_VALUE, Long.MAX_VALUE)));
     all.add(new Sample(WRITE_REPLY, new Wire.WriteReply(most, new Version(Version.MAX_STAMP, longest), true)));
     all.add(new Sample(GET_REPLY, Optional.of(largest)));
     all.add(new Sample(PAGE, new Store.Page(List.of(largest), Optional.of(new Store.Cursor(Integer.MAX_VALUE,

@@ -67,8 +67,10 @@ class WireTest {
     assertEquals(beaten, Wire.readWriteReply(body(Wire.writeReply(beaten), Wire.OK)));
     assertEquals(List.of("c", "a"), List.copyOf(decodedReply.stored()), "in the order sent");
 
-    Wire.PeerStatus s = new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0);
+    Wire.PeerStatus s = new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0, 41);
     assertEquals(s, Wire.readStatus(body(Wire.status(s), Wire.OP_STATUS)));
+    Wire.PeerStatus last = new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0, Long.MAX_VALUE);
+    assertEquals(Long.MAX_VALUE, Wire.readStatus(body(Wire.status(last), Wire.OP_STATUS)).sequence(), "all 64 bits");
 
     Store.Page page = new Store.Page(List.of(gone), Optional.of(new Store.Cursor(0, Optional.of(Store.Slot.of("k2")))));
     assertEquals(page, Wire.readPage(body(Wire.page(page), Wire.OK)));
@@ -96,7 +98,7 @@ class WireTest {
             Optional.of(Store.Slot.of("k9"))), 1000)),
         Wire.push(new Wire.PushRequest(Wire.PushKind.MIGRATION, "p3", List.of(e, gone))),
         Wire.writeReply(new Wire.WriteReply(storedBy, new Version(9, "c"), true)),
-        Wire.status(new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0)),
+        Wire.status(new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0, 41)),
         Wire.page(new Store.Page(List.of(gone), Optional.empty())),
         Wire.getReply(Optional.of(e)),
         Wire.error("no"))) {
@@ -104,7 +106,7 @@ class WireTest {
     }
     String digest = HexFormat.of().formatHex(
         MessageDigest.getInstance("SHA-256").digest(all.toByteArray()));
-    assertEquals("ringmaster-demo/6 c2de115a20f282a88fe6320db8c721a44cbe7425fb63bcc9de04c8b130f2ff07", Wire.APPLICATION_VERSION + " " + digest,
+    assertEquals("ringmaster-demo/7 f10a0f9e57972a98ac69b771efccfe146bdedc68e4f10231836edf9777ab2e6f", Wire.APPLICATION_VERSION + " " + digest,
         "a message's layout changed: change Wire.APPLICATION_VERSION, then the digest here");
   }
 
@@ -223,7 +225,7 @@ class WireTest {
     messages.put(Wire.pull(new Wire.PullRequest(12, List.of(new KeyRange(5, -5)),
         new Store.Cursor(1, Optional.of(Store.Slot.of("k9"))), 1000)), Wire::readPull);
     messages.put(Wire.push(new Wire.PushRequest(Wire.PushKind.MIGRATION, "p3", List.of(e, gone))), Wire::readPush);
-    messages.put(Wire.status(new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0)), Wire::readStatus);
+    messages.put(Wire.status(new Wire.PeerStatus("p1", 3, -99, 10, 20, 1, 0, 41)), Wire::readStatus);
     messages.put(Wire.writeReply(new Wire.WriteReply(Map.of("c", new UUID(-1, 7)), new Version(9, "c"), true)),
         Wire::readWriteReply);
     messages.put(Wire.getReply(Optional.of(e)), Wire::readGetReply);
