@@ -897,8 +897,9 @@ public final class Ringmaster implements AutoCloseable {
    * say: that listener, removed, never heard the node leave), and when a crash (the test kit's
    * {@code LocalCluster.crash}) cut that wait short. Another
    * listener whose {@link Registration} was closed, even during that wait, is no
-   * longer one of the node's and is not counted. A process about to exit can log it, or exit with
-   * a status that says whether its data was handed on.
+   * longer one of the node's and is not counted, nor is one being added as close() runs whose
+   * executor refused its first change (its add throws: it was never added). A process about to
+   * exit can log it, or exit with a status that says whether its data was handed on.
    */
   public boolean leftIdle() {
     return leftIdle;

@@ -366,7 +366,9 @@ final class SerialDelivery<E> implements Registration {
         for (E event : queue) {
           leaving |= isLeaving(event);
         }
-        if (leaving && !removedBefore && owner instanceof Ringmaster node) {
+        // Not for a first launch: its add throws, so the listener was never added, and the LEAVING
+        // change queued behind its first (a close() under way) is no hand-off the node missed.
+        if (leaving && !first && !removedBefore && owner instanceof Ringmaster node) {
           node.leavingRefused(); // before the listener counts as idle: close() reads it once they all are
         }
         queue.clear();

@@ -1414,6 +1414,53 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * A listener added while close() runs, on an executor the application has already shut down,
+   * whose add hands its first change over only once the LEAVING change was queued for it too: the
+   * add throws, so the listener was never one of the node's, and the LEAVING change its executor
+   * refused with that first change is no hand-off the node missed: leftIdle() still says yes.
+   */
+  @Test
+  void close_whileAListenerIsAddedOnAShutDownExecutor_leftIdleCountsOnlyTheListenersAdded() throws Exception {
+    ExecutorService shutDown = Executors.newSingleThreadExecutor();
+    shutDown.shutdown();
+    ExecutorService adder = Executors.newSingleThreadExecutor();
+    try (TestCluster cluster = new TestCluster("added-while-leaving")) {
+      cluster.start("a");
+      CountDownLatch leavingQueued = new CountDownLatch(1);
+      Ringmaster b = cluster.start(cluster.builder("b").leaveTimeout(Duration.ofMinutes(1)),
+          n -> n.addOwnershipListener(change -> {
+            if (change.reason() == OwnershipChange.Reason.LEAVING) {
+              leavingQueued.countDown(); // queued for every listener at once, the one being added too
+            }
+          }));
+      CountDownLatch handingOver = new CountDownLatch(1);
+      Executor slowToRefuse = task -> {
+        handingOver.countDown();
+        try {
+          leavingQueued.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        shutDown.execute(task); // refused: shut down
+      };
+      CompletableFuture<Registration> added = CompletableFuture.supplyAsync(
+          () -> b.addOwnershipListener(change -> { }, slowToRefuse), adder);
+      assertTrue(handingOver.await(WAIT.toMillis(), TimeUnit.MILLISECONDS), "the first change is being handed over");
+      b.close();
+      ExecutionException e = assertThrows(ExecutionException.class, () -> added.get(WAIT.toMillis(),
+          TimeUnit.MILLISECONDS));
+      // Refused by its executor, or, if close() stopped the node's pools first, as for a closed node:
+      // either way, not added.
+      assertTrue(e.getCause() instanceof RejectedExecutionException || e.getCause() instanceof IllegalStateException,
+          String.valueOf(e.getCause()));
+      assertEquals(0, leavingQueued.getCount(), "the LEAVING change was queued while the add went on");
+      assertTrue(b.leftIdle(), "the listener that was never added is none of the node's: the others were all done");
+    } finally {
+      adder.shutdownNow();
+    }
+  }
+
   /** Whether {@code t} is waiting, inside a method named {@code method} of {@link Ringmaster}. */
   private static boolean waitingIn(Thread t, String method) {
     Thread.State state = t.getState();
