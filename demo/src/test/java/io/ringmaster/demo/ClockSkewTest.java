@@ -71,9 +71,10 @@ class ClockSkewTest extends WithPeerCluster {
     cluster = new PeerCluster("clock-skew-moving", 1);
     // "behind" first, so that "ahead" joins it and "ahead" serves its first pull to "joiner".
     cluster.awaitReady(cluster.start("behind", "behind", Map.of(TestingAids.CLOCK_OFFSET, "-60000")));
-    // A round of pulls makes 5 attempts in 2 s, and the rounds after it wait 2, 4, 8, 16 s: "ahead"
-    // refuses four rounds, so the joiner's pull is still under way about 38 s after it joined.
-    cluster.awaitReady(cluster.start("ahead", "ahead", Map.of(TestingAids.REFUSE_PULLS, "20")));
+    // A round of pulls makes 5 attempts in 2 s, and the rounds after it wait 2, 4, 8 s: "ahead"
+    // refuses three rounds, so the joiner's pull is still under way about 20 s after it joined,
+    // several times what the writes below take, and fails the test below if it ever is not.
+    cluster.awaitReady(cluster.start("ahead", "ahead", Map.of(TestingAids.REFUSE_PULLS, "15")));
     cluster.awaitSettled(List.of("behind", "ahead"), Duration.ofSeconds(60));
     HashRing before = ring("behind", "ahead");
     HashRing after = ring("behind", "ahead", "joiner");
