@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.InetAddress;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.jgroups.Address;
+import org.jgroups.stack.IpAddress;
 import org.junit.jupiter.api.Test;
 
 /** A peer counts as ready (serving requests) once the process that holds its id now has reported. */
@@ -86,6 +88,19 @@ class PeerDirectoryTest {
     directory.accept(restarted, status("b", 8, 1));
     assertEquals(status("b", 8, 1), directory.report("b").orElseThrow().status());
     assertTrue(directory.hasReported("b"), "the new process reported");
+  }
+
+  /**
+   * Reports from an address that names no process cannot be told apart from another process's:
+   * the last to arrive is kept, whatever its number.
+   */
+  @Test
+  void reportsFromAnAddressNamingNoProcess_theLastToArriveIsKept() {
+    Address noProcess = new IpAddress(InetAddress.getLoopbackAddress(), 7800);
+    assertEquals(Optional.empty(), Routing.process(noProcess));
+    directory.accept(noProcess, status("b", 8, 2));
+    directory.accept(noProcess, status("b", 7, 1));
+    assertEquals(status("b", 7, 1), directory.report("b").orElseThrow().status());
   }
 
   /**
