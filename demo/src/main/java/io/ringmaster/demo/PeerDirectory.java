@@ -18,10 +18,12 @@ import org.jgroups.Address;
  *
  * <p>Reports go out of band, so two from one sender may arrive in the reverse order. Each carries
  * its sender's {@linkplain Wire.PeerStatus#sequence() sequence number}, counted up by the process
- * that sends it, and a report never replaces a later one from the same process: otherwise the older
- * one (a previous view, its checksum) would stand until the next report, up to a second later. The
- * process is the sender's JGroups address, new for every process: a peer restarted under its id
- * counts from 1 again, and its reports replace those of its old process whatever their numbers.
+ * that sends it, and a report never replaces a later one from the same JGroups address: otherwise
+ * the older one (a previous view, its checksum) would stand until the next report, up to a second
+ * later. An address is new for every process, and for every rejoin of one (whose numbers go on): a
+ * peer restarted under its id counts from 1 again, and the reports of a new address replace those
+ * of the old one whatever their numbers (as would a report of the old address arriving after them,
+ * until the next).
  */
 final class PeerDirectory {
   /** A report is current if at most this old (in ms); older means the peer stopped reporting. */
