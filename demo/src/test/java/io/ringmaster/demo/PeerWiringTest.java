@@ -166,7 +166,8 @@ class PeerWiringTest {
     String cluster = InJvmPeer.clusterName("peer-wiring-retry");
     int portA = PeerCluster.freePort();
     int portB = PeerCluster.freePort();
-    // The first pull and the first retry fail, five attempts each: the retry succeeds 6 s after the pull.
+    // The first pull and the first retry (2 s after it) fail, five attempts in 2 s each: the next retry,
+    // 4 s after that one, succeeds about 10 s after the pull began.
     startWith(TestingAids.REFUSE_PULLS, Integer.toString(2 * Transfers.ATTEMPTS), cluster, "a", portA);
     int keys = 20;
     for (int i = 0; i < keys; i++) {
