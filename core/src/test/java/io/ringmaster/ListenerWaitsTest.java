@@ -172,6 +172,37 @@ class ListenerWaitsTest {
   }
 
   /**
+   * A callback that waits for every listener, its own among them (a listener calling
+   * awaitListeners()), does not wait for its own: that counts as idle, not as a circle, and the
+   * wait ends idle once the others are.
+   */
+  @Test
+  void await_fromACallback_forItsOwnListenerAmongOthers_endsIdle() throws Exception {
+    ListenerWaits waits = new ListenerWaits();
+    ExecutorService ownThread = Executors.newSingleThreadExecutor();
+    ExecutorService otherThread = Executors.newSingleThreadExecutor();
+    try {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      Object owner = new Object();
+      SerialDelivery<String> other = new SerialDelivery<>("other", e -> { }, otherThread, owner, () -> { });
+      CompletableFuture<ListenersState> result = new CompletableFuture<>();
+      @SuppressWarnings("unchecked")
+      SerialDelivery<String>[] own = new SerialDelivery[1];
+      own[0] = new SerialDelivery<>("own", e -> waitFor(waits, List.of(own[0], other), own[0], deadline, result),
+          ownThread, owner, () -> { });
+
+      other.submit("change");
+      own[0].submit("change");
+
+      assertEquals(ListenersState.IDLE, result.get(30, TimeUnit.SECONDS), "its own listener is not waited for");
+      assertEquals(List.of(), waits.names(), "no wait left");
+    } finally {
+      ownThread.shutdownNow();
+      otherThread.shutdownNow();
+    }
+  }
+
+  /**
    * Starts l2, whose callback on {@code thread} waits for {@code l1}, its result going to
    * {@code later}; returns once that wait waits for l1, or has stopped.
    */

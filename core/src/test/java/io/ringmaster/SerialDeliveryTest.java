@@ -441,6 +441,32 @@ class SerialDeliveryTest {
   }
 
   /**
+   * A listener removed while its launch is under way (its registration closed as the executor takes
+   * the callback, which it then refuses, shut down meanwhile): the refusal is said only at DEBUG,
+   * since no listener is left to report it for; it is no refusal of the listener, which was removed
+   * once, by the close.
+   */
+  @Test
+  void aRefusal_afterTheRegistrationWasClosedDuringTheLaunch_isOnlyDebug() throws Exception {
+    AtomicInteger removed = new AtomicInteger();
+    @SuppressWarnings("unchecked")
+    SerialDelivery<String>[] delivery = new SerialDelivery[1];
+    delivery[0] = new SerialDelivery<>("closing listener", event -> { }, task -> {
+      delivery[0].close();
+      throw new RejectedExecutionException("shut down");
+    }, new Object(), removed::incrementAndGet);
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("refused"))) {
+      assertDoesNotThrow(() -> delivery[0].submit("change"));
+      assertEquals(List.of(Level.FINE), log.levels());
+      assertEquals(List.of("closing listener: removed; its executor refused a callback after that"
+          + " (java.util.concurrent.RejectedExecutionException: shut down)"), log.messages());
+    }
+    assertFalse(delivery[0].refused(), "no refusal of the listener");
+    assertEquals(1, removed.get(), "removed once, by the close");
+    assertTrue(delivery[0].awaitIdle(System.nanoTime(), runner -> false), "nothing left running");
+  }
+
+  /**
    * The first callback ran; a later one, refused before the adding thread checks, removes the
    * listener as any refusal does, but does not make the add fail: the listener was added, and has
    * already had its first callback.
