@@ -286,6 +286,43 @@ class RingBeforeJoinTest {
     }
   }
 
+  /**
+   * The bound on an account's tokens is four times the view's ring once that is more than
+   * {@link RingsBefore#MAX_TOKENS}: a view whose ring has just over a quarter of it (a large member
+   * that stays) takes an account of exactly four times its ring, which is built, not ignored.
+   */
+  @Test
+  void newcomer_anAccountOfExactlyFourTimesALargeViewsRing_isBuilt() {
+    Address a = A.newAddress();
+    Address c = C.newAddress();
+    Address b = B.newAddress();
+    Member large = new Member("a", (double) (RingsBefore.MAX_TOKENS / 4) / 64, ""); // 2^20 tokens
+    HashRing viewRing = HashRing.builder().virtualNodes(64).add(large).add(B.member()).add(C.member()).build();
+    long bound = 4L * viewRing.tokenCount();
+    assertTrue(bound > RingsBefore.MAX_TOKENS, "four times the view's ring is the bound");
+    Member gone = new Member("gone", (double) (bound - RingsBefore.MAX_TOKENS / 4) / 64, "");
+    RingsBefore rings = new RingsBefore("b", Duration.ofSeconds(1));
+    try (NodeLog log = new NodeLog(r -> r.getMessage().contains("ignored an account of the ring before"))) {
+      rings.arrived(5, (UUID) a, List.of(large, gone), a);
+      HashRing before = rings.forFirstView(View.create(a, 5, a, c, b), viewRing, 3, b);
+      assertEquals(List.of(), log.records());
+      assertEquals(bound, before.tokenCount(), "the account's ring, at the bound");
+      assertEquals(List.of("a", "gone"), before.members().stream().map(Member::id).toList());
+    }
+  }
+
+  /**
+   * A newcomer's first view waits for an account at most 5 s, or half of startTimeout if that is
+   * less, which leaves start() the other half for the rest.
+   */
+  @Test
+  void firstViewWait_isHalfTheStartTimeout_upToFiveSeconds() {
+    assertEquals(Duration.ofSeconds(1), RingsBefore.timeout(Duration.ofSeconds(2)));
+    assertEquals(Duration.ofMillis(4_999), RingsBefore.timeout(Duration.ofMillis(9_998)));
+    assertEquals(Duration.ofSeconds(5), RingsBefore.timeout(Duration.ofSeconds(10)));
+    assertEquals(Duration.ofSeconds(5), RingsBefore.timeout(Duration.ofMinutes(1)));
+  }
+
   @Test
   void newcomer_answerForAnotherView_isIgnored_andTheRingWithoutItStandsInAfterTheWait() throws Exception {
     Address a = A.newAddress();
