@@ -1,6 +1,7 @@
 package io.ringmaster;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -619,6 +620,32 @@ class RefusalAndConfigTest {
       assertEquals(List.of(), seen);
     } finally {
       applicationPool.shutdownNow();
+    }
+  }
+
+  /**
+   * The same race won the other way: the executor runs the listener's first callback, and the close
+   * comes as it returns, before the add has checked for a refusal. The listener was added and heard
+   * the current ownership, so adding returns its registration rather than failing as for a node
+   * closed before the call.
+   */
+  @Test
+  void addingAListener_whenTheNodeClosesJustAfterItsExecutorRanTheFirstCallback_returnsItsRegistration() {
+    try (TestCluster cluster = new TestCluster("closed-after-added")) {
+      Ringmaster a = cluster.start(cluster.builder("a").leaveTimeout(Duration.ZERO));
+      AtomicBoolean closed = new AtomicBoolean();
+      Executor closesAfterTheFirst = task -> {
+        task.run();
+        if (closed.compareAndSet(false, true)) {
+          a.close();
+        }
+      };
+      List<OwnershipChange.Reason> seen = new CopyOnWriteArrayList<>();
+      Registration registration = assertDoesNotThrow(
+          () -> a.addOwnershipListener(change -> seen.add(change.reason()), closesAfterTheFirst));
+      assertTrue(closed.get(), "the node closed while the listener was added");
+      assertEquals(OwnershipChange.Reason.INITIAL, seen.get(0), seen.toString());
+      assertTrue(registration.isActive(), "a node's close() leaves its listeners registered");
     }
   }
 
