@@ -78,21 +78,24 @@ final class Peer implements AutoCloseable {
    * 4,096 waiting: beyond that the JDK server closes the new connection instead of queueing it
    * without limit.
    */
+  /** Every thread of the pools below: a stop waits until each has ended. */
+  private final OwnThreads threads = new OwnThreads();
   private final ExecutorService httpThreads = new ThreadPoolExecutor(64, 64, 0, TimeUnit.MILLISECONDS,
-      new ArrayBlockingQueue<>(4_096), daemons("http"));
+      new ArrayBlockingQueue<>(4_096), threads.named("http"));
   private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,
-      new SynchronousQueue<>(), daemons("rpc"));
-  private final ScheduledExecutorService rpcTimer = timer("rpc-timer");
+      new SynchronousQueue<>(), threads.named("rpc"));
+  private final ScheduledExecutorService rpcTimer = timer(threads.named("rpc-timer"));
   /** Sweeps and repairs, one at a time: both may wait seconds on pushes. */
-  private final ScheduledExecutorService maintenance = Executors.newSingleThreadScheduledExecutor(daemons("sweep"));
+  private final ScheduledExecutorService maintenance = Executors.newSingleThreadScheduledExecutor(
+      threads.named("sweep"));
   /**
    * Pull retries, on a thread of their own: one against a source that is live but slow can take
    * tens of seconds a page, and sweeps and repairs would wait for it.
    */
   private final ScheduledExecutorService pullRetrier = Executors.newSingleThreadScheduledExecutor(
-      daemons("pull-retries"));
+      threads.named("pull-retries"));
   /** The status reports; package-private so that a test can hold its thread up. */
-  final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(daemons("status"));
+  final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(threads.named("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final Counters counters = new Counters();
   private final Store store = new Store();
@@ -466,6 +469,14 @@ final class Peer implements AutoCloseable {
         running.add(pool.getKey());
       }
     }
+    if (!interrupted) {
+      try {
+        // A pool has ended once its last worker left its loop: the threads end a moment later.
+        threads.awaitEnded(deadline);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
     if (!running.isEmpty()) {
       LOG.log(Level.WARNING, "{0}: threads still running {1} ms after the stop, left behind: {2}",
           node.config().nodeId(), Long.toString(THREADS_GRACE.toMillis()), running);
@@ -476,19 +487,14 @@ final class Peer implements AutoCloseable {
   }
 
   /** A timer whose cancelled tasks leave its queue at once: every call's timeout is cancelled when it answers. */
-  private static ScheduledExecutorService timer(String name) {
-    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1,
-        daemons(name));
+  private static ScheduledExecutorService timer(ThreadFactory threads) {
+    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, threads);
     t.setRemoveOnCancelPolicy(true);
     return t;
   }
 
   static ThreadFactory daemons(String prefix) {
     AtomicInteger n = new AtomicInteger();
-    return r -> {
-      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    };
+    return r -> OwnThreads.daemon(r, prefix + "-" + n.incrementAndGet());
   }
 }
