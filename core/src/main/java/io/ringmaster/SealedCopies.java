@@ -28,9 +28,10 @@ import org.jgroups.Address;
  * from that sender. (A series to this node needs no such floor: everything sealed for this
  * node's address was sent to it.)
  *
- * <p>What gets through: a number this node never took that is above the highest it took, or
- * among the last {@value #WINDOW} up to it (one sent to all while it was on the other side of a
- * partition, say); and any message of a sender this node has forgotten. A member that leaves the
+ * <p>What gets through: a number this node never took that is above the highest it took, or,
+ * while its sender is in the view, among the last {@value #WINDOW} up to it (one sent to all while
+ * it was on the other side of a partition, say; once a member has left, only its numbers above the
+ * highest taken); and any message of a sender this node has forgotten. A member that leaves the
  * view is remembered until {@code departedKept} other members have left after it; a sender that
  * was in no view this node installed (a joiner, say), until {@value #STRANGERS_KEPT} others
  * like it have been heard from.
@@ -122,8 +123,20 @@ final class SealedCopies {
     strangers.trim();
   }
 
-  /** Counts the sender outside the view: among the members that left, or the strangers. */
+  /**
+   * Counts the sender outside the view: among the members that left, or the strangers. A member
+   * that leaves has its windows closed: a number it sealed below the highest taken from it, and
+   * never taken (one lost on the way, or held back by someone on the path), is dropped from now on,
+   * since a copy of it could only come from someone who recorded it, and the join request among
+   * them would admit, under its address, a member that nobody runs. Its newer numbers are still
+   * taken (a member back after a partition, its merge).
+   */
   private void goOutside(Address sender, Sender s) {
+    if (s.wasMember) {
+      for (Window w : s.series) {
+        w.close();
+      }
+    }
     s.outside = s.wasMember ? departed : strangers;
     s.outsideSince = changes;
     s.outside.add(sender, changes);
@@ -230,6 +243,13 @@ final class SealedCopies {
       }
       mark(seal);
       return true;
+    }
+
+    /** Takes every number up to the highest as taken: only newer ones get through. */
+    synchronized void close() {
+      if (any) {
+        Arrays.fill(taken, -1L);
+      }
     }
 
     private void mark(long seal) {

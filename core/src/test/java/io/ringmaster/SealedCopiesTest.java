@@ -269,6 +269,40 @@ class SealedCopiesTest {
   }
 
   /**
+   * A number a member sealed and this node never took (lost on the way, or held back by someone on
+   * the path, like a join request's first try), below the highest taken from it, is taken while
+   * the member is in the view, and dropped once it has left, in each of its four series: sent
+   * again then, a join request would admit under its address a member that nobody runs. Its newer
+   * numbers still get through (a member back after a partition).
+   */
+  @Test
+  void aNumberNeverTakenBelowTheHighest_isDroppedOnceItsSenderLeft_newerOnesTaken() {
+    SealedCopies copies = new SealedCopies(16);
+    Address stays = UUID.randomUUID();
+    Address leaves = UUID.randomUUID();
+    copies.retain(Set.of(stays, leaves));
+    for (boolean toAll : new boolean[] {false, true}) {
+      for (boolean outOfBand : new boolean[] {false, true}) {
+        assertTrue(copies.admit(leaves, toAll, outOfBand, 100));
+        assertTrue(copies.admit(leaves, toAll, outOfBand, 102), "101 never taken");
+        assertTrue(copies.admit(stays, toAll, outOfBand, 100));
+        assertTrue(copies.admit(stays, toAll, outOfBand, 102));
+      }
+    }
+    assertTrue(copies.admit(stays, false, false, 101), "in the view: the number on its way is taken");
+    copies.retain(Set.of(stays));
+    for (boolean toAll : new boolean[] {false, true}) {
+      for (boolean outOfBand : new boolean[] {false, true}) {
+        String series = (toAll ? "to all" : "to this node") + (outOfBand ? ", out of band" : "");
+        assertFalse(copies.admit(leaves, toAll, outOfBand, 101), series + ": never taken, sent after it left");
+        assertTrue(copies.admit(leaves, toAll, outOfBand, 103), series + ": newer than all taken");
+        assertFalse(copies.admit(leaves, toAll, outOfBand, 103), series + ": its copy");
+      }
+    }
+    assertTrue(copies.admit(stays, true, true, 101), "a member's windows stay open through the view change");
+  }
+
+  /**
    * Senders never in a view (joiners, or the old addresses of copies sent again) are counted apart
    * from the members that left, and bounded, between view changes too: however many, they make
    * this node forget no member, not even one first heard from after the view that added it.

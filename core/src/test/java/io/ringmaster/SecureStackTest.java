@@ -623,6 +623,46 @@ class SecureStackTest {
     }
   }
 
+  /**
+   * A join request that a member sealed and the coordinator never took (held back by someone on
+   * the path: b's first try, say, answered by its next), sent by that someone after the member
+   * left, is dropped by the encryption: its number, below the highest taken from b, was never
+   * taken, and taken then it would admit, under b's address and id, a member that nobody runs,
+   * with no need for the coordinator to forget b first. Here b's own encryption seals the request
+   * as its GMS would and keeps it; b then sends a out of band one more message, which a takes.
+   */
+  @Test
+  void aSealedJoinRequestTheCoordinatorNeverTook_sentAfterTheMemberLeft_isDropped() throws Exception {
+    try (TestCluster cluster = new TestCluster("secure-join-held")) {
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(STACK).bindPort(7957)
+          .initialHosts("127.0.0.1[7957]").secret("s3cret-held"));
+      WireTap aBelow = tap(a, ProtocolStack.Position.BELOW, p -> false);
+      WireTap aAbove = tap(a, ProtocolStack.Position.ABOVE, p -> p.equals("wiretap:after"));
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(STACK).bindPort(7958)
+          .initialHosts("127.0.0.1[7957]").secret("s3cret-held"));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      Address aAddress = a.channel().getAddress();
+      Address bAddress = b.channel().getAddress();
+
+      SharedSecretEncrypt encryptionOfB = b.channel().getProtocolStack().findProtocol(SharedSecretEncrypt.class);
+      AUTH authOfB = b.channel().getProtocolStack().findProtocol(AUTH.class);
+      Message held = encryptionOfB.encrypt(new EmptyMessage(aAddress).setFlag(Message.Flag.OOB)
+          .putHeader(ClassConfigurator.getProtocolId(GMS.class), new GMS.GmsHeader(GMS.GmsHeader.JOIN_REQ, bAddress))
+          .putHeader(ClassConfigurator.getProtocolId(AUTH.class), new AuthHeader(authOfB.getAuthToken())));
+      WireTap bAbove = tap(b, ProtocolStack.Position.ABOVE, p -> false);
+      bAbove.sendDown(WireTap.probe(aAddress, "after").setFlag(Message.Flag.OOB));
+      await("a takes b's next message").atMost(WAIT).until(() -> aAbove.probesUp().contains("wiretap:after"));
+
+      b.close();
+      await("a alone").atMost(WAIT).until(() -> a.channel().getView().size() == 1);
+      long opened = aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count();
+      aBelow.up(held.setSrc(bAddress));
+      assertEquals(opened, aAbove.passedUp.stream().filter(m -> m.headers().contains("JOIN_REQ")).count(),
+          "the join request a never took got past a's encryption after b left");
+      assertEquals(1, a.channel().getView().size());
+    }
+  }
+
   @Test
   void joinProof_isGoodForTheJoinersOwnAddressOnly() throws Exception {
     Address joiner = UUID.randomUUID();
