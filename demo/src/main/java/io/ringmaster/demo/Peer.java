@@ -73,13 +73,13 @@ final class Peer implements AutoCloseable {
    * waiting for an HTTP thread included; the JDK server checks once a second.
    */
   static final int MAX_REQUEST_SECONDS = 10;
+  /** Every thread of the pools below: a stop waits until each has ended. */
+  private final OwnThreads threads = new OwnThreads();
   /**
    * 64 requests served at once (a write may wait seconds for an unreachable owner) and at most
    * 4,096 waiting: beyond that the JDK server closes the new connection instead of queueing it
    * without limit.
    */
-  /** Every thread of the pools below: a stop waits until each has ended. */
-  private final OwnThreads threads = new OwnThreads();
   private final ExecutorService httpThreads = new ThreadPoolExecutor(64, 64, 0, TimeUnit.MILLISECONDS,
       new ArrayBlockingQueue<>(4_096), threads.named("http"));
   private final ExecutorService rpcWorkers = new ThreadPoolExecutor(4, 256, 30, TimeUnit.SECONDS,
