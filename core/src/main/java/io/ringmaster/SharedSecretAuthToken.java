@@ -62,7 +62,10 @@ public class SharedSecretAuthToken extends AuthToken {
         && gms.getMember() != null && !gms.getMember().equals(msg.getSrc())) {
       return false;
     }
-    return MessageDigest.isEqual(other.proof, mac(msg.getSrc()));
+    // This node's own token, not read from the wire: a message to itself (the merge leader's merge
+    // request to itself), which UNICAST3 hands back up before the encryption, so never written out.
+    byte[] presented = other == this ? computeProofForSelf() : other.proof;
+    return MessageDigest.isEqual(presented, mac(msg.getSrc()));
   }
 
   @Override
