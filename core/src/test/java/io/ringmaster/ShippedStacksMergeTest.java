@@ -54,7 +54,7 @@ class ShippedStacksMergeTest {
     try (TestCluster cluster = new TestCluster("shipped-merge-" + file)) {
       Map<Ringmaster, OwnershipRecorder> recorders = new HashMap<>();
       List<Ringmaster> all = new ArrayList<>();
-      withProperties(udp ? UDP_GROUP : QUICK_TCP_DETECTOR, () -> {
+      SystemProperties.with(udp ? UDP_GROUP : QUICK_TCP_DETECTOR, List.of(), () -> {
         for (String id : List.of("a", "b", "c")) {
           Ringmaster.Builder builder = cluster.builder(id).jgroupsConfig(stack).bindAddress("127.0.0.1")
               .bindPort(7975 + all.size());
@@ -63,6 +63,7 @@ class ShippedStacksMergeTest {
           }
           all.add(cluster.startRecorded(builder, recorders));
         }
+        return null;
       });
       Ringmaster a = all.get(0);
       Ringmaster b = all.get(1);
@@ -118,23 +119,6 @@ class ShippedStacksMergeTest {
   private static String replace(String stack, String setting, String by) {
     assertTrue(stack.contains(setting), "lan-udp.xml has no " + setting);
     return stack.replace(setting, by);
-  }
-
-  /** Runs {@code body} with {@code properties} set, then gives each property back its value from before. */
-  private static void withProperties(Map<String, String> properties, Runnable body) {
-    Map<String, String> before = new HashMap<>();
-    properties.forEach((name, value) -> before.put(name, System.setProperty(name, value)));
-    try {
-      body.run();
-    } finally {
-      before.forEach((name, value) -> {
-        if (value == null) {
-          System.clearProperty(name);
-        } else {
-          System.setProperty(name, value);
-        }
-      });
-    }
   }
 
   private static Set<String> ids(Ringmaster node) {

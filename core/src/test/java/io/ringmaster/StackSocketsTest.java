@@ -12,7 +12,6 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -192,25 +191,8 @@ class StackSocketsTest {
     assertTrue(opened.stream().allMatch(Socket::tcp), "no UDP: " + opened);
   }
 
-  interface Start<T> {
-    T call() throws Exception;
-  }
-
   /** Runs {@code start} with the network variables {@code properties} alone set, putting back what was there. */
-  private static <T> T withProperties(Map<String, String> properties, Start<T> start) throws Exception {
-    Map<String, String> outside = new HashMap<>();
-    NETWORK_PROPERTIES.forEach(n -> outside.put(n, System.clearProperty(n)));
-    properties.forEach(System::setProperty);
-    try {
-      return start.call();
-    } finally {
-      outside.forEach((n, v) -> {
-        if (v == null) {
-          System.clearProperty(n);
-        } else {
-          System.setProperty(n, v);
-        }
-      });
-    }
+  private static <T> T withProperties(Map<String, String> properties, SystemProperties.Call<T> start) throws Exception {
+    return SystemProperties.with(properties, NETWORK_PROPERTIES, start);
   }
 }
