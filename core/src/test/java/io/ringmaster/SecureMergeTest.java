@@ -9,14 +9,12 @@ import io.ringmaster.ring.Member;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.jgroups.Address;
 import org.jgroups.EmptyMessage;
 import org.jgroups.Message;
 import org.jgroups.conf.ClassConfigurator;
-import org.jgroups.protocols.AUTH;
 import org.jgroups.protocols.FRAG2;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.ProtocolStack;
@@ -113,17 +111,8 @@ class SecureMergeTest {
    */
   @Test
   void theNodesOwnTokenNeverWritten_admitsItsMergeRequestToItself_underNoOtherSender() throws Exception {
-    SharedSecretAuthToken token = new SharedSecretAuthToken();
-    SharedSecret.forNextStack(Optional.of("s3cret-merge"));
-    try {
-      token.init();
-    } finally {
-      SharedSecret.forNextStack(Optional.empty());
-    }
-    AUTH auth = new AUTH();
-    token.setAuth(auth);
     Address self = UUID.randomUUID();
-    auth.setAddress(self);
+    SharedSecretAuthToken token = SecureStackTest.token(self, "s3cret-merge");
     assertTrue(token.authenticate(token, mergeRequest(self, self)), "its own merge request, to itself");
     Address other = UUID.randomUUID();
     assertFalse(token.authenticate(token, mergeRequest(other, self)), "the same token under another sender");

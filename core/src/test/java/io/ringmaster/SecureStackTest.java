@@ -749,7 +749,7 @@ class SecureStackTest {
   }
 
   /** A token of a stack whose address is {@code self}, initialized with {@code secret}. */
-  private static SharedSecretAuthToken token(Address self, String secret) throws Exception {
+  static SharedSecretAuthToken token(Address self, String secret) throws Exception {
     SharedSecretAuthToken token = new SharedSecretAuthToken();
     SharedSecret.forNextStack(Optional.of(secret));
     try {
