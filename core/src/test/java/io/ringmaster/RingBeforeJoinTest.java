@@ -311,18 +311,6 @@ class RingBeforeJoinTest {
     }
   }
 
-  /**
-   * A newcomer's first view waits for an account at most 5 s, or half of startTimeout if that is
-   * less, which leaves start() the other half for the rest.
-   */
-  @Test
-  void firstViewWait_isHalfTheStartTimeout_upToFiveSeconds() {
-    assertEquals(Duration.ofSeconds(1), RingsBefore.timeout(Duration.ofSeconds(2)));
-    assertEquals(Duration.ofMillis(4_999), RingsBefore.timeout(Duration.ofMillis(9_998)));
-    assertEquals(Duration.ofSeconds(5), RingsBefore.timeout(Duration.ofSeconds(10)));
-    assertEquals(Duration.ofSeconds(5), RingsBefore.timeout(Duration.ofMinutes(1)));
-  }
-
   @Test
   void newcomer_answerForAnotherView_isIgnored_andTheRingWithoutItStandsInAfterTheWait() throws Exception {
     Address a = A.newAddress();
