@@ -303,6 +303,61 @@ class SealedCopiesTest {
   }
 
   /**
+   * Closing a window marks every bit of its ring taken, those of the numbers above the highest
+   * too: they must be freed as the window moves forward, or a member back after a partition, or
+   * merged back, would have its newer messages dropped as copies. After its sender leaves (and
+   * again after it is back in the view and leaves once more), a long run of newer numbers, each
+   * reached by a jump of 1, less than, exactly or more than {@value SealedCopies#WINDOW} ahead and
+   * the numbers skipped then filled in from the top down: each within the window is taken exactly
+   * once, in each of the four series.
+   */
+  @Test
+  void newerNumbersOfAMemberThatLeft_eachTakenOnce_whateverTheJumpsAfterItsWindowsClosed() {
+    SealedCopies copies = new SealedCopies(16);
+    Address stays = UUID.randomUUID();
+    Address leaves = UUID.randomUUID();
+    copies.retain(Set.of(stays, leaves));
+    long first = 1_000_000_000_003L; // not on a word of the ring
+    long[] highest = new long[4];
+    for (int series = 0; series < 4; series++) {
+      assertTrue(copies.admit(leaves, series >= 2, series % 2 == 1, first));
+      assertTrue(copies.admit(leaves, series >= 2, series % 2 == 1, first + 2), "first + 1 never taken");
+      highest[series] = first + 2;
+    }
+    long[] jumps = {1, 1, 2, 7, 63, 64, 65, W / 2, W - 1, W, 1, W + 1, 3, 3 * W + 5, W, 1};
+    for (Set<Address> view : List.of(Set.of(stays), Set.of(stays, leaves), Set.of(stays))) {
+      copies.retain(view);
+      boolean left = !view.contains(leaves);
+      for (int series = 0; series < 4; series++) {
+        boolean toAll = series >= 2;
+        boolean outOfBand = series % 2 == 1;
+        String name = (toAll ? "to all" : "to this node") + (outOfBand ? ", out of band" : "")
+            + (left ? ", left" : ", back in the view");
+        // The highest taken has a number skipped below it: skipped before the window closed, it is
+        // dropped; skipped after (the member back in the view), it is taken.
+        assertEquals(!left, copies.admit(leaves, toAll, outOfBand, highest[series] - 1),
+            name + ": one below the highest, never taken");
+        long previous = highest[series];
+        for (long jump : jumps) {
+          long seal = previous + jump;
+          assertTrue(copies.admit(leaves, toAll, outOfBand, seal), name + ": " + jump + " ahead");
+          assertFalse(copies.admit(leaves, toAll, outOfBand, seal), name + ": " + jump + " ahead, its copy");
+          for (long skipped = seal - 1; skipped > previous && seal - skipped < W; skipped--) {
+            assertTrue(copies.admit(leaves, toAll, outOfBand, skipped),
+                name + ": " + (seal - skipped) + " below the highest, skipped by a jump of " + jump);
+            assertFalse(copies.admit(leaves, toAll, outOfBand, skipped),
+                name + ": " + (seal - skipped) + " below the highest, its copy");
+          }
+          assertFalse(copies.admit(leaves, toAll, outOfBand, seal - W), name + ": a window below the highest");
+          previous = seal;
+        }
+        assertTrue(copies.admit(leaves, toAll, outOfBand, previous + 2), name + ": 2 ahead");
+        highest[series] = previous + 2;
+      }
+    }
+  }
+
+  /**
    * Senders never in a view (joiners, or the old addresses of copies sent again) are counted apart
    * from the members that left, and bounded, between view changes too: however many, they make
    * this node forget no member, not even one first heard from after the view that added it.
