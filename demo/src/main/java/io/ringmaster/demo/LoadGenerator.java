@@ -41,8 +41,8 @@ final class LoadGenerator {
     AtomicLong failed = new AtomicLong();
     CountDownLatch finished = new CountDownLatch(THREADS);
     long started = System.nanoTime();
-    ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(Peer.daemons("progress"));
-    ExecutorService writers = Executors.newFixedThreadPool(THREADS, Peer.daemons("load"));
+    ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(OwnThreads.daemons("progress"));
+    ExecutorService writers = Executors.newFixedThreadPool(THREADS, OwnThreads.daemons("load"));
     ticker.scheduleAtFixedRate(() -> progress(done.get(), n, started), 0, 200, TimeUnit.MILLISECONDS);
     try {
       for (int t = 0; t < THREADS; t++) {

@@ -207,7 +207,7 @@ public final class Main {
     // One handle, taken now: it remembers the process's start time, so a new process that later
     // gets the same pid does not pass for the launcher (a handle taken afresh each time would).
     Optional<ProcessHandle> parent = launcher(pid, ProcessHandle.current());
-    ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(Peer.daemons("parent-watch"));
+    ScheduledExecutorService watch = Executors.newSingleThreadScheduledExecutor(OwnThreads.daemons("parent-watch"));
     watch.scheduleWithFixedDelay(() -> {
       if (parent.isEmpty() || !parent.get().isAlive() || exitedUnreaped(pid)) {
         err.println("launcher process " + pid + " is gone; leaving");

@@ -20,20 +20,26 @@ final class OwnThreads {
 
   /** Daemon threads named {@code prefix-1}, {@code prefix-2} and so on, each kept here. */
   ThreadFactory named(String prefix) {
-    AtomicInteger n = new AtomicInteger();
+    ThreadFactory daemons = daemons(prefix);
     return r -> {
       threads.removeIf(t -> t.getState() == Thread.State.TERMINATED);
-      Thread t = daemon(r, prefix + "-" + n.incrementAndGet());
+      Thread t = daemons.newThread(r);
       threads.add(t);
       return t;
     };
   }
 
-  /** A daemon thread, not yet started: one that holds up no JVM exit. */
-  static Thread daemon(Runnable r, String name) {
-    Thread t = new Thread(r, name);
-    t.setDaemon(true);
-    return t;
+  /**
+   * Daemon threads (they hold up no JVM exit) named {@code prefix-1}, {@code prefix-2} and so on,
+   * kept by nobody: for threads outside a peer's pools.
+   */
+  static ThreadFactory daemons(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
   }
 
   /** How many threads are kept: those alive, and those ended since the last one started. */

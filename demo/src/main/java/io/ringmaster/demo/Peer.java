@@ -27,7 +27,6 @@ import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntSupplier;
 
@@ -491,10 +490,5 @@ final class Peer implements AutoCloseable {
     ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, threads);
     t.setRemoveOnCancelPolicy(true);
     return t;
-  }
-
-  static ThreadFactory daemons(String prefix) {
-    AtomicInteger n = new AtomicInteger();
-    return r -> OwnThreads.daemon(r, prefix + "-" + n.incrementAndGet());
   }
 }

@@ -110,8 +110,8 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
                                     Function<String, List<String>> previousOwners,
                                     Predicate<String> ready, boolean readRepair) {
     Routing routing = new Routing(node);
-    ExecutorService workers = Executors.newCachedThreadPool(Peer.daemons(id + "-rpc"));
-    ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(Peer.daemons(id + "-timer"));
+    ExecutorService workers = Executors.newCachedThreadPool(OwnThreads.daemons(id + "-rpc"));
+    ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(OwnThreads.daemons(id + "-timer"));
     Rpc rpc = new Rpc(node, workers, timer);
     Store store = new Store();
     Counters counters = new Counters();
