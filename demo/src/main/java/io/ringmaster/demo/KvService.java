@@ -227,8 +227,7 @@ final class KvService {
     Map<String, UUID> storedBy = new HashMap<>();
     boolean storedHere = false; // this peer's own copy is among "stored", under its id
     long deadline = System.nanoTime() + timeouts.deadline().toNanos();
-    String lastError = "";
-    String cutOff = ""; // a timeout after lastError, in a round the deadline cut short
+    LastError lastError = new LastError();
     while (true) {
       if (stopped) {
         // Left the cluster: no owner can be reached any more, so the rounds left until the deadline
@@ -262,7 +261,7 @@ final class KvService {
         return new Written(e.key(), owners, e.version());
       }
       if (deadline - System.nanoTime() <= 0) { // the wait for a new view lasted until the deadline: no round without time
-        throw notStored(e.key(), missing, stored, lastError + cutOff);
+        throw notStored(e.key(), missing, stored, lastError.toString());
       }
       // Names this peer and the others it knows are leaving, if it is: no owner forwards to them.
       Wire.WriteRequest request = new Wire.WriteRequest(e, new LinkedHashSet<>(owners), 0, routing.leavers());
@@ -308,13 +307,10 @@ final class KvService {
           beaten |= reply.beaten();
         } catch (ExecutionException failed) {
           String error = call.getKey() + ": " + Rpc.describe(failed);
-          if (cutShort && Rpc.unwrap(failed) instanceof TimeoutException && !lastError.isEmpty()) {
-            // The time ran out in a round the deadline cut short: said after the error before it,
-            // which says why the write was not stored until then (an owner superseding it, say).
-            cutOff = "; then " + error + " (the write's deadline cut that call short)";
+          if (cutShort && Rpc.unwrap(failed) instanceof TimeoutException) {
+            lastError.cutShort(error);
           } else {
-            lastError = error;
-            cutOff = "";
+            lastError.set(error);
           }
         } catch (InterruptedException interrupted) {
           Thread.currentThread().interrupt();
@@ -340,8 +336,7 @@ final class KvService {
         e = new Entry(e.key(), e.value(), again, e.deleted());
         stored.clear();
         storedHere = false;
-        lastError = why;
-        cutOff = "";
+        lastError.set(why);
       } else if (stored.containsAll(missing)) {
         if (stopped) {
           // Every owner of the ring of this round stored it: the stop changes nothing for this write.
@@ -353,11 +348,10 @@ final class KvService {
         // Every owner stored it in this round, yet the rounds went on until the deadline: each time
         // a copy stored by a process other than the one now holding its id was dropped. Never loop
         // past the deadline, whatever the views say.
-        lastError = "copies stored by processes other than those holding the owners' ids now";
-        cutOff = "";
+        lastError.set("copies stored by processes other than those holding the owners' ids now");
       }
       if (System.nanoTime() > deadline) {
-        throw notStored(e.key(), missing, stored, lastError + cutOff);
+        throw notStored(e.key(), missing, stored, lastError.toString());
       }
       if (!superseded) {
         // An owner may have crashed; a stop ends the wait too, for the 503 at the top of the loop. With
@@ -367,6 +361,39 @@ final class KvService {
         Waits.until(() -> stopped || viewId.getAsLong() != view,
             left.compareTo(pause.multipliedBy(2)) < 0 ? left : pause);
       }
+    }
+  }
+
+  /**
+   * Why a write is not stored yet, for the 503 that ends it: the last error of its rounds, and a
+   * call the write's deadline cut short after it, if one did.
+   */
+  private static final class LastError {
+    private String error = "";
+    private String cutOff = ""; // a timeout after the error, in a round the deadline cut short
+
+    /** A new reason the write is not stored: it replaces the last, and any cut-short call after it. */
+    void set(String error) {
+      this.error = error;
+      cutOff = "";
+    }
+
+    /**
+     * A call that timed out in a round the deadline cut short: said after the error before it,
+     * which says why the write was not stored until then (an owner superseding it, say). With no
+     * error before it, it is the error.
+     */
+    void cutShort(String error) {
+      if (this.error.isEmpty()) {
+        set(error);
+      } else {
+        cutOff = "; then " + error + " (the write's deadline cut that call short)";
+      }
+    }
+
+    @Override
+    public String toString() {
+      return error + cutOff;
     }
   }
 
