@@ -26,7 +26,8 @@ import java.util.logging.LogManager;
  * its launcher is gone), 1 if the peer or launcher could not start, 2 for a bad command line (a
  * one-line error naming the flag and value, then usage, on stderr). Stopped by a signal, the JVM
  * exits with 128 plus the signal's number (143 for SIGTERM, 130 for Ctrl-C's SIGINT), after the
- * graceful leave.
+ * graceful leave. A peer the launcher started runs with {@code -XX:+ExitOnOutOfMemoryError}
+ * ({@link PeerProcess}), so out of memory it exits with the JVM's 3.
  */
 public final class Main {
   static final String USAGE = String.join("\n",
