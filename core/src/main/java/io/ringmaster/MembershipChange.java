@@ -29,7 +29,11 @@ import java.util.List;
 public record MembershipChange(long previousViewId, long viewId, List<Member> members, List<Member> joined,
                                List<Member> left, List<List<Member>> subgroups, List<Refusal> refused) {
 
-  /** Copies every list, so a change is immutable. */
+  /**
+   * Copies every list, so a change is immutable.
+   *
+   * @throws NullPointerException if a list, a subgroup or an element of one is null
+   */
   public MembershipChange {
     members = List.copyOf(members);
     joined = List.copyOf(joined);

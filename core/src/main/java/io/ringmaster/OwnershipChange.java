@@ -73,7 +73,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
     LEAVING
   }
 
-  /** Checks that every field but the view ids is non-null. */
+  /**
+   * Checks that every field but the view ids is non-null.
+   *
+   * @throws NullPointerException naming the field, if {@code reason}, a ring or {@code diff} is null
+   */
   public OwnershipChange {
     Objects.requireNonNull(reason, "reason");
     Objects.requireNonNull(previousRing, "previousRing");
@@ -84,6 +88,8 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
   /**
    * A change whose node is in {@code ring} if {@code ring} holds its id: every change but one that
    * refuses the node for an id another member holds (for tests of listeners, say).
+   *
+   * @throws NullPointerException naming the field, if {@code reason}, a ring or {@code diff} is null
    */
   public OwnershipChange(Reason reason, long previousViewId, long viewId, HashRing previousRing, HashRing ring,
                          RingDiff diff) {
