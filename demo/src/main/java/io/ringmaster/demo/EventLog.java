@@ -24,6 +24,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code gap} event if some after that one are no longer buffered. Each
  * subscriber has its own bounded queue and writer thread, so a slow browser never holds up a
  * publisher; one that falls {@value #QUEUE} events behind, or whose connection fails, is dropped.
+ *
+ * <p>A log {@linkplain #inViewOrder() in view order} shows each view's membership event before this
+ * peer's ownership event of that view. The node runs the two listeners that publish them on threads
+ * of their own, so the ownership event may come first: the log then keeps it back, with every event
+ * published after it, until the membership event of its view (or of a later one) is in, and shows
+ * them after it, in the order they came. Nobody waits for this: the publisher returns at once, and
+ * only what the log shows is later. At most {@value #CAPACITY} events are kept back, and none once
+ * the log is closed: a membership event that never comes (its listener stopped with the node) holds
+ * nothing back for good.
  */
 final class EventLog implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(EventLog.class.getName());
@@ -52,18 +61,114 @@ final class EventLog implements AutoCloseable {
   private long sequence;
   private volatile boolean closed;
 
+  /** Whether ownership events wait for the membership event of their view ({@link #inViewOrder()}). */
+  private final boolean viewOrder;
+  /**
+   * The newest view whose membership is in the log (the first view's as the {@code started} event):
+   * an ownership event of a view up to this one is shown at once.
+   */
+  private long membershipIn = -1;
+  /**
+   * The events kept back, oldest first: an ownership event of a view newer than {@link #membershipIn}
+   * and every event published after it. Their ids are given when they are shown.
+   */
+  private final ArrayDeque<Held> held = new ArrayDeque<>();
+
+  /** An event kept back; {@code view} is the view of an ownership event, -1 for any other event. */
+  private record Held(String json, long view) {}
+
+  /** A log that shows events in the order they are published. */
+  EventLog() {
+    this(false);
+  }
+
+  private EventLog(boolean viewOrder) {
+    this.viewOrder = viewOrder;
+  }
+
+  /**
+   * A log that shows this peer's ownership event of a view after the membership event of that view,
+   * and the events published after the ownership event after both (see the class comment).
+   */
+  static EventLog inViewOrder() {
+    return new EventLog(true);
+  }
+
   /** Records an event (a record from {@link Events}) and sends it to every subscriber. */
   void publish(Object event) {
     String json = Json.string(event);
     synchronized (this) {
-      Sse sse = new Sse(++sequence, json);
-      if (recent.size() == CAPACITY) {
-        recent.removeFirst();
+      if (held.isEmpty()) {
+        show(json);
+      } else {
+        hold(new Held(json, -1));
       }
-      recent.addLast(sse);
-      for (Subscriber s : subscribers) {
-        s.offer(sse);
+    }
+  }
+
+  /**
+   * Publishes the membership event of view {@code viewId}: shown at once, ahead of the events kept
+   * back, and then the ownership event of that view, or of an earlier one, with what followed it.
+   */
+  void publishMembership(long viewId, Object event) {
+    String json = Json.string(event);
+    synchronized (this) {
+      show(json);
+      membershipIn(viewId);
+    }
+  }
+
+  /**
+   * Says that the membership of view {@code viewId} is in the log in another form, or never will
+   * be: the node's first view, which the {@code started} event reports.
+   */
+  synchronized void membershipIn(long viewId) {
+    membershipIn = Math.max(membershipIn, viewId);
+    while (!held.isEmpty() && held.peekFirst().view() <= membershipIn) {
+      show(held.removeFirst().json());
+    }
+  }
+
+  /**
+   * Publishes this peer's ownership event of view {@code viewId}: kept back, in a log in view order,
+   * until the membership event of that view is in.
+   */
+  void publishOwnership(long viewId, Object event) {
+    String json = Json.string(event);
+    synchronized (this) {
+      boolean waits = viewOrder && !closed && viewId > membershipIn;
+      if (waits || !held.isEmpty()) {
+        hold(new Held(json, waits ? viewId : -1));
+      } else {
+        show(json);
       }
+    }
+  }
+
+  /** Keeps an event back, unless {@value #CAPACITY} are already: then shows them all, and it. */
+  private void hold(Held event) {
+    held.addLast(event);
+    if (held.size() > CAPACITY || closed) {
+      showHeld();
+    }
+  }
+
+  /** Shows every event kept back, in order. */
+  private void showHeld() {
+    while (!held.isEmpty()) {
+      show(held.removeFirst().json());
+    }
+  }
+
+  /** Gives the event its id, buffers it and sends it to every subscriber: under the lock. */
+  private void show(String json) {
+    Sse sse = new Sse(++sequence, json);
+    if (recent.size() == CAPACITY) {
+      recent.removeFirst();
+    }
+    recent.addLast(sse);
+    for (Subscriber s : subscribers) {
+      s.offer(sse);
     }
   }
 
@@ -138,9 +243,13 @@ final class EventLog implements AutoCloseable {
     return subscribers.size();
   }
 
+  /** Stops the streams; the events kept back are shown, as is every event published from now on. */
   @Override
   public void close() {
-    closed = true;
+    synchronized (this) {
+      closed = true;
+      showHeld();
+    }
     subscribers.forEach(Subscriber::close);
   }
 

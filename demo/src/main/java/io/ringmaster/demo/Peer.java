@@ -98,7 +98,13 @@ final class Peer implements AutoCloseable {
   private final CountDownLatch stopped = new CountDownLatch(1);
   private final Counters counters = new Counters();
   private final Store store = new Store();
-  private final EventLog events = new EventLog();
+  /** In view order: the listener that logs this peer's ownership changes runs apart from the membership one. */
+  private final EventLog events = EventLog.inViewOrder();
+  /**
+   * Run by the membership listener just before it logs a view: package-private so that a test can
+   * hold that listener up, as a busy pool would, and see the log keep the ownership event back.
+   */
+  volatile Runnable beforeMembershipEvent = () -> { };
   /** Logs what the maintenance tasks throw, without a line a second for one that keeps failing. */
   private final TaskGuard tasks = new TaskGuard();
   /** The key counts of the status and /stats, counted again only when something they depend on changed. */
@@ -216,7 +222,8 @@ final class Peer implements AutoCloseable {
     node.addMembershipListener(c -> {
       HashRing before = heard.getAndUpdate(r -> r.withMembers(c.members()));
       if (c.previousViewId() < 0) {
-        return; // the node's first view: the "started" event lists its members
+        events.membershipIn(c.viewId()); // the node's first view: the "started" event lists its members
+        return;
       }
       try {
         rebalancerReady.get(); // completed once the peer serves: the sweeper and the log are set up
@@ -226,7 +233,9 @@ final class Peer implements AutoCloseable {
         Thread.currentThread().interrupt();
         return;
       }
-      events.publish(Events.membership(c, before, heard.get()));
+      beforeMembershipEvent.run();
+      // Ahead of this view's ownership event, which the rebalancer's thread may have published first.
+      events.publishMembership(c.viewId(), Events.membership(c, before, heard.get()));
       // Tell the others about the new ring now, not at the next tick: until then the ring page
       // would see this peer on the old view.
       runOn(statusTimer, () -> guard("status", this::publishStatus)); // the periodic task, run once more now

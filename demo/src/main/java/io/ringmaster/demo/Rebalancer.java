@@ -83,7 +83,7 @@ final class Rebalancer implements OwnershipListener {
     counters.migrationsInProgress.incrementAndGet();
     counters.migratingView.set(change.viewId());
     try {
-      events.publish(Events.ownership(change));
+      events.publishOwnership(change.viewId(), Events.ownership(change));
       boolean leaving = change.reason() == OwnershipChange.Reason.LEAVING;
       long start = System.nanoTime();
       Long since = stopping;

@@ -22,7 +22,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.StreamSupport;
@@ -31,10 +34,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link Peer} as {@link Peer#start} wires it, two of them in this JVM on the in-memory stack with
- * one copy a key: the ring each reports to the other, the events it logs, the writes and reads it
- * serves for the other, the tombstones it purges, the pulls it tries again, the words it leaves
- * with, and the port a start that fails lets go of.
+ * {@link Peer} as {@link Peer#start} wires it, two of them (four in one test) in this JVM on the
+ * in-memory stack with one copy a key: the ring each reports to the other, the events it logs and
+ * their order, the writes and reads it serves for the other, the tombstones it purges, the pulls it
+ * tries again, the words it leaves with, and the port a start that fails lets go of.
  */
 class PeerWiringTest {
   private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
@@ -124,6 +127,100 @@ class PeerWiringTest {
     }
     try (ServerSocket again = new ServerSocket(portB, 1, InetAddress.getLoopbackAddress())) {
       assertEquals(portB, again.getLocalPort(), "b's HTTP port is free once it closed");
+    }
+  }
+
+  /**
+   * Through joins and leaves, each peer's log shows a view's membership event before this peer's
+   * ownership event of that view, and that before its migrations, also when the membership listener
+   * is held up (as a busy pool would) until the rebalancer is done with the view: the log keeps the
+   * ownership event back meanwhile, while the data moves.
+   */
+  @Test
+  void eachViewsMembershipEvent_comesBeforeTheOwnershipEvent_evenWhenItsListenerIsLate() throws Exception {
+    String cluster = InJvmPeer.clusterName("peer-wiring-order");
+    int portA = PeerCluster.freePort();
+    Peer a = start(cluster, "a", portA);
+    // Its first view has no membership event (the "started" event reports it): its ownership event
+    // waits for none.
+    await().atMost(Duration.ofSeconds(30)).until(() -> events(portA).stream().anyMatch(
+        e -> e.path("type").asText().equals("ownership") && e.path("previousViewId").asLong() < 0));
+    start(cluster, "b", PeerCluster.freePort());
+    await().atMost(Duration.ofSeconds(30)).until(() -> agreed(portA, 2) && settled(portA));
+    long doneBefore = stats(portA).path("migrationsCompleted").asLong();
+
+    CountDownLatch late = new CountDownLatch(1);
+    a.beforeMembershipEvent = () -> {
+      try {
+        late.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    };
+    Peer c;
+    long view;
+    try {
+      c = start(cluster, "c", PeerCluster.freePort());
+      // The rebalancer done with c's join (the membership callback held counts as pending still).
+      await().atMost(Duration.ofSeconds(30)).until(() -> stats(portA).path("members").asInt() == 3
+          && stats(portA).path("migrationsCompleted").asLong() > doneBefore
+          && stats(portA).path("migrationsInProgress").asInt() == 0);
+      view = stats(portA).path("viewId").asLong();
+      List<JsonNode> meanwhile = events(portA);
+      assertTrue(meanwhile.stream().noneMatch(e -> e.path("viewId").asLong() == view), "c's join, handed off to it "
+          + "with its membership event not yet logged, is kept back: " + meanwhile);
+    } finally {
+      late.countDown();
+    }
+    await().atMost(Duration.ofSeconds(30)).until(() -> events(portA).stream().anyMatch(
+        e -> e.path("type").asText().equals("ownership") && e.path("viewId").asLong() == view));
+
+    int portD = PeerCluster.freePort();
+    start(cluster, "d", portD);
+    await().atMost(Duration.ofSeconds(30)).until(() -> agreed(portA, 4) && agreed(portD, 4));
+    peers.get(1).close(); // b leaves
+    c.close();
+    await().atMost(Duration.ofSeconds(30)).until(() -> agreed(portA, 2) && agreed(portD, 2)
+        && settled(portA) && settled(portD));
+    for (int port : new int[] {portA, portD}) {
+      List<JsonNode> log = events(port);
+      assertInViewOrder(log);
+      long ownershipEvents = log.stream().filter(e -> e.path("type").asText().equals("ownership")).count();
+      assertTrue(ownershipEvents >= (port == portA ? 6 : 3), "a: its start, b, c and d joining, b and c leaving;"
+          + " d: its start, b and c leaving: " + log);
+    }
+  }
+
+  /** Whether the peer on {@code port} has no migration in progress and no view still to hand to its listeners. */
+  private boolean settled(int port) throws Exception {
+    JsonNode s = stats(port);
+    return s.path("migrationsInProgress").asInt() == 0 && s.path("pendingCallbacks").asInt() == 0;
+  }
+
+  /**
+   * Each ownership event comes after the membership event of its view (but the first view's, which
+   * the {@code started} event reports), and each migration of an ownership change after that
+   * change's event.
+   */
+  private static void assertInViewOrder(List<JsonNode> log) {
+    Set<Long> membershipIn = new HashSet<>();
+    Set<String> ownershipIn = new HashSet<>();
+    for (JsonNode e : log) {
+      long view = e.path("viewId").asLong();
+      switch (e.path("type").asText()) {
+        case "membership" -> membershipIn.add(view);
+        case "ownership" -> {
+          assertTrue(membershipIn.contains(view) || e.path("previousViewId").asLong() < 0,
+              "ownership event of view " + view + " before its membership event: " + log);
+          ownershipIn.add(e.path("reason").asText() + " " + view);
+        }
+        case "migration" -> {
+          String reason = e.path("reason").asText();
+          assertTrue(reason.equals("retry") || reason.equals("drain") || ownershipIn.contains(reason + " " + view),
+              "migration of " + reason + " " + view + " before its ownership event: " + log);
+        }
+        default -> { }
+      }
     }
   }
 
