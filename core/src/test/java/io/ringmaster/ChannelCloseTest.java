@@ -136,13 +136,16 @@ class ChannelCloseTest {
    * The transport's per-destination bundler (the shipped TCP stacks' one sender thread per
    * destination) stops its senders before the transport's thread pool has ended: a message sent
    * in between starts a sender thread that JGroups never stops, and that is no daemon, so a JVM
-   * whose node was closed would not exit. The close stops it.
+   * whose node was closed would not exit. The close stops it. Platform threads, as in the shipped
+   * stacks: on Java 21 and later JGroups would otherwise take virtual ones, which no thread list
+   * shows.
    */
   @Test
   void aMessageSentOnceTheTransportStopped_leavesNoSenderThreadAfterTheClose() throws Exception {
     String stack = """
         <config xmlns="urn:org:jgroups">
-          <SHARED_LOOPBACK bind_addr="127.0.0.1" bundler.use_single_sender_thread="false"/>
+          <SHARED_LOOPBACK bind_addr="127.0.0.1" bundler.use_single_sender_thread="false"
+                           use_virtual_threads="false"/>
           <SHARED_LOOPBACK_PING/>
           <pbcast.NAKACK2/>
           <UNICAST3/>
