@@ -7,9 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,17 +29,13 @@ class NodeLeakTest {
   private static final Duration WAIT = Duration.ofSeconds(20);
 
   /** What stays of a closed node: weak references to it, its channel and its transport, and its id. */
-  private record Closed(String id, List<WeakReference<Object>> parts) {
-    boolean reachable() {
-      return parts.stream().anyMatch(p -> p.get() != null);
-    }
-  }
+  private record Closed(String id, List<WeakReference<?>> parts) {}
 
   @Test
   void nodesJoiningAndClosedOverAndOver_leaveNoThreadAndAreCollectable() {
-    Set<Thread> before = liveThreads();
+    Set<Thread> before = LeftBehind.liveThreads();
     List<Closed> closed = joinAndCloseOverAndOver();
-    awaitThreads(before);
+    LeftBehind.awaitNoThreadBut(before, WAIT);
     awaitCollected(closed, "once the member they joined is closed too");
   }
 
@@ -131,30 +127,10 @@ class NodeLeakTest {
         new WeakReference<>(channel.getProtocolStack().getTransport())));
   }
 
-  /** The threads alive now, each by identity. */
-  private static Set<Thread> liveThreads() {
-    Set<Thread> threads = Collections.newSetFromMap(new IdentityHashMap<>());
-    Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).forEach(threads::add);
-    return threads;
-  }
-
-  /** Waits until no thread is alive but those in {@code before}, naming those left. */
-  private static void awaitThreads(Set<Thread> before) {
-    // Polled on this thread: Awaitility's own poller would be a new thread itself.
-    await("threads started since").atMost(WAIT).pollInSameThread().untilAsserted(() -> {
-      List<String> left = liveThreads().stream().filter(t -> !before.contains(t))
-          .map(t -> t.getName() + " (" + t.getState() + ")").sorted().toList();
-      assertEquals(List.of(), left, "threads left running");
-    });
-  }
-
-  /** Collects garbage until no closed node is reachable, naming those that still are. */
+  /** Collects garbage until no closed node, nor its channel or transport, is reachable, naming those that are. */
   private static void awaitCollected(List<Closed> closed, String when) {
-    await("closed nodes collected " + when).atMost(WAIT).pollInSameThread().untilAsserted(() -> {
-      System.gc();
-      List<String> reachable = closed.stream().filter(Closed::reachable).map(Closed::id).toList();
-      assertEquals(List.of(), reachable, reachable.size() + " of " + closed.size()
-          + " closed nodes (or their channel or transport) still reachable " + when);
-    });
+    Map<String, List<WeakReference<?>>> weakly = new LinkedHashMap<>();
+    closed.forEach(c -> weakly.put(c.id(), c.parts()));
+    LeftBehind.awaitCollected(weakly, "(closed nodes, their channel or transport) " + when, WAIT);
   }
 }

@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.ringmaster.LeftBehind;
 import java.io.OutputStream;
 import java.lang.ref.WeakReference;
 import java.net.HttpURLConnection;
@@ -12,9 +13,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,9 +35,9 @@ class PeerLeakTest {
 
   @Test
   void peersJoiningAndClosedOverAndOver_leaveNoThreadAndAreCollectable() throws Exception {
-    Set<Thread> before = liveThreads();
+    Set<Thread> before = LeftBehind.liveThreads();
     List<WeakReference<Peer>> closed = joinAndCloseOverAndOver();
-    awaitThreads(before);
+    LeftBehind.awaitNoThreadBut(before, WAIT);
     awaitCollected(closed, "once the peer they joined is closed too");
   }
 
@@ -105,27 +106,12 @@ class PeerLeakTest {
     }
   }
 
-  /** The threads alive now, each by identity. */
-  private static Set<Thread> liveThreads() {
-    Set<Thread> threads = Collections.newSetFromMap(new IdentityHashMap<>());
-    Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).forEach(threads::add);
-    return threads;
-  }
-
-  /** Waits until no thread is alive but those in {@code before}, naming those left. */
-  private static void awaitThreads(Set<Thread> before) {
-    // Polled on this thread: Awaitility's own poller would be a new thread itself.
-    await("threads started since").atMost(WAIT).pollInSameThread().untilAsserted(() -> assertEquals(List.of(),
-        liveThreads().stream().filter(t -> !before.contains(t)).map(t -> t.getName() + " (" + t.getState() + ")")
-            .sorted().toList(), "threads left running"));
-  }
-
-  /** Collects garbage until no closed peer is reachable, saying how many still are. */
+  /** Collects garbage until no closed peer is reachable, naming those that still are. */
   private static void awaitCollected(List<WeakReference<Peer>> closed, String when) {
-    await("closed peers collected " + when).atMost(WAIT).pollInSameThread().untilAsserted(() -> {
-      System.gc();
-      long reachable = closed.stream().filter(p -> p.get() != null).count();
-      assertEquals(0, reachable, reachable + " of " + closed.size() + " closed peers still reachable " + when);
-    });
+    Map<String, List<WeakReference<?>>> weakly = new LinkedHashMap<>();
+    for (int i = 0; i < closed.size(); i++) {
+      weakly.put(i < CYCLES ? "p" + i : "member", List.of(closed.get(i)));
+    }
+    LeftBehind.awaitCollected(weakly, "(closed peers) " + when, WAIT);
   }
 }

@@ -1,0 +1,48 @@
+package io.ringmaster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.lang.ref.WeakReference;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What a closed node or peer may leave behind, for the leak checks of core and the demo: threads
+ * still alive, and objects still reachable. Waits poll on the calling thread: Awaitility's own
+ * poller would be a thread started since, and would hold what it polls.
+ */
+public final class LeftBehind {
+  private LeftBehind() {}
+
+  /** The threads alive now, each by identity. */
+  public static Set<Thread> liveThreads() {
+    Set<Thread> threads = Collections.newSetFromMap(new IdentityHashMap<>());
+    Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).forEach(threads::add);
+    return threads;
+  }
+
+  /** Waits until no thread is alive but those in {@code before}, naming, with its state, each one left. */
+  public static void awaitNoThreadBut(Set<Thread> before, Duration wait) {
+    await("threads started since").atMost(wait).pollInSameThread().untilAsserted(() -> assertEquals(List.of(),
+        liveThreads().stream().filter(t -> !before.contains(t)).map(t -> t.getName() + " (" + t.getState() + ")")
+            .sorted().toList(), "threads left running"));
+  }
+
+  /**
+   * Collects garbage until nothing in {@code weakly} is reachable (each name with the references
+   * to what it names), naming those that still are; {@code when} says when, for the failure.
+   */
+  public static void awaitCollected(Map<String, List<WeakReference<?>>> weakly, String when, Duration wait) {
+    await("closed ones collected " + when).atMost(wait).pollInSameThread().untilAsserted(() -> {
+      System.gc();
+      List<String> reachable = weakly.entrySet().stream()
+          .filter(e -> e.getValue().stream().anyMatch(r -> r.get() != null)).map(Map.Entry::getKey).toList();
+      assertEquals(List.of(), reachable, reachable.size() + " of " + weakly.size() + " still reachable " + when);
+    });
+  }
+}
