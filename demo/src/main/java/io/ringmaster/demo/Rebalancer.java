@@ -83,8 +83,15 @@ final class Rebalancer implements OwnershipListener {
     counters.migrationsInProgress.incrementAndGet();
     counters.migratingView.set(change.viewId());
     try {
-      events.publishOwnership(change.viewId(), Events.ownership(change));
       boolean leaving = change.reason() == OwnershipChange.Reason.LEAVING;
+      if (leaving) {
+        // Not kept back for a membership event: it repeats the id of the last view, which may have
+        // brought none (a refused member that left changes no member), and would then wait until
+        // the peer stopped, its drain's events with it.
+        events.publish(Events.ownership(change));
+      } else {
+        events.publishOwnership(change.viewId(), Events.ownership(change));
+      }
       long start = System.nanoTime();
       Long since = stopping;
       if (since != null && since - start < 0) {

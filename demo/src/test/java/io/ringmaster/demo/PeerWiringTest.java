@@ -29,6 +29,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.StreamSupport;
+import io.ringmaster.RingmasterException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -188,6 +189,52 @@ class PeerWiringTest {
       long ownershipEvents = log.stream().filter(e -> e.path("type").asText().equals("ownership")).count();
       assertTrue(ownershipEvents >= (port == portA ? 6 : 3), "a: its start, b, c and d joining, b and c leaving;"
           + " d: its start, b and c leaving: " + log);
+    }
+  }
+
+  /**
+   * A peer's LEAVING change repeats the id of the last view it installed, which may be one with no
+   * membership event: here a view in which a member the cluster refused (another holds its id)
+   * left, changing no member of the ring. Its ownership event, and the drain's events after it, are
+   * logged while the leave runs, not kept back until the peer has stopped.
+   */
+  @Test
+  void leavingEvent_isLoggedDuringTheLeave_whenTheLastViewBroughtNoMembershipEvent() throws Exception {
+    String cluster = InJvmPeer.clusterName("peer-wiring-leaving");
+    int portA = PeerCluster.freePort();
+    // A short leave (its hand-off refused throughout, it lasts its whole budget, 0.9 of this).
+    Path config = Files.writeString(dir.resolve("a-leaving.json"), "{\"nodeId\": \"a\", \"clusterName\": \""
+        + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\", \"leaveTimeoutMillis\": 6000}");
+    Peer a = Peer.start(PeerOptions.parse(new String[] {"--http-port", Integer.toString(portA), "--config",
+        config.toString(), "--replicas", "1"}, 0));
+    peers.add(a);
+    startWith(TestingAids.REFUSE_HANDOFFS, Integer.toString(Integer.MAX_VALUE), cluster, "b", PeerCluster.freePort());
+    await().atMost(Duration.ofSeconds(30)).until(() -> agreed(portA, 2) && settled(portA));
+    for (int i = 0; i < 20; i++) {
+      HttpResponse<String> put = send(portA, "/kv/k" + i, HttpRequest.newBuilder().PUT(
+          HttpRequest.BodyPublishers.ofString("v")));
+      assertEquals(200, put.statusCode(), put.body());
+    }
+    assertTrue(stats(portA).path("primaryKeys").asLong() > 0, "a has keys to hand off");
+    long before = stats(portA).path("viewId").asLong();
+    RingmasterException refused = assertThrows(RingmasterException.class,
+        () -> start(cluster, "b", PeerCluster.freePort()), "b's twin is refused");
+    assertEquals(RingmasterException.Reason.ID_HELD, refused.reason(), refused::toString);
+    // The twin's view (its refusal logged) and the view it left in (no membership event).
+    await().atMost(Duration.ofSeconds(30)).until(() -> stats(portA).path("viewId").asLong() >= before + 2
+        && settled(portA));
+    long last = stats(portA).path("viewId").asLong();
+    assertTrue(events(portA).stream().noneMatch(e -> e.path("type").asText().equals("membership")
+        && e.path("viewId").asLong() == last), "the twin's leave changed no member");
+
+    Thread closing = new Thread(a::close, "closing-a");
+    closing.start();
+    try {
+      await().atMost(Duration.ofSeconds(4)).until(() -> events(portA).stream().anyMatch(
+          e -> e.path("type").asText().equals("ownership") && e.path("reason").asText().equals("leaving")
+              && e.path("viewId").asLong() == last));
+    } finally {
+      closing.join();
     }
   }
 
