@@ -32,7 +32,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * them after it, in the order they came. Nobody waits for this: the publisher returns at once, and
  * only what the log shows is later. At most {@value #CAPACITY} events are kept back, and none once
  * the log is closed: a membership event that never comes (its listener stopped with the node) holds
- * nothing back for good.
+ * nothing back for good. An ownership event of a view below the newest membership in the log (a node
+ * that rejoined counts its views again from a lower id) is not kept back either, whichever came first.
  */
 final class EventLog implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(EventLog.class.getName());
