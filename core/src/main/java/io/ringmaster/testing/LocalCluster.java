@@ -207,6 +207,9 @@ public final class LocalCluster implements AutoCloseable {
    * of this cluster runs yet, the first id starts alone first, so that the others join its cluster
    * rather than each found one of its own and merge later (if that start fails, the others still
    * start, together). Returns the nodes in the order of the ids, once every start has ended.
+   * Nothing can be added to a node before its start here: a node whose listeners must hear its
+   * first ring (to gain its ranges from their sources) is started with
+   * {@link #start(Ringmaster.Builder, Consumer)}.
    *
    * @throws RingmasterException   the first start that failed (the others' failures suppressed),
    *                               once every start has ended; the nodes that started are still
