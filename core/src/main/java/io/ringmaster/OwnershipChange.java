@@ -97,7 +97,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
         Objects.requireNonNull(ring, "ring").contains(Objects.requireNonNull(diff, "diff").memberId()));
   }
 
-  /** Ranges now owned, each with the members that held them before (where to fetch from). */
+  /**
+   * Ranges now owned, each with the members that held them before (where to fetch from): the
+   * owners in {@link #previousRing()}, so after a crash the crashed member too (with one replica,
+   * the only source, and its data gone with it unless kept elsewhere).
+   */
   public List<RingDiff.Gained> gained() {
     return diff.gained();
   }
