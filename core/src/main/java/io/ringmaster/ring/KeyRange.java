@@ -82,7 +82,8 @@ public record KeyRange(long start, long end) {
    * range are left out. Ranges of one diff never overlap, and then this costs
    * {@code O(log ranges)} per key; ranges that overlap (the lost ranges of several diffs, say)
    * cost {@code O(ranges)} per key, and a key in several goes to the first of them in
-   * {@code items}.
+   * {@code items}. It reads {@code keys} once, so a concurrent map's live key set will do (a key
+   * added or removed meanwhile may or may not be in the result); the keys are not removed from it.
    *
    * <pre>{@code
    * Map<RingDiff.Lost, List<String>> handOff =
