@@ -207,9 +207,8 @@ public final class LocalCluster implements AutoCloseable {
    * of this cluster runs yet, the first id starts alone first, so that the others join its cluster
    * rather than each found one of its own and merge later (if that start fails, the others still
    * start, together). Returns the nodes in the order of the ids, once every start has ended.
-   * Nothing can be added to a node before its start here: a node whose listeners must hear its
-   * first ring (to gain its ranges from their sources) is started with
-   * {@link #start(Ringmaster.Builder, Consumer)}.
+   * Nodes whose listeners must hear their first ring (to gain their ranges from their sources) are
+   * started with {@link #startAll(Consumer, String...)}.
    *
    * @throws RingmasterException   the first start that failed (the others' failures suppressed),
    *                               once every start has ended; the nodes that started are still
@@ -217,13 +216,29 @@ public final class LocalCluster implements AutoCloseable {
    * @throws IllegalStateException if this cluster is closed
    */
   public List<Ringmaster> startAll(String... nodeIds) {
+    return startAll(node -> { }, nodeIds);
+  }
+
+  /**
+   * As {@link #startAll(String...)}, running {@code beforeStart} on each node before its start (to
+   * add the listeners that hear its first ring, as {@link #start(Ringmaster.Builder, Consumer)}
+   * does), on the thread that starts it: the caller's for the first node when none runs yet, one of
+   * its own for each of the others, so it may run for several nodes at once.
+   *
+   * @throws RingmasterException   as {@link #startAll(String...)} does; what {@code beforeStart}
+   *                               throws is thrown the same way (that node not started), once
+   *                               every start has ended
+   * @throws IllegalStateException if this cluster is closed
+   */
+  public List<Ringmaster> startAll(Consumer<Ringmaster> beforeStart, String... nodeIds) {
+    Objects.requireNonNull(beforeStart, "beforeStart");
     List<String> ids = List.of(nodeIds);
     List<Ringmaster> out = new ArrayList<>();
     int first = 0;
     RuntimeException failed = null;
     if (nodes().isEmpty() && !ids.isEmpty()) {
       try {
-        out.add(start(ids.get(0)));
+        out.add(start(builder(ids.get(0)), beforeStart));
       } catch (RuntimeException e) { // thrown once the others have started too, as their failures are
         failed = e;
       }
@@ -234,7 +249,7 @@ public final class LocalCluster implements AutoCloseable {
       CompletableFuture<Ringmaster> f = new CompletableFuture<>();
       Thread t = new Thread(() -> {
         try {
-          f.complete(start(id));
+          f.complete(start(builder(id), beforeStart));
         } catch (Throwable e) {
           f.completeExceptionally(e);
         }

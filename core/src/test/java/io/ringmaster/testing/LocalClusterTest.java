@@ -61,6 +61,41 @@ class LocalClusterTest {
   }
 
   /**
+   * startAll with a step before each start: each node's listener, added there, hears the node's
+   * first ring (the change into it, from the ring before it joined), and its changes fold to exactly what the node owns; a step that throws
+   * fails its node's start alone, thrown once the others have started.
+   */
+  @Test
+  void startAll_withAStepBeforeEachStart_eachNodesListenerHearsItsFirstRing() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: startAll before start")) {
+      Map<String, OwnershipFold> folds = new java.util.concurrent.ConcurrentHashMap<>();
+      List<Ringmaster> three = cluster.startAll(node -> {
+        OwnershipFold fold = new OwnershipFold();
+        folds.put(node.localMember().id(), fold);
+        node.addOwnershipListener(fold);
+      }, "a", "b", "c");
+      cluster.awaitSettled(WAIT);
+      for (Ringmaster n : three) {
+        OwnershipFold fold = folds.get(n.localMember().id());
+        OwnershipChange first = fold.changes().get(0);
+        assertEquals(-1, first.previousViewId(), n.localMember().id() + "'s first change is from before its first view");
+        assertTrue(first.ring().members().contains(n.localMember()), n.localMember().id() + " in its first ring");
+        assertEquals(Optional.empty(), fold.disagreement(n), n.localMember().id());
+      }
+
+      IllegalStateException refused = new IllegalStateException("no listener for d");
+      IllegalStateException thrown = assertThrows(IllegalStateException.class, () -> cluster.startAll(node -> {
+        if (node.localMember().id().equals("d")) {
+          throw refused;
+        }
+      }, "d", "e"));
+      assertEquals(refused, thrown);
+      assertEquals(List.of("a", "b", "c", "e"), cluster.awaitSettled(WAIT).members().stream().map(Member::id)
+          .sorted().toList(), "e started all the same, d not");
+    }
+  }
+
+  /**
    * When the first id, started alone, fails (here its caller is interrupted), the others still
    * start, and the failure is thrown once they have: it was thrown at once, the others never
    * started.
