@@ -172,7 +172,7 @@ final class Peer implements AutoCloseable {
     } catch (RuntimeException | IOException | Error e) {
       peer.rebalancerReady.completeExceptionally(e); // its listener must not hold up the node's close
       try {
-        runAll(node::close, () -> http.stop(0), () -> {
+        runAll(node::close, () -> stopKeepingTheInterrupt(http), () -> {
           if (peer.rpc != null) {
             peer.rpc.close();
           }
@@ -406,7 +406,23 @@ final class Peer implements AutoCloseable {
           LOG.log(System.Logger.Level.INFO, "{0}: HTTP requests still in flight after {1} ms are cut off",
               routing.self(), Long.toString(STOP_GRACE.toMillis()));
         }
-      }, () -> http.stop(0), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
+      }, () -> stopKeepingTheInterrupt(http), events::close, rpc::close, this::shutdownThreads, stopped::countDown);
+    }
+  }
+
+  /**
+   * Stops the HTTP server at once, its caller's interrupt kept: Java 25's {@code HttpServer.stop}
+   * clears it (Java 17's does not), and a close called interrupted must return interrupted, for its
+   * caller to see.
+   */
+  private static void stopKeepingTheInterrupt(HttpServer http) {
+    boolean interrupted = Thread.currentThread().isInterrupted();
+    try {
+      http.stop(0);
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -151,14 +152,17 @@ class PullRetriesTest {
       }
     }, leaving::get, clock::get, new EventLog());
     retries.failed("peer-1", List.of(FIRST), VIEW);
+    // A thread per task, not the common pool: on 2 cores it has one thread (Java 25 uses it even
+    // then), and the check would hold it until the write, queued behind, had its answer.
+    Executor ownThread = task -> new Thread(task).start();
     CompletableFuture<Boolean> check =
-        CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1));
+        CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1), ownThread);
     try {
       assertEquals(true, asking.await(30, TimeUnit.SECONDS), "the pull's check runs");
       CompletableFuture<List<String>> write =
-          CompletableFuture.supplyAsync(() -> retries.sourcesFor(50));
+          CompletableFuture.supplyAsync(() -> retries.sourcesFor(50), ownThread);
       assertEquals(List.of("peer-1"), write.get(30, TimeUnit.SECONDS));
-      assertEquals(1, CompletableFuture.supplyAsync(retries::pending)
+      assertEquals(1, CompletableFuture.supplyAsync(retries::pending, ownThread)
           .get(30, TimeUnit.SECONDS));
       assertEquals(List.of(), retries.sourcesFor(150), "outside the retry's range");
     } finally {
