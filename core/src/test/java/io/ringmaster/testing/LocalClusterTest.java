@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -62,13 +63,14 @@ class LocalClusterTest {
 
   /**
    * startAll with a step before each start: each node's listener, added there, hears the node's
-   * first ring (the change into it, from the ring before it joined), and its changes fold to exactly what the node owns; a step that throws
-   * fails its node's start alone, thrown once the others have started.
+   * first ring (the change into it, from the ring before it joined), and its changes fold to
+   * exactly what the node owns; a step that throws fails its node's start alone, thrown once the
+   * others have started.
    */
   @Test
   void startAll_withAStepBeforeEachStart_eachNodesListenerHearsItsFirstRing() throws Exception {
     try (LocalCluster cluster = new LocalCluster("kit test: startAll before start")) {
-      Map<String, OwnershipFold> folds = new java.util.concurrent.ConcurrentHashMap<>();
+      Map<String, OwnershipFold> folds = new ConcurrentHashMap<>();
       List<Ringmaster> three = cluster.startAll(node -> {
         OwnershipFold fold = new OwnershipFold();
         folds.put(node.localMember().id(), fold);
