@@ -73,7 +73,8 @@ public final class Main {
       err.println(USAGE);
       return 2;
     }
-    // "peer --help" or "cluster -h" (as a flag, not as a flag's value): a request for the usage.
+    // "--help" anywhere after "peer" or "cluster" (even where a flag's value goes: no id, path or
+    // number is "--help"), or "-h" as the command's one argument: a request for the usage.
     boolean command = args[0].equals("peer") || args[0].equals("cluster");
     if (command && (args.length == 2 && args[1].equals("-h")
         || Arrays.asList(args).subList(1, args.length).contains("--help"))) {
