@@ -276,6 +276,11 @@ final class Rpc implements AutoCloseable {
    * with {@link RemoteError} when the peer answered with an error, and at once when the member is
    * not in the view (or leaves it while we wait).
    *
+   * <p>The future completes on the thread the reply came in on: a JGroups thread, or, for replies
+   * that came in a batch on Java 17 (no virtual threads), the JVM's common pool, whose one worker
+   * on 2 cores serves every such reply in the JVM. So a stage added without an executor must not
+   * block: every stage here parses a reply or reads the store.
+   *
    * @return the reply after its {@link Wire#OK} byte
    */
   CompletableFuture<DataInputStream> call(String memberId, byte[] request, Duration timeout) {
