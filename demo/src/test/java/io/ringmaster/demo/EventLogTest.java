@@ -11,6 +11,7 @@ import com.sun.net.httpserver.HttpContext;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpPrincipal;
 import com.sun.net.httpserver.HttpServer;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -39,7 +40,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** What a browser reconnecting to {@code /events} is sent, against a real HTTP server on 127.0.0.1. */
+/**
+ * What a browser reconnecting to {@code /events} is sent, against a real HTTP server on 127.0.0.1;
+ * what a stream's writer does and when it stops, against an exchange in this JVM that records it.
+ */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class EventLogTest {
   private final EventLog log = new EventLog();
@@ -119,6 +123,7 @@ class EventLogTest {
    */
   @Test
   void anIdleStream_getsAHeartbeat_notAFloodOfThem() throws Exception {
+    long opened = System.nanoTime();
     try (Stream<String> lines = open(null).body()) {
       Iterator<String> it = lines.iterator();
       assertEquals(": connected", it.next(), "the first line");
@@ -127,6 +132,7 @@ class EventLogTest {
         line = it.next();
       }
       assertEquals(": heartbeat", line, "an idle stream's next line");
+      assertTrue(System.nanoTime() - opened >= EventLog.HEARTBEAT.toNanos(), "the first heartbeat: one heartbeat in");
       log.publish(Events.sweep(1, List.of()));
       int heartbeats = 0;
       for (line = it.next(); !line.startsWith("data: "); line = it.next()) {
@@ -165,7 +171,7 @@ class EventLogTest {
   }
 
   /** A GET /events whose client left before the reply's headers could be sent. */
-  private static final class LeftExchange extends HttpExchange {
+  private static class LeftExchange extends HttpExchange {
     private final Headers request = new Headers();
     private final Headers response = new Headers();
 
@@ -250,6 +256,134 @@ class EventLogTest {
     public HttpPrincipal getPrincipal() {
       return null;
     }
+  }
+
+  /**
+   * A GET /events whose reply starts, in this JVM: its request body, the thread that writes its
+   * stream, what that thread wrote and flushed, and whether the exchange was closed.
+   */
+  private static final class OpenExchange extends LeftExchange {
+    private final InputStream body;
+    private final boolean browserLeft;
+    private final StringBuilder written = new StringBuilder();
+    private final StringBuilder flushed = new StringBuilder();
+    private volatile Thread writer;
+    private volatile boolean closed;
+
+    /** One whose request has {@code body}; if {@code browserLeft}, every write to it fails. */
+    OpenExchange(byte[] body, boolean browserLeft) {
+      this.body = new ByteArrayInputStream(body);
+      this.browserLeft = browserLeft;
+    }
+
+    OpenExchange() {
+      this(new byte[0], false);
+    }
+
+    @Override
+    public InputStream getRequestBody() {
+      return body;
+    }
+
+    @Override
+    public void sendResponseHeaders(int code, long length) {
+    }
+
+    @Override
+    public OutputStream getResponseBody() {
+      writer = Thread.currentThread();
+      return new OutputStream() {
+        @Override
+        public void write(int b) throws IOException {
+          write(new byte[] {(byte) b}, 0, 1);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+          if (browserLeft) {
+            throw new IOException("Broken pipe");
+          }
+          synchronized (OpenExchange.this) {
+            written.append(new String(b, off, len, StandardCharsets.UTF_8));
+          }
+        }
+
+        @Override
+        public void flush() {
+          synchronized (OpenExchange.this) {
+            flushed.setLength(0);
+            flushed.append(written);
+          }
+        }
+      };
+    }
+
+    @Override
+    public void close() {
+      closed = true;
+    }
+
+    synchronized String written() {
+      return written.toString();
+    }
+
+    synchronized String flushed() {
+      return flushed.toString();
+    }
+  }
+
+  /**
+   * A stream starts with a comment flushed at once, so the browser sees it open; closing the log
+   * frees every place before it returns, and each writer, a daemon that never keeps the JVM up,
+   * stops where it is, sending nothing more (no heartbeat after the close), and closes its exchange.
+   */
+  @Test
+  void close_freesEveryPlaceAtOnce_andEachWriterStopsWithoutAnotherWrite() throws Exception {
+    OpenExchange ex = new OpenExchange();
+    log.subscribe(ex);
+    await("connected").atMost(Duration.ofSeconds(20)).until(() -> !ex.flushed().isEmpty());
+    assertEquals(": connected\n\n", ex.flushed(), "flushed on its own, before any heartbeat");
+    assertTrue(ex.writer.isDaemon(), "the writer is a daemon thread");
+
+    log.close();
+    assertEquals(0, log.subscribers(), "no place left taken once close returned");
+    await("the writer ended").atMost(Duration.ofSeconds(20)).until(() -> ex.closed && !ex.writer.isAlive());
+    assertEquals(": connected\n\n", ex.written(), "nothing written after the close");
+  }
+
+  /** A browser that went away is noticed on the first write that fails, which frees its place. */
+  @Test
+  void aStreamWhoseWritesFail_givesItsPlaceBack() throws Exception {
+    OpenExchange ex = new OpenExchange(new byte[0], true);
+    log.subscribe(ex);
+    await("dropped").atMost(Duration.ofSeconds(20)).until(() -> log.subscribers() == 0);
+    await("the exchange closed").atMost(Duration.ofSeconds(20)).until(() -> ex.closed && !ex.writer.isAlive());
+  }
+
+  /**
+   * At most {@value EventLog#MAX_SUBSCRIBERS} streams at once: the next is refused with a 503 and
+   * takes no place.
+   */
+  @Test
+  void subscribe_pastTheMostSubscribers_isRefusedWith503() throws Exception {
+    for (int i = 0; i < EventLog.MAX_SUBSCRIBERS; i++) {
+      log.subscribe(new OpenExchange());
+    }
+    assertEquals(EventLog.MAX_SUBSCRIBERS, log.subscribers());
+    HttpError refused = assertThrows(HttpError.class, () -> log.subscribe(new OpenExchange()));
+    assertEquals(503, refused.status());
+    assertEquals(EventLog.MAX_SUBSCRIBERS, log.subscribers(), "the refused one took no place");
+  }
+
+  /**
+   * A GET /events sent with a body has it read before its stream starts: the JDK's server counts a
+   * request as arriving until its body is read, and cuts one that takes more than 10 s.
+   */
+  @Test
+  void subscribe_readsTheRequestsBody() throws Exception {
+    OpenExchange ex = new OpenExchange("x".repeat(10_000).getBytes(StandardCharsets.UTF_8), false);
+    log.subscribe(ex);
+    assertEquals(-1, ex.getRequestBody().read(), "the body read to its end");
   }
 
   /**
