@@ -200,8 +200,8 @@ final class EventLog implements AutoCloseable {
       if (subscribers.size() >= MAX_SUBSCRIBERS) {
         throw new HttpError(503, "too many event subscribers (at most " + MAX_SUBSCRIBERS + ")");
       }
-      // An id this process sent: the events after it. Any other (sent by the process before a
-      // restart, say): all of them.
+      // An id this process sent (or 0: none yet): the events after it. Any other (sent by the
+      // process before a restart, say): all of them.
       boolean known = seen >= 0 && seen <= sequence;
       long oldest = recent.isEmpty() ? sequence + 1 : recent.peekFirst().id();
       if (known && oldest > seen + 1) { // it missed events no longer buffered: say how many
