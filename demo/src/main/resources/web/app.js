@@ -315,7 +315,7 @@ async function refresh() {
     // header and the table show the polled view; a newer one fetched for the drawing, at the next poll).
     renderHeader(ring);
     const keys = ring.members.reduce((n, m) => n + (m.primaryKeys || 0), 0);
-    document.getElementById('centre-members').textContent = `${ring.members.length} members`;
+    document.getElementById('centre-members').textContent = memberCount(ring.members);
     document.getElementById('centre-keys').textContent = `${keys} keys`;
     renderTable(ring);
     renderAgreement(ring);
@@ -418,7 +418,7 @@ function describe(e) {
   const x = (v) => escapeHtml(String(v));
   switch (e.type) {
     case 'started':
-      return `<b>${x(e.id)}</b> started in view ${x(e.viewId)} with ${x((e.members || []).length)} members`;
+      return `<b>${x(e.id)}</b> started in view ${x(e.viewId)} with ${memberCount(e.members)}`;
     case 'membership': {
       const parts = [];
       if (e.merge) parts.push('<b>merge</b> after a partition');
@@ -433,7 +433,7 @@ function describe(e) {
         if (m.lostRanges) changes.push(`<span class="loss">lost ${x(m.lostRanges)} ranges (${pct(m.lostFraction)})${(m.to || []).length ? ' to ' + x(m.to.join(', ')) : ''}</span>`);
         return `<li class="move"><b>${x(m.id)}</b> ${changes.join(', ')}</li>`;
       });
-      return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${x((e.members || []).length)} members)`
+      return `view ${x(e.viewId)}: ${parts.join(' \u00b7 ') || 'no change'} (${memberCount(e.members)})`
         + (moves.length ? `<ul class="moves">${moves.join('')}</ul>` : '');
     }
     case 'ownership': {
@@ -479,6 +479,12 @@ function describe(e) {
     default:
       return x(e.type || 'event') + ' ' + x(JSON.stringify(e));
   }
+}
+
+/** "1 member" or "N members", for a list of members (none if it is missing). */
+function memberCount(members) {
+  const n = Array.isArray(members) ? members.length : 0;
+  return n === 1 ? '1 member' : `${n} members`;
 }
 
 function escapeHtml(s) {
