@@ -54,7 +54,8 @@ class ClusterAgreementTest {
       for (int i = 1; i < 16; i++) {
         String id = "node-" + i;
         joining.add(CompletableFuture.supplyAsync(
-            () -> cluster.start(cluster.builder(id).virtualNodes(1024).replicas(2).zone("z" + (id.hashCode() & 1)))));
+            () -> cluster.start(cluster.builder(id).virtualNodes(1024).replicas(2).zone("z" + (id.hashCode() & 1))),
+            TestCluster.ON_OWN_THREAD)); // a thread each: the joins overlap
       }
       nodes.addAll(TestCluster.joinAll(joining));
       TestCluster.awaitAgreement(nodes, 16, Duration.ofSeconds(30));

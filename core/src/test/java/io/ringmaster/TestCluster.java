@@ -78,11 +78,14 @@ final class TestCluster implements AutoCloseable {
   }
 
   /**
-   * Runs each stop on a thread of its own, not on the common pool, which tests' own tasks (and
-   * callbacks) may hold: stops would queue behind them.
+   * Runs each task on a thread of its own, not on the common pool, which tests' own tasks (and
+   * callbacks) may hold: stops would queue behind them. Tests give it their tasks meant to run at
+   * the same time as each other or as the test's thread: on Java 21 and later CompletableFuture
+   * queues a task without an executor on the common pool even when it has a single worker (on 2
+   * cores), so those tasks would run one after another. Each task must end by its test's end.
    */
-  private static final Executor ON_OWN_THREAD = task -> {
-    Thread t = new Thread(task, "test-cluster-stop");
+  static final Executor ON_OWN_THREAD = task -> {
+    Thread t = new Thread(task, "test-own-thread");
     t.setDaemon(true);
     t.start();
   };
