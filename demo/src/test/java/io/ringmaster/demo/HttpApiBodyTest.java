@@ -15,6 +15,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -259,6 +260,7 @@ class HttpApiBodyTest {
     HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
     http.start();
+    CompletableFuture<Void> sent = null;
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);
       s.getOutputStream().write(("GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
@@ -268,13 +270,13 @@ class HttpApiBodyTest {
       // Sent from another thread: what the API leaves unread waits in the socket's buffers, and a
       // write that could not finish must not hold up the test (closing the socket ends it).
       OutputStream out = s.getOutputStream();
-      CompletableFuture.runAsync(() -> {
+      sent = CompletableFuture.runAsync(() -> {
         try {
           out.write(part);
         } catch (IOException closed) {
           // the test closed the socket: nothing more to send
         }
-      });
+      }, TestThreads.ON_OWN_THREAD);
       InputStream in = s.getInputStream();
       StringBuilder reply = new StringBuilder();
       while (!(reply.indexOf("\r\n\r\n") >= 0 && reply.charAt(reply.length() - 1) == '}')) {
@@ -286,6 +288,9 @@ class HttpApiBodyTest {
           reply::toString);
     } finally {
       http.stop(0);
+      if (sent != null) {
+        sent.get(30, TimeUnit.SECONDS); // the writer ends once the socket is closed
+      }
     }
   }
 
@@ -300,6 +305,7 @@ class HttpApiBodyTest {
     HttpServer http = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     http.createContext("/", new HttpApi(null, null, null, null, null, null, null));
     http.start();
+    CompletableFuture<Void> sent = null;
     try (Socket s = new Socket("127.0.0.1", http.getAddress().getPort())) {
       s.setSoTimeout(10_000);
       int bound = 1024 * 1024;
@@ -317,19 +323,22 @@ class HttpApiBodyTest {
       // No last chunk: the client sends no more until it has its reply. Sent from another thread,
       // as a write the server does not read must not hold up the test.
       OutputStream out = s.getOutputStream();
-      CompletableFuture.runAsync(() -> {
+      sent = CompletableFuture.runAsync(() -> {
         try {
           out.write(body.toByteArray());
         } catch (IOException closed) {
           // the test closed the socket: nothing more to send
         }
-      });
+      }, TestThreads.ON_OWN_THREAD);
       String reply = readReply(s.getInputStream());
       assertTrue(reply.startsWith("HTTP/1.1 404 ")
           && reply.endsWith("{\"error\":\"no route GET /nowhere; try /kv/{key}, /ring, /stats, /events, /events/recent,"
           + " /keys or /\"}"), reply);
     } finally {
       http.stop(0);
+      if (sent != null) {
+        sent.get(30, TimeUnit.SECONDS); // the writer ends once the socket is closed
+      }
     }
   }
 
@@ -359,7 +368,7 @@ class HttpApiBodyTest {
         } catch (IOException closed) {
           // the connection was cut: the reads below say so
         }
-      });
+      }, TestThreads.ON_OWN_THREAD);
       String script = readReply(s.getInputStream());
       assertTrue(script.startsWith("HTTP/1.1 200 ") && script.contains("\r\nContent-type: text/javascript"),
           () -> script.substring(0, Math.min(300, script.length())));

@@ -59,7 +59,7 @@ class HttpGateTest {
       } catch (Exception e) {
         throw new IllegalStateException(e);
       }
-    });
+    }, TestThreads.ON_OWN_THREAD);
   }
 
   private HttpResponse<String> get(String path) throws Exception {
@@ -99,7 +99,8 @@ class HttpGateTest {
     openSlowApi();
     CompletableFuture<HttpResponse<String>> slow = slowRequest();
     assertTrue(entered.await(20, TimeUnit.SECONDS), "the slow request reached the API");
-    CompletableFuture<Boolean> closed = CompletableFuture.supplyAsync(() -> gate.close(Duration.ofSeconds(30)));
+    CompletableFuture<Boolean> closed = CompletableFuture.supplyAsync(() -> gate.close(Duration.ofSeconds(30)),
+        TestThreads.ON_OWN_THREAD);
     await("close() has begun").atMost(Duration.ofSeconds(20)).until(gate::isClosing);
     // A request arriving while the gate waits is refused at once: it cannot be the one waited for.
     HttpResponse<String> late = get("/stats");
@@ -133,7 +134,7 @@ class HttpGateTest {
     assertFalse(gate.isClosing(), "serving");
     // What close() returned, and whether it left its thread interrupted (read and cleared).
     CompletableFuture<List<Boolean>> closed = CompletableFuture.supplyAsync(
-        () -> List.of(gate.close(Duration.ofSeconds(30)), Thread.interrupted()));
+        () -> List.of(gate.close(Duration.ofSeconds(30)), Thread.interrupted()), TestThreads.ON_OWN_THREAD);
     await("close() has begun").atMost(Duration.ofSeconds(20)).until(gate::isClosing);
     release.countDown();
     assertEquals(List.of(true, false), closed.get(20, TimeUnit.SECONDS), "the request ended in time; no interrupt set");

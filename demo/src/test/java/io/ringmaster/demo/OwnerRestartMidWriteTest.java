@@ -56,7 +56,8 @@ class OwnerRestartMidWriteTest {
     String key = a.keyOwnedBy(Set.of("b", "c"));
     UUID oldB = b.routing().ownProcess().orElseThrow();
 
-    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put(key, "v1"));
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put(key, "v1"),
+        TestThreads.ON_OWN_THREAD);
     await().atMost(Duration.ofSeconds(10)).until(() -> b.store().get(key).isPresent() && c.store().get(key).isPresent());
     assertFalse(write.isDone(), "a waits for c's answer");
 
@@ -103,7 +104,8 @@ class OwnerRestartMidWriteTest {
     assertEquals(Set.of("a", "b", "c"), Set.copyOf(a.routing().owners(key)));
     UUID oldB = b.routing().ownProcess().orElseThrow();
 
-    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put(key, "v1"));
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put(key, "v1"),
+        TestThreads.ON_OWN_THREAD);
     await().atMost(Duration.ofSeconds(10)).until(() -> b.store().get(key).isPresent() && c.store().get(key).isPresent());
     assertFalse(write.isDone(), "a waits for c's answer");
 

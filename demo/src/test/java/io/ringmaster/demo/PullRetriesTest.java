@@ -154,7 +154,7 @@ class PullRetriesTest {
     retries.failed("peer-1", List.of(FIRST), VIEW);
     // A thread per task, not the common pool: on 2 cores it has one thread (Java 25 uses it even
     // then), and the check would hold it until the write, queued behind, had its answer.
-    Executor ownThread = task -> new Thread(task).start();
+    Executor ownThread = TestThreads.ON_OWN_THREAD;
     CompletableFuture<Boolean> check =
         CompletableFuture.supplyAsync(() -> retries.pulling(List.of(FIRST), VIEW + 1), ownThread);
     try {

@@ -46,7 +46,8 @@ class StoppedWriteTest {
         }));
     InJvmPeer.awaitOneRing(peers);
 
-    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"),
+        TestThreads.ON_OWN_THREAD);
     assertTrue(asked.await(20, TimeUnit.SECONDS), "b was asked to store the write");
     a.kv().stopped();
     ExecutionException failed = assertThrows(ExecutionException.class,
@@ -77,7 +78,8 @@ class StoppedWriteTest {
         }));
     InJvmPeer.awaitOneRing(peers);
 
-    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"),
+        TestThreads.ON_OWN_THREAD);
     assertTrue(asked.await(20, TimeUnit.SECONDS), "b was asked to store the write");
     a.kv().stopped();
     ExecutionException failed = assertThrows(ExecutionException.class,
@@ -119,7 +121,8 @@ class StoppedWriteTest {
         }));
     InJvmPeer.awaitOneRing(peers);
 
-    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"));
+    CompletableFuture<KvService.Written> write = CompletableFuture.supplyAsync(() -> a.kv().put("k", "v"),
+        TestThreads.ON_OWN_THREAD);
     assertTrue(refused.await(20, TimeUnit.SECONDS), "b refused the write");
     a.kv().stopped();
     ExecutionException failed = assertThrows(ExecutionException.class,

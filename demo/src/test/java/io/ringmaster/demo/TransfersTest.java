@@ -394,7 +394,7 @@ class TransfersTest {
       return new CompletableFuture<>(); // never answered
     });
     CompletableFuture<Optional<Address>> push = CompletableFuture.supplyAsync(
-        () -> a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> false));
+        () -> a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> false), TestThreads.ON_OWN_THREAD);
     assertTrue(asked.await(20, TimeUnit.SECONDS), "b was sent the first page");
 
     List<LogRecord> logged = Logged.by(Transfers.class, () -> {
