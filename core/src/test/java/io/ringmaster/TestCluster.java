@@ -80,9 +80,11 @@ final class TestCluster implements AutoCloseable {
   /**
    * Runs each task on a thread of its own, not on the common pool, which tests' own tasks (and
    * callbacks) may hold: stops would queue behind them. Tests give it their tasks meant to run at
-   * the same time as each other or as the test's thread: on Java 21 and later CompletableFuture
-   * queues a task without an executor on the common pool even when it has a single worker (on 2
-   * cores), so those tasks would run one after another. Each task must end by its test's end.
+   * the same time as each other or as the test's thread (joins, waiters, closes): on Java 21 and
+   * later CompletableFuture queues a task without an executor on the common pool even when it has a
+   * single worker (on 2 cores), so such tasks overlap only where one blocks in a wait the pool makes
+   * up for with another thread (a CompletableFuture's get, say), and one waiting on a latch holds up
+   * those queued behind it. Each task must end by its test's end.
    */
   static final Executor ON_OWN_THREAD = task -> {
     Thread t = new Thread(task, "test-own-thread");
