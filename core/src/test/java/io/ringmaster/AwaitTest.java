@@ -44,7 +44,7 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-ring")) {
       Ringmaster a = cluster.start("a");
       CompletableFuture<HashRing> three = CompletableFuture.supplyAsync(() -> await(a, 3, WAIT),
-          TestCluster.ON_OWN_THREAD);
+          TestThreads.ON_OWN_THREAD);
       Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
       assertEquals(1, a.awaitRing(r -> r.contains("a"), Duration.ZERO).members().size(),
           "a condition that holds now returns at once, even with no time to wait");
@@ -302,7 +302,7 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-ring-closed")) {
       Ringmaster a = cluster.start("a");
       CompletableFuture<HashRing> waiter = CompletableFuture.supplyAsync(() -> await(a, 2, Duration.ofMinutes(10)),
-          TestCluster.ON_OWN_THREAD);
+          TestThreads.ON_OWN_THREAD);
       Awaitility.await().atMost(WAIT).until(() -> a.ringWaiters() == 1); // it is waiting
       a.close();
       ExecutionException e = assertThrows(ExecutionException.class,
@@ -598,7 +598,7 @@ class AwaitTest {
       // Closed on the way out whatever happens, so that a failing test leaves no waiter behind.
       try (Ringmaster twin = cluster.builder("a").build()) { // the same id: refused when it joins
         CompletableFuture<HashRing> waiter =
-            CompletableFuture.supplyAsync(() -> await(twin, 1, Duration.ofMinutes(10)), TestCluster.ON_OWN_THREAD);
+            CompletableFuture.supplyAsync(() -> await(twin, 1, Duration.ofMinutes(10)), TestThreads.ON_OWN_THREAD);
         Awaitility.await().atMost(WAIT).until(() -> twin.ringWaiters() == 1);
         assertThrows(RingmasterException.class, twin::start);
         ExecutionException e = assertThrows(ExecutionException.class,
@@ -608,7 +608,7 @@ class AwaitTest {
 
       try (Ringmaster unstarted = cluster.builder("b").build()) {
         CompletableFuture<HashRing> other =
-            CompletableFuture.supplyAsync(() -> await(unstarted, 1, Duration.ofMinutes(10)), TestCluster.ON_OWN_THREAD);
+            CompletableFuture.supplyAsync(() -> await(unstarted, 1, Duration.ofMinutes(10)), TestThreads.ON_OWN_THREAD);
         Awaitility.await().atMost(WAIT).until(() -> unstarted.ringWaiters() == 1);
         unstarted.close();
         ExecutionException e = assertThrows(ExecutionException.class,
@@ -642,7 +642,7 @@ class AwaitTest {
     try (TestCluster cluster = new TestCluster("await-longest")) {
       Ringmaster a = cluster.start("a");
       CompletableFuture<HashRing> two = CompletableFuture.supplyAsync(() -> await(a, 2,
-          Duration.ofSeconds(Long.MAX_VALUE)), TestCluster.ON_OWN_THREAD);
+          Duration.ofSeconds(Long.MAX_VALUE)), TestThreads.ON_OWN_THREAD);
       Awaitility.await("waiting").atMost(WAIT).until(() -> a.ringWaiters() == 1 || two.isDone());
       assertFalse(two.isDone(), () -> "gave up at once: " + two.handle((r, e) -> e).join());
       cluster.start("b");

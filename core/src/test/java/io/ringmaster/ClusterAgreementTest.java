@@ -55,7 +55,7 @@ class ClusterAgreementTest {
         String id = "node-" + i;
         joining.add(CompletableFuture.supplyAsync(
             () -> cluster.start(cluster.builder(id).virtualNodes(1024).replicas(2).zone("z" + (id.hashCode() & 1))),
-            TestCluster.ON_OWN_THREAD)); // a thread each: the joins overlap
+            TestThreads.ON_OWN_THREAD)); // a thread each: the joins overlap
       }
       nodes.addAll(TestCluster.joinAll(joining));
       TestCluster.awaitAgreement(nodes, 16, Duration.ofSeconds(30));

@@ -336,7 +336,7 @@ class OwnershipCallbacksTest {
       CountDownLatch handOff = new CountDownLatch(1);
       AtomicBoolean leaving = new AtomicBoolean();
       Ringmaster n = handingOffUntil(cluster, handOff, leaving);
-      CompletableFuture<Void> first = CompletableFuture.runAsync(n::close, TestCluster.ON_OWN_THREAD);
+      CompletableFuture<Void> first = CompletableFuture.runAsync(n::close, TestThreads.ON_OWN_THREAD);
       await().atMost(WAIT).until(leaving::get);
       AtomicBoolean flagAfter = new AtomicBoolean();
       Thread second = new Thread(() -> {
@@ -383,7 +383,7 @@ class OwnershipCallbacksTest {
       CountDownLatch handOff = new CountDownLatch(1);
       AtomicBoolean leaving = new AtomicBoolean();
       Ringmaster n = handingOffUntil(cluster, handOff, leaving);
-      CompletableFuture<Void> first = CompletableFuture.runAsync(n::close, TestCluster.ON_OWN_THREAD);
+      CompletableFuture<Void> first = CompletableFuture.runAsync(n::close, TestThreads.ON_OWN_THREAD);
       CompletableFuture<Boolean> flagAfter = new CompletableFuture<>();
       Thread second = new Thread(() -> {
         Thread.currentThread().interrupt();
@@ -429,7 +429,7 @@ class OwnershipCallbacksTest {
               e.getValue(), closeOnLeaving, self);
           await().atMost(WAIT).until(() -> reasons.size() == 1);
 
-          CompletableFuture<Void> closed = CompletableFuture.runAsync(n::close, TestCluster.ON_OWN_THREAD);
+          CompletableFuture<Void> closed = CompletableFuture.runAsync(n::close, TestThreads.ON_OWN_THREAD);
           await().atMost(WAIT).until(closed::isDone);
           assertEquals(List.of(OwnershipChange.Reason.VIEW, OwnershipChange.Reason.LEAVING), reasons, id);
           assertTrue(n.channel().isClosed(), id);
@@ -524,7 +524,7 @@ class OwnershipCallbacksTest {
           interrupted.add(Thread.currentThread().isInterrupted());
           if (change.reason() == OwnershipChange.Reason.INITIAL) {
             SerialDelivery<?> self = SerialDelivery.runningOnCurrentThread(a).get(0);
-            joiner.set(CompletableFuture.supplyAsync(() -> cluster.start("b"), TestCluster.ON_OWN_THREAD));
+            joiner.set(CompletableFuture.supplyAsync(() -> cluster.start("b"), TestThreads.ON_OWN_THREAD));
             try {
               await("b's view, queued behind this callback").atMost(WAIT).until(() -> self.pending() >= 2);
             } catch (RuntimeException | Error e) {

@@ -120,7 +120,7 @@ class PartitionAndChurnTest {
               cluster.crash(victim);
             }
           }
-        }, TestCluster.ON_OWN_THREAD)); // a thread each, not the common pool, which may have one
+        }, TestThreads.ON_OWN_THREAD)); // a thread each, not the common pool, which may have one
       }
       TestCluster.joinAll(workers);
       TestCluster.awaitAgreement(alive, alive.size(), WAIT);

@@ -223,7 +223,7 @@ class SplitViewTest {
         splitOff(x, a, b);
         assertTrue(connecting.await(WAIT.toSeconds(), TimeUnit.SECONDS), "x rejoins");
         long started = System.nanoTime();
-        CompletableFuture<Void> closing = CompletableFuture.runAsync(x::close, TestCluster.ON_OWN_THREAD);
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(x::close, TestThreads.ON_OWN_THREAD);
         await("the WARNING").atMost(WAIT).until(() -> !log.records().isEmpty());
         long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
         assertTrue(waitedMillis >= 4_900, "waited the 5 s bound before giving up: " + waitedMillis + " ms");

@@ -18,7 +18,6 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -77,25 +76,10 @@ final class TestCluster implements AutoCloseable {
     return node;
   }
 
-  /**
-   * Runs each task on a thread of its own, not on the common pool, which tests' own tasks (and
-   * callbacks) may hold: stops would queue behind them. Tests give it their tasks meant to run at
-   * the same time as each other or as the test's thread (joins, waiters, closes): on Java 21 and
-   * later CompletableFuture queues a task without an executor on the common pool even when it has a
-   * single worker (on 2 cores), so such tasks overlap only where one blocks in a wait the pool makes
-   * up for with another thread (a CompletableFuture's get, say), and one waiting on a latch holds up
-   * those queued behind it. Each task must end by its test's end.
-   */
-  static final Executor ON_OWN_THREAD = task -> {
-    Thread t = new Thread(task, "test-own-thread");
-    t.setDaemon(true);
-    t.start();
-  };
-
   /** Cuts the node off (it hears and says nothing), then closes it without a graceful leave. */
   void crash(Ringmaster node) {
     discard(node).discardAll(true);
-    crashes.add(CompletableFuture.runAsync(node::closeAbruptly, ON_OWN_THREAD));
+    crashes.add(CompletableFuture.runAsync(node::closeAbruptly, TestThreads.ON_OWN_THREAD));
   }
 
   /** The node's DISCARD protocol, inserted above the transport on first use. */
@@ -229,7 +213,7 @@ final class TestCluster implements AutoCloseable {
   public void close() {
     List<Throwable> failures = new ArrayList<>();
     awaitEach(List.copyOf(crashes), failures);
-    awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly, ON_OWN_THREAD)).toList(),
+    awaitEach(started.stream().map(n -> CompletableFuture.runAsync(n::closeAbruptly, TestThreads.ON_OWN_THREAD)).toList(),
         failures);
     throwFirst(failures, "stopping the test cluster failed");
   }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
+import io.ringmaster.TestThreads;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;

@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.TestThreads;
 import io.ringmaster.ring.KeyRange;
 import java.time.Duration;
 import java.util.ArrayList;

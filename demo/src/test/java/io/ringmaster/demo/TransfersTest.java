@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ringmaster.TestThreads;
 import io.ringmaster.ring.KeyRange;
 import java.io.IOException;
 import java.time.Duration;

@@ -1,9 +1,9 @@
-package io.ringmaster.demo;
+package io.ringmaster;
 
 import java.util.concurrent.Executor;
 
-/** Threads for the tasks tests start beside their own. */
-final class TestThreads {
+/** Threads for the tasks tests start beside their own, in core's tests and the demo's. */
+public final class TestThreads {
   /**
    * Runs each task on a thread of its own, for tasks meant to run at the same time as each other or
    * as the test's thread (a write in flight while the test stops a peer, a request held until the
@@ -13,7 +13,7 @@ final class TestThreads {
    * CompletableFuture's get, say), and one waiting on a latch holds up those queued behind it. Each
    * task must end by its test's end.
    */
-  static final Executor ON_OWN_THREAD = task -> {
+  public static final Executor ON_OWN_THREAD = task -> {
     Thread t = new Thread(task, "test-own-thread");
     t.setDaemon(true);
     t.start();
