@@ -148,9 +148,9 @@ function renderTable(ring) {
     s.className = 'swatch';
     s.style.background = colour(m.id);
     sw.appendChild(s);
-    cell(tr, m.id + (m.id === ring.local && ring.inRing !== false ? ' (this peer)' : ''));
+    cell(tr, m.id + (m.id === ring.local && ring.inRing !== false ? ' (this peer)' : ''), 'name');
     cell(tr, String(m.weight), 'num');
-    cell(tr, m.zone || '\u2013');
+    cell(tr, m.zone || '\u2013', 'name');
     cell(tr, (m.share * 100).toFixed(1) + '%', 'num');
     cell(tr, m.primaryKeys ?? '\u2013', 'num');
     cell(tr, m.backupKeys ?? '\u2013', 'num');

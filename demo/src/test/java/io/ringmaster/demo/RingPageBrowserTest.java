@@ -32,6 +32,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.openqa.selenium.By;
+import org.openqa.selenium.Dimension;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.Keys;
 import org.openqa.selenium.OutputType;
@@ -48,7 +49,7 @@ import org.openqa.selenium.chrome.ChromeOptions;
  * page shows its owners; a page whose event stream is refused comes live once places are free; a
  * hidden page gives its stream up; a slow reply does not overwrite a newer one; ids, zones, keys
  * and values that are HTML show as text; a peer's refusal shows its reason; a page whose peer stops
- * answering says so. Screenshots go to {@code target/screenshots/} for people to look at.
+ * answering says so; at 1200 and 800 px nothing scrolls sideways, long ids included. Screenshots go to {@code target/screenshots/} for people to look at.
  *
  * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
  * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
@@ -157,6 +158,20 @@ class RingPageBrowserTest extends WithPeerCluster {
     await("every member's checksum shown and equal").atMost(WAIT).ignoreExceptions().until(() ->
         memberChecksums().equals(Set.of(pageChecksum)) && rows().size() == 3);
     shoot("ring-3-peers");
+    // Nothing scrolls the page sideways, nor the members table or the log in their boxes, at 1200
+    // and 800 px: with this cluster's members, then with long ids, a zone and large counts in the
+    // table and the header, and an event the log shows as its JSON.
+    for (int width : new int[] {1200, 800}) {
+      browser.manage().window().setSize(new Dimension(width, 900));
+      assertEquals(width, ((Number) js.executeScript("return window.innerWidth;")).intValue());
+      assertEquals(List.of(), js.executeScript(OVERFLOWS), "overflow at " + width + " px, this cluster's members");
+      assertEquals(List.of(), js.executeScript(LONG_TEXTS + OVERFLOWS_OF_LONG_TEXTS),
+          "overflow at " + width + " px, long ids and an event's JSON");
+      if (width == 800) {
+        shoot("ring-800px");
+      }
+    }
+    browser.manage().window().setSize(new Dimension(1440, 900));
 
     cluster.kill("peer-3");
     // Every state the badge shows meanwhile: the members report the new view within about a
@@ -434,6 +449,40 @@ class RingPageBrowserTest extends WithPeerCluster {
   /** How many elements the page holds that came from markup in a text, and whether no script in it ran. */
   private static final String INJECTED = "return [document.querySelectorAll('img, #injected').length,"
       + " window.__xss === undefined];";
+
+  /**
+   * What scrolls sideways: the page, and each box of it (the header, the ring's panel, the side
+   * panel, the members table's box and the log, which scroll by themselves when they must), each
+   * as "name scrollWidth > clientWidth"; empty if nothing does.
+   */
+  private static final String OVERFLOWS = "const boxes = {page: document.documentElement,"
+      + " header: document.querySelector('header'), ring: document.querySelector('.ring-panel'),"
+      + " side: document.querySelector('.side'), table: document.querySelector('.table-scroll'),"
+      + " log: document.getElementById('log')};"
+      + "return Object.entries(boxes).filter(([, b]) => b.scrollWidth > b.clientWidth)"
+      + "  .map(([name, b]) => `${name} ${b.scrollWidth} > ${b.clientWidth}`);";
+
+  /**
+   * Shows the page's ring (as last polled) with members named as a launcher on another host
+   * might name them and this peer's id of 255 characters, the most a member may have; a zone and
+   * counts in the millions; and a line in the log with an event's JSON. {@link #OVERFLOWS_OF_LONG_TEXTS}
+   * measures it and shows the polled ring again.
+   */
+  private static final String LONG_TEXTS = "const real = state.ring; const colours = new Map(state.colours);"
+      + "const ids = real.members.map((m, i) => i === 0 ? 'p'.repeat(255) : `peer-${i + 7}-127.0.0.1:${7801 + i}`);"
+      + "const rename = (id) => ids[real.members.findIndex(m => m.id === id)];"
+      + "const long = {...real, local: ids[0],"
+      + "  members: real.members.map(m => ({...m, id: rename(m.id), zone: 'eu-central-1-az3',"
+      + "    primaryKeys: 12345678, backupKeys: 23456789})),"
+      + "  peers: real.peers.map(p => ({...p, id: rename(p.id)}))};"
+      + "const line = document.createElement('li');"
+      + "line.innerHTML = describe({type: 'unknown', members: ids, detail: 'x'.repeat(300)});"
+      + "document.getElementById('log').prepend(line);"
+      + "renderHeader(long); renderTable(long); renderAgreement(long);";
+
+  private static final String OVERFLOWS_OF_LONG_TEXTS = "const overflows = (() => {" + OVERFLOWS + "})();"
+      + "line.remove(); state.colours = colours; renderHeader(real); renderTable(real); renderAgreement(real);"
+      + "return overflows;";
 
   /** Makes the page see itself hidden (argument true) or shown, as a browser does when its tab is. */
   private static final String VISIBILITY = "const hidden = arguments[0];"
