@@ -49,7 +49,8 @@ import org.openqa.selenium.chrome.ChromeOptions;
  * page shows its owners; a page whose event stream is refused comes live once places are free; a
  * hidden page gives its stream up; a slow reply does not overwrite a newer one; ids, zones, keys
  * and values that are HTML show as text; a peer's refusal shows its reason; a page whose peer stops
- * answering says so; at 1200 and 800 px nothing scrolls sideways, long ids included. Screenshots go to {@code target/screenshots/} for people to look at.
+ * answering says so; at 1200 and 800 px nothing scrolls sideways, long ids included. Screenshots
+ * go to {@code target/screenshots/} for people to look at.
  *
  * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
  * {@code -Dchrome.binary} and {@code -Dchromedriver} point elsewhere.
