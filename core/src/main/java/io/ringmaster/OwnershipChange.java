@@ -10,7 +10,9 @@ import java.util.Objects;
  * so an application can route with either while it moves data. Every member computes the same
  * ring for a view, but installs it at its own pace: a range gained here may for a moment still be
  * its previous owner's there, so work that must run once needs a fence of the application's own
- * (the old owner stops on losing the range, the new one takes a lease before it starts).
+ * (the old owner stops on losing the range, or with {@code replicas > 1} on a role change away
+ * from {@code PRIMARY}, since it keeps the range as a backup; the new one takes a lease before it
+ * starts).
  *
  * @param reason         why the ring changed
  * @param previousViewId the JGroups view id this node had installed before {@code viewId}; -1

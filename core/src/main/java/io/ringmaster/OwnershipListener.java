@@ -31,6 +31,9 @@ package io.ringmaster;
  */
 @FunctionalInterface
 public interface OwnershipListener {
-  /** Called once per ring change that changes what this member owns, in view order. */
+  /**
+   * Called once per ring change that changes what this member owns or its role (primary or backup)
+   * for any of it, in view order.
+   */
   void onOwnershipChange(OwnershipChange change);
 }

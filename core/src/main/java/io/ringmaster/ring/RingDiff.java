@@ -18,7 +18,8 @@ import java.util.Objects;
  * </ul>
  * Adjacent ranges with the same sources (destinations, roles) are merged, also across the wrap;
  * nothing that did not change is reported, so a member whose ownership is the same in both rings
- * gets an {@linkplain #isEmpty() empty} diff. Each list is in ring order.
+ * gets an {@linkplain #isEmpty() empty} diff. Each list is in ring order, and no position is in
+ * two of the three lists: a key the member gained has no role change, one it lost none either.
  *
  * <p>The diff is computed by one merge of the two token arrays. Only the segments whose replica
  * walk can reach one of the member's tokens are examined (found by walking back from each of its
