@@ -14,7 +14,8 @@ import java.util.Objects;
  *   <li>{@link #lost()}: ranges where the member was among the old owners and is not among the new
  *       ones; each names the new owners ({@link Lost#destinations()}), where the data must go;
  *   <li>{@link #roleChanges()}: ranges the member keeps but as primary instead of backup, or the
- *       other way round.
+ *       other way round (a backup that only moves along the owners, second to third say, keeps
+ *       its role: no change).
  * </ul>
  * Adjacent ranges with the same sources (destinations, roles) are merged, also across the wrap;
  * nothing that did not change is reported, so a member whose ownership is the same in both rings
