@@ -93,6 +93,8 @@ final class Peer implements AutoCloseable {
    */
   private final ScheduledExecutorService pullRetrier = Executors.newSingleThreadScheduledExecutor(
       threads.named("pull-retries"));
+  /** The rebalancer's pulls, a source each: see {@link Rebalancer#pullThreads}. */
+  private final ExecutorService pullThreads = Rebalancer.pullThreads(threads.named("pulls"));
   /** The status reports; package-private so that a test can hold its thread up. */
   final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(threads.named("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);
@@ -261,7 +263,7 @@ final class Peer implements AutoCloseable {
         System::nanoTime, events);
     transfers.retrying(pullRetries::pulling);
     rebalancer = new Rebalancer(routing, store, transfers, pullRetries, counters, events,
-        leaveTimeout.minus(leaveTimeout.dividedBy(10)));
+        leaveTimeout.minus(leaveTimeout.dividedBy(10)), pullThreads);
     sweeper = new Sweeper(routing, store, transfers, counters, events, pendingCallbacks);
     rpc.handleQuickly(Wire.OP_WRITE, kv::handleWrite);
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
@@ -474,6 +476,7 @@ final class Peer implements AutoCloseable {
     Map<String, ExecutorService> pools = new LinkedHashMap<>();
     pools.put("sweep", maintenance);
     pools.put("pull-retries", pullRetrier);
+    pools.put("pulls", pullThreads); // after the node's close: its last changes may still pull
     pools.put("status", statusTimer);
     pools.put("http", httpThreads);
     pools.put("rpc", rpcWorkers);

@@ -13,7 +13,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BooleanSupplier;
 import org.jgroups.Address;
 
@@ -25,7 +34,9 @@ import org.jgroups.Address;
  *       this peer owns again by the time the push is done, that was written meanwhile, or whose
  *       owners by then are not all among those that took it (a peer joined meanwhile);
  *   <li>gained ranges: pull their entries from every previous owner still in the ring (after a
- *       crash, the surviving replicas).
+ *       crash, the surviving replicas), from {@link #PARALLEL_PULLS} sources at once, each on one
+ *       of the peer's pull threads, so that a joiner's pulls take about as long as the longest of
+ *       them rather than all of them in a row; the callback returns once every pull has ended.
  * </ul>
  * Both sides move the same data (the loser pushes, the gainer pulls) and merges are idempotent,
  * so whichever arrives first wins and the other is a no-op. Nothing is dropped before the new
@@ -40,6 +51,8 @@ final class Rebalancer implements OwnershipListener {
   private final Counters counters;
   private final EventLog events;
   private final Duration leaveBudget;
+  /** Where the pulls of a change run: {@link #pullThreads}, owned and stopped by the peer. */
+  private final ExecutorService pulls;
   /**
    * When this peer started to leave the cluster ({@link System#nanoTime()} just before its node is
    * closed), once it has. The node's leave timeout runs from about then (a rejoin under way can
@@ -66,9 +79,11 @@ final class Rebalancer implements OwnershipListener {
   /**
    * @param leaveBudget how long a leaving peer may keep handing its data off: less than the
    *                    node's {@code leaveTimeout}, after which the node leaves regardless
+   * @param pulls       where the pulls of a change run, one task a source: {@link #pullThreads}
+   *                    (never the node's threads, nor the common pool: a pull waits on replies)
    */
   Rebalancer(Routing routing, Store store, Transfers transfers, PullRetries pullRetries, Counters counters,
-             EventLog events, Duration leaveBudget) {
+             EventLog events, Duration leaveBudget, ExecutorService pulls) {
     this.routing = routing;
     this.store = store;
     this.transfers = transfers;
@@ -76,6 +91,29 @@ final class Rebalancer implements OwnershipListener {
     this.counters = counters;
     this.events = events;
     this.leaveBudget = leaveBudget;
+    this.pulls = pulls;
+  }
+
+  /**
+   * How many sources a change's pulls ask at once. A joiner in a cluster of five gains from four,
+   * and each pull has one page ({@link Transfers#PAGE_BYTES}) in flight at a time, so four bound
+   * what the replies hold here to about a megabyte, and what merging them takes to a few cores;
+   * each source still serves this peer one request at a time, as before. In larger clusters the
+   * other sources wait their turn.
+   */
+  static final int PARALLEL_PULLS = 4;
+
+  /**
+   * The pool for {@link #Rebalancer}'s {@code pulls}: {@link #PARALLEL_PULLS} threads at most, the
+   * other sources queued, and none kept once idle for 30 seconds (a peer pulls only when ownership
+   * changes). Its owner shuts it down, after the node's close: the LEAVING change and the changes
+   * queued before it may still pull (they end at once, the peer being stopping).
+   */
+  static ExecutorService pullThreads(ThreadFactory threads) {
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(PARALLEL_PULLS, PARALLEL_PULLS, 30, TimeUnit.SECONDS,
+        new LinkedBlockingQueue<>(), threads);
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
   }
 
   @Override
@@ -283,23 +321,89 @@ final class Rebalancer implements OwnershipListener {
         perSource.computeIfAbsent(source, k -> new ArrayList<>()).add(g.range());
       }
     }
+    List<String> sources = List.copyOf(perSource.keySet());
+    List<Transfers.Pulled> pulled = pullAll(perSource, change.viewId());
     long in = 0;
     boolean ok = true;
-    for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
-      // Ended once the peer stops: what is not pulled stays on its source, which drops nothing
-      // until the owners of its newest ring have it.
-      Transfers.Pulled pulled = transfers.pull(source.getKey(), source.getValue(), change.viewId(),
-          () -> stopping != null);
-      if (!pulled.complete()) { // stopping: the retry never runs, but the range's sources stay known for reads
-        pullRetries.failed(source.getKey(), source.getValue(), change.viewId());
+    for (int i = 0; i < sources.size(); i++) {
+      Transfers.Pulled p = pulled.get(i);
+      if (!p.complete()) { // stopping: the retry never runs, but the range's sources stay known for reads
+        pullRetries.failed(sources.get(i), perSource.get(sources.get(i)), change.viewId());
       }
-      ok &= pulled.complete();
-      in += pulled.changed();
+      ok &= p.complete();
+      in += p.changed();
     }
     counters.keysMigratedIn.add(in);
-    events.publish(Events.migration("in", change, in, gained.size(), List.copyOf(perSource.keySet()),
-        millisSince(started), ok));
+    events.publish(Events.migration("in", change, in, gained.size(), sources, millisSince(started), ok));
     return ok;
+  }
+
+  /**
+   * Pulls from every source at once on {@link #pulls}, and returns once every pull has ended: what
+   * each brought in, in the order of the sources. Each pull ends once the peer stops: what is not
+   * pulled stays on its source, which drops nothing until the owners of its newest ring have it.
+   * Interrupted while it waits (the node stopping a callback that outlived its leave timeout), this
+   * interrupts the pulls, which end at once as they would on this thread, and still waits for them.
+   * A pull that throws (a bug) fails the change: the first, in the order of the sources, is thrown
+   * once all have ended, the others suppressed in it.
+   */
+  private List<Transfers.Pulled> pullAll(Map<String, List<KeyRange>> perSource, long viewId) {
+    int n = perSource.size();
+    AtomicReferenceArray<Transfers.Pulled> pulled = new AtomicReferenceArray<>(n);
+    AtomicReferenceArray<Throwable> thrown = new AtomicReferenceArray<>(n);
+    CountDownLatch ended = new CountDownLatch(n);
+    Set<Thread> pulling = ConcurrentHashMap.newKeySet();
+    int i = 0;
+    for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
+      int at = i++;
+      Runnable pull = () -> {
+        pulling.add(Thread.currentThread());
+        try {
+          pulled.set(at, transfers.pull(source.getKey(), source.getValue(), viewId, () -> stopping != null));
+        } catch (RuntimeException | Error e) {
+          thrown.set(at, e);
+        } finally {
+          pulling.remove(Thread.currentThread()); // the pool clears an interrupt that comes later
+          ended.countDown();
+        }
+      };
+      try {
+        pulls.execute(pull);
+      } catch (RejectedExecutionException stopped) {
+        pull.run(); // the peer stopped its pull threads, so it is stopping: the pull ends at once
+      }
+    }
+    boolean interrupted = false;
+    while (true) {
+      try {
+        ended.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+        pulling.forEach(Thread::interrupt);
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    Steps steps = new Steps();
+    for (int at = 0; at < n; at++) {
+      Throwable e = thrown.get(at);
+      if (e != null) {
+        steps.run(() -> {
+          if (e instanceof Error error) {
+            throw error;
+          }
+          throw (RuntimeException) e;
+        });
+      }
+    }
+    steps.throwFirst();
+    List<Transfers.Pulled> all = new ArrayList<>(n);
+    for (int at = 0; at < n; at++) {
+      all.add(pulled.get(at));
+    }
+    return all;
   }
 
   private static long millisSince(long nanos) {

@@ -106,6 +106,6 @@ class HandBackTest {
     PullRetries retries = new PullRetries(p.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
         System::nanoTime, new EventLog());
     return new Rebalancer(routing, p.store(), p.transfers(), retries, p.counters(), new EventLog(),
-        Duration.ofSeconds(15));
+        Duration.ofSeconds(15), p.pulls());
   }
 }

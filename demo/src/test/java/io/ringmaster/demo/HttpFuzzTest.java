@@ -92,7 +92,7 @@ class HttpFuzzTest {
   void startPeers() throws Exception {
     handlerBefore = Thread.getDefaultUncaughtExceptionHandler();
     Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
-      if (t.getName().matches("(http|rpc|rpc-timer|sweep|pull-retries|status)-[0-9]+")) { // the peers' pools
+      if (t.getName().matches("(http|rpc|rpc-timer|sweep|pull-retries|pulls|status)-[0-9]+")) { // the peers' pools
         died.add(t.getName() + ": " + e);
       }
     });

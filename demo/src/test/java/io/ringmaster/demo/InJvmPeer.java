@@ -20,10 +20,12 @@ import java.util.function.UnaryOperator;
  * The parts of a peer that writes, hand-offs and sweeps pass through, on a real node in this JVM
  * (the in-memory JGroups stack, replicas 2 unless a test says otherwise): its RPC channel, store, key service, transfers and
  * sweeper, wired as {@link Peer} wires them, without the HTTP API, the rebalancer and the
- * periodic tasks, so a test calls each step itself. Closing it closes the node and its threads.
+ * periodic tasks, so a test calls each step itself; {@code pulls} are the threads a rebalancer a
+ * test makes for it pulls on. Closing it closes the node and its threads.
  */
 record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counters counters, KvService kv,
-                 Transfers transfers, Sweeper sweeper, ExecutorService workers, ScheduledExecutorService timer)
+                 Transfers transfers, Sweeper sweeper, ExecutorService workers, ScheduledExecutorService timer,
+                 ExecutorService pulls)
     implements AutoCloseable {
   private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
@@ -124,7 +126,8 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PUSH, transfers::handlePush);
     rpc.handle(Wire.OP_PULL, transfers::handlePull); // served once its counters say it is settled
-    return new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer);
+    return new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer,
+        Rebalancer.pullThreads(OwnThreads.daemons(id + "-pulls")));
   }
 
   /**
@@ -199,6 +202,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     } finally {
       workers.shutdownNow();
       timer.shutdownNow();
+      pulls.shutdownNow();
     }
   }
 }

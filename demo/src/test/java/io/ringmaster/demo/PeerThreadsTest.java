@@ -33,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class PeerThreadsTest {
   /** The names {@link Peer}'s own pools give their threads. */
-  private static final List<String> POOLS = List.of("http-", "rpc-", "sweep-", "pull-retries-", "status-");
+  private static final List<String> POOLS = List.of("http-", "rpc-", "sweep-", "pull-retries-", "pulls-", "status-");
 
   @TempDir
   Path dir;

@@ -173,7 +173,8 @@ class RebalancerTest {
 
   /** a's rebalancer, with this leave budget and these pull retries. */
   private Rebalancer rebalancerOfA(Duration leaveBudget, PullRetries retries) {
-    return new Rebalancer(a.routing(), a.store(), a.transfers(), retries, a.counters(), eventsOfA, leaveBudget);
+    return new Rebalancer(a.routing(), a.store(), a.transfers(), retries, a.counters(), eventsOfA, leaveBudget,
+        a.pulls());
   }
 
   private PullRetries retriesOfA() {

@@ -80,7 +80,7 @@ class SecureStackPeersTest {
         b.routing()::isLeaving, System::nanoTime, new EventLog());
     b.transfers().retrying(retries::pulling);
     rebalancing = b.node().addOwnershipListener(new Rebalancer(b.routing(), b.store(), b.transfers(), retries,
-        b.counters(), new EventLog(), Duration.ofSeconds(5)));
+        b.counters(), new EventLog(), Duration.ofSeconds(5), b.pulls()));
     await("b handled its first ownership change").atMost(Duration.ofSeconds(15))
         .pollInterval(Duration.ofMillis(50)).until(() -> b.counters().settled.get());
     List<String> ofB = keys.stream().filter(k -> b.routing().owners(k).equals(List.of("b"))).toList();

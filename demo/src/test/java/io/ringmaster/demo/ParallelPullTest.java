@@ -1,0 +1,193 @@
+package io.ringmaster.demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.OwnershipChange;
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A joiner's pulls ({@link Rebalancer} on its first change) ask all their sources at once: five
+ * {@link InJvmPeer}s with one copy a key, e the joiner, gaining from each of the other four, whose
+ * stores hold the keys they owned before e. Each source holds the first page e asks it for until
+ * all four have been asked, or {@link #HOLD} has passed: pulls made one after another would each
+ * wait out the hold alone. e's rebalancer is called directly with the change its node would
+ * deliver.
+ */
+class ParallelPullTest {
+  private static final List<String> SOURCES = List.of("a", "b", "c", "d");
+  private static final int KEYS = 400;
+  /** Less than {@link Transfers#PULL_TIMEOUT}, so that a page held this long is still answered in time. */
+  private static final Duration HOLD = Duration.ofSeconds(3);
+  private final List<InJvmPeer> peers = new ArrayList<>();
+  private final EventLog eventsOfE = new EventLog();
+  private InJvmPeer e;
+  private OwnershipChange join;
+  /** Each source's first pull request counts down once, then waits for the others'. */
+  private final CountDownLatch asked = new CountDownLatch(SOURCES.size());
+  /** The sources whose first page was asked for while some other source was not asked yet, after the hold. */
+  private final List<String> askedAlone = new CopyOnWriteArrayList<>();
+  /** Once every source was asked, the first pages are still held until this opens, or for {@link #HOLD}. */
+  private volatile CountDownLatch released = new CountDownLatch(0);
+
+  @BeforeEach
+  void startFivePeers() throws Exception {
+    String cluster = InJvmPeer.clusterName("parallel-pull");
+    for (String id : List.of("a", "b", "c", "d", "e")) {
+      peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1)));
+    }
+    InJvmPeer.awaitOneRing(peers);
+    e = peers.get(4);
+    HashRing all = e.node().ring();
+    HashRing before = all.without("e");
+    join = new OwnershipChange(OwnershipChange.Reason.VIEW, e.node().viewId(), e.node().viewId(), before, all,
+        RingDiff.compute(before, all, "e", 1));
+    for (int i = 0; i < KEYS; i++) {
+      Entry entry = Entry.of("key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "a"));
+      peer(before.ownerOf(entry.key()).id()).store().merge(entry);
+    }
+    for (String id : SOURCES) {
+      InJvmPeer source = peer(id);
+      source.counters().settled.set(true); // serves pulls (it has no rebalancer to say it handled its first change)
+      AtomicBoolean first = new AtomicBoolean(true);
+      source.rpc().handle(Wire.OP_PULL, in -> {
+        if (first.getAndSet(false)) {
+          asked.countDown();
+          if (!asked.await(HOLD.toMillis(), TimeUnit.MILLISECONDS)) {
+            askedAlone.add(id);
+          }
+          released.await(HOLD.toMillis(), TimeUnit.MILLISECONDS);
+        }
+        return source.transfers().handlePull(in);
+      });
+    }
+  }
+
+  @AfterEach
+  void closePeers() {
+    InJvmPeer.closeAll(peers);
+  }
+
+  private InJvmPeer peer(String id) {
+    return peers.stream().filter(p -> p.id().equals(id)).findFirst().orElseThrow();
+  }
+
+  /** The sources of the change, in the order e pulls from them: that of its gained ranges. */
+  private List<String> sourcesInOrder() {
+    return join.gained().stream().flatMap(g -> g.sources().stream()).map(Member::id).distinct().toList();
+  }
+
+  @Test
+  void aJoinersPulls_askEverySourceAtOnce_andCountWhatEachBroughtIn() {
+    assertEquals(SOURCES, sourcesInOrder().stream().sorted().toList(), "e gains from each of the four");
+    List<Entry> gained = new ArrayList<>();
+    for (String id : SOURCES) {
+      peer(id).store().all().stream().filter(x -> join.ring().ownerOf(x.key()).id().equals("e")).forEach(gained::add);
+    }
+    PullRetries retries = retriesOfE();
+    Rebalancer rebalancer = rebalancerOfE(retries);
+
+    assertTimeoutPreemptively(Duration.ofSeconds(30), () -> rebalancer.onOwnershipChange(join));
+
+    assertEquals(0, asked.getCount(), "every source was asked");
+    assertEquals(List.of(), askedAlone, "sources asked one after another, each holding its page alone for " + HOLD);
+    for (Entry x : gained) {
+      assertEquals(Optional.of(x), e.store().get(x.key()), "e pulled " + x.key());
+    }
+    assertEquals(gained.size(), e.store().size(), "e pulled what it gained, and only that");
+    assertEquals(gained.size(), e.counters().keysMigratedIn.sum(), "the keys of every source are counted");
+    assertEquals(1, e.counters().migrationsCompleted.sum());
+    assertEquals(0, e.counters().migrationsFailed.sum());
+    assertEquals(0, retries.pending(), "complete pulls leave nothing to retry");
+    String in = migrationIn();
+    assertEquals(gained.size(), number(in, "keys"), in);
+    assertTrue(in.contains("\"peers\":[\"" + String.join("\",\"", sourcesInOrder()) + "\"]"),
+        "the sources, in the order of the ranges: " + in);
+    assertTrue(in.contains("\"ok\":true"), in);
+  }
+
+  /**
+   * The node interrupts a callback still busy long after it began to close: the pulls, on threads of
+   * their own, end then too (as they did on the callback's thread), each left to the pull retries, and
+   * the callback returns with its interrupt kept, well before the sources would have answered.
+   */
+  @Test
+  void aCallbackInterruptedWhileItsPullsWait_endsThemAll_andLeavesThemToTheRetries() throws Exception {
+    released = new CountDownLatch(1);
+    PullRetries retries = retriesOfE();
+    Rebalancer rebalancer = rebalancerOfE(retries);
+    AtomicReference<Throwable> thrown = new AtomicReference<>();
+    AtomicBoolean stillInterrupted = new AtomicBoolean();
+    Thread callback = new Thread(() -> {
+      try {
+        rebalancer.onOwnershipChange(join);
+        stillInterrupted.set(Thread.currentThread().isInterrupted());
+      } catch (RuntimeException | Error x) {
+        thrown.set(x);
+      }
+    }, "callback");
+    callback.setDaemon(true);
+    callback.start();
+    try {
+      assertTrue(asked.await(HOLD.toMillis() * 2, TimeUnit.MILLISECONDS), "every source was asked");
+      long interrupted = System.nanoTime();
+      callback.interrupt();
+      callback.join(HOLD.toMillis() * 3);
+      assertFalse(callback.isAlive(), "the callback returned");
+      long took = (System.nanoTime() - interrupted) / 1_000_000;
+      assertTrue(took < HOLD.toMillis(), "the pulls ended at the interrupt, not once answered: " + took + " ms");
+    } finally {
+      released.countDown();
+      callback.interrupt();
+      callback.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
+    }
+    assertEquals(null, thrown.get());
+    assertTrue(stillInterrupted.get(), "the callback returns with its interrupt");
+    assertEquals(SOURCES.size(), retries.pending(), "each source's pull is left to the retries");
+    assertEquals(1, e.counters().migrationsFailed.sum());
+    assertTrue(migrationIn().contains("\"ok\":false"), migrationIn());
+  }
+
+  private PullRetries retriesOfE() {
+    Routing routing = e.routing();
+    return new PullRetries(e.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving, System::nanoTime,
+        eventsOfE);
+  }
+
+  private Rebalancer rebalancerOfE(PullRetries retries) {
+    return new Rebalancer(e.routing(), e.store(), e.transfers(), retries, e.counters(), eventsOfE,
+        Duration.ofSeconds(15), e.pulls());
+  }
+
+  /** e's one "migration in" event, as JSON. */
+  private String migrationIn() {
+    List<String> in = eventsOfE.recent().stream()
+        .filter(json -> json.contains("\"type\":\"migration\"") && json.contains("\"direction\":\"in\"")).toList();
+    assertEquals(1, in.size(), "" + in);
+    return in.get(0);
+  }
+
+  private static long number(String json, String name) {
+    Matcher m = Pattern.compile("\"" + name + "\":(-?[0-9]+)").matcher(json);
+    assertTrue(m.find(), name + " in " + json);
+    return Long.parseLong(m.group(1));
+  }
+}
