@@ -353,13 +353,15 @@ final class Rebalancer implements OwnershipListener {
     AtomicReferenceArray<Throwable> thrown = new AtomicReferenceArray<>(n);
     CountDownLatch ended = new CountDownLatch(n);
     Set<Thread> pulling = ConcurrentHashMap.newKeySet();
+    AtomicBoolean interruptedHere = new AtomicBoolean(); // ends the pulls that have not started yet too
     int i = 0;
     for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
       int at = i++;
       Runnable pull = () -> {
         pulling.add(Thread.currentThread());
         try {
-          pulled.set(at, transfers.pull(source.getKey(), source.getValue(), viewId, () -> stopping != null));
+          pulled.set(at, transfers.pull(source.getKey(), source.getValue(), viewId,
+              () -> stopping != null || interruptedHere.get()));
         } catch (RuntimeException | Error e) {
           thrown.set(at, e);
         } finally {
@@ -373,17 +375,16 @@ final class Rebalancer implements OwnershipListener {
         pull.run(); // the peer stopped its pull threads, so it is stopping: the pull ends at once
       }
     }
-    boolean interrupted = false;
     while (true) {
       try {
         ended.await();
         break;
       } catch (InterruptedException e) {
-        interrupted = true;
+        interruptedHere.set(true); // before the interrupts: a pull starting now sees it instead
         pulling.forEach(Thread::interrupt);
       }
     }
-    if (interrupted) {
+    if (interruptedHere.get()) {
       Thread.currentThread().interrupt();
     }
     Steps steps = new Steps();
