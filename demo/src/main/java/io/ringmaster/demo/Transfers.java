@@ -418,10 +418,11 @@ final class Transfers {
   }
 
   /**
-   * Handles {@link Wire#OP_PUSH}: merges, and counts (and reports) what it brought in. A leaving peer
-   * refuses, so the sender keeps its copy: otherwise a peer that has not yet seen the leave could
-   * sweep keys that the leaver just handed it back to the leaver, drop them, and lose them.
-   * Checked after the merge, like writes: a push merged after the leaver's hand-off scan is refused.
+   * Handles {@link Wire#OP_PUSH}: merges, and counts (and reports) what it brought in, refused or
+   * not. A leaving peer refuses, so the sender keeps its copy: otherwise a peer that has not yet
+   * seen the leave could sweep keys that the leaver just handed it back to the leaver, drop them,
+   * and lose them. Checked after the merge, like writes: a push merged after the leaver's hand-off
+   * scan is refused.
    */
   byte[] handlePush(DataInputStream in) throws Exception {
     Wire.PushRequest r = Wire.readPush(in);
@@ -438,6 +439,15 @@ final class Transfers {
       }
     }
     Routing.storedThenRoute();
+    // Counted and reported even if refused below: what it merged is here either way, and a retry
+    // that is taken then changes nothing (a joiner that has not installed its first view yet
+    // refuses as not in the ring, and its own pull then finds the same entries here too).
+    if (r.kind() == Wire.PushKind.MIGRATION) {
+      counters.keysMigratedIn.add(changed);
+    }
+    if (changed > 0) {
+      events.publish(Events.received(r.kind().name().toLowerCase(Locale.ROOT), r.from(), changed, r.entries().size()));
+    }
     if (!routing.inRing()) {
       // The sender meant the peer holding this id; it keeps its copy, and this peer's sweep (or
       // its leave) hands on what it merged. Checked first: a sender told "leaving" would route
@@ -449,12 +459,6 @@ final class Transfers {
     }
     // Taken: the sender may drop its copies now, those this peer held already included.
     r.entries().forEach(store::retake);
-    if (r.kind() == Wire.PushKind.MIGRATION) {
-      counters.keysMigratedIn.add(changed);
-    }
-    if (changed > 0) {
-      events.publish(Events.received(r.kind().name().toLowerCase(Locale.ROOT), r.from(), changed, r.entries().size()));
-    }
     return Wire.pushReply(changed);
   }
 }

@@ -537,6 +537,28 @@ class TransfersTest {
     assertTrue(a.store().get("k6").isEmpty(), "the refused repair merged nothing");
   }
 
+  /**
+   * A hand-off push merged and then refused (here by a leaving peer; by a joiner that has not
+   * installed its first view yet, as not in the ring) still counts and reports what it changed:
+   * the sender's retry, once taken, changes nothing, and would otherwise leave those keys counted
+   * nowhere.
+   */
+  @Test
+  void aHandOffMergedThenRefused_countsAndReportsWhatItChanged_andItsRetryNothingMore() throws Exception {
+    Counters counters = new Counters();
+    EventLog events = new EventLog();
+    Transfers to = pushedTo(TestingAids.fromSystemProperties(), counters, events);
+    List<Entry> two = List.of(entry("k1", "v", 1), entry("k2", "v", 1));
+
+    a.routing().startLeaving();
+    assertRefused(Transfers.leavingRefusal("a"), push(to, Wire.PushKind.MIGRATION, "x", two));
+    assertTrue(a.store().get("k1").isPresent() && a.store().get("k2").isPresent(), "merged before the refusal");
+    assertEquals(2, counters.keysMigratedIn.sum());
+    assertRefused(Transfers.leavingRefusal("a"), push(to, Wire.PushKind.MIGRATION, "x", two));
+    assertEquals(2, counters.keysMigratedIn.sum(), "the retry brought nothing new");
+    assertEquals(List.of("received migration x 2 2"), events.recent().stream().map(TransfersTest::received).toList());
+  }
+
   /** A hand-off push refused by the aid says so, and merges nothing; the next is taken. */
   @Test
   void aHandOffRefusedByTheAid_namesIt_andMergesNothing() throws Exception {
