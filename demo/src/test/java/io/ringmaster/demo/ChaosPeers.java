@@ -44,8 +44,15 @@ final class ChaosPeers {
 
   /** Starts peer {@code id} of {@code cluster} on HTTP port {@code port}, its config file in {@code dir}. */
   static Peer start(Path dir, String cluster, String id, int port, int replicas) throws IOException {
+    return start(dir, cluster, id, port, replicas, PeerOptions.LEAVE_TIMEOUT);
+  }
+
+  /** As {@link #start(Path, String, String, int, int)}, the node's leaveTimeout {@code leaveTimeout}. */
+  static Peer start(Path dir, String cluster, String id, int port, int replicas, Duration leaveTimeout)
+      throws IOException {
     Path config = Files.writeString(dir.resolve(id + ".json"), "{\"nodeId\": \"" + id + "\", \"clusterName\": \""
-        + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\", \"virtualNodes\": 64}");
+        + cluster + "\", \"jgroupsConfig\": \"" + STACK + "\", \"virtualNodes\": 64, \"leaveTimeoutMillis\": "
+        + leaveTimeout.toMillis() + "}");
     return Peer.start(PeerOptions.parse(new String[] {"--http-port", Integer.toString(port),
         "--config", config.toString(), "--replicas", Integer.toString(replicas)}, 0));
   }

@@ -65,6 +65,8 @@ class ChurnPropertyTest {
   private static final int REPLICAS = 2;
   private static final int KEYS = 90;
   private static final int WRITERS = 3;
+  /** The leaveTimeout of a peer the plan crashes: what the end of the test waits for its close to spend. */
+  private static final Duration CRASHED_LEAVE_TIMEOUT = Duration.ofSeconds(2);
 
   @TempDir
   Path dir;
@@ -79,6 +81,11 @@ class ChurnPropertyTest {
    * until its leave budget is spent. Nothing reaches the others: only the end of the test waits for them.
    */
   private final List<CompletableFuture<Void>> crashedClosing = new ArrayList<>();
+  /**
+   * The peers the plan crashes, started with a leaveTimeout of {@link #CRASHED_LEAVE_TIMEOUT}: only
+   * their close after the crash reads it, and spends it all, reaching no one.
+   */
+  private final Set<String> toCrash = new HashSet<>();
   private Writers writers;
   private String readRepairBefore;
 
@@ -122,6 +129,7 @@ class ChurnPropertyTest {
     readRepairBefore = System.setProperty(TestingAids.NO_READ_REPAIR, "true"); // read by each Peer.start
     String cluster = InJvmPeer.clusterName("churn");
     List<Step> plan = plan(seed);
+    plan.stream().filter(s -> s.kind().equals("crash")).forEach(s -> toCrash.addAll(s.victims()));
     String replay = "seed " + seed + ", steps " + plan;
     System.out.println("churn: " + replay);
 
@@ -245,7 +253,8 @@ class ChurnPropertyTest {
 
   private Running start(String cluster, String id) throws IOException {
     int port = PeerCluster.freePort();
-    Peer peer = ChaosPeers.start(dir, cluster, id, port, REPLICAS);
+    Peer peer = toCrash.contains(id) ? ChaosPeers.start(dir, cluster, id, port, REPLICAS, CRASHED_LEAVE_TIMEOUT)
+        : ChaosPeers.start(dir, cluster, id, port, REPLICAS);
     Running r = new Running(id, port, peer);
     synchronized (this) {
       live.add(r);
