@@ -546,8 +546,8 @@ class LauncherCommandsTest {
    * first peer does at the launch: the launcher says so, with its log, stops it with SIGTERM and
    * waits until it has exited before the next command. With no peer live, {@code add 2} starts the
    * first alone, as the launch does; that one not started, the second is not tried and no ring is
-   * waited for: the prompt comes back. The limit (20 s) is one a peer that joins a running cluster
-   * meets, but a peer alone does not: the launcher's peers are given 25 s to hear from a cluster
+   * waited for: the prompt comes back. The limit (12 s) is one a peer that joins a running cluster
+   * meets, but a peer alone does not: the launcher's peers are given 15 s to hear from a cluster
    * before they start alone ({@code -Dringmaster.join_timeout}, handed on to them), so peer-1
    * starts while a peer started by hand runs, and peer-2 once that one has left and peer-1 is killed.
    */
@@ -555,12 +555,12 @@ class LauncherCommandsTest {
   @Timeout(value = 75, unit = TimeUnit.SECONDS) // under the STOP_TIMEOUT a peer sent no SIGTERM would be waited
   void add_whenTheAddedPeerRunsButIsNotReadyInTime_stopsIt_waitsForIt_andStartsNoOther(@TempDir Path logs)
       throws Exception {
-    Launcher launcher = realPeersLauncher(1, logs, Duration.ofSeconds(20));
+    Launcher launcher = realPeersLauncher(1, logs, Duration.ofSeconds(12));
     String commands = "kill peer-1" + NL + "add 2" + NL + "stop peer-2" + NL;
 
     int exit = onTestPorts(() -> {
-      Peer byHand = startedByHand("by-hand"); // alone, within the stack's 1 s; only the launcher's peers get 25 s
-      System.setProperty("ringmaster.join_timeout", "25s");
+      Peer byHand = startedByHand("by-hand"); // alone, within the stack's 1 s; only the launcher's peers get 15 s
+      System.setProperty("ringmaster.join_timeout", "15s");
       return launcher.run(closingAtFirstRead(byHand, commands));
     });
 
@@ -581,7 +581,7 @@ class LauncherCommandsTest {
     Process peer = launcher.peers.get("peer-2").process();
     assertEquals(143, peer.exitValue(), "SIGTERM (143), not SIGKILL (137)");
     assertTrue(Launcher.lastLine(log, "peer-2 serving ").orElse("").contains("(view 0, 1 members, "),
-        "it waited out the 25 s alone, as the limit meant: " + Files.readString(log));
+        "it waited out the 15 s alone, as the limit meant: " + Files.readString(log));
     assertTrue(Launcher.lastLine(log, "peer-2 left the cluster in ").isPresent(),
         "it finished its start, then left the cluster: " + Files.readString(log));
   }
