@@ -107,11 +107,20 @@ final class Rebalancer implements OwnershipListener {
    * The pool for {@link #Rebalancer}'s {@code pulls}: {@link #PARALLEL_PULLS} threads at most, the
    * other sources queued, and none kept once idle for 30 seconds (a peer pulls only when ownership
    * changes). Its owner shuts it down, after the node's close: the LEAVING change and the changes
-   * queued before it may still pull (they end at once, the peer being stopping).
+   * queued before it may still pull (they end at once, the peer being stopping). Its
+   * {@code shutdownNow()} runs the pulls still queued on the calling thread, where they end at once
+   * (the pool is shut down), rather than dropping them: the change that made them waits for each
+   * to end.
    */
   static ExecutorService pullThreads(ThreadFactory threads) {
     ThreadPoolExecutor pool = new ThreadPoolExecutor(PARALLEL_PULLS, PARALLEL_PULLS, 30, TimeUnit.SECONDS,
-        new LinkedBlockingQueue<>(), threads);
+        new LinkedBlockingQueue<>(), threads) {
+      @Override
+      public List<Runnable> shutdownNow() {
+        super.shutdownNow().forEach(Runnable::run);
+        return List.of();
+      }
+    };
     pool.allowCoreThreadTimeOut(true);
     return pool;
   }
@@ -341,9 +350,11 @@ final class Rebalancer implements OwnershipListener {
   /**
    * Pulls from every source at once on {@link #pulls}, and returns once every pull has ended: what
    * each brought in, in the order of the sources. Each pull ends once the peer stops: what is not
-   * pulled stays on its source, which drops nothing until the owners of its newest ring have it.
-   * Interrupted while it waits (the node stopping a callback that outlived its leave timeout), this
-   * interrupts the pulls, which end at once as they would on this thread, and still waits for them.
+   * pulled stays on its source, which drops nothing until the owners of its newest ring have it;
+   * so does each pull once {@link #pulls} is shut down (then it runs on the thread that shut the
+   * pool down, or on this one). Interrupted while it waits (the node stopping a callback that
+   * outlived its leave timeout), this interrupts the pulls, which end at once as they would on this
+   * thread, and still waits for them.
    * A pull that throws (a bug) fails the change: the first, in the order of the sources, is thrown
    * once all have ended, the others suppressed in it.
    */
@@ -358,21 +369,28 @@ final class Rebalancer implements OwnershipListener {
     for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
       int at = i++;
       Runnable pull = () -> {
-        pulling.add(Thread.currentThread());
+        // Once the pool is shut down, a pull runs on the thread that shut it down or on this one,
+        // and ends at once: it is not one to interrupt.
+        Thread pullThread = pulls.isShutdown() ? null : Thread.currentThread();
+        if (pullThread != null) {
+          pulling.add(pullThread);
+        }
         try {
           pulled.set(at, transfers.pull(source.getKey(), source.getValue(), viewId,
-              () -> stopping != null || interruptedHere.get()));
+              () -> stopping != null || interruptedHere.get() || pulls.isShutdown()));
         } catch (RuntimeException | Error e) {
           thrown.set(at, e);
         } finally {
-          pulling.remove(Thread.currentThread()); // the pool clears an interrupt that comes later
+          if (pullThread != null) {
+            pulling.remove(pullThread); // the pool clears an interrupt that comes later
+          }
           ended.countDown();
         }
       };
       try {
         pulls.execute(pull);
       } catch (RejectedExecutionException stopped) {
-        pull.run(); // the peer stopped its pull threads, so it is stopping: the pull ends at once
+        pull.run(); // the peer stopped its pull threads: the pull ends at once
       }
     }
     while (true) {

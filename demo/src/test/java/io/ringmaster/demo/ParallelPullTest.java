@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -164,6 +165,61 @@ class ParallelPullTest {
     assertEquals(SOURCES.size(), retries.pending(), "each source's pull is left to the retries");
     assertEquals(1, e.counters().migrationsFailed.sum());
     assertTrue(migrationIn().contains("\"ok\":false"), migrationIn());
+  }
+
+  /**
+   * A change made once the peer stopped its pull threads runs its pulls on its own thread, where
+   * they end at once, unasked, each left to the pull retries (the peer is stopping).
+   */
+  @Test
+  void aChangeAfterThePullThreadsStopped_asksNoSource_andLeavesEachPullToTheRetries() {
+    e.pulls().shutdownNow();
+    PullRetries retries = retriesOfE();
+    Rebalancer rebalancer = rebalancerOfE(retries);
+
+    assertTimeoutPreemptively(Duration.ofSeconds(30), () -> rebalancer.onOwnershipChange(join));
+
+    assertEquals(SOURCES.size(), asked.getCount(), "no source was asked");
+    assertEquals(0, e.store().size());
+    assertEquals(SOURCES.size(), retries.pending(), "each source's pull is left to the retries");
+    assertTrue(migrationIn().contains("\"ok\":false"), migrationIn());
+  }
+
+  /**
+   * The pull threads' shutdownNow() runs the pulls still queued behind the busy threads, rather
+   * than dropping them: a change whose sources outnumber the threads waits for every one of its
+   * pulls, and would otherwise wait for good.
+   */
+  @Test
+  void pullThreadsShutDownNow_runTheQueuedPulls_ratherThanDropThem() throws Exception {
+    ExecutorService pool = Rebalancer.pullThreads(OwnThreads.daemons("shutdown-now-pulls"));
+    CountDownLatch busy = new CountDownLatch(Rebalancer.PARALLEL_PULLS);
+    CountDownLatch never = new CountDownLatch(1);
+    CountDownLatch ended = new CountDownLatch(Rebalancer.PARALLEL_PULLS + 1);
+    try {
+      for (int i = 0; i < Rebalancer.PARALLEL_PULLS; i++) {
+        pool.execute(() -> {
+          busy.countDown();
+          try {
+            never.await();
+          } catch (InterruptedException stopped) {
+            Thread.currentThread().interrupt();
+          } finally {
+            ended.countDown();
+          }
+        });
+      }
+      assertTrue(busy.await(10, TimeUnit.SECONDS), "every pull thread is busy");
+      pool.execute(ended::countDown); // queued
+
+      assertEquals(List.of(), pool.shutdownNow());
+
+      assertTrue(ended.await(10, TimeUnit.SECONDS), "the busy pulls were interrupted and the queued one ran");
+    } finally {
+      never.countDown();
+      pool.shutdownNow();
+      assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the pull threads ended");
+    }
   }
 
   private PullRetries retriesOfE() {
