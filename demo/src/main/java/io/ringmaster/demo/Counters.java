@@ -18,7 +18,7 @@ final class Counters {
   final LongAdder readRepairs = new LongAdder();
   /** Reads of a key this peer owns but had no copy of yet, answered from its previous owners ({@link Incoming}). */
   final LongAdder readsFromPreviousOwners = new LongAdder();
-  /** Entries that a migration (pull, or a push into a gained range) added or updated here. */
+  /** Entries that a migration (a pull, or a hand-off push, even one this peer then refused) added or updated here. */
   final LongAdder keysMigratedIn = new LongAdder();
   /** Entries handed off for a lost range and then dropped here. */
   final LongAdder keysMigratedOut = new LongAdder();
