@@ -1,5 +1,6 @@
 package io.ringmaster.demo;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
@@ -22,19 +23,20 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * A joiner's pulls ({@link Rebalancer} on its first change) ask all their sources at once: five
- * {@link InJvmPeer}s with one copy a key, e the joiner, gaining from each of the other four, whose
- * stores hold the keys they owned before e. Each source holds the first page e asks it for until
- * all four have been asked, or {@link #HOLD} has passed: pulls made one after another would each
- * wait out the hold alone. e's rebalancer is called directly with the change its node would
- * deliver.
+ * {@link InJvmPeer}s with one copy a key, e the joiner, gaining from each of the other four (or
+ * six, gaining from five: one more than the pull threads), whose stores hold the keys they owned
+ * before e. Each source holds the first page e asks it for until all have been asked, or
+ * {@link #HOLD} has passed: pulls made one after another would each wait out the hold alone. e's
+ * rebalancer is called directly with the change its node would deliver.
  */
 class ParallelPullTest {
   private static final List<String> SOURCES = List.of("a", "b", "c", "d");
+  /** One source more than {@link Rebalancer#PARALLEL_PULLS}: the last one's pull waits its turn. */
+  private static final List<String> FIVE_SOURCES = List.of("a", "b", "c", "d", "f");
   private static final int KEYS = 400;
   /** Less than {@link Transfers#PULL_TIMEOUT}, so that a page held this long is still answered in time. */
   private static final Duration HOLD = Duration.ofSeconds(3);
@@ -43,20 +45,22 @@ class ParallelPullTest {
   private InJvmPeer e;
   private OwnershipChange join;
   /** Each source's first pull request counts down once, then waits for the others'. */
-  private final CountDownLatch asked = new CountDownLatch(SOURCES.size());
+  private CountDownLatch asked;
   /** The sources whose first page was asked for while some other source was not asked yet, after the hold. */
   private final List<String> askedAlone = new CopyOnWriteArrayList<>();
   /** Once every source was asked, the first pages are still held until this opens, or for {@link #HOLD}. */
   private volatile CountDownLatch released = new CountDownLatch(0);
 
-  @BeforeEach
-  void startFivePeers() throws Exception {
+  /** Starts the sources, then e, and fills the sources' stores: see the class comment. */
+  private void start(List<String> sources) throws Exception {
+    asked = new CountDownLatch(sources.size());
     String cluster = InJvmPeer.clusterName("parallel-pull");
-    for (String id : List.of("a", "b", "c", "d", "e")) {
+    for (String id : sources) {
       peers.add(InJvmPeer.start(cluster, id, TestingAids.fromSystemProperties(), builder -> builder.replicas(1)));
     }
+    e = InJvmPeer.start(cluster, "e", TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
+    peers.add(e);
     InJvmPeer.awaitOneRing(peers);
-    e = peers.get(4);
     HashRing all = e.node().ring();
     HashRing before = all.without("e");
     join = new OwnershipChange(OwnershipChange.Reason.VIEW, e.node().viewId(), e.node().viewId(), before, all,
@@ -65,7 +69,7 @@ class ParallelPullTest {
       Entry entry = Entry.of("key-" + i, "v" + i, new Version(VersionClock.systemMicros(), "a"));
       peer(before.ownerOf(entry.key()).id()).store().merge(entry);
     }
-    for (String id : SOURCES) {
+    for (String id : sources) {
       InJvmPeer source = peer(id);
       source.counters().settled.set(true); // serves pulls (it has no rebalancer to say it handled its first change)
       AtomicBoolean first = new AtomicBoolean(true);
@@ -97,7 +101,8 @@ class ParallelPullTest {
   }
 
   @Test
-  void aJoinersPulls_askEverySourceAtOnce_andCountWhatEachBroughtIn() {
+  void aJoinersPulls_askEverySourceAtOnce_andCountWhatEachBroughtIn() throws Exception {
+    start(SOURCES);
     assertEquals(SOURCES, sourcesInOrder().stream().sorted().toList(), "e gains from each of the four");
     List<Entry> gained = new ArrayList<>();
     for (String id : SOURCES) {
@@ -132,6 +137,7 @@ class ParallelPullTest {
    */
   @Test
   void aCallbackInterruptedWhileItsPullsWait_endsThemAll_andLeavesThemToTheRetries() throws Exception {
+    start(SOURCES);
     released = new CountDownLatch(1);
     PullRetries retries = retriesOfE();
     Rebalancer rebalancer = rebalancerOfE(retries);
@@ -168,11 +174,53 @@ class ParallelPullTest {
   }
 
   /**
+   * With one source more than the pull threads, the last source's pull waits its turn; the callback
+   * interrupted meanwhile ends that one too, before it asks its source, and returns at once.
+   */
+  @Test
+  void aCallbackInterruptedWithAPullStillQueued_endsThatOneUnasked() throws Exception {
+    start(FIVE_SOURCES);
+    assertEquals(FIVE_SOURCES, sourcesInOrder().stream().sorted().toList(), "e gains from each of the five");
+    released = new CountDownLatch(1);
+    PullRetries retries = retriesOfE();
+    Rebalancer rebalancer = rebalancerOfE(retries);
+    AtomicReference<Throwable> thrown = new AtomicReference<>();
+    Thread callback = new Thread(() -> {
+      try {
+        rebalancer.onOwnershipChange(join);
+      } catch (RuntimeException | Error x) {
+        thrown.set(x);
+      }
+    }, "callback");
+    callback.setDaemon(true);
+    callback.start();
+    try {
+      await("as many sources asked as there are pull threads").atMost(HOLD)
+          .until(() -> asked.getCount() == FIVE_SOURCES.size() - Rebalancer.PARALLEL_PULLS);
+      long interrupted = System.nanoTime();
+      callback.interrupt();
+      callback.join(HOLD.toMillis() * 3);
+      assertFalse(callback.isAlive(), "the callback returned");
+      long took = (System.nanoTime() - interrupted) / 1_000_000;
+      assertTrue(took < HOLD.toMillis(), "the queued pull ended at the interrupt, unasked: " + took + " ms");
+    } finally {
+      released.countDown();
+      callback.interrupt();
+      callback.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
+    }
+    assertEquals(null, thrown.get());
+    assertEquals(1, asked.getCount(), "the fifth source was never asked");
+    assertEquals(FIVE_SOURCES.size(), retries.pending(), "each source's pull is left to the retries");
+    assertEquals(1, e.counters().migrationsFailed.sum());
+  }
+
+  /**
    * A change made once the peer stopped its pull threads runs its pulls on its own thread, where
    * they end at once, unasked, each left to the pull retries (the peer is stopping).
    */
   @Test
-  void aChangeAfterThePullThreadsStopped_asksNoSource_andLeavesEachPullToTheRetries() {
+  void aChangeAfterThePullThreadsStopped_asksNoSource_andLeavesEachPullToTheRetries() throws Exception {
+    start(SOURCES);
     e.pulls().shutdownNow();
     PullRetries retries = retriesOfE();
     Rebalancer rebalancer = rebalancerOfE(retries);
