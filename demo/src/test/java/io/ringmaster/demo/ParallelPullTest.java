@@ -19,6 +19,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -50,6 +51,8 @@ class ParallelPullTest {
   private final List<String> askedAlone = new CopyOnWriteArrayList<>();
   /** Once every source was asked, the first pages are still held until this opens, or for {@link #HOLD}. */
   private volatile CountDownLatch released = new CountDownLatch(0);
+  /** How many held first pages were let go (released, or held for {@link #HOLD}) and answered. */
+  private final AtomicInteger holdsEnded = new AtomicInteger();
 
   /** Starts the sources, then e, and fills the sources' stores: see the class comment. */
   private void start(List<String> sources) throws Exception {
@@ -80,6 +83,7 @@ class ParallelPullTest {
             askedAlone.add(id);
           }
           released.await(HOLD.toMillis(), TimeUnit.MILLISECONDS);
+          holdsEnded.incrementAndGet();
         }
         return source.transfers().handlePull(in);
       });
@@ -138,36 +142,10 @@ class ParallelPullTest {
   @Test
   void aCallbackInterruptedWhileItsPullsWait_endsThemAll_andLeavesThemToTheRetries() throws Exception {
     start(SOURCES);
-    released = new CountDownLatch(1);
     PullRetries retries = retriesOfE();
-    Rebalancer rebalancer = rebalancerOfE(retries);
-    AtomicReference<Throwable> thrown = new AtomicReference<>();
-    AtomicBoolean stillInterrupted = new AtomicBoolean();
-    Thread callback = new Thread(() -> {
-      try {
-        rebalancer.onOwnershipChange(join);
-        stillInterrupted.set(Thread.currentThread().isInterrupted());
-      } catch (RuntimeException | Error x) {
-        thrown.set(x);
-      }
-    }, "callback");
-    callback.setDaemon(true);
-    callback.start();
-    try {
-      assertTrue(asked.await(HOLD.toMillis() * 2, TimeUnit.MILLISECONDS), "every source was asked");
-      long interrupted = System.nanoTime();
-      callback.interrupt();
-      callback.join(HOLD.toMillis() * 3);
-      assertFalse(callback.isAlive(), "the callback returned");
-      long took = (System.nanoTime() - interrupted) / 1_000_000;
-      assertTrue(took < HOLD.toMillis(), "the pulls ended at the interrupt, not once answered: " + took + " ms");
-    } finally {
-      released.countDown();
-      callback.interrupt();
-      callback.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
-    }
-    assertEquals(null, thrown.get());
-    assertTrue(stillInterrupted.get(), "the callback returns with its interrupt");
+    boolean stillInterrupted = interruptOnceAsked(rebalancerOfE(retries), SOURCES.size());
+
+    assertTrue(stillInterrupted, "the callback returns with its interrupt");
     assertEquals(SOURCES.size(), retries.pending(), "each source's pull is left to the retries");
     assertEquals(1, e.counters().migrationsFailed.sum());
     assertTrue(migrationIn().contains("\"ok\":false"), migrationIn());
@@ -181,34 +159,9 @@ class ParallelPullTest {
   void aCallbackInterruptedWithAPullStillQueued_endsThatOneUnasked() throws Exception {
     start(FIVE_SOURCES);
     assertEquals(FIVE_SOURCES, sourcesInOrder().stream().sorted().toList(), "e gains from each of the five");
-    released = new CountDownLatch(1);
     PullRetries retries = retriesOfE();
-    Rebalancer rebalancer = rebalancerOfE(retries);
-    AtomicReference<Throwable> thrown = new AtomicReference<>();
-    Thread callback = new Thread(() -> {
-      try {
-        rebalancer.onOwnershipChange(join);
-      } catch (RuntimeException | Error x) {
-        thrown.set(x);
-      }
-    }, "callback");
-    callback.setDaemon(true);
-    callback.start();
-    try {
-      await("as many sources asked as there are pull threads").atMost(HOLD)
-          .until(() -> asked.getCount() == FIVE_SOURCES.size() - Rebalancer.PARALLEL_PULLS);
-      long interrupted = System.nanoTime();
-      callback.interrupt();
-      callback.join(HOLD.toMillis() * 3);
-      assertFalse(callback.isAlive(), "the callback returned");
-      long took = (System.nanoTime() - interrupted) / 1_000_000;
-      assertTrue(took < HOLD.toMillis(), "the queued pull ended at the interrupt, unasked: " + took + " ms");
-    } finally {
-      released.countDown();
-      callback.interrupt();
-      callback.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
-    }
-    assertEquals(null, thrown.get());
+    interruptOnceAsked(rebalancerOfE(retries), Rebalancer.PARALLEL_PULLS);
+
     assertEquals(1, asked.getCount(), "the fifth source was never asked");
     assertEquals(FIVE_SOURCES.size(), retries.pending(), "each source's pull is left to the retries");
     assertEquals(1, e.counters().migrationsFailed.sum());
@@ -268,6 +221,43 @@ class ParallelPullTest {
       pool.shutdownNow();
       assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the pull threads ended");
     }
+  }
+
+  /**
+   * Runs e's callback on a thread of its own while each source asked holds its first page, waits
+   * until {@code sources} were asked, interrupts the callback, and checks that it returned while
+   * every one of them still held its page: the pulls ended at the interrupt, not once answered.
+   *
+   * @return whether the callback returned with its interrupt kept
+   */
+  private boolean interruptOnceAsked(Rebalancer rebalancer, int sources) throws Exception {
+    released = new CountDownLatch(1);
+    AtomicReference<Throwable> thrown = new AtomicReference<>();
+    AtomicBoolean stillInterrupted = new AtomicBoolean();
+    Thread callback = new Thread(() -> {
+      try {
+        rebalancer.onOwnershipChange(join);
+        stillInterrupted.set(Thread.currentThread().isInterrupted());
+      } catch (RuntimeException | Error x) {
+        thrown.set(x);
+      }
+    }, "callback");
+    callback.setDaemon(true);
+    callback.start();
+    try {
+      await(sources + " sources asked").atMost(HOLD)
+          .until(() -> asked.getCount() == peers.size() - 1 - sources);
+      callback.interrupt();
+      callback.join(HOLD.toMillis() * 3);
+      assertFalse(callback.isAlive(), "the callback returned");
+      assertEquals(0, holdsEnded.get(), "the callback returned while every source asked still held its page");
+    } finally {
+      released.countDown();
+      callback.interrupt();
+      callback.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
+    }
+    assertEquals(null, thrown.get());
+    return stillInterrupted.get();
   }
 
   private PullRetries retriesOfE() {
