@@ -439,9 +439,9 @@ final class Transfers {
       }
     }
     Routing.storedThenRoute();
-    // Counted and reported even if refused below: what it merged is here either way, and a retry
-    // that is taken then changes nothing (a joiner that has not installed its first view yet
-    // refuses as not in the ring, and its own pull then finds the same entries here too).
+    // Counted and reported even if refused below: what it merged is here either way, and this
+    // peer's leave (counted as migrated out) or sweep hands it on later (a leaving peer, or one
+    // the cluster refuses, merges before it refuses; a retry of the same push adds nothing).
     if (r.kind() == Wire.PushKind.MIGRATION) {
       counters.keysMigratedIn.add(changed);
     }

@@ -538,10 +538,9 @@ class TransfersTest {
   }
 
   /**
-   * A hand-off push merged and then refused (here by a leaving peer; by a joiner that has not
-   * installed its first view yet, as not in the ring) still counts and reports what it changed:
-   * the sender's retry, once taken, changes nothing, and would otherwise leave those keys counted
-   * nowhere.
+   * A hand-off push merged and then refused (here by a leaving peer; also by one the cluster
+   * refuses) still counts and reports what it changed: those entries are here, and this peer's
+   * leave (counted as migrated out) or sweep hands them on. A retry of the same push adds nothing.
    */
   @Test
   void aHandOffMergedThenRefused_countsAndReportsWhatItChanged_andItsRetryNothingMore() throws Exception {
