@@ -3,6 +3,8 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,10 +15,13 @@ import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -187,6 +192,41 @@ class ParallelPullTest {
   }
 
   /**
+   * A pull that throws (a bug) fails the change, once every other pull has ended: those bring in
+   * what they pulled, and the failure of the first source in the order of the sources is thrown (an
+   * {@link Error} as it is), the later one suppressed in it. Here the first and the third source's
+   * pulls throw as they start, before asking anything.
+   */
+  @Test
+  void aChangeWhosePullsThrow_waitsForTheOthers_thenThrowsTheFirst_withTheLaterOneSuppressed() throws Exception {
+    start(SOURCES);
+    List<String> order = sourcesInOrder();
+    Error first = new Error("the pull from " + order.get(0) + " throws");
+    IllegalStateException third = new IllegalStateException("the pull from " + order.get(2) + " throws");
+    List<Entry> gained = new ArrayList<>();
+    for (String id : List.of(order.get(1), order.get(3))) {
+      peer(id).store().all().stream().filter(x -> join.ring().ownerOf(x.key()).id().equals("e")).forEach(gained::add);
+    }
+    asked.countDown(); // the two pulls that throw ask nothing: the sources asked hold no page for them
+    asked.countDown();
+    Rebalancer rebalancer = new Rebalancer(e.routing(), e.store(), e.transfers(), retriesOfE(), e.counters(),
+        eventsOfE, Duration.ofSeconds(15), new ThrowingPulls(e.pulls(), Map.of(0, first, 2, third)));
+
+    Throwable thrown = assertTimeoutPreemptively(Duration.ofSeconds(30),
+        () -> assertThrows(Throwable.class, () -> rebalancer.onOwnershipChange(join)));
+
+    assertSame(first, thrown, "the first source's failure");
+    assertEquals(List.of(third), List.of(thrown.getSuppressed()), "the third's, suppressed in it");
+    assertEquals(0, asked.getCount(), "the other two sources were asked");
+    for (Entry x : gained) {
+      assertEquals(Optional.of(x), e.store().get(x.key()), "the pulls that did not throw ended first: " + x.key());
+    }
+    assertEquals(gained.size(), e.store().size());
+    assertEquals(0, e.counters().migrationsCompleted.sum());
+    assertEquals(1, e.counters().migrationsFailed.sum());
+  }
+
+  /**
    * The pull threads' shutdownNow() runs the pulls still queued behind the busy threads, rather
    * than dropping them: a change whose sources outnumber the threads waits for every one of its
    * pulls, and would otherwise wait for good.
@@ -220,6 +260,22 @@ class ParallelPullTest {
       never.countDown();
       pool.shutdownNow();
       assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the pull threads ended");
+    }
+  }
+
+  /**
+   * The pull threads are {@link Rebalancer#PARALLEL_PULLS} at most, and none is kept once idle for
+   * 30 seconds, those of the core included: a peer pulls only when ownership changes.
+   */
+  @Test
+  void pullThreads_areAtMostFour_andNoneIsKeptOnceIdle() {
+    ThreadPoolExecutor pool = (ThreadPoolExecutor) Rebalancer.pullThreads(OwnThreads.daemons("idle-pulls"));
+    try {
+      assertEquals(Rebalancer.PARALLEL_PULLS, pool.getMaximumPoolSize());
+      assertTrue(pool.allowsCoreThreadTimeOut(), "core threads end once idle too");
+      assertEquals(30, pool.getKeepAliveTime(TimeUnit.SECONDS));
+    } finally {
+      pool.shutdownNow();
     }
   }
 
@@ -258,6 +314,74 @@ class ParallelPullTest {
     }
     assertEquals(null, thrown.get());
     return stillInterrupted.get();
+  }
+
+  /**
+   * e's pull threads, where the pulls given by their number (in the order they were handed over)
+   * throw: each one's second call of {@code isShutdown()}, the check its pull makes before asking
+   * (the first says whether it runs on a pull thread), throws what it is given.
+   */
+  private static final class ThrowingPulls extends AbstractExecutorService {
+    private final ExecutorService pool;
+    private final Map<Integer, Throwable> throwing;
+    private final AtomicInteger handedOver = new AtomicInteger();
+    /** In a pull that throws: what it throws, and whether it asked whether the pool is shut down yet. */
+    private final ThreadLocal<Throwable> toThrow = new ThreadLocal<>();
+    private final ThreadLocal<Boolean> askedOnce = ThreadLocal.withInitial(() -> false);
+
+    ThrowingPulls(ExecutorService pool, Map<Integer, Throwable> throwing) {
+      this.pool = pool;
+      this.throwing = throwing;
+    }
+
+    @Override
+    public void execute(Runnable pull) {
+      Throwable t = throwing.get(handedOver.getAndIncrement());
+      pool.execute(t == null ? pull : () -> {
+        toThrow.set(t);
+        try {
+          pull.run();
+        } finally {
+          toThrow.remove();
+          askedOnce.remove();
+        }
+      });
+    }
+
+    @Override
+    public boolean isShutdown() {
+      Throwable t = toThrow.get();
+      if (t != null) {
+        if (askedOnce.get()) {
+          if (t instanceof Error error) {
+            throw error;
+          }
+          throw (RuntimeException) t;
+        }
+        askedOnce.set(true);
+      }
+      return pool.isShutdown();
+    }
+
+    @Override
+    public void shutdown() {
+      pool.shutdown();
+    }
+
+    @Override
+    public List<Runnable> shutdownNow() {
+      return pool.shutdownNow();
+    }
+
+    @Override
+    public boolean isTerminated() {
+      return pool.isTerminated();
+    }
+
+    @Override
+    public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
+      return pool.awaitTermination(timeout, unit);
+    }
   }
 
   private PullRetries retriesOfE() {
