@@ -917,6 +917,96 @@ class RebalancerTest {
     }
   }
 
+  /**
+   * A leave whose only other peer is leaving too (b refuses the hand-off as a leaving peer does):
+   * nobody will take the data, so the drain ends at its first pass rather than resend it until the
+   * budget is spent; a keeps every entry, says why on System.out, and the leave ends incomplete.
+   */
+  @Test
+  void aLeave_whoseOtherPeersAreAllLeaving_keepsItsEntries_andSaysSo() throws Throwable {
+    List<Entry> held = start(0);
+    b.routing().startLeaving();
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+    OwnershipChange leaving = leavingOfA();
+
+    String note = printed(() -> rebalancer.onOwnershipChange(leaving));
+
+    assertTrue(note.contains("a: every other peer is leaving too; leaving with " + KEYS + " entries"), note);
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.INCOMPLETE), rebalancer.leaveOutcome());
+    for (Entry e : held) {
+      assertEquals(Optional.of(e), a.store().get(e.key()), "a kept " + e.key());
+    }
+    assertEquals(1, a.counters().migrationsFailed.sum());
+  }
+
+  /**
+   * The last other peer leaves during a drain pass (here, once it took the pass's page): the pass
+   * hands on to nobody after it, and the leave ends as the last peer's. One replica; a holds only a
+   * key b owns, which no range a loses holds: its hand-off has nothing to push, its drain does.
+   */
+  @Test
+  void aLeave_whoseLastOtherPeerLeavesDuringADrainPass_endsAsTheLastPeer() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties(), builder -> builder.replicas(1));
+    HashRing both = a.node().ring();
+    Entry stray = null;
+    for (int i = 0; stray == null; i++) {
+      Entry e = Entry.of("stray-" + i, "v", new Version(VersionClock.systemMicros(), "a"));
+      stray = both.ownerOf(e.key()).id().equals("b") ? e : null;
+    }
+    a.store().merge(stray);
+    AtomicBoolean closed = new AtomicBoolean();
+    a.transfers().afterPage = page -> {
+      if (closed.compareAndSet(false, true)) {
+        b.close();
+        peers.remove(b);
+        await("a sees b gone").atMost(Duration.ofSeconds(20)).until(() -> a.routing().ring().isEmpty());
+      }
+    };
+    Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
+
+    rebalancer.onOwnershipChange(leavingOfA(1));
+
+    assertTrue(closed.get(), "b took the drain's page, then left");
+    assertEquals(Optional.of(Rebalancer.LeaveOutcome.LAST_PEER), rebalancer.leaveOutcome());
+    List<String> out = eventsOfA("migration").stream().filter(json -> json.contains("\"reason\":\"drain\"")).toList();
+    assertEquals(1, out.size(), "one pass: " + out);
+    assertTrue(out.get(0).contains("\"peers\":[\"b\"]"), out.get(0));
+  }
+
+  /**
+   * In a log in view order, a change's ownership event waits for the membership event of its view,
+   * while a leave's is shown at once, with what its hand-off logs after it: the LEAVING change
+   * repeats the id of the last view, which may have brought no membership event, and would
+   * otherwise wait until the peer stopped.
+   */
+  @Test
+  void ownershipEvents_waitForTheirViewsMembership_butNotALeaves() throws Exception {
+    start(0);
+    HashRing both = a.node().ring();
+    long view = a.node().viewId();
+    try (EventLog inViewOrder = EventLog.inViewOrder()) {
+      Rebalancer rebalancer = new Rebalancer(a.routing(), a.store(), a.transfers(), retriesOfA(), a.counters(),
+          inViewOrder, Duration.ofSeconds(15), a.pulls());
+      rebalancer.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, view, view, both, both,
+          RingDiff.compute(both, both, "a", 2)));
+      assertEquals(List.of(), ofType(inViewOrder, "ownership"), "kept back until its view's membership is in");
+      inViewOrder.publishMembership(view, Map.of("type", "membership", "viewId", view));
+      assertEquals(1, ofType(inViewOrder, "ownership").size(), "shown after it: " + inViewOrder.recent());
+
+      try (EventLog leaveLog = EventLog.inViewOrder()) {
+        Rebalancer leaving = new Rebalancer(a.routing(), a.store(), a.transfers(), retriesOfA(), a.counters(),
+            leaveLog, Duration.ofSeconds(15), a.pulls());
+        leaving.onOwnershipChange(leavingOfA());
+        assertEquals(1, ofType(leaveLog, "ownership").size(), "no membership event of its view: " + leaveLog.recent());
+        assertTrue(ofType(leaveLog, "migration").size() >= 1, "and its hand-off's after it: " + leaveLog.recent());
+      }
+    }
+  }
+
+  private static List<String> ofType(EventLog log, String type) {
+    return log.recent().stream().filter(json -> json.contains("\"type\":\"" + type + "\"")).toList();
+  }
+
   /** Entries big-0, big-1, ... of a's, two to a page, filling {@code pages} pages. */
   private static List<Entry> bigEntries(int pages) {
     List<Entry> entries = new ArrayList<>();
