@@ -369,13 +369,14 @@ final class Rebalancer implements OwnershipListener {
     for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
       int at = i++;
       Runnable pull = () -> {
-        // Once the pool is shut down, a pull runs on the thread that shut it down or on this one,
-        // and ends at once: it is not one to interrupt.
-        Thread pullThread = pulls.isShutdown() ? null : Thread.currentThread();
-        if (pullThread != null) {
-          pulling.add(pullThread);
-        }
+        Thread pullThread = null;
         try {
+          // Once the pool is shut down, a pull runs on the thread that shut it down or on this
+          // one, and ends at once: it is not one to interrupt.
+          if (!pulls.isShutdown()) {
+            pullThread = Thread.currentThread();
+            pulling.add(pullThread);
+          }
           pulled.set(at, transfers.pull(source.getKey(), source.getValue(), viewId,
               () -> stopping != null || interruptedHere.get() || pulls.isShutdown()));
         } catch (RuntimeException | Error e) {

@@ -318,16 +318,14 @@ class ParallelPullTest {
 
   /**
    * e's pull threads, where the pulls given by their number (in the order they were handed over)
-   * throw: each one's second call of {@code isShutdown()}, the check its pull makes before asking
-   * (the first says whether it runs on a pull thread), throws what it is given.
+   * throw what they are given, from the first thing each does: ask whether the pool is shut down.
    */
   private static final class ThrowingPulls extends AbstractExecutorService {
     private final ExecutorService pool;
     private final Map<Integer, Throwable> throwing;
     private final AtomicInteger handedOver = new AtomicInteger();
-    /** In a pull that throws: what it throws, and whether it asked whether the pool is shut down yet. */
+    /** In a pull that throws: what it throws. */
     private final ThreadLocal<Throwable> toThrow = new ThreadLocal<>();
-    private final ThreadLocal<Boolean> askedOnce = ThreadLocal.withInitial(() -> false);
 
     ThrowingPulls(ExecutorService pool, Map<Integer, Throwable> throwing) {
       this.pool = pool;
@@ -343,7 +341,6 @@ class ParallelPullTest {
           pull.run();
         } finally {
           toThrow.remove();
-          askedOnce.remove();
         }
       });
     }
@@ -351,14 +348,11 @@ class ParallelPullTest {
     @Override
     public boolean isShutdown() {
       Throwable t = toThrow.get();
+      if (t instanceof Error error) {
+        throw error;
+      }
       if (t != null) {
-        if (askedOnce.get()) {
-          if (t instanceof Error error) {
-            throw error;
-          }
-          throw (RuntimeException) t;
-        }
-        askedOnce.set(true);
+        throw (RuntimeException) t;
       }
       return pool.isShutdown();
     }
