@@ -1060,7 +1060,10 @@ public final class Ringmaster implements AutoCloseable {
    */
   public record RingState(long viewId, HashRing ring, boolean inRing) {}
 
-  /** This node as a ring member. */
+  /**
+   * This node as a ring member: its id, weight and zone as built, the same before {@link #start()},
+   * while it runs and after {@link #close()} (so a listener added before the start may use it).
+   */
   public Member localMember() {
     return localMember;
   }

@@ -1015,8 +1015,9 @@ class RefusalAndConfigTest {
   /**
    * Until its first ring, a node answers as its class javadoc says: every lookup that names an
    * owner fails saying there is no ring, those that ask "is it mine?" say no, the view is -1, the
-   * ring empty and {@code ringJson()} describes that empty ring; there is no channel yet; and
-   * closing it, never started, ends no graceful leave, idle or not.
+   * ring empty and {@code ringJson()} describes that empty ring; its {@code localMember()} is known
+   * already; there is no channel yet; and closing it, never started, ends no graceful leave, idle
+   * or not.
    */
   @Test
   void aNodeNotStarted_hasAnEmptyRing_itsLookupsFailOrSayNo_andItHasNoChannel() throws IOException {
@@ -1029,6 +1030,7 @@ class RefusalAndConfigTest {
             assertThrows(IllegalStateException.class, lookup).getMessage());
       }
       assertFalse(node.isPrimary("k") || node.isPrimary(key) || node.isLocal(key) || node.isInRing());
+      assertEquals(new Member("a", 1.0, ""), node.localMember(), "known from the build, before the start");
       assertEquals(-1, node.viewId());
       assertTrue(node.ring().isEmpty() && node.members().isEmpty(), node.ring()::toString);
       assertEquals(new Ringmaster.RingState(-1, node.ring(), false), node.ringState());
