@@ -56,8 +56,10 @@ class ShippedStacksLifecycleTest {
         assertEquals(Set.of("a", "b", "c"), ids(n), n.localMember().id());
         assertEquals(3, n.channel().getView().size(), n.localMember().id() + "'s view");
       }
-      assertEquals(List.of(), recorders.get(c).memberships().get(recorders.get(c).memberships().size() - 1)
-          .refused(), "c's last view refused a member");
+      // c's membership listener runs on its listener pool after the view is installed: wait for it.
+      MembershipChange cJoined = await("c heard its view of three").atMost(WAIT)
+          .until(() -> last(recorders.get(c).memberships()), v -> v != null && v.members().size() == 3);
+      assertEquals(List.of(), cJoined.refused(), "c's view of three refused a member");
 
       // Graceful leave.
       b.close();
@@ -121,10 +123,13 @@ class ShippedStacksLifecycleTest {
    * agreement on the view does not mean it has run yet.
    */
   private static void awaitLastLeft(OwnershipRecorder recorder, String node, List<String> left) {
-    await(node + " heard " + left + " leave").atMost(WAIT).until(() -> {
-      List<MembershipChange> views = recorder.memberships();
-      return !views.isEmpty() && views.get(views.size() - 1).left().stream().map(Member::id).toList().equals(left);
-    });
+    await(node + " heard " + left + " leave").atMost(WAIT).until(() -> last(recorder.memberships()),
+        v -> v != null && v.left().stream().map(Member::id).toList().equals(left));
+  }
+
+  /** The last view a membership listener heard, or null before its first. */
+  private static MembershipChange last(List<MembershipChange> views) {
+    return views.isEmpty() ? null : views.get(views.size() - 1);
   }
 
   /** Starts {@code id} on the stack as shipped, on 127.0.0.1 at {@code port}, a's port its only host. */
