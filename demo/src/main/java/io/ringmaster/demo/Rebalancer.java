@@ -406,19 +406,20 @@ final class Rebalancer implements OwnershipListener {
     if (interruptedHere.get()) {
       Thread.currentThread().interrupt();
     }
-    Steps steps = new Steps();
+    Throwable first = null;
     for (int at = 0; at < n; at++) {
       Throwable e = thrown.get(at);
-      if (e != null) {
-        steps.run(() -> {
-          if (e instanceof Error error) {
-            throw error;
-          }
-          throw (RuntimeException) e;
-        });
+      if (first == null) {
+        first = e;
+      } else if (e != null) {
+        first.addSuppressed(e);
       }
     }
-    steps.throwFirst();
+    if (first instanceof Error error) {
+      throw error;
+    } else if (first != null) {
+      throw (RuntimeException) first;
+    }
     List<Transfers.Pulled> all = new ArrayList<>(n);
     for (int at = 0; at < n; at++) {
       all.add(pulled.get(at));
