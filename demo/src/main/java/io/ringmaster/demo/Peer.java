@@ -95,6 +95,8 @@ final class Peer implements AutoCloseable {
       threads.named("pull-retries"));
   /** The rebalancer's pulls, a source each: see {@link Rebalancer#pullThreads}. */
   private final ExecutorService pullThreads = Rebalancer.pullThreads(threads.named("pulls"));
+  /** The hand-offs' pushes, a destination each: see {@link Transfers#pushThreads}. */
+  private final ExecutorService pushThreads = Transfers.pushThreads(threads.named("pushes"));
   /** The status reports; package-private so that a test can hold its thread up. */
   final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(threads.named("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);
@@ -256,7 +258,7 @@ final class Peer implements AutoCloseable {
         aids.readRepair(), KvService.Timeouts.DEFAULT, incoming::previousOwners);
     IntSupplier pendingCallbacks = () -> node.stats().pendingCallbacks();
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, pendingCallbacks,
-        directory::hasReported, events, aids);
+        directory::hasReported, events, aids, pushThreads);
     // The hand-off of a leave must end before the node's leaveTimeout, when it leaves anyway.
     Duration leaveTimeout = node.config().leaveTimeout();
     pullRetries = new PullRetries(transfers::pull, routing::isLive, routing::owns, routing::isLeaving,
@@ -477,6 +479,7 @@ final class Peer implements AutoCloseable {
     pools.put("sweep", maintenance);
     pools.put("pull-retries", pullRetrier);
     pools.put("pulls", pullThreads); // after the node's close: its last changes may still pull
+    pools.put("pushes", pushThreads); // likewise: they may still push
     pools.put("status", statusTimer);
     pools.put("http", httpThreads);
     pools.put("rpc", rpcWorkers);

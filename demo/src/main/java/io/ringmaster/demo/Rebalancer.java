@@ -13,16 +13,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BooleanSupplier;
 import org.jgroups.Address;
 
@@ -104,25 +97,16 @@ final class Rebalancer implements OwnershipListener {
   static final int PARALLEL_PULLS = 4;
 
   /**
-   * The pool for {@link #Rebalancer}'s {@code pulls}: {@link #PARALLEL_PULLS} threads at most, the
-   * other sources queued, and none kept once idle for 30 seconds (a peer pulls only when ownership
-   * changes). Its owner shuts it down, after the node's close: the LEAVING change and the changes
+   * The pool for {@link #Rebalancer}'s {@code pulls} ({@link FanOut#threads}): {@link #PARALLEL_PULLS}
+   * threads at most, the other sources queued, and none kept once idle for 30 seconds (a peer pulls
+   * only when ownership changes). Its owner shuts it down, after the node's close: the LEAVING change and the changes
    * queued before it may still pull (they end at once, the peer being stopping). Its
    * {@code shutdownNow()} runs the pulls still queued on the calling thread, where they end at once
    * (the pool is shut down), rather than dropping them: the change that made them waits for each
    * to end.
    */
   static ExecutorService pullThreads(ThreadFactory threads) {
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(PARALLEL_PULLS, PARALLEL_PULLS, 30, TimeUnit.SECONDS,
-        new LinkedBlockingQueue<>(), threads) {
-      @Override
-      public List<Runnable> shutdownNow() {
-        super.shutdownNow().forEach(Runnable::run);
-        return List.of();
-      }
-    };
-    pool.allowCoreThreadTimeOut(true);
-    return pool;
+    return FanOut.threads(threads, PARALLEL_PULLS);
   }
 
   @Override
@@ -348,83 +332,21 @@ final class Rebalancer implements OwnershipListener {
   }
 
   /**
-   * Pulls from every source at once on {@link #pulls}, and returns once every pull has ended: what
-   * each brought in, in the order of the sources. Each pull ends once the peer stops: what is not
-   * pulled stays on its source, which drops nothing until the owners of its newest ring have it;
-   * so does each pull once {@link #pulls} is shut down (then it runs on the thread that shut the
-   * pool down, or on this one). Interrupted while it waits (the node stopping a callback that
-   * outlived its leave timeout), this interrupts the pulls, which end at once as they would on this
-   * thread, and still waits for them.
-   * A pull that throws (a bug) fails the change: the first, in the order of the sources, is thrown
-   * once all have ended, the others suppressed in it.
+   * Pulls from every source at once on {@link #pulls} ({@link FanOut#run}), and returns once every
+   * pull has ended: what each brought in, in the order of the sources. Each pull ends once the peer
+   * stops: what is not pulled stays on its source, which drops nothing until the owners of its
+   * newest ring have it; so does each pull once {@link #pulls} is shut down (then it runs on the
+   * thread that shut the pool down, or on this one). Interrupted while it waits (the node stopping
+   * a callback that outlived its leave timeout), this interrupts the pulls, which end at once as
+   * they would on this thread, and still waits for them. A pull that throws (a bug) fails the
+   * change: the first, in the order of the sources, is thrown once all have ended, the others
+   * suppressed in it.
    */
   private List<Transfers.Pulled> pullAll(Map<String, List<KeyRange>> perSource, long viewId) {
-    int n = perSource.size();
-    AtomicReferenceArray<Transfers.Pulled> pulled = new AtomicReferenceArray<>(n);
-    AtomicReferenceArray<Throwable> thrown = new AtomicReferenceArray<>(n);
-    CountDownLatch ended = new CountDownLatch(n);
-    Set<Thread> pulling = ConcurrentHashMap.newKeySet();
-    AtomicBoolean interruptedHere = new AtomicBoolean(); // ends the pulls that have not started yet too
-    int i = 0;
-    for (Map.Entry<String, List<KeyRange>> source : perSource.entrySet()) {
-      int at = i++;
-      Runnable pull = () -> {
-        Thread pullThread = null;
-        try {
-          // Once the pool is shut down, a pull runs on the thread that shut it down or on this
-          // one, and ends at once: it is not one to interrupt.
-          if (!pulls.isShutdown()) {
-            pullThread = Thread.currentThread();
-            pulling.add(pullThread);
-          }
-          pulled.set(at, transfers.pull(source.getKey(), source.getValue(), viewId,
-              () -> stopping != null || interruptedHere.get() || pulls.isShutdown()));
-        } catch (RuntimeException | Error e) {
-          thrown.set(at, e);
-        } finally {
-          if (pullThread != null) {
-            pulling.remove(pullThread); // the pool clears an interrupt that comes later
-          }
-          ended.countDown();
-        }
-      };
-      try {
-        pulls.execute(pull);
-      } catch (RejectedExecutionException stopped) {
-        pull.run(); // the peer stopped its pull threads: the pull ends at once
-      }
-    }
-    while (true) {
-      try {
-        ended.await();
-        break;
-      } catch (InterruptedException e) {
-        interruptedHere.set(true); // before the interrupts: a pull starting now sees it instead
-        pulling.forEach(Thread::interrupt);
-      }
-    }
-    if (interruptedHere.get()) {
-      Thread.currentThread().interrupt();
-    }
-    Throwable first = null;
-    for (int at = 0; at < n; at++) {
-      Throwable e = thrown.get(at);
-      if (first == null) {
-        first = e;
-      } else if (e != null) {
-        first.addSuppressed(e);
-      }
-    }
-    if (first instanceof Error error) {
-      throw error;
-    } else if (first != null) {
-      throw (RuntimeException) first;
-    }
-    List<Transfers.Pulled> all = new ArrayList<>(n);
-    for (int at = 0; at < n; at++) {
-      all.add(pulled.get(at));
-    }
-    return all;
+    List<FanOut.Task<Transfers.Pulled>> pullEach = new ArrayList<>();
+    perSource.forEach((source, ranges) -> pullEach.add(interrupted -> transfers.pull(source, ranges, viewId,
+        () -> stopping != null || interrupted.getAsBoolean() || pulls.isShutdown())));
+    return FanOut.run(pulls, pullEach);
   }
 
   private static long millisSince(long nanos) {

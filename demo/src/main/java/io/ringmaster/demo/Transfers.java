@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.IntConsumer;
@@ -53,6 +55,29 @@ final class Transfers {
   private final EventLog events;
   /** Faults a test asked for: refused pulls and repair pushes. */
   private final TestingAids aids;
+  /** Where the pushes of {@link #pushToOwners} run: {@link #pushThreads}, owned and stopped by the peer. */
+  private final ExecutorService pushes;
+
+  /**
+   * How many destinations {@link #pushToOwners} pushes to at once. A leaver in a cluster of five
+   * hands off to four, and each push has one page ({@link #PAGE_BYTES}) in flight at a time, so
+   * four bound what the requests hold here to about a megabyte; each destination still takes one
+   * page from this peer at a time, as before. In larger clusters the other destinations wait their
+   * turn.
+   */
+  static final int PARALLEL_PUSHES = 4;
+
+  /**
+   * The pool for {@link #Transfers}'s {@code pushes} ({@link FanOut#threads}): {@link #PARALLEL_PUSHES}
+   * threads at most, the other destinations queued, and none kept once idle for 30 seconds (a peer
+   * pushes only when it hands data off). Its owner shuts it down after the node's close: the LEAVING
+   * change and the changes queued before it push until then. A push the pool no longer takes, or
+   * still queued when it is shut down, is made all the same, on the thread that calls it or that
+   * shuts the pool down: a shut-down pool is no reason to keep data back.
+   */
+  static ExecutorService pushThreads(ThreadFactory threads) {
+    return FanOut.threads(threads, PARALLEL_PUSHES);
+  }
 
   /** Ranges this peer pulls again for an earlier view than a pull's ({@link PullRetries#pulling}). */
   interface Retrying {
@@ -69,11 +94,15 @@ final class Transfers {
   /**
    * @param pendingCallbacks the node's listener callbacks queued or running: with none running
    *                         here, a queued ownership change may still bring in ranges
+   * @param pushes           where {@link #pushToOwners} pushes, one task a destination:
+   *                         {@link #pushThreads} (never the node's threads, nor the common pool: a
+   *                         push waits on replies)
    */
   Transfers(Routing routing, Store store, Rpc rpc, Counters counters, LongSupplier viewId,
             IntSupplier pendingCallbacks, Predicate<String> ready, EventLog events,
-            TestingAids aids) {
+            TestingAids aids, ExecutorService pushes) {
     this.pendingCallbacks = pendingCallbacks;
+    this.pushes = pushes;
     this.aids = aids;
     this.routing = routing;
     this.store = store;
@@ -272,7 +301,14 @@ final class Transfers {
   /**
    * Pushes entries grouped by their owners once to each owner that {@code to} accepts, of every
    * entry it owns (a push per owner list would make about as many round trips as entries in a
-   * large cluster, where most owner lists differ).
+   * large cluster, where most owner lists differ), to {@link #PARALLEL_PUSHES} owners at once, each
+   * on one of the peer's push threads ({@link FanOut#run}), so that a leave takes about as long as
+   * its longest push rather than all of them in a row; returns once every push has ended. Each push
+   * gives up once {@code expired}; interrupted while it waits (the peer stopping its sweeps, the
+   * node stopping a callback that outlived its leave timeout), this interrupts the pushes, which
+   * end as they would on this thread, and returns with its interrupt kept. A push the pool no
+   * longer takes is made on this thread, in full. A push that throws (a bug) is thrown once all
+   * have ended, the later ones suppressed in it.
    *
    * @return the owners that took all that was pushed to them, each with the process that
    *         acknowledged, for {@link #dropHandedOff(Map, Map, Consumer)}
@@ -282,9 +318,15 @@ final class Transfers {
     Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
     byOwners.forEach((owners, entries) -> owners.stream().filter(to)
         .forEach(owner -> perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(entries)));
+    List<String> owners = List.copyOf(perOwner.keySet());
+    List<FanOut.Task<Optional<Address>>> pushEach = new ArrayList<>();
+    perOwner.forEach((owner, entries) -> pushEach.add(interrupted -> pushTo(owner, entries, kind, expired)));
+    List<Optional<Address>> acknowledged = FanOut.run(pushes, pushEach);
     Map<String, Address> took = new HashMap<>();
-    perOwner.forEach((owner, entries) -> pushTo(owner, entries, kind, expired)
-        .ifPresent(process -> took.put(owner, process)));
+    for (int i = 0; i < owners.size(); i++) {
+      String owner = owners.get(i);
+      acknowledged.get(i).ifPresent(process -> took.put(owner, process));
+    }
     return took;
   }
 

@@ -21,11 +21,12 @@ import java.util.function.UnaryOperator;
  * (the in-memory JGroups stack, replicas 2 unless a test says otherwise): its RPC channel, store, key service, transfers and
  * sweeper, wired as {@link Peer} wires them, without the HTTP API, the rebalancer and the
  * periodic tasks, so a test calls each step itself; {@code pulls} are the threads a rebalancer a
- * test makes for it pulls on. Closing it closes the node and its threads.
+ * test makes for it pulls on, {@code pushes} those its transfers push on. Closing it closes the
+ * node and its threads.
  */
 record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counters counters, KvService kv,
                  Transfers transfers, Sweeper sweeper, ExecutorService workers, ScheduledExecutorService timer,
-                 ExecutorService pulls)
+                 ExecutorService pulls, ExecutorService pushes)
     implements AutoCloseable {
   private static final String STACK = "ringmaster/jgroups/in-jvm.xml";
   private static final AtomicInteger CLUSTERS = new AtomicInteger();
@@ -119,15 +120,16 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Counters counters = new Counters();
     KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
         ready, readRepair, timeouts, previousOwners);
+    ExecutorService pushes = Transfers.pushThreads(OwnThreads.daemons(id + "-pushes"));
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
-        new EventLog(), aids);
+        new EventLog(), aids, pushes);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);
     rpc.handleQuickly(Wire.OP_WRITE, writes.apply(kv));
     rpc.handleQuickly(Wire.OP_GET, kv::handleGet);
     rpc.handle(Wire.OP_PUSH, transfers::handlePush);
     rpc.handle(Wire.OP_PULL, transfers::handlePull); // served once its counters say it is settled
     return new InJvmPeer(node, routing, rpc, store, counters, kv, transfers, sweeper, workers, timer,
-        Rebalancer.pullThreads(OwnThreads.daemons(id + "-pulls")));
+        Rebalancer.pullThreads(OwnThreads.daemons(id + "-pulls")), pushes);
   }
 
   /**
@@ -203,6 +205,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
       workers.shutdownNow();
       timer.shutdownNow();
       pulls.shutdownNow();
+      pushes.shutdownNow();
     }
   }
 }

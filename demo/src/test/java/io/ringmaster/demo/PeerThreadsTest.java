@@ -33,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class PeerThreadsTest {
   /** The names {@link Peer}'s own pools give their threads. */
-  private static final List<String> POOLS = List.of("http-", "rpc-", "sweep-", "pull-retries-", "pulls-", "status-");
+  private static final List<String> POOLS = List.of("http-", "rpc-", "sweep-", "pull-retries-", "pulls-", "pushes-",
+      "status-");
 
   @TempDir
   Path dir;

@@ -907,7 +907,7 @@ class RebalancerTest {
       return b.transfers().handlePush(in);
     });
     Transfers fromA = new Transfers(a.routing(), a.store(), a.rpc(), a.counters(), a.node()::viewId, () -> 0,
-        id -> asked.incrementAndGet() >= 3, new EventLog(), TestingAids.fromSystemProperties());
+        id -> asked.incrementAndGet() >= 3, new EventLog(), TestingAids.fromSystemProperties(), a.pushes());
 
     assertTrue(fromA.pushTo("b", held, Wire.PushKind.MIGRATION, () -> false).isPresent());
 

@@ -68,7 +68,7 @@ class TransfersTest {
   private static byte[] pull(LongSupplier viewId, Counters counters, IntSupplier pending,
                              Transfers.Retrying retrying) throws Exception {
     Transfers transfers = new Transfers(null, store(), null, counters, viewId, pending, member -> true, null,
-        TestingAids.fromSystemProperties());
+        TestingAids.fromSystemProperties(), null);
     transfers.retrying(retrying);
     byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
         Transfers.PAGE_BYTES));
@@ -89,7 +89,7 @@ class TransfersTest {
       big.merge(Entry.of("big" + i, value, new Version(1, "p1")));
     }
     Transfers transfers = new Transfers(null, big, null, settled(), () -> PULLERS_VIEW, () -> 0, member -> true,
-        null, TestingAids.fromSystemProperties());
+        null, TestingAids.fromSystemProperties(), null);
     byte[] request = Wire.pull(new Wire.PullRequest(PULLERS_VIEW, WHOLE_CIRCLE, Store.Cursor.START,
         4 * Transfers.PAGE_BYTES));
     Store.Page page = page(transfers.handlePull(Wire.open(request, 0, request.length)));
@@ -496,7 +496,7 @@ class TransfersTest {
     peers.add(a = InJvmPeer.start(InJvmPeer.clusterName("transfers"), "a", TestingAids.fromSystemProperties()));
     InJvmPeer.awaitOneRing(peers);
     return new Transfers(a.routing(), a.store(), a.rpc(), counters, a.node()::viewId, () -> 0, id -> true, events,
-        aids);
+        aids, a.pushes());
   }
 
   private static byte[] push(Transfers to, Wire.PushKind kind, String from, List<Entry> entries) throws Exception {

@@ -1,0 +1,142 @@
+package io.ringmaster.demo;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Runs one task a peer at once on a small pool of the peer's, and waits until every one has ended:
+ * a change's pulls, one a source ({@link Rebalancer}), and a hand-off's pushes, one a destination
+ * ({@link Transfers#pushToOwners}). The caller waits on its own thread, never on one of the pool's,
+ * and a task never waits for another task of its pool: so callers that share a pool (a sweep's
+ * pushes beside a change's) only queue behind each other, and cannot deadlock on its threads.
+ *
+ * <p>Interrupted while it waits (the node stopping a callback that outlived its leave timeout, the
+ * peer stopping its sweeps), the caller interrupts the tasks running on the pool, and a task that
+ * starts on the pool after that starts interrupted; it still waits for every task to end, and
+ * returns with its interrupt kept. A task the pool refuses (it is shut down) runs on the calling
+ * thread instead, and a task queued when the pool is shut down runs on the thread that shuts it
+ * down ({@link #threads}): none is dropped, since the caller waits for each. A task running off
+ * the pool is not interrupted by the caller: whether a shut-down pool ends a task is the task's
+ * call (a pull ends at once, a push is still made). A task that throws (a bug) fails the call once
+ * every task has ended: the first in the order of the tasks is thrown, the later ones suppressed
+ * in it.
+ */
+final class FanOut {
+  private FanOut() {}
+
+  /** One peer's task. */
+  interface Task<T> {
+    /**
+     * @param callerInterrupted whether the caller was interrupted while it waited: a task running
+     *                          off the pool is not interrupted, and may end on this instead
+     */
+    T run(BooleanSupplier callerInterrupted);
+  }
+
+  /**
+   * A pool for {@link #run}: {@code max} threads at most, the other tasks queued, and none kept
+   * once idle for 30 seconds (a peer needs them only when data moves). Its {@code shutdownNow()}
+   * interrupts the tasks running and runs those still queued on the calling thread, rather than
+   * dropping them: their caller waits for each to end.
+   */
+  static ExecutorService threads(ThreadFactory threads, int max) {
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(max, max, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+        threads) {
+      @Override
+      public List<Runnable> shutdownNow() {
+        super.shutdownNow().forEach(Runnable::run);
+        return List.of();
+      }
+    };
+    pool.allowCoreThreadTimeOut(true);
+    return pool;
+  }
+
+  /**
+   * Runs every task on {@code pool} and returns once all have ended: what each returned, in the
+   * order of the tasks.
+   */
+  static <T> List<T> run(ExecutorService pool, List<? extends Task<T>> tasks) {
+    int n = tasks.size();
+    AtomicReferenceArray<T> results = new AtomicReferenceArray<>(n);
+    AtomicReferenceArray<Throwable> thrown = new AtomicReferenceArray<>(n);
+    CountDownLatch ended = new CountDownLatch(n);
+    Set<Thread> running = ConcurrentHashMap.newKeySet();
+    AtomicBoolean interruptedHere = new AtomicBoolean(); // reaches the tasks that have not started yet too
+    for (int i = 0; i < n; i++) {
+      int at = i;
+      Task<T> task = tasks.get(at);
+      Runnable run = () -> {
+        Thread worker = null;
+        try {
+          // Inside the try: whatever the pool throws here, the task counts as ended. Once the pool
+          // is shut down, the task runs on the thread that shut it down or on the caller's: it is
+          // not one to interrupt.
+          if (!pool.isShutdown()) {
+            worker = Thread.currentThread();
+            running.add(worker);
+            if (interruptedHere.get()) { // after the add: an interrupt sent since then reached it anyway
+              worker.interrupt();
+            }
+          }
+          results.set(at, task.run(interruptedHere::get));
+        } catch (RuntimeException | Error e) {
+          thrown.set(at, e);
+        } finally {
+          if (worker != null) {
+            running.remove(worker); // the pool clears an interrupt that comes later
+          }
+          ended.countDown();
+        }
+      };
+      try {
+        pool.execute(run);
+      } catch (RejectedExecutionException stopped) {
+        run.run(); // the peer stopped the pool
+      }
+    }
+    while (true) {
+      try {
+        ended.await();
+        break;
+      } catch (InterruptedException e) {
+        interruptedHere.set(true); // before the interrupts: a task starting now sees it instead
+        running.forEach(Thread::interrupt);
+      }
+    }
+    if (interruptedHere.get()) {
+      Thread.currentThread().interrupt();
+    }
+    Throwable first = null;
+    for (int at = 0; at < n; at++) {
+      Throwable e = thrown.get(at);
+      if (first == null) {
+        first = e;
+      } else if (e != null) {
+        first.addSuppressed(e);
+      }
+    }
+    if (first instanceof Error error) {
+      throw error;
+    } else if (first != null) {
+      throw (RuntimeException) first;
+    }
+    List<T> all = new ArrayList<>(n);
+    for (int at = 0; at < n; at++) {
+      all.add(results.get(at));
+    }
+    return all;
+  }
+}
