@@ -1,0 +1,92 @@
+package io.ringmaster.demo;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link FanOut} on its own, with tasks that only wait and say what they saw: the cases the pulls
+ * and pushes over real peers ({@link ParallelPullTest}, {@link ParallelPushTest}) do not reach.
+ */
+class FanOutTest {
+  /**
+   * With one thread, the second task waits its turn behind the first; the caller interrupted
+   * meanwhile interrupts the first, and the second starts interrupted, told so as well: a push still
+   * queued at the interrupt sends nothing.
+   */
+  @Test
+  void aTaskStartingAfterTheCallerWasInterrupted_startsInterrupted() throws Exception {
+    ExecutorService pool = FanOut.threads(OwnThreads.daemons("fan-out-interrupted"), 1);
+    CountDownLatch firstStarted = new CountDownLatch(1);
+    CountDownLatch never = new CountDownLatch(1);
+    AtomicBoolean firstInterrupted = new AtomicBoolean();
+    AtomicBoolean secondStartedInterrupted = new AtomicBoolean();
+    AtomicBoolean secondToldSo = new AtomicBoolean();
+    AtomicReference<List<String>> results = new AtomicReference<>();
+    AtomicBoolean callerStillInterrupted = new AtomicBoolean();
+    List<FanOut.Task<String>> tasks = List.of(interrupted -> {
+      firstStarted.countDown();
+      try {
+        never.await();
+      } catch (InterruptedException e) {
+        firstInterrupted.set(true);
+      }
+      return "first";
+    }, interrupted -> {
+      secondStartedInterrupted.set(Thread.currentThread().isInterrupted());
+      secondToldSo.set(interrupted.getAsBoolean());
+      return "second";
+    });
+    Thread caller = new Thread(() -> {
+      results.set(FanOut.run(pool, tasks));
+      callerStillInterrupted.set(Thread.currentThread().isInterrupted());
+    }, "caller");
+    caller.setDaemon(true);
+    try {
+      caller.start();
+      assertTrue(firstStarted.await(10, TimeUnit.SECONDS), "the first task started");
+      await("the caller waits").atMost(Duration.ofSeconds(10)).until(() -> caller.getState() == Thread.State.WAITING);
+      caller.interrupt();
+      caller.join(10_000);
+      assertFalse(caller.isAlive(), "the call returned");
+    } finally {
+      never.countDown();
+      caller.interrupt();
+      caller.join(10_000);
+      pool.shutdownNow();
+      assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the pool's thread ended");
+    }
+    assertEquals(List.of("first", "second"), results.get(), "each task's result, in the order of the tasks");
+    assertTrue(firstInterrupted.get(), "the running task was interrupted");
+    assertTrue(secondStartedInterrupted.get(), "the queued task started interrupted");
+    assertTrue(secondToldSo.get(), "and was told the caller was interrupted");
+    assertTrue(callerStillInterrupted.get(), "the caller keeps its interrupt");
+  }
+
+  /** A pool shut down takes no task: each runs on the calling thread, in order, none dropped. */
+  @Test
+  void aShutDownPool_runsEveryTaskOnTheCallingThread() {
+    ExecutorService pool = FanOut.threads(OwnThreads.daemons("fan-out-shut-down"), 4);
+    pool.shutdownNow();
+    AtomicReference<Thread> caller = new AtomicReference<>();
+
+    List<Boolean> onCaller = assertTimeoutPreemptively(Duration.ofSeconds(10), () -> {
+      caller.set(Thread.currentThread());
+      return FanOut.run(pool, List.<FanOut.Task<Boolean>>of(interrupted -> Thread.currentThread() == caller.get(),
+          interrupted -> Thread.currentThread() == caller.get()));
+    });
+
+    assertEquals(List.of(true, true), onCaller);
+  }
+}
