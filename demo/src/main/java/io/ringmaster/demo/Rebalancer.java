@@ -23,7 +23,8 @@ import org.jgroups.Address;
  * Moves data when ownership changes, driven only by the node's ownership callbacks (one at a time,
  * in view order):
  * <ul>
- *   <li>lost ranges: push their entries to the new owners, then drop them here, keeping any key
+ *   <li>lost ranges: push their entries to the new owners, to {@link Transfers#PARALLEL_PUSHES} of
+ *       them at once, each on one of the peer's push threads, then drop them here, keeping any key
  *       this peer owns again by the time the push is done, that was written meanwhile, or whose
  *       owners by then are not all among those that took it (a peer joined meanwhile);
  *   <li>gained ranges: pull their entries from every previous owner still in the ring (after a

@@ -47,9 +47,11 @@ final class Sweeper {
   }
 
   /**
-   * Hands entries this peer holds but does not own to their owners, then drops them. Skipped while
-   * ownership changes are pending or running (they move those entries themselves), and when
-   * neither the store, the ring nor the peer's place in it changed since a pass found no stray.
+   * Hands entries this peer holds but does not own to their owners, several at once
+   * ({@link Transfers#pushToOwners}), then drops them; the peer interrupting the sweep (it stops)
+   * ends those pushes. Skipped while ownership changes are pending or running (they move those
+   * entries themselves), and when neither the store, the ring nor the peer's place in it changed
+   * since a pass found no stray.
    */
   void sweep() {
     long changes = store.changes(); // before the pass: a change during it makes the next one look again

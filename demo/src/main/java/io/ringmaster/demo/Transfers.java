@@ -25,8 +25,8 @@ import java.util.function.Predicate;
 import org.jgroups.Address;
 
 /**
- * Moving entries between peers: pushing them in pages, pulling ranges in pages, and dropping what
- * was handed off. Both directions retry a failed page while the other peer is still in the ring
+ * Moving entries between peers: pushing them in pages (a hand-off to several destinations at once,
+ * {@link #pushToOwners}), pulling ranges in pages, and dropping what was handed off. Both directions retry a failed page while the other peer is still in the ring
  * (a peer that just joined may not serve its fork channel yet), and both serve the other side's
  * requests here too.
  */
