@@ -26,9 +26,9 @@ import org.jgroups.Address;
 
 /**
  * Moving entries between peers: pushing them in pages (a hand-off to several destinations at once,
- * {@link #pushToOwners}), pulling ranges in pages, and dropping what was handed off. Both directions retry a failed page while the other peer is still in the ring
- * (a peer that just joined may not serve its fork channel yet), and both serve the other side's
- * requests here too.
+ * {@link #pushToOwners}), pulling ranges in pages, and dropping what was handed off. Both
+ * directions retry a failed page while the other peer is still in the ring (a peer that just
+ * joined may not serve its fork channel yet), and both serve the other side's requests here too.
  */
 final class Transfers {
   private static final System.Logger LOG = System.getLogger(Transfers.class.getName());
@@ -307,8 +307,8 @@ final class Transfers {
    * gives up once {@code expired}; interrupted while it waits (the peer stopping its sweeps, the
    * node stopping a callback that outlived its leave timeout), this interrupts the pushes, which
    * end as they would on this thread, and returns with its interrupt kept. A push the pool no
-   * longer takes is made on this thread, in full. A push that throws (a bug) is thrown once all
-   * have ended, the later ones suppressed in it.
+   * longer takes is made on this thread, in full. A push that throws (a bug) fails the call once
+   * all have ended: the first, in the order of the owners, is thrown, the later ones suppressed in it.
    *
    * @return the owners that took all that was pushed to them, each with the process that
    *         acknowledged, for {@link #dropHandedOff(Map, Map, Consumer)}
