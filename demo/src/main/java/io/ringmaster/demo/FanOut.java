@@ -2,8 +2,8 @@ package io.ringmaster.demo;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.HashSet;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -73,7 +73,10 @@ final class FanOut {
     AtomicReferenceArray<T> results = new AtomicReferenceArray<>(n);
     AtomicReferenceArray<Throwable> thrown = new AtomicReferenceArray<>(n);
     CountDownLatch ended = new CountDownLatch(n);
-    Set<Thread> running = ConcurrentHashMap.newKeySet();
+    // Guarded by itself: a task leaves it under the lock the caller interrupts under, so that no
+    // interrupt of this call reaches a pool thread once its task ended (it may be running another
+    // caller's task by then: a sweep and a hand-off share the push threads).
+    Set<Thread> running = new HashSet<>();
     AtomicBoolean interruptedHere = new AtomicBoolean(); // reaches the tasks that have not started yet too
     for (int i = 0; i < n; i++) {
       int at = i;
@@ -86,7 +89,9 @@ final class FanOut {
           // not one to interrupt.
           if (!pool.isShutdown()) {
             worker = Thread.currentThread();
-            running.add(worker);
+            synchronized (running) {
+              running.add(worker);
+            }
             if (interruptedHere.get()) { // after the add: an interrupt sent since then reached it anyway
               worker.interrupt();
             }
@@ -96,7 +101,9 @@ final class FanOut {
           thrown.set(at, e);
         } finally {
           if (worker != null) {
-            running.remove(worker); // the pool clears an interrupt that comes later
+            synchronized (running) {
+              running.remove(worker); // an interrupt sent before this is cleared by the pool before its next task
+            }
           }
           ended.countDown();
         }
@@ -113,7 +120,9 @@ final class FanOut {
         break;
       } catch (InterruptedException e) {
         interruptedHere.set(true); // before the interrupts: a task starting now sees it instead
-        running.forEach(Thread::interrupt);
+        synchronized (running) {
+          running.forEach(Thread::interrupt);
+        }
       }
     }
     if (interruptedHere.get()) {

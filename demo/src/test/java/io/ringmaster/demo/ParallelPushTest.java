@@ -41,15 +41,20 @@ class ParallelPushTest {
   private static final int KEYS = 400;
   /** Less than {@link Transfers#PUSH_TIMEOUT}, so that a page held this long is still answered in time. */
   private static final Duration HOLD = Duration.ofMillis(1500);
+  /**
+   * How long a first page waits for {@link #released} at most: long enough for a test that holds
+   * the pages to check what it needs while they are held, however loaded the machine.
+   */
+  private static final Duration RELEASE_WITHIN = Duration.ofSeconds(20);
   private final List<InJvmPeer> peers = new ArrayList<>();
   private InJvmPeer a;
   /** Each destination's first push counts down once, then waits for the others'. */
   private final CountDownLatch asked = new CountDownLatch(DESTINATIONS.size());
   /** The destinations whose first page came while some other destination was not asked yet, after the hold. */
   private final List<String> askedAlone = new CopyOnWriteArrayList<>();
-  /** Once every destination was asked, the first pages are still held until this opens, or for {@link #HOLD}. */
+  /** Once every destination was asked, the first pages are still held until this opens, or for {@link #RELEASE_WITHIN}. */
   private volatile CountDownLatch released = new CountDownLatch(0);
-  /** How many held first pages were let go (released, or held for {@link #HOLD}) and taken in. */
+  /** How many held first pages were let go (released, or held for {@link #RELEASE_WITHIN}) and taken in. */
   private final AtomicInteger holdsEnded = new AtomicInteger();
 
   /**
@@ -71,7 +76,7 @@ class ParallelPushTest {
           if (!asked.await(HOLD.toMillis(), TimeUnit.MILLISECONDS)) {
             askedAlone.add(id);
           }
-          released.await(HOLD.toMillis(), TimeUnit.MILLISECONDS);
+          released.await(RELEASE_WITHIN.toMillis(), TimeUnit.MILLISECONDS);
           holdsEnded.incrementAndGet();
         }
         return destination.transfers().handlePush(in);
@@ -201,9 +206,9 @@ class ParallelPushTest {
     sweep.setDaemon(true);
     sweep.start();
     try {
-      await("every destination asked").atMost(HOLD).until(() -> asked.getCount() == 0);
+      await("every destination asked").atMost(Duration.ofSeconds(10)).until(() -> asked.getCount() == 0);
       sweep.interrupt();
-      sweep.join(HOLD.toMillis() * 3);
+      sweep.join(10_000);
       assertFalse(sweep.isAlive(), "the call returned");
       assertEquals(0, holdsEnded.get(), "the call returned while every destination still held its page");
     } finally {
