@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.HashSet;
 import java.util.Set;
@@ -65,10 +66,38 @@ final class FanOut {
   }
 
   /**
+   * What the tasks of a {@link #runAll} did.
+   *
+   * @param results what each task returned, in the order of the tasks; null for one that threw
+   * @param failure the first task's failure, in the order of the tasks, the later ones suppressed
+   *                in it; null if none threw
+   */
+  record Ended<T>(List<T> results, Throwable failure) {
+    /** Throws {@link #failure}, as it was thrown (an {@link Error} as it is), if there is one. */
+    void rethrow() {
+      if (failure instanceof Error error) {
+        throw error;
+      } else if (failure != null) {
+        throw (RuntimeException) failure;
+      }
+    }
+  }
+
+  /**
    * Runs every task on {@code pool} and returns once all have ended: what each returned, in the
-   * order of the tasks.
+   * order of the tasks; a failure is thrown once all have ended (see the class comment).
    */
   static <T> List<T> run(ExecutorService pool, List<? extends Task<T>> tasks) {
+    Ended<T> ended = runAll(pool, tasks);
+    ended.rethrow();
+    return ended.results();
+  }
+
+  /**
+   * As {@link #run}, but a failure is returned with what the other tasks returned rather than
+   * thrown, for a caller that must account for those before it fails.
+   */
+  static <T> Ended<T> runAll(ExecutorService pool, List<? extends Task<T>> tasks) {
     int n = tasks.size();
     AtomicReferenceArray<T> results = new AtomicReferenceArray<>(n);
     AtomicReferenceArray<Throwable> thrown = new AtomicReferenceArray<>(n);
@@ -137,15 +166,10 @@ final class FanOut {
         first.addSuppressed(e);
       }
     }
-    if (first instanceof Error error) {
-      throw error;
-    } else if (first != null) {
-      throw (RuntimeException) first;
-    }
     List<T> all = new ArrayList<>(n);
     for (int at = 0; at < n; at++) {
       all.add(results.get(at));
     }
-    return all;
+    return new Ended<>(Collections.unmodifiableList(all), first);
   }
 }

@@ -316,38 +316,40 @@ final class Rebalancer implements OwnershipListener {
       }
     }
     List<String> sources = List.copyOf(perSource.keySet());
-    List<Transfers.Pulled> pulled = pullAll(perSource, change.viewId());
+    FanOut.Ended<Transfers.Pulled> pulled = pullAll(perSource, change.viewId());
     long in = 0;
     boolean ok = true;
     for (int i = 0; i < sources.size(); i++) {
-      Transfers.Pulled p = pulled.get(i);
-      if (!p.complete()) { // stopping: the retry never runs, but the range's sources stay known for reads
+      Transfers.Pulled p = pulled.results().get(i); // null: the pull threw, and is tried again like a failed one
+      boolean complete = p != null && p.complete();
+      if (!complete) { // stopping: the retry never runs, but the range's sources stay known for reads
         pullRetries.failed(sources.get(i), perSource.get(sources.get(i)), change.viewId());
       }
-      ok &= p.complete();
-      in += p.changed();
+      ok &= complete;
+      in += p == null ? 0 : p.changed();
     }
     counters.keysMigratedIn.add(in);
     events.publish(Events.migration("in", change, in, gained.size(), sources, millisSince(started), ok));
+    pulled.rethrow(); // once the other pulls are counted and the failed ones left to the retries
     return ok;
   }
 
   /**
-   * Pulls from every source at once on {@link #pulls} ({@link FanOut#run}), and returns once every
-   * pull has ended: what each brought in, in the order of the sources. Each pull ends once the peer
-   * stops: what is not pulled stays on its source, which drops nothing until the owners of its
-   * newest ring have it; so does each pull once {@link #pulls} is shut down (then it runs on the
+   * Pulls from every source at once on {@link #pulls} ({@link FanOut#runAll}), and returns once
+   * every pull has ended: what each brought in, in the order of the sources. Each pull ends once
+   * the peer stops: what is not pulled stays on its source, which drops nothing until the owners of
+   * its newest ring have it; so does each pull once {@link #pulls} is shut down (then it runs on the
    * thread that shut the pool down, or on this one). Interrupted while it waits (the node stopping
    * a callback that outlived its leave timeout), this interrupts the pulls, which end at once as
-   * they would on this thread, and still waits for them. A pull that throws (a bug) fails the
-   * change: the first, in the order of the sources, is thrown once all have ended, the others
-   * suppressed in it.
+   * they would on this thread, and still waits for them. A pull that throws (a bug) has no result;
+   * its failure (the first, in the order of the sources, the others suppressed in it) is returned
+   * with the others' results, for the caller to count those first and then fail the change.
    */
-  private List<Transfers.Pulled> pullAll(Map<String, List<KeyRange>> perSource, long viewId) {
+  private FanOut.Ended<Transfers.Pulled> pullAll(Map<String, List<KeyRange>> perSource, long viewId) {
     List<FanOut.Task<Transfers.Pulled>> pullEach = new ArrayList<>();
     perSource.forEach((source, ranges) -> pullEach.add(interrupted -> transfers.pull(source, ranges, viewId,
         () -> stopping != null || interrupted.getAsBoolean() || pulls.isShutdown())));
-    return FanOut.run(pulls, pullEach);
+    return FanOut.runAll(pulls, pullEach);
   }
 
   private static long millisSince(long nanos) {

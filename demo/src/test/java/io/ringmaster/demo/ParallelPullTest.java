@@ -193,9 +193,10 @@ class ParallelPullTest {
 
   /**
    * A pull that throws (a bug) fails the change, once every other pull has ended: those bring in
-   * what they pulled, and the failure of the first source in the order of the sources is thrown (an
-   * {@link Error} as it is), the later one suppressed in it. Here the first and the third source's
-   * pulls throw as they start, before asking anything.
+   * what they pulled, and are counted and logged as any change's pulls are; the sources whose pulls
+   * threw are left to the pull retries, as failed pulls are; then the failure of the first source
+   * in the order of the sources is thrown (an {@link Error} as it is), the later one suppressed in
+   * it. Here the first and the third source's pulls throw as they start, before asking anything.
    */
   @Test
   void aChangeWhosePullsThrow_waitsForTheOthers_thenThrowsTheFirst_withTheLaterOneSuppressed() throws Exception {
@@ -209,7 +210,8 @@ class ParallelPullTest {
     }
     asked.countDown(); // the two pulls that throw ask nothing: the sources asked hold no page for them
     asked.countDown();
-    Rebalancer rebalancer = new Rebalancer(e.routing(), e.store(), e.transfers(), retriesOfE(), e.counters(),
+    PullRetries retries = retriesOfE();
+    Rebalancer rebalancer = new Rebalancer(e.routing(), e.store(), e.transfers(), retries, e.counters(),
         eventsOfE, Duration.ofSeconds(15), new ThrowingPulls(e.pulls(), Map.of(0, first, 2, third)));
 
     Throwable thrown = assertTimeoutPreemptively(Duration.ofSeconds(30),
@@ -222,8 +224,18 @@ class ParallelPullTest {
       assertEquals(Optional.of(x), e.store().get(x.key()), "the pulls that did not throw ended first: " + x.key());
     }
     assertEquals(gained.size(), e.store().size());
+    assertEquals(gained.size(), e.counters().keysMigratedIn.sum(), "what the other pulls brought in is counted");
     assertEquals(0, e.counters().migrationsCompleted.sum());
     assertEquals(1, e.counters().migrationsFailed.sum());
+    assertEquals(2, retries.pending(), "the two sources whose pulls threw are left to the retries");
+    for (RingDiff.Gained g : join.diff().gained()) { // one copy a key: each range has one source
+      List<String> threw = g.sources().stream().map(Member::id)
+          .filter(id -> id.equals(order.get(0)) || id.equals(order.get(2))).toList();
+      assertEquals(threw, retries.sourcesFor(g.range().end()), "the retry of " + g.range() + ", from " + g.sources());
+    }
+    String in = migrationIn();
+    assertTrue(in.contains("\"ok\":false"), in);
+    assertEquals(gained.size(), number(in, "keys"), in);
   }
 
   /**
