@@ -40,8 +40,13 @@ final class Transfers {
   /** How long to wait for a peer that just joined to serve its fork channel before trying anyway. */
   static final Duration READY_WAIT = Duration.ofSeconds(3);
   static final int ATTEMPTS = 5;
-  /** How a push refused by a peer the cluster refuses ends its error. */
-  static final String NOT_IN_RING = " is not in the ring: another peer holds its id";
+  /**
+   * How a push refused by a peer the cluster refuses ends its error: most often another peer holds
+   * its id (a push for that id reached this process), but its ring parameters may differ, or the
+   * ring be full; the peer's log says which.
+   */
+  static final String NOT_IN_RING = " is not in the ring: the cluster refuses it (as when another peer holds its id;"
+      + " see its log)";
   /** How a push refused by a leaving peer ends its error. */
   static final String LEAVING = " is leaving";
 
