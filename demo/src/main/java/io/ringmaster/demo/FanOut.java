@@ -23,9 +23,10 @@ import java.util.function.BooleanSupplier;
  * and a task never waits for another task of its pool: so callers that share a pool (a sweep's
  * pushes beside a change's) only queue behind each other, and cannot deadlock on its threads.
  *
- * <p>Interrupted while it waits (the node stopping a callback that outlived its leave timeout, the
- * peer stopping its sweeps), the caller interrupts the tasks running on the pool, and a task that
- * starts on the pool after that starts interrupted; it still waits for every task to end, and
+ * <p>Interrupted while it waits, or already when it calls (the node stopping a callback that
+ * outlived its leave timeout, the peer stopping its sweeps), the caller interrupts the tasks
+ * running on the pool, and a task that starts on the pool after that starts interrupted, as it
+ * would on the caller's thread; it still waits for every task to end, and
  * returns with its interrupt kept. A task the pool refuses (it is shut down) runs on the calling
  * thread instead, and a task queued when the pool is shut down runs on the thread that shuts it
  * down ({@link #threads}): none is dropped, since the caller waits for each. A task running off
@@ -106,7 +107,9 @@ final class FanOut {
     // interrupt of this call reaches a pool thread once its task ended (it may be running another
     // caller's task by then: a sweep and a hand-off share the push threads).
     Set<Thread> running = new HashSet<>();
-    AtomicBoolean interruptedHere = new AtomicBoolean(); // reaches the tasks that have not started yet too
+    // Reaches the tasks that have not started yet too; set at once if the caller comes interrupted
+    // (the peer stopped its sweeps before this one began): then no task starts uninterrupted.
+    AtomicBoolean interruptedHere = new AtomicBoolean(Thread.currentThread().isInterrupted());
     for (int i = 0; i < n; i++) {
       int at = i;
       Task<T> task = tasks.get(at);

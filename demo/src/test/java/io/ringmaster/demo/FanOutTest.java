@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -72,6 +73,72 @@ class FanOutTest {
     assertTrue(secondStartedInterrupted.get(), "the queued task started interrupted");
     assertTrue(secondToldSo.get(), "and was told the caller was interrupted");
     assertTrue(callerStillInterrupted.get(), "the caller keeps its interrupt");
+  }
+
+  /**
+   * A caller interrupted already when it calls (the peer stopped its sweeps before this one began)
+   * starts every task interrupted, and tells it so, as its own thread would be: even a task that
+   * runs before the caller gets to wait, which a pool with idle threads may start at once. Here
+   * the "pool" runs each task to its end, on a thread of its own, before it takes the next.
+   */
+  @Test
+  void aCallerInterruptedWhenItCalls_startsEveryTaskInterrupted_evenOneThatRunsBeforeItWaits() throws Exception {
+    ExecutorService runsAtOnce = new AbstractExecutorService() {
+      @Override
+      public void execute(Runnable task) {
+        boolean interrupted = Thread.interrupted();
+        Thread thread = new Thread(task, "fan-out-runs-at-once");
+        thread.setDaemon(true);
+        thread.start();
+        try {
+          thread.join(10_000);
+        } catch (InterruptedException e) {
+          throw new AssertionError(e);
+        } finally {
+          if (interrupted) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }
+
+      @Override
+      public void shutdown() {}
+
+      @Override
+      public List<Runnable> shutdownNow() {
+        return List.of();
+      }
+
+      @Override
+      public boolean isShutdown() {
+        return false;
+      }
+
+      @Override
+      public boolean isTerminated() {
+        return false;
+      }
+
+      @Override
+      public boolean awaitTermination(long timeout, TimeUnit unit) {
+        return false;
+      }
+    };
+    FanOut.Task<List<Boolean>> task = interrupted -> List.of(Thread.currentThread().isInterrupted(),
+        interrupted.getAsBoolean());
+
+    Thread.currentThread().interrupt();
+    List<List<Boolean>> seen;
+    boolean stillInterrupted;
+    try {
+      seen = FanOut.run(runsAtOnce, List.of(task, task));
+    } finally {
+      stillInterrupted = Thread.interrupted();
+    }
+
+    assertEquals(List.of(List.of(true, true), List.of(true, true)), seen,
+        "each task started interrupted, and was told the caller was: [interrupted, told] for each");
+    assertTrue(stillInterrupted, "the caller keeps its interrupt");
   }
 
   /** A pool shut down takes no task: each runs on the calling thread, in order, none dropped. */
