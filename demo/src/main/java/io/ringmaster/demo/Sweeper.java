@@ -93,8 +93,9 @@ final class Sweeper {
   /**
    * After partitions merge, each side's ring knew nothing of the other side's writes, so the
    * ownership diff (computed from this peer's pre-merge ring) names the wrong sources. Instead,
-   * every peer pushes everything it holds to all the key's owners in the merged ring; last writer
-   * wins where both sides wrote a key. Copies only: nothing is dropped here (the sweep drops
+   * every peer pushes everything it holds to all the key's owners in the merged ring, to several
+   * owners at once ({@link Transfers#pushToEach}); last writer wins where both sides wrote a key.
+   * Copies only: nothing is dropped here (the sweep drops
    * strays once their owners have them).
    *
    * <p>Owners a push failed for (busy with every other peer's repair, say) are pushed to again,
@@ -207,12 +208,8 @@ final class Sweeper {
           + " successors pull what they gained", routing.self(), onlyTo, Long.toString(mergeViewId));
       return;
     }
-    Set<String> failed = new TreeSet<>();
-    for (Map.Entry<String, List<Entry>> owner : perOwner.entrySet()) {
-      if (!transfers.push(owner.getKey(), owner.getValue(), Wire.PushKind.REPAIR)) {
-        failed.add(owner.getKey());
-      }
-    }
+    Set<String> failed = new TreeSet<>(perOwner.keySet());
+    failed.removeAll(transfers.pushToEach(perOwner, Wire.PushKind.REPAIR, () -> false).keySet()); // several at once
     events.publish(Events.repair(mergeViewId, entries, List.copyOf(perOwner.keySet()),
         (System.nanoTime() - started) / 1_000_000, failed.isEmpty()));
     if (!failed.isEmpty()) {

@@ -306,14 +306,7 @@ final class Transfers {
   /**
    * Pushes entries grouped by their owners once to each owner that {@code to} accepts, of every
    * entry it owns (a push per owner list would make about as many round trips as entries in a
-   * large cluster, where most owner lists differ), to {@link #PARALLEL_PUSHES} owners at once, each
-   * on one of the peer's push threads ({@link FanOut#run}), so that a leave takes about as long as
-   * its longest push rather than all of them in a row; returns once every push has ended. Each push
-   * gives up once {@code expired}; interrupted while it waits (the peer stopping its sweeps, the
-   * node stopping a callback that outlived its leave timeout), this interrupts the pushes, which
-   * end as they would on this thread, and returns with its interrupt kept. A push the pool no
-   * longer takes is made on this thread, in full. A push that throws (a bug) fails the call once
-   * all have ended: the first, in the order of the owners, is thrown, the later ones suppressed in it.
+   * large cluster, where most owner lists differ), as {@link #pushToEach} does.
    *
    * @return the owners that took all that was pushed to them, each with the process that
    *         acknowledged, for {@link #dropHandedOff(Map, Map, Consumer)}
@@ -323,6 +316,24 @@ final class Transfers {
     Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
     byOwners.forEach((owners, entries) -> owners.stream().filter(to)
         .forEach(owner -> perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(entries)));
+    return pushToEach(perOwner, kind, expired);
+  }
+
+  /**
+   * Pushes each owner its entries, to {@link #PARALLEL_PUSHES} owners at once, each on one of the
+   * peer's push threads ({@link FanOut#run}), so that a leave or a repair takes about as long as its
+   * longest push rather than all of them in a row; returns once every push has ended. Each push
+   * gives up once {@code expired}; interrupted while it waits (the peer stopping its sweeps and
+   * repairs, the node stopping a callback that outlived its leave timeout), this interrupts the
+   * pushes, which end as they would on this thread, and returns with its interrupt kept. A push the
+   * pool no longer takes is made on this thread, in full. A push that throws (a bug) fails the call
+   * once all have ended: the first, in the order of the owners, is thrown, the later ones
+   * suppressed in it.
+   *
+   * @return the owners that took all that was pushed to them, each with the process that
+   *         acknowledged
+   */
+  Map<String, Address> pushToEach(Map<String, List<Entry>> perOwner, Wire.PushKind kind, BooleanSupplier expired) {
     List<String> owners = List.copyOf(perOwner.keySet());
     List<FanOut.Task<Optional<Address>>> pushEach = new ArrayList<>();
     perOwner.forEach((owner, entries) -> pushEach.add(interrupted -> pushTo(owner, entries, kind, expired)));

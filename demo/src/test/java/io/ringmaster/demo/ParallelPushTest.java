@@ -271,6 +271,36 @@ class ParallelPushTest {
     assertEquals(DESTINATIONS.size(), holdsEnded.get(), "thrown once every push had ended");
   }
 
+  /**
+   * The repair after a merge pushes what a holds to the owners of each key in the merged ring at
+   * once, as a hand-off does: each of the four takes the keys it owns, a keeps its copies (a repair
+   * drops nothing), and the repair is logged as complete.
+   */
+  @Test
+  void aRepairAfterAMerge_pushesToEveryOwnerAtOnce() throws Exception {
+    start(TestingAids::fromSystemProperties);
+    HashRing ring = a.node().ring();
+    Map<String, List<Entry>> owned = new HashMap<>();
+    a.store().all().forEach(x -> owned.computeIfAbsent(ring.ownerOf(x.key()).id(), k -> new ArrayList<>()).add(x));
+    assertTrue(owned.keySet().containsAll(DESTINATIONS), "each destination owns some of a's keys: " + owned.keySet());
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(a.routing(), a.store(), a.transfers(), a.counters(), events, () -> 0);
+
+    assertTrue(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> sweeper.repairAfterMerge(11)), "the repair ran");
+
+    assertEquals(0, asked.getCount(), "every destination was asked");
+    assertEquals(List.of(), askedAlone, "destinations asked one after another, each holding its page alone for " + HOLD);
+    for (String id : DESTINATIONS) {
+      for (Entry x : owned.get(id)) {
+        assertEquals(Optional.of(x), peer(id).store().get(x.key()), id + " took " + x.key());
+      }
+      assertEquals(owned.get(id).size(), peer(id).store().size(), id + " took the keys it owns, and only those");
+    }
+    assertEquals(KEYS, a.store().size(), "a repair drops nothing");
+    assertEquals(1, events.recent().size(), events.recent()::toString);
+    assertTrue(events.recent().get(0).contains("\"ok\":true"), events.recent()::toString);
+  }
+
   private Rebalancer rebalancerOfA(EventLog events, Duration leaveBudget) {
     Routing routing = a.routing();
     PullRetries retries = new PullRetries(a.transfers()::pull, routing::isLive, routing::owns, routing::isLeaving,
