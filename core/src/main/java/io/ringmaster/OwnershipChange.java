@@ -12,7 +12,8 @@ import java.util.Objects;
  * its previous owner's there, so work that must run once needs a fence of the application's own
  * (the old owner stops on losing the range, or with {@code replicas > 1} on a role change away
  * from {@code PRIMARY}, since it keeps the range as a backup; the new one takes a lease before it
- * starts).
+ * starts). docs/recipes.md, "Jobs that must run once", works one through, with the fencing token
+ * the shared store must check.
  *
  * @param reason         why the ring changed
  * @param previousViewId the JGroups view id this node had installed before {@code viewId}; -1

@@ -23,14 +23,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every Java example that README.md and the public classes' javadoc show an application developer
- * compiles against the API as it is: a method renamed, an argument reordered or a type changed
+ * Every Java example that README.md, docs/recipes.md and the public classes' javadoc show an
+ * application developer compiles against the API as it is: a method renamed, an argument reordered or a type changed
  * breaks this test, not the first user who copies the example.
  *
  * <p>Each example is compiled in a class of its own, with the project's packages, {@code java.util},
- * {@code java.time} and JUnit's assertions imported, and with stand-ins for the names the examples
- * take from the application around them: an application's {@code store}, its {@code fetch},
- * {@code handOff}, {@code retryLater} and {@code alert}, a running {@code node} and a {@code diff}.
+ * {@code java.util.concurrent}, {@code java.time} and JUnit's assertions imported, and with
+ * stand-ins for the names the examples take from the application around them: an application's
+ * {@code store}, its {@code fetch}, {@code handOff}, {@code retryLater} and {@code alert}, a
+ * running {@code node} and a {@code diff}.
  * An example that starts with an annotation is a method of that class; any other is the body of
  * one.
  */
@@ -38,6 +39,7 @@ class DocumentedExamplesTest {
   /** Where the examples are, and how many each holds: an example dropped or not found fails too. */
   private static final List<Source> SOURCES = List.of(
       new Source("README.md", 3),
+      new Source("docs/recipes.md", 1),
       new Source("core/src/main/java/io/ringmaster/Ringmaster.java", 1),
       new Source("core/src/main/java/io/ringmaster/RingmasterException.java", 1),
       new Source("core/src/main/java/io/ringmaster/ring/HashRing.java", 1),
@@ -56,6 +58,7 @@ class DocumentedExamplesTest {
       import java.nio.file.*;
       import java.time.*;
       import java.util.*;
+      import java.util.concurrent.*;
       import org.junit.jupiter.api.Test;
       """;
 

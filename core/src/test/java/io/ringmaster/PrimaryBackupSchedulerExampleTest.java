@@ -37,7 +37,9 @@ import org.junit.jupiter.api.Test;
  * With two copies and one member gone at a time, a gainer always finds a live previous owner, so
  * pulls alone carry the state, a graceful leaver's included. The jobs run in rounds between the
  * steps of churn, once every node settled, which is the fence the README asks for ("Agreement is
- * per view, not per instant"): a real scheduler running during the change needs one of its own.
+ * per view, not per instant"): a real scheduler running during the change needs one of its own,
+ * a lease and a fencing token in a shared store, as docs/recipes.md shows and
+ * {@link RunOnceJobsExampleTest} tests.
  */
 class PrimaryBackupSchedulerExampleTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
