@@ -78,7 +78,8 @@ final class Transfers {
    * pushes only when it hands data off). Its owner shuts it down after the node's close: the LEAVING
    * change and the changes queued before it push until then. A push the pool no longer takes, or
    * still queued when it is shut down, is made all the same, on the thread that calls it or that
-   * shuts the pool down: a shut-down pool is no reason to keep data back.
+   * shuts the pool down: a shut-down pool is no reason to keep data back (a call interrupted
+   * meanwhile is: its queued pushes send nothing).
    */
   static ExecutorService pushThreads(ThreadFactory threads) {
     return FanOut.threads(threads, PARALLEL_PUSHES);
@@ -336,7 +337,10 @@ final class Transfers {
   Map<String, Address> pushToEach(Map<String, List<Entry>> perOwner, Wire.PushKind kind, BooleanSupplier expired) {
     List<String> owners = List.copyOf(perOwner.keySet());
     List<FanOut.Task<Optional<Address>>> pushEach = new ArrayList<>();
-    perOwner.forEach((owner, entries) -> pushEach.add(interrupted -> pushTo(owner, entries, kind, expired)));
+    // A push of an interrupted call that runs off the push threads (queued when the peer stopped
+    // them) sends nothing, as it would have sent nothing on the call's own, interrupted thread.
+    perOwner.forEach((owner, entries) -> pushEach.add(interrupted -> interrupted.getAsBoolean() ? Optional.empty()
+        : pushTo(owner, entries, kind, expired)));
     List<Optional<Address>> acknowledged = FanOut.run(pushes, pushEach);
     Map<String, Address> took = new HashMap<>();
     for (int i = 0; i < owners.size(); i++) {

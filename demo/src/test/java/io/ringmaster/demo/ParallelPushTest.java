@@ -223,6 +223,65 @@ class ParallelPushTest {
   }
 
   /**
+   * The thread pushing is interrupted (the peer stopping its sweeps) while every push is still
+   * queued behind other work on the push threads; the peer then stops those threads, which runs
+   * what was queued on the thread that stops them: the pushes of the interrupted call send nothing
+   * there either, as they would have sent nothing on the call's own thread.
+   */
+  @Test
+  void pushToOwners_interruptedWhileItsPushesAreQueued_sendsNothingOnceThePushThreadsStop() throws Exception {
+    Map<List<String>, List<Entry>> byOwner = start(TestingAids::fromSystemProperties);
+    CountDownLatch holding = new CountDownLatch(Transfers.PARALLEL_PUSHES);
+    CountDownLatch freed = new CountDownLatch(1);
+    for (int i = 0; i < Transfers.PARALLEL_PUSHES; i++) {
+      a.pushes().execute(() -> {
+        holding.countDown();
+        try {
+          freed.await();
+        } catch (InterruptedException stopped) {
+          // the push threads stop: let this one go
+        }
+      });
+    }
+    AtomicReference<Map<String, Address>> took = new AtomicReference<>();
+    AtomicReference<Throwable> thrown = new AtomicReference<>();
+    Thread sweep = new Thread(() -> {
+      try {
+        took.set(a.transfers().pushToOwners(byOwner, owner -> true, Wire.PushKind.SWEEP, () -> false));
+      } catch (RuntimeException | Error x) {
+        thrown.set(x);
+      }
+    }, "sweep");
+    sweep.setDaemon(true);
+    try {
+      assertTrue(holding.await(10, TimeUnit.SECONDS), "every push thread is held");
+      sweep.start();
+      await("the call waits for its queued pushes").atMost(Duration.ofSeconds(10))
+          .until(() -> sweep.getState() == Thread.State.WAITING);
+      sweep.interrupt();
+      // Its wait consumed the interrupt, and it waits again: the call knows it was interrupted.
+      await("the call saw its interrupt").atMost(Duration.ofSeconds(10))
+          .until(() -> sweep.getState() == Thread.State.WAITING && !sweep.isInterrupted());
+
+      a.pushes().shutdownNow(); // runs the queued pushes here
+
+      sweep.join(10_000);
+      assertFalse(sweep.isAlive(), "the call returned");
+    } finally {
+      freed.countDown();
+      sweep.interrupt();
+      sweep.join(Transfers.PUSH_TIMEOUT.toMillis() * 2); // the test leaves no thread running
+    }
+    assertEquals(null, thrown.get());
+    assertEquals(DESTINATIONS.size(), asked.getCount(), "no destination was asked");
+    assertEquals(Map.of(), took.get(), "no push was acknowledged");
+    for (String id : DESTINATIONS) {
+      assertEquals(0, peer(id).store().size(), id + " got nothing");
+    }
+    assertEquals(KEYS, a.store().size());
+  }
+
+  /**
    * Once the peer stopped its push threads (a leave that outlived the node's close), the pushes
    * are still made, in full, on the calling thread: here each destination refuses the first page,
    * and takes it when it comes again.
