@@ -6,11 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -139,6 +141,111 @@ class FanOutTest {
     assertEquals(List.of(List.of(true, true), List.of(true, true)), seen,
         "each task started interrupted, and was told the caller was: [interrupted, told] for each");
     assertTrue(stillInterrupted, "the caller keeps its interrupt");
+  }
+
+  /**
+   * Two callers share a pool of two threads (a sweep and a hand-off share the push threads): the
+   * first caller's quick task ends, and its thread goes on to the second caller's task; the first
+   * caller, interrupted while its other task still runs, interrupts only that one, not the thread
+   * now running the other caller's task.
+   */
+  @Test
+  void anInterruptOfOneCaller_doesNotReachAThreadNowRunningAnotherCallersTask() throws Exception {
+    ExecutorService pool = FanOut.threads(OwnThreads.daemons("fan-out-shared"), 2);
+    CountDownLatch quickEnded = new CountDownLatch(1);
+    CountDownLatch slowStarted = new CountDownLatch(1);
+    CountDownLatch otherStarted = new CountDownLatch(1);
+    CountDownLatch never = new CountDownLatch(1);
+    CountDownLatch otherReleased = new CountDownLatch(1);
+    AtomicReference<Thread> quickThread = new AtomicReference<>();
+    AtomicReference<Thread> otherThread = new AtomicReference<>();
+    AtomicBoolean slowInterrupted = new AtomicBoolean();
+    AtomicBoolean otherInterrupted = new AtomicBoolean();
+    AtomicReference<List<String>> firstResults = new AtomicReference<>();
+    AtomicReference<List<String>> otherResults = new AtomicReference<>();
+    Thread first = new Thread(() -> firstResults.set(FanOut.run(pool, List.<FanOut.Task<String>>of(interrupted -> {
+      quickThread.set(Thread.currentThread());
+      quickEnded.countDown();
+      return "quick";
+    }, interrupted -> {
+      slowStarted.countDown();
+      try {
+        never.await();
+      } catch (InterruptedException e) {
+        slowInterrupted.set(true);
+      }
+      return "slow";
+    }))), "first-caller");
+    Thread other = new Thread(() -> otherResults.set(FanOut.run(pool, List.<FanOut.Task<String>>of(interrupted -> {
+      otherThread.set(Thread.currentThread());
+      otherStarted.countDown();
+      try {
+        otherReleased.await();
+      } catch (InterruptedException e) {
+        otherInterrupted.set(true);
+      }
+      return "other";
+    }))), "other-caller");
+    first.setDaemon(true);
+    other.setDaemon(true);
+    try {
+      first.start();
+      assertTrue(quickEnded.await(10, TimeUnit.SECONDS) && slowStarted.await(10, TimeUnit.SECONDS), "both tasks ran");
+      other.start(); // queued, then taken by the thread whose task ended
+      assertTrue(otherStarted.await(10, TimeUnit.SECONDS), "the other caller's task started");
+      assertEquals(quickThread.get(), otherThread.get(), "on the thread that ran the quick task");
+      await("the first caller waits").atMost(Duration.ofSeconds(10)).until(() -> first.getState() == Thread.State.WAITING);
+      first.interrupt();
+      first.join(10_000);
+      assertFalse(first.isAlive(), "the first call returned");
+      otherReleased.countDown();
+      other.join(10_000);
+      assertFalse(other.isAlive(), "the other call returned");
+    } finally {
+      never.countDown();
+      otherReleased.countDown();
+      first.interrupt();
+      other.interrupt();
+      first.join(10_000);
+      other.join(10_000);
+      pool.shutdownNow();
+      assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the pool's threads ended");
+    }
+    assertEquals(List.of("quick", "slow"), firstResults.get());
+    assertTrue(slowInterrupted.get(), "the first caller's running task was interrupted");
+    assertEquals(List.of("other"), otherResults.get());
+    assertFalse(otherInterrupted.get(), "the other caller's task was not interrupted");
+  }
+
+  /**
+   * A task that throws what it does not declare (a checked exception, thrown sneakily) still counts
+   * as ended: the call returns, with what the other task returned.
+   */
+  @Test
+  void aTaskThrowingACheckedException_stillEnds_andTheCallReturns() throws Exception {
+    ThreadFactory daemons = OwnThreads.daemons("fan-out-checked");
+    ExecutorService pool = FanOut.threads(r -> {
+      Thread t = daemons.newThread(r);
+      t.setUncaughtExceptionHandler((thread, e) -> { }); // the exception ends the pool's thread: kept off the output
+      return t;
+    }, 2);
+    try {
+      FanOut.Ended<String> ended = assertTimeoutPreemptively(Duration.ofSeconds(10),
+          () -> FanOut.runAll(pool, List.<FanOut.Task<String>>of(interrupted -> {
+            throw FanOutTest.<RuntimeException>sneaky(new IOException("a checked failure"));
+          }, interrupted -> "second")));
+
+      assertEquals("second", ended.results().get(1));
+    } finally {
+      pool.shutdownNow();
+    }
+    assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the pool's threads ended");
+  }
+
+  /** Throws {@code t}, checked or not, where the compiler sees no checked exception. */
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> RuntimeException sneaky(Throwable t) throws T {
+    throw (T) t;
   }
 
   /** A pool shut down takes no task: each runs on the calling thread, in order, none dropped. */
