@@ -74,12 +74,17 @@ final class FanOut {
    *                in it; null if none threw
    */
   record Ended<T>(List<T> results, Throwable failure) {
-    /** Throws {@link #failure}, as it was thrown (an {@link Error} as it is), if there is one. */
+    /**
+     * Throws {@link #failure}, if there is one, as it was thrown (an {@link Error} as it is); a
+     * checked exception, which no task declares, wrapped in an {@link IllegalStateException}.
+     */
     void rethrow() {
       if (failure instanceof Error error) {
         throw error;
+      } else if (failure instanceof RuntimeException e) {
+        throw e;
       } else if (failure != null) {
-        throw (RuntimeException) failure;
+        throw new IllegalStateException(failure);
       }
     }
   }
@@ -129,7 +134,7 @@ final class FanOut {
             }
           }
           results.set(at, task.run(interruptedHere::get));
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) { // a checked one too, thrown where the compiler did not see it
           thrown.set(at, e);
         } finally {
           if (worker != null) {

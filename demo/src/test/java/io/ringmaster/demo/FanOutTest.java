@@ -3,16 +3,18 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -219,23 +221,23 @@ class FanOutTest {
 
   /**
    * A task that throws what it does not declare (a checked exception, thrown sneakily) still counts
-   * as ended: the call returns, with what the other task returned.
+   * as ended, and as failed: the call returns what the other task returned, and the failure, which
+   * {@code run} would throw wrapped in an unchecked exception.
    */
   @Test
-  void aTaskThrowingACheckedException_stillEnds_andTheCallReturns() throws Exception {
-    ThreadFactory daemons = OwnThreads.daemons("fan-out-checked");
-    ExecutorService pool = FanOut.threads(r -> {
-      Thread t = daemons.newThread(r);
-      t.setUncaughtExceptionHandler((thread, e) -> { }); // the exception ends the pool's thread: kept off the output
-      return t;
-    }, 2);
+  void aTaskThrowingACheckedException_stillEnds_andItsFailureIsKept() throws Exception {
+    ExecutorService pool = FanOut.threads(OwnThreads.daemons("fan-out-checked"), 2);
+    IOException checked = new IOException("a checked failure");
     try {
       FanOut.Ended<String> ended = assertTimeoutPreemptively(Duration.ofSeconds(10),
           () -> FanOut.runAll(pool, List.<FanOut.Task<String>>of(interrupted -> {
-            throw FanOutTest.<RuntimeException>sneaky(new IOException("a checked failure"));
+            throw FanOutTest.<RuntimeException>sneaky(checked);
           }, interrupted -> "second")));
 
-      assertEquals("second", ended.results().get(1));
+      assertEquals(Arrays.asList(null, "second"), ended.results());
+      assertSame(checked, ended.failure(), "the failure is kept, not lost with the pool's thread");
+      IllegalStateException thrown = assertThrows(IllegalStateException.class, ended::rethrow);
+      assertSame(checked, thrown.getCause());
     } finally {
       pool.shutdownNow();
     }
