@@ -2,8 +2,8 @@ package io.ringmaster.demo;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.List;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -19,15 +19,15 @@ import java.util.function.BooleanSupplier;
 /**
  * Runs one task a peer at once on a small pool of the peer's, and waits until every one has ended:
  * a change's pulls, one a source ({@link Rebalancer}), and a hand-off's pushes, one a destination
- * ({@link Transfers#pushToOwners}). The caller waits on its own thread, never on one of the pool's,
+ * ({@link Transfers#pushToEach}). The caller waits on its own thread, never on one of the pool's,
  * and a task never waits for another task of its pool: so callers that share a pool (a sweep's
  * pushes beside a change's) only queue behind each other, and cannot deadlock on its threads.
  *
  * <p>Interrupted while it waits, or already when it calls (the node stopping a callback that
  * outlived its leave timeout, the peer stopping its sweeps), the caller interrupts the tasks
  * running on the pool, and a task that starts on the pool after that starts interrupted, as it
- * would on the caller's thread; it still waits for every task to end, and
- * returns with its interrupt kept. A task the pool refuses (it is shut down) runs on the calling
+ * would on the caller's thread; it still waits for every task to end, and returns with its
+ * interrupt kept. A task the pool refuses (it is shut down) runs on the calling
  * thread instead, and a task queued when the pool is shut down runs on the thread that shuts it
  * down ({@link #threads}): none is dropped, since the caller waits for each. A task running off
  * the pool is not interrupted by the caller: whether a shut-down pool ends a task is the task's
@@ -41,8 +41,9 @@ final class FanOut {
   /** One peer's task. */
   interface Task<T> {
     /**
-     * @param callerInterrupted whether the caller was interrupted while it waited: a task running
-     *                          off the pool is not interrupted, and may end on this instead
+     * @param callerInterrupted whether the caller was interrupted, when it called or while it
+     *                          waited: a task running off the pool is not interrupted, and may
+     *                          end on this instead
      */
     T run(BooleanSupplier callerInterrupted);
   }

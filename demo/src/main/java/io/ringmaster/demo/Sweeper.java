@@ -95,8 +95,7 @@ final class Sweeper {
    * ownership diff (computed from this peer's pre-merge ring) names the wrong sources. Instead,
    * every peer pushes everything it holds to all the key's owners in the merged ring, to several
    * owners at once ({@link Transfers#pushToEach}); last writer wins where both sides wrote a key.
-   * Copies only: nothing is dropped here (the sweep drops
-   * strays once their owners have them).
+   * Copies only: nothing is dropped here (the sweep drops strays once their owners have them).
    *
    * <p>Owners a push failed for (busy with every other peer's repair, say) are pushed to again,
    * after 2, 4, 8 ... seconds, at most a minute apart, while they are live: a key that both this

@@ -60,11 +60,11 @@ final class Transfers {
   private final EventLog events;
   /** Faults a test asked for: refused pulls and repair pushes. */
   private final TestingAids aids;
-  /** Where the pushes of {@link #pushToOwners} run: {@link #pushThreads}, owned and stopped by the peer. */
+  /** Where the pushes of {@link #pushToEach} run: {@link #pushThreads}, owned and stopped by the peer. */
   private final ExecutorService pushes;
 
   /**
-   * How many destinations {@link #pushToOwners} pushes to at once. A leaver in a cluster of five
+   * How many destinations {@link #pushToEach} pushes to at once. A leaver in a cluster of five
    * hands off to four, and each push has one page ({@link #PAGE_BYTES}) in flight at a time, so
    * four bound what the requests hold here to about a megabyte; each destination still takes one
    * page from this peer at a time, as before. In larger clusters the other destinations wait their
@@ -100,7 +100,7 @@ final class Transfers {
   /**
    * @param pendingCallbacks the node's listener callbacks queued or running: with none running
    *                         here, a queued ownership change may still bring in ranges
-   * @param pushes           where {@link #pushToOwners} pushes, one task a destination:
+   * @param pushes           where {@link #pushToEach} pushes, one task a destination:
    *                         {@link #pushThreads} (never the node's threads, nor the common pool: a
    *                         push waits on replies)
    */
