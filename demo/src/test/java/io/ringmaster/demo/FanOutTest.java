@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -87,47 +86,7 @@ class FanOutTest {
    */
   @Test
   void aCallerInterruptedWhenItCalls_startsEveryTaskInterrupted_evenOneThatRunsBeforeItWaits() throws Exception {
-    ExecutorService runsAtOnce = new AbstractExecutorService() {
-      @Override
-      public void execute(Runnable task) {
-        boolean interrupted = Thread.interrupted();
-        Thread thread = new Thread(task, "fan-out-runs-at-once");
-        thread.setDaemon(true);
-        thread.start();
-        try {
-          thread.join(10_000);
-        } catch (InterruptedException e) {
-          throw new AssertionError(e);
-        } finally {
-          if (interrupted) {
-            Thread.currentThread().interrupt();
-          }
-        }
-      }
-
-      @Override
-      public void shutdown() {}
-
-      @Override
-      public List<Runnable> shutdownNow() {
-        return List.of();
-      }
-
-      @Override
-      public boolean isShutdown() {
-        return false;
-      }
-
-      @Override
-      public boolean isTerminated() {
-        return false;
-      }
-
-      @Override
-      public boolean awaitTermination(long timeout, TimeUnit unit) {
-        return false;
-      }
-    };
+    ExecutorService runsAtOnce = new FinishFirstWorkers();
     FanOut.Task<List<Boolean>> task = interrupted -> List.of(Thread.currentThread().isInterrupted(),
         interrupted.getAsBoolean());
 

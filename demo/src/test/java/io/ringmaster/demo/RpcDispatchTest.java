@@ -17,7 +17,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.AbstractExecutorService;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
@@ -47,43 +46,6 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class RpcDispatchTest {
-
-  /** Runs each task on a new "rpc-worker" thread and returns when it is done. */
-  static class FinishFirstWorkers extends AbstractExecutorService {
-    @Override
-    public void execute(Runnable r) {
-      Thread t = new Thread(r, "rpc-worker");
-      t.start();
-      try {
-        t.join();
-      } catch (InterruptedException e) {
-        throw new IllegalStateException(e);
-      }
-    }
-
-    @Override
-    public void shutdown() {}
-
-    @Override
-    public List<Runnable> shutdownNow() {
-      return List.of();
-    }
-
-    @Override
-    public boolean isShutdown() {
-      return false;
-    }
-
-    @Override
-    public boolean isTerminated() {
-      return false;
-    }
-
-    @Override
-    public boolean awaitTermination(long t, TimeUnit u) {
-      return true;
-    }
-  }
 
   @Test
   void workerHandler_doneBeforeTheDispatcherLooks_replyIsSentFromAWorker() throws Exception {
