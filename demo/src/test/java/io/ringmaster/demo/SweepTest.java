@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -11,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -396,6 +398,80 @@ class SweepTest {
         Logged.messages(logged, Level.INFO));
     assertTrue(b.store().get(stray.key()).isEmpty(), "nothing pushed to b");
     assertEquals(1, events.recent().size(), "no second repair: " + events.recent());
+  }
+
+  /**
+   * A repair whose owners all left the ring before it was tried again ends there: their successors
+   * pull what they gained, and nothing is pushed or published for the owners that are gone.
+   */
+  @Test
+  void aRepairToTryAgain_ends_onceTheOwnersItCouldNotReachLeftTheRing() throws Exception {
+    start(TestingAids.REFUSE_REPAIRS, Transfers.ATTEMPTS);
+    Entry stray = strayOnC();
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+    assertTrue(sweeper.repairAfterMerge(11));
+    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
+    assertTrue(sweeper.repairPending());
+
+    peers.remove(b);
+    b.close();
+    InJvmPeer.awaitOneRing(peers);
+    List<LogRecord> logged = Logged.by(Sweeper.class, () ->
+        await("the retry came due").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
+          sweeper.retryRepair();
+          return !sweeper.repairPending();
+        }));
+
+    assertEquals(List.of("c: [b], which the repair of merge view 11 could not reach, left the ring; their successors"
+        + " pull what they gained"), Logged.messages(logged, Level.INFO));
+    assertEquals(1, events.recent().size(), "no second repair: " + events.recent());
+  }
+
+  /**
+   * A repair that threw (a bug in a push) is tried again in full, to every owner of the ring then,
+   * once the delay of its first failed round is over; a round of it that then fails counts both.
+   * a and c first, b joining (and refusing its first repair push) before the second round.
+   */
+  @Test
+  void aRepairThatThrew_isTriedAgainInFull_afterItsDelay_andCountsAsAFailedRound() throws Exception {
+    cluster = InJvmPeer.clusterName("sweep-threw");
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties()));
+    peers.add(c = InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(peers);
+    for (int i = 0; i < 20; i++) { // some of them b's once it joins
+      c.store().merge(Entry.of("key-" + i, "v", new Version(VersionClock.systemMicros(), "c")));
+    }
+    EventLog events = new EventLog();
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+    AtomicBoolean thrown = new AtomicBoolean();
+    c.transfers().afterPage = page -> {
+      if (thrown.compareAndSet(false, true)) {
+        throw new IllegalStateException("a bug in the push to a");
+      }
+    };
+
+    long before = System.nanoTime(); // before the round failed: tried again 2 s after that, not sooner
+    assertThrows(IllegalStateException.class, () -> sweeper.repairAfterMerge(11));
+    assertTrue(sweeper.repairPending(), "to be tried again");
+    assertEquals(0, c.counters().migrationsInProgress.get());
+    sweeper.retryRepair();
+    if (System.nanoTime() - before < Duration.ofSeconds(2).toNanos()) { // not if this thread stalled that long
+      assertEquals(List.of(), events.recent(), "not tried again before its delay is over");
+    }
+
+    peers.add(b = InJvmPeer.start(cluster, "b", InJvmPeer.aidsWith(TestingAids.REFUSE_REPAIRS,
+        String.valueOf(Transfers.ATTEMPTS))));
+    InJvmPeer.awaitOneRing(peers);
+    List<LogRecord> retried = Logged.by(Sweeper.class, () ->
+        await("tried again").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
+          sweeper.retryRepair();
+          return !events.recent().isEmpty();
+        }));
+    JsonNode repair = PeerCluster.parse(events.recent().get(0));
+    assertEquals(Set.of("a", "b"), Set.copyOf(texts(repair.path("peers"))), "every owner of the ring then");
+    assertEquals(List.of("c: repair after merge view 11 could not reach [b]; again in 4 s"),
+        Logged.messages(retried, Level.WARNING), "its second failed round: 4 s");
   }
 
   private static List<String> texts(JsonNode array) {
