@@ -14,6 +14,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import org.junit.jupiter.api.AfterEach;
@@ -360,11 +361,7 @@ class SweepTest {
       assertTrue(b.store().get(stray.key()).isEmpty(), "not tried again before its delay is over");
     }
 
-    List<LogRecord> retried = Logged.by(Sweeper.class, () ->
-        await("b tried again").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
-          sweeper.retryRepair();
-          return b.store().get(stray.key()).isPresent();
-        }));
+    List<LogRecord> retried = retryRepairUntil(sweeper, "b tried again", () -> b.store().get(stray.key()).isPresent());
     assertEquals(Optional.of(stray), b.store().get(stray.key()));
     assertFalse(sweeper.repairPending(), "nothing left to try again");
     assertEquals(List.of("c: repair after merge view 11 done after 1 failed rounds"), Logged.messages(retried, Level.INFO));
@@ -382,17 +379,10 @@ class SweepTest {
     start(TestingAids.REFUSE_REPAIRS, Transfers.ATTEMPTS);
     Entry stray = strayOnC();
     EventLog events = new EventLog();
-    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
-    assertTrue(sweeper.repairAfterMerge(11));
-    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
-    assertTrue(sweeper.repairPending());
+    Sweeper sweeper = repairRefusedByB(stray, events);
 
     c.routing().startLeaving();
-    List<LogRecord> logged = Logged.by(Sweeper.class, () ->
-        await("the retry came due").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
-          sweeper.retryRepair();
-          return !sweeper.repairPending();
-        }));
+    List<LogRecord> logged = retryRepairUntil(sweeper, "the retry came due", () -> !sweeper.repairPending());
 
     assertEquals(List.of("c: leaving; its hand-off replaces the repair of merge view 11"),
         Logged.messages(logged, Level.INFO));
@@ -409,19 +399,12 @@ class SweepTest {
     start(TestingAids.REFUSE_REPAIRS, Transfers.ATTEMPTS);
     Entry stray = strayOnC();
     EventLog events = new EventLog();
-    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
-    assertTrue(sweeper.repairAfterMerge(11));
-    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
-    assertTrue(sweeper.repairPending());
+    Sweeper sweeper = repairRefusedByB(stray, events);
 
     peers.remove(b);
     b.close();
     InJvmPeer.awaitOneRing(peers);
-    List<LogRecord> logged = Logged.by(Sweeper.class, () ->
-        await("the retry came due").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
-          sweeper.retryRepair();
-          return !sweeper.repairPending();
-        }));
+    List<LogRecord> logged = retryRepairUntil(sweeper, "the retry came due", () -> !sweeper.repairPending());
 
     assertEquals(List.of("c: [b], which the repair of merge view 11 could not reach, left the ring; their successors"
         + " pull what they gained"), Logged.messages(logged, Level.INFO));
@@ -463,15 +446,32 @@ class SweepTest {
     peers.add(b = InJvmPeer.start(cluster, "b", InJvmPeer.aidsWith(TestingAids.REFUSE_REPAIRS,
         String.valueOf(Transfers.ATTEMPTS))));
     InJvmPeer.awaitOneRing(peers);
-    List<LogRecord> retried = Logged.by(Sweeper.class, () ->
-        await("tried again").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
-          sweeper.retryRepair();
-          return !events.recent().isEmpty();
-        }));
+    List<LogRecord> retried = retryRepairUntil(sweeper, "tried again", () -> !events.recent().isEmpty());
     JsonNode repair = PeerCluster.parse(events.recent().get(0));
     assertEquals(Set.of("a", "b"), Set.copyOf(texts(repair.path("peers"))), "every owner of the ring then");
     assertEquals(List.of("c: repair after merge view 11 could not reach [b]; again in 4 s"),
         Logged.messages(retried, Level.WARNING), "its second failed round: 4 s");
+  }
+
+  /** c's sweeper, after a repair of merge view 11 that b refused in full: b is to be tried again. */
+  private Sweeper repairRefusedByB(Entry stray, EventLog events) {
+    Sweeper sweeper = new Sweeper(c.routing(), c.store(), c.transfers(), c.counters(), events, () -> 0);
+    assertTrue(sweeper.repairAfterMerge(11));
+    assertTrue(b.store().get(stray.key()).isEmpty(), "b refused it");
+    assertTrue(sweeper.repairPending());
+    return sweeper;
+  }
+
+  /**
+   * Tries the pending repair again, as the maintenance thread does, until {@code done}; returns
+   * what the sweeper logged meanwhile.
+   */
+  private static List<LogRecord> retryRepairUntil(Sweeper sweeper, String what, BooleanSupplier done) {
+    return Logged.by(Sweeper.class, () ->
+        await(what).atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(100)).until(() -> {
+          sweeper.retryRepair();
+          return done.getAsBoolean();
+        }));
   }
 
   private static List<String> texts(JsonNode array) {
