@@ -49,7 +49,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * stack, two replicas, HTTP on free ports) go through 5-8 steps drawn from a seed (a peer joins, a
  * peer leaves gracefully, a peer crashes, two peers restart under new ids at once), 2-5 peers alive
  * throughout, while writers put, overwrite and delete keys through random live peers. Once the
- * last step is done and the peers settle, what the README promises must hold: every acknowledged
+ * last step is done and the peers settle, what docs/demo.md promises must hold: every acknowledged
  * write's newest value reads back through every live peer, every acknowledged delete reads as
  * deleted (nothing comes back), and each key, tombstones included, has a copy of its newest
  * version on each of its two owners and nowhere else.

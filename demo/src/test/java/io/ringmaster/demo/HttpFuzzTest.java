@@ -47,7 +47,7 @@ import org.junit.jupiter.api.io.TempDir;
  * sockets and, for requests it can express, Java's {@code HttpClient}: every method, every route,
  * keys valid and not (empty, 256 and 257 bytes, escapes of every kind, {@code ..}, {@code //}),
  * query parameters unknown, repeated and empty, bodies empty, binary and around 64 KiB, framing
- * the JDK's server refuses, and other hosts. Each reply must be a status the README gives for
+ * the JDK's server refuses, and other hosts. Each reply must be a status docs/demo.md gives for
  * that request, never a 500: the API's refusals a JSON reason (with {@code Allow} for a 405), the
  * JDK's own a one-line HTML reason; a key's replies must agree with what the earlier ones wrote.
  * Afterwards the peers still agree on the ring, a key written before still reads back, and no
@@ -133,7 +133,7 @@ class HttpFuzzTest {
         throw new AssertionError("request " + i + ", no reply: " + request, e);
       }
       String what = "request " + i + (viaClient ? " (HttpClient)" : " (socket)") + ": " + request + "\n  got " + reply
-          + "\n  README allows " + expected;
+          + "\n  docs/demo.md allows " + expected;
       check(request, expected, reply, what);
       model.check(request, expected, reply, what);
       seen.merge(reply.status() + (reply.fromJdk() ? " jdk" : ""), 1, Integer::sum);
@@ -316,12 +316,12 @@ class HttpFuzzTest {
     return body;
   }
 
-  // ---- what the README gives for a request
+  // ---- what docs/demo.md gives for a request
 
   enum Op { PUT, DELETE, GET, LOCAL, OTHER }
 
   /**
-   * The statuses the README allows: {@code jdk} when the JDK's server answers (or may answer: then
+   * The statuses docs/demo.md allows: {@code jdk} when the JDK's server answers (or may answer: then
    * {@code statuses} are the API's, and a JDK 400 is allowed too).
    */
   record Expected(Set<Integer> statuses, boolean jdk, boolean jdkMay, String reason, String allow, Op op, String key,

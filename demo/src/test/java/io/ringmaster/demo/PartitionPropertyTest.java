@@ -48,7 +48,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * splits them into two sides that cannot hear each other, lets writers put, overwrite and delete
  * keys through random peers of both sides (each side acknowledges the keys its own ring gives it),
  * then heals the split and waits for the peers to settle. Keys are shared by both sides, so most
- * are written on each. After each heal, what the README promises of the merge repair must
+ * are written on each. After each heal, what docs/demo.md promises of the merge repair must
  * hold: each key sits on exactly its two owners in the merged ring, each holding the newest
  * version acknowledged on either side, by the peers' own rule (the greater version; of two equal
  * ones, the tombstone, then the greater value), so a delete newer than every put of its key reads

@@ -162,7 +162,7 @@ class PeerHttpTest {
     assertTrue(PeerCluster.parse(gone.body()).path("deleted").asBoolean(), gone::body);
   }
 
-  /** Each reply carries the fields README's table names for it, with their values. */
+  /** Each reply carries the fields docs/demo.md's table names for it, with their values. */
   @Test
   @Timeout(value = 60, unit = TimeUnit.SECONDS)
   void replies_carryTheDocumentedFields() {
