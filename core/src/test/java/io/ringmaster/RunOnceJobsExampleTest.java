@@ -32,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -45,7 +46,8 @@ import org.junit.jupiter.api.Test;
  *       (never a JGroups thread, nor the listener's);
  *   <li>before a run it holds the job's lease, taken from the store by compare-and-set only when
  *       no other node holds a live one, and renewed the same way; the store issues a fencing
- *       token with each lease taken;
+ *       token with each lease taken; the node trusts a lease, by its own clock, until a margin
+ *       before it would run out counted from before it asked, so a slow answer may leave it none;
  *   <li>a run's effect is a write the store takes only with a token at least as new as the
  *       latest it issued for the job, so that a run that stalls past its lease cannot write over
  *       the next owner's;
@@ -186,10 +188,50 @@ class RunOnceJobsExampleTest {
     }
   }
 
+  /**
+   * A renewal whose answer comes back only as the node's margin runs out, by its own clock (a slow
+   * store call): the store renewed the lease and would take a write with its token, since it
+   * issued no newer one, but the node no longer trusts the lease, counted from before it asked,
+   * and does not run the job on it. The job runs again at the next round, once a renewal is
+   * answered in time. The node's clock is one the test moves, so that the answer comes exactly at
+   * the margin.
+   */
+  @Test
+  void jobDoesNotRunOnARenewalAnsweredPastTheMargin_andRunsOnceRenewedInTime() throws Exception {
+    AtomicLong clock = new AtomicLong(); // a's clock: it moves only when the test moves it
+    String job = JOBS.get(0);
+    try (LocalCluster cluster = new LocalCluster("run once jobs late renewal");
+         AutoCloseable schedulersStop = () -> schedulers.values().forEach(Scheduler::close)) {
+      startNode(cluster, "a", clock::get, n -> { });
+      await().atMost(WAIT).until(() -> store.lastTaken(job).isPresent());
+      long token = store.lastTaken(job).orElseThrow().token();
+      long late;
+      try (Gate slow = store.slowNextRenewalOf(job)) {
+        clock.addAndGet(LEASE.toNanos() / 2); // every lease is due for renewal at the next round
+        await().atMost(WAIT).until(slow::reached);
+        late = store.mark(); // after the renewal, whose answer waits
+        clock.addAndGet(LEASE.minus(MARGIN).toNanos());
+        slow.open();
+        await().atMost(WAIT).until(() -> !store.writesSince(late, job).isEmpty());
+      }
+      JobStore.Write next = store.writesSince(late, job).get(0);
+      assertTrue(store.renewalsSince(late, job).stream().anyMatch(renewal -> renewal < next.seq()),
+          "the job's first run after the late answer came after a renewal answered in time: " + next);
+      assertEquals(token, next.token(), "the job ran again under the lease it renewed");
+      assertTrue(next.accepted(), "the store took the run's write");
+    }
+  }
+
   /** Starts a node whose scheduler listens to its ownership from its first ring on. */
   private Ringmaster startNode(LocalCluster cluster, String id, Consumer<Ringmaster> first)
       throws Exception {
-    Scheduler scheduler = new Scheduler(id, store);
+    return startNode(cluster, id, System::nanoTime, first);
+  }
+
+  /** Starts a node whose scheduler reads its time from {@code clock}, in nanoseconds. */
+  private Ringmaster startNode(LocalCluster cluster, String id, LongSupplier clock, Consumer<Ringmaster> first)
+      throws Exception {
+    Scheduler scheduler = new Scheduler(id, store, clock);
     schedulers.put(id, scheduler);
     return SystemProperties.with(QUICK_STACK, List.of(), () -> cluster.start(cluster.builder(id).replicas(REPLICAS),
         node -> {
@@ -243,6 +285,8 @@ class RunOnceJobsExampleTest {
   private static final class Scheduler implements OwnershipListener, AutoCloseable {
     private final String id;
     private final JobStore store;
+    /** This node's clock, never the store's: {@code System::nanoTime}, or one the test moves. */
+    private final LongSupplier clock;
     private final ScheduledExecutorService thread;
     final ExecutorService hearing;
     private final AtomicLong ticks = new AtomicLong();
@@ -260,9 +304,10 @@ class RunOnceJobsExampleTest {
       }
     }
 
-    Scheduler(String id, JobStore store) {
+    Scheduler(String id, JobStore store, LongSupplier clock) {
       this.id = id;
       this.store = store;
+      this.clock = clock;
       this.thread = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "scheduler-" + id));
       thread.scheduleWithFixedDelay(this::tick, 0, TICK_MILLIS, TimeUnit.MILLISECONDS);
       this.hearing = Executors.newSingleThreadExecutor(r -> new Thread(r, "scheduler-listener-" + id));
@@ -317,7 +362,7 @@ class RunOnceJobsExampleTest {
     private void tick() {
       for (String job : primaryFor) {
         Held lease = lease(job);
-        if (lease != null && System.nanoTime() - lease.trustUntil() < 0) {
+        if (lease != null && clock.getAsLong() - lease.trustUntil() < 0) {
           run(job, lease.token());
         }
       }
@@ -326,7 +371,7 @@ class RunOnceJobsExampleTest {
 
     /** The job's lease, renewed or taken if due; null while another node holds a live one. */
     private Held lease(String job) {
-      long now = System.nanoTime(); // before asking: the store's expiry comes after this node's
+      long now = clock.getAsLong(); // before asking: the store's expiry comes after this node's
       Held mine = held.get(job);
       if (mine != null && now - mine.renewAt() < 0) {
         return mine;
@@ -392,8 +437,8 @@ class RunOnceJobsExampleTest {
    * a compare-and-set of a job's lease row, fencing tokens from a sequence that only grows, a
    * lease's expiry judged by the store's own clock (the nodes never read it), and a write taken
    * only with a token at least as new as the latest the store issued for the job. It also keeps
-   * every lease it granted and every write and release it took or refused, numbered in the order
-   * it handled them, for the test's checks. Each method's comment gives the SQL it stands for.
+   * every lease it granted or renewed and every write and release it took or refused, numbered in
+   * the order it handled them, for the test's checks. Each method's comment gives the SQL it stands for.
    */
   private static final class JobStore {
     /** A lease row as read: its holder ("" if none), token, version, and whether it is live by the store's clock. */
@@ -428,12 +473,17 @@ class RunOnceJobsExampleTest {
       long expiresAt;
       final List<Grant> grants = new ArrayList<>();
       final List<Write> writes = new ArrayList<>();
+      /** The number of each renewal the store took. */
+      final List<Long> renewals = new ArrayList<>();
     }
 
     private final Map<String, Row> rows = new HashMap<>();
     private final List<Release> releases = new ArrayList<>();
     private long tokens;
     private long seq;
+    /** The answer to the next renewal of {@code slowJob} waits at this gate, if set: a store call that returns late. */
+    private volatile Gate slowAnswer;
+    private volatile String slowJob = "";
 
     /** The store's clock. */
     private static long now() {
@@ -473,7 +523,17 @@ class RunOnceJobsExampleTest {
      * {@code UPDATE leases SET expires_at = now() + ?, version = version + 1 WHERE job = ? AND token = ?
      * AND holder = ?}
      */
-    synchronized boolean renew(String job, long token, String holder, Duration ttl) {
+    boolean renew(String job, long token, String holder, Duration ttl) {
+      boolean renewed = renewRow(job, token, holder, ttl);
+      Gate answer = slowAnswer;
+      if (answer != null && job.equals(slowJob)) {
+        slowAnswer = null;
+        answer.passThrough(); // the row is renewed, and its holder does not know it yet
+      }
+      return renewed;
+    }
+
+    private synchronized boolean renewRow(String job, long token, String holder, Duration ttl) {
       Row row = row(job);
       if (row.token != token || !row.holder.equals(holder)) {
         return false;
@@ -481,7 +541,19 @@ class RunOnceJobsExampleTest {
       row.expiresAt = now() + ttl.toNanos();
       row.version++;
       lastGrant(row).end = row.expiresAt;
+      row.renewals.add(++seq);
       return true;
+    }
+
+    /**
+     * Makes the answer to the next renewal of {@code job} wait, once the store has renewed the
+     * row, until the gate returned is opened.
+     */
+    Gate slowNextRenewalOf(String job) {
+      Gate answer = new Gate();
+      slowJob = job;
+      slowAnswer = answer;
+      return answer;
     }
 
     /** {@code UPDATE leases SET holder = '', version = version + 1 WHERE job = ? AND token = ? AND holder = ?} */
@@ -527,6 +599,11 @@ class RunOnceJobsExampleTest {
 
     synchronized List<Write> writesSince(long mark, String job) {
       return row(job).writes.stream().filter(w -> w.seq() > mark).toList();
+    }
+
+    /** The numbers of the renewals of {@code job} the store took since {@code mark}. */
+    synchronized List<Long> renewalsSince(long mark, String job) {
+      return row(job).renewals.stream().filter(r -> r > mark).toList();
     }
 
     synchronized Optional<String> liveHolder(String job) {
