@@ -95,8 +95,11 @@ final class Peer implements AutoCloseable {
       threads.named("pull-retries"));
   /** The rebalancer's pulls, a source each: see {@link Rebalancer#pullThreads}. */
   private final ExecutorService pullThreads = Rebalancer.pullThreads(threads.named("pulls"));
-  /** The hand-offs' pushes, a destination each: see {@link Transfers#pushThreads}. */
-  private final ExecutorService pushThreads = Transfers.pushThreads(threads.named("pushes"));
+  /**
+   * The hand-offs' pushes, a destination each: see {@link Transfers#pushThreads}; as many threads
+   * as {@link TestingAids#pushThreads} says.
+   */
+  private final ExecutorService pushThreads;
   /** The status reports; package-private so that a test can hold its thread up. */
   final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(threads.named("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);
@@ -139,6 +142,7 @@ final class Peer implements AutoCloseable {
     this.node = node;
     this.http = http;
     this.aids = aids;
+    this.pushThreads = Transfers.pushThreads(threads.named("pushes"), aids.pushThreads());
     this.incoming = new Incoming(node.config().nodeId(), node.config().replicas(), position -> {
       PullRetries retries = pullRetries;
       return retries == null ? List.of() : retries.sourcesFor(position);

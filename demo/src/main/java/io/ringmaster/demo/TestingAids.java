@@ -4,12 +4,14 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Faults a process-level test can ask a peer for, by system property, so that it can watch the
- * retries that repair them, and a switch that keeps reads from repairing anything; all off by
- * default. A value a property does not take fails the peer's start, naming the property and the
+ * retries that repair them, a switch that keeps reads from repairing anything, and the slow
+ * destination and sequential hand-off that bench's {@code HandOffTimings} times the parallel
+ * hand-off against; all off by default. A value a property does not take fails the peer's start, naming the property and the
  * value.
  */
 final class TestingAids {
@@ -32,7 +34,22 @@ final class TestingAids {
    * and then counts the copies sees what the migrations did, not what its reads repaired.
    */
   static final String NO_READ_REPAIR = "ringmaster.demo.noReadRepair";
+  /**
+   * Milliseconds this peer holds back its answer to each page of a migration push it receives (a
+   * leave's hand-off, a losing owner's), as a slow destination would: 0 to
+   * {@value #MAX_PUSH_PAGE_DELAY_MILLIS}, under {@link Transfers#PUSH_TIMEOUT}, past which every
+   * page would time out.
+   */
+  static final String PUSH_PAGE_DELAY = "ringmaster.demo.pushPageDelayMillis";
+  /**
+   * How many destinations this peer's hand-offs push to at once ({@link Transfers#pushThreads}): 1
+   * to {@value #MAX_PUSH_THREADS}, {@link Transfers#PARALLEL_PUSHES} if unset; 1 pushes to one
+   * destination after another.
+   */
+  static final String PUSH_THREADS = "ringmaster.demo.pushThreads";
   private static final long MAX_OFFSET_MILLIS = Duration.ofDays(1).toMillis();
+  static final int MAX_PUSH_PAGE_DELAY_MILLIS = 1_000;
+  static final int MAX_PUSH_THREADS = 16;
 
   private final AtomicInteger pullsToRefuse;
   private final AtomicInteger handoffsToRefuse;
@@ -41,19 +58,23 @@ final class TestingAids {
 
   private final long clockOffsetMillis;
   private final boolean readRepair;
+  private final int pushPageDelayMillis;
+  private final int pushThreads;
 
   private TestingAids(int pullsToRefuse, int handoffsToRefuse, int repairsToRefuse, long clockOffsetMillis,
-                      boolean readRepair) {
+                      boolean readRepair, int pushPageDelayMillis, int pushThreads) {
     this.pullsToRefuse = new AtomicInteger(pullsToRefuse);
     this.handoffsToRefuse = new AtomicInteger(handoffsToRefuse);
     this.repairsToRefuse = repairsToRefuse;
     this.clockOffsetMillis = clockOffsetMillis;
     this.readRepair = readRepair;
+    this.pushPageDelayMillis = pushPageDelayMillis;
+    this.pushThreads = pushThreads;
   }
 
   /** Every {@code ringmaster.demo.*} property there is: any other name is a typo. */
-  private static final List<String> NAMES =
-      List.of(REFUSE_PULLS, REFUSE_HANDOFFS, REFUSE_REPAIRS, CLOCK_OFFSET, NO_READ_REPAIR);
+  private static final List<String> NAMES = List.of(REFUSE_PULLS, REFUSE_HANDOFFS, REFUSE_REPAIRS, CLOCK_OFFSET,
+      NO_READ_REPAIR, PUSH_PAGE_DELAY, PUSH_THREADS);
 
   /**
    * The aids the system properties ask for.
@@ -70,7 +91,30 @@ final class TestingAids {
       }
     }
     return new TestingAids(count(REFUSE_PULLS), count(REFUSE_HANDOFFS), count(REFUSE_REPAIRS), clockOffset(),
-        !flag(NO_READ_REPAIR));
+        !flag(NO_READ_REPAIR), between(PUSH_PAGE_DELAY, 0, MAX_PUSH_PAGE_DELAY_MILLIS, 0),
+        between(PUSH_THREADS, 1, MAX_PUSH_THREADS, Transfers.PARALLEL_PUSHES));
+  }
+
+  /** How many destinations a hand-off pushes to at once: {@value #PUSH_THREADS}, else {@link Transfers#PARALLEL_PUSHES}. */
+  int pushThreads() {
+    return pushThreads;
+  }
+
+  /** How long each answer to a migration push page is held back: {@value #PUSH_PAGE_DELAY}, else 0. */
+  int pushPageDelayMillis() {
+    return pushPageDelayMillis;
+  }
+
+  /**
+   * Holds the answer to a page of a {@code kind} push back by {@value #PUSH_PAGE_DELAY}, if set and
+   * the push is a migration's.
+   *
+   * @throws InterruptedException if the peer stops meanwhile: the page is then answered with an error
+   */
+  void holdPushPage(Wire.PushKind kind) throws InterruptedException {
+    if (kind == Wire.PushKind.MIGRATION && pushPageDelayMillis > 0) {
+      TimeUnit.MILLISECONDS.sleep(pushPageDelayMillis);
+    }
   }
 
   /** Whether reads send the newest copy to the owners they found behind: unless {@value #NO_READ_REPAIR}=true. */
@@ -140,6 +184,24 @@ final class TestingAids {
       default -> throw new IllegalArgumentException(
           "system property " + property + " must be true or false: \"" + value + "\"");
     };
+  }
+
+  /** A system property that is a whole number from {@code min} to {@code max}: {@code unset} if unset. */
+  static int between(String property, int min, int max, int unset) {
+    String value = System.getProperty(property);
+    if (value == null) {
+      return unset;
+    }
+    try {
+      int n = Integer.parseInt(value.strip());
+      if (n >= min && n <= max) {
+        return n;
+      }
+    } catch (NumberFormatException notANumber) {
+      // refused below
+    }
+    throw new IllegalArgumentException("system property " + property + " must be a whole number from " + min
+        + " to " + max + ": \"" + value + "\"");
   }
 
   /** A system property that counts something: 0 if unset. */

@@ -82,7 +82,15 @@ final class Transfers {
    * meanwhile is: its queued pushes send nothing).
    */
   static ExecutorService pushThreads(ThreadFactory threads) {
-    return FanOut.threads(threads, PARALLEL_PUSHES);
+    return pushThreads(threads, PARALLEL_PUSHES);
+  }
+
+  /**
+   * {@link #pushThreads(ThreadFactory)} with {@code max} threads instead: a peer's own comes from
+   * {@link TestingAids#PUSH_THREADS}, 1 for a hand-off that pushes to one destination at a time.
+   */
+  static ExecutorService pushThreads(ThreadFactory threads, int max) {
+    return FanOut.threads(threads, max);
   }
 
   /** Ranges this peer pulls again for an earlier view than a pull's ({@link PullRetries#pulling}). */
@@ -488,6 +496,7 @@ final class Transfers {
    */
   byte[] handlePush(DataInputStream in) throws Exception {
     Wire.PushRequest r = Wire.readPush(in);
+    aids.holdPushPage(r.kind()); // a slow destination, if a benchmark asked for one
     if (r.kind() == Wire.PushKind.REPAIR && aids.refuseRepair(r.from())) {
       return Wire.error("repair push refused (" + TestingAids.REFUSE_REPAIRS + ")");
     }

@@ -603,7 +603,8 @@ class OptionsTest {
     assertBadProperty("ringmaster.demo.noReadRepiar", "true", "error: unknown system property"
         + " ringmaster.demo.noReadRepiar; the demo reads ringmaster.demo.refuseFirstPulls,"
         + " ringmaster.demo.refuseFirstHandoffs, ringmaster.demo.refuseFirstRepairs,"
-        + " ringmaster.demo.clockOffsetMillis, ringmaster.demo.noReadRepair");
+        + " ringmaster.demo.clockOffsetMillis, ringmaster.demo.noReadRepair,"
+        + " ringmaster.demo.pushPageDelayMillis, ringmaster.demo.pushThreads");
     assertBadProperty("ringmaster.initial_hosts", "127.0.0.1:7800", "error: system property"
         + " ringmaster.initial_hosts (TCPPING.initial_hosts in jgroupsConfig ringmaster/jgroups/localhost-tcp.xml):"
         + " entry \"127.0.0.1:7800\" gives its port after a colon, which JGroups reads as part of the host name;"

@@ -231,6 +231,41 @@ class TransfersTest {
     });
   }
 
+  /**
+   * The hand-off's push threads: {@link Transfers#PARALLEL_PUSHES} unless set, else 1 to 16 (1 is
+   * the sequential hand-off a benchmark measures the parallel one against).
+   */
+  @Test
+  void pushThreadsProperty_outside1To16OrNotANumber_isRefusedNamingPropertyAndValue() {
+    keeping(TestingAids.PUSH_THREADS, () -> {
+      assertEachRefused(TestingAids.PUSH_THREADS, "a whole number from 1 to 16", List.of("0", "17", "-1", "four", ""),
+          TestingAids::fromSystemProperties);
+      System.setProperty(TestingAids.PUSH_THREADS, " 1 ");
+      assertEquals(1, TestingAids.fromSystemProperties().pushThreads());
+      System.setProperty(TestingAids.PUSH_THREADS, "16");
+      assertEquals(16, TestingAids.fromSystemProperties().pushThreads());
+      System.clearProperty(TestingAids.PUSH_THREADS);
+      assertEquals(Transfers.PARALLEL_PUSHES, TestingAids.fromSystemProperties().pushThreads());
+    });
+  }
+
+  /** The delay of each migration push page's answer: 0 unless set, else 0 to 1,000 ms (under a push's 2 s timeout). */
+  @Test
+  void pushPageDelayProperty_outside0To1000OrNotANumber_isRefusedNamingPropertyAndValue() {
+    keeping(TestingAids.PUSH_PAGE_DELAY, () -> {
+      assertEachRefused(TestingAids.PUSH_PAGE_DELAY, "a whole number from 0 to 1000", List.of("-1", "1001", "20ms", ""),
+          TestingAids::fromSystemProperties);
+      System.setProperty(TestingAids.PUSH_PAGE_DELAY, "1000");
+      assertEquals(1_000, TestingAids.fromSystemProperties().pushPageDelayMillis());
+      System.setProperty(TestingAids.PUSH_PAGE_DELAY, " 20");
+      assertEquals(20, TestingAids.fromSystemProperties().pushPageDelayMillis());
+      System.setProperty(TestingAids.PUSH_PAGE_DELAY, "0");
+      assertEquals(0, TestingAids.fromSystemProperties().pushPageDelayMillis());
+      System.clearProperty(TestingAids.PUSH_PAGE_DELAY);
+      assertEquals(0, TestingAids.fromSystemProperties().pushPageDelayMillis());
+    });
+  }
+
   /** Each bad value of {@code property} makes {@code read} fail with a message naming the property, the rule and the value. */
   private static void assertEachRefused(String property, String rule, List<String> bad, Executable read) {
     for (String value : bad) {
@@ -276,6 +311,31 @@ class TransfersTest {
       entries.add(entry("big-" + i, big + i, VersionClock.systemMicros()));
     }
     return entries;
+  }
+
+  /**
+   * A peer asked to hold back its answers to migration push pages holds back each page's: three
+   * pages take at least three delays. A sweep's push to it is answered at once, three pages in
+   * less than that.
+   */
+  @Test
+  void aPeerHoldingBackMigrationPages_answersEachPageLate_andSweepPagesAtOnce() throws Exception {
+    long delay = 800; // a sweep's three pages take well under 2.4 s even on a loaded machine
+    startAAndB(InJvmPeer.aidsWith(TestingAids.PUSH_PAGE_DELAY, Long.toString(delay)));
+    List<Integer> pages = new CopyOnWriteArrayList<>();
+    a.transfers().afterPage = pages::add;
+
+    long started = System.nanoTime();
+    assertTrue(a.transfers().push("b", threePages(), Wire.PushKind.MIGRATION));
+    long migrationMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+
+    assertEquals(List.of(1, 2, 3), pages);
+    assertTrue(migrationMillis >= 3 * delay, "three pages, each answered " + delay + " ms late: " + migrationMillis
+        + " ms");
+    started = System.nanoTime();
+    assertTrue(a.transfers().push("b", threePages(), Wire.PushKind.SWEEP));
+    long sweepMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+    assertTrue(sweepMillis < 3 * delay, "a sweep's pages are not held back: " + sweepMillis + " ms");
   }
 
   /** A push to an id not in the view fails at once, says so, and push() says it failed. */
