@@ -97,9 +97,9 @@ final class Peer implements AutoCloseable {
   private final ExecutorService pullThreads = Rebalancer.pullThreads(threads.named("pulls"));
   /**
    * The hand-offs' pushes, a destination each: see {@link Transfers#pushThreads}; as many threads
-   * as {@link TestingAids#pushThreads} says.
+   * as {@link TestingAids#pushThreads} says. Package-private for a test that reads its size.
    */
-  private final ExecutorService pushThreads;
+  final ExecutorService pushThreads;
   /** The status reports; package-private so that a test can hold its thread up. */
   final ScheduledExecutorService statusTimer = Executors.newSingleThreadScheduledExecutor(threads.named("status"));
   private final CountDownLatch stopped = new CountDownLatch(1);

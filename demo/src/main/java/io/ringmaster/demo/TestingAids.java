@@ -113,9 +113,13 @@ final class TestingAids {
    */
   void holdPushPage(Wire.PushKind kind) throws InterruptedException {
     if (kind == Wire.PushKind.MIGRATION && pushPageDelayMillis > 0) {
+      pushPagesHeld.incrementAndGet();
       TimeUnit.MILLISECONDS.sleep(pushPageDelayMillis);
     }
   }
+
+  /** How many push pages' answers {@link #holdPushPage} held back (for tests). */
+  final AtomicInteger pushPagesHeld = new AtomicInteger();
 
   /** Whether reads send the newest copy to the owners they found behind: unless {@value #NO_READ_REPAIR}=true. */
   boolean readRepair() {

@@ -26,6 +26,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.StreamSupport;
@@ -332,6 +333,20 @@ class PeerWiringTest {
     JsonNode b = stats(portB);
     assertEquals(b.path("primaryKeys").asLong(), b.path("keysMigratedIn").asLong(), "b's keys came by the retry: " + b);
     assertEquals(keys, stats(portA).path("primaryKeys").asLong() + b.path("primaryKeys").asLong());
+  }
+
+  /**
+   * A peer's hand-offs push to as many destinations at once as {@link TestingAids#PUSH_THREADS}
+   * says (1: one after another, the hand-off a benchmark times the parallel one against), and to
+   * {@link Transfers#PARALLEL_PUSHES} when it is unset.
+   */
+  @Test
+  void pushThreadsProperty_sizesThePeersPushPool() throws Exception {
+    String cluster = InJvmPeer.clusterName("peer-wiring-push-threads");
+    Peer one = startWith(TestingAids.PUSH_THREADS, "1", cluster, "a", PeerCluster.freePort());
+    Peer unset = start(cluster, "b", PeerCluster.freePort());
+    assertEquals(1, ((ThreadPoolExecutor) one.pushThreads).getMaximumPoolSize());
+    assertEquals(Transfers.PARALLEL_PUSHES, ((ThreadPoolExecutor) unset.pushThreads).getMaximumPoolSize());
   }
 
   /**
