@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Faults a process-level test can ask a peer for, by system property, so that it can watch the
  * retries that repair them, a switch that keeps reads from repairing anything, and the slow
  * destination and sequential hand-off that bench's {@code HandOffTimings} times the parallel
- * hand-off against; all off by default. A value a property does not take fails the peer's start, naming the property and the
- * value.
+ * hand-off against; all off by default. A value a property does not take fails the peer's start,
+ * naming the property and the value.
  */
 final class TestingAids {
   /** How many pulls this peer refuses before it serves any: {@link PullRetries} then take over. */
