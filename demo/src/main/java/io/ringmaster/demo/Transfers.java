@@ -142,20 +142,13 @@ final class Transfers {
   }
 
   /**
-   * Pushes entries in pages; whether the destination acknowledged them all. Every page goes to the
-   * one process that holds the destination's id when the push starts: a destination restarted
-   * under its id between two pages has lost the pages its old process took, so the push starts
-   * again, at the new process (at most {@link #ATTEMPTS} times in all).
-   */
-  boolean push(String destination, List<Entry> entries, Wire.PushKind kind) {
-    return pushTo(destination, entries, kind, () -> false).isPresent();
-  }
-
-  /**
-   * As {@link #push(String, List, Wire.PushKind)}, giving up (unacknowledged) once {@code expired}:
-   * tested before each attempt after a page's first, so that a push to a slow peer ends within
-   * about one {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried
-   * once. On an interrupted thread (the peer stopping its sweeps and retries) no page is sent.
+   * Pushes entries in pages, giving up (unacknowledged) once {@code expired}: tested before each
+   * attempt after a page's first, so that a push to a slow peer ends within about one
+   * {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried once. Every
+   * page goes to the one process that holds the destination's id when the push starts: a
+   * destination restarted under its id between two pages has lost the pages its old process took,
+   * so the push starts again, at the new process (at most {@link #ATTEMPTS} times in all). On an
+   * interrupted thread (the peer stopping its sweeps and retries) no page is sent.
    *
    * @return the process that acknowledged every page, for {@link #dropHandedOff}; empty if none did
    */

@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -429,7 +430,9 @@ class RebalancerTest {
     };
 
     List<LogRecord> logged = Logged.by(Transfers.class,
-        () -> assertTrue(a.transfers().push("b", entries, Wire.PushKind.MIGRATION), "the push to b's new process"));
+        () -> assertEquals(Set.of("b"),
+            a.transfers().pushToEach(Map.of("b", entries), Wire.PushKind.MIGRATION, () -> false).keySet(),
+            "the push to b's new process"));
 
     assertEquals(List.of(1, 1, 2, 3), pagesAcked, "page 1 to the old process, then all three to the new one");
     assertEquals(List.of("a: b was restarted during a push; pushing its 6 entries again, from the first"),
@@ -461,7 +464,8 @@ class RebalancerTest {
     };
 
     List<LogRecord> logged = Logged.by(Transfers.class, () -> assertTimeoutPreemptively(
-        Duration.ofSeconds(60), () -> assertFalse(a.transfers().push("b", entries, Wire.PushKind.MIGRATION))));
+        Duration.ofSeconds(60),
+        () -> assertEquals(Map.of(), a.transfers().pushToEach(Map.of("b", entries), Wire.PushKind.MIGRATION, () -> false))));
 
     assertEquals(Transfers.ATTEMPTS, restarts.get(), "a round for each process");
     assertEquals(List.of("a: push of 4 entries to b failed: its process changed 5 times during the push"),

@@ -340,18 +340,22 @@ class TransfersTest {
     assertEquals(3, forB.pushPagesHeld.get(), "no sweep page's answer held back");
   }
 
-  /** A push to an id not in the view fails at once, says so, and push() says it failed. */
+  /**
+   * A push to an id not in the view fails at once, says so, and is not among those that took; b,
+   * pushed the same entries, takes them through the process a sees under its id.
+   */
   @Test
   void aPush_toAnIdNotInTheView_fails() throws Exception {
     startAAndB(TestingAids.fromSystemProperties());
     List<Entry> held = List.of(entry("k1", "v1", 1), entry("k2", "v2", 1));
 
-    List<LogRecord> logged = Logged.by(Transfers.class,
-        () -> assertFalse(a.transfers().push("nobody", held, Wire.PushKind.MIGRATION)));
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertEquals(Map.of(),
+        a.transfers().pushToEach(Map.of("nobody", held), Wire.PushKind.MIGRATION, () -> false)));
 
     assertEquals(List.of("a: push of 2 entries to nobody failed: it is not in the view"),
         Logged.messages(logged, Level.WARNING));
-    assertTrue(a.transfers().push("b", held, Wire.PushKind.MIGRATION), "b takes them");
+    assertEquals(Map.of("b", a.routing().addressOf("b").orElseThrow()),
+        a.transfers().pushToEach(Map.of("b", held), Wire.PushKind.MIGRATION, () -> false), "b takes them");
   }
 
   /**
