@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,7 +10,12 @@ import io.ringmaster.ring.KeyRange;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -73,5 +79,51 @@ class PagedPullTest {
     // A request sent would reach a within milliseconds: none does within a second.
     await("no pull request reaches a").during(Duration.ofSeconds(1))
         .atMost(Duration.ofSeconds(10)).until(() -> asked.get() == 0);
+  }
+
+  /**
+   * A pull interrupted while it waits for its second page (the peer stopping its retries, or a
+   * change's pulls on the calling thread once the pull threads are stopped) ends there, incomplete,
+   * counting the first page it merged, and returns with its interrupt kept for its caller.
+   */
+  @Test
+  void aPullInterruptedWhileItWaitsForAPage_endsIncomplete_keepingTheInterrupt() throws Exception {
+    InJvmPeer.startAll(nodes, "pull-interrupted-waiting", List.of("a", "b"));
+    InJvmPeer a = nodes.get(0);
+    InJvmPeer b = nodes.get(1);
+    a.counters().settled.set(true);
+    String value = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    for (int i = 0; i < 3; i++) {
+      a.store().merge(Entry.of("big-" + i, value, new Version(1, "a")));
+    }
+    AtomicInteger asked = new AtomicInteger();
+    CountDownLatch secondPageAsked = new CountDownLatch(1);
+    a.rpc().handleQuickly(Wire.OP_PULL, in -> {
+      if (asked.incrementAndGet() == 1) {
+        return CompletableFuture.completedFuture(a.transfers().handlePull(in));
+      }
+      secondPageAsked.countDown();
+      return new CompletableFuture<>(); // never answered
+    });
+    AtomicReference<Transfers.Pulled> pulled = new AtomicReference<>();
+    AtomicBoolean stillInterrupted = new AtomicBoolean();
+    Thread retry = new Thread(() -> {
+      pulled.set(b.transfers().pull("a", List.of(KeyRange.full()), a.node().viewId()));
+      stillInterrupted.set(Thread.currentThread().isInterrupted());
+    }, "pull-retry");
+    retry.setDaemon(true);
+    retry.start();
+    try {
+      assertTrue(secondPageAsked.await(20, TimeUnit.SECONDS), "a was asked for the second page");
+      retry.interrupt();
+      retry.join(10_000);
+      assertFalse(retry.isAlive(), "the pull returned");
+    } finally {
+      retry.interrupt();
+      retry.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
+    }
+    assertEquals(new Transfers.Pulled(2, false), pulled.get(), "the first page's two entries merged");
+    assertTrue(stillInterrupted.get(), "the pull returns with its interrupt");
+    assertEquals(2, asked.get(), "not asked again once interrupted");
   }
 }

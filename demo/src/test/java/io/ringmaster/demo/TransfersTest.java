@@ -20,7 +20,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
@@ -403,6 +405,29 @@ class TransfersTest {
     assertEquals(2, pushes.get(), "the first page, and the second's first attempt");
   }
 
+  /**
+   * A push whose destination, still in the view, refuses every page gives up after
+   * Transfers.ATTEMPTS tries of its first page, unacknowledged, naming that page's entries.
+   */
+  @Test
+  void aPush_toAPeerThatKeepsRefusing_failsAfterItsAttempts() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    AtomicInteger pushes = new AtomicInteger();
+    b.rpc().handle(Wire.OP_PUSH, in -> {
+      pushes.incrementAndGet();
+      return Wire.error("refused by the test");
+    });
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertEquals(Optional.empty(),
+        a.transfers().pushTo("b", threePages(), Wire.PushKind.MIGRATION, () -> false)));
+
+    assertEquals(Transfers.ATTEMPTS, pushes.get(), "the first page, once an attempt");
+    List<String> warnings = Logged.messages(logged, Level.WARNING);
+    assertEquals(1, warnings.size(), "" + warnings);
+    assertTrue(warnings.get(0).startsWith("a: push of 2 entries to b failed: ")
+        && warnings.get(0).endsWith("refused by the test"), warnings.get(0));
+  }
+
   /** A push on a thread interrupted after its first page sends no more, naming what it did not send. */
   @Test
   void aPushInterruptedHalfWay_sendsNoMore_namingTheEntriesLeft() throws Exception {
@@ -448,6 +473,30 @@ class TransfersTest {
   }
 
   /**
+   * A leaving peer's push refused by a peer that is leaving too is not tried again, and the pusher
+   * learns of that leave: the writes it sends from then on name both, so that no owner forwards
+   * them to either.
+   */
+  @Test
+  void aPushRefusedByAPeerLeavingToo_isNotRetried_andTheLeaverIsNamedFromThenOn() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    AtomicInteger pushes = new AtomicInteger();
+    b.rpc().handle(Wire.OP_PUSH, in -> {
+      pushes.incrementAndGet();
+      return b.transfers().handlePush(in);
+    });
+    a.routing().startLeaving();
+    b.routing().startLeaving();
+    assertEquals(Set.of("a"), a.routing().leavers().processes().keySet(), "a names only itself");
+
+    assertEquals(Map.of(), a.transfers().pushToEach(Map.of("b", List.of(entry("k1", "v1", 1))),
+        Wire.PushKind.MIGRATION, () -> false));
+
+    assertEquals(1, pushes.get(), "asked once");
+    assertEquals(Set.of("a", "b"), a.routing().leavers().processes().keySet());
+  }
+
+  /**
    * A push waiting for its answer when the pushing peer closes its RPC (the last step of its stop)
    * ends unacknowledged, without throwing at its caller (a hand-off, a sweep): the call fails as
    * JGroups fails the requests of a dispatcher it stops, and the pages after it are not sent.
@@ -476,8 +525,44 @@ class TransfersTest {
   }
 
   /**
-   * The owners of each owner list some of whose entries were dropped are told, once per list; a
-   * list none of whose entries were dropped is not told of.
+   * Once the peer stopped its push threads, a push is made on the calling thread: interrupted while
+   * it waits for b's answer (the peer stopping its sweeps), it ends unacknowledged, and the call
+   * returns with its interrupt kept.
+   */
+  @Test
+  void aPushOnTheCallingThread_interruptedWhileItWaits_endsUnacknowledged_keepingTheInterrupt() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    CountDownLatch asked = new CountDownLatch(1);
+    b.rpc().handleQuickly(Wire.OP_PUSH, in -> {
+      asked.countDown();
+      return new CompletableFuture<>(); // never answered
+    });
+    a.pushes().shutdownNow();
+    AtomicReference<Map<String, Address>> took = new AtomicReference<>();
+    AtomicBoolean stillInterrupted = new AtomicBoolean();
+    Thread sweep = new Thread(() -> {
+      took.set(a.transfers().pushToEach(Map.of("b", threePages()), Wire.PushKind.SWEEP, () -> false));
+      stillInterrupted.set(Thread.currentThread().isInterrupted());
+    }, "sweep");
+    sweep.setDaemon(true);
+    sweep.start();
+    try {
+      assertTrue(asked.await(20, TimeUnit.SECONDS), "b was sent the first page");
+      sweep.interrupt();
+      sweep.join(10_000);
+      assertFalse(sweep.isAlive(), "the call returned");
+    } finally {
+      sweep.interrupt();
+      sweep.join(Transfers.PUSH_TIMEOUT.toMillis() * 2); // the test leaves no thread running
+    }
+    assertEquals(Map.of(), took.get(), "no push was acknowledged");
+    assertTrue(stillInterrupted.get(), "the call returns with its interrupt");
+  }
+
+  /**
+   * The owners of each owner list some of whose entries were dropped are told, once per list, and
+   * only those the list names (c, which took entries of another list, is not told of b's); a list
+   * none of whose entries were dropped is not told of.
    */
   @Test
   void dropHandedOff_tellsTheOwnersOfEachListWithEntriesDropped() throws Exception {
@@ -489,25 +574,70 @@ class TransfersTest {
     Map<List<String>, List<Entry>> byOwners = new LinkedHashMap<>();
     byOwners.put(List.of("b"), held);
     byOwners.put(List.of("b", "c"), List.of()); // nothing of it dropped
+    // c took entries of other owner lists only (the process it took them through does not matter here)
+    Map<String, Address> tookSomething = Map.of("b", took, "c", a.routing().addressOf("a").orElseThrow());
     List<Set<String>> told = new ArrayList<>();
 
-    assertEquals(2, a.transfers().dropHandedOff(byOwners, Map.of("b", took), dropped -> told.add(Set.copyOf(dropped))));
+    assertEquals(2, a.transfers().dropHandedOff(byOwners, tookSomething, dropped -> told.add(Set.copyOf(dropped))));
 
     assertEquals(List.of(Set.of("b")), told);
     assertEquals(0, a.store().size());
   }
 
-  /** A pull from a source that keeps refusing gives up after Transfers.ATTEMPTS, incomplete, and says why. */
+  /**
+   * A key this peer owns is never dropped, not even when every owner, this peer included, is said
+   * to have taken it: here a key a owns first, and one it owns second.
+   */
+  @Test
+  void dropHandedOff_keepsWhatThisPeerOwns_evenIfEveryOwnerTookIt() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Entry> held = new ArrayList<>();
+    for (String first : List.of("a", "b")) {
+      String key = null;
+      for (int i = 0; key == null; i++) {
+        if (a.routing().owners("key-" + i).get(0).equals(first)) {
+          key = "key-" + i;
+        }
+      }
+      held.add(entry(key, "v", 1));
+    }
+    held.forEach(a.store()::merge);
+    Map<String, Address> everyOwner = Map.of("a", a.routing().addressOf("a").orElseThrow(),
+        "b", a.routing().addressOf("b").orElseThrow());
+
+    assertEquals(0, a.transfers().dropHandedOff(held, everyOwner));
+
+    assertEquals(2, a.store().size());
+  }
+
+  /**
+   * A pull from a source that keeps refusing gives up after Transfers.ATTEMPTS asks, incomplete,
+   * and says why; it asks again only after a back-off that grows with each attempt (200 ms times
+   * the attempt's number), giving a source that just joined time to serve.
+   */
   @Test
   void aPull_fromASourceThatKeepsRefusing_endsIncompleteAfterItsAttempts() throws Exception {
     startAAndB(InJvmPeer.aidsWith(TestingAids.REFUSE_PULLS, String.valueOf(Integer.MAX_VALUE)));
     b.counters().settled.set(true);
+    List<Long> askedAt = new CopyOnWriteArrayList<>();
+    b.rpc().handle(Wire.OP_PULL, in -> {
+      askedAt.add(System.nanoTime());
+      return b.transfers().handlePull(in);
+    });
 
     List<Transfers.Pulled> pulled = new ArrayList<>();
     List<LogRecord> logged = Logged.by(Transfers.class, () -> assertTimeoutPreemptively(Duration.ofSeconds(20),
         () -> pulled.add(a.transfers().pull("b", WHOLE_CIRCLE, a.node().viewId()))));
 
     assertEquals(List.of(new Transfers.Pulled(0, false)), pulled);
+    assertEquals(Transfers.ATTEMPTS, askedAt.size(), "asked once an attempt");
+    long backOffs = 0;
+    for (int attempt = 1; attempt < Transfers.ATTEMPTS; attempt++) {
+      backOffs += 200L * attempt;
+    }
+    // Less 100 ms: the first request may take longer to reach b than the last one does.
+    long spanMillis = TimeUnit.NANOSECONDS.toMillis(askedAt.get(askedAt.size() - 1) - askedAt.get(0));
+    assertTrue(spanMillis >= backOffs - 100, "asked again only after each back-off: " + spanMillis + " ms");
     List<String> warnings = Logged.messages(logged, Level.WARNING);
     assertEquals(1, warnings.size(), "" + warnings);
     assertTrue(warnings.get(0).startsWith("a: pull of 1 ranges from b failed: ")
