@@ -138,7 +138,9 @@ class ReadRepairTest {
   /**
    * A read through an owner that holds an older copy itself waits for the other owner's answer,
    * though its own copy came at once, and returns the other's newer copy (and repairs its own).
-   * Only the peer the read came through counts it.
+   * Only the peer the read came through counts it. b answers 0.3 s late, so that the read does
+   * wait for it (the grace after a's own copy, here the whole read's 2 s): answering at once, it
+   * would be in before the read started waiting.
    */
   @Test
   void aReadThroughAnOwnerWithAnOlderCopy_waitsForTheOtherOwnersNewerOne() {
@@ -148,6 +150,7 @@ class ReadRepairTest {
     Entry v1 = Entry.of(key, "v1", new Version(now, "b"));
     a.store().merge(v0);
     b.store().merge(v1);
+    b.answerReadsAfter(300);
 
     KvService.Read read = a.kv().get(key);
 
