@@ -232,6 +232,39 @@ class WriteForwardingTest {
     assertFalse(y.routing().ring().contains("x"), "y took x for a leaver: x's forward named it");
   }
 
+  /**
+   * A leaving peer that forwards a write already naming a leaver names the leavers of both, the
+   * request's and its own: here y, leaving, writes a key of x's; x, leaving too, forwards it to w,
+   * its successor once y is gone, naming y and itself; w, leaving as well and knowing of neither,
+   * refuses it, but takes both for leavers. One copy per key; z, the one peer staying, ends with it.
+   */
+  @Test
+  void aLeavingPeerForwardingAWriteThatNamesALeaver_namesItselfToo() throws Exception {
+    String cluster = InJvmPeer.clusterName("write-forwarding-union");
+    List<InJvmPeer> single = startWithOneCopy(cluster, List.of("w", "x", "y", "z"));
+    InJvmPeer w = single.get(0);
+    InJvmPeer x = single.get(1);
+    InJvmPeer y = single.get(2);
+    InJvmPeer z = single.get(3);
+    String key = null;
+    for (int i = 0; key == null; i++) {
+      String k = "key-" + i;
+      boolean ofXThenW = z.routing().owners(k).equals(List.of("x"))
+          && z.routing().ring().without("x").without("y").ownerOf(k).id().equals("w");
+      key = ofXThenW ? k : null;
+    }
+    x.routing().startLeaving();
+    y.routing().startLeaving();
+    w.routing().startLeaving();
+
+    KvService.Written written = y.kv().put(key, "v1");
+
+    assertEquals(written.version(), z.store().get(key).orElseThrow(() -> new AssertionError(
+        "z, the one peer staying, holds the write")).version());
+    assertFalse(w.routing().ring().contains("y"), "w took y, the writer, for a leaver");
+    assertFalse(w.routing().ring().contains("x"), "w took x, the forwarder, for a leaver: x named itself too");
+  }
+
   /** Starts peers of the given ids keeping one copy of each key, closed after the test, once they share a ring. */
   private List<InJvmPeer> startWithOneCopy(String cluster, List<String> ids) throws Exception {
     List<InJvmPeer> started = new ArrayList<>();
