@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -154,8 +155,14 @@ class WriteForwardingTest {
     assertEquals(write, b.store().get(key).orElseThrow(), "b stored the write before it looked further");
     assertTrue(a.store().get(key).isEmpty(), "nothing went on to a");
 
-    // One hop fewer, and it goes on. Its call to a has 0.8 s (each hop waits less than the one
-    // before it): asked again if the first call on a cold channel takes longer on a slow machine.
+    // One hop fewer, and it goes on, one hop further. Its call to a has 0.8 s (each hop waits less
+    // than the one before it): asked again if the first call on a cold channel takes longer on a slow machine.
+    List<Integer> hopsAtA = new CopyOnWriteArrayList<>();
+    a.rpc().handleQuickly(Wire.OP_WRITE, in -> {
+      Wire.WriteRequest forwarded = Wire.readWrite(in);
+      hopsAtA.add(forwarded.hops());
+      return a.kv().storeAndForward(forwarded).thenApply(Wire::writeReply);
+    });
     Wire.WriteReply reply = await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> b.kv()
         .storeAndForward(new Wire.WriteRequest(write, Set.of("b"), KvService.MAX_HOPS - 1)).get(10, TimeUnit.SECONDS),
         r -> true);
@@ -164,6 +171,7 @@ class WriteForwardingTest {
         reply.storedBy());
     assertNotEquals(reply.storedBy().get("a"), reply.storedBy().get("b"));
     assertEquals(write, a.store().get(key).orElseThrow());
+    assertEquals(Set.of(KvService.MAX_HOPS), Set.copyOf(hopsAtA), "b's forward counts one hop more than it was sent with");
   }
 
   @Test
