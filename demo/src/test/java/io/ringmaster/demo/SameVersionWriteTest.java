@@ -1,6 +1,7 @@
 package io.ringmaster.demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -116,5 +117,32 @@ class SameVersionWriteTest {
     assertTrue(message.matches("(?s).*last error: superseded by .*; then b: no reply .*"
         + " \\(the write's deadline cut that call short\\)"), message);
     assertEquals(2, requests.get(), message);
+  }
+
+  /**
+   * A write refused once, whose owner then gives no reply within a call's whole time (a round the
+   * deadline did not cut short), fails saying that it got no reply: the refusal before it is
+   * replaced, not kept with the timeout said after it as a call the deadline cut short.
+   */
+  @Test
+  void aWriteRefusedOnce_thenUnansweredInAWholeCall_saysTheTimeoutAlone() throws Exception {
+    String cluster = InJvmPeer.clusterName("same-version-refused-then-silent");
+    KvService.Timeouts short_ = new KvService.Timeouts(Duration.ofMillis(300), Duration.ofSeconds(2));
+    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
+        kv -> kv::handleWrite));
+    InJvmPeer a = peers.get(0);
+    AtomicInteger requests = new AtomicInteger();
+    // b refuses the first write it is sent, and never answers again.
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
+        KvService.Timeouts.DEFAULT, kv -> in -> requests.getAndIncrement() > 0 ? new CompletableFuture<>()
+            : CompletableFuture.failedFuture(new Rpc.Declined("not now"))));
+    InJvmPeer.awaitOneRing(peers);
+
+    KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> a.kv().put("k", "v"));
+
+    String message = failed.getMessage();
+    assertTrue(message.contains("last error: b: no reply "), message);
+    assertFalse(message.contains("not now"), message);
+    assertTrue(requests.get() >= 2, message);
   }
 }
