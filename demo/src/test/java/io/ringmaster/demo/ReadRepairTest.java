@@ -2,6 +2,7 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -260,6 +261,27 @@ class ReadRepairTest {
 
     assertEquals(Optional.empty(), read.entry(), "a's \"not found\", the one serving owner's answer");
     assertEquals("a", read.servedBy());
+  }
+
+  /**
+   * A read whose thread is interrupted while it waits for the owners' answers ends as 503
+   * "interrupted", and leaves its thread interrupted, for whoever runs it to see.
+   */
+  @Test
+  void aReadInterruptedWhileItWaitsForTheOwners_endsAsInterrupted_andKeepsTheInterrupt() {
+    String key = a.keyOwnedBy(Set.of("a", "b"));
+    a.answerReadsAfter(1000);
+    b.answerReadsAfter(1000);
+
+    boolean kept;
+    Thread.currentThread().interrupt();
+    try {
+      KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> c.kv().get(key));
+      assertEquals("interrupted", failed.getMessage());
+    } finally {
+      kept = Thread.interrupted(); // cleared either way: the next test runs on this thread
+    }
+    assertTrue(kept, "the reader's thread is still interrupted");
   }
 
   /** A read repair that the owner refuses is logged (DEBUG), naming the key, the owner and why. */

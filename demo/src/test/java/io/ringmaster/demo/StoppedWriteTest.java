@@ -223,6 +223,30 @@ class StoppedWriteTest {
     assertTrue(refusals.get() >= 3 && refusals.get() <= 12, "rounds: " + refusals.get());
   }
 
+  /**
+   * A write whose thread is interrupted while it waits for an owner's reply ends as 503
+   * "interrupted" at once, and leaves its thread interrupted, for whoever runs it to see.
+   */
+  @Test
+  void aWriteInterruptedWhileItWaitsForAReply_endsAsInterrupted_andKeepsTheInterrupt() throws Exception {
+    String cluster = InJvmPeer.clusterName("stopped-write-interrupted");
+    InJvmPeer a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), b -> b.replicas(2));
+    peers.add(a);
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), b -> b.replicas(2),
+        KvService.Timeouts.DEFAULT, kv -> in -> new CompletableFuture<>())); // never answers
+    InJvmPeer.awaitOneRing(peers);
+
+    boolean kept;
+    Thread.currentThread().interrupt();
+    try {
+      KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> a.kv().put("k", "v"));
+      assertEquals("interrupted", failed.getMessage());
+    } finally {
+      kept = Thread.interrupted(); // cleared either way: the next test runs on this thread
+    }
+    assertTrue(kept, "the writer's thread is still interrupted");
+  }
+
   /** Starts a and b, keeping two copies of each key, once they share a ring. */
   private void startAAndB(String name) throws Exception {
     startAAndB(name, KvService.Timeouts.DEFAULT);
