@@ -73,21 +73,14 @@ final class Transfers {
   static final int PARALLEL_PUSHES = 4;
 
   /**
-   * The pool for {@link #Transfers}'s {@code pushes} ({@link FanOut#threads}): {@link #PARALLEL_PUSHES}
-   * threads at most, the other destinations queued, and none kept once idle for 30 seconds (a peer
-   * pushes only when it hands data off). Its owner shuts it down after the node's close: the LEAVING
-   * change and the changes queued before it push until then. A push the pool no longer takes, or
-   * still queued when it is shut down, is made all the same, on the thread that calls it or that
-   * shuts the pool down: a shut-down pool is no reason to keep data back (a call interrupted
-   * meanwhile is: its queued pushes send nothing).
-   */
-  static ExecutorService pushThreads(ThreadFactory threads) {
-    return pushThreads(threads, PARALLEL_PUSHES);
-  }
-
-  /**
-   * {@link #pushThreads(ThreadFactory)} with {@code max} threads instead: a peer's own comes from
-   * {@link TestingAids#PUSH_THREADS}, 1 for a hand-off that pushes to one destination at a time.
+   * The pool for {@link #Transfers}'s {@code pushes} ({@link FanOut#threads}): {@code max} threads
+   * at most ({@link #PARALLEL_PUSHES} unless {@link TestingAids#PUSH_THREADS} says otherwise; 1
+   * pushes to one destination at a time), the other destinations queued, and none kept once idle
+   * for 30 seconds (a peer pushes only when it hands data off). Its owner shuts it down after the
+   * node's close: the LEAVING change and the changes queued before it push until then. A push the
+   * pool no longer takes, or still queued when it is shut down, is made all the same, on the thread
+   * that calls it or that shuts the pool down: a shut-down pool is no reason to keep data back (a
+   * call interrupted meanwhile is: its queued pushes send nothing).
    */
   static ExecutorService pushThreads(ThreadFactory threads, int max) {
     return FanOut.threads(threads, max);

@@ -120,7 +120,7 @@ record InJvmPeer(Ringmaster node, Routing routing, Rpc rpc, Store store, Counter
     Counters counters = new Counters();
     KvService kv = new KvService(routing, store, VersionClock.system(id), rpc, counters, node::viewId,
         ready, readRepair, timeouts, previousOwners);
-    ExecutorService pushes = Transfers.pushThreads(OwnThreads.daemons(id + "-pushes"));
+    ExecutorService pushes = Transfers.pushThreads(OwnThreads.daemons(id + "-pushes"), aids.pushThreads());
     Transfers transfers = new Transfers(routing, store, rpc, counters, node::viewId, () -> 0, owner -> true,
         new EventLog(), aids, pushes);
     Sweeper sweeper = new Sweeper(routing, store, transfers, counters, new EventLog(), () -> 0);
