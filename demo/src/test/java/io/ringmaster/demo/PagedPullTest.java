@@ -2,7 +2,6 @@ package io.ringmaster.demo;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -12,10 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -105,25 +101,11 @@ class PagedPullTest {
       secondPageAsked.countDown();
       return new CompletableFuture<>(); // never answered
     });
-    AtomicReference<Transfers.Pulled> pulled = new AtomicReference<>();
-    AtomicBoolean stillInterrupted = new AtomicBoolean();
-    Thread retry = new Thread(() -> {
-      pulled.set(b.transfers().pull("a", List.of(KeyRange.full()), a.node().viewId()));
-      stillInterrupted.set(Thread.currentThread().isInterrupted());
-    }, "pull-retry");
-    retry.setDaemon(true);
-    retry.start();
-    try {
-      assertTrue(secondPageAsked.await(20, TimeUnit.SECONDS), "a was asked for the second page");
-      retry.interrupt();
-      retry.join(10_000);
-      assertFalse(retry.isAlive(), "the pull returned");
-    } finally {
-      retry.interrupt();
-      retry.join(Transfers.PULL_TIMEOUT.toMillis() * 2); // the test leaves no thread running
-    }
-    assertEquals(new Transfers.Pulled(2, false), pulled.get(), "the first page's two entries merged");
-    assertTrue(stillInterrupted.get(), "the pull returns with its interrupt");
+    Interrupting.Ended<Transfers.Pulled> pulled = Interrupting.whileWaiting("pull-retry",
+        () -> b.transfers().pull("a", List.of(KeyRange.full()), a.node().viewId()), secondPageAsked,
+        "a was asked for the second page", Transfers.PULL_TIMEOUT.multipliedBy(2));
+    assertEquals(new Transfers.Pulled(2, false), pulled.result(), "the first page's two entries merged");
+    assertTrue(pulled.stillInterrupted(), "the pull returns with its interrupt");
     assertEquals(2, asked.get(), "not asked again once interrupted");
   }
 }

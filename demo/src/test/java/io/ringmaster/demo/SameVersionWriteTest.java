@@ -65,18 +65,12 @@ class SameVersionWriteTest {
     String cluster = InJvmPeer.clusterName("same-version-superseded");
     KvService.Timeouts short_ = new KvService.Timeouts(Duration.ofSeconds(2),
         Duration.ofMillis(500));
-    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
-        kv -> kv::handleWrite));
-    InJvmPeer a = peers.get(0);
     // b stores nothing and always claims a version one microsecond past the write's.
-    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
-        KvService.Timeouts.DEFAULT, kv -> in -> {
-          Wire.WriteRequest r = Wire.readWrite(in);
-          Version past = new Version(r.entry().version().stamp() + 1, "z");
-          return CompletableFuture.completedFuture(Wire.writeReply(
-              new Wire.WriteReply(Map.of(), past, false)));
-        }));
-    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer a = startAAndB(cluster, short_, in -> {
+      Wire.WriteRequest r = Wire.readWrite(in);
+      Version past = new Version(r.entry().version().stamp() + 1, "z");
+      return CompletableFuture.completedFuture(Wire.writeReply(new Wire.WriteReply(Map.of(), past, false)));
+    });
 
     KvService.Unavailable failed = assertThrows(KvService.Unavailable.class,
         () -> a.kv().put("k", "v"));
@@ -95,21 +89,16 @@ class SameVersionWriteTest {
   void aWriteSupersededOnce_thenUnansweredUntilItsDeadline_saysBoth() throws Exception {
     String cluster = InJvmPeer.clusterName("same-version-then-silent");
     KvService.Timeouts short_ = new KvService.Timeouts(Duration.ofSeconds(2), Duration.ofMillis(800));
-    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
-        kv -> kv::handleWrite));
-    InJvmPeer a = peers.get(0);
     AtomicInteger requests = new AtomicInteger();
     // b claims a version one microsecond past the first write it is sent, and never answers again.
-    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
-        KvService.Timeouts.DEFAULT, kv -> in -> {
-          Wire.WriteRequest r = Wire.readWrite(in);
-          if (requests.getAndIncrement() > 0) {
-            return new CompletableFuture<>();
-          }
-          Version past = new Version(r.entry().version().stamp() + 1, "z");
-          return CompletableFuture.completedFuture(Wire.writeReply(new Wire.WriteReply(Map.of(), past, false)));
-        }));
-    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer a = startAAndB(cluster, short_, in -> {
+      Wire.WriteRequest r = Wire.readWrite(in);
+      if (requests.getAndIncrement() > 0) {
+        return new CompletableFuture<>();
+      }
+      Version past = new Version(r.entry().version().stamp() + 1, "z");
+      return CompletableFuture.completedFuture(Wire.writeReply(new Wire.WriteReply(Map.of(), past, false)));
+    });
 
     KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> a.kv().put("k", "v"));
 
@@ -128,15 +117,10 @@ class SameVersionWriteTest {
   void aWriteRefusedOnce_thenUnansweredInAWholeCall_saysTheTimeoutAlone() throws Exception {
     String cluster = InJvmPeer.clusterName("same-version-refused-then-silent");
     KvService.Timeouts short_ = new KvService.Timeouts(Duration.ofMillis(300), Duration.ofSeconds(2));
-    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, short_,
-        kv -> kv::handleWrite));
-    InJvmPeer a = peers.get(0);
     AtomicInteger requests = new AtomicInteger();
     // b refuses the first write it is sent, and never answers again.
-    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
-        KvService.Timeouts.DEFAULT, kv -> in -> requests.getAndIncrement() > 0 ? new CompletableFuture<>()
-            : CompletableFuture.failedFuture(new Rpc.Declined("not now"))));
-    InJvmPeer.awaitOneRing(peers);
+    InJvmPeer a = startAAndB(cluster, short_, in -> requests.getAndIncrement() > 0 ? new CompletableFuture<>()
+        : CompletableFuture.failedFuture(new Rpc.Declined("not now")));
 
     KvService.Unavailable failed = assertThrows(KvService.Unavailable.class, () -> a.kv().put("k", "v"));
 
@@ -144,5 +128,19 @@ class SameVersionWriteTest {
     assertTrue(message.contains("last error: b: no reply "), message);
     assertFalse(message.contains("not now"), message);
     assertTrue(requests.get() >= 2, message);
+  }
+
+  /**
+   * Starts a, whose writes run with {@code timeouts}, and b, which answers every write sent to it
+   * with {@code bAnswers}, and waits until both are in one ring; returns a.
+   */
+  private InJvmPeer startAAndB(String cluster, KvService.Timeouts timeouts, Rpc.QuickHandler bAnswers)
+      throws Exception {
+    peers.add(InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), builder -> builder, timeouts,
+        kv -> kv::handleWrite));
+    peers.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties(), builder -> builder,
+        KvService.Timeouts.DEFAULT, kv -> bAnswers));
+    InJvmPeer.awaitOneRing(peers);
+    return peers.get(0);
   }
 }

@@ -20,9 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
@@ -538,25 +536,11 @@ class TransfersTest {
       return new CompletableFuture<>(); // never answered
     });
     a.pushes().shutdownNow();
-    AtomicReference<Map<String, Address>> took = new AtomicReference<>();
-    AtomicBoolean stillInterrupted = new AtomicBoolean();
-    Thread sweep = new Thread(() -> {
-      took.set(a.transfers().pushToEach(Map.of("b", threePages()), Wire.PushKind.SWEEP, () -> false));
-      stillInterrupted.set(Thread.currentThread().isInterrupted());
-    }, "sweep");
-    sweep.setDaemon(true);
-    sweep.start();
-    try {
-      assertTrue(asked.await(20, TimeUnit.SECONDS), "b was sent the first page");
-      sweep.interrupt();
-      sweep.join(10_000);
-      assertFalse(sweep.isAlive(), "the call returned");
-    } finally {
-      sweep.interrupt();
-      sweep.join(Transfers.PUSH_TIMEOUT.toMillis() * 2); // the test leaves no thread running
-    }
-    assertEquals(Map.of(), took.get(), "no push was acknowledged");
-    assertTrue(stillInterrupted.get(), "the call returns with its interrupt");
+    Interrupting.Ended<Map<String, Address>> took = Interrupting.whileWaiting("sweep",
+        () -> a.transfers().pushToEach(Map.of("b", threePages()), Wire.PushKind.SWEEP, () -> false), asked,
+        "b was sent the first page", Transfers.PUSH_TIMEOUT.multipliedBy(2));
+    assertEquals(Map.of(), took.result(), "no push was acknowledged");
+    assertTrue(took.stillInterrupted(), "the call returns with its interrupt");
   }
 
   /**
