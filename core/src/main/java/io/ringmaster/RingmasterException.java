@@ -39,7 +39,7 @@ public class RingmasterException extends RuntimeException {
      * joined: the message names that member); if that member won the heal (a tie of one correct
      * member against it), it leads the cluster, and every start fails until it is stopped. A
      * refusal for the ring's size ends once enough tokens have left the ring (each view is
-     * counted afresh, in its order: README, "Ring size").
+     * counted afresh, in its order: docs/api.md, "Ring size").
      */
     REFUSED,
     /**

@@ -130,8 +130,8 @@ class FailedStartTest {
 
   /**
    * Each view is counted afresh, in its order: once b leaves, heavy (refused until then) fits
-   * after a, and light, admitted until then, no longer does, and is refused (README, "Ring size").
-   * Every member counts the same view alike.
+   * after a, and light, admitted until then, no longer does, and is refused (docs/api.md, "Ring
+   * size"). Every member counts the same view alike.
    */
   @Test
   void aLeave_admitsAnEarlierMemberRefusedForSize_andMayRefuseALaterOne() throws Exception {

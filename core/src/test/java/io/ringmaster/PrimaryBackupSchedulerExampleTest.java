@@ -22,10 +22,10 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
- * A primary/backup job scheduler built from the README and the public javadoc alone. Each job (a
- * key) runs on its key's primary owner only; the primary writes the job's state (how many times it
- * ran) to the key's backup at every run ({@code replicas(2)}). The ownership listener is the whole
- * scheduler:
+ * A primary/backup job scheduler built from the README, docs/api.md and the public javadoc alone.
+ * Each job (a key) runs on its key's primary owner only; the primary writes the job's state (how
+ * many times it ran) to the key's backup at every run ({@code replicas(2)}). The ownership listener
+ * is the whole scheduler:
  * <ul>
  *   <li>a {@link RingDiff.RoleChange} to {@code PRIMARY} starts the job, whose state the backup
  *       holds already; one to {@code BACKUP} stops it and keeps the state;
@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  * </ul>
  * With two copies and one member gone at a time, a gainer always finds a live previous owner, so
  * pulls alone carry the state, a graceful leaver's included. The jobs run in rounds between the
- * steps of churn, once every node settled, which is the fence the README asks for ("Agreement is
+ * steps of churn, once every node settled, which is the fence docs/api.md asks for ("Agreement is
  * per view, not per instant"): a real scheduler running during the change needs one of its own,
  * a lease and a fencing token in a shared store, as docs/recipes.md shows and
  * {@link RunOnceJobsExampleTest} tests.

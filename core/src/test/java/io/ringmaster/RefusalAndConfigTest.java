@@ -1734,8 +1734,8 @@ class RefusalAndConfigTest {
 
   /**
    * A newcomer waits for the ring before its first view 5 s, or half its startTimeout if that is
-   * less (README, operations.md): a flat 5 s would fail a start with a 2 s startTimeout whose peers
-   * answer slowly, rather than let it use a stand-in.
+   * less (docs/api.md, operations.md): a flat 5 s would fail a start with a 2 s startTimeout whose
+   * peers answer slowly, rather than let it use a stand-in.
    */
   @Test
   void ringsBeforeTimeout_isFiveSeconds_orHalfTheStartTimeout() {

@@ -21,12 +21,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 
 /**
- * A sharded in-memory cache built from the README and the public javadoc alone: one copy of each
- * entry, on its key's owner. Each node keeps a map of its entries; on every ownership change it
- * pushes the entries of the ranges it lost to their new owner ({@link RingDiff.Lost#destinations()})
- * and pulls those of the ranges it gained from their old owner ({@link RingDiff.Gained#sources()}),
- * picking the keys of each range with {@link KeyRange#partition}. The pull is what recovers a
- * crashed node's entries, whose listeners hear nothing; the push is what hands a leaving node's on.
+ * A sharded in-memory cache built from the README, docs/api.md and the public javadoc alone: one
+ * copy of each entry, on its key's owner. Each node keeps a map of its entries; on every ownership
+ * change it pushes the entries of the ranges it lost to their new owner ({@link
+ * RingDiff.Lost#destinations()}) and pulls those of the ranges it gained from their old owner
+ * ({@link RingDiff.Gained#sources()}), picking the keys of each range with {@link
+ * KeyRange#partition}. The pull is what recovers a crashed node's entries, whose listeners hear
+ * nothing; the push is what hands a leaving node's on.
  */
 class ShardedCacheExampleTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
