@@ -81,8 +81,8 @@ import org.jgroups.View;
  * Unless {@code org.jgroups}' java.util.logging level was set already (in the logging
  * configuration, or by code that ran before), it is raised to WARNING, and the TCP transport's
  * loggers that have no filter get one that drops the two records a normal shutdown produces (see
- * the README's "Observability"); with log4j2 or SLF4J on the class path JGroups does not log
- * through java.util.logging, so this changes nothing. And JGroups' {@code ExtendedUUID} addresses
+ * docs/api.md, "Observability in full"); with log4j2 or SLF4J on the class path JGroups does not
+ * log through java.util.logging, so this changes nothing. And JGroups' {@code ExtendedUUID} addresses
  * print as their logical name (the node id) instead of their name and every key they carry.
  */
 public final class Ringmaster implements AutoCloseable {
