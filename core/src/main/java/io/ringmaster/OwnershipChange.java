@@ -33,9 +33,9 @@ import java.util.Objects;
  *                       view (a new node learns that ring from the old members; if none answers
  *                       within 5 s or half of {@code startTimeout}, whichever is shorter, the
  *                       ring after without the node stands in; it stands in at once when the
- *                       node is the only member admitted, so its gains have no sources, and when
- *                       the view is a merge, whose sides had different rings, so they name the
- *                       view's members)
+ *                       node is alone in that ring (as when it starts the cluster), so its gains
+ *                       have no sources, and when the view is a merge, whose sides had different
+ *                       rings, so they name the view's members)
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  * @param inRing         whether this node is in {@code ring}. Nearly always the same as
