@@ -26,7 +26,9 @@ import java.util.SplittableRandom;
  * ({@link #disagreement(Ringmaster)}): what a listener that moves data by these changes would hold,
  * against what the node owns.
  *
- * <p>One fold per node. Add it before {@code start()} (or to a running node, whose first change
+ * <p>One fold per node: a fold added to several nodes folds all their changes into one ownership,
+ * and then reports violations ("gained ... where it was held") and disagreements that are no
+ * node's fault. Add it before {@code start()} (or to a running node, whose first change
  * is its ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so
  * it may be added again once its {@link io.ringmaster.Registration} ended, except while the
  * cluster refuses the node, when no {@code INITIAL} change comes), and compare once the
