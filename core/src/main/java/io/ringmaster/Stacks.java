@@ -60,8 +60,25 @@ final class Stacks {
     }
     if (Stacks.class.getClassLoader().getResource(jgroupsConfig) == null) {
       throw new IllegalArgumentException("jgroupsConfig: no file or classpath resource "
-          + SettingChecks.shown(jgroupsConfig) + " (working directory " + Path.of("").toAbsolutePath() + ")");
+          + SettingChecks.shown(jgroupsConfig) + " (working directory " + Path.of("").toAbsolutePath() + ")"
+          + shippedUnderThatName(file));
     }
+  }
+
+  /** Where the jar holds the stacks of {@code config/jgroups}. */
+  private static final String SHIPPED = "ringmaster/jgroups/";
+
+  /**
+   * For a stack not found whose file name is that of a stack shipped in the jar ({@code
+   * "localhost-tcp.xml"}, or {@code "config/jgroups/localhost-tcp.xml"} run from elsewhere), the
+   * name that finds it; otherwise nothing.
+   */
+  private static String shippedUnderThatName(Path missing) {
+    Path name = missing.getFileName();
+    if (name == null || Stacks.class.getClassLoader().getResource(SHIPPED + name) == null) {
+      return "";
+    }
+    return "; the jar ships a stack of that name as " + SettingChecks.shown(SHIPPED + name);
   }
 
   /**

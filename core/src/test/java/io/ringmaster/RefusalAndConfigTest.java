@@ -1502,6 +1502,27 @@ class RefusalAndConfigTest {
   }
 
   /**
+   * A stack not found whose file name is that of a stack the jar ships (its bare name, or its path in
+   * the repository run from elsewhere) names the resource that finds it; any other name gets no such
+   * hint.
+   */
+  @Test
+  void build_aShippedStacksBareName_namesTheResourceThatFindsIt() {
+    for (String given : List.of("localhost-tcp.xml", "config/jgroups/secure-tcp.xml")) {
+      String shipped = "ringmaster/jgroups/" + Path.of(given).getFileName();
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Ringmaster.builder().nodeId("a").jgroupsConfig(given).buildConfig());
+      assertTrue(e.getMessage().startsWith("jgroupsConfig: no file or classpath resource \"" + given + "\" "),
+          e.getMessage());
+      assertTrue(e.getMessage().endsWith("; the jar ships a stack of that name as \"" + shipped + "\""),
+          e.getMessage());
+    }
+    IllegalArgumentException other = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig("stacks/localhost-udp.xml").buildConfig());
+    assertFalse(other.getMessage().contains("ships"), other.getMessage());
+  }
+
+  /**
    * A stack file gone between the build and the start (replaced by a deployment, say) fails the
    * start as the build would have, naming the setting and the file, not with JGroups' parser error.
    */
