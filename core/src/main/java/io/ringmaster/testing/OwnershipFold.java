@@ -26,9 +26,10 @@ import java.util.SplittableRandom;
  * ({@link #disagreement(Ringmaster)}): what a listener that moves data by these changes would hold,
  * against what the node owns.
  *
- * <p>One fold per node: a fold added to several nodes folds all their changes into one ownership,
- * and then reports violations ("gained ... where it was held") and disagreements that are no
- * node's fault. Add it before {@code start()} (or to a running node, whose first change
+ * <p>One fold per node: the fold belongs to the member of the first change it hears, and a change
+ * of another member (the fold added to several nodes) is kept but not folded, and reported as a
+ * violation that names both members; {@link #disagreement(Ringmaster)} with another node names
+ * both too. Add it before {@code start()} (or to a running node, whose first change
  * is its ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so
  * it may be added again once its {@link io.ringmaster.Registration} ended, except while the
  * cluster refuses the node, when no {@code INITIAL} change comes), and compare once the
@@ -49,6 +50,8 @@ public final class OwnershipFold implements OwnershipListener {
   private final byte[] held;
   private final List<OwnershipChange> changes = new ArrayList<>();
   private final List<String> violations = new ArrayList<>();
+  /** The member whose changes this fold folds: that of the first change heard (null before). */
+  private String member;
 
   /** A fold at 2,048 positions: the circle's two ends, and random ones of a fixed seed. */
   public OwnershipFold() {
@@ -78,6 +81,14 @@ public final class OwnershipFold implements OwnershipListener {
   @Override
   public synchronized void onOwnershipChange(OwnershipChange change) {
     changes.add(change);
+    String heard = change.diff().memberId();
+    if (member == null) {
+      member = heard;
+    } else if (!member.equals(heard)) {
+      violations.add(change.reason() + " change to view " + change.viewId() + ": a change of " + heard
+          + ", heard by the fold of " + member + " (one fold per node), not folded");
+      return;
+    }
     if (change.diff().isEmpty()) {
       violations.add(change.reason() + " change to view " + change.viewId() + ": nothing changed");
     }
@@ -234,9 +245,13 @@ public final class OwnershipFold implements OwnershipListener {
 
   /**
    * Where the fold differs from what {@code ring} gives member {@code memberId} with
-   * {@code replicas} owners per key, or empty if nowhere.
+   * {@code replicas} owners per key, or empty if nowhere; for a fold of another member's changes,
+   * that.
    */
   public synchronized Optional<String> disagreement(HashRing ring, String memberId, int replicas) {
+    if (member != null && !member.equals(memberId)) {
+      return Optional.of("the changes heard are " + member + "'s, not " + memberId + "'s (one fold per node)");
+    }
     for (int i = 0; i < positions.length; i++) {
       byte actual = roleIn(owners(ring, positions[i], replicas), memberId);
       if (held[i] != actual) {

@@ -476,6 +476,29 @@ class LocalClusterTest {
   }
 
   /**
+   * One fold added to two nodes: it folds the changes of the member it heard first, and reports a
+   * change of the other as one violation naming both, without folding it (which would flood the
+   * violations with ranges "gained where held"); compared with the other node, it names both too.
+   */
+  @Test
+  void theFold_hearingAnotherMembersChange_reportsItOnce_andDoesNotFoldIt() {
+    HashRing empty = HashRing.builder().virtualNodes(16).build();
+    HashRing one = empty.withMembers(List.of(Member.of("a")));
+    HashRing two = empty.withMembers(List.of(Member.of("a"), Member.of("b")));
+    OwnershipFold fold = new OwnershipFold(256, 3);
+    fold.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one,
+        RingDiff.compute(empty, false, one, true, "a", 1)));
+    fold.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, 1, 2, one, two,
+        RingDiff.compute(one, two, "b", 1)));
+
+    assertEquals(List.of("VIEW change to view 2: a change of b, heard by the fold of a (one fold per node),"
+        + " not folded"), fold.violations());
+    assertEquals(Optional.empty(), fold.disagreement(one, "a", 1), "b's gains are not a's");
+    assertEquals(Optional.of("the changes heard are a's, not b's (one fold per node)"), fold.disagreement(two, "b", 1));
+    assertEquals(2, fold.changes().size());
+  }
+
+  /**
    * What the fold checks of losses and role changes, and of a change as a whole: each wrong
    * change below breaks a rule, and the fold names it.
    */
