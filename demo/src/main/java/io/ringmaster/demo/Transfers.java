@@ -134,19 +134,28 @@ final class Transfers {
     return cause instanceof Rpc.RemoteError && (peer + ": " + leavingRefusal(peer)).equals(cause.getMessage());
   }
 
+  /** As {@link #pushTo(String, List, Wire.PushKind, BooleanSupplier, BooleanSupplier)}, never stopped. */
+  Optional<Address> pushTo(String destination, List<Entry> entries, Wire.PushKind kind, BooleanSupplier expired) {
+    return pushTo(destination, entries, kind, expired, () -> false);
+  }
+
   /**
    * Pushes entries in pages, giving up (unacknowledged) once {@code expired}: tested before each
    * attempt after a page's first, so that a push to a slow peer ends within about one
-   * {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried once. Every
-   * page goes to the one process that holds the destination's id when the push starts: a
-   * destination restarted under its id between two pages has lost the pages its old process took,
-   * so the push starts again, at the new process (at most {@link #ATTEMPTS} times in all). On an
-   * interrupted thread (the peer stopping its sweeps and retries) no page is sent.
+   * {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried once; or
+   * once {@code stop}: tested before every attempt, a page's first included, so that a push no
+   * longer wanted (a sweep's, once the ring it read has changed) sends no further page and leaves
+   * the push threads to the pushes queued behind it. Every page goes to the one process that holds
+   * the destination's id when the push starts: a destination restarted under its id between two
+   * pages has lost the pages its old process took, so the push starts again, at the new process (at
+   * most {@link #ATTEMPTS} times in all). On an interrupted thread (the peer stopping its sweeps and
+   * retries) no page is sent.
    *
    * @return the process that acknowledged every page, for {@link #dropHandedOff}; empty if none did
    */
-  Optional<Address> pushTo(String destination, List<Entry> entries, Wire.PushKind kind, BooleanSupplier expired) {
-    Waits.until(() -> ready.test(destination) || expired.getAsBoolean(), READY_WAIT);
+  Optional<Address> pushTo(String destination, List<Entry> entries, Wire.PushKind kind, BooleanSupplier expired,
+                           BooleanSupplier stop) {
+    Waits.until(() -> ready.test(destination) || expired.getAsBoolean() || stop.getAsBoolean(), READY_WAIT);
     for (int round = 1; ; round++) {
       Optional<Address> process = routing.addressOf(destination);
       if (process.isEmpty()) {
@@ -154,7 +163,7 @@ final class Transfers {
             entries.size(), destination);
         return Optional.empty();
       }
-      PushOutcome outcome = pushPages(destination, process.get(), entries, kind, expired);
+      PushOutcome outcome = pushPages(destination, process.get(), entries, kind, expired, stop);
       if (outcome != PushOutcome.NEW_PROCESS) {
         return outcome == PushOutcome.ACKNOWLEDGED ? process : Optional.empty();
       }
@@ -182,7 +191,7 @@ final class Transfers {
   volatile IntConsumer afterPage = page -> { };
 
   private PushOutcome pushPages(String destination, Address process, List<Entry> entries, Wire.PushKind kind,
-                                BooleanSupplier expired) {
+                                BooleanSupplier expired, BooleanSupplier stop) {
     int from = 0;
     for (int pageNumber = 1; from < entries.size(); pageNumber++) {
       int to = from;
@@ -192,6 +201,11 @@ final class Transfers {
       }
       byte[] request = Wire.push(new Wire.PushRequest(kind, routing.self(), entries.subList(from, to)));
       for (int attempt = 1; ; attempt++) {
+        if (stop.getAsBoolean()) {
+          LOG.log(Level.DEBUG, "{0}: push of {1} entries to {2} not sent: stopped", routing.self(),
+              entries.size() - from, destination);
+          return PushOutcome.FAILED;
+        }
         if (attempt > 1 && expired.getAsBoolean()) {
           LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} given up: out of time", routing.self(),
               entries.size() - from, destination);
@@ -308,33 +322,55 @@ final class Transfers {
    */
   Map<String, Address> pushToOwners(Map<List<String>, List<Entry>> byOwners, Predicate<String> to,
                                     Wire.PushKind kind, BooleanSupplier expired) {
+    return pushToOwners(byOwners, to, kind, expired, () -> false);
+  }
+
+  /**
+   * As {@link #pushToOwners(Map, Predicate, Wire.PushKind, BooleanSupplier)}, each push ending,
+   * unacknowledged, once {@code stop}, tested before each page it sends
+   * ({@link #pushTo(String, List, Wire.PushKind, BooleanSupplier, BooleanSupplier)}).
+   */
+  Map<String, Address> pushToOwners(Map<List<String>, List<Entry>> byOwners, Predicate<String> to,
+                                    Wire.PushKind kind, BooleanSupplier expired, BooleanSupplier stop) {
     Map<String, List<Entry>> perOwner = new LinkedHashMap<>();
     byOwners.forEach((owners, entries) -> owners.stream().filter(to)
         .forEach(owner -> perOwner.computeIfAbsent(owner, k -> new ArrayList<>()).addAll(entries)));
-    return pushToEach(perOwner, kind, expired);
+    return pushToEach(perOwner, kind, expired, stop);
   }
 
   /**
    * Pushes each owner its entries, to {@link #PARALLEL_PUSHES} owners at once, each on one of the
    * peer's push threads ({@link FanOut#run}), so that a leave or a repair takes about as long as its
    * longest push rather than all of them in a row; returns once every push has ended. Each push
-   * gives up once {@code expired}; interrupted while it waits (the peer stopping its sweeps and
-   * repairs, the node stopping a callback that outlived its leave timeout), this interrupts the
-   * pushes, which end as they would on this thread, and returns with its interrupt kept. A push the
-   * pool no longer takes is made on this thread, in full. A push that throws (a bug) fails the call
-   * once all have ended: the first, in the order of the owners, is thrown, the later ones
-   * suppressed in it.
+   * gives up once {@code expired}, tested as
+   * {@link #pushTo(String, List, Wire.PushKind, BooleanSupplier, BooleanSupplier)} says;
+   * interrupted while it waits (the peer stopping its sweeps and repairs, the node stopping a
+   * callback that outlived its leave timeout), this interrupts the pushes, which end as they would
+   * on this thread, and returns with its interrupt kept. A push the pool no longer takes is made on
+   * this thread, in full. A push that throws (a bug) fails the call once all have ended: the first,
+   * in the order of the owners, is thrown, the later ones suppressed in it.
    *
    * @return the owners that took all that was pushed to them, each with the process that
    *         acknowledged
    */
   Map<String, Address> pushToEach(Map<String, List<Entry>> perOwner, Wire.PushKind kind, BooleanSupplier expired) {
+    return pushToEach(perOwner, kind, expired, () -> false);
+  }
+
+  /**
+   * As {@link #pushToEach(Map, Wire.PushKind, BooleanSupplier)}, each push ending, unacknowledged,
+   * once {@code stop}, tested before each page it sends
+   * ({@link #pushTo(String, List, Wire.PushKind, BooleanSupplier, BooleanSupplier)}): a push still
+   * queued behind other pushes then sends nothing when it starts.
+   */
+  Map<String, Address> pushToEach(Map<String, List<Entry>> perOwner, Wire.PushKind kind, BooleanSupplier expired,
+                                  BooleanSupplier stop) {
     List<String> owners = List.copyOf(perOwner.keySet());
     List<FanOut.Task<Optional<Address>>> pushEach = new ArrayList<>();
     // A push of an interrupted call that runs off the push threads (queued when the peer stopped
     // them) sends nothing, as it would have sent nothing on the call's own, interrupted thread.
     perOwner.forEach((owner, entries) -> pushEach.add(interrupted -> interrupted.getAsBoolean() ? Optional.empty()
-        : pushTo(owner, entries, kind, expired)));
+        : pushTo(owner, entries, kind, expired, stop)));
     List<Optional<Address>> acknowledged = FanOut.run(pushes, pushEach);
     Map<String, Address> took = new HashMap<>();
     for (int i = 0; i < owners.size(); i++) {

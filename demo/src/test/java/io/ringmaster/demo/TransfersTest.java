@@ -20,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
@@ -449,6 +450,41 @@ class TransfersTest {
     assertEquals(Optional.empty(), took);
     assertEquals(List.of(1), pages);
     assertEquals(List.of("a: push of 4 entries to b not sent: interrupted"), Logged.messages(logged, Level.FINE));
+  }
+
+  /**
+   * A push told to stop once its first page was acknowledged (a sweep whose ring changed) sends no
+   * further page, not even once, ends unacknowledged and says so at DEBUG, naming the entries it
+   * did not send; one told to stop before it starts (queued behind other pushes meanwhile) sends
+   * nothing, and does not wait for its destination to serve (asked once, here where b never does,
+   * rather than again and again for {@link Transfers#READY_WAIT}).
+   */
+  @Test
+  void aPushStoppedHalfWay_sendsNoFurtherPage_namingTheEntriesLeft() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    AtomicInteger pushes = new AtomicInteger();
+    b.rpc().handle(Wire.OP_PUSH, in -> {
+      pushes.incrementAndGet();
+      return b.transfers().handlePush(in);
+    });
+    AtomicBoolean stop = new AtomicBoolean();
+    a.transfers().afterPage = page -> stop.set(true);
+    List<Entry> entries = threePages();
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertEquals(Optional.empty(),
+        a.transfers().pushTo("b", entries, Wire.PushKind.SWEEP, () -> false, stop::get)));
+
+    assertEquals(1, pushes.get(), "the first page only");
+    assertEquals(List.of("a: push of 4 entries to b not sent: stopped"), Logged.messages(logged, Level.FINE));
+    assertEquals(List.of(), Logged.messages(logged, Level.WARNING));
+    assertEquals(2, b.store().size(), "b has the first page's two entries");
+
+    AtomicInteger asked = new AtomicInteger();
+    Transfers fromA = new Transfers(a.routing(), a.store(), a.rpc(), a.counters(), a.node()::viewId, () -> 0,
+        id -> asked.incrementAndGet() < 0, new EventLog(), TestingAids.fromSystemProperties(), a.pushes());
+    assertEquals(Optional.empty(), fromA.pushTo("b", entries, Wire.PushKind.SWEEP, () -> false, () -> true));
+    assertEquals(1, pushes.get(), "no page sent");
+    assertEquals(1, asked.get(), "asked once whether b serves");
   }
 
   /**
