@@ -49,9 +49,11 @@ final class Sweeper {
   /**
    * Hands entries this peer holds but does not own to their owners, several at once
    * ({@link Transfers#pushToOwners}), then drops them; the peer interrupting the sweep (it stops)
-   * ends those pushes. Skipped while ownership changes are pending or running (they move those
-   * entries themselves), and when neither the store, the ring nor the peer's place in it changed
-   * since a pass found no stray.
+   * ends those pushes, and so does a change of the ring: the pushes of a sweep on a ring no longer
+   * current send no further page, so that the hand-off of the new view does not wait behind them
+   * on the push threads, and their strays are kept for the next sweep, on the new ring. Skipped
+   * while ownership changes are pending or running (they move those entries themselves), and when
+   * neither the store, the ring nor the peer's place in it changed since a pass found no stray.
    */
   void sweep() {
     long changes = store.changes(); // before the pass: a change during it makes the next one look again
@@ -74,7 +76,8 @@ final class Sweeper {
     }
     passes++;
     clean = strays.isEmpty() ? new Clean(ring, inRing, changes) : null;
-    Map<String, Address> took = transfers.pushToOwners(strays, routing::isLive, Wire.PushKind.SWEEP, () -> false);
+    Map<String, Address> took = transfers.pushToOwners(strays, routing::isLive, Wire.PushKind.SWEEP, () -> false,
+        () -> routing.ring() != ring);
     long moved = 0;
     Set<String> peers = new TreeSet<>();
     // Dropped only if the ring did not change during the pushes (else the next sweep, on the new

@@ -7,16 +7,26 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.ringmaster.Ringmaster;
+import io.ringmaster.TestThreads;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.UnaryOperator;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
+import org.jgroups.Address;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -280,6 +290,92 @@ class SweepTest {
     assertEquals(Optional.of(strays.get(1)), b.store().get(strays.get(1).key()));
     assertEquals(0, c.store().size(), "c dropped both");
     assertEquals(2, c.counters().strayKeysHandedOff.sum());
+  }
+
+  /**
+   * A sweep whose ring changes under it (d joins once its first page is sent) sends no further
+   * page: the hand-off of the new view, queued behind it on c's one push thread, goes next, not
+   * after every page the stale sweep had left. That sweep drops nothing, and the next one, on the
+   * new ring, hands every stray to its owner. One replica; the strays, three pages of them, are a's.
+   */
+  @Test
+  void aSweepWhoseRingChanges_sendsNoFurtherPage_andTheNewViewsHandOffGoesNext() throws Exception {
+    cluster = InJvmPeer.clusterName("sweep-stale");
+    UnaryOperator<Ringmaster.Builder> oneReplica = builder -> builder.replicas(1);
+    peers.add(a = InJvmPeer.start(cluster, "a", TestingAids.fromSystemProperties(), oneReplica));
+    peers.add(c = InJvmPeer.start(cluster, "c", InJvmPeer.aidsWith(TestingAids.PUSH_THREADS, "1"), oneReplica));
+    InJvmPeer.awaitOneRing(peers);
+    List<Entry> strays = new ArrayList<>();
+    String big = "x".repeat(Transfers.PAGE_BYTES / 7); // weighs 3 bytes a char: two to a page
+    for (int i = 0; strays.size() < 6; i++) {
+      if (c.routing().owners("stray-" + i).equals(List.of("a"))) {
+        strays.add(Entry.of("stray-" + i, big + i, new Version(VersionClock.systemMicros(), "c")));
+        c.store().merge(strays.get(strays.size() - 1));
+      }
+    }
+    List<String> received = new CopyOnWriteArrayList<>(); // the destination of each push page, in order
+    recordPushes(a, received);
+    CountDownLatch firstPageSent = new CountDownLatch(1);
+    CountDownLatch goOn = new CountDownLatch(1);
+    AtomicBoolean first = new AtomicBoolean(true);
+    c.transfers().afterPage = page -> {
+      if (first.getAndSet(false)) {
+        firstPageSent.countDown();
+        try {
+          goOn.await(60, TimeUnit.SECONDS); // let go by the test once the hand-off is queued
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    };
+    Entry moving = Entry.of("moving", "v", new Version(VersionClock.systemMicros(), "c"));
+    CompletableFuture<Void> sweep = CompletableFuture.runAsync(() -> c.sweeper().sweep(), TestThreads.ON_OWN_THREAD);
+    CompletableFuture<Map<String, Address>> handOff = null;
+    try {
+      await("the sweep's first page").atMost(Duration.ofSeconds(20))
+          .until(() -> firstPageSent.getCount() == 0 || sweep.isDone());
+      assertEquals(0, firstPageSent.getCount(), "the sweep sent its first page");
+      InJvmPeer d = InJvmPeer.start(cluster, "d", TestingAids.fromSystemProperties(), oneReplica);
+      peers.add(d);
+      recordPushes(d, received);
+      InJvmPeer.awaitOneRing(peers);
+      handOff = CompletableFuture.supplyAsync(() -> c.transfers().pushToEach(Map.of("d", List.of(moving)),
+          Wire.PushKind.MIGRATION, () -> false), TestThreads.ON_OWN_THREAD);
+      ThreadPoolExecutor pushThreads = (ThreadPoolExecutor) c.pushes();
+      await("the hand-off queued behind the sweep").atMost(Duration.ofSeconds(20))
+          .until(() -> pushThreads.getQueue().size() == 1);
+    } finally {
+      goOn.countDown();
+      sweep.get(60, TimeUnit.SECONDS); // the test leaves no thread running
+      if (handOff != null) {
+        handOff.get(60, TimeUnit.SECONDS);
+      }
+    }
+
+    assertEquals(Set.of("d"), handOff.get().keySet(), "d took the hand-off");
+    assertEquals(List.of("a", "d"), received, "the sweep's first page, then the hand-off: no page of a stale sweep");
+    for (Entry e : strays) {
+      assertEquals(Optional.of(e), c.store().get(e.key()), "c keeps " + e.key() + ": its sweep's ring is stale");
+    }
+    assertEquals(0, c.counters().strayKeysHandedOff.sum());
+
+    c.sweeper().sweep(); // on the new ring
+
+    for (Entry e : strays) {
+      InJvmPeer owner = peers.stream().filter(p -> p.routing().owners(e.key()).equals(List.of(p.id())))
+          .findFirst().orElseThrow();
+      assertEquals(Optional.of(e), owner.store().get(e.key()), owner.id() + " took " + e.key());
+      assertTrue(c.store().get(e.key()).isEmpty(), "c dropped " + e.key());
+    }
+    assertEquals(strays.size(), c.counters().strayKeysHandedOff.sum());
+  }
+
+  /** Has {@code peer} note its id in {@code received} for each push page it is sent, then take the page. */
+  private static void recordPushes(InJvmPeer peer, List<String> received) {
+    peer.rpc().handle(Wire.OP_PUSH, in -> {
+      received.add(peer.id());
+      return peer.transfers().handlePush(in);
+    });
   }
 
   /**
