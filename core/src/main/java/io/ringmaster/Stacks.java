@@ -71,11 +71,14 @@ final class Stacks {
   /**
    * For a stack not found whose file name is that of a stack shipped in the jar ({@code
    * "localhost-tcp.xml"}, or {@code "config/jgroups/localhost-tcp.xml"} run from elsewhere), the
-   * name that finds it; otherwise nothing.
+   * name that finds it; otherwise nothing. Only an {@code .xml} name, as the shipped stacks are:
+   * a path ending in {@code "."} or {@code ".."} would name the resource directory itself, which a
+   * class path of directories (an IDE's, a test run's) finds.
    */
   private static String shippedUnderThatName(Path missing) {
     Path name = missing.getFileName();
-    if (name == null || Stacks.class.getClassLoader().getResource(SHIPPED + name) == null) {
+    if (name == null || !name.toString().endsWith(".xml")
+        || Stacks.class.getClassLoader().getResource(SHIPPED + name) == null) {
       return "";
     }
     return "; the jar ships a stack of that name as " + SettingChecks.shown(SHIPPED + name);

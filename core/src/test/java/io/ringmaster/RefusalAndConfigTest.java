@@ -1520,6 +1520,10 @@ class RefusalAndConfigTest {
     IllegalArgumentException other = assertThrows(IllegalArgumentException.class,
         () -> Ringmaster.builder().nodeId("a").jgroupsConfig("stacks/localhost-udp.xml").buildConfig());
     assertFalse(other.getMessage().contains("ships"), other.getMessage());
+    // Its file name ".": the shipped stacks' directory, a resource when the classes are a directory.
+    IllegalArgumentException dot = assertThrows(IllegalArgumentException.class,
+        () -> Ringmaster.builder().nodeId("a").jgroupsConfig("no-such-directory/.").buildConfig());
+    assertFalse(dot.getMessage().contains("ships"), dot.getMessage());
   }
 
   /**
