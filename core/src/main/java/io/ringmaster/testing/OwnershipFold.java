@@ -31,7 +31,7 @@ import java.util.SplittableRandom;
  * violation that names both members; {@link #disagreement(Ringmaster)} with another node names
  * both too. Add it before {@code start()} (or to a running node, whose first change
  * is its ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so
- * it may be added again once its {@link io.ringmaster.Registration} ended, except while the
+ * it may be added again to the same node once its {@link io.ringmaster.Registration} ended, except while the
  * cluster refuses the node, when no {@code INITIAL} change comes), and compare once the
  * node's listeners have handled its current ring
  * ({@link LocalCluster#awaitSettled}, or {@link Ringmaster#awaitListeners}): the fold lags the
