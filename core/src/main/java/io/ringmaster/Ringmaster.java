@@ -1570,12 +1570,13 @@ public final class Ringmaster implements AutoCloseable {
      * The JGroups stack: a file path, or a classpath resource such as {@code ringmaster/jgroups/in-jvm.xml}
      * (the jar ships {@code localhost-tcp.xml}, {@code lan-udp.xml}, {@code in-jvm.xml} and
      * {@code secure-tcp.xml} under {@code ringmaster/jgroups/}; a bare name of one is not found, and
-     * the error names the resource that is). A regular file at that path (relative to the working directory) wins over a classpath
-     * resource of the same name. {@link #buildConfig()} fails naming it when it is missing, is not
-     * a JGroups {@code <config>} with protocols, or has no {@code pbcast.GMS} (no member could
-     * join), and logs a WARNING for a stack without MERGE3 (partitions would never heal), without
-     * a failure detector (a crashed member would stay in the view), or with the secret's AUTH but
-     * no encryption; the protocols' own settings are checked when the node starts.
+     * the error names the resource that is). A regular file at that path (relative to the working
+     * directory) wins over a classpath resource of the same name. {@link #buildConfig()} fails
+     * naming it when it is missing, is not a JGroups {@code <config>} with protocols, or has no
+     * {@code pbcast.GMS} (no member could join), and logs a WARNING for a stack without MERGE3
+     * (partitions would never heal), without a failure detector (a crashed member would stay in
+     * the view), or with the secret's AUTH but no encryption; the protocols' own settings are
+     * checked when the node starts.
      */
     public Builder jgroupsConfig(String jgroupsConfig) {
       this.jgroupsConfig = SettingChecks.nonEmpty("jgroupsConfig", jgroupsConfig);
