@@ -159,8 +159,13 @@ final class Transfers {
     for (int round = 1; ; round++) {
       Optional<Address> process = routing.addressOf(destination);
       if (process.isEmpty()) {
-        LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: it is not in the view", routing.self(),
-            entries.size(), destination);
+        if (stop.getAsBoolean()) { // a sweep's whose ring changed: often by this destination's leave, no fault
+          LOG.log(Level.DEBUG, "{0}: push of {1} entries to {2} not sent: stopped", routing.self(), entries.size(),
+              destination);
+        } else {
+          LOG.log(Level.WARNING, "{0}: push of {1} entries to {2} failed: it is not in the view", routing.self(),
+              entries.size(), destination);
+        }
         return Optional.empty();
       }
       PushOutcome outcome = pushPages(destination, process.get(), entries, kind, expired, stop);

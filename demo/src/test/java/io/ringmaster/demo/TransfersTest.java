@@ -488,6 +488,23 @@ class TransfersTest {
   }
 
   /**
+   * A push told to stop whose destination is no longer in the view (a sweep's, queued behind other
+   * pushes while the ring changed with that destination's leave) ends as any stopped push does, at
+   * DEBUG: no WARNING for a peer that left as it should.
+   */
+  @Test
+  void aStoppedPush_toAnIdNoLongerInTheView_endsWithoutAWarning() throws Exception {
+    startAAndB(TestingAids.fromSystemProperties());
+    List<Entry> held = List.of(entry("k1", "v1", 1), entry("k2", "v2", 1));
+
+    List<LogRecord> logged = Logged.by(Transfers.class, () -> assertEquals(Optional.empty(),
+        a.transfers().pushTo("gone", held, Wire.PushKind.SWEEP, () -> false, () -> true)));
+
+    assertEquals(List.of(), Logged.messages(logged, Level.WARNING));
+    assertEquals(List.of("a: push of 2 entries to gone not sent: stopped"), Logged.messages(logged, Level.FINE));
+  }
+
+  /**
    * A push whose destination starts to leave after the first page: it refuses the second as
    * leaving, which is no fault (DEBUG, not WARNING), naming that page's entries.
    */
