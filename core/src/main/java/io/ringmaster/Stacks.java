@@ -40,6 +40,8 @@ import org.jgroups.util.Util;
 /** Loads a JGroups stack and applies the node's network settings to it. */
 final class Stacks {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
+  /** Where the jar holds the stacks of {@code config/jgroups}. */
+  private static final String SHIPPED = "ringmaster/jgroups/";
 
   private Stacks() {}
 
@@ -64,9 +66,6 @@ final class Stacks {
           + shippedUnderThatName(file));
     }
   }
-
-  /** Where the jar holds the stacks of {@code config/jgroups}. */
-  private static final String SHIPPED = "ringmaster/jgroups/";
 
   /**
    * For a stack not found whose file name is that of a stack shipped in the jar ({@code

@@ -143,9 +143,10 @@ final class Transfers {
    * Pushes entries in pages, giving up (unacknowledged) once {@code expired}: tested before each
    * attempt after a page's first, so that a push to a slow peer ends within about one
    * {@link #PUSH_TIMEOUT} a page of it (a leave's budget), and each page is still tried once; or
-   * once {@code stop}: tested before every attempt, a page's first included, so that a push no
-   * longer wanted (a sweep's, once the ring it read has changed) sends no further page and leaves
-   * the push threads to the pushes queued behind it. Every page goes to the one process that holds
+   * once {@code stop}: tested before every attempt, a page's first included (and while the push
+   * waits for the destination to serve), so that a push no longer wanted (a sweep's, once the ring
+   * it read has changed) sends no further page and leaves the push threads to the pushes queued
+   * behind it. Every page goes to the one process that holds
    * the destination's id when the push starts: a destination restarted under its id between two
    * pages has lost the pages its old process took, so the push starts again, at the new process (at
    * most {@link #ATTEMPTS} times in all). On an interrupted thread (the peer stopping its sweeps and
