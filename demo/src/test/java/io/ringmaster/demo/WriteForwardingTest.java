@@ -12,10 +12,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -52,6 +54,32 @@ class WriteForwardingTest {
   /** A key that a and b own in the ring the three share, so c holds it only if b forwards it. */
   private String keyOwnedByAAndB() {
     return a.keyOwnedBy(Set.of("a", "b"));
+  }
+
+  /**
+   * A write through an owner of its key stores the writer's copy itself, never over the channel,
+   * and calls each other owner once: in its first round, which then holds every copy. (Skipping
+   * only the others, or calling itself as well, still ends stored, a round or a copy later.)
+   */
+  @Test
+  void aWriteThroughAnOwner_storesItsOwnCopyItself_andCallsEachOtherOwnerOnce() {
+    String key = keyOwnedByAAndB();
+    Map<String, AtomicInteger> writesServed = new TreeMap<>();
+    for (InJvmPeer n : nodes) {
+      AtomicInteger served = new AtomicInteger();
+      writesServed.put(n.id(), served);
+      n.rpc().handleQuickly(Wire.OP_WRITE, in -> {
+        served.incrementAndGet();
+        return n.kv().handleWrite(in);
+      });
+    }
+
+    KvService.Written written = a.kv().put(key, "v1");
+
+    assertEquals(Set.of("a", "b"), Set.copyOf(written.owners()));
+    assertEquals("{a=0, b=1, c=0}", writesServed.toString(), "write requests each peer served");
+    assertEquals(written.version(), b.store().get(key).orElseThrow().version());
+    assertEquals(written.version(), a.store().get(key).orElseThrow().version());
   }
 
   @Test
