@@ -29,10 +29,10 @@ import java.util.SplittableRandom;
  * <p>One fold per node: the fold belongs to the member of the first change it hears, and a change
  * of another member (the fold added to several nodes) is kept but not folded, and reported as a
  * violation that names both members; {@link #disagreement(Ringmaster)} with another node names
- * both too. Add it before {@code start()} (or to a running node, whose first change
- * is its ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so
- * it may be added again to the same node once its {@link io.ringmaster.Registration} ended, except while the
- * cluster refuses the node, when no {@code INITIAL} change comes), and compare once the
+ * both too. Add it before {@code start()} (or to a running node, whose first change is its
+ * ownership then, from nothing: at such an {@code INITIAL} change the fold starts over, so it may
+ * be added again to the same node once its {@link io.ringmaster.Registration} ended, except while
+ * the cluster refuses the node, when no {@code INITIAL} change comes), and compare once the
  * node's listeners have handled its current ring
  * ({@link LocalCluster#awaitSettled}, or {@link Ringmaster#awaitListeners}): the fold lags the
  * ring by the callbacks still queued. Thread-safe.
