@@ -491,7 +491,10 @@ class OwnershipCallbacksTest {
           }
         };
         startListening(cluster, cluster.builder("shared").leaveTimeout(Duration.ofMinutes(5)), serial, closer, self);
-        // (added after start: its first call, the members then, queues behind the closer's join)
+        // start() returns once the ring is published, maybe before its callbacks reach their
+        // executors: once the closer's join has begun it holds the executor, and the first call of a
+        // listener added then, the members, queues behind it
+        await().atMost(WAIT).until(() -> calls.contains("closer VIEW"));
         self.get().addMembershipListener(m -> calls.add("members"), serial);
         added.countDown();
         await().atMost(WAIT).until(() -> calls.contains("members") && calls.contains("closer LEAVING"));
