@@ -513,8 +513,11 @@ class LauncherCommandsTest {
     Process peer = launcher.peers.get("peer-1").process();
     assertFalse(peer.isAlive(), "stopped, and waited for, before run returned");
     assertEquals(143, peer.exitValue(), "SIGTERM (143), not SIGKILL (137)");
-    assertTrue(Launcher.lastLine(log, "peer-1 left the cluster in ").isPresent(),
-        "it finished its start, then left the cluster: " + Files.readString(log));
+    // Started (serving), it then left the cluster. (On a machine loaded enough to hold its JVM's
+    // start past the limit, the stop can come before the peer starts: then there is nothing to hand off.)
+    boolean started = Launcher.lastLine(log, "peer-1 serving ").isPresent();
+    assertTrue(!started || Launcher.lastLine(log, "peer-1 left the cluster in ").isPresent(),
+        "a peer that started leaves the cluster before it exits: " + Files.readString(log));
   }
 
   /**
