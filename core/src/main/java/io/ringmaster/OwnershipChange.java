@@ -1,9 +1,13 @@
 package io.ringmaster;
 
 import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.KeyRange;
+import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.function.ToLongFunction;
 
 /**
  * What the local member gained and lost between two rings. Carries both rings and both view ids
@@ -122,5 +126,69 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
   /** The replica count the change was computed for. */
   public int replicas() {
     return diff.replicas();
+  }
+
+  /**
+   * The sources of a gained range that are members of {@link #ring()}: those still in the cluster
+   * to fetch from. A member that crashed or left in this view is among {@code gained.sources()}
+   * (it held the range) but not here; with one replica, a range gained from a crashed member has
+   * no source left, and its data must come from storage of the application's own. Primary first,
+   * as in {@code sources()}.
+   *
+   * @throws NullPointerException if {@code gained} is null
+   */
+  public List<Member> sourcesInRing(RingDiff.Gained gained) {
+    Objects.requireNonNull(gained, "gained");
+    return gained.sources().stream().filter(source -> ring.contains(source.id())).toList();
+  }
+
+  /**
+   * Groups keys by the lost range that holds them, in the order of {@link #lost()}: for each
+   * range, the keys to hand to its {@code destinations()}. Keys in no lost range are left out, and
+   * the keys are not removed from {@code keys}, which is read once (a concurrent map's live key
+   * set will do). As {@link KeyRange#partition(List, java.util.function.Function, Iterable)}, in
+   * {@code O(log ranges)} per key.
+   *
+   * <pre>{@code
+   * change.lostKeys(store.keySet()).forEach((lost, keys) -> store.push(keys, lost.destinations()));
+   * }</pre>
+   *
+   * @throws NullPointerException if {@code keys} is null
+   */
+  public Map<RingDiff.Lost, List<String>> lostKeys(Iterable<String> keys) {
+    return lostKeys(keys, HashRing::position);
+  }
+
+  /**
+   * As {@link #lostKeys(Iterable)}, for keys of any type placed on the ring by {@code positionOf}:
+   * for {@code byte[]} keys, {@code HashRing::position}.
+   *
+   * @throws NullPointerException if {@code keys} or {@code positionOf} is null
+   */
+  public <K> Map<RingDiff.Lost, List<K>> lostKeys(Iterable<K> keys, ToLongFunction<? super K> positionOf) {
+    return KeyRange.partition(lost(), RingDiff.Lost::range, Objects.requireNonNull(keys, "keys"),
+        Objects.requireNonNull(positionOf, "positionOf"));
+  }
+
+  /**
+   * Groups keys by the gained range that holds them, in the order of {@link #gained()}: given a
+   * source's keys, for each range, the keys to fetch from it. Keys in no gained range are left out;
+   * {@code keys} is read once, as in {@link #lostKeys(Iterable)}.
+   *
+   * @throws NullPointerException if {@code keys} is null
+   */
+  public Map<RingDiff.Gained, List<String>> gainedKeys(Iterable<String> keys) {
+    return gainedKeys(keys, HashRing::position);
+  }
+
+  /**
+   * As {@link #gainedKeys(Iterable)}, for keys of any type placed on the ring by
+   * {@code positionOf}: for {@code byte[]} keys, {@code HashRing::position}.
+   *
+   * @throws NullPointerException if {@code keys} or {@code positionOf} is null
+   */
+  public <K> Map<RingDiff.Gained, List<K>> gainedKeys(Iterable<K> keys, ToLongFunction<? super K> positionOf) {
+    return KeyRange.partition(gained(), RingDiff.Gained::range, Objects.requireNonNull(keys, "keys"),
+        Objects.requireNonNull(positionOf, "positionOf"));
   }
 }

@@ -922,6 +922,20 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
+   * Whether this node has begun to leave the cluster: true from the moment {@link #close()} is
+   * called (and after a {@link #start()} that failed once its first ring was installed, which
+   * leaves as close() does, or the test kit's {@code LocalCluster.crash}), and for good after. A
+   * store's request threads can read it to stop taking writes before the {@code LEAVING} change's
+   * hand-off: until the node has left, {@link #isLocal} still answers true for the keys it hands
+   * off (the other members route to it until they install the view without it), and a write taken
+   * after the push has read its keys would be lost with the node. False before close(), including
+   * while a rejoin runs. Lock-free.
+   */
+  public boolean isLeaving() {
+    return closeCalled.get();
+  }
+
+  /**
    * The primary owner of a key. Allocation-free.
    *
    * @throws IllegalStateException until this node has installed its first ring (before or during

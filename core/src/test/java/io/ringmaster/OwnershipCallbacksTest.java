@@ -150,6 +150,37 @@ class OwnershipCallbacksTest {
     }
   }
 
+  /**
+   * isLeaving() is false until close(), and true in the LEAVING callback, where the hand-off
+   * starts while isLocal still answers true for the keys handed off: what a store reads to stop
+   * taking writes for them. It stays true after close(), and says nothing of other nodes.
+   */
+  @Test
+  void isLeaving_isFalseUntilClose_andTrueInTheLeavingCallback_whileIsLocalStillAnswersForItsKeys() {
+    try (TestCluster cluster = new TestCluster("is-leaving")) {
+      Ringmaster keeper = cluster.start("keeper");
+      List<String> keys = IntStream.range(0, 1_000).mapToObj(k -> "key-" + k).toList();
+      List<String> seen = new CopyOnWriteArrayList<>();
+      Ringmaster leaver = cluster.start(cluster.builder("leaver"), node -> {
+        seen.add("before start: leaving " + node.isLeaving());
+        node.addOwnershipListener(change -> {
+          List<String> handedOff = change.lostKeys(keys).values().stream().flatMap(List::stream).toList();
+          seen.add(change.reason() + ": leaving " + node.isLeaving() + ", hands off " + !handedOff.isEmpty()
+              + ", all still local " + handedOff.stream().allMatch(node::isLocal));
+        });
+      });
+      await().atMost(WAIT).until(() -> seen.size() == 2);
+      assertFalse(leaver.isLeaving(), "running");
+
+      leaver.close();
+      assertTrue(leaver.isLeaving(), "closed");
+      assertFalse(keeper.isLeaving(), "another node");
+      await().atMost(WAIT).until(() -> seen.size() == 3);
+      assertEquals(List.of("before start: leaving false", "VIEW: leaving false, hands off false, all still local true",
+          "LEAVING: leaving true, hands off true, all still local true"), seen);
+    }
+  }
+
   @Test
   void close_withLeaveTimeoutZero_stillDeliversLeaving_thenLooksUpInTheRingItLeftBehind() {
     // A leaveTimeout of 0 is no reason to give up on the view thread queuing the change: close()

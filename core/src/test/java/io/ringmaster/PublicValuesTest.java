@@ -10,8 +10,12 @@ import io.ringmaster.OwnershipChange.Reason;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -54,6 +58,68 @@ class PublicValuesTest {
         RingDiff.compute(AB, true, onlyB, false, "a", 1));
     assertFalse(leaving.inRing(), leaving::toString);
     assertFalse(leaving.lost().isEmpty(), "a lost what b took over: " + leaving);
+  }
+
+  /**
+   * With two replicas, as c crashes out of {a, b, c, d}: a key is among a's gained keys exactly when
+   * a owns it now and did not before, filed under the gain whose sources are the key's owners
+   * before; the sources still in the ring are those but c, in their order. As c leaves instead, a
+   * key is among c's lost keys exactly when c owned it, under the loss whose destinations are the
+   * key's owners now. String keys and their UTF-8 bytes are grouped alike.
+   */
+  @Test
+  void ownershipChange_groupsKeysByItsRanges_andNamesTheSourcesStillInTheRing() {
+    HashRing before = EMPTY.withMembers(List.of(Member.of("a"), Member.of("b"), Member.of("c"), Member.of("d")));
+    HashRing after = before.without("c");
+    List<String> keys = IntStream.range(0, 5_000).mapToObj(k -> "user:" + k).toList();
+    List<byte[]> rawKeys = keys.stream().map(k -> k.getBytes(StandardCharsets.UTF_8)).toList();
+
+    OwnershipChange crash = new OwnershipChange(Reason.VIEW, 1, 2, before, after,
+        RingDiff.compute(before, after, "a", 2));
+    Map<RingDiff.Gained, List<String>> gained = crash.gainedKeys(keys);
+    Map<String, RingDiff.Gained> gainOf = new HashMap<>();
+    gained.forEach((gain, inIt) -> inIt.forEach(key -> gainOf.put(key, gain)));
+    int fromC = 0;
+    for (String key : keys) {
+      boolean gain = after.owners(key, 2).contains(Member.of("a")) && !before.owners(key, 2).contains(Member.of("a"));
+      assertEquals(gain, gainOf.containsKey(key), key);
+      if (gain) {
+        List<Member> sources = gainOf.get(key).sources();
+        assertEquals(before.owners(key, 2), sources, key);
+        List<Member> inRing = new ArrayList<>(sources);
+        fromC += inRing.remove(Member.of("c")) ? 1 : 0;
+        assertEquals(inRing, crash.sourcesInRing(gainOf.get(key)), key);
+      }
+    }
+    assertTrue(fromC > 0, "some of a's gains were c's");
+    assertEquals(gained.keySet().stream().toList(),
+        crash.gained().stream().filter(gained::containsKey).toList(), "in the order of gained()");
+    Map<RingDiff.Gained, List<String>> gainedFromBytes = new HashMap<>();
+    crash.gainedKeys(rawKeys, HashRing::position).forEach((gain, inIt) ->
+        gainedFromBytes.put(gain, inIt.stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList()));
+    assertEquals(gained, gainedFromBytes);
+
+    OwnershipChange leave = new OwnershipChange(Reason.LEAVING, 2, 2, before, after,
+        RingDiff.compute(before, after, "c", 2));
+    Map<RingDiff.Lost, List<String>> lost = leave.lostKeys(keys);
+    Map<String, RingDiff.Lost> lossOf = new HashMap<>();
+    lost.forEach((loss, inIt) -> inIt.forEach(key -> lossOf.put(key, loss)));
+    for (String key : keys) {
+      assertEquals(before.owners(key, 2).contains(Member.of("c")), lossOf.containsKey(key), key);
+      if (lossOf.containsKey(key)) {
+        assertEquals(after.owners(key, 2), lossOf.get(key).destinations(), key);
+      }
+    }
+    Map<RingDiff.Lost, List<String>> lostFromBytes = new HashMap<>();
+    leave.lostKeys(rawKeys, HashRing::position).forEach((loss, inIt) ->
+        lostFromBytes.put(loss, inIt.stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList()));
+    assertEquals(lost, lostFromBytes);
+    assertEquals(Map.of(), leave.gainedKeys(keys), "c gained nothing");
+
+    assertRefusesNull("keys", () -> crash.lostKeys(null));
+    assertRefusesNull("keys", () -> crash.gainedKeys((List<String>) null, HashRing::position));
+    assertRefusesNull("positionOf", () -> crash.gainedKeys(rawKeys, null));
+    assertRefusesNull("gained", () -> crash.sourcesInRing(null));
   }
 
   @Test

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
-import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import io.ringmaster.testing.LocalCluster;
@@ -26,7 +25,7 @@ import org.junit.jupiter.api.Test;
  * change it pushes the entries of the ranges it lost to their new owner ({@link
  * RingDiff.Lost#destinations()}) and pulls those of the ranges it gained from their old owner
  * ({@link RingDiff.Gained#sources()}), picking the keys of each range with {@link
- * KeyRange#partition}. The pull is what recovers a crashed node's entries, whose listeners hear
+ * OwnershipChange#lostKeys} and {@link OwnershipChange#gainedKeys}. The pull is what recovers a crashed node's entries, whose listeners hear
  * nothing; the push is what hands a leaving node's on.
  */
 class ShardedCacheExampleTest {
@@ -87,13 +86,13 @@ class ShardedCacheExampleTest {
   /** The cache's listener: push what was lost, pull what was gained. */
   private void onChange(String id, OwnershipChange change) {
     Map<String, String> mine = caches.get(id);
-    KeyRange.partition(change.lost(), RingDiff.Lost::range, List.copyOf(mine.keySet()))
+    change.lostKeys(mine.keySet())
         .forEach((lost, keys) -> keys.forEach(key -> move(key, id, lost.destinations().get(0).id(), Via.PUSH)));
 
     Set<String> sources = new LinkedHashSet<>();
     change.gained().forEach(gained -> gained.sources().forEach(source -> sources.add(source.id())));
     for (String source : sources) {
-      KeyRange.partition(change.gained(), RingDiff.Gained::range, List.copyOf(caches.get(source).keySet()))
+      change.gainedKeys(caches.get(source).keySet())
           .forEach((gained, keys) -> {
             if (gained.sources().get(0).id().equals(source)) {
               keys.forEach(key -> move(key, source, id, Via.PULL));
