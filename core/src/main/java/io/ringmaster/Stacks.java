@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
+import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
@@ -12,6 +13,7 @@ import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -30,11 +32,14 @@ import org.jgroups.conf.ProtocolConfiguration;
 import org.jgroups.conf.ProtocolStackConfigurator;
 import org.jgroups.protocols.Encrypt;
 import org.jgroups.protocols.FD_SOCK2;
+import org.jgroups.protocols.SHARED_LOOPBACK;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.UDP;
 import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.stack.Protocol;
 import org.jgroups.stack.ProtocolStack;
+import org.jgroups.util.StackType;
 import org.jgroups.util.Util;
 
 /** Loads a JGroups stack and applies the node's network settings to it. */
@@ -527,6 +532,7 @@ final class Stacks {
     }
     configureBeforeInit(stack.getProtocolStack(), config);
     String hosts = initialHosts(stack.getProtocolStack());
+    List<NamedAddress> named = namedAddresses(stack.getProtocolStack());
     Channel channel;
     SharedSecret.forNextStack(config.secret());
     try {
@@ -562,6 +568,7 @@ final class Stacks {
             + " makes the node's address (RELAY2 with enable_address_tagging, or RELAY3, say), which Ringmaster"
             + " does not support: it makes the address itself, carrying the node's id and ring parameters");
       }
+      refuseReplacedAddresses(channel, config, named);
       configure(channel, config);
       warnIfOnlyLoopbackHosts(channel, config, hosts);
     } catch (Exception | Error e) {
@@ -668,6 +675,105 @@ final class Stacks {
         }
       }
     }
+  }
+
+  /**
+   * An address a stack names by an IP literal, for an attribute JGroups may replace with one of its
+   * own choosing: the {@code index}-th protocol of the stack file (the transport first).
+   */
+  private record NamedAddress(int index, String protocol, String attribute, String literal) {}
+
+  /** The attributes whose literal addresses {@link #refuseReplacedAddresses} checks. */
+  private static final List<String> ADDRESS_ATTRIBUTES = List.of("bind_addr", "mcast_addr");
+
+  /**
+   * The addresses the stack names by IP literals, once its variables are substituted ({@code
+   * ${ringmaster.bind_addr:127.0.0.1}} names 127.0.0.1 unless the property is set): not keywords
+   * ({@code site_local}, {@code match-interface:...}), names or lists, which JGroups resolves by
+   * rules of its own, nor the addresses of {@code SHARED_LOOPBACK}, which opens no socket.
+   */
+  private static List<NamedAddress> namedAddresses(List<ProtocolConfiguration> protocols) {
+    List<NamedAddress> named = new ArrayList<>();
+    for (int i = 0; i < protocols.size(); i++) {
+      ProtocolConfiguration p = protocols.get(i);
+      if (isProtocolClass(p.getProtocolName(), SHARED_LOOPBACK.class)) {
+        continue;
+      }
+      for (String attribute : ADDRESS_ATTRIBUTES) {
+        String raw = p.getProperties().get(attribute);
+        String value = raw == null ? null : Util.substituteVariable(raw);
+        if (value != null && isIpLiteral(value.trim())) {
+          named.add(new NamedAddress(i, p.getProtocolName(), attribute, value.trim()));
+        }
+      }
+    }
+    return named;
+  }
+
+  /** An IPv4 literal of four numbers up to 255, or an IPv6 literal without a scope: parsed without a lookup. */
+  static boolean isIpLiteral(String value) {
+    if (value.matches("[0-9]{1,3}(\\.[0-9]{1,3}){3}")) {
+      for (String part : value.split("\\.")) {
+        if (Integer.parseInt(part) > 255) {
+          return false;
+        }
+      }
+      return true;
+    }
+    return value.matches("[0-9a-fA-F:]*:[0-9a-fA-F:.]*");
+  }
+
+  /**
+   * Refuses a stack whose literal address JGroups replaced as it built the stack. A JVM that
+   * prefers IPv6 addresses ({@code -Djava.net.preferIPv6Addresses=true}, without {@code
+   * -Djava.net.preferIPv4Stack=true}) makes JGroups drop every IPv4 address a stack names, without
+   * a word: it binds {@code localhost-tcp.xml}'s transport to an IPv6 address of its choosing
+   * (another interface's, reachable from the network) instead of 127.0.0.1, and moves {@code
+   * lan-udp.xml}'s group from 239.8.8.9 to its own IPv6 default, so the node never finds its
+   * members and starts a cluster of its own. Measured on JGroups 5.5.7.
+   */
+  private static void refuseReplacedAddresses(JChannel channel, RingmasterConfig config, List<NamedAddress> named)
+      throws UnknownHostException {
+    List<Protocol> topDown = channel.getProtocolStack().getProtocols();
+    for (NamedAddress n : named) {
+      if (n.index() >= topDown.size()) {
+        return; // not the stack the file made: nothing to compare with
+      }
+      Protocol protocol = topDown.get(topDown.size() - 1 - n.index());
+      InetAddress wanted = InetAddress.getByName(n.literal()); // a literal: no lookup
+      Object used = propertyValue(protocol, n.attribute());
+      if (wanted.equals(used)) {
+        continue;
+      }
+      String shown = used instanceof InetAddress address ? address.getHostAddress() : String.valueOf(used);
+      String why = wanted instanceof Inet4Address && Util.getIpStackType() == StackType.IPv6
+          ? ": this JVM prefers IPv6 addresses (java.net.preferIPv6Addresses=true), and JGroups then drops the"
+              + " IPv4 addresses a stack names, so the node would never find its members; run it with"
+              + " -Djava.net.preferIPv4Stack=true (JGroups prefers IPv4 when both are set), or name IPv6 addresses"
+          : ": the node must use the address its stack names";
+      String source = n.attribute().equals("bind_addr") && config.bindAddress().isPresent()
+          ? " (from bindAddress " + config.bindAddress().get() + ")" : "";
+      throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + protocol.getName()
+          + "'s " + n.attribute() + " is " + n.literal() + source + ", but JGroups set it to " + shown + why
+          + variablesSet(config.jgroupsConfig()));
+    }
+  }
+
+  /**
+   * The value of a protocol's attribute, as the field behind it holds it: the field of that
+   * {@link Property} name, or of that name with no name given ({@code UDP}'s {@code mcast_addr} is
+   * the field {@code mcast_group_addr}); null if the protocol has no such field.
+   */
+  private static Object propertyValue(Protocol protocol, String attribute) {
+    for (Class<?> type = protocol.getClass(); type != null; type = type.getSuperclass()) {
+      for (Field field : type.getDeclaredFields()) {
+        Property property = field.getAnnotation(Property.class);
+        if (property != null && (property.name().isEmpty() ? field.getName() : property.name()).equals(attribute)) {
+          return Util.getField(field, protocol);
+        }
+      }
+    }
+    return null;
   }
 
   /** TCPPING's {@code initial_hosts} as JGroups reads them, or null: no TCPPING, or its hosts come from a file. */

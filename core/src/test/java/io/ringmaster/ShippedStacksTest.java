@@ -18,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -26,6 +27,8 @@ import org.jgroups.protocols.BaseBundler;
 import org.jgroups.protocols.FD_ALL3;
 import org.jgroups.protocols.PerDestinationBundler;
 import org.jgroups.protocols.TCP;
+import org.jgroups.protocols.TP;
+import org.jgroups.protocols.UDP;
 import org.jgroups.protocols.VERIFY_SUSPECT2;
 import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.stack.Protocol;
@@ -270,6 +273,88 @@ class ShippedStacksTest {
       }
     } finally {
       restore(outside);
+    }
+  }
+
+  /**
+   * A JVM that prefers IPv6 addresses makes JGroups drop, without a word, every IPv4 address a
+   * stack names: the node would bind elsewhere (another interface's IPv6 address, reachable from
+   * the network), or multicast to JGroups' IPv6 default group, and start a cluster of its own.
+   * Such a stack is refused as the node builds it, naming the attribute, both addresses, where the
+   * address came from and the fix; with {@code -Djava.net.preferIPv4Stack=true} as well, the stacks
+   * build with their own addresses. The in-JVM stack, which opens no socket, builds either way.
+   * Each case runs in a JVM of its own, since JGroups reads the two properties once per JVM.
+   */
+  @Test
+  void aJvmPreferringIPv6Addresses_isRefused_namingTheAddressJGroupsDropped_unlessIPv4IsPreferredToo()
+      throws Exception {
+    String v6 = "-Djava.net.preferIPv6Addresses=true";
+    String v4 = "-Djava.net.preferIPv4Stack=true";
+    String why = ": this JVM prefers IPv6 addresses (java.net.preferIPv6Addresses=true), and JGroups then drops the IPv4"
+        + " addresses a stack names, so the node would never find its members; run it with"
+        + " -Djava.net.preferIPv4Stack=true (JGroups prefers IPv4 when both are set), or name IPv6 addresses";
+    String variables = "( \\(the stack's variables set here: .*\\))?";
+    assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is"
+        + " 127.0.0.1, but JGroups set it to ") + "[0-9a-f:]+(%[a-z0-9]+)?" + Pattern.quote(why) + variables,
+        probeAddresses(v6, "localhost-tcp.xml"));
+    assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is"
+        + " 127.0.0.1 (from bindAddress 127.0.0.1), but JGroups set it to ") + "[0-9a-f:]+(%[a-z0-9]+)?"
+        + Pattern.quote(why) + variables, probeAddresses(v6, "localhost-tcp.xml", "127.0.0.1"));
+    assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/lan-udp.xml: UDP's mcast_addr is 239.8.8.9,"
+        + " but JGroups set it to ff0e:0:0:0:0:8:8:8" + why) + variables, probeAddresses(v6, "lan-udp.xml"));
+
+    assertEquals("built: bind_addr 127.0.0.1", probeAddresses(v6 + " " + v4, "localhost-tcp.xml"));
+    assertMatches("built: bind_addr [0-9.]+, mcast_addr 239\\.8\\.8\\.9", probeAddresses(v6 + " " + v4, "lan-udp.xml"));
+    assertMatches("built: bind_addr .+", probeAddresses(v6, "in-jvm.xml"));
+  }
+
+  private static void assertMatches(String regex, String actual) {
+    assertTrue(actual.matches(regex), () -> "expected to match " + regex + "\n but was " + actual);
+  }
+
+  /**
+   * What {@link AddressProbe} prints for a shipped stack (and a bindAddress, if given) in a JVM
+   * started with {@code jvmOptions} (split at spaces), and nothing else of the test JVM's options.
+   */
+  private static String probeAddresses(String jvmOptions, String... args) throws Exception {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-cp", System.getProperty("java.class.path")));
+    command.addAll(List.of(jvmOptions.split(" ")));
+    command.add(AddressProbe.class.getName());
+    command.addAll(List.of(args));
+    Path printed = Files.createTempFile("ringmaster-address-probe", ".out");
+    Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(printed.toFile()).start();
+    try {
+      boolean ended = process.waitFor(60, TimeUnit.SECONDS); // a file, not a pipe: a probe that hangs is bounded
+      String out = Files.readString(printed, StandardCharsets.UTF_8).strip();
+      assertTrue(ended, "the probe did not end: " + out);
+      assertEquals(0, process.exitValue(), out);
+      return out.lines().filter(line -> line.startsWith("built: ") || line.startsWith("refused: ")).findFirst()
+          .orElse(out);
+    } finally {
+      process.destroyForcibly();
+      Files.deleteIfExists(printed);
+    }
+  }
+
+  /**
+   * Builds a shipped stack (the first argument, a file name) as a node builds it, with the
+   * bindAddress given as a second argument, if any, and prints the transport's addresses, or why
+   * the stack was refused. Nothing is connected.
+   */
+  static final class AddressProbe {
+    public static void main(String[] args) {
+      Ringmaster.Builder builder = Ringmaster.builder().nodeId("address-probe").jgroupsConfig("ringmaster/jgroups/" + args[0]);
+      if (args.length > 1) {
+        builder.bindAddress(args[1]);
+      }
+      try (JChannel channel = Stacks.create(builder.buildConfig())) {
+        TP transport = channel.getProtocolStack().getTransport();
+        System.out.println("built: bind_addr " + transport.getBindAddress().getHostAddress()
+            + (transport instanceof UDP udp ? ", mcast_addr " + udp.getMulticastAddress().getHostAddress() : ""));
+      } catch (Exception e) {
+        System.out.println("refused: " + e.getMessage());
+      }
     }
   }
 
