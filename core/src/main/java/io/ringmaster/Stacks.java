@@ -532,7 +532,7 @@ final class Stacks {
     }
     configureBeforeInit(stack.getProtocolStack(), config);
     String hosts = initialHosts(stack.getProtocolStack());
-    List<NamedAddress> named = namedAddresses(stack.getProtocolStack());
+    List<NamedAddresses> named = namedAddresses(stack.getProtocolStack());
     Channel channel;
     SharedSecret.forNextStack(config.secret());
     try {
@@ -677,35 +677,26 @@ final class Stacks {
     }
   }
 
-  /**
-   * An address a stack names by an IP literal, for an attribute JGroups may replace with one of its
-   * own choosing: the {@code index}-th protocol of the stack file (the transport first).
-   */
-  private record NamedAddress(int index, String protocol, String attribute, String literal) {}
-
-  /** The attributes whose literal addresses {@link #refuseReplacedAddresses} checks. */
+  /** The attributes whose addresses {@link #refuseReplacedAddresses} checks. */
   private static final List<String> ADDRESS_ATTRIBUTES = List.of("bind_addr", "mcast_addr");
 
+  /** A protocol of a stack file, by name, and the addresses it gives for {@link #ADDRESS_ATTRIBUTES} (null: none). */
+  private record NamedAddresses(String protocol, Map<String, String> addresses) {}
+
   /**
-   * The addresses the stack names by IP literals, once its variables are substituted ({@code
-   * ${ringmaster.bind_addr:127.0.0.1}} names 127.0.0.1 unless the property is set): not keywords
-   * ({@code site_local}, {@code match-interface:...}), names or lists, which JGroups resolves by
-   * rules of its own, nor the addresses of {@code SHARED_LOOPBACK}, which opens no socket.
+   * The addresses the stack file names for {@link #ADDRESS_ATTRIBUTES}, once its variables are
+   * substituted ({@code ${ringmaster.bind_addr:127.0.0.1}} names 127.0.0.1 unless the property is
+   * set), by protocol (the transport first).
    */
-  private static List<NamedAddress> namedAddresses(List<ProtocolConfiguration> protocols) {
-    List<NamedAddress> named = new ArrayList<>();
-    for (int i = 0; i < protocols.size(); i++) {
-      ProtocolConfiguration p = protocols.get(i);
-      if (isProtocolClass(p.getProtocolName(), SHARED_LOOPBACK.class)) {
-        continue;
-      }
+  private static List<NamedAddresses> namedAddresses(List<ProtocolConfiguration> protocols) {
+    List<NamedAddresses> named = new ArrayList<>();
+    for (ProtocolConfiguration p : protocols) {
+      Map<String, String> addresses = new LinkedHashMap<>();
       for (String attribute : ADDRESS_ATTRIBUTES) {
         String raw = p.getProperties().get(attribute);
-        String value = raw == null ? null : Util.substituteVariable(raw);
-        if (value != null && isIpLiteral(value.trim())) {
-          named.add(new NamedAddress(i, p.getProtocolName(), attribute, value.trim()));
-        }
+        addresses.put(attribute, raw == null ? null : Util.substituteVariable(raw).trim());
       }
+      named.add(new NamedAddresses(p.getProtocolName(), addresses));
     }
     return named;
   }
@@ -724,52 +715,140 @@ final class Stacks {
   }
 
   /**
-   * Refuses a stack whose literal address JGroups replaced as it built the stack. A JVM that
-   * prefers IPv6 addresses ({@code -Djava.net.preferIPv6Addresses=true}, without {@code
-   * -Djava.net.preferIPv4Stack=true}) makes JGroups drop every IPv4 address a stack names, without
-   * a word: it binds {@code localhost-tcp.xml}'s transport to an IPv6 address of its choosing
-   * (another interface's, reachable from the network) instead of 127.0.0.1, and moves {@code
-   * lan-udp.xml}'s group from 239.8.8.9 to its own IPv6 default, so the node never finds its
-   * members and starts a cluster of its own. Measured on JGroups 5.5.7.
+   * Refuses a stack whose address, given as an IP literal, JGroups replaced with one nobody gave
+   * it as it built the stack. A JVM that prefers IPv6 addresses ({@code
+   * -Djava.net.preferIPv6Addresses=true}, without {@code -Djava.net.preferIPv4Stack=true}) makes
+   * JGroups drop every IPv4 address it is given, without a word: it binds {@code
+   * localhost-tcp.xml}'s transport to an IPv6 address of its choosing (another interface's,
+   * reachable from the network) instead of 127.0.0.1, and moves {@code lan-udp.xml}'s group from
+   * 239.8.8.9 to its own IPv6 default, so the node never finds its members and starts a cluster of
+   * its own (measured on JGroups 5.5.7).
+   *
+   * <p>An address may be given by the stack (after Ringmaster's settings) and by JGroups' own
+   * override, a system property or environment variable such as {@code jgroups.bind_addr}; JGroups
+   * takes the override for the transport but keeps an address the stack gives another protocol
+   * ({@code FD_SOCK2}), so either is accepted. A {@code bindAddress} that the override displaces
+   * from the transport is refused: JGroups would ignore the setting. Addresses given by keyword
+   * ({@code site_local}, {@code match-interface:...}), name or list are JGroups' to resolve and
+   * are not checked, nor is {@code SHARED_LOOPBACK}, which opens no socket.
    */
-  private static void refuseReplacedAddresses(JChannel channel, RingmasterConfig config, List<NamedAddress> named)
-      throws UnknownHostException {
+  private static void refuseReplacedAddresses(JChannel channel, RingmasterConfig config,
+                                              List<NamedAddresses> named) throws UnknownHostException {
     List<Protocol> topDown = channel.getProtocolStack().getProtocols();
-    for (NamedAddress n : named) {
-      if (n.index() >= topDown.size()) {
-        return; // not the stack the file made: nothing to compare with
-      }
-      Protocol protocol = topDown.get(topDown.size() - 1 - n.index());
-      InetAddress wanted = InetAddress.getByName(n.literal()); // a literal: no lookup
-      Object used = propertyValue(protocol, n.attribute());
-      if (wanted.equals(used)) {
+    if (topDown.size() != named.size()) {
+      return; // not the stack the file made: nothing to compare with
+    }
+    for (int i = 0; i < named.size(); i++) {
+      Protocol protocol = topDown.get(topDown.size() - 1 - i);
+      if (protocol instanceof SHARED_LOOPBACK || !isProtocol(named.get(i).protocol(), protocol.getName())) {
         continue;
       }
-      String shown = used instanceof InetAddress address ? address.getHostAddress() : String.valueOf(used);
-      String why = wanted instanceof Inet4Address && Util.getIpStackType() == StackType.IPv6
-          ? ": this JVM prefers IPv6 addresses (java.net.preferIPv6Addresses=true), and JGroups then drops the"
-              + " IPv4 addresses a stack names, so the node would never find its members; run it with"
-              + " -Djava.net.preferIPv4Stack=true (JGroups prefers IPv4 when both are set), or name IPv6 addresses"
-          : ": the node must use the address its stack names";
-      String source = n.attribute().equals("bind_addr") && config.bindAddress().isPresent()
-          ? " (from bindAddress " + config.bindAddress().get() + ")" : "";
-      throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + protocol.getName()
-          + "'s " + n.attribute() + " is " + n.literal() + source + ", but JGroups set it to " + shown + why
-          + variablesSet(config.jgroupsConfig()));
+      for (String attribute : ADDRESS_ATTRIBUTES) {
+        Field field = propertyField(protocol, attribute);
+        if (field == null) {
+          continue;
+        }
+        Map<String, String> given = new LinkedHashMap<>(); // address -> where it came from
+        Map.Entry<String, String> override = jgroupsOverride(field.getAnnotation(Property.class));
+        if (override != null) {
+          given.put(override.getValue().trim(), override.getKey());
+        }
+        String inStack = named.get(i).addresses().get(attribute);
+        if (inStack != null) {
+          given.putIfAbsent(inStack, attribute.equals("bind_addr") && config.bindAddress().isPresent()
+              ? "bindAddress " + config.bindAddress().get() : null);
+        }
+        if (i == 0 && override != null && attribute.equals("bind_addr") && config.bindAddress().isPresent()
+            && !sameAddress(override.getValue().trim(), inStack)) {
+          throw new IllegalArgumentException("bindAddress " + config.bindAddress().get() + " is not the address"
+              + " JGroups binds: " + override.getKey() + " is " + override.getValue().trim() + ", which JGroups"
+              + " takes instead; unset it, or make the two agree");
+        }
+        if (given.isEmpty() || !given.keySet().stream().allMatch(Stacks::isIpLiteral)) {
+          continue;
+        }
+        Object used = Util.getField(field, protocol);
+        if (used != null && !(used instanceof InetAddress)) {
+          continue; // not an address field: a protocol of its own kind
+        }
+        boolean givenBySomeone = false;
+        for (String address : given.keySet()) {
+          givenBySomeone |= InetAddress.getByName(address).equals(used); // a literal: no lookup
+        }
+        if (givenBySomeone) {
+          continue;
+        }
+        Map.Entry<String, String> first = given.entrySet().iterator().next();
+        String shown = used instanceof InetAddress address ? address.getHostAddress() : String.valueOf(used);
+        String why;
+        if (!(InetAddress.getByName(first.getKey()) instanceof Inet4Address) || used instanceof Inet4Address) {
+          why = ": the node must use the address it is given";
+        } else if (Util.getIpStackType() == StackType.IPv6 && Boolean.getBoolean(PREFER_IPV6)) {
+          why = ": this JVM prefers IPv6 addresses (" + PREFER_IPV6 + "=true), and JGroups then drops the IPv4"
+              + " addresses it is given, so the node would never find its members; run it with"
+              + " -Djava.net.preferIPv4Stack=true (JGroups prefers IPv4 when both are set), or name IPv6 addresses";
+        } else {
+          // An IPv6 bindAddress with an IPv4 group, say: one family per stack.
+          why = ": JGroups runs this stack on IPv6 (its transport's address is "
+              + transportAddress(channel) + "), and drops the IPv4 addresses it is given; name an IPv6"
+              + " address here (for lan-udp.xml's group, ringmaster.mcast_addr: ff0e::8:8:9, say)";
+        }
+        throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + protocol.getName()
+            + "'s " + attribute + " is " + first.getKey() + (first.getValue() == null ? "" : " (from "
+            + first.getValue() + ")") + ", but JGroups set it to " + shown + why + variablesSet(config.jgroupsConfig()));
+      }
     }
   }
 
+  /** The JDK's system property for a preference of IPv6 addresses, which JGroups heeds too. */
+  private static final String PREFER_IPV6 = "java.net.preferIPv6Addresses";
+
+  private static String transportAddress(JChannel channel) {
+    InetAddress bound = channel.getProtocolStack().getTransport().getBindAddress();
+    return bound == null ? "not set" : bound.getHostAddress();
+  }
+
+  /** Whether two addresses are the same: equal text, or IP literals of one address. */
+  private static boolean sameAddress(String a, String b) throws UnknownHostException {
+    if (a.equals(b)) {
+      return true;
+    }
+    return b != null && isIpLiteral(a) && isIpLiteral(b) && InetAddress.getByName(a).equals(InetAddress.getByName(b));
+  }
+
   /**
-   * The value of a protocol's attribute, as the field behind it holds it: the field of that
-   * {@link Property} name, or of that name with no name given ({@code UDP}'s {@code mcast_addr} is
-   * the field {@code mcast_group_addr}); null if the protocol has no such field.
+   * The system property or environment variable, among those JGroups reads for an attribute
+   * ({@link Property#systemProperty()}: {@code jgroups.bind_addr}, say), that is set, with its
+   * value, looked up in JGroups' order: each name as a property, then as a variable; null if none.
    */
-  private static Object propertyValue(Protocol protocol, String attribute) {
+  private static Map.Entry<String, String> jgroupsOverride(Property property) {
+    for (String name : property.systemProperty()) {
+      if (name == null || name.isEmpty()) {
+        continue;
+      }
+      String value = System.getProperty(name);
+      if (value != null) {
+        return Map.entry("the system property " + name, value);
+      }
+      value = System.getenv(name);
+      if (value != null) {
+        return Map.entry("the environment variable " + name, value);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The field behind a protocol's attribute: the field of that {@link Property} name, or of that
+   * name with no name given ({@code UDP}'s {@code mcast_addr} is the field {@code
+   * mcast_group_addr}); null if the protocol has none.
+   */
+  private static Field propertyField(Protocol protocol, String attribute) {
     for (Class<?> type = protocol.getClass(); type != null; type = type.getSuperclass()) {
       for (Field field : type.getDeclaredFields()) {
         Property property = field.getAnnotation(Property.class);
         if (property != null && (property.name().isEmpty() ? field.getName() : property.name()).equals(attribute)) {
-          return Util.getField(field, protocol);
+          return field;
         }
       }
     }

@@ -291,7 +291,7 @@ class ShippedStacksTest {
     String v6 = "-Djava.net.preferIPv6Addresses=true";
     String v4 = "-Djava.net.preferIPv4Stack=true";
     String why = ": this JVM prefers IPv6 addresses (java.net.preferIPv6Addresses=true), and JGroups then drops the IPv4"
-        + " addresses a stack names, so the node would never find its members; run it with"
+        + " addresses it is given, so the node would never find its members; run it with"
         + " -Djava.net.preferIPv4Stack=true (JGroups prefers IPv4 when both are set), or name IPv6 addresses";
     String variables = "( \\(the stack's variables set here: .*\\))?";
     assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is"
@@ -300,12 +300,32 @@ class ShippedStacksTest {
     assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is"
         + " 127.0.0.1 (from bindAddress 127.0.0.1), but JGroups set it to ") + "[0-9a-f:]+(%[a-z0-9]+)?"
         + Pattern.quote(why) + variables, probeAddresses(v6, "localhost-tcp.xml", "127.0.0.1"));
+    assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is"
+        + " 127.0.0.1 (from the system property jgroups.bind_addr), but JGroups set it to ") + "[0-9a-f:]+(%[a-z0-9]+)?"
+        + Pattern.quote(why) + variables, probeAddresses(v6 + " -Djgroups.bind_addr=127.0.0.1", "localhost-tcp.xml"));
     assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/lan-udp.xml: UDP's mcast_addr is 239.8.8.9,"
         + " but JGroups set it to ff0e:0:0:0:0:8:8:8" + why) + variables, probeAddresses(v6, "lan-udp.xml"));
 
     assertEquals("built: bind_addr 127.0.0.1", probeAddresses(v6 + " " + v4, "localhost-tcp.xml"));
     assertMatches("built: bind_addr [0-9.]+, mcast_addr 239\\.8\\.8\\.9", probeAddresses(v6 + " " + v4, "lan-udp.xml"));
     assertMatches("built: bind_addr .+", probeAddresses(v6, "in-jvm.xml"));
+  }
+
+  /**
+   * JGroups' own override of the transport's address, {@code -Djgroups.bind_addr}, is taken as
+   * given (JGroups binds the transport there, and the stack's other protocols where the stack
+   * says), and is not refused; a {@code bindAddress} it would displace is, naming both, since
+   * JGroups would ignore the setting. Each case runs in a JVM of its own.
+   */
+  @Test
+  void jgroupsOwnBindAddressProperty_isTaken_butRefusedWhereItWouldDisplaceBindAddress() throws Exception {
+    String v4 = "-Djava.net.preferIPv4Stack=true";
+    assertEquals("built: bind_addr 127.0.0.2", probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.2", "localhost-tcp.xml"));
+    assertEquals("refused: bindAddress 127.0.0.1 is not the address JGroups binds: the system property"
+        + " jgroups.bind_addr is 127.0.0.2, which JGroups takes instead; unset it, or make the two agree",
+        probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.2", "localhost-tcp.xml", "127.0.0.1"));
+    assertEquals("built: bind_addr 127.0.0.1",
+        probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.1", "localhost-tcp.xml", "127.0.0.1"), "the two agree");
   }
 
   private static void assertMatches(String regex, String actual) {
