@@ -133,7 +133,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
    * to fetch from. A member that crashed or left in this view is among {@code gained.sources()}
    * (it held the range) but not here; with one replica, a range gained from a crashed member has
    * no source left, and its data must come from storage of the application's own. Primary first,
-   * as in {@code sources()}.
+   * as in {@code sources()}. Sources are matched by id: after a {@link Reason#MERGE} that refused
+   * a member of this node's side because the other side's member of that id kept it, a source of
+   * that id is listed, though the member the id names now never held the range (the refused one
+   * hands its data on instead); and a merge's sources are this side's owners only (see
+   * {@link Reason#MERGE}).
    *
    * @throws NullPointerException if {@code gained} is null
    */
@@ -171,9 +175,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
   }
 
   /**
-   * Groups keys by the gained range that holds them, in the order of {@link #gained()}: given a
-   * source's keys, for each range, the keys to fetch from it. Keys in no gained range are left out;
-   * {@code keys} is read once, as in {@link #lostKeys(Iterable)}.
+   * Groups keys by the gained range that holds them, in the order of {@link #gained()}: given the
+   * keys a source holds, for each range, those in it. Every gained range is a candidate, not only
+   * those the source is a source of: fetch from it the keys of the ranges whose {@code sources()}
+   * name it. Keys in no gained range are left out; {@code keys} is read once, as in
+   * {@link #lostKeys(Iterable)}.
    *
    * @throws NullPointerException if {@code keys} is null
    */

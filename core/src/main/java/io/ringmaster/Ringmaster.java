@@ -210,8 +210,10 @@ public final class Ringmaster implements AutoCloseable {
    *                                  key that {@code SharedSecretEncrypt} cannot use, say: the
    *                                  message names it; a value from a stack variable: the message
    *                                  names the variables set), or one of its protocols makes the node's
-   *                                  address (RELAY2's address tagging, RELAY3); the node is then
-   *                                  closed
+   *                                  address (RELAY2's address tagging, RELAY3), or JGroups replaced a
+   *                                  {@code bind_addr} or {@code mcast_addr} the stack gives as an IP
+   *                                  literal (in a JVM that prefers IPv6 addresses, say: see
+   *                                  docs/operations.md); the node is then closed
    * @throws IllegalStateException if {@code start()} was called before, or the node is closed
    */
   public synchronized Ringmaster start() {
@@ -928,8 +930,12 @@ public final class Ringmaster implements AutoCloseable {
    * store's request threads can read it to stop taking writes before the {@code LEAVING} change's
    * hand-off: until the node has left, {@link #isLocal} still answers true for the keys it hands
    * off (the other members route to it until they install the view without it), and a write taken
-   * after the push has read its keys would be lost with the node. False before close(), including
-   * while a rejoin runs. Lock-free.
+   * after the push has read its keys would be lost with the node. A write whose thread read false
+   * just before close() began may still be under way when the callback runs: a store that must
+   * lose none makes the check and the write one step that the callback waits for (each write
+   * under a read lock, the callback taking the write lock before it reads the keys to push).
+   * False before close(), including while a rejoin runs, and on a node whose start() failed before
+   * its first ring (it never owned anything). Lock-free.
    */
   public boolean isLeaving() {
     return closeCalled.get();
