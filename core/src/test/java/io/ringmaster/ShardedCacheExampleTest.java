@@ -25,8 +25,8 @@ import org.junit.jupiter.api.Test;
  * change it pushes the entries of the ranges it lost to their new owner ({@link
  * RingDiff.Lost#destinations()}) and pulls those of the ranges it gained from their old owner
  * ({@link RingDiff.Gained#sources()}), picking the keys of each range with {@link
- * OwnershipChange#lostKeys} and {@link OwnershipChange#gainedKeys}. The pull is what recovers a crashed node's entries, whose listeners hear
- * nothing; the push is what hands a leaving node's on.
+ * OwnershipChange#lostKeys} and {@link OwnershipChange#gainedKeys}. The pull is what recovers a
+ * crashed node's entries, whose listeners hear nothing; the push is what hands a leaving node's on.
  */
 class ShardedCacheExampleTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
