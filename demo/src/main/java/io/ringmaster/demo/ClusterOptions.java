@@ -57,12 +57,14 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
   }
 
   /**
-   * The launcher hands its {@code -Dringmaster.*} properties on to the peers ({@link PeerProcess}).
+   * The launcher hands its {@code -Dringmaster.*} and {@code -Djgroups.*} properties on to the
+   * peers ({@link PeerProcess}).
    * One that moves their cluster port or address, without saying where they are to look for each
    * other, would leave each peer in a cluster of its own: the localhost stack's
-   * {@code initial_hosts} stays at 127.0.0.1[7800]. (JGroups' own {@code -Djgroups.bind_addr} is
-   * not checked: JGroups reads it only for a protocol whose stack sets no address, and the
-   * localhost stack sets one.)
+   * {@code initial_hosts} stays at 127.0.0.1[7800]. (JGroups' own {@code -Djgroups.bind_addr},
+   * which moves the transport but not the failure detector, is not checked here: a peer given an
+   * address other hosts reach warns that its hosts are all on the loopback interface, as for
+   * {@code ringmaster.bind_addr}.)
    *
    * An empty one is refused here too, as every peer would refuse it (exit status 2).
    *
