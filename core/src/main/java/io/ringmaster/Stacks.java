@@ -569,6 +569,7 @@ final class Stacks {
             + " does not support: it makes the address itself, carrying the node's id and ring parameters");
       }
       refuseReplacedAddresses(channel, config, named);
+      refuseUnreachableFailureDetector(channel, config);
       configure(channel, config);
       warnIfOnlyLoopbackHosts(channel, config, hosts);
     } catch (Exception | Error e) {
@@ -667,13 +668,41 @@ final class Stacks {
       // some names as keywords (site_local, match-...), and keeps only one family's addresses.
       String address = InetAddress.getByName(config.bindAddress().get()).getHostAddress();
       protocols.get(0).getProperties().put("bind_addr", address);
-      for (ProtocolConfiguration p : protocols) {
-        if (isProtocolClass(p.getProtocolName(), FD_SOCK2.class)) {
-          // JGroups checks its address while it builds the stack: the stack's own value (a
-          // variable set elsewhere to an address this host lacks) would fail the start.
-          p.getProperties().put("bind_addr", address);
-        }
+      failureDetectorsAt(protocols, address);
+    } else {
+      // JGroups' own jgroups.bind_addr moves the transport, but not a failure detector whose
+      // stack gives it an address (the shipped stacks' 127.0.0.1), where the other members would
+      // never reach it: it goes where the transport goes, as with bindAddress.
+      Field transportAddress = transportAddressField(protocols.get(0).getProtocolName());
+      Map.Entry<String, String> override = transportAddress == null ? null
+          : jgroupsOverride(transportAddress.getAnnotation(Property.class));
+      if (override != null) {
+        failureDetectorsAt(protocols, override.getValue().trim());
       }
+    }
+  }
+
+  /**
+   * Sets every {@code FD_SOCK2}'s address: the other members connect to it at the transport's
+   * address (plus an offset to its port), so it must listen there. JGroups also checks it while it
+   * builds the stack: the stack's own value (a variable set elsewhere to an address this host
+   * lacks) would fail the start.
+   */
+  private static void failureDetectorsAt(List<ProtocolConfiguration> protocols, String address) {
+    for (ProtocolConfiguration p : protocols) {
+      if (isProtocolClass(p.getProtocolName(), FD_SOCK2.class)) {
+        p.getProperties().put("bind_addr", address);
+      }
+    }
+  }
+
+  /** The field behind a transport's {@code bind_addr}, or null if the stack's first protocol is no transport JGroups knows. */
+  private static Field transportAddressField(String protocolName) {
+    try {
+      Class<?> type = Util.loadProtocolClass(protocolName.trim(), Stacks.class);
+      return TP.class.isAssignableFrom(type) ? propertyField(type, "bind_addr") : null;
+    } catch (Exception | LinkageError notAProtocol) {
+      return null; // JGroups says what is wrong with it when it builds the stack
     }
   }
 
@@ -744,7 +773,7 @@ final class Stacks {
         continue;
       }
       for (String attribute : ADDRESS_ATTRIBUTES) {
-        Field field = propertyField(protocol, attribute);
+        Field field = propertyField(protocol.getClass(), attribute);
         if (field == null) {
           continue;
         }
@@ -800,6 +829,30 @@ final class Stacks {
     }
   }
 
+  /**
+   * Refuses a stack whose {@code FD_SOCK2} listens on another address than the transport's (one
+   * of its own in the stack file, say, while {@code bindAddress} or {@code jgroups.bind_addr}
+   * moved the transport): the other members connect to it at the transport's address, so they
+   * could never watch this node, and its crash would be noticed only when the slower heartbeat
+   * detector ({@code FD_ALL3}) times out. Measured on JGroups 5.5.7: the neighbour's connection
+   * stays "DISCONNECTED", without a word in the log. Unless it listens on every address, or the
+   * transport advertises an {@code external_addr}.
+   */
+  private static void refuseUnreachableFailureDetector(JChannel channel, RingmasterConfig config) {
+    TP transport = channel.getProtocolStack().getTransport();
+    FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
+    InetAddress listens = detector == null ? null : detector.getBindAddress();
+    InetAddress bound = transport.getBindAddress();
+    if (listens == null || bound == null || listens.isAnyLocalAddress() || listens.equals(bound)
+        || transport.getExternalAddr() != null) {
+      return;
+    }
+    throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": FD_SOCK2's bind_addr is "
+        + listens.getHostAddress() + ", but the transport is bound to " + bound.getHostAddress() + ", where the"
+        + " other members look for it: they could not watch this node, and its crash would go unnoticed until"
+        + " FD_ALL3's timeout; give both one address (bindAddress sets both)" + variablesSet(config.jgroupsConfig()));
+  }
+
   /** The JDK's system property for a preference of IPv6 addresses, which JGroups heeds too. */
   private static final String PREFER_IPV6 = "java.net.preferIPv6Addresses";
 
@@ -843,8 +896,8 @@ final class Stacks {
    * name with no name given ({@code UDP}'s {@code mcast_addr} is the field {@code
    * mcast_group_addr}); null if the protocol has none.
    */
-  private static Field propertyField(Protocol protocol, String attribute) {
-    for (Class<?> type = protocol.getClass(); type != null; type = type.getSuperclass()) {
+  private static Field propertyField(Class<?> protocolType, String attribute) {
+    for (Class<?> type = protocolType; type != null; type = type.getSuperclass()) {
       for (Field field : type.getDeclaredFields()) {
         Property property = field.getAnnotation(Property.class);
         if (property != null && (property.name().isEmpty() ? field.getName() : property.name()).equals(attribute)) {

@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -25,6 +26,7 @@ import java.util.stream.Stream;
 import org.jgroups.JChannel;
 import org.jgroups.protocols.BaseBundler;
 import org.jgroups.protocols.FD_ALL3;
+import org.jgroups.protocols.FD_SOCK2;
 import org.jgroups.protocols.PerDestinationBundler;
 import org.jgroups.protocols.TCP;
 import org.jgroups.protocols.TP;
@@ -35,6 +37,7 @@ import org.jgroups.stack.Protocol;
 import org.jgroups.util.Util;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -300,8 +303,9 @@ class ShippedStacksTest {
     String ipv6 = "[0-9a-f:]+(%[^:\\s]+)?"; // the scope is an interface's name: eth0, br-4f2a, docker_gwbridge
     List<String> printed = probe(v6, "localhost-tcp.xml");
     if (printed.contains("JGroups' IP stack: IPv4")) { // no IPv6 address on this host: nothing is dropped
-      assertEquals("built: bind_addr 127.0.0.1", outcome(printed));
-      assertMatches("built: bind_addr [0-9.]+, mcast_addr 239\\.8\\.8\\.9", probeAddresses(v6, "lan-udp.xml"));
+      assertEquals("built: bind_addr 127.0.0.1, fd_sock2 127.0.0.1", outcome(printed));
+      assertMatches("built: bind_addr ([0-9.]+), mcast_addr 239\\.8\\.8\\.9, fd_sock2 \\1",
+          probeAddresses(v6, "lan-udp.xml"));
     } else {
       assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is"
           + " 127.0.0.1, but JGroups set it to ") + ipv6 + Pattern.quote(why) + variables, outcome(printed));
@@ -320,30 +324,57 @@ class ShippedStacksTest {
           + " address is 0:0:0:0:0:0:0:1), and drops the IPv4 addresses it is given; name an IPv6 address here (for"
           + " lan-udp.xml's group, ringmaster.mcast_addr: ff0e::8:8:9, say)") + variables,
           probeAddresses("", "lan-udp.xml", "::1"));
-      assertEquals("built: bind_addr 0:0:0:0:0:0:0:1, mcast_addr ff0e:0:0:0:0:8:8:9",
+      assertEquals("built: bind_addr 0:0:0:0:0:0:0:1, mcast_addr ff0e:0:0:0:0:8:8:9, fd_sock2 0:0:0:0:0:0:0:1",
           probeAddresses("-Dringmaster.mcast_addr=ff0e::8:8:9", "lan-udp.xml", "::1"));
     }
 
-    assertEquals("built: bind_addr 127.0.0.1", probeAddresses(v6 + " " + v4, "localhost-tcp.xml"));
-    assertMatches("built: bind_addr [0-9.]+, mcast_addr 239\\.8\\.8\\.9", probeAddresses(v6 + " " + v4, "lan-udp.xml"));
+    assertEquals("built: bind_addr 127.0.0.1, fd_sock2 127.0.0.1", probeAddresses(v6 + " " + v4, "localhost-tcp.xml"));
+    assertMatches("built: bind_addr ([0-9.]+), mcast_addr 239\\.8\\.8\\.9, fd_sock2 \\1",
+        probeAddresses(v6 + " " + v4, "lan-udp.xml"));
     assertMatches("built: bind_addr .+", probeAddresses(v6, "in-jvm.xml"));
   }
 
   /**
-   * JGroups' own override of the transport's address, {@code -Djgroups.bind_addr}, is taken as
-   * given (JGroups binds the transport there, and the stack's other protocols where the stack
-   * says), and is not refused; a {@code bindAddress} it would displace is, naming both, since
-   * JGroups would ignore the setting. Each case runs in a JVM of its own.
+   * JGroups' own override of the transport's address, {@code -Djgroups.bind_addr}, moves the
+   * failure detector too, which the shipped stacks' own address would otherwise keep on 127.0.0.1,
+   * out of the other members' reach; a {@code bindAddress} it would displace is refused, naming
+   * both, since JGroups would ignore the setting. Each case runs in a JVM of its own.
    */
   @Test
-  void jgroupsOwnBindAddressProperty_isTaken_butRefusedWhereItWouldDisplaceBindAddress() throws Exception {
+  void jgroupsOwnBindAddressProperty_movesTheFailureDetectorToo_butIsRefusedWhereItWouldDisplaceBindAddress() throws Exception {
     String v4 = "-Djava.net.preferIPv4Stack=true";
-    assertEquals("built: bind_addr 127.0.0.2", probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.2", "localhost-tcp.xml"));
+    assertEquals("built: bind_addr 127.0.0.2, fd_sock2 127.0.0.2",
+        probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.2", "localhost-tcp.xml"), "the failure detector moved too");
     assertEquals("refused: bindAddress 127.0.0.1 is not the address JGroups binds: the system property"
         + " jgroups.bind_addr is 127.0.0.2, which JGroups takes instead; unset it, or make the two agree",
         probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.2", "localhost-tcp.xml", "127.0.0.1"));
-    assertEquals("built: bind_addr 127.0.0.1",
+    assertEquals("built: bind_addr 127.0.0.1, fd_sock2 127.0.0.1",
         probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.1", "localhost-tcp.xml", "127.0.0.1"), "the two agree");
+  }
+
+  /**
+   * A failure detector (FD_SOCK2) listening on another address than the transport's is refused,
+   * naming both: the other members connect to it at the transport's address, so they could never
+   * watch the node, and a crash would go unnoticed until the heartbeats time out. bindAddress,
+   * which sets both, builds the same stack.
+   */
+  @Test
+  void aFailureDetectorOnAnotherAddressThanTheTransport_isRefused_namingBoth(@TempDir Path dir) throws Exception {
+    String stack = Files.readString(SHIPPED.resolve("localhost-tcp.xml"));
+    Path apart = dir.resolve("apart.xml");
+    Files.writeString(apart, stack.replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2 bind_addr=\"127.0.0.3\""));
+    assertTrue(Files.readString(apart).contains("<FD_SOCK2 bind_addr=\"127.0.0.3\""), "the stack file was edited");
+    IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+        () -> Stacks.create(Ringmaster.builder().nodeId("apart").jgroupsConfig(apart.toString()).buildConfig()).close());
+    assertMatches(Pattern.quote("jgroupsConfig " + apart + ": FD_SOCK2's bind_addr is 127.0.0.3, but the transport is"
+        + " bound to 127.0.0.1, where the other members look for it: they could not watch this node, and its crash"
+        + " would go unnoticed until FD_ALL3's timeout; give both one address (bindAddress sets both)")
+        + "( \\(the stack's variables set here: .*\\))?", refused.getMessage());
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("together").jgroupsConfig(apart.toString())
+        .bindAddress("127.0.0.1").buildConfig())) {
+      FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
+      assertEquals(channel.getProtocolStack().getTransport().getBindAddress(), detector.getBindAddress());
+    }
   }
 
   private static void assertMatches(String regex, String actual) {
@@ -399,8 +430,10 @@ class ShippedStacksTest {
       }
       try (JChannel channel = Stacks.create(builder.buildConfig())) {
         TP transport = channel.getProtocolStack().getTransport();
+        FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
         System.out.println("built: bind_addr " + transport.getBindAddress().getHostAddress()
-            + (transport instanceof UDP udp ? ", mcast_addr " + udp.getMulticastAddress().getHostAddress() : ""));
+            + (transport instanceof UDP udp ? ", mcast_addr " + udp.getMulticastAddress().getHostAddress() : "")
+            + (detector != null ? ", fd_sock2 " + detector.getBindAddress().getHostAddress() : ""));
       } catch (Exception e) {
         System.out.println("refused: " + e.getMessage());
       }

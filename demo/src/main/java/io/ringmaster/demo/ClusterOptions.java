@@ -62,7 +62,7 @@ record ClusterOptions(int peers, int replicas, int basePort, String cluster, Opt
    * One that moves their cluster port or address, without saying where they are to look for each
    * other, would leave each peer in a cluster of its own: the localhost stack's
    * {@code initial_hosts} stays at 127.0.0.1[7800]. (JGroups' own {@code -Djgroups.bind_addr},
-   * which moves the transport but not the failure detector, is not checked here: a peer given an
+   * which moves the transport and the failure detector, is not checked here: a peer given an
    * address other hosts reach warns that its hosts are all on the loopback interface, as for
    * {@code ringmaster.bind_addr}.)
    *
