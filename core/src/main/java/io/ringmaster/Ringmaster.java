@@ -46,7 +46,7 @@ import org.jgroups.View;
  *         .jgroupsConfig("ringmaster/jgroups/localhost-tcp.xml")
  *         .build()) {
  *   node.addOwnershipListener(change -> {   // before start(): the first change names the sources
- *     change.gained().forEach(g -> fetch(g.range(), g.sources()));   // where the data is now
+ *     change.gained().forEach(g -> fetch(g.range(), change.sourcesInRing(g))); // old owners still here
  *     change.lost().forEach(l -> handOff(l.range(), l.destinations()));
  *   });
  *   node.start();                           // returns once the first ring is installed

@@ -372,10 +372,33 @@ public final class LocalCluster implements AutoCloseable {
    * @throws InterruptedException if the thread is interrupted while it waits
    */
   public HashRing awaitSettled(Duration timeout) throws InterruptedException {
+    return awaitSettled(null, timeout);
+  }
+
+  /**
+   * As {@link #awaitSettled(Duration)}, for {@code side}, the nodes of one side of a partition
+   * (or any set of nodes): they agree on one ring of exactly their ids
+   * ({@link #awaitAgreement(Collection, Duration)}) and their listeners have handled it, with no
+   * view installed meanwhile. Returns that ring.
+   *
+   * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if that does not happen within
+   *                               {@code timeout}
+   * @throws IllegalArgumentException if {@code side} is empty, or holds a node this cluster did
+   *                               not start, or one not running (crashed, closed), or if
+   *                               {@code timeout} is negative
+   * @throws InterruptedException  if the thread is interrupted while it waits
+   */
+  public HashRing awaitSettled(Collection<Ringmaster> side, Duration timeout) throws InterruptedException {
+    if (side != null) {
+      if (side.isEmpty()) {
+        throw new IllegalArgumentException("no node to settle: the side is empty");
+      }
+      side.forEach(this::requireRunning);
+    }
     long deadline = deadline(timeout);
     while (true) {
-      HashRing ring = awaitAgreement(null, deadline, timeout);
-      List<Ringmaster> nodes = nodes();
+      HashRing ring = awaitAgreement(side, deadline, timeout);
+      List<Ringmaster> nodes = side == null ? nodes() : List.copyOf(side);
       List<Long> views = nodes.stream().map(Ringmaster::viewId).toList();
       boolean idle = true;
       for (Ringmaster n : nodes) {
@@ -387,8 +410,8 @@ public final class LocalCluster implements AutoCloseable {
         return ring;
       }
       if (System.nanoTime() - deadline >= 0) {
-        throw new RingmasterException(RingmasterException.Reason.AWAIT_TIMEOUT, "the nodes of cluster " + name
-            + " did not settle within " + timeout + (idle ? ": their ring kept changing" : ": listeners still busy")
+        throw new RingmasterException(RingmasterException.Reason.AWAIT_TIMEOUT, "the nodes " + ids(nodes)
+            + " of cluster " + name + " did not settle within " + timeout + (idle ? ": their ring kept changing" : ": listeners still busy")
             + ":\n" + describe(nodes));
       }
     }

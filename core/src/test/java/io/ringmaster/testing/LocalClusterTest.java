@@ -29,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jgroups.MergeView;
 import org.jgroups.protocols.TP;
@@ -417,6 +418,48 @@ class LocalClusterTest {
     }
   }
 
+  /**
+   * One side of a partition settles once its own nodes agree and their listeners are idle,
+   * whatever the other side's listeners are doing; a side whose listener is busy times out naming
+   * its nodes and the listeners, and settles once the listener is let go.
+   */
+  @Test
+  void awaitSettled_ofOneSide_waitsForThatSidesListenersAlone() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    try (LocalCluster cluster = new LocalCluster("kit test: one side settles")) {
+      try {
+        AtomicInteger heardByA = new AtomicInteger();
+        Ringmaster a = cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> {
+          if (heardByA.incrementAndGet() > 1) {
+            try {
+              release.await(); // busy from b's join on, until the test lets it go
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        }));
+        Ringmaster b = cluster.start("b");
+        cluster.awaitAgreement(WAIT);
+        cluster.partition(List.of(a), List.of(b));
+
+        assertEquals(List.of("b"), ids(cluster.awaitSettled(List.of(b), WAIT)), "b's side, with a's listener busy");
+        RingmasterException busy = assertThrows(RingmasterException.class,
+            () -> cluster.awaitSettled(List.of(a), Duration.ofSeconds(1)));
+        assertEquals(RingmasterException.Reason.AWAIT_TIMEOUT, busy.reason());
+        assertTrue(busy.getMessage().startsWith("the nodes [a] of cluster " + cluster.name() + " did not settle"
+            + " within PT1S: listeners still busy"), busy.getMessage());
+        release.countDown();
+        assertEquals(List.of("a"), ids(cluster.awaitSettled(List.of(a), WAIT)));
+        assertEquals(0, a.stats().pendingCallbacks(), "settled: a's listener has handled everything");
+
+        cluster.heal();
+        assertEquals(List.of("a", "b"), ids(cluster.awaitSettled(WAIT)));
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
   /** The fold reports a change that contradicts it, one that contradicts its own rings, and a ring it was not told of. */
   @Test
   void theFold_reportsAChangeHeardTwice_andARingItWasNotToldOf() {
@@ -754,6 +797,12 @@ class LocalClusterTest {
           () -> cluster.partition(List.of(a), List.of(b)));
       assertTrue(crashed.getMessage().startsWith("node b is not running"), crashed.getMessage());
       assertThrows(IllegalArgumentException.class, () -> cluster.awaitAgreement(List.of(a, b), WAIT));
+      IllegalArgumentException notRunning = assertThrows(IllegalArgumentException.class,
+          () -> cluster.awaitSettled(List.of(a, b), WAIT));
+      assertTrue(notRunning.getMessage().startsWith("node b is not running"), notRunning.getMessage());
+      IllegalArgumentException noSide = assertThrows(IllegalArgumentException.class,
+          () -> cluster.awaitSettled(List.of(), WAIT));
+      assertEquals("no node to settle: the side is empty", noSide.getMessage());
       assertEquals(List.of("a"), ids(cluster.awaitAgreement(List.of(a), WAIT)), "a alone, once b is out");
       cluster.close();
       IllegalStateException late = assertThrows(IllegalStateException.class, () -> cluster.start("b"));
