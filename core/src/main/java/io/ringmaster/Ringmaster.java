@@ -25,6 +25,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -137,6 +138,8 @@ public final class Ringmaster implements AutoCloseable {
   private volatile boolean leavingRefused;
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
+  /** Callbacks of this node's listeners that threw: {@link RingmasterStats#listenerFailures()}. */
+  private final LongAdder listenerFailures = new LongAdder();
   /** Whether the last gossip round failed with an exception; read and written by the gossip thread only. */
   private boolean gossipFailing;
   /** Says when the view thread holds the ring back; gossip thread only. */
@@ -1180,7 +1183,7 @@ public final class Ringmaster implements AutoCloseable {
     SerialDelivery<OwnershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("ownership listener " + listener + " of " + config.nodeId(),
         listener::onOwnershipChange, executor, executor != listenerPool, this,
-        () -> node.removeOwnershipListener(self[0]));
+        () -> node.removeOwnershipListener(self[0]), listenerFailures);
     node.addOwnershipListener(self[0]);
     requireAccepted(self[0]);
     return self[0];
@@ -1223,7 +1226,7 @@ public final class Ringmaster implements AutoCloseable {
     SerialDelivery<MembershipChange>[] self = holder();
     self[0] = new SerialDelivery<>("membership listener " + listener + " of " + config.nodeId(),
         listener::onMembershipChange, executor, executor != listenerPool, this,
-        () -> node.removeMembershipListener(self[0]));
+        () -> node.removeMembershipListener(self[0]), listenerFailures);
     node.addMembershipListener(self[0]);
     requireAccepted(self[0]);
     return self[0];
@@ -1263,7 +1266,7 @@ public final class Ringmaster implements AutoCloseable {
     SerialDelivery<RingDivergence>[] self = holder();
     self[0] = new SerialDelivery<>("divergence listener " + listener + " of " + config.nodeId(),
         listener, executor, executor != listenerPool, this,
-        () -> divergences.remove(self[0]));
+        () -> divergences.remove(self[0]), listenerFailures);
     divergences.add(self[0]);
     if (refusesListeners()) { // closed since requireOpen: gossip is stopping
       divergences.remove(self[0]);
@@ -1333,7 +1336,7 @@ public final class Ringmaster implements AutoCloseable {
     long last = node.lastChangeMillis.get();
     long split = gossip == null ? 0 : gossip.splitViewDivergences.get(); // read once: the others are the difference
     return new RingmasterStats(s.viewId(), s.ring().members().size(), node.viewsSeen.get(), node.ringBuilds.get(),
-        Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(),
+        Duration.ofNanos(node.lastBuildNanos.get()), node.pendingCallbacks(), listenerFailures.sum(),
         gossip == null ? 0 : split + gossip.otherDivergences.get(), split,
         rejoin.count(), gossip == null ? 0 : gossip.sent.get(),
         gossip == null ? 0 : gossip.received.get(), node.refusals.get(),

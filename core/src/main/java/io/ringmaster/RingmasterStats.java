@@ -18,6 +18,9 @@ import java.util.OptionalLong;
  *                         listener lag; divergence reports are not counted), plus one while
  *                         a view's ring is being published and its callbacks queued: read after
  *                         {@code ring()}, 0 means every callback for that ring has run
+ * @param listenerFailures callbacks of this node's ownership, membership and divergence listeners
+ *                         that threw (each logged at ERROR, the listener kept, the others going
+ *                         on); a running total: an alert on it catches a hand-off that failed
  * @param divergences      checksum messages of this node's view that disagreed with it: another
  *                         checksum, or a sender in the ring as an id this node's ring gives
  *                         another member or none (the same view id with two member lists, after a
@@ -44,7 +47,7 @@ import java.util.OptionalLong;
  *                         only equal view ids, so no {@link RingDivergence} says so)
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
-                              int pendingCallbacks, long divergences, long splitViewDivergences, long rejoins,
+                              int pendingCallbacks, long listenerFailures, long divergences, long splitViewDivergences, long rejoins,
                               long gossipSent,
                               long gossipReceived, long refusedMembers, Optional<Instant> lastChange,
                               OptionalLong failedViewId) {}

@@ -7,6 +7,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -52,6 +53,7 @@ final class SerialDelivery<E> implements Registration {
   private final boolean foreignExecutor;
   private final Object owner;
   private final Runnable onClose;
+  private final LongAdder failures;
   /**
    * Callbacks queued behind a busy one at which a WARNING says the listener falls behind; once its
    * queue is empty again, an INFO line says it caught up, and a later lag is warned of again.
@@ -86,22 +88,24 @@ final class SerialDelivery<E> implements Registration {
 
   /** A delivery on an application's executor. */
   SerialDelivery(String name, Consumer<E> listener, Executor executor, Object owner, Runnable onClose) {
-    this(name, listener, executor, true, owner, onClose);
+    this(name, listener, executor, true, owner, onClose, new LongAdder());
   }
 
   /**
    * @param foreignExecutor whether {@code executor} is the application's (not the node's own pool)
    * @param owner           the node, for {@link #callingExecutor}
    * @param onClose         removes the listener from its node, when closed or when its executor refuses
+   * @param failures        counts the callbacks that threw (the node's, shared by its listeners)
    */
   SerialDelivery(String name, Consumer<E> listener, Executor executor, boolean foreignExecutor, Object owner,
-                 Runnable onClose) {
+                 Runnable onClose, LongAdder failures) {
     this.name = name;
     this.listener = listener;
     this.executor = executor;
     this.foreignExecutor = foreignExecutor;
     this.owner = owner;
     this.onClose = onClose;
+    this.failures = failures;
   }
 
   /**
@@ -502,6 +506,7 @@ final class SerialDelivery<E> implements Registration {
    * end this drain: the listener would be left marked running, and never called again.
    */
   private void reportThrown(Throwable thrown) {
+    failures.increment();
     try {
       LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", thrown);
     } catch (Throwable logging) {

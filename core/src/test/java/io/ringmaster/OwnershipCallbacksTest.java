@@ -38,6 +38,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -1509,6 +1510,7 @@ class OwnershipCallbacksTest {
              && "listener bug, on purpose".equals(r.getThrown().getMessage()));
          TestCluster cluster = new TestCluster("throwing")) {
       AtomicInteger calls = new AtomicInteger();
+      AtomicInteger membershipCalls = new AtomicInteger();
       OwnershipRecorder recorder = new OwnershipRecorder(7);
       Ringmaster a = cluster.start(cluster.builder("a"), n -> {
         n.addOwnershipListener(change -> {
@@ -1516,6 +1518,10 @@ class OwnershipCallbacksTest {
           throw new IllegalStateException("listener bug, on purpose");
         });
         n.addOwnershipListener(recorder);
+        n.addMembershipListener(change -> {
+          membershipCalls.incrementAndGet();
+          throw new IllegalStateException("membership listener bug, on purpose");
+        });
       });
       await().atMost(WAIT).until(() -> calls.get() == 1);
       Ringmaster b = cluster.start("b");
@@ -1528,6 +1534,10 @@ class OwnershipCallbacksTest {
         assertTrue(r.getMessage().startsWith("ownership listener ") && r.getMessage().contains(" of a threw;"),
             r.getMessage());
       }
+      // Counted, every listener's kind alike, for an alert: each throw once, on the node whose listener threw.
+      await().atMost(WAIT).until(() -> membershipCalls.get() >= 2
+          && a.stats().listenerFailures() == calls.get() + membershipCalls.get());
+      assertEquals(0, b.stats().listenerFailures(), "b's listeners threw nothing");
     }
   }
 
@@ -1806,7 +1816,7 @@ class OwnershipCallbacksTest {
         }
       }, Runnable::run, node, () -> { }));
       node.addOwnershipListener(new SerialDelivery<>("pooled", change -> poolStarted.countDown(), pool, false, node,
-          () -> { }));
+          () -> { }, new LongAdder()));
       node.onView(View.create(self, 1, self));
       viewThread.submit(() -> { }).get(2 * WAIT.toSeconds(), TimeUnit.SECONDS);
       assertEquals(List.of(true), poolStartedFirst,

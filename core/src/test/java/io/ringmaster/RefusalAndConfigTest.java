@@ -818,7 +818,7 @@ class RefusalAndConfigTest {
     try (TestCluster cluster = new TestCluster("stats-unstarted")) {
       Ringmaster a = cluster.builder("a").build();
       try {
-        assertEquals(new RingmasterStats(-1, 0, 0, 0, Duration.ZERO, 0, 0, 0, 0, 0, 0, 0, Optional.empty(),
+        assertEquals(new RingmasterStats(-1, 0, 0, 0, Duration.ZERO, 0, 0, 0, 0, 0, 0, 0, 0, Optional.empty(),
             OptionalLong.empty()), a.stats());
       } finally {
         a.close();

@@ -32,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
 import java.util.logging.Level;
 import org.junit.jupiter.api.Test;
@@ -109,7 +110,7 @@ class SerialDeliveryTest {
         if (event.equals("first")) {
           Thread.currentThread().interrupt(); // as if sent during the callback, and kept
         }
-      }, held::add, foreign, new Object(), () -> { });
+      }, held::add, foreign, new Object(), () -> { }, new LongAdder());
       d.submit("first");
       d.submit("second");
       assertEquals(1, held.size(), "one drain for both");
