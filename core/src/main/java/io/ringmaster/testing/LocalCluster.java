@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 import org.jgroups.Address;
 import org.jgroups.JChannel;
 import org.jgroups.protocols.DISCARD;
@@ -72,6 +73,8 @@ public final class LocalCluster implements AutoCloseable {
   private static final int MAX_TEST_NAME = 150;
 
   private final String name;
+  /** The test's settings for every node, applied by {@link #builder(String)} after the kit's. */
+  private final UnaryOperator<Ringmaster.Builder> settings;
   /**
    * The nodes started here that may still run: a node that has stopped is let go at the next start
    * or {@link #nodes()} (which the waits call), so that a long test of churn holds only its running
@@ -101,9 +104,24 @@ public final class LocalCluster implements AutoCloseable {
    * @throws IllegalArgumentException if {@code testName} is null or blank
    */
   public LocalCluster(String testName) {
+    this(testName, UnaryOperator.identity());
+  }
+
+  /**
+   * As {@link #LocalCluster(String)}, with settings of the test's own for every node this cluster
+   * builds: {@link #builder(String)} applies {@code settings} after the kit's, so that {@code
+   * start(id)} and {@code startAll(ids...)} start nodes with them too ({@code b ->
+   * b.replicas(2).virtualNodes(128)}, say). Leave the cluster name as it is: a node of another
+   * cluster is none of this one's.
+   *
+   * @throws IllegalArgumentException if {@code testName} is null or blank
+   * @throws NullPointerException     if {@code settings} is null
+   */
+  public LocalCluster(String testName, UnaryOperator<Ringmaster.Builder> settings) {
     if (testName == null || testName.isBlank()) {
       throw new IllegalArgumentException("testName must not be null or blank: " + testName);
     }
+    this.settings = Objects.requireNonNull(settings, "settings");
     String safe = testName.strip().replaceAll("[^A-Za-z0-9._-]", "_");
     this.name = safe.substring(0, Math.min(safe.length(), MAX_TEST_NAME)) + "-" + ProcessHandle.current().pid()
         + "-" + CLUSTERS.incrementAndGet();
@@ -116,12 +134,16 @@ public final class LocalCluster implements AutoCloseable {
 
   /**
    * A builder for a node of this cluster: its cluster name, the node id, {@value #STACK}, gossip
-   * every 300 ms (a split view after a heal ends sooner) and a 5 s {@code leaveTimeout}; the other
-   * settings are Ringmaster's defaults (1,024 virtual nodes, 1 replica). Set what the test needs.
+   * every 300 ms (a split view after a heal ends sooner) and a 5 s {@code leaveTimeout}, then the
+   * settings given to the constructor, if any; the others are Ringmaster's defaults (1,024 virtual
+   * nodes, 1 replica). Set what the test needs.
+   *
+   * @throws NullPointerException if the constructor's settings return null
    */
   public Ringmaster.Builder builder(String nodeId) {
-    return Ringmaster.builder().clusterName(name).nodeId(nodeId).jgroupsConfig(STACK)
+    Ringmaster.Builder kits = Ringmaster.builder().clusterName(name).nodeId(nodeId).jgroupsConfig(STACK)
         .gossipInterval(Duration.ofMillis(300)).leaveTimeout(Duration.ofSeconds(5));
+    return Objects.requireNonNull(settings.apply(kits), "the cluster's settings returned no builder");
   }
 
   /** Builds and starts a node with {@link #builder(String)}'s settings. */

@@ -252,6 +252,33 @@ class LocalClusterTest {
     cluster.close(); // nothing started: nothing to stop
   }
 
+  /**
+   * Settings given to the cluster apply to every node it builds, after the kit's (which they may
+   * override: a leaveTimeout, say), startAll's nodes included; a settings function that returns no
+   * builder is refused, naming it.
+   */
+  @Test
+  void settingsGivenToTheCluster_applyToEveryNodeItBuilds_startAllIncluded() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: settings",
+        b -> b.replicas(2).virtualNodes(64).leaveTimeout(Duration.ofSeconds(7)))) {
+      RingmasterConfig built = cluster.builder("x").buildConfig();
+      assertEquals(List.of(cluster.name(), "x", LocalCluster.STACK, Duration.ofMillis(300)),
+          List.of(built.clusterName(), built.nodeId(), built.jgroupsConfig(), built.gossipInterval()), "the kit's");
+      assertEquals(List.of(2, 64, Duration.ofSeconds(7)),
+          List.of(built.replicas(), built.virtualNodes(), built.leaveTimeout()), "the test's, after the kit's");
+      List<Ringmaster> nodes = cluster.startAll("a", "b");
+      for (Ringmaster n : nodes) {
+        assertEquals(List.of(2, 64), List.of(n.config().replicas(), n.config().virtualNodes()), n::toString);
+      }
+      assertEquals(2, cluster.awaitSettled(WAIT).members().size());
+    }
+    assertThrows(NullPointerException.class, () -> new LocalCluster("kit test: no settings", null));
+    try (LocalCluster broken = new LocalCluster("kit test: settings returning null", b -> null)) {
+      NullPointerException none = assertThrows(NullPointerException.class, () -> broken.builder("a"));
+      assertEquals("the cluster's settings returned no builder", none.getMessage());
+    }
+  }
+
   private static void crashAndAwaitItsStop(LocalCluster cluster, String id) {
     Ringmaster node = cluster.nodes().stream().filter(n -> n.localMember().id().equals(id)).findFirst().orElseThrow();
     cluster.crash(node);
