@@ -367,6 +367,9 @@ class ChurnPropertyTest {
           }
           return rings.size() == 1;
         });
+    for (Running p : peers) { // a listener that threw is only logged: the peer's counter says so
+      assertEquals(0, json(p, "/stats").path("listenerFailures").asLong(-1), replay + ": a listener of " + p + " threw");
+    }
   }
 
   /** What is wrong with a read of {@code key} through {@code via}, if anything. */
