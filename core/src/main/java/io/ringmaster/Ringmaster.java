@@ -1324,8 +1324,8 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * Counters and timings of this node: view id, ring size, views seen, ring builds and the last
-   * build's duration, listener callbacks not yet run, checksum messages sent and received,
-   * divergences (and, among them, those of a split view), rejoins, refusals, when a view last changed
+   * build's duration, listener callbacks not yet run and those that threw, checksum messages sent
+   * and received, divergences (and, among them, those of a split view), rejoins, refusals, when a view last changed
    * this node's ownership or its membership, and a view whose ring could not be built here and is
    * tried again (see {@link RingmasterStats}). The counters are read without locks; the callbacks not yet run
    * take each listener's queue lock in turn, briefly. Each value is current when read, so two of

@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -374,6 +375,44 @@ class ShippedStacksTest {
         .bindAddress("127.0.0.1").buildConfig())) {
       FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
       assertEquals(channel.getProtocolStack().getTransport().getBindAddress(), detector.getBindAddress());
+    }
+  }
+
+  /**
+   * A failure detector given no address of its own listens on every address (JGroups takes no
+   * 0.0.0.0 for it: "not a valid address on any local network interface"), so the other members
+   * reach it at the transport's: it is not refused.
+   */
+  @Test
+  void aFailureDetectorWithNoAddressOfItsOwn_listensOnEveryAddress_andBuilds(@TempDir Path dir) throws Exception {
+    Path everywhere = dir.resolve("everywhere.xml");
+    Files.writeString(everywhere, Files.readString(SHIPPED.resolve("localhost-tcp.xml"))
+        .replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2"));
+    assertFalse(Files.readString(everywhere).contains("<FD_SOCK2 bind_addr"), "the stack file was edited");
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("everywhere")
+        .jgroupsConfig(everywhere.toString()).buildConfig())) {
+      FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
+      assertNull(detector.getBindAddress(), "no address: every address");
+    }
+  }
+
+  /**
+   * A failure detector on another address than the transport's is not refused when the transport
+   * advertises an external_addr: the other members reach it through whatever that address
+   * forwards, which the node cannot see.
+   */
+  @Test
+  void aFailureDetectorBehindATransportsExternalAddress_builds(@TempDir Path dir) throws Exception {
+    Path external = dir.resolve("external.xml");
+    Files.writeString(external, Files.readString(SHIPPED.resolve("localhost-tcp.xml"))
+        .replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2 bind_addr=\"127.0.0.3\"")
+        .replaceFirst("<TCP ", "<TCP external_addr=\"192.0.2.1\" "));
+    assertTrue(Files.readString(external).contains("<TCP external_addr=\"192.0.2.1\" "), "the stack file was edited");
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("external")
+        .jgroupsConfig(external.toString()).buildConfig())) {
+      FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
+      assertEquals("127.0.0.3", detector.getBindAddress().getHostAddress());
+      assertEquals("192.0.2.1", channel.getProtocolStack().getTransport().getExternalAddr().getHostAddress());
     }
   }
 
