@@ -351,6 +351,15 @@ class ShippedStacksTest {
         probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.2", "localhost-tcp.xml", "127.0.0.1"));
     assertEquals("built: bind_addr 127.0.0.1, fd_sock2 127.0.0.1",
         probeAddresses(v4 + " -Djgroups.bind_addr=127.0.0.1", "localhost-tcp.xml", "127.0.0.1"), "the two agree");
+    assertEquals("built: bind_addr 127.0.0.1, fd_sock2 127.0.0.1",
+        probeAddresses(v4 + " -Djgroups.bind_addr=localhost", "localhost-tcp.xml", "127.0.0.1"), "one address, named");
+    // JGroups resolves the property in the family of the stack's own address (127.0.0.1): an IPv6
+    // address names none there, and JGroups would keep 127.0.0.1 without a word.
+    assertMatches(Pattern.quote("refused: jgroupsConfig ringmaster/jgroups/localhost-tcp.xml: TCP's bind_addr is ::1"
+        + " (from the system property jgroups.bind_addr), but JGroups set it to 127.0.0.1: JGroups resolves the"
+        + " system property jgroups.bind_addr in the family of the address the stack gives its transport (127.0.0.1),"
+        + " where it names none, and keeps the stack's; set bindAddress to ::1 instead")
+        + "( \\(the stack's variables set here: .*\\))?", probeAddresses(v4 + " -Djgroups.bind_addr=::1", "localhost-tcp.xml"));
   }
 
   /**
@@ -416,6 +425,22 @@ class ShippedStacksTest {
     }
   }
 
+  /**
+   * An address given by a variable that is not set and has no default is JGroups' to handle, as it
+   * was before the address checks: a failure detector with none listens on every address.
+   */
+  @Test
+  void aFailureDetectorAddressFromAnUnsetVariable_isJGroupsToHandle_notAnNpe(@TempDir Path dir) throws Exception {
+    Path unset = dir.resolve("unset.xml");
+    Files.writeString(unset, Files.readString(SHIPPED.resolve("localhost-tcp.xml"))
+        .replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2 bind_addr=\"\\${ringmaster.test.unset}\""));
+    assertTrue(Files.readString(unset).contains("<FD_SOCK2 bind_addr=\"${ringmaster.test.unset}\""), "the stack file was edited");
+    try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("unset").jgroupsConfig(unset.toString())
+        .buildConfig())) {
+      assertNull(channel.getProtocolStack().<FD_SOCK2>findProtocol(FD_SOCK2.class).getBindAddress());
+    }
+  }
+
   private static void assertMatches(String regex, String actual) {
     assertTrue(actual.matches(regex), () -> "expected to match " + regex + "\n but was " + actual);
   }
@@ -472,7 +497,8 @@ class ShippedStacksTest {
         FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
         System.out.println("built: bind_addr " + transport.getBindAddress().getHostAddress()
             + (transport instanceof UDP udp ? ", mcast_addr " + udp.getMulticastAddress().getHostAddress() : "")
-            + (detector != null ? ", fd_sock2 " + detector.getBindAddress().getHostAddress() : ""));
+            + (detector == null ? "" : ", fd_sock2 " + (detector.getBindAddress() == null ? "*" // every address
+                : detector.getBindAddress().getHostAddress())));
       } catch (Exception e) {
         System.out.println("refused: " + e.getMessage());
       }
