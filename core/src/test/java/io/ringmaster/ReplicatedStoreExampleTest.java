@@ -98,7 +98,7 @@ class ReplicatedStoreExampleTest {
   @Test
   void replicatedStore_joinPartitionCrashLeave_everyKeyOnExactlyItsOwners()
       throws InterruptedException {
-    try (LocalCluster cluster = new LocalCluster("replicated-store")) {
+    try (LocalCluster cluster = new LocalCluster("replicated-store", b -> b.replicas(REPLICAS))) {
       Ringmaster a = start(cluster, "a");
       Ringmaster b = start(cluster, "b");
       Ringmaster c = start(cluster, "c");
@@ -131,11 +131,11 @@ class ReplicatedStoreExampleTest {
     }
   }
 
-  /** Starts a node with two replicas whose store hears its first ring (its first gains). */
+  /** Starts a node (two replicas, as the cluster builds every node) whose store hears its first ring (its first gains). */
   private Ringmaster start(LocalCluster cluster, String id) {
     Store store = new Store();
     stores.put(id, store);
-    return cluster.start(cluster.builder(id).replicas(REPLICAS), n -> n.addOwnershipListener(store));
+    return cluster.start(cluster.builder(id), n -> n.addOwnershipListener(store)); // replicas: the cluster's settings
   }
 
   /** Writes new keys through {@code via}, to every owner of each key in its ring. */
