@@ -2,6 +2,7 @@ package io.ringmaster;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -21,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -370,10 +372,8 @@ class ShippedStacksTest {
    */
   @Test
   void aFailureDetectorOnAnotherAddressThanTheTransport_isRefused_namingBoth(@TempDir Path dir) throws Exception {
-    String stack = Files.readString(SHIPPED.resolve("localhost-tcp.xml"));
-    Path apart = dir.resolve("apart.xml");
-    Files.writeString(apart, stack.replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2 bind_addr=\"127.0.0.3\""));
-    assertTrue(Files.readString(apart).contains("<FD_SOCK2 bind_addr=\"127.0.0.3\""), "the stack file was edited");
+    Path apart = localhostStackWith(dir, "apart.xml", stack -> stack.replaceFirst(FD_SOCK2_ADDRESS,
+        "<FD_SOCK2 bind_addr=\"127.0.0.3\""));
     IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
         () -> Stacks.create(Ringmaster.builder().nodeId("apart").jgroupsConfig(apart.toString()).buildConfig()).close());
     assertMatches(Pattern.quote("jgroupsConfig " + apart + ": FD_SOCK2's bind_addr is 127.0.0.3, but the transport is"
@@ -394,10 +394,7 @@ class ShippedStacksTest {
    */
   @Test
   void aFailureDetectorWithNoAddressOfItsOwn_listensOnEveryAddress_andBuilds(@TempDir Path dir) throws Exception {
-    Path everywhere = dir.resolve("everywhere.xml");
-    Files.writeString(everywhere, Files.readString(SHIPPED.resolve("localhost-tcp.xml"))
-        .replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2"));
-    assertFalse(Files.readString(everywhere).contains("<FD_SOCK2 bind_addr"), "the stack file was edited");
+    Path everywhere = localhostStackWith(dir, "everywhere.xml", stack -> stack.replaceFirst(FD_SOCK2_ADDRESS, "<FD_SOCK2"));
     try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("everywhere")
         .jgroupsConfig(everywhere.toString()).buildConfig())) {
       FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
@@ -412,11 +409,9 @@ class ShippedStacksTest {
    */
   @Test
   void aFailureDetectorBehindATransportsExternalAddress_builds(@TempDir Path dir) throws Exception {
-    Path external = dir.resolve("external.xml");
-    Files.writeString(external, Files.readString(SHIPPED.resolve("localhost-tcp.xml"))
-        .replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2 bind_addr=\"127.0.0.3\"")
+    Path external = localhostStackWith(dir, "external.xml", stack -> stack
+        .replaceFirst(FD_SOCK2_ADDRESS, "<FD_SOCK2 bind_addr=\"127.0.0.3\"")
         .replaceFirst("<TCP ", "<TCP external_addr=\"192.0.2.1\" "));
-    assertTrue(Files.readString(external).contains("<TCP external_addr=\"192.0.2.1\" "), "the stack file was edited");
     try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("external")
         .jgroupsConfig(external.toString()).buildConfig())) {
       FD_SOCK2 detector = channel.getProtocolStack().findProtocol(FD_SOCK2.class);
@@ -431,14 +426,28 @@ class ShippedStacksTest {
    */
   @Test
   void aFailureDetectorAddressFromAnUnsetVariable_isJGroupsToHandle_notAnNpe(@TempDir Path dir) throws Exception {
-    Path unset = dir.resolve("unset.xml");
-    Files.writeString(unset, Files.readString(SHIPPED.resolve("localhost-tcp.xml"))
-        .replaceFirst("<FD_SOCK2 bind_addr=\"[^\"]*\"", "<FD_SOCK2 bind_addr=\"\\${ringmaster.test.unset}\""));
-    assertTrue(Files.readString(unset).contains("<FD_SOCK2 bind_addr=\"${ringmaster.test.unset}\""), "the stack file was edited");
+    Path unset = localhostStackWith(dir, "unset.xml", stack -> stack.replaceFirst(FD_SOCK2_ADDRESS,
+        "<FD_SOCK2 bind_addr=\"\\${ringmaster.test.unset}\""));
     try (JChannel channel = Stacks.create(Ringmaster.builder().nodeId("unset").jgroupsConfig(unset.toString())
         .buildConfig())) {
       assertNull(channel.getProtocolStack().<FD_SOCK2>findProtocol(FD_SOCK2.class).getBindAddress());
     }
+  }
+
+  /** The failure detector's element with its address, in the shipped localhost-tcp.xml: a regex. */
+  private static final String FD_SOCK2_ADDRESS = "<FD_SOCK2 bind_addr=\"[^\"]*\"";
+
+  /**
+   * The shipped localhost-tcp.xml with {@code edit} applied, as a file {@code name} in {@code dir};
+   * fails if the edit changed nothing (the shipped stack changed under it).
+   */
+  private static Path localhostStackWith(Path dir, String name, UnaryOperator<String> edit) throws IOException {
+    String shipped = Files.readString(SHIPPED.resolve("localhost-tcp.xml"));
+    String edited = edit.apply(shipped);
+    assertNotEquals(shipped, edited, "the stack file was edited");
+    Path file = dir.resolve(name);
+    Files.writeString(file, edited);
+    return file;
   }
 
   private static void assertMatches(String regex, String actual) {
