@@ -25,8 +25,8 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.jgroups.Address;
@@ -1325,9 +1325,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Counters and timings of this node: view id, ring size, views seen, ring builds and the last
    * build's duration, listener callbacks not yet run and those that threw, checksum messages sent
-   * and received, divergences (and, among them, those of a split view), rejoins, refusals, when a view last changed
-   * this node's ownership or its membership, and a view whose ring could not be built here and is
-   * tried again (see {@link RingmasterStats}). The counters are read without locks; the callbacks not yet run
+   * and received, divergences (and, among them, those of a split view), rejoins, refusals, when a
+   * view last changed this node's ownership or its membership, and a view whose ring could not be
+   * built here and is tried again (see {@link RingmasterStats}). The counters are read without locks; the callbacks not yet run
    * take each listener's queue lock in turn, briefly. Each value is current when read, so two of
    * them may come from either side of a view change.
    */

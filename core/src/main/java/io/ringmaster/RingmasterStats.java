@@ -47,7 +47,8 @@ import java.util.OptionalLong;
  *                         only equal view ids, so no {@link RingDivergence} says so)
  */
 public record RingmasterStats(long viewId, int members, long viewsSeen, long ringBuilds, Duration lastRingBuild,
-                              int pendingCallbacks, long listenerFailures, long divergences, long splitViewDivergences, long rejoins,
+                              int pendingCallbacks, long listenerFailures, long divergences,
+                              long splitViewDivergences, long rejoins,
                               long gossipSent,
                               long gossipReceived, long refusedMembers, Optional<Instant> lastChange,
                               OptionalLong failedViewId) {}

@@ -506,7 +506,11 @@ final class SerialDelivery<E> implements Registration {
    * end this drain: the listener would be left marked running, and never called again.
    */
   private void reportThrown(Throwable thrown) {
-    failures.increment();
+    try {
+      failures.increment();
+    } catch (Throwable noMemory) {
+      // a cell for a contended counter: the count misses this one, the drain goes on
+    }
     try {
       LOG.log(System.Logger.Level.ERROR, name + " threw; later callbacks still run", thrown);
     } catch (Throwable logging) {

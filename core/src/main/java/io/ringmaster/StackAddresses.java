@@ -57,7 +57,10 @@ final class StackAddresses {
     }
   }
 
-  /** The field behind a transport's {@code bind_addr}, or null if the stack's first protocol is no transport JGroups knows. */
+  /**
+   * The field behind a transport's {@code bind_addr}, or null if the stack's first protocol is no
+   * transport JGroups knows.
+   */
   private static Field transportAddressField(String protocolName) {
     try {
       Class<?> type = Util.loadProtocolClass(protocolName.trim(), StackAddresses.class);
@@ -198,7 +201,8 @@ final class StackAddresses {
         }
         throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": " + protocol.getName()
             + "'s " + attribute + " is " + first.getKey() + (first.getValue() == null ? "" : " (from "
-            + first.getValue() + ")") + ", but JGroups set it to " + shown + why + Stacks.variablesSet(config.jgroupsConfig()));
+            + first.getValue() + ")") + ", but JGroups set it to " + shown + why
+            + Stacks.variablesSet(config.jgroupsConfig()));
       }
     }
   }
@@ -225,7 +229,8 @@ final class StackAddresses {
     throw new IllegalArgumentException("jgroupsConfig " + config.jgroupsConfig() + ": FD_SOCK2's bind_addr is "
         + listens.getHostAddress() + ", but the transport is bound to " + bound.getHostAddress() + ", where the"
         + " other members look for it: they could not watch this node, and its crash would go unnoticed until"
-        + " FD_ALL3's timeout; give both one address (bindAddress sets both)" + Stacks.variablesSet(config.jgroupsConfig()));
+        + " FD_ALL3's timeout; give both one address (bindAddress sets both)"
+        + Stacks.variablesSet(config.jgroupsConfig()));
   }
 
   /** The JDK's system property for a preference of IPv6 addresses, which JGroups heeds too. */

@@ -30,7 +30,6 @@ import org.jgroups.conf.ProtocolConfiguration;
 import org.jgroups.conf.ProtocolStackConfigurator;
 import org.jgroups.protocols.Encrypt;
 import org.jgroups.protocols.FD_SOCK2;
-import org.jgroups.protocols.SHARED_LOOPBACK;
 import org.jgroups.protocols.TCPPING;
 import org.jgroups.protocols.TP;
 import org.jgroups.protocols.UDP;

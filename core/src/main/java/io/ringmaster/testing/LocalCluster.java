@@ -433,8 +433,8 @@ public final class LocalCluster implements AutoCloseable {
       }
       if (System.nanoTime() - deadline >= 0) {
         throw new RingmasterException(RingmasterException.Reason.AWAIT_TIMEOUT, "the nodes " + ids(nodes)
-            + " of cluster " + name + " did not settle within " + timeout + (idle ? ": their ring kept changing" : ": listeners still busy")
-            + ":\n" + describe(nodes));
+            + " of cluster " + name + " did not settle within " + timeout
+            + (idle ? ": their ring kept changing" : ": listeners still busy") + ":\n" + describe(nodes));
       }
     }
   }
