@@ -159,8 +159,9 @@ final class StackAddresses {
           given.putIfAbsent(inStack, attribute.equals("bind_addr") && config.bindAddress().isPresent()
               ? "bindAddress " + config.bindAddress().get() : null);
         }
+        Object used = Util.getField(field, protocol);
         if (transportOverridden && config.bindAddress().isPresent()
-            && !InetAddress.getByName(inStack).equals(Util.getField(field, protocol))) { // bindAddress: a literal
+            && !InetAddress.getByName(inStack).equals(used)) { // bindAddress: a literal
           throw new IllegalArgumentException("bindAddress " + config.bindAddress().get() + " is not the address"
               + " JGroups binds: " + override.getKey() + " is " + override.getValue().trim() + ", which JGroups"
               + " takes instead; unset it, or make the two agree");
@@ -168,7 +169,6 @@ final class StackAddresses {
         if (given.isEmpty() || !given.keySet().stream().allMatch(StackAddresses::isIpLiteral)) {
           continue;
         }
-        Object used = Util.getField(field, protocol);
         if (used != null && !(used instanceof InetAddress)) {
           continue; // not an address field: a protocol of its own kind
         }

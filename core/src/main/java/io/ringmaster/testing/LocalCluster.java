@@ -348,13 +348,21 @@ public final class LocalCluster implements AutoCloseable {
    * @throws InterruptedException  if the thread is interrupted while it waits
    */
   public HashRing awaitAgreement(Collection<Ringmaster> side, Duration timeout) throws InterruptedException {
+    requireSide(side, "agree");
+    return awaitAgreement(side, deadline(timeout), timeout);
+  }
+
+  /**
+   * Refuses a side that cannot be waited for: empty, or with a node this cluster did not start or
+   * that is not running. A null side (all running nodes) passes.
+   */
+  private void requireSide(Collection<Ringmaster> side, String toDo) {
     if (side != null) {
       if (side.isEmpty()) {
-        throw new IllegalArgumentException("no node to agree: the side is empty");
+        throw new IllegalArgumentException("no node to " + toDo + ": the side is empty");
       }
       side.forEach(this::requireRunning);
     }
-    return awaitAgreement(side, deadline(timeout), timeout);
   }
 
   /** As {@link #awaitAgreement(Collection, Duration)}, until {@code deadline}; {@code timeout} is what a failure names. */
@@ -411,12 +419,7 @@ public final class LocalCluster implements AutoCloseable {
    * @throws InterruptedException  if the thread is interrupted while it waits
    */
   public HashRing awaitSettled(Collection<Ringmaster> side, Duration timeout) throws InterruptedException {
-    if (side != null) {
-      if (side.isEmpty()) {
-        throw new IllegalArgumentException("no node to settle: the side is empty");
-      }
-      side.forEach(this::requireRunning);
-    }
+    requireSide(side, "settle");
     long deadline = deadline(timeout);
     while (true) {
       HashRing ring = awaitAgreement(side, deadline, timeout);
