@@ -4,6 +4,7 @@ import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.KeyRange;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -147,6 +148,40 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
   }
 
   /**
+   * Every member of {@link #ring()} that is a source of a gained range, once: the members to fetch
+   * from, in the order they first appear in {@link #gained()} and its {@code sources()}. Matched by
+   * id, as {@link #sourcesInRing(RingDiff.Gained)}. Empty when nothing was gained, and when every
+   * source of every gain has left the cluster.
+   *
+   * <pre>{@code
+   * for (Member source : change.sourcesInRing()) {
+   *   store.fetch(source, change.gainedFrom(source).stream().map(RingDiff.Gained::range).toList());
+   * }
+   * }</pre>
+   */
+  public List<Member> sourcesInRing() {
+    Map<String, Member> sources = new LinkedHashMap<>();
+    for (RingDiff.Gained gained : gained()) {
+      sourcesInRing(gained).forEach(source -> sources.putIfAbsent(source.id(), source));
+    }
+    return List.copyOf(sources.values());
+  }
+
+  /**
+   * The gained ranges whose {@code sources()} name a member of {@code source}'s id, in the order of
+   * {@link #gained()}: what to ask {@code source} for. Empty if it held none of them. A member that
+   * crashed or left in this view is answered too (it held them), though it cannot be asked.
+   *
+   * @throws NullPointerException if {@code source} is null
+   */
+  public List<RingDiff.Gained> gainedFrom(Member source) {
+    String id = Objects.requireNonNull(source, "source").id();
+    return gained().stream()
+        .filter(gained -> gained.sources().stream().anyMatch(held -> held.id().equals(id)))
+        .toList();
+  }
+
+  /**
    * Groups keys by the lost range that holds them, in the order of {@link #lost()}: for each
    * range, the keys to hand to its {@code destinations()}. Keys in no lost range are left out, and
    * the keys are not removed from {@code keys}, which is read once (a concurrent map's live key
@@ -154,7 +189,7 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
    * {@code O(log ranges)} per key.
    *
    * <pre>{@code
-   * change.lostKeys(store.keySet()).forEach((lost, keys) -> store.push(keys, lost.destinations()));
+   * change.lostKeys(store.keys()).forEach((lost, keys) -> store.push(keys, lost.destinations()));
    * }</pre>
    *
    * @throws NullPointerException if {@code keys} is null
@@ -177,9 +212,8 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
   /**
    * Groups keys by the gained range that holds them, in the order of {@link #gained()}: given the
    * keys a source holds, for each range, those in it. Every gained range is a candidate, not only
-   * those the source is a source of: fetch from it the keys of the ranges whose {@code sources()}
-   * name it. Keys in no gained range are left out; {@code keys} is read once, as in
-   * {@link #lostKeys(Iterable)}.
+   * those the source held: {@link #gainedKeys(Member, Iterable)} keeps to those. Keys in no gained
+   * range are left out; {@code keys} is read once, as in {@link #lostKeys(Iterable)}.
    *
    * @throws NullPointerException if {@code keys} is null
    */
@@ -195,6 +229,37 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
    */
   public <K> Map<RingDiff.Gained, List<K>> gainedKeys(Iterable<K> keys, ToLongFunction<? super K> positionOf) {
     return KeyRange.partition(gained(), RingDiff.Gained::range, Objects.requireNonNull(keys, "keys"),
+        Objects.requireNonNull(positionOf, "positionOf"));
+  }
+
+  /**
+   * As {@link #gainedKeys(Iterable)}, in the ranges of {@link #gainedFrom(Member) gainedFrom(source)}
+   * only: given the keys {@code source} holds, those to fetch from it, by range. Fetching every
+   * member of {@link #sourcesInRing()} this way fetches each gained key from each of its sources
+   * still in the cluster; with {@code replicas > 1}, from more than one, which may disagree on a
+   * key written while the view changed.
+   *
+   * <pre>{@code
+   * for (Member source : change.sourcesInRing()) {
+   *   change.gainedKeys(source, peers.get(source.id()).keys()).values().forEach(keys -> store.copyFrom(source, keys));
+   * }
+   * }</pre>
+   *
+   * @throws NullPointerException if {@code source} or {@code keys} is null
+   */
+  public Map<RingDiff.Gained, List<String>> gainedKeys(Member source, Iterable<String> keys) {
+    return gainedKeys(source, keys, HashRing::position);
+  }
+
+  /**
+   * As {@link #gainedKeys(Member, Iterable)}, for keys of any type placed on the ring by
+   * {@code positionOf}: for {@code byte[]} keys, {@code HashRing::position}.
+   *
+   * @throws NullPointerException if {@code source}, {@code keys} or {@code positionOf} is null
+   */
+  public <K> Map<RingDiff.Gained, List<K>> gainedKeys(Member source, Iterable<K> keys,
+                                                      ToLongFunction<? super K> positionOf) {
+    return KeyRange.partition(gainedFrom(source), RingDiff.Gained::range, Objects.requireNonNull(keys, "keys"),
         Objects.requireNonNull(positionOf, "positionOf"));
   }
 }

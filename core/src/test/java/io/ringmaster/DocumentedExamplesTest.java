@@ -23,15 +23,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every Java example that README.md, docs/recipes.md and the public classes' javadoc show an
+ * Every Java example that README.md, docs/recipes.md, docs/api.md and the public classes' javadoc show an
  * application developer compiles against the API as it is: a method renamed, an argument reordered or a type changed
  * breaks this test, not the first user who copies the example.
  *
  * <p>Each example is compiled in a class of its own, with the project's packages, {@code java.util},
  * {@code java.util.concurrent}, {@code java.time} and JUnit's assertions imported, and with
  * stand-ins for the names the examples take from the application around them: an application's
- * {@code store}, its {@code fetch}, {@code handOff}, {@code retryLater} and {@code alert}, a
- * running {@code node} and a {@code diff}.
+ * {@code store} and its {@code peers}, their {@code fetch}, {@code handOff}, {@code push} and
+ * {@code copyFrom}, a {@code retryLater} and an {@code alert}, a running {@code node}, a
+ * {@code change} and a {@code diff}.
  * An example that starts with an annotation is a method of that class; any other is the body of
  * one.
  */
@@ -40,7 +41,9 @@ class DocumentedExamplesTest {
   private static final List<Source> SOURCES = List.of(
       new Source("README.md", 3),
       new Source("docs/recipes.md", 1),
+      new Source("docs/api.md", 1),
       new Source("core/src/main/java/io/ringmaster/Ringmaster.java", 1),
+      new Source("core/src/main/java/io/ringmaster/OwnershipChange.java", 3),
       new Source("core/src/main/java/io/ringmaster/RingmasterException.java", 1),
       new Source("core/src/main/java/io/ringmaster/ring/HashRing.java", 1),
       new Source("core/src/main/java/io/ringmaster/ring/KeyRange.java", 2),
@@ -66,10 +69,15 @@ class DocumentedExamplesTest {
         interface Store {
           void fetch(KeyRange range, List<Member> sources);
           void handOff(KeyRange range, List<Member> destinations);
+          void fetch(Member source, List<KeyRange> ranges);
+          void copyFrom(Member source, List<String> keys);
+          void push(List<String> keys, List<Member> destinations);
           Iterable<String> keys();
           Iterable<byte[]> rawKeys();
         }
         Store store;
+        Map<String, Store> peers;
+        OwnershipChange change;
         Ringmaster node;
         RingDiff diff;
         void fetch(KeyRange range, List<Member> sources) {}

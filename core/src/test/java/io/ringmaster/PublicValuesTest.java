@@ -13,9 +13,12 @@ import io.ringmaster.ring.RingDiff;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -120,6 +123,66 @@ class PublicValuesTest {
     assertRefusesNull("keys", () -> crash.gainedKeys((List<String>) null, HashRing::position));
     assertRefusesNull("positionOf", () -> crash.gainedKeys(rawKeys, null));
     assertRefusesNull("gained", () -> crash.sourcesInRing(null));
+  }
+
+  /**
+   * With two replicas, as c crashes out of {a, b, c, d, e}: the sources in the ring are the members
+   * but c that held a range a gained, each once, in the order of the gains; a source's gains are
+   * those it held, and its gained keys are the keys a gained that it owned before, so fetching from
+   * every source in the ring fetches every gained key that some member still in the ring held.
+   */
+  @Test
+  void ownershipChange_namesWhatToFetchFromEachSource() {
+    HashRing before = EMPTY.withMembers(Stream.of("a", "b", "c", "d", "e").map(Member::of).toList());
+    HashRing after = before.without("c");
+    OwnershipChange crash = new OwnershipChange(Reason.VIEW, 1, 2, before, after,
+        RingDiff.compute(before, after, "a", 2));
+    List<String> keys = IntStream.range(0, 5_000).mapToObj(k -> "user:" + k).toList();
+
+    List<Member> expectedSources = new ArrayList<>();
+    crash.gained().forEach(gained -> gained.sources().stream()
+        .filter(source -> !source.id().equals("c") && !expectedSources.contains(source))
+        .forEach(expectedSources::add));
+    assertEquals(expectedSources, crash.sourcesInRing());
+    assertTrue(crash.sourcesInRing().size() >= 2, "a gained from more than one member: " + crash.sourcesInRing());
+    assertFalse(crash.gainedFrom(Member.of("c")).isEmpty(), "c held some of a's gains, though it crashed");
+
+    Set<String> fetched = new HashSet<>();
+    for (Member source : List.of(Member.of("b"), Member.of("c"), Member.of("d"), Member.of("e"))) {
+      assertEquals(crash.gained().stream().filter(gained -> gained.sources().contains(source)).toList(),
+          crash.gainedFrom(source), source.id());
+      Map<String, RingDiff.Gained> gainOf = new HashMap<>();
+      crash.gainedKeys(source, keys).forEach((gain, inIt) -> inIt.forEach(key -> gainOf.put(key, gain)));
+      for (String key : keys) {
+        List<Member> owners = before.owners(key, 2);
+        boolean fromIt = after.owners(key, 2).contains(Member.of("a")) && !owners.contains(Member.of("a"))
+            && owners.contains(source);
+        assertEquals(fromIt, gainOf.containsKey(key), source.id() + " " + key);
+        if (fromIt) {
+          assertTrue(gainOf.get(key).range().contains(key), key);
+        }
+      }
+      if (!source.id().equals("c")) {
+        fetched.addAll(gainOf.keySet());
+      }
+      List<byte[]> rawKeys = keys.stream().map(k -> k.getBytes(StandardCharsets.UTF_8)).toList();
+      Map<RingDiff.Gained, List<String>> fromBytes = new HashMap<>();
+      crash.gainedKeys(source, rawKeys, HashRing::position).forEach((gain, inIt) ->
+          fromBytes.put(gain, inIt.stream().map(k -> new String(k, StandardCharsets.UTF_8)).toList()));
+      assertEquals(crash.gainedKeys(source, keys), fromBytes, source.id());
+    }
+    Set<String> heldInRing = new HashSet<>();
+    crash.gainedKeys(keys).forEach((gain, inIt) -> {
+      if (!crash.sourcesInRing(gain).isEmpty()) {
+        heldInRing.addAll(inIt);
+      }
+    });
+    assertEquals(heldInRing, fetched);
+
+    assertRefusesNull("source", () -> crash.gainedFrom(null));
+    assertRefusesNull("source", () -> crash.gainedKeys(null, keys));
+    assertRefusesNull("keys", () -> crash.gainedKeys(Member.of("b"), (List<String>) null));
+    assertRefusesNull("positionOf", () -> crash.gainedKeys(Member.of("b"), keys, null));
   }
 
   @Test

@@ -5,18 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
-import io.ringmaster.ring.RingDiff;
 import io.ringmaster.testing.LocalCluster;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import org.junit.jupiter.api.Test;
@@ -51,22 +48,16 @@ class ReplicatedStoreExampleTest {
 
     /** Copies each gained range from every source still in the ring (one may lack a late write). */
     private void fetchGained(OwnershipChange change) {
-      Set<String> sources = new HashSet<>();
-      for (RingDiff.Gained gained : change.gained()) {
-        change.sourcesInRing(gained).forEach(source -> sources.add(source.id()));
-      }
-      for (String id : sources) {
-        Store source = stores.get(id);
-        if (source == null) {
+      for (Member source : change.sourcesInRing()) {
+        Store from = stores.get(source.id());
+        if (from == null) {
           continue; // gone since that ring: the other sources answer
         }
-        change.gainedKeys(source.copies.keySet(), HashRing::position).forEach((gained, keys) -> {
-          if (change.sourcesInRing(gained).stream().anyMatch(m -> m.id().equals(id))) {
-            for (byte[] key : keys) {
-              byte[] value = source.copies.get(key);
-              if (value != null) {
-                copies.putIfAbsent(key, value);
-              }
+        change.gainedKeys(source, from.copies.keySet(), HashRing::position).values().forEach(keys -> {
+          for (byte[] key : keys) {
+            byte[] value = from.copies.get(key);
+            if (value != null) {
+              copies.putIfAbsent(key, value);
             }
           }
         });
