@@ -27,6 +27,7 @@ import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -83,6 +84,11 @@ class CommandLineFuzzTest {
   /** Characters a valid text value is made of: ASCII, letters of other scripts, and a pair outside the BMP. */
   private static final List<String> LETTERS = List.of("a", "b", "Z", "0", "7", "-", "_", ".", ":", "é", "ß", "中",
       "ж", "\uD83D\uDE00", "\"", "\\");
+  /**
+   * Characters a valid path is made of: those of {@link #LETTERS} that this JVM can name a file with
+   * (under a POSIX locale, whose file names are ASCII, neither "é" nor "中" can be).
+   */
+  private static final List<String> PATH_LETTERS = LETTERS.stream().filter(CommandLineFuzzTest::nameable).toList();
   /** Characters a message must never hold raw: each is invisible, or breaks or rewrites a terminal line. */
   private static final List<String> INVISIBLE = List.of("\u0000", "\u0007", "\u001b[2J", "\n", "\r", "\t",
       "\u000b", "\u00a0", "\u2003", "\u200b", "\u00ad", "\ufeff", "\u2028", "\u0085", "\uD800", "\uDC00", " ");
@@ -366,7 +372,7 @@ class CommandLineFuzzTest {
         yield random.nextBoolean() ? Double.toString(d) : new BigDecimal(d).toPlainString();
       }
       case TEXT, PATH -> {
-        String v = randomText(LETTERS, 1 + random.nextInt(30));
+        String v = randomText(f.kind() == Kind.PATH ? PATH_LETTERS : LETTERS, 1 + random.nextInt(30));
         yield v.startsWith("--") ? "x" + v : v;
       }
       case CLUSTER -> {
@@ -411,11 +417,26 @@ class CommandLineFuzzTest {
           "");
       case CLUSTER -> new Bad(pick(List.of(" c", "c ", "caf\u00e9", "a".repeat(201), "a\u0000b", "a\tb", "\uD800",
           "日本", "x".repeat(300 + random.nextInt(5_000)), "a\u00a0")), "clusterName must be");
-      case PATH -> new Bad(pick(List.of("a\u0000b", "\u0000", "logs\uD800", "\uDC00")), "");
+      case PATH -> new Bad(pick(UNNAMEABLE_PATHS), "");
       case TEXT -> new Bad(pick(List.of("a\u0000", "\u0007bell", "x\uD800", "\uDC00", " a", "a ", "\u00a0a", "a\u00a0",
           "\ufeffa", "a\u001b[2J", "é".repeat(200), "x".repeat(300 + random.nextInt(5_000)), "中".repeat(100))), "");
     };
   }
+
+  /** Whether this JVM can name a file {@code text}, as its file system's encoding holds every character. */
+  private static boolean nameable(String text) {
+    try {
+      Path.of(text);
+      return true;
+    } catch (InvalidPathException e) {
+      return false;
+    }
+  }
+
+  /** Paths no file system takes, and where its encoding is ASCII alone, one of other scripts too. */
+  private static final List<String> UNNAMEABLE_PATHS = Stream.concat(
+          Stream.of("a\u0000b", "\u0000", "logs\uD800", "\uDC00"), Stream.of("caf\u00e9", "\u65e5\u672c"))
+      .filter(path -> !nameable(path)).toList();
 
   /** A command line with one defect, and what its refusal must say. */
   private record Case(List<String> args, String flag, String value, String says, boolean late) {
