@@ -76,7 +76,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * hand-off that fails should look up the current owners in
      * {@code node.ring().without(node.localMember().id())} before it gives up: {@code node.ring()}
      * follows the views this node installs (and holds this node) until close() stops waiting for
-     * the listeners, though not while a listener on a same-thread executor holds the view thread.
+     * the listeners, though not while a listener on a same-thread executor holds the view thread. A
+     * push that succeeds can still miss: a destination that is leaving too (two nodes closed at
+     * once) takes it and leaves with it, and a node that joins in the view that removes this one is
+     * in none of the destinations, though it may own some of these ranges (docs/api.md, "Moving the
+     * data").
      */
     LEAVING
   }
@@ -131,14 +135,18 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
 
   /**
    * The sources of a gained range that are members of {@link #ring()}: those still in the cluster
-   * to fetch from. A member that crashed or left in this view is among {@code gained.sources()}
-   * (it held the range) but not here; with one replica, a range gained from a crashed member has
-   * no source left, and its data must come from storage of the application's own. Primary first,
-   * as in {@code sources()}. Sources are matched by id: after a {@link Reason#MERGE} that refused
-   * a member of this node's side because the other side's member of that id kept it, a source of
-   * that id is listed, though the member the id names now never held the range (the refused one
-   * hands its data on instead); and a merge's sources are this side's owners only (see
-   * {@link Reason#MERGE}).
+   * to fetch from. A member that crashed or left in this view is among {@code gained.sources()} (it
+   * held the range) but not here; with one replica, a range gained from a crashed member has no
+   * source left, and its data must come from storage of the application's own. A node's first
+   * change can also name as a range's only source a member that left gracefully in that very view:
+   * its LEAVING change handed the range to the owners of its ring without it, which did not hold
+   * this node, and no change tells them to pass it on (docs/api.md, "Moving the data"). Primary
+   * first, as in {@code sources()}. Sources are matched by id: a member that joined in this view
+   * under the id of one that left (a process restarted under it) is listed, though it holds none of
+   * the data; so is, after a {@link Reason#MERGE} that refused a member of this node's side because
+   * the other side's member of that id kept it, a source of that id, though the member the id names
+   * now never held the range (the refused one hands its data on instead). A merge's sources are
+   * this side's owners only (see {@link Reason#MERGE}).
    *
    * @throws NullPointerException if {@code gained} is null
    */
