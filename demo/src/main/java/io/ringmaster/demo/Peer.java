@@ -385,6 +385,8 @@ final class Peer implements AutoCloseable {
       maintenance.shutdownNow();
       pullRetrier.shutdownNow();
       long started = System.nanoTime();
+      // The words below count this leave's hand-off, not the keys handed to joiners before it.
+      long handedOffBefore = counters.keysMigratedOut.sum();
       if (rebalancer != null) {
         // The LEAVING hand-off's budget counts from here, about where the node's leave timeout
         // starts. Before the check below: a refusal published after it is then handled as the
@@ -404,7 +406,8 @@ final class Peer implements AutoCloseable {
       // System.out, not a logger: where LeaveLogManager is not the manager (a JVM whose logging
       // started before Main ran), java.util.logging closes its handlers in its own shutdown hook.
       System.out.printf("%s left the cluster in %d ms; keys handed off in total: %d; %s%n",
-          routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum(), leaveOutcome());
+          routing.self(), (System.nanoTime() - started) / 1_000_000, counters.keysMigratedOut.sum() - handedOffBefore,
+          leaveOutcome());
       System.out.flush();
     } finally {
       runAll(() -> {

@@ -134,6 +134,47 @@ class PeerWiringTest {
   }
 
   /**
+   * The words a peer leaves with count what its leave handed off, not also the keys it handed to
+   * a joiner before: c's join takes part of b's keys, then b leaves and says it handed off the keys
+   * it held then.
+   */
+  @Test
+  void leaving_saysWhatTheLeaveHandedOff_notAlsoWhatAJoinerTookBefore() throws Exception {
+    String cluster = InJvmPeer.clusterName("peer-wiring-leave-count");
+    int portA = PeerCluster.freePort();
+    int portB = PeerCluster.freePort();
+    int portC = PeerCluster.freePort();
+    start(cluster, "a", portA);
+    Peer b = start(cluster, "b", portB);
+    await().atMost(Duration.ofSeconds(30)).until(() -> agreed(portA, 2) && agreed(portB, 2));
+    for (int i = 0; i < 60; i++) {
+      HttpResponse<String> put = send(portA, "/kv/k" + i, HttpRequest.newBuilder().PUT(
+          HttpRequest.BodyPublishers.ofString("v" + i)));
+      assertEquals(200, put.statusCode(), put.body());
+    }
+    start(cluster, "c", portC);
+    await().atMost(Duration.ofSeconds(30)).until(() -> agreed(portB, 3) && settled(portA) && settled(portB)
+        && settled(portC) && stats(portB).path("strayKeys").asLong() == 0);
+    JsonNode before = stats(portB);
+    assertTrue(before.path("keysMigratedOut").asLong() > 0, "c's join took keys from b: " + before);
+    long held = before.path("primaryKeys").asLong();
+    assertTrue(held > 0, "b still holds keys: " + before);
+
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    PrintStream out = System.out;
+    System.setOut(new PrintStream(bytes, true, StandardCharsets.UTF_8));
+    try {
+      b.close();
+    } finally {
+      System.setOut(out);
+    }
+    String said = bytes.toString(StandardCharsets.UTF_8);
+    Matcher left = Pattern.compile("b left the cluster in \\d+ ms; keys handed off in total: (\\d+);").matcher(said);
+    assertTrue(left.find(), said);
+    assertEquals(held, Long.parseLong(left.group(1)), said);
+  }
+
+  /**
    * Through joins and leaves, each peer's log shows a view's membership event before this peer's
    * ownership event of that view, and that before its migrations, also when the membership listener
    * is held up (as a busy pool would) until the rebalancer is done with the view: the log keeps the
