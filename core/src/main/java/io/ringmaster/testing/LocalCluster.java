@@ -85,8 +85,12 @@ public final class LocalCluster implements AutoCloseable {
   private final Set<Ringmaster> own = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
   /** The nodes whose {@code start()} has returned or thrown: one starting is never let go. */
   private final Set<Ringmaster> startEnded = ConcurrentHashMap.newKeySet();
-  /** The crashed nodes among {@link #started}. */
-  private final Set<Ringmaster> crashed = ConcurrentHashMap.newKeySet();
+  /**
+   * The crashed nodes among {@link #started}, each with its listener failures when it crashed: what
+   * its listeners throw after that (a callback interrupted as the node stops, a fetch that its
+   * silence made fail) is the crash's doing, as nothing of a process that died counts.
+   */
+  private final Map<Ringmaster, Long> crashed = new ConcurrentHashMap<>();
   /**
    * The crashes' stops in the background, for {@link #close()} to wait for and report: those that
    * ended well are dropped at the next start, the others kept.
@@ -95,8 +99,8 @@ public final class LocalCluster implements AutoCloseable {
   /** Per node, the addresses its DISCARD ignores because of {@link #partition}: {@link #heal()} takes back these only. */
   private final Map<Ringmaster, Set<Address>> cut = new ConcurrentHashMap<>();
   /**
-   * The listener failures of nodes let go of, as "id: count" ({@link #forgetStopped}): a store's
-   * {@code LEAVING} hand-off that threw counts on the node that left.
+   * The listener failures of nodes let go of ({@link #forgetStopped}), as "id (stopped): count" or
+   * "id (crashed): count": a store's {@code LEAVING} hand-off that threw counts on the node that left.
    */
   private final List<String> stoppedNodesFailures = new CopyOnWriteArrayList<>();
   /** Held while nodes are let go, so that a node's failures are in one of the two lists at a time. */
@@ -199,9 +203,10 @@ public final class LocalCluster implements AutoCloseable {
     synchronized (forgetting) {
       for (Ringmaster n : started) {
         if (startEnded.contains(n) && shutDown(n)) {
-          long failures = n.stats().listenerFailures();
+          long failures = listenerFailures(n);
           if (failures > 0) {
-            stoppedNodesFailures.add(n.localMember().id() + " (stopped): " + failures);
+            String how = crashed.containsKey(n) ? " (crashed): " : " (stopped): ";
+            stoppedNodesFailures.add(n.localMember().id() + how + failures);
           }
           started.remove(n);
           startEnded.remove(n);
@@ -322,7 +327,7 @@ public final class LocalCluster implements AutoCloseable {
     forgetStopped();
     List<Ringmaster> live = new ArrayList<>();
     for (Ringmaster n : started) {
-      if (!crashed.contains(n) && isRunning(n)) {
+      if (!crashed.containsKey(n) && isRunning(n)) {
         live.add(n);
       }
     }
@@ -412,10 +417,11 @@ public final class LocalCluster implements AutoCloseable {
    *
    * <p>Fails if a listener of a node started here, running or stopped, has thrown (its
    * {@code stats().listenerFailures()}, each failure also logged at ERROR as "... threw; later
-   * callbacks still run"): Ringmaster isolates a listener that throws, so a store whose listener
-   * throws moves no data, and without this its test would fail later and further from the cause,
-   * or not at all. {@link #tolerateListenerFailures()} turns that off, for a test that makes
-   * listeners throw on purpose.
+   * callbacks still run"; of a {@link #crash crashed} node, those thrown before its crash):
+   * Ringmaster isolates a listener that throws, so a store whose listener throws moves no data, and
+   * without this its test would fail later and further from the cause, or not at all.
+   * {@link #tolerateListenerFailures()} turns that off, for a test that makes listeners throw on
+   * purpose.
    *
    * @throws AssertionError       if a listener of a node started here has thrown, unless
    *                              {@link #tolerateListenerFailures()} was called; the message names
@@ -489,9 +495,9 @@ public final class LocalCluster implements AutoCloseable {
     synchronized (forgetting) {
       failures = new ArrayList<>(stoppedNodesFailures);
       for (Ringmaster n : started) {
-        long count = n.stats().listenerFailures();
+        long count = listenerFailures(n);
         if (count > 0) {
-          failures.add(n.localMember().id() + ": " + count);
+          failures.add(n.localMember().id() + (crashed.containsKey(n) ? " (crashed): " : ": ") + count);
         }
       }
     }
@@ -501,6 +507,12 @@ public final class LocalCluster implements AutoCloseable {
           + " that throws is isolated, and moves no data: call tolerateListenerFailures() if the test"
           + " makes listeners throw on purpose");
     }
+  }
+
+  /** The callbacks of the node's listeners that threw: for a crashed node, those before its crash. */
+  private long listenerFailures(Ringmaster node) {
+    Long beforeCrash = crashed.get(node);
+    return beforeCrash != null ? beforeCrash : node.stats().listenerFailures();
   }
 
   /**
@@ -568,20 +580,22 @@ public final class LocalCluster implements AutoCloseable {
   /**
    * Crashes a node: from now on it hears and says nothing, so the others suspect it and remove it
    * (3-5 s with {@value #STACK}), and it stops in the background without a graceful leave: its
-   * listeners hear nothing more (no {@code LEAVING} change), as in a process that died.
-   * {@link #close()} waits for it to stop. A node crashed already, or stopped and let go (see
-   * {@link #nodes()}): nothing more.
+   * listeners hear nothing more (no {@code LEAVING} change), as in a process that died, and what
+   * they throw from now on (a callback under way, interrupted as the node stops) does not fail
+   * {@link #awaitSettled(Duration)}. {@link #close()} waits for it to stop. A node crashed already,
+   * or stopped and let go (see {@link #nodes()}): nothing more.
    *
    * @throws IllegalArgumentException if the node was not started by this cluster
    * @throws IllegalStateException    if its start failed before it built a stack (nothing to crash)
    */
   public synchronized void crash(Ringmaster node) {
     requireOwn(node);
-    if (crashed.contains(node) || !started.contains(node)) {
+    if (crashed.containsKey(node) || !started.contains(node)) {
       return; // crashed already, or stopped and let go
     }
+    long failures = node.stats().listenerFailures(); // before it falls silent: a fetch failing after is the crash's
     discard(node).discardAll(true); // first: a node whose DISCARD could not be put in is not marked crashed
-    crashed.add(node);
+    crashed.put(node, failures);
     crashes.add(onOwnThread(() -> stopAbruptly(node), "crash-" + node.localMember().id()));
   }
 
@@ -747,7 +761,7 @@ public final class LocalCluster implements AutoCloseable {
     List<Throwable> failures = new ArrayList<>();
     List<CompletableFuture<Void>> stopping = new ArrayList<>(crashes);
     for (Ringmaster n : started) {
-      if (!crashed.contains(n)) {
+      if (!crashed.containsKey(n)) {
         stopping.add(onOwnThread(() -> stopAbruptly(n), "stop-" + n.localMember().id()));
       }
     }

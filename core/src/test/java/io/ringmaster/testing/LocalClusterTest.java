@@ -521,6 +521,43 @@ class LocalClusterTest {
     }
   }
 
+  /**
+   * A crashed node's failures are those of its listeners before the crash: a callback under way
+   * when it crashed, interrupted as the node stops, throws too, as a store's listener whose fetch
+   * is cut short does, and that one is the crash's, not a bug of the listener.
+   */
+  @Test
+  void awaitSettled_countsACrashedNodesListenerFailuresFromBeforeItsCrashOnly() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger heardByC = new AtomicInteger();
+    try (LocalCluster cluster = new LocalCluster("kit test: crashed listener")) {
+      try {
+        cluster.start("a");
+        Ringmaster c = cluster.start(cluster.builder("c"), n -> n.addOwnershipListener(change -> {
+          if (heardByC.incrementAndGet() == 1) {
+            throw new IllegalStateException("c's listener fails on its first ring");
+          }
+          try {
+            release.await(); // busy with b's join until the crash interrupts it
+          } catch (InterruptedException e) {
+            throw new IllegalStateException("c's fetch was cut short", e);
+          }
+        }));
+        assertThrows(AssertionError.class, () -> cluster.awaitSettled(WAIT));
+        cluster.start("b");
+        await().atMost(WAIT).until(() -> heardByC.get() == 2);
+
+        cluster.crash(c);
+        await().atMost(WAIT).until(() -> c.stats().listenerFailures() == 2); // the second, the crash's
+        AssertionError threw = assertThrows(AssertionError.class, () -> cluster.awaitSettled(WAIT));
+        assertTrue(threw.getMessage().contains("[c (crashed): 1]"), threw.getMessage());
+        assertEquals(List.of("a", "b"), ids(cluster.awaitAgreement(WAIT)));
+      } finally {
+        release.countDown();
+      }
+    }
+  }
+
   /** The fold reports a change that contradicts it, one that contradicts its own rings, and a ring it was not told of. */
   @Test
   void theFold_reportsAChangeHeardTwice_andARingItWasNotToldOf() {
