@@ -34,15 +34,15 @@ import java.util.function.ToLongFunction;
  * @param previousRing   the ring before; for a node's first view, and its first view in the ring
  *                       after the cluster refused it (another member held its id, and has left),
  *                       the ring before that view without the node, so that its gains name the
- *                       members that held the data, never a member that joined in the same view
- *                       (one that left in it is named, though if it left gracefully it handed the
- *                       data to others: see {@link #sourcesInRing}; a new node learns that ring
- *                       from the old members; if none answers within 5 s or half of
- *                       {@code startTimeout}, whichever is shorter, the ring after without the node
- *                       stands in; it stands in at once when the node is alone in that ring (as
- *                       when it starts the cluster), so its gains have no sources, and when the
+ *                       members that held the data, never a member that joined in the same view.
+ *                       A member that left in that view is named too, though if it left gracefully
+ *                       it handed the data to others (see {@link #sourcesInRing}). A new node
+ *                       learns that ring from the old members; if none answers within 5 s or half
+ *                       of {@code startTimeout}, whichever is shorter, the ring after without the
+ *                       node stands in. It stands in at once when the node is alone in that ring
+ *                       (as when it starts the cluster), so its gains have no sources, and when the
  *                       view is a merge, whose sides had different rings, so they name the view's
- *                       members)
+ *                       members
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  * @param inRing         whether this node is in {@code ring}. Nearly always the same as

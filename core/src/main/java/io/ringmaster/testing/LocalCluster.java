@@ -418,10 +418,10 @@ public final class LocalCluster implements AutoCloseable {
    * <p>Fails if a listener of a node started here, running or stopped, has thrown (its
    * {@code stats().listenerFailures()}, each failure also logged at ERROR as "... threw; later
    * callbacks still run"; of a {@link #crash crashed} node, those thrown before its crash):
-   * Ringmaster isolates a listener that throws, so a store whose listener throws moves no data, and
-   * without this its test would fail later and further from the cause, or not at all.
-   * {@link #tolerateListenerFailures()} turns that off, for a test that makes listeners throw on
-   * purpose.
+   * Ringmaster isolates a listener that throws, so a store whose listener throws may move none of
+   * its data, and without this its test would fail later and further from the cause, or not at
+   * all. {@link #tolerateListenerFailures()} turns that off, for a test that makes listeners throw
+   * on purpose.
    *
    * @throws AssertionError       if a listener of a node started here has thrown, unless
    *                              {@link #tolerateListenerFailures()} was called; the message names
@@ -504,7 +504,7 @@ public final class LocalCluster implements AutoCloseable {
     if (!failures.isEmpty()) {
       throw new AssertionError("listeners of nodes of cluster " + name + " threw (node: callbacks that threw) "
           + failures + "; each is logged at ERROR as \"... threw; later callbacks still run\". A listener"
-          + " that throws is isolated, and moves no data: call tolerateListenerFailures() if the test"
+          + " that throws is isolated, and may have moved none of its data: call tolerateListenerFailures() if the test"
           + " makes listeners throw on purpose");
     }
   }
