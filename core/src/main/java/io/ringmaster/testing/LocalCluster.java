@@ -504,8 +504,8 @@ public final class LocalCluster implements AutoCloseable {
     if (!failures.isEmpty()) {
       throw new AssertionError("listeners of nodes of cluster " + name + " threw (node: callbacks that threw) "
           + failures + "; each is logged at ERROR as \"... threw; later callbacks still run\". A listener"
-          + " that throws is isolated, and may have moved none of its data: call tolerateListenerFailures() if the test"
-          + " makes listeners throw on purpose");
+          + " that throws is isolated, and may have moved none of its data: call tolerateListenerFailures()"
+          + " if the test makes listeners throw on purpose");
     }
   }
 
