@@ -64,6 +64,22 @@ class PublicValuesTest {
   }
 
   /**
+   * A change's ranges and replica count are those of its diff: as c crashes out of {a, b, c, d}
+   * with two replicas, a takes over as primary some ranges it held as c's backup.
+   */
+  @Test
+  void ownershipChange_givesItsDiffsRangesAndReplicaCount() {
+    HashRing before = EMPTY.withMembers(Stream.of("a", "b", "c", "d").map(Member::of).toList());
+    HashRing after = before.without("c");
+    RingDiff diff = RingDiff.compute(before, after, "a", 2);
+    OwnershipChange crash = new OwnershipChange(Reason.VIEW, 1, 2, before, after, diff);
+    assertFalse(diff.roleChanges().isEmpty(), "a is primary now where it was c's backup: " + diff);
+    assertEquals(diff.roleChanges(), crash.roleChanges());
+    assertEquals(diff.gained(), crash.gained());
+    assertEquals(2, crash.replicas());
+  }
+
+  /**
    * With two replicas, as c crashes out of {a, b, c, d}: a key is among a's gained keys exactly when
    * a owns it now and did not before, filed under the gain whose sources are the key's owners
    * before; the sources still in the ring are those but c, in their order. As c leaves instead, a
@@ -209,6 +225,8 @@ class PublicValuesTest {
 
     assertEquals(same, change, "the change is as it was built");
     assertTrue(change.isMerge());
+    assertFalse(new MembershipChange(4, 5, List.of(a), List.of(), List.of(b), List.of(), List.of()).isMerge(),
+        "no subgroups: no merge");
     assertThrows(UnsupportedOperationException.class, () -> change.members().add(a));
     assertThrows(UnsupportedOperationException.class, () -> change.subgroups().get(0).add(b));
   }
