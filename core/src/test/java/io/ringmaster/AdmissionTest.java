@@ -166,6 +166,27 @@ class AdmissionTest {
         + ((UUID) first).toStringLong() + "): "), reason);
   }
 
+  /**
+   * A ring holds {@code tokenLimit} tokens, no fewer: a member that brings it to the limit exactly
+   * is admitted, and the next one is refused, naming the count it would bring the ring to, the
+   * limit, its own tokens and those of the members admitted before it.
+   */
+  @Test
+  void of_aMemberFillingTheRingToTheTokenLimit_isAdmitted_andTheNextRefusedNamingTheCounts() {
+    NodeMetadata a = meta("a", 1, 64, "");
+    Address first = a.newAddress();
+    Address second = meta("b", 2, 64, "").newAddress();
+    Address third = meta("c", 0.5, 64, "").newAddress();
+    View view = View.create(first, 1, first, second, third);
+    Admission admission = Admission.of(view, third, a, new HashSet<>(), 3 * 64);
+    assertEquals(List.of(first, second), List.copyOf(admission.addresses().values()),
+        "64 and 128 tokens: the limit, not past it");
+    assertEquals(RingmasterException.Reason.REFUSED, admission.own().kind());
+    assertEquals(NodeMetadata.describe(third) + " would bring the ring to 224 tokens, more than the 192 a ring holds:"
+        + " its weight 0.5 at virtualNodes 64 gives it 32, and the members admitted before it in the view have 192;"
+        + " lower the weight of c, or virtualNodes on every member", admission.own().reason());
+  }
+
   @Test
   void of_aSecondMemberWithAnId_isRefusedAsIdHeld_andNewsOnlyOnce() {
     NodeMetadata a = meta("a", 1, 64, "");
