@@ -862,6 +862,28 @@ class LocalClusterTest {
     assertTrue(fold.violations().stream().anyMatch(v -> v.endsWith(wrong)), String.valueOf(fold.violations()));
   }
 
+  /**
+   * The fold samples the circle's two ends, both in the range that wraps around: a change that
+   * gains every position but the first, or the first alone, is right where the fold checks its
+   * range (at its end), and the fold's disagreement with the ring names the end it left out.
+   */
+  @Test
+  void theFold_samplesTheCirclesTwoEnds() {
+    HashRing empty = HashRing.builder().virtualNodes(16).build();
+    HashRing one = empty.withMembers(List.of(Member.of("a")));
+    Map<KeyRange, Long> leftOut = Map.of(
+        new KeyRange(Long.MIN_VALUE, Long.MAX_VALUE), Long.MIN_VALUE,
+        new KeyRange(Long.MAX_VALUE, Long.MIN_VALUE), Long.MAX_VALUE);
+    leftOut.forEach((range, end) -> {
+      OwnershipFold fold = new OwnershipFold();
+      fold.onOwnershipChange(new OwnershipChange(OwnershipChange.Reason.VIEW, -1, 1, empty, one, new RingDiff("a", 1,
+          List.of(new RingDiff.Gained(range, List.of(), RingDiff.Role.PRIMARY)), List.of(), List.of())));
+      assertEquals(List.of(), fold.violations(), range::toString);
+      assertEquals(Optional.of("position " + Long.toHexString(end) + ": the changes heard give a nothing, the ring"
+          + " PRIMARY (after 1 changes)"), fold.disagreement(one, "a", 1), range::toString);
+    });
+  }
+
   @Test
   void badArguments_failNamingWhatIsWrong() throws Exception {
     assertThrows(IllegalArgumentException.class, () -> new LocalCluster(" "));
