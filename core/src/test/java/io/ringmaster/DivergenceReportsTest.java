@@ -39,6 +39,26 @@ class DivergenceReportsTest {
   }
 
   /**
+   * Gossip finds a lasting divergence again at each round, and a listener hears it once: so too
+   * after more views, each with a divergence of its own, than one view's memory holds
+   * ({@link OncePerView#MAX_REMEMBERED}), as on a node that runs for long beside a peer that
+   * diverges in every view.
+   */
+  @Test
+  void report_aDivergenceFoundAgainInItsView_isHandedOnOnce_afterManyViewsToo() {
+    DivergenceReports reports = new DivergenceReports("a", Runnable::run);
+    List<RingDivergence> heard = new ArrayList<>();
+    reports.add(new SerialDelivery<>("one", heard::add, Runnable::run, this, () -> { }));
+    int views = OncePerView.MAX_REMEMBERED + 1;
+    for (long view = 1; view <= views; view++) {
+      RingDivergence d = new RingDivergence(view, "b", 1, 2, RingDivergence.Kind.CHECKSUM);
+      reports.report(d);
+      reports.report(d); // found again by the next round
+    }
+    assertEquals(views, heard.size(), "each view's divergence once");
+  }
+
+  /**
    * With the gossip thread behind, {@link DivergenceReports#MAX_QUEUED} reports wait for it, not
    * one fewer; the next is dropped, said at DEBUG; once the thread has run them, as many wait again.
    */
