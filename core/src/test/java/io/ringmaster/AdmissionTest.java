@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -185,6 +186,31 @@ class AdmissionTest {
     assertEquals(NodeMetadata.describe(third) + " would bring the ring to 224 tokens, more than the 192 a ring holds:"
         + " its weight 0.5 at virtualNodes 64 gives it 32, and the members admitted before it in the view have 192;"
         + " lower the weight of c, or virtualNodes on every member", admission.own().reason());
+  }
+
+  /**
+   * A ring holds {@link HashRing#MAX_MEMBERS} members: a view of one Ringmaster member more, all
+   * within the token limit, admits the first that many, in view order, and refuses the last,
+   * naming the limit, where a ring of them all would fail to build on every member.
+   */
+  @Test
+  void of_aMemberPastTheMostMembersARingHolds_isRefusedNamingTheLimit() {
+    NodeMetadata reference = meta("m0", 1, 1, "");
+    ExtendedUUID template = reference.newAddress();
+    Address[] members = new Address[HashRing.MAX_MEMBERS + 1];
+    for (int i = 0; i < members.length; i++) { // as newAddress() makes them, but without naming each in JGroups' cache
+      members[i] = new ExtendedUUID(1, i).addContents(template).put("rm.i", ("m" + i).getBytes(StandardCharsets.UTF_8));
+    }
+    Address last = members[HashRing.MAX_MEMBERS];
+    Admission admission = Admission.of(View.create(members[0], 1, members), last, reference, new HashSet<>(),
+        HashRing.MAX_TOKENS);
+    assertEquals(List.of("m" + HashRing.MAX_MEMBERS),
+        admission.refusedNow().stream().map(MembershipChange.Refusal::nodeId).toList());
+    assertEquals(RingmasterException.Reason.REFUSED, admission.own().kind());
+    assertEquals(NodeMetadata.describe(last) + " would be member 65536 of the ring, which holds at most 65535",
+        admission.own().reason());
+    assertTrue(List.of(members).subList(0, HashRing.MAX_MEMBERS).equals(List.copyOf(admission.addresses().values())),
+        "the first " + HashRing.MAX_MEMBERS + " admitted, in view order");
   }
 
   @Test
