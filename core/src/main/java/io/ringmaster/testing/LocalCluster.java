@@ -417,7 +417,8 @@ public final class LocalCluster implements AutoCloseable {
    *
    * <p>Fails if a listener of a node started here, running or stopped, has thrown (its
    * {@code stats().listenerFailures()}, each failure also logged at ERROR as "... threw; later
-   * callbacks still run"; of a {@link #crash crashed} node, those thrown before its crash):
+   * callbacks still run"; of a {@link #crash crashed} node, those thrown before its crash; of a
+   * stopped node, those thrown before this cluster let it go, once its shutdown ended):
    * Ringmaster isolates a listener that throws, so a store whose listener throws may move none of
    * its data, and without this its test would fail later and further from the cause, or not at
    * all. {@link #tolerateListenerFailures()} turns that off, for a test that makes listeners throw

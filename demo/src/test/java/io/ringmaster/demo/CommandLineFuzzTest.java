@@ -50,6 +50,10 @@ import org.junit.jupiter.api.Timeout;
  * <p>No peer or process starts: a command line goes to {@code Main.run} only once its parse was seen
  * to fail, and the launcher's ports for peers are all cluster ports, so that an {@code add} it
  * takes fails before it starts anything.
+ *
+ * <p>Paths are drawn from the characters this JVM can name a file with, which its locale decides
+ * (the system property {@code sun.jnu.encoding}: ASCII alone under a POSIX locale), so one seed
+ * gives other cases under another locale: replay a failure under the locale it failed in.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CommandLineFuzzTest {
