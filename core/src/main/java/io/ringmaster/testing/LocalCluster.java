@@ -203,10 +203,9 @@ public final class LocalCluster implements AutoCloseable {
     synchronized (forgetting) {
       for (Ringmaster n : started) {
         if (startEnded.contains(n) && shutDown(n)) {
-          long failures = listenerFailures(n);
-          if (failures > 0) {
-            String how = crashed.containsKey(n) ? " (crashed): " : " (stopped): ";
-            stoppedNodesFailures.add(n.localMember().id() + how + failures);
+          String failures = failuresOf(n, true);
+          if (failures != null) {
+            stoppedNodesFailures.add(failures);
           }
           started.remove(n);
           startEnded.remove(n);
@@ -496,9 +495,9 @@ public final class LocalCluster implements AutoCloseable {
     synchronized (forgetting) {
       failures = new ArrayList<>(stoppedNodesFailures);
       for (Ringmaster n : started) {
-        long count = listenerFailures(n);
-        if (count > 0) {
-          failures.add(n.localMember().id() + (crashed.containsKey(n) ? " (crashed): " : ": ") + count);
+        String ofNode = failuresOf(n, false);
+        if (ofNode != null) {
+          failures.add(ofNode);
         }
       }
     }
@@ -510,10 +509,19 @@ public final class LocalCluster implements AutoCloseable {
     }
   }
 
-  /** The callbacks of the node's listeners that threw: for a crashed node, those before its crash. */
-  private long listenerFailures(Ringmaster node) {
+  /**
+   * The callbacks of the node's listeners that threw (for a crashed node, those before its crash),
+   * as "id: count", "id (crashed): count" or, for a node being let go, "id (stopped): count"; null
+   * if none threw.
+   */
+  private String failuresOf(Ringmaster node, boolean lettingGo) {
     Long beforeCrash = crashed.get(node);
-    return beforeCrash != null ? beforeCrash : node.stats().listenerFailures();
+    long count = beforeCrash != null ? beforeCrash : node.stats().listenerFailures();
+    if (count == 0) {
+      return null;
+    }
+    String state = beforeCrash != null ? " (crashed)" : lettingGo ? " (stopped)" : "";
+    return node.localMember().id() + state + ": " + count;
   }
 
   /**
