@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executor;
@@ -107,6 +108,13 @@ final class ClusterNode {
    * that a test can reach the limit with rings it can build.
    */
   volatile long maxRingTokens = HashRing.MAX_TOKENS;
+  /**
+   * The members of this node's view that said they are leaving ({@link Gossip#TYPE_LEAVING}): this
+   * node's own LEAVING change hands nothing to them, and the newcomers of the view they leave in
+   * are told that they left gracefully (see {@link RingsBefore#tellNewcomers}). Only a member of the
+   * view is taken, and those gone from a view are dropped once it is handled.
+   */
+  private final Set<Address> leavingPeers = ConcurrentHashMap.newKeySet();
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
   /** Set when the node shuts down: no ring is published and no callback queued after it. */
@@ -153,16 +161,38 @@ final class ClusterNode {
    * and which takes it only if {@code source} is a member of that view (it may arrive before the
    * view does, so it cannot be checked here).
    */
-  void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
+  void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before, List<String> leftGracefully,
+                         Address source) {
     if (state.viewId() >= 0) {
       return; // only a node's first ring reads them: kept now, one would wait for the next view to go
     }
-    ringsBefore.arrived(viewId, viewCreator, before, source);
+    ringsBefore.arrived(viewId, viewCreator, before, leftGracefully, source);
     if (state.viewId() >= 0) {
       // The first ring came in between, and the view thread may have forgotten the accounts before
       // this one went in: nothing reads it now, and the next view would be the first to drop it.
       ringsBefore.forget(viewId, true);
     }
+  }
+
+  /** An account of the ring before a view that names no member as gone gracefully (for tests). */
+  void ringBeforeArrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
+    ringBeforeArrived(viewId, viewCreator, before, List.of(), source);
+  }
+
+  /**
+   * Called on a JGroups thread when {@code source} says it is leaving: kept while it is a member of
+   * this node's view (a message from outside it, or from this node, is ignored).
+   */
+  void leavingArrived(Address source) {
+    View view = state.view();
+    if (source != null && view != null && view.containsMember(source) && !source.equals(localAddress)) {
+      leavingPeers.add(source);
+    }
+  }
+
+  /** The members of this node's view that said they are leaving, as far as this node knows (for tests). */
+  Set<Address> leavingPeers() {
+    return Set.copyOf(leavingPeers);
   }
 
   Snapshot state() {
@@ -470,12 +500,13 @@ final class ClusterNode {
       // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
       wakeWaiters();
       if (localIn && previous.localInRing() && !(view instanceof MergeView) && viewId == previous.viewId() + 1) {
-        ringsBefore.tellNewcomers(view, self, previous, next);
+        ringsBefore.tellNewcomers(view, self, previous, next, leavingPeers);
       }
     } finally {
       launchAll(toLaunch); // outside the lock: no listener code runs under it
     }
     ringsBefore.forget(viewId, state.viewId() >= 0);
+    leavingPeers.retainAll(view.getMembers()); // after the newcomers were told who of them left gracefully
   }
 
   /** The id of a view that could not be installed and is tried again, if any. */
@@ -753,7 +784,7 @@ final class ClusterNode {
       left = true; // first: a throw below must not let a second LEAVING change, or a view's, follow
       Snapshot s = state;
       if (s.localInRing() && !leftBefore && !closed) { // closed: close() gave up waiting and stopped
-        HashRing without = s.ring().without(local.id());
+        HashRing without = s.ring().withMembers(staying(s));
         RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
         if (!diff.isEmpty()) {
           enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
@@ -763,6 +794,23 @@ final class ClusterNode {
       }
       return queued;
     }
+  }
+
+  /**
+   * The members of the ring a LEAVING change hands off to: those of {@code s} but this node and the
+   * members it knows are leaving too. Two nodes closed at once would otherwise each hand the other
+   * part of their data, and both leave with it; one that learns of the other's leave only after it
+   * has made its own change still hands that part to it.
+   */
+  private List<Member> staying(Snapshot s) {
+    List<Member> staying = new ArrayList<>(s.ring().members().size());
+    for (Member m : s.ring().members()) {
+      Address at = s.addresses().get(m.id());
+      if (!m.id().equals(local.id()) && (at == null || !leavingPeers.contains(at))) {
+        staying.add(m);
+      }
+    }
+    return staying;
   }
 
   /**

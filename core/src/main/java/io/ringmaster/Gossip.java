@@ -36,6 +36,10 @@ import org.jgroups.util.UUID;
  * before the view that admitted them (another newcomer of the same view looks like an old member),
  * so the first few old members of the view tell them ({@link #sendRingBefore}).
  *
+ * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other member of
+ * its ring before its listeners' hand-off: a member closed at the same time hands nothing to it,
+ * and the newcomers of the view it leaves in are told that its data went to the others.
+ *
  * <p>And one view id with two member lists, which a race in JGroups 5.5's merge handling can leave
  * behind (docs/operations.md): a member whose view does not list the sender of a checksum for that
  * very view tells it so ({@link #TYPE_NOT_LISTED}). The sender, whose view lists that member, then
@@ -72,6 +76,13 @@ final class Gossip {
    * {@link #TYPE_NOT_LISTED}; releases without this type ignore it.
    */
   static final byte TYPE_LISTED_QUERY = 5;
+  /**
+   * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
+   * other member of its ring, before its listeners' hand-off. A member that is leaving too then hands
+   * nothing to it, and the old members that tell the newcomers of the view it leaves in what the
+   * ring was before it name it as gone gracefully. Releases without this type ignore it.
+   */
+  static final byte TYPE_LEAVING = 6;
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -268,11 +279,13 @@ final class Gossip {
   }
 
   /**
-   * Tells the members new to the ring in a view which members the ring had before it. On the
+   * Tells the members new to the ring in a view which members the ring had before it, and which of
+   * those left in that view after they said they were leaving ({@link #TYPE_LEAVING}). On the
    * gossip thread, not a JGroups one: a send may still wait for the transport's queue.
    */
-  void sendRingBefore(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers) {
-    byte[] payload = encodeRingBefore(viewId, viewCreator, before);
+  void sendRingBefore(long viewId, Address viewCreator, List<Member> before, List<String> leftGracefully,
+                      List<Address> newcomers) {
+    byte[] payload = encodeRingBefore(viewId, viewCreator, before, leftGracefully);
     for (Address newcomer : newcomers) {
       try {
         channel.send(control(newcomer, payload));
@@ -282,7 +295,17 @@ final class Gossip {
     }
   }
 
+  /** An account of the ring before a view that names no member as gone gracefully, as earlier builds sent it. */
   static byte[] encodeRingBefore(long viewId, Address viewCreator, List<Member> before) {
+    return encodeRingBefore(viewId, viewCreator, before, List.of());
+  }
+
+  /**
+   * The ring's members before a view, then, only if there are any, the ids of those that left in
+   * that view after saying they were leaving: a count and the ids. A release that does not know
+   * that part reads the members and ignores the rest.
+   */
+  static byte[] encodeRingBefore(long viewId, Address viewCreator, List<Member> before, List<String> leftGracefully) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(32 + 24 * before.size());
     try (DataOutputStream out = new DataOutputStream(bytes)) {
       writeHeader(out, TYPE_RING_BEFORE, viewId, viewCreator);
@@ -292,10 +315,40 @@ final class Gossip {
         out.writeDouble(m.weight());
         out.writeUTF(m.zone());
       }
+      if (!leftGracefully.isEmpty()) {
+        out.writeInt(leftGracefully.size());
+        for (String id : leftGracefully) {
+          out.writeUTF(id);
+        }
+      }
     } catch (IOException impossible) {
       throw new IllegalStateException(impossible);
     }
     return bytes.toByteArray();
+  }
+
+  /**
+   * Tells every other member of this node's ring that it is leaving ({@link #TYPE_LEAVING}). On
+   * the thread that closes the node: a send may wait for the transport's queue.
+   */
+  void sendLeaving(long viewId, Address viewCreator, Collection<Address> members) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      writeHeader(out, TYPE_LEAVING, viewId, viewCreator);
+    } catch (IOException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+    byte[] payload = bytes.toByteArray();
+    for (Address member : members) {
+      if (member.equals(channel.getAddress())) {
+        continue;
+      }
+      try {
+        channel.send(control(member, payload));
+      } catch (Exception e) {
+        LOG.log(Level.DEBUG, "telling {0} that {1} is leaving failed: {2}", member, localId, e);
+      }
+    }
   }
 
   /** Handles a message on a JGroups thread: decode, then compare and queue, or hand over. Never blocks. */
@@ -313,7 +366,8 @@ final class Gossip {
       return;
     }
     byte type = payload[msg.getOffset()];
-    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY) {
+    if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY
+        && type != TYPE_LEAVING) {
       return;
     }
     if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
@@ -332,6 +386,8 @@ final class Gossip {
         notListed(viewId, creator, msg.getSrc());
       } else if (type == TYPE_LISTED_QUERY) {
         listedQuery(viewId, creator, msg.getSrc());
+      } else if (type == TYPE_LEAVING) {
+        node.leavingArrived(msg.getSrc());
       } else {
         int count = in.readInt();
         if (count < 0 || count > in.available() || count > HashRing.MAX_MEMBERS) {
@@ -341,7 +397,17 @@ final class Gossip {
         for (int i = 0; i < count; i++) {
           before.add(new Member(readUtf(in), in.readDouble(), readUtf(in)));
         }
-        node.ringBeforeArrived(viewId, creator, before, msg.getSrc());
+        List<String> leftGracefully = new ArrayList<>();
+        if (in.available() > 0) { // an earlier build sends no such part
+          int left = in.readInt();
+          if (left < 0 || left > count || left > in.available()) {
+            throw new IOException("count of members gone gracefully " + left + ", of " + count + " members");
+          }
+          for (int i = 0; i < left; i++) {
+            leftGracefully.add(readUtf(in));
+          }
+        }
+        node.ringBeforeArrived(viewId, creator, before, leftGracefully, msg.getSrc());
       }
     } catch (IOException | IllegalArgumentException malformed) {
       Logs.quietly(() -> LOG.log(Level.DEBUG, "malformed message from {0}: {1}", msg.getSrc(), malformed));

@@ -35,15 +35,18 @@ import java.util.function.ToLongFunction;
  *                       after the cluster refused it (another member held its id, and has left),
  *                       the ring before that view without the node, so that its gains name the
  *                       members that held the data, never a member that joined in the same view.
- *                       A member that left in that view is named too, though if it left gracefully
- *                       it handed the data to others (see {@link #sourcesInRing}). A new node
- *                       learns that ring from the old members; if none answers within 5 s or half
+ *                       A member that left gracefully in that view (it told the others it was
+ *                       leaving, then handed its data to the ring without it) is left out too, so
+ *                       the members it handed the data to are the sources; one that crashed stays,
+ *                       named as the source of what it held (see {@link #sourcesInRing}). A new node
+ *                       learns that ring, and who of it left gracefully, from the old members; if none answers within 5 s or half
  *                       of {@code startTimeout}, whichever is shorter, the ring after without the
  *                       node stands in. It stands in at once when the node is alone in that ring
  *                       (as when it starts the cluster), so its gains have no sources, and when the
  *                       view is a merge, whose sides had different rings, so they name the view's
  *                       members
- * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member)
+ * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member
+ *                       and without the members that told it they are leaving too)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  * @param inRing         whether this node is in {@code ring}. Nearly always the same as
  *                       {@code ring.contains(diff.memberId())}, but not in the change that refuses
@@ -78,11 +81,11 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * hand-off that fails should look up the current owners in
      * {@code node.ring().without(node.localMember().id())} before it gives up: {@code node.ring()}
      * follows the views this node installs (and holds this node) until close() stops waiting for
-     * the listeners, though not while a listener on a same-thread executor holds the view thread. A
-     * push that succeeds can still miss: a destination that is leaving too (two nodes closed at
-     * once) takes it and leaves with it, and a node that joins in the view that removes this one is
-     * in none of the destinations, though it may own some of these ranges (docs/api.md, "Moving the
-     * data").
+     * the listeners, though not while a listener on a same-thread executor holds the view thread.
+     * The node tells the other members that it is leaving before this change is made, and a member
+     * that told it the same is in none of the destinations. A push that succeeds can still miss: a
+     * node closed at the same time that said so only after this change was made takes the push
+     * and leaves with it (docs/api.md, "Moving the data").
      */
     LEAVING
   }
@@ -139,11 +142,9 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
    * The sources of a gained range that are members of {@link #ring()}: those still in the cluster
    * to fetch from. A member that crashed or left in this view is among {@code gained.sources()} (it
    * held the range) but not here; with one replica, a range gained from a crashed member has no
-   * source left, and its data must come from storage of the application's own. A node's first
-   * change can also name as a range's only source a member that left gracefully in that very view:
-   * its LEAVING change handed the range to the owners of its ring without it, which did not hold
-   * this node, and no change tells them to pass it on (docs/api.md, "Moving the data"). Primary
-   * first, as in {@code sources()}. Sources are matched by id: a member that joined in this view
+   * source left, and its data must come from storage of the application's own. A member that left
+   * gracefully in a node's first view is not among a range's sources there: the sources are the
+   * members it handed the range to (see {@link #previousRing()}). Primary first, as in {@code sources()}. Sources are matched by id: a member that joined in this view
    * under the id of one that left (a process restarted under it) is listed, though it holds none of
    * the data; so is, after a {@link Reason#MERGE} that refused a member of this node's side because
    * the other side's member of that id kept it, a source of that id, though the member the id names

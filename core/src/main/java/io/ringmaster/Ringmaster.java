@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -239,9 +240,9 @@ public final class Ringmaster implements AutoCloseable {
         // the wait for the first ring notices it only if the ring has not come by then.
         throw new InterruptedException();
       }
-      node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
+      node.setRingBeforeSender((viewId, creator, before, leftGracefully, newcomers) -> {
         try {
-          gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, newcomers));
+          gossipTimer.execute(() -> gossip.sendRingBefore(viewId, creator, before, leftGracefully, newcomers));
         } catch (RejectedExecutionException closing) {
           LOG.log(Level.DEBUG, "view {0}: closing, newcomers not told the ring before it", Long.toString(viewId));
         }
@@ -489,6 +490,7 @@ public final class Ringmaster implements AutoCloseable {
       if (caller != Pool.VIEW) { // on the view thread, the rejoin's view would queue behind this wait
         rejoin.awaitEnd(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
+      announceLeave();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds
       // (up to a second when every member owns everything, whose LEAVING diff names N - 1 owners
@@ -549,6 +551,22 @@ public final class Ringmaster implements AutoCloseable {
       } finally {
         shutdown(caller, listeners, unwaited); // whatever happened above, the node leaves and its threads stop
       }
+    }
+  }
+
+  /**
+   * Tells the other members of the ring that this node is leaving, before its LEAVING change is
+   * queued: one closed at the same time then hands nothing to it, if the news is there before it
+   * makes its own change, and the old members name it to the newcomers of the view it leaves in as
+   * a member whose data went to the ring without it (see {@code Gossip.TYPE_LEAVING}). A send that
+   * fails is logged at DEBUG: the leave goes on, and the others treat this node as one that left
+   * without a word.
+   */
+  private void announceLeave() {
+    ClusterNode.Snapshot s = node.state();
+    Gossip g = gossip;
+    if (s.localInRing() && g != null) {
+      g.sendLeaving(s.viewId(), s.viewCreator(), s.addresses().values());
     }
   }
 
@@ -1400,6 +1418,11 @@ public final class Ringmaster implements AutoCloseable {
   /** "Not in view" messages this node did not believe (for tests). */
   long notListedIgnored() {
     return gossip == null ? 0 : gossip.notListedIgnored.get();
+  }
+
+  /** The members of this node's view that said they are leaving, as far as it knows (for tests). */
+  Set<Address> leavingPeers() {
+    return node.leavingPeers();
   }
 
   /** Gossip messages sent to every member, dropped unread (for tests). */

@@ -30,9 +30,13 @@ import org.jgroups.util.UUID;
 final class RingsBefore {
   private static final System.Logger LOG = System.getLogger(Ringmaster.class.getName());
 
-  /** Tells the members new to the ring in a view which members the ring had before it. */
+  /**
+   * Tells the members new to the ring in a view which members the ring had before it, and which of
+   * them left in that view after saying they were leaving.
+   */
   interface Sender {
-    void send(long viewId, Address viewCreator, List<Member> before, List<Address> newcomers);
+    void send(long viewId, Address viewCreator, List<Member> before, List<String> leftGracefully,
+              List<Address> newcomers);
   }
 
   /**
@@ -58,14 +62,17 @@ final class RingsBefore {
   /** At most this many answers are kept for one view: the {@value #SENDERS} senders', and one to spare. */
   private static final int MAX_ANSWERS_PER_VIEW = SENDERS + 1;
 
-  /** An old member's account of the ring before a view: its members, and who sent it. */
-  private record Answer(Address source, List<Member> members) { }
+  /**
+   * An old member's account of the ring before a view: its members, those of them that left in
+   * that view after saying they were leaving, and who sent it.
+   */
+  private record Answer(Address source, List<Member> members, List<String> leftGracefully) { }
 
   private final String localId;
   /** How long a newcomer's first view waits for an account. */
   private final Duration timeout;
   private final Map<ViewKey, BlockingQueue<Answer>> byView = new ConcurrentHashMap<>();
-  private volatile Sender sender = (viewId, creator, before, newcomers) -> { };
+  private volatile Sender sender = (viewId, creator, before, leftGracefully, newcomers) -> { };
 
   RingsBefore(String localId, Duration timeout) {
     this.localId = localId;
@@ -91,14 +98,14 @@ final class RingsBefore {
    * yet, and which takes it only if {@code source} is a member of that view (it may arrive before
    * the view does, so it cannot be checked here).
    */
-  void arrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
+  void arrived(long viewId, UUID viewCreator, List<Member> before, List<String> leftGracefully, Address source) {
     ViewKey key = ViewKey.of(viewId, viewCreator);
     BlockingQueue<Answer> answers = byView.get(key);
     if (answers == null && byView.size() < MAX_VIEWS) { // not asked for yet: kept, within bounds
       answers = byView.computeIfAbsent(key, k -> new ArrayBlockingQueue<>(MAX_ANSWERS_PER_VIEW));
     }
     if (answers != null) {
-      answers.offer(new Answer(source, before)); // dropped once the view has enough of them
+      answers.offer(new Answer(source, before, leftGracefully)); // dropped once the view has enough of them
     }
   }
 
@@ -112,6 +119,11 @@ final class RingsBefore {
     } else {
       byView.keySet().removeIf(k -> k.id() <= viewId);
     }
+  }
+
+  /** An account that names no member as gone gracefully, as earlier builds send it (for tests). */
+  void arrived(long viewId, UUID viewCreator, List<Member> before, Address source) {
+    arrived(viewId, viewCreator, before, List.of(), source);
   }
 
   /** How many views' accounts are kept (for tests). */
@@ -128,6 +140,11 @@ final class RingsBefore {
    * sender's list, as large as a message can make it, would otherwise be built into a ring; nor
    * one whose members have more tokens than {@link #MAX_TOKENS} and four times this view's
    * ring, which no ring before it could have).
+   * A member the account names as gone gracefully (it said it was leaving, and left in this view)
+   * is left out, unless this view's ring has a member with its id: it handed its data to the ring
+   * without it, so the members of that ring are the sources. One that crashed, or left without
+   * saying so, stays in: it is named as the source of what it held, and since it is not in the
+   * ring, the application knows that no member holds that data.
    * Without one (the senders crashed, or none is a Ringmaster node), the ring of this view without
    * this node stands in: then the sources of a range may name a member that joined with it and
    * holds none of the data.
@@ -162,7 +179,7 @@ final class RingsBefore {
           continue;
         }
         try {
-          return ring.withMembers(told.members()).without(localId);
+          return ring.withMembers(heldTheData(told, ring)).without(localId);
         } catch (IllegalArgumentException e) {
           // The answer names members no ring can hold (two with one id, say): a sender's bug, or
           // not a Ringmaster message. Another sender's may do; if none, the stand-in below.
@@ -185,6 +202,24 @@ final class RingsBefore {
   }
 
   /**
+   * The members of an account's ring before that held the data when this view came: all of them
+   * but those that left gracefully in it, whose data went to the others.
+   */
+  private static List<Member> heldTheData(Answer told, HashRing ring) {
+    if (told.leftGracefully().isEmpty()) {
+      return told.members();
+    }
+    Set<String> gone = new HashSet<>(told.leftGracefully());
+    List<Member> held = new ArrayList<>(told.members().size());
+    for (Member m : told.members()) {
+      if (!gone.contains(m.id()) || ring.member(m.id()).isPresent()) {
+        held.add(m);
+      }
+    }
+    return held;
+  }
+
+  /**
    * Tells the members new to the ring in this view which members it had before, if this node is
    * one of the first {@value #SENDERS} members of the view (in view order) that were in
    * the ring before and still are. Only a node whose last view has the id just before this one's
@@ -194,8 +229,13 @@ final class RingsBefore {
    * newcomer may be told a ring that still has a member that left). More than one, so that a sender that
    * has just crashed (it leaves the view only later) does not leave the newcomers waiting. A
    * newcomer takes the first answer.
+   *
+   * <p>The account also names the members of the ring before that are not in this view's ring
+   * and said they were leaving ({@code leaving}, addresses): they handed their data to the ring
+   * without them, not to the newcomers (see {@link #forFirstView}).
    */
-  void tellNewcomers(View view, Address self, ClusterNode.Snapshot previous, ClusterNode.Snapshot next) {
+  void tellNewcomers(View view, Address self, ClusterNode.Snapshot previous, ClusterNode.Snapshot next,
+                     Set<Address> leaving) {
     Set<Address> before = new HashSet<>(previous.addresses().values());
     List<Address> newcomers = new ArrayList<>();
     for (Address a : next.addresses().values()) {
@@ -211,7 +251,8 @@ final class RingsBefore {
     for (Address a : view.getMembers()) {
       if (now.contains(a) && before.contains(a)) {
         if (a.equals(self)) {
-          sender.send(next.viewId(), next.viewCreator(), previous.ring().members(), newcomers);
+          sender.send(next.viewId(), next.viewCreator(), previous.ring().members(), leftGracefully(previous, now,
+              leaving), newcomers);
           return;
         }
         if (++senders == SENDERS) {
@@ -219,5 +260,16 @@ final class RingsBefore {
         }
       }
     }
+  }
+
+  /** The ids of the members of {@code previous}'s ring that said they were leaving and are not in {@code now}. */
+  private static List<String> leftGracefully(ClusterNode.Snapshot previous, Set<Address> now, Set<Address> leaving) {
+    List<String> left = new ArrayList<>();
+    for (Map.Entry<String, Address> e : previous.addresses().entrySet()) {
+      if (leaving.contains(e.getValue()) && !now.contains(e.getValue())) {
+        left.add(e.getKey());
+      }
+    }
+    return left;
   }
 }

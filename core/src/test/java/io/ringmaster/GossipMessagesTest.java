@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -288,7 +289,7 @@ class GossipMessagesTest {
       Address c = new UUID(7, 3);
       p.channelA.failing = true;
       assertDoesNotThrow(() -> p.gossip.sendRingBefore(7, p.a.self, List.of(new Member("a", 1.0, "")),
-          List.of(p.b, c)));
+          List.of(), List.of(p.b, c)));
       assertEquals(List.of(p.b, c), p.channelA.refused, "both newcomers tried");
       assertEquals(List.of(
           "telling " + p.b + " the ring before view 7 failed: java.lang.IllegalStateException: a send refused (a test)",
@@ -472,6 +473,36 @@ class GossipMessagesTest {
       p.receive(Gossip.encodeRingBefore(12, p.a.self, most), p.b);
       assertEquals(2, p.a.node.ringsBeforeKept(), HashRing.MAX_MEMBERS + " members: kept");
       assertEquals(List.of(), log.messages(), "neither malformed");
+    }
+  }
+
+  /**
+   * An account of the ring before that names members gone gracefully is read whole: the newcomer
+   * leaves them out of the ring before its first view. One that names more of them than it has
+   * members is malformed, and not kept. "I am leaving" is taken from a member of the view only.
+   */
+  @Test
+  void ringBefore_namingMembersGoneGracefully_isReadWhole_andLeaving_isTakenFromMembersOnly() throws Exception {
+    try (Pair p = new Pair("gossip-ring-before-gone", Runnable::run);
+         NodeLog log = new NodeLog(r -> r.getMessage().startsWith("malformed message from"))) {
+      View v = p.view();
+      long id = v.getViewId().getId();
+      Member b = meta("b").member();
+      Member d = meta("d").member();
+      p.receive(Gossip.encodeRingBefore(id, v.getCreator(), List.of(d), List.of("d", "e")), p.b);
+      assertEquals(0, p.a.node.ringsBeforeKept(), "two gone of one member: not kept");
+      assertEquals(1, log.messages().size(), "said malformed: " + log.messages());
+      p.receive(Gossip.encodeRingBefore(id, v.getCreator(), List.of(b, d), List.of("d")), p.b);
+      p.a.install(v);
+      assertEquals(List.of("b"), p.a.ownership.get(0).previousRing().members().stream().map(Member::id).toList(),
+          "d left gracefully");
+
+      byte[] leaving = Gossip.encodeRingBefore(id, v.getCreator(), List.of());
+      leaving[0] = Gossip.TYPE_LEAVING; // the same header; the member count after it is not read
+      p.receive(leaving, meta("x").newAddress());
+      assertEquals(Set.of(), p.a.node.leavingPeers(), "not a member of the view");
+      p.receive(leaving, p.b);
+      assertEquals(Set.of(p.b), p.a.node.leavingPeers());
     }
   }
 

@@ -10,6 +10,7 @@ import io.ringmaster.ring.Member;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -181,6 +182,28 @@ class RingBeforeJoinTest {
           "no account made a ring: the view's ring without b stands in");
       assertEquals(List.of(Level.WARNING), log.levels(), "c's account is logged when it is the only one too");
     }
+  }
+
+  /**
+   * A member the account names as gone gracefully (it said it was leaving, and left in this view)
+   * is not in the ring before: it handed its data to the ring without it. One that left without a
+   * word stays in, so that the newcomer sees no member of the ring holds what it held; and so does
+   * one named gone whose id the view's ring has (a process started again under it, in this view).
+   */
+  @Test
+  void firstView_leavesOutTheMembersThatLeftGracefully_only() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    Address c = C.newAddress();
+    RingsBefore rings = new RingsBefore("b", Duration.ofMinutes(5));
+    rings.arrived(5, (UUID) a, List.of(A.member(), D.member(), E.member()), List.of("d"), a);
+    assertEquals(ring(A, E).checksum(), rings.forFirstView(View.create(a, 5, a, b), ring(A, B), 2, b).checksum(),
+        "d left gracefully, e did not say so");
+    rings.arrived(6, (UUID) a, List.of(A.member(), C.member()), List.of("c"), a);
+    assertEquals(ring(A, C).checksum(), rings.forFirstView(View.create(a, 6, a, c, b), ring(A, B, C), 3, b).checksum(),
+        "a c is in the view's ring again");
+    rings.arrived(7, (UUID) a, List.of(A.member(), D.member()), a); // as an earlier build sends it
+    assertEquals(ring(A, D).checksum(), rings.forFirstView(View.create(a, 7, a, b), ring(A, B), 2, b).checksum());
   }
 
   /**
@@ -358,7 +381,7 @@ class RingBeforeJoinTest {
       NodeMetadata meta = NodeMetadata.from(self).orElseThrow();
       try (FedNode node = new FedNode(meta, self, Duration.ofSeconds(10))) {
         List<String> sent = new CopyOnWriteArrayList<>();
-        node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " " + creator
+        node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " " + creator
             + " " + members.stream().map(Member::id).toList() + " " + newcomers));
         node.node.ringBeforeArrived(7, (UUID) a, List.of(A.member()), self.equals(a) ? b : a); // answered at once
         node.install(before);
@@ -366,6 +389,37 @@ class RingBeforeJoinTest {
         List<String> expected = self.equals(d) ? List.of() : List.of("8 " + a + " [a, b, c, d] " + List.of(e));
         assertEquals(expected, sent, "sent by " + meta.id());
       }
+    }
+  }
+
+  /**
+   * An old member names to the newcomers the members of the ring before that said they were
+   * leaving and left in the view: not one that said so and is still in it, nor one that left
+   * without a word, nor one outside its view that claims to be leaving. Those gone from the view
+   * are forgotten once it is handled.
+   */
+  @Test
+  void oldMember_namesToTheNewcomers_theMembersThatSaidTheyWereLeaving_andLeft() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    Address c = C.newAddress();
+    Address d = D.newAddress();
+    Address e = E.newAddress();
+    try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
+      List<String> sent = new CopyOnWriteArrayList<>();
+      node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " "
+          + members.stream().map(Member::id).toList() + " gone " + gone + " to " + newcomers));
+      node.install(View.create(a, 1, a));
+      node.install(View.create(a, 2, a, b, c, d)); // told b, c and d: no one left
+      assertTrue(sent.get(0).startsWith("2 [a] gone [] to "), sent.toString());
+      node.node.leavingArrived(b);
+      node.node.leavingArrived(c);
+      node.node.leavingArrived(e); // not in the view
+      node.node.leavingArrived(a); // itself
+      assertEquals(Set.of(b, c), node.node.leavingPeers());
+      node.install(View.create(a, 3, a, c, e)); // b said so and left, c said so and stays, d left without a word
+      assertEquals("3 [a, b, c, d] gone [b] to " + List.of(e), sent.get(sent.size() - 1));
+      assertEquals(Set.of(c), node.node.leavingPeers(), "b forgotten once gone");
     }
   }
 
@@ -382,7 +436,7 @@ class RingBeforeJoinTest {
     Address e = E.newAddress();
     try (FedNode node = new FedNode(B, b, Duration.ofSeconds(10))) {
       List<String> sent = new CopyOnWriteArrayList<>();
-      node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> sent.add(viewId + " "
+      node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " "
           + members.stream().map(Member::id).toList()));
       node.node.ringBeforeArrived(5, (UUID) c, List.of(C.member(), D.member()), c);
       node.install(View.create(c, 5, c, d, b)); // b joins
@@ -401,7 +455,7 @@ class RingBeforeJoinTest {
     try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
       CountDownLatch told = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
-      node.node.setRingBeforeSender((viewId, creator, members, newcomers) -> told.countDown());
+      node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> told.countDown());
       // A listener on a same-thread executor, handing data off for as long as it takes.
       node.node.addOwnershipListener(new SerialDelivery<OwnershipChange>("slow", change -> {
         if (change.viewId() == 8) {

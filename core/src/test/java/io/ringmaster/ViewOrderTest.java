@@ -386,7 +386,7 @@ class ViewOrderTest {
          NodeLog log = new NodeLog(r -> String.valueOf(r.getMessage()).contains(" was installed on "))) {
       Address b = meta("b").newAddress();
       n.view(1, n.self);
-      n.node.setRingBeforeSender((viewId, creator, before, newcomers) -> {
+      n.node.setRingBeforeSender((viewId, creator, before, gone, newcomers) -> {
         throw new IllegalStateException("telling the newcomer failed (a test)");
       });
       View two = View.create(n.self, 2, n.self, b); // b is new: a, an old member, tells it the ring before

@@ -1,0 +1,179 @@
+package io.ringmaster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.jgroups.Address;
+import org.jgroups.protocols.pbcast.ViewHandler;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A node that closes says so to the others first, so that what its LEAVING change hands off is
+ * found where it went: by a newcomer that joins in the view the node leaves in (JGroups puts a
+ * leave and a join that queue together into one view), and not on a node that is leaving too.
+ */
+class GracefulLeaveTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+  private static final long SEED = 0x1eaf1eafL;
+
+  /**
+   * b closes and c joins in one view, with one replica. b handed everything it held to a, the ring
+   * without it. c's first change names a, never b, as the source of every range it gained, and
+   * each position c gained from a is one b's LEAVING change sent to a, or one a owned itself.
+   */
+  @Test
+  @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aLeaveAndAJoinInOneView_theNewcomerFetchesFromWhereTheLeaverHandedItsData(@TempDir Path dir)
+      throws Exception {
+    String stack = patientJoiners(dir);
+    List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
+    List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
+    List<OwnershipChange> ofC = new CopyOnWriteArrayList<>();
+    try (TestCluster cluster = new TestCluster("leave-and-join")) {
+      Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack), n -> n.addOwnershipListener(ofA::add));
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack), n -> n.addOwnershipListener(ofB::add));
+      TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
+      HashRing before = a.ring();
+
+      // Hold the coordinator's requests, so that b's leave and c's join are handled together.
+      ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
+      requests.processing(true);
+      CompletableFuture<Void> closing;
+      CompletableFuture<Ringmaster> joining;
+      try {
+        closing = CompletableFuture.runAsync(b::close, r -> new Thread(r, "close-b").start());
+        joining = CompletableFuture.supplyAsync(() -> cluster.start(cluster.builder("c").jgroupsConfig(stack),
+            n -> n.addOwnershipListener(ofC::add)), r -> new Thread(r, "start-c").start());
+        await("b's leave and c's join queued").atMost(WAIT).until(() -> requests.size() >= 2);
+      } finally {
+        requests.processing(false); // in a finally: else c, which never gives up, would wait for good
+      }
+      closing.get(1, TimeUnit.MINUTES);
+      Ringmaster c = joining.get(1, TimeUnit.MINUTES);
+      TestCluster.awaitAgreement(List.of(a, c), 2, WAIT);
+      await("c's first change").atMost(WAIT).until(() -> !ofC.isEmpty());
+      assertTrue(a.awaitListeners(WAIT));
+
+      OwnershipChange first = ofC.get(0);
+      assertEquals(List.of("a", "c"), ids(first.ring()));
+      OwnershipChange ofTheView = ofA.stream().filter(ch -> ch.viewId() == first.viewId()).findFirst().orElse(null);
+      assertNotNull(ofTheView, "a's change of c's first view");
+      assertEquals(before.checksum(), ofTheView.previousRing().checksum(), "b left and c joined in one view");
+      assertEquals(before.without("b").checksum(), first.previousRing().checksum(),
+          "c compares with the ring b handed its data to, not the one b was in");
+      OwnershipChange leaving = ofB.get(ofB.size() - 1);
+      assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+      assertFalse(first.gained().isEmpty());
+      for (RingDiff.Gained g : first.gained()) {
+        assertEquals(List.of("a"), g.sources().stream().map(Member::id).toList(), "the source of " + g.range());
+      }
+
+      // Sampled positions: each c gained came from a, and a holds it, having owned it or been handed it by b.
+      SplittableRandom random = new SplittableRandom(SEED);
+      int handedByB = 0;
+      for (int i = 0; i < 20_000; i++) {
+        long p = random.nextLong();
+        if (!first.ring().ownerOfPosition(p).id().equals("c")) {
+          continue;
+        }
+        String heldBy = before.ownerOfPosition(p).id();
+        if (heldBy.equals("b")) {
+          handedByB++;
+          RingDiff.Lost lost = leaving.lost().stream().filter(l -> l.range().contains(p)).findFirst().orElse(null);
+          assertNotNull(lost, "b's LEAVING change hands on position " + p);
+          assertEquals(List.of("a"), lost.destinations().stream().map(Member::id).toList(), "b handed " + p + " to a");
+        }
+      }
+      assertTrue(handedByB > 1_000, "c gained many positions b held: " + handedByB);
+    }
+  }
+
+  /**
+   * b2 closes, and its hand-off is still running when b1 closes: b1 knows by then that b2 is
+   * leaving, and hands everything to a, nothing to b2. b2, which made its change before b1 said
+   * it was leaving, still hands part of its data to b1 (a store passes on what reaches it while it
+   * leaves: docs/api.md). Once both are gone, a forgets them.
+   */
+  @Test
+  @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void twoNodesClosing_theOneThatKnowsOfTheOthersLeave_handsItNothing() throws Exception {
+    List<OwnershipChange> ofB1 = new CopyOnWriteArrayList<>();
+    List<OwnershipChange> ofB2 = new CopyOnWriteArrayList<>();
+    CountDownLatch handOffDone = new CountDownLatch(1);
+    CompletableFuture<OwnershipChange> b2Leaving = new CompletableFuture<>();
+    try (TestCluster cluster = new TestCluster("two-leavers")) {
+      Ringmaster a = cluster.start("a");
+      Ringmaster b1 = cluster.start(cluster.builder("b1"), n -> n.addOwnershipListener(ofB1::add));
+      Ringmaster b2 = cluster.start(cluster.builder("b2"), n -> n.addOwnershipListener(change -> {
+        ofB2.add(change);
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          b2Leaving.complete(change);
+          try {
+            handOffDone.await(1, TimeUnit.MINUTES); // a hand-off under way; bounded: a failed test lets it go too
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }));
+      TestCluster.awaitAgreement(List.of(a, b1, b2), 3, WAIT);
+      CompletableFuture<Void> closingB2;
+      try {
+        closingB2 = CompletableFuture.runAsync(b2::close, r -> new Thread(r, "close-b2").start());
+        OwnershipChange ofB2Leave = b2Leaving.get(1, TimeUnit.MINUTES);
+        Address b2At = b2.channel().getAddress();
+        await("b1 and a told that b2 is leaving").atMost(WAIT)
+            .until(() -> b1.leavingPeers().contains(b2At) && a.leavingPeers().contains(b2At));
+
+        b1.close();
+        OwnershipChange ofB1Leave = ofB1.get(ofB1.size() - 1);
+        assertEquals(OwnershipChange.Reason.LEAVING, ofB1Leave.reason());
+        assertEquals(List.of("a"), ids(ofB1Leave.ring()), "b1 hands off to the ring without b2");
+        assertFalse(ofB1Leave.lost().isEmpty());
+        for (RingDiff.Lost l : ofB1Leave.lost()) {
+          assertEquals(List.of("a"), l.destinations().stream().map(Member::id).toList(), "b1 hands " + l.range() + " to a");
+        }
+        assertEquals(List.of("a", "b1"), ids(ofB2Leave.ring()), "b2's change came before b1 said it was leaving");
+        assertTrue(ofB2Leave.lost().stream().anyMatch(l -> l.destinations().stream().anyMatch(m -> m.id().equals("b1"))),
+            "so b2 hands part of its data to b1");
+      } finally {
+        handOffDone.countDown();
+      }
+      closingB2.get(1, TimeUnit.MINUTES);
+      TestCluster.awaitAgreement(List.of(a), 1, WAIT);
+      await("a forgets the members that left").atMost(WAIT).until(() -> a.leavingPeers().isEmpty());
+    }
+  }
+
+  private static List<String> ids(HashRing ring) {
+    return ring.members().stream().map(Member::id).toList();
+  }
+
+  /** The in-JVM stack, with joiners that never give up asking to join (JGroups' default is ten requests). */
+  private static String patientJoiners(Path dir) throws Exception {
+    try (InputStream in = GracefulLeaveTest.class.getClassLoader().getResourceAsStream(TestCluster.STACK)) {
+      String xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(xml.contains("<pbcast.GMS "), "the in-JVM stack has GMS");
+      return Files.writeString(dir.resolve("patient-joiners.xml"),
+          xml.replace("<pbcast.GMS ", "<pbcast.GMS max_join_attempts=\"0\" ")).toString();
+    }
+  }
+}
