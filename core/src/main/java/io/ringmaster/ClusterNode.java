@@ -117,6 +117,11 @@ final class ClusterNode {
   private final Set<Address> leavingPeers = ConcurrentHashMap.newKeySet();
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
+  /**
+   * The ring this node's LEAVING change handed off to, and the state it was made from: what
+   * {@link #close()} publishes unless a view came after the change. Under the publish lock.
+   */
+  private HandOff handOff;
   /** Set when the node shuts down: no ring is published and no callback queued after it. */
   private volatile boolean closed;
 
@@ -232,10 +237,11 @@ final class ClusterNode {
 
   /**
    * Stops publishing: a view being installed right now is dropped before it is published. A node
-   * in the ring publishes one last state: its last ring without it, what it leaves behind (the
-   * ring its LEAVING change named, unless a view came between that change and this call), so that
-   * its lookups after close() agree with its listeners' fold (it owns nothing) and route to the
-   * members that took its ranges.
+   * in the ring publishes one last state, what it leaves behind: the ring its LEAVING change handed
+   * off to (without it, and without the members it knew were leaving too), or, if a view came
+   * between that change and this call (or it made none), its last ring without it. So its lookups
+   * after close() agree with its listeners' fold (it owns nothing) and route to the members that
+   * took its ranges.
    */
   void close() {
     try {
@@ -243,11 +249,19 @@ final class ClusterNode {
         closed = true;
         Snapshot s = state;
         if (s.localInRing()) {
+          // The ring the LEAVING change named holds neither this node nor the members it knew were
+          // leaving too; after a later view, that view's ring without this node.
+          HandOff made = handOff;
+          HashRing after = made != null && made.from() == s ? made.ring() : s.ring().without(local.id());
           Map<String, Address> addresses = new LinkedHashMap<>(s.addresses());
           Map<String, NodeMetadata> metadata = new LinkedHashMap<>(s.metadata());
-          addresses.remove(local.id());
-          metadata.remove(local.id());
-          state = new Snapshot(s.viewId(), s.viewCreator(), s.ring().without(local.id()), Map.copyOf(addresses),
+          for (Member m : s.ring().members()) {
+            if (!after.contains(m.id())) {
+              addresses.remove(m.id());
+              metadata.remove(m.id());
+            }
+          }
+          state = new Snapshot(s.viewId(), s.viewCreator(), after, Map.copyOf(addresses),
               Map.copyOf(metadata), false, s.refused(), s.view());
         }
       }
@@ -785,6 +799,7 @@ final class ClusterNode {
       Snapshot s = state;
       if (s.localInRing() && !leftBefore && !closed) { // closed: close() gave up waiting and stopped
         HashRing without = s.ring().withMembers(staying(s));
+        handOff = new HandOff(s, without);
         RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
         if (!diff.isEmpty()) {
           enqueue(ownershipListeners, new OwnershipChange(OwnershipChange.Reason.LEAVING, s.viewId(),
@@ -795,6 +810,9 @@ final class ClusterNode {
       return queued;
     }
   }
+
+  /** The ring a LEAVING change handed off to, made from the state {@code from}. */
+  private record HandOff(Snapshot from, HashRing ring) { }
 
   /**
    * The members of the ring a LEAVING change hands off to: those of {@code s} but this node and the

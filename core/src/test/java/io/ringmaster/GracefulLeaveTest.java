@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -151,6 +152,7 @@ class GracefulLeaveTest {
         for (RingDiff.Lost l : ofB1Leave.lost()) {
           assertEquals(List.of("a"), l.destinations().stream().map(Member::id).toList(), "b1 hands " + l.range() + " to a");
         }
+        assertEquals(ofB1Leave.ring(), b1.ring(), "closed, b1 routes by the ring it handed off to, not to b2");
         assertEquals(List.of("a", "b1"), ids(ofB2Leave.ring()), "b2's change came before b1 said it was leaving");
         assertTrue(ofB2Leave.lost().stream().anyMatch(l -> l.destinations().stream().anyMatch(m -> m.id().equals("b1"))),
             "so b2 hands part of its data to b1");
@@ -160,6 +162,42 @@ class GracefulLeaveTest {
       closingB2.get(1, TimeUnit.MINUTES);
       TestCluster.awaitAgreement(List.of(a), 1, WAIT);
       await("a forgets the members that left").atMost(WAIT).until(() -> a.leavingPeers().isEmpty());
+    }
+  }
+
+  /**
+   * Once closed, a node routes by the ring its LEAVING change handed off to, which left out a
+   * member that said it was leaving; but a view that came after the change is the ring it leaves
+   * behind, without it.
+   */
+  @Test
+  void close_afterALeavingChangeThatLeftOutALeaver_publishesTheRingItHandedOffTo_unlessAViewCameAfter()
+      throws Exception {
+    NodeMetadata a = FedNode.meta("a");
+    Address b = FedNode.meta("b").newAddress();
+    Address c = FedNode.meta("c").newAddress();
+    Address d = FedNode.meta("d").newAddress();
+    try (FedNode node = new FedNode(a)) {
+      node.view(1, node.self);
+      node.view(2, node.self, b, c);
+      node.node.leavingArrived(b);
+      node.node.announceLeaving();
+      OwnershipChange leaving = node.lastOwnership();
+      assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+      assertEquals(List.of("c"), ids(leaving.ring()), "b said it was leaving");
+      node.node.close();
+      assertEquals(leaving.ring(), node.node.state().ring());
+      assertEquals(List.of("c"), List.copyOf(node.node.state().addresses().keySet()));
+    }
+    try (FedNode node = new FedNode(a)) {
+      node.view(1, node.self);
+      node.view(2, node.self, b, c);
+      node.node.leavingArrived(b);
+      node.node.announceLeaving();
+      node.view(3, node.self, c, d); // after the change: b left, d joined
+      node.node.close();
+      assertEquals(List.of("c", "d"), ids(node.node.state().ring()));
+      assertEquals(Set.of("c", "d"), node.node.state().addresses().keySet());
     }
   }
 
