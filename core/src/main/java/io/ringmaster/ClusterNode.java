@@ -446,11 +446,11 @@ final class ClusterNode {
     // compared with the ring before this view without the node: the same gains as from nothing (it
     // owned nothing before), but each names the members that held the data, not the member that
     // held this node's id until it left (which handed its data to them), nor a member that joined
-    // in this same view. Another member that left in this view is named, as the old members'
-    // changes name it, though if it left gracefully it handed its data to the owners of the ring
-    // without it, which may not hold this node. A ring in which this node is not admitted counts as
-    // one where it holds nothing, even if another member holds its id: what it loses then goes to
-    // that member, by the id.
+    // in this same view, nor (for a first ring) one that left in it after saying it was leaving:
+    // it handed its data to the ring without it. One that left without a word is named, as the old
+    // members' changes name it. A ring in which this node is not admitted counts as one where it
+    // holds nothing, even if another member holds its id: what it loses then goes to that member,
+    // by the id.
     boolean newToRing = localIn && (previous.viewId() < 0 || !previous.localInRing());
     HashRing before = !newToRing ? previous.ring()
         : previous.viewId() >= 0 ? previous.ring().without(local.id()) // refused until now: it saw that ring
