@@ -799,6 +799,12 @@ final class ClusterNode {
       Snapshot s = state;
       if (s.localInRing() && !leftBefore && !closed) { // closed: close() gave up waiting and stopped
         HashRing without = s.ring().withMembers(staying(s));
+        if (without.isEmpty()) {
+          // No member that owns anything stays (isEmpty: no tokens): handed to none, the data would
+          // be lost, while the leavers pass on what reaches them as they leave (to a member that
+          // joins meanwhile, say).
+          without = s.ring().without(local.id());
+        }
         handOff = new HandOff(s, without);
         RingDiff diff = RingDiff.compute(s.ring(), without, local.id(), local.replicas());
         if (!diff.isEmpty()) {
@@ -816,7 +822,8 @@ final class ClusterNode {
 
   /**
    * The members of the ring a LEAVING change hands off to: those of {@code s} but this node and the
-   * members it knows are leaving too. Two nodes closed at once would otherwise each hand the other
+   * members it knows are leaving too (unless none of the rest owns anything: then the caller hands
+   * off to the leavers all the same). Two nodes closed at once would otherwise each hand the other
    * part of their data, and both leave with it; one that learns of the other's leave only after it
    * has made its own change still hands that part to it.
    */

@@ -79,7 +79,7 @@ final class Gossip {
   /**
    * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
    * other member of its ring, before its listeners' hand-off. A member that is leaving too then hands
-   * nothing to it, and the old members that tell the newcomers of the view it leaves in what the
+   * nothing to it (unless no member that owns anything stays), and the old members that tell the newcomers of the view it leaves in what the
    * ring was before it name it as gone gracefully. Releases without this type ignore it.
    */
   static final byte TYPE_LEAVING = 6;

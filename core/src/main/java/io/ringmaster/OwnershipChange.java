@@ -49,7 +49,8 @@ import java.util.function.ToLongFunction;
  *                       view is a merge, whose sides had different rings, so they name the view's
  *                       members
  * @param ring           the ring after (for {@link Reason#LEAVING}, the ring without this member
- *                       and without the members that told it they are leaving too)
+ *                       and without the members that told it they are leaving too, unless no
+ *                       member that owns anything would be left: then only without this member)
  * @param diff           the member's gained and lost ranges and role changes; never empty
  * @param inRing         whether this node is in {@code ring}. Nearly always the same as
  *                       {@code ring.contains(diff.memberId())}, but not in the change that refuses
@@ -86,7 +87,8 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * follows the views this node installs (and holds this node) until close() stops waiting for
      * the listeners, though not while a listener on a same-thread executor holds the view thread.
      * The node tells the other members that it is leaving before this change is made, and a member
-     * that told it the same is in none of the destinations. A push that succeeds can still miss: a
+     * that told it the same is in none of the destinations, unless every member that owns anything
+     * did: then they all are, and pass on what reaches them. A push that succeeds can still miss: a
      * node closed at the same time that said so only after this change was made takes the push
      * and leaves with it (docs/api.md, "Moving the data").
      */

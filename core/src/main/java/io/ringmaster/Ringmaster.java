@@ -794,7 +794,7 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * The current ring: an immutable value, safe to keep and share. Before {@link #start()}, an
-   * empty ring; after {@link #close()}, the ring this node left behind (its last ring without it).
+   * empty ring; after {@link #close()}, the ring this node left behind (see there).
    */
   public HashRing ring() {
     return node.state().ring();

@@ -201,6 +201,35 @@ class GracefulLeaveTest {
     }
   }
 
+  /**
+   * A node whose every other member said it was leaving too still hands its data to them, as
+   * before they said so: they pass on what reaches them while they leave (to a member that joins
+   * meanwhile, say), where a hand-off to no one would lose it. A member of weight 0, which owns
+   * nothing, does not count as one to hand off to. Once closed, it routes to them.
+   */
+  @Test
+  void leaving_whenEveryOtherMemberIsLeavingToo_handsOffToThemAllTheSame() throws Exception {
+    Address b = FedNode.meta("b").newAddress();
+    Address c = FedNode.meta("c").newAddress();
+    Address router = FedNode.meta("d", 0.0, "").newAddress();
+    try (FedNode node = new FedNode(FedNode.meta("a"))) {
+      node.view(1, node.self);
+      node.view(2, node.self, b, c, router);
+      HashRing before = node.node.state().ring();
+      node.node.leavingArrived(b);
+      node.node.leavingArrived(c);
+      node.node.announceLeaving();
+      OwnershipChange leaving = node.lastOwnership();
+      assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+      assertEquals(before.without("a"), leaving.ring(), "b and c, though both said they were leaving, and d");
+      for (RingDiff.Lost l : leaving.lost()) {
+        assertFalse(l.destinations().isEmpty(), "a hands " + l.range() + " to someone");
+      }
+      node.node.close();
+      assertEquals(leaving.ring(), node.node.state().ring());
+    }
+  }
+
   private static List<String> ids(HashRing ring) {
     return ring.members().stream().map(Member::id).toList();
   }
