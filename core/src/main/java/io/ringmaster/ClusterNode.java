@@ -110,11 +110,16 @@ final class ClusterNode {
   volatile long maxRingTokens = HashRing.MAX_TOKENS;
   /**
    * The members of this node's view that said they are leaving ({@link Gossip#TYPE_LEAVING}): this
-   * node's own LEAVING change hands nothing to them, and the newcomers of the view they leave in
-   * are told that they left gracefully (see {@link RingsBefore#tellNewcomers}). Only a member of the
-   * view is taken, and those gone from a view are dropped once it is handled.
+   * node's own LEAVING change hands nothing to them. Only a member of the view is taken, and those
+   * gone from a view are dropped once it is handled.
    */
   private final Set<Address> leavingPeers = ConcurrentHashMap.newKeySet();
+  /**
+   * Those of {@link #leavingPeers} that said their hand-off is done ({@link Gossip#TYPE_HANDED_OFF}):
+   * the only ones the newcomers of the view they leave in are told left gracefully (see
+   * {@link RingsBefore#tellNewcomers}).
+   */
+  private final Set<Address> handedOffPeers = ConcurrentHashMap.newKeySet();
   /** Set once the LEAVING change is queued: after it, ownership callbacks would contradict the fold. */
   private boolean left;
   /**
@@ -185,19 +190,28 @@ final class ClusterNode {
   }
 
   /**
-   * Called on a JGroups thread when {@code source} says it is leaving: kept while it is a member of
-   * this node's view (a message from outside it, or from this node, is ignored).
+   * Called on a JGroups thread when {@code source} says it is leaving, or with {@code handedOff}
+   * that its hand-off is done (which says it is leaving too): kept while it is a member of this
+   * node's view (a message from outside it, or from this node, is ignored).
    */
-  void leavingArrived(Address source) {
+  void leavingArrived(Address source, boolean handedOff) {
     View view = state.view();
     if (source != null && view != null && view.containsMember(source) && !source.equals(localAddress)) {
       leavingPeers.add(source);
+      if (handedOff) {
+        handedOffPeers.add(source);
+      }
     }
   }
 
   /** The members of this node's view that said they are leaving, as far as this node knows (for tests). */
   Set<Address> leavingPeers() {
     return Set.copyOf(leavingPeers);
+  }
+
+  /** Those of them that said their hand-off is done (for tests). */
+  Set<Address> handedOffPeers() {
+    return Set.copyOf(handedOffPeers);
   }
 
   Snapshot state() {
@@ -514,13 +528,15 @@ final class ClusterNode {
       // and newcomers waiting for the ring before this view (they stop waiting after a timeout).
       wakeWaiters();
       if (localIn && previous.localInRing() && !(view instanceof MergeView) && viewId == previous.viewId() + 1) {
-        ringsBefore.tellNewcomers(view, self, previous, next, leavingPeers);
+        ringsBefore.tellNewcomers(view, self, previous, next, handedOffPeers);
       }
     } finally {
       launchAll(toLaunch); // outside the lock: no listener code runs under it
     }
     ringsBefore.forget(viewId, state.viewId() >= 0);
-    leavingPeers.retainAll(view.getMembers()); // after the newcomers were told who of them left gracefully
+    // After the newcomers were told who of them left gracefully.
+    leavingPeers.retainAll(view.getMembers());
+    handedOffPeers.retainAll(view.getMembers());
   }
 
   /** The id of a view that could not be installed and is tried again, if any. */

@@ -37,8 +37,9 @@ import org.jgroups.util.UUID;
  * so the first few old members of the view tell them ({@link #sendRingBefore}).
  *
  * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other member of
- * its ring before its listeners' hand-off: a member closed at the same time hands nothing to it,
- * and the newcomers of the view it leaves in are told that its data went to the others.
+ * its ring before its listeners' hand-off, so that a member closed at the same time hands nothing
+ * to it; then, if its listeners handled the hand-off in time and none threw, "my hand-off is done",
+ * so that the newcomers of the view it leaves in are told that its data went to the others.
  *
  * <p>And one view id with two member lists, which a race in JGroups 5.5's merge handling can leave
  * behind (docs/operations.md): a member whose view does not list the sender of a checksum for that
@@ -79,10 +80,18 @@ final class Gossip {
   /**
    * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
    * other member of its ring, before its listeners' hand-off. A member that is leaving too then hands
-   * nothing to it (unless no member that owns anything stays), and the old members that tell the newcomers of the view it leaves in what the
-   * ring was before it name it as gone gracefully. Releases without this type ignore it.
+   * nothing to it (unless no member that owns anything stays). Releases without this type ignore it.
    */
   static final byte TYPE_LEAVING = 6;
+  /**
+   * View id, view creator: "my hand-off is done", from a member that is leaving, to every other
+   * member of its ring, once every listener of its handled the LEAVING change within
+   * {@code leaveTimeout} and none threw meanwhile, just before it leaves. The old members that tell
+   * the newcomers of the view it leaves in what the ring was before it name only such members as
+   * gone gracefully: one that said it was leaving but not this still counts as holding its data.
+   * Releases without this type ignore it.
+   */
+  static final byte TYPE_HANDED_OFF = 7;
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -280,7 +289,7 @@ final class Gossip {
 
   /**
    * Tells the members new to the ring in a view which members the ring had before it, and which of
-   * those left in that view after they said they were leaving ({@link #TYPE_LEAVING}). On the
+   * those left in that view after they said their hand-off was done ({@link #TYPE_HANDED_OFF}). On the
    * gossip thread, not a JGroups one: a send may still wait for the transport's queue.
    */
   void sendRingBefore(long viewId, Address viewCreator, List<Member> before, List<String> leftGracefully,
@@ -302,7 +311,7 @@ final class Gossip {
 
   /**
    * The ring's members before a view, then, only if there are any, the ids of those that left in
-   * that view after saying they were leaving: a count and the ids. A release that does not know
+   * that view after saying their hand-off was done: a count and the ids. A release that does not know
    * that part reads the members and ignores the rest.
    */
   static byte[] encodeRingBefore(long viewId, Address viewCreator, List<Member> before, List<String> leftGracefully) {
@@ -328,13 +337,14 @@ final class Gossip {
   }
 
   /**
-   * Tells every other member of this node's ring that it is leaving ({@link #TYPE_LEAVING}). On
-   * the thread that closes the node: a send may wait for the transport's queue.
+   * Tells every other member of this node's ring that it is leaving ({@link #TYPE_LEAVING}), or,
+   * with {@code handedOff}, that its hand-off is done ({@link #TYPE_HANDED_OFF}). On the thread
+   * that closes the node: a send may wait for the transport's queue.
    */
-  void sendLeaving(long viewId, Address viewCreator, Collection<Address> members) {
+  void sendLeaving(long viewId, Address viewCreator, Collection<Address> members, boolean handedOff) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(32);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      writeHeader(out, TYPE_LEAVING, viewId, viewCreator);
+      writeHeader(out, handedOff ? TYPE_HANDED_OFF : TYPE_LEAVING, viewId, viewCreator);
     } catch (IOException impossible) {
       throw new IllegalStateException(impossible);
     }
@@ -346,7 +356,8 @@ final class Gossip {
       try {
         channel.send(control(member, payload));
       } catch (Exception e) {
-        LOG.log(Level.DEBUG, "telling {0} that {1} is leaving failed: {2}", member, localId, e);
+        LOG.log(Level.DEBUG, "telling {0} that {1} {2} failed: {3}", member, localId,
+            handedOff ? "handed its data off" : "is leaving", e);
       }
     }
   }
@@ -367,7 +378,7 @@ final class Gossip {
     }
     byte type = payload[msg.getOffset()];
     if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY
-        && type != TYPE_LEAVING) {
+        && type != TYPE_LEAVING && type != TYPE_HANDED_OFF) {
       return;
     }
     if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
@@ -387,7 +398,9 @@ final class Gossip {
       } else if (type == TYPE_LISTED_QUERY) {
         listedQuery(viewId, creator, msg.getSrc());
       } else if (type == TYPE_LEAVING) {
-        node.leavingArrived(msg.getSrc());
+        node.leavingArrived(msg.getSrc(), false);
+      } else if (type == TYPE_HANDED_OFF) {
+        node.leavingArrived(msg.getSrc(), true);
       } else {
         int count = in.readInt();
         if (count < 0 || count > in.available() || count > HashRing.MAX_MEMBERS) {

@@ -36,10 +36,12 @@ import java.util.function.ToLongFunction;
  *                       the ring before that view without the node, so that its gains name the
  *                       members that held the data, never a member that joined in the same view.
  *                       In a node's first view, a member that left gracefully in that view (it
- *                       told the others it was leaving, then handed its data to the ring without
- *                       it) is left out too, so the members it handed the data to are the sources
- *                       (docs/api.md, "Moving the data", says when they do not hold it); one that
- *                       crashed stays, named as the source of what it held (see
+ *                       told the others, just before it left, that every listener of its had
+ *                       handled its LEAVING change within leaveTimeout, none throwing) is left out
+ *                       too, so the members it handed the data to are the sources (docs/api.md,
+ *                       "Moving the data", says when they do not hold it); one that crashed, or
+ *                       whose hand-off threw or ran out of time, stays, named as the source of
+ *                       what it held (see
  *                       {@link #sourcesInRing}). In the first view after a refusal, no other
  *                       member is left out: a graceful leaver stays, like one that crashed. A new node
  *                       learns that ring, and who of it left gracefully, from the old members; if none answers within 5 s or half

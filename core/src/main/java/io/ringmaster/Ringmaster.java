@@ -490,7 +490,8 @@ public final class Ringmaster implements AutoCloseable {
       if (caller != Pool.VIEW) { // on the view thread, the rejoin's view would queue behind this wait
         rejoin.awaitEnd(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
-      announceLeave();
+      announceLeave(false);
+      long failuresBefore = listenerFailures.sum();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds
       // (up to a second when every member owns everything, whose LEAVING diff names N - 1 owners
@@ -532,6 +533,9 @@ public final class Ringmaster implements AutoCloseable {
       // the node left (and the others on its executor, if not the node's pool, were not waited for).
       // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt && !leavingRefused;
+      if (leftIdle && listenerFailures.sum() == failuresBefore) {
+        announceLeave(true); // what this node held is where its LEAVING change sent it
+      }
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
         // Naming whose hand-off may be cut short, but for the listeners that called close(): no wait helps them.
         Logs.quietly(() -> LOG.log(Level.WARNING, "{0}: listeners still busy after leaveTimeout {1} ms;"
@@ -557,16 +561,23 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Tells the other members of the ring that this node is leaving, before its LEAVING change is
    * queued: one closed at the same time then hands nothing to it, if the news is there before it
-   * makes its own change, and the old members name it to the newcomers of the view it leaves in as
-   * a member whose data went to the ring without it (see {@code Gossip.TYPE_LEAVING}). A send that
-   * fails is logged at DEBUG: the leave goes on, and the others treat this node as one that left
-   * without a word.
+   * makes its own change (see {@code Gossip.TYPE_LEAVING}). With {@code handedOff}, once every
+   * listener handled that change within leaveTimeout and none threw meanwhile: the old members then
+   * name this node to the newcomers of the view it leaves in as a member whose data went to the
+   * ring without it ({@code Gossip.TYPE_HANDED_OFF}). A send that fails is logged at DEBUG, and
+   * whatever fails here, the leave goes on: the others treat this node as one that left without
+   * a word.
    */
-  private void announceLeave() {
-    ClusterNode.Snapshot s = node.state();
-    Gossip g = gossip;
-    if (s.localInRing() && g != null) {
-      g.sendLeaving(s.viewId(), s.viewCreator(), s.addresses().values());
+  private void announceLeave(boolean handedOff) {
+    try {
+      ClusterNode.Snapshot s = node.state();
+      Gossip g = gossip;
+      if (s.localInRing() && g != null) {
+        g.sendLeaving(s.viewId(), s.viewCreator(), s.addresses().values(), handedOff);
+      }
+    } catch (RuntimeException e) {
+      Logs.quietly(() -> LOG.log(Level.WARNING, config.nodeId() + ": could not tell the others that it "
+          + (handedOff ? "handed its data off" : "is leaving"), e));
     }
   }
 

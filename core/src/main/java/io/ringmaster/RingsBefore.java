@@ -32,7 +32,7 @@ final class RingsBefore {
 
   /**
    * Tells the members new to the ring in a view which members the ring had before it, and which of
-   * them left in that view after saying they were leaving.
+   * them left in that view after saying their hand-off was done.
    */
   interface Sender {
     void send(long viewId, Address viewCreator, List<Member> before, List<String> leftGracefully,
@@ -64,7 +64,7 @@ final class RingsBefore {
 
   /**
    * An old member's account of the ring before a view: its members, those of them that left in
-   * that view after saying they were leaving, and who sent it.
+   * that view after saying their hand-off was done, and who sent it.
    */
   private record Answer(Address source, List<Member> members, List<String> leftGracefully) { }
 
@@ -140,7 +140,7 @@ final class RingsBefore {
    * sender's list, as large as a message can make it, would otherwise be built into a ring; nor
    * one whose members have more tokens than {@link #MAX_TOKENS} and four times this view's
    * ring, which no ring before it could have).
-   * A member the account names as gone gracefully (it said it was leaving, and left in this view)
+   * A member the account names as gone gracefully (it said its hand-off was done, and left in this view)
    * is left out, unless this view's ring has a member with its id: it handed its data to the ring
    * without it, so the members of that ring are the sources. One that crashed, or left without
    * saying so, stays in: it is named as the source of what it held, and since it is not in the
@@ -231,11 +231,11 @@ final class RingsBefore {
    * newcomer takes the first answer.
    *
    * <p>The account also names the members of the ring before that are not in this view's ring
-   * and said they were leaving ({@code leaving}, addresses): they handed their data to the ring
+   * and said their hand-off was done ({@code handedOff}, addresses): they handed their data to the ring
    * without them, not to the newcomers (see {@link #forFirstView}).
    */
   void tellNewcomers(View view, Address self, ClusterNode.Snapshot previous, ClusterNode.Snapshot next,
-                     Set<Address> leaving) {
+                     Set<Address> handedOff) {
     Set<Address> before = new HashSet<>(previous.addresses().values());
     List<Address> newcomers = new ArrayList<>();
     for (Address a : next.addresses().values()) {
@@ -252,7 +252,7 @@ final class RingsBefore {
       if (now.contains(a) && before.contains(a)) {
         if (a.equals(self)) {
           sender.send(next.viewId(), next.viewCreator(), previous.ring().members(), leftGracefully(previous, now,
-              leaving), newcomers);
+              handedOff), newcomers);
           return;
         }
         if (++senders == SENDERS) {
@@ -262,11 +262,11 @@ final class RingsBefore {
     }
   }
 
-  /** The ids of the members of {@code previous}'s ring that said they were leaving and are not in {@code now}. */
-  private static List<String> leftGracefully(ClusterNode.Snapshot previous, Set<Address> now, Set<Address> leaving) {
+  /** The ids of the members of {@code previous}'s ring that said their hand-off was done and are not in {@code now}. */
+  private static List<String> leftGracefully(ClusterNode.Snapshot previous, Set<Address> now, Set<Address> handedOff) {
     List<String> left = new ArrayList<>();
     for (Map.Entry<String, Address> e : previous.addresses().entrySet()) {
-      if (leaving.contains(e.getValue()) && !now.contains(e.getValue())) {
+      if (handedOff.contains(e.getValue()) && !now.contains(e.getValue())) {
         left.add(e.getKey());
       }
     }

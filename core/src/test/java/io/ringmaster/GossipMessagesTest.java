@@ -479,7 +479,8 @@ class GossipMessagesTest {
   /**
    * An account of the ring before that names members gone gracefully is read whole: the newcomer
    * leaves them out of the ring before its first view. One that names more of them than it has
-   * members is malformed, and not kept. "I am leaving" is taken from a member of the view only.
+   * members is malformed, and not kept. "I am leaving" and "my hand-off is done" are taken from a
+   * member of the view only.
    */
   @Test
   void ringBefore_namingMembersGoneGracefully_isReadWhole_andLeaving_isTakenFromMembersOnly() throws Exception {
@@ -503,6 +504,12 @@ class GossipMessagesTest {
       assertEquals(Set.of(), p.a.node.leavingPeers(), "not a member of the view");
       p.receive(leaving, p.b);
       assertEquals(Set.of(p.b), p.a.node.leavingPeers());
+      assertEquals(Set.of(), p.a.node.handedOffPeers(), "only said it was leaving");
+      leaving[0] = Gossip.TYPE_HANDED_OFF;
+      p.receive(leaving, meta("x").newAddress());
+      assertEquals(Set.of(), p.a.node.handedOffPeers(), "not a member of the view");
+      p.receive(leaving, p.b);
+      assertEquals(Set.of(p.b), p.a.node.handedOffPeers());
     }
   }
 

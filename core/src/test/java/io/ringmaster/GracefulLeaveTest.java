@@ -21,6 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.jgroups.Address;
 import org.jgroups.protocols.pbcast.ViewHandler;
 import org.junit.jupiter.api.Test;
@@ -38,20 +39,83 @@ class GracefulLeaveTest {
 
   /**
    * b closes and c joins in one view, with one replica. b handed everything it held to a, the ring
-   * without it. c's first change names a, never b, as the source of every range it gained, and
-   * each position c gained from a is one b's LEAVING change sent to a, or one a owned itself.
+   * without it, and said so. c's first change names a, never b, as the source of every range it
+   * gained, and each position c gained from a is one b's LEAVING change sent to a, or one a owned
+   * itself.
    */
   @Test
   @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aLeaveAndAJoinInOneView_theNewcomerFetchesFromWhereTheLeaverHandedItsData(@TempDir Path dir)
       throws Exception {
+    LeaveAndJoin seen = leaveAndJoinInOneView(dir, change -> { });
+    OwnershipChange first = seen.firstOfC();
+    assertEquals(seen.before().without("b").checksum(), first.previousRing().checksum(),
+        "c compares with the ring b handed its data to, not the one b was in");
+    assertFalse(first.gained().isEmpty());
+    for (RingDiff.Gained g : first.gained()) {
+      assertEquals(List.of("a"), g.sources().stream().map(Member::id).toList(), "the source of " + g.range());
+    }
+
+    // Sampled positions: each c gained came from a, and a holds it, having owned it or been handed it by b.
+    SplittableRandom random = new SplittableRandom(SEED);
+    int handedByB = 0;
+    for (int i = 0; i < 20_000; i++) {
+      long p = random.nextLong();
+      if (!first.ring().ownerOfPosition(p).id().equals("c")) {
+        continue;
+      }
+      if (seen.before().ownerOfPosition(p).id().equals("b")) {
+        handedByB++;
+        RingDiff.Lost lost = seen.leavingOfB().lost().stream().filter(l -> l.range().contains(p)).findFirst()
+            .orElse(null);
+        assertNotNull(lost, "b's LEAVING change hands on position " + p);
+        assertEquals(List.of("a"), lost.destinations().stream().map(Member::id).toList(), "b handed " + p + " to a");
+      }
+    }
+    assertTrue(handedByB > 1_000, "c gained many positions b held: " + handedByB);
+  }
+
+  /**
+   * The same, but b's hand-off fails (its listener throws on the LEAVING change): b said it was
+   * leaving, never that its hand-off was done, so c's first change names b, gone, as the only
+   * source of what b held. Nothing in the ring holds that data, and c knows it.
+   */
+  @Test
+  @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aLeaveAndAJoinInOneView_aLeaverWhoseHandOffFailed_isNamedAsTheSourceOfWhatItHeld(@TempDir Path dir)
+      throws Exception {
+    LeaveAndJoin seen = leaveAndJoinInOneView(dir, change -> {
+      if (change.reason() == OwnershipChange.Reason.LEAVING) {
+        throw new IllegalStateException("the hand-off failed (a test)");
+      }
+    });
+    OwnershipChange first = seen.firstOfC();
+    assertEquals(seen.before().checksum(), first.previousRing().checksum(), "c compares with the ring b was in");
+    List<RingDiff.Gained> fromB = first.gainedFrom(seen.before().member("b").orElseThrow());
+    assertFalse(fromB.isEmpty(), "c gained ranges b held");
+    for (RingDiff.Gained g : fromB) {
+      assertEquals(List.of(), first.sourcesInRing(g), "no source of " + g.range() + " in the ring");
+    }
+  }
+
+  /** What a test of a leave and a join in one view looks at. */
+  private record LeaveAndJoin(HashRing before, OwnershipChange firstOfC, OwnershipChange leavingOfB) { }
+
+  /**
+   * a and b, then b closes and c joins, in one view (the coordinator's requests are held until
+   * both are queued); b's listener records each change, then hands it to {@code handOff}.
+   */
+  private static LeaveAndJoin leaveAndJoinInOneView(Path dir, Consumer<OwnershipChange> handOff) throws Exception {
     String stack = patientJoiners(dir);
     List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofC = new CopyOnWriteArrayList<>();
     try (TestCluster cluster = new TestCluster("leave-and-join")) {
       Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack), n -> n.addOwnershipListener(ofA::add));
-      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack), n -> n.addOwnershipListener(ofB::add));
+      Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack), n -> n.addOwnershipListener(change -> {
+        ofB.add(change);
+        handOff.accept(change);
+      }));
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       HashRing before = a.ring();
 
@@ -79,32 +143,9 @@ class GracefulLeaveTest {
       OwnershipChange ofTheView = ofA.stream().filter(ch -> ch.viewId() == first.viewId()).findFirst().orElse(null);
       assertNotNull(ofTheView, "a's change of c's first view");
       assertEquals(before.checksum(), ofTheView.previousRing().checksum(), "b left and c joined in one view");
-      assertEquals(before.without("b").checksum(), first.previousRing().checksum(),
-          "c compares with the ring b handed its data to, not the one b was in");
       OwnershipChange leaving = ofB.get(ofB.size() - 1);
       assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
-      assertFalse(first.gained().isEmpty());
-      for (RingDiff.Gained g : first.gained()) {
-        assertEquals(List.of("a"), g.sources().stream().map(Member::id).toList(), "the source of " + g.range());
-      }
-
-      // Sampled positions: each c gained came from a, and a holds it, having owned it or been handed it by b.
-      SplittableRandom random = new SplittableRandom(SEED);
-      int handedByB = 0;
-      for (int i = 0; i < 20_000; i++) {
-        long p = random.nextLong();
-        if (!first.ring().ownerOfPosition(p).id().equals("c")) {
-          continue;
-        }
-        String heldBy = before.ownerOfPosition(p).id();
-        if (heldBy.equals("b")) {
-          handedByB++;
-          RingDiff.Lost lost = leaving.lost().stream().filter(l -> l.range().contains(p)).findFirst().orElse(null);
-          assertNotNull(lost, "b's LEAVING change hands on position " + p);
-          assertEquals(List.of("a"), lost.destinations().stream().map(Member::id).toList(), "b handed " + p + " to a");
-        }
-      }
-      assertTrue(handedByB > 1_000, "c gained many positions b held: " + handedByB);
+      return new LeaveAndJoin(before, first, leaving);
     }
   }
 
@@ -180,7 +221,7 @@ class GracefulLeaveTest {
     try (FedNode node = new FedNode(a)) {
       node.view(1, node.self);
       node.view(2, node.self, b, c);
-      node.node.leavingArrived(b);
+      node.node.leavingArrived(b, false);
       node.node.announceLeaving();
       OwnershipChange leaving = node.lastOwnership();
       assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
@@ -192,7 +233,7 @@ class GracefulLeaveTest {
     try (FedNode node = new FedNode(a)) {
       node.view(1, node.self);
       node.view(2, node.self, b, c);
-      node.node.leavingArrived(b);
+      node.node.leavingArrived(b, false);
       node.node.announceLeaving();
       node.view(3, node.self, c, d); // after the change: b left, d joined
       node.node.close();
@@ -216,8 +257,8 @@ class GracefulLeaveTest {
       node.view(1, node.self);
       node.view(2, node.self, b, c, router);
       HashRing before = node.node.state().ring();
-      node.node.leavingArrived(b);
-      node.node.leavingArrived(c);
+      node.node.leavingArrived(b, false);
+      node.node.leavingArrived(c, false);
       node.node.announceLeaving();
       OwnershipChange leaving = node.lastOwnership();
       assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());

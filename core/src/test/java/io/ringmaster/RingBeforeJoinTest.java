@@ -393,10 +393,10 @@ class RingBeforeJoinTest {
   }
 
   /**
-   * An old member names to the newcomers the members of the ring before that said they were
-   * leaving and left in the view: not one that said so and is still in it, nor one that left
-   * without a word, nor one outside its view that claims to be leaving. Those gone from the view
-   * are forgotten once it is handled.
+   * An old member names to the newcomers the members of the ring before that said their hand-off
+   * was done and left in the view: not one that only said it was leaving, nor one that left without
+   * a word, nor one outside its view that claims either. Those gone from the view are forgotten once
+   * it is handled; one that said it is leaving and stays is kept.
    */
   @Test
   void oldMember_namesToTheNewcomers_theMembersThatSaidTheyWereLeaving_andLeft() throws Exception {
@@ -412,14 +412,17 @@ class RingBeforeJoinTest {
       node.install(View.create(a, 1, a));
       node.install(View.create(a, 2, a, b, c, d)); // told b, c and d: no one left
       assertTrue(sent.get(0).startsWith("2 [a] gone [] to "), sent.toString());
-      node.node.leavingArrived(b);
-      node.node.leavingArrived(c);
-      node.node.leavingArrived(e); // not in the view
-      node.node.leavingArrived(a); // itself
-      assertEquals(Set.of(b, c), node.node.leavingPeers());
-      node.install(View.create(a, 3, a, c, e)); // b said so and left, c said so and stays, d left without a word
+      node.node.leavingArrived(b, true);
+      node.node.leavingArrived(c, false);
+      node.node.leavingArrived(d, false);
+      node.node.leavingArrived(e, true); // not in the view
+      node.node.leavingArrived(a, true); // itself
+      assertEquals(Set.of(b, c, d), node.node.leavingPeers());
+      assertEquals(Set.of(b), node.node.handedOffPeers());
+      node.install(View.create(a, 3, a, d, e)); // b and c left, b with its hand-off done; d stays
       assertEquals("3 [a, b, c, d] gone [b] to " + List.of(e), sent.get(sent.size() - 1));
-      assertEquals(Set.of(c), node.node.leavingPeers(), "b forgotten once gone");
+      assertEquals(Set.of(d), node.node.leavingPeers(), "b and c forgotten once gone");
+      assertEquals(Set.of(), node.node.handedOffPeers());
     }
   }
 
