@@ -399,7 +399,7 @@ class RingBeforeJoinTest {
    * it is handled; one that said it is leaving and stays is kept.
    */
   @Test
-  void oldMember_namesToTheNewcomers_theMembersThatSaidTheyWereLeaving_andLeft() throws Exception {
+  void oldMember_namesToTheNewcomers_theMembersThatSaidTheirHandOffWasDone_andLeft() throws Exception {
     Address a = A.newAddress();
     Address b = B.newAddress();
     Address c = C.newAddress();
