@@ -143,8 +143,8 @@ final class RingsBefore {
    * A member the account names as gone gracefully (it said its hand-off was done, and left in this view)
    * is left out, unless this view's ring has a member with its id: it handed its data to the ring
    * without it, so the members of that ring are the sources. One that crashed, or left without
-   * saying so, stays in: it is named as the source of what it held, and since it is not in the
-   * ring, the application knows that no member holds that data.
+   * saying its hand-off was done, stays in: it is named as the source of what it held, and since
+   * it is not in the ring, the application knows that no member may hold that data.
    * Without one (the senders crashed, or none is a Ringmaster node), the ring of this view without
    * this node stands in: then the sources of a range may name a member that joined with it and
    * holds none of the data.
