@@ -38,8 +38,8 @@ import org.jgroups.util.UUID;
  *
  * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other member of
  * its ring before its listeners' hand-off, so that a member closed at the same time hands nothing
- * to it; then, if its listeners handled the hand-off in time and none threw, "my hand-off is done",
- * so that the newcomers of the view it leaves in are told that its data went to the others.
+ * to it; then, if its listeners handled the hand-off in time and none threw on it, "my hand-off is
+ * done", so that the newcomers of the view it leaves in are told that its data went to the others.
  *
  * <p>And one view id with two member lists, which a race in JGroups 5.5's merge handling can leave
  * behind (docs/operations.md): a member whose view does not list the sender of a checksum for that
@@ -86,7 +86,8 @@ final class Gossip {
   /**
    * View id, view creator: "my hand-off is done", from a member that is leaving, to every other
    * member of its ring, once every listener of its handled the LEAVING change within
-   * {@code leaveTimeout} and none threw meanwhile, just before it leaves. The old members that tell
+   * {@code leaveTimeout} and each listener given that change returned from it normally (none threw
+   * on it, and none was removed before it returned), just before it leaves. The old members that tell
    * the newcomers of the view it leaves in what the ring was before it name only such members as
    * gone gracefully: one that said it was leaving but not this still counts as holding its data.
    * Releases without this type ignore it.

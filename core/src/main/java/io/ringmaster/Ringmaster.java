@@ -137,6 +137,12 @@ public final class Ringmaster implements AutoCloseable {
   private volatile boolean abrupt;
   /** Set when a listener's executor refused its LEAVING change: that listener never handed off. */
   private volatile boolean leavingRefused;
+  /**
+   * The ownership listeners that were handed the LEAVING change, and those of them whose callback
+   * of it returned normally: the node says its hand-off is done only when the two are equal.
+   */
+  private final AtomicInteger leavingQueued = new AtomicInteger();
+  private final AtomicInteger leavingHandled = new AtomicInteger();
   /** Set by the first close(): later calls wait for {@link #closeDone}, or return at once. */
   private final AtomicBoolean closeCalled = new AtomicBoolean();
   /** Callbacks of this node's listeners that threw: {@link RingmasterStats#listenerFailures()}. */
@@ -491,7 +497,6 @@ public final class Ringmaster implements AutoCloseable {
         rejoin.awaitEnd(Math.max(QUEUE_LEAVING_TIMEOUT.toMillis(), config.leaveTimeout().toMillis()));
       }
       announceLeave(false);
-      long failuresBefore = listenerFailures.sum();
       // Queued whatever the leaveTimeout, even 0, or a listener's fold would never see the node
       // leave. The view thread only builds rings and queues callbacks, so this takes milliseconds
       // (up to a second when every member owns everything, whose LEAVING diff names N - 1 owners
@@ -533,7 +538,10 @@ public final class Ringmaster implements AutoCloseable {
       // the node left (and the others on its executor, if not the node's pool, were not waited for).
       // Read after the wait: a crash (closeAbruptly) during it stopped the listeners, not their hand-off's end.
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt && !leavingRefused;
-      if (leftIdle && listenerFailures.sum() == failuresBefore) {
+      // Only if every listener handed the LEAVING change returned from it: not one that threw, nor one
+      // whose registration was closed before its callback ended (the wait does not count it, and it
+      // may still be pushing). A failure of any other callback says nothing of this hand-off.
+      if (leftIdle && leavingHandled.get() == leavingQueued.get()) {
         announceLeave(true); // what this node held is where its LEAVING change sent it
       }
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {
@@ -562,7 +570,7 @@ public final class Ringmaster implements AutoCloseable {
    * Tells the other members of the ring that this node is leaving, before its LEAVING change is
    * queued: one closed at the same time then hands nothing to it, if the news is there before it
    * makes its own change (see {@code Gossip.TYPE_LEAVING}). With {@code handedOff}, once every
-   * listener handled that change within leaveTimeout and none threw meanwhile: the old members then
+   * listener handled that change within leaveTimeout and none threw on it: the old members then
    * name this node to the newcomers of the view it leaves in as a member whose data went to the
    * ring without it ({@code Gossip.TYPE_HANDED_OFF}). A send that fails is logged at DEBUG, and
    * whatever fails here, the leave goes on: the others treat this node as one that left without
@@ -933,7 +941,10 @@ public final class Ringmaster implements AutoCloseable {
    * listener whose {@link Registration} was closed, even during that wait, is no
    * longer one of the node's and is not counted, nor is one being added as close() runs whose
    * executor refused its first change (its add throws: it was never added). A process about to
-   * exit can log it, or exit with a status that says whether its data was handed on.
+   * exit can log it, or exit with a status that says whether its data was handed on. Only when it
+   * is true, and every ownership listener given the {@code LEAVING} change returned from it
+   * normally (none threw on it, and none was removed before it returned), does the node tell the
+   * others, as it leaves, that its hand-off is done (docs/api.md, "Moving the data").
    */
   public boolean leftIdle() {
     return leftIdle;
@@ -1332,6 +1343,19 @@ public final class Ringmaster implements AutoCloseable {
    */
   void leavingRefused() {
     leavingRefused = true;
+  }
+
+  /** Called by a listener's delivery as it queues the LEAVING change. */
+  void leavingQueued() {
+    leavingQueued.incrementAndGet();
+  }
+
+  /**
+   * Called by a listener's delivery once its callback of the LEAVING change returned normally,
+   * before the listener counts as idle: close() reads it once they all are.
+   */
+  void leavingHandled() {
+    leavingHandled.incrementAndGet();
   }
 
   /** Whether the current thread is one of this node's own (its view, gossip, rejoin or listener pool). */

@@ -219,6 +219,9 @@ final class SerialDelivery<E> implements Registration {
       notifyAll();
       return true;
     }
+    if (isLeaving(event) && owner instanceof Ringmaster node) {
+      node.leavingQueued(); // queued: the node's hand-off is done only once this listener returns from it
+    }
     if (queue.size() == LAG_WARNING && !lagging) {
       lagging = true;
       lagWarningDue = true;
@@ -481,6 +484,9 @@ final class SerialDelivery<E> implements Registration {
         DELIVERING.set(frame);
         try {
           listener.accept(event);
+          if (isLeaving(event) && owner instanceof Ringmaster node) {
+            node.leavingHandled(); // before this listener counts as idle, as a throw is counted before it
+          }
         } catch (Throwable t) {
           reportThrown(t);
         } finally {

@@ -21,6 +21,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.jgroups.Address;
 import org.jgroups.protocols.pbcast.ViewHandler;
@@ -89,6 +91,70 @@ class GracefulLeaveTest {
         throw new IllegalStateException("the hand-off failed (a test)");
       }
     });
+    assertNamedAsTheSourceOfWhatItHeld(seen);
+  }
+
+  /**
+   * b's hand-off succeeds, but another listener of b, a membership listener, throws while b
+   * leaves: that says nothing of the hand-off, so b still says it is done, and c fetches from a.
+   */
+  @Test
+  @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aLeaveAndAJoinInOneView_anotherListenerThrowingDuringTheLeave_stillNamesTheLeaverGoneGracefully(
+      @TempDir Path dir) throws Exception {
+    CountDownLatch handingOff = new CountDownLatch(1);
+    AtomicBoolean threw = new AtomicBoolean();
+    LeaveAndJoin seen = leaveAndJoinInOneView(dir, change -> {
+      if (change.reason() == OwnershipChange.Reason.LEAVING) {
+        handingOff.countDown();
+      }
+    }, b -> b.addMembershipListener(change -> {
+      // Its first callback (the members, as it is added) lasts until b's hand-off has begun, then throws.
+      awaitBounded(handingOff);
+      threw.set(true);
+      throw new IllegalStateException("a membership listener's bug (a test)");
+    }));
+    assertTrue(threw.get(), "the membership listener threw during b's leave");
+    assertEquals(seen.before().without("b").checksum(), seen.firstOfC().previousRing().checksum(),
+        "c compares with the ring b handed its data to");
+    for (RingDiff.Gained g : seen.firstOfC().gained()) {
+      assertEquals(List.of("a"), g.sources().stream().map(Member::id).toList(), "the source of " + g.range());
+    }
+  }
+
+  /**
+   * b's second ownership listener closes its registration in its LEAVING callback and goes on
+   * pushing: close() stops waiting for it, so b leaves with that hand-off under way, and must not
+   * say it is done. c's first change names b as the source of what b held.
+   */
+  @Test
+  @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aLeaveAndAJoinInOneView_aListenerRemovedDuringItsHandOff_leavesTheLeaverNamedAsTheSource(
+      @TempDir Path dir) throws Exception {
+    AtomicReference<Registration> second = new AtomicReference<>();
+    CountDownLatch pushing = new CountDownLatch(1);
+    CountDownLatch pushed = new CountDownLatch(1);
+    LeaveAndJoin seen;
+    try {
+      seen = leaveAndJoinInOneView(dir, change -> { }, b -> second.set(b.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          second.get().close();
+          pushing.countDown();
+          // A push still under way: b's close() interrupts it on the node's pool once b has left.
+          if (!awaitBounded(pushed)) {
+            throw new IllegalStateException("the push was cut short (a test)");
+          }
+        }
+      })));
+    } finally {
+      pushed.countDown();
+    }
+    assertEquals(0, pushing.getCount(), "the removed listener's hand-off began");
+    assertNamedAsTheSourceOfWhatItHeld(seen);
+  }
+
+  /** c's first change names b, gone, as the only source of the ranges c gained that b held. */
+  private static void assertNamedAsTheSourceOfWhatItHeld(LeaveAndJoin seen) {
     OwnershipChange first = seen.firstOfC();
     assertEquals(seen.before().checksum(), first.previousRing().checksum(), "c compares with the ring b was in");
     List<RingDiff.Gained> fromB = first.gainedFrom(seen.before().member("b").orElseThrow());
@@ -98,14 +164,31 @@ class GracefulLeaveTest {
     }
   }
 
+  /** Waits for a latch, at most a minute: true if it opened, false if that ran out or the thread was interrupted. */
+  private static boolean awaitBounded(CountDownLatch latch) {
+    try {
+      return latch.await(1, TimeUnit.MINUTES);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   /** What a test of a leave and a join in one view looks at. */
   private record LeaveAndJoin(HashRing before, OwnershipChange firstOfC, OwnershipChange leavingOfB) { }
 
+  /** As below, with nothing more done to b before it closes. */
+  private static LeaveAndJoin leaveAndJoinInOneView(Path dir, Consumer<OwnershipChange> handOff) throws Exception {
+    return leaveAndJoinInOneView(dir, handOff, b -> { });
+  }
+
   /**
    * a and b, then b closes and c joins, in one view (the coordinator's requests are held until
-   * both are queued); b's listener records each change, then hands it to {@code handOff}.
+   * both are queued); b's listener records each change, then hands it to {@code handOff}, and
+   * {@code beforeClose} gets b once a and b agree, before it closes.
    */
-  private static LeaveAndJoin leaveAndJoinInOneView(Path dir, Consumer<OwnershipChange> handOff) throws Exception {
+  private static LeaveAndJoin leaveAndJoinInOneView(Path dir, Consumer<OwnershipChange> handOff,
+                                                    Consumer<Ringmaster> beforeClose) throws Exception {
     String stack = patientJoiners(dir);
     List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
@@ -118,6 +201,7 @@ class GracefulLeaveTest {
       }));
       TestCluster.awaitAgreement(List.of(a, b), 2, WAIT);
       HashRing before = a.ring();
+      beforeClose.accept(b);
 
       // Hold the coordinator's requests, so that b's leave and c's join are handled together.
       ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
