@@ -343,13 +343,7 @@ final class Gossip {
    * that closes the node: a send may wait for the transport's queue.
    */
   void sendLeaving(long viewId, Address viewCreator, Collection<Address> members, boolean handedOff) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32);
-    try (DataOutputStream out = new DataOutputStream(bytes)) {
-      writeHeader(out, handedOff ? TYPE_HANDED_OFF : TYPE_LEAVING, viewId, viewCreator);
-    } catch (IOException impossible) {
-      throw new IllegalStateException(impossible);
-    }
-    byte[] payload = bytes.toByteArray();
+    byte[] payload = encodeLeaving(viewId, viewCreator, handedOff);
     for (Address member : members) {
       if (member.equals(channel.getAddress())) {
         continue;
@@ -361,6 +355,17 @@ final class Gossip {
             handedOff ? "handed its data off" : "is leaving", e);
       }
     }
+  }
+
+  /** "I am leaving", or with {@code handedOff} "my hand-off is done": the header alone. */
+  static byte[] encodeLeaving(long viewId, Address viewCreator, boolean handedOff) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(32);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      writeHeader(out, handedOff ? TYPE_HANDED_OFF : TYPE_LEAVING, viewId, viewCreator);
+    } catch (IOException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+    return bytes.toByteArray();
   }
 
   /** Handles a message on a JGroups thread: decode, then compare and queue, or hand over. Never blocks. */

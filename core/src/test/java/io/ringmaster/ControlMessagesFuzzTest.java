@@ -25,6 +25,7 @@ import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
 import org.jgroups.Address;
 import org.jgroups.BytesMessage;
 import org.jgroups.EmptyMessage;
@@ -244,10 +245,16 @@ class ControlMessagesFuzzTest {
         for (int k = i % 5; k > 0; k--) {
           before.add(new Member("m" + k + randomText(random, 10), random.nextDouble(), randomText(random, 5)));
         }
-        whole.add(Gossip.encodeRingBefore(random.nextInt(3), a.node.self, before));
+        // Every other account names some of its members, and a stranger, as gone gracefully.
+        List<String> gone = i % 2 == 0 ? List.of()
+            : before.stream().map(Member::id).filter(id -> random.nextBoolean()).toList();
+        whole.add(Gossip.encodeRingBefore(random.nextInt(3), a.node.self, before,
+            gone.isEmpty() ? gone : Stream.concat(gone.stream(), Stream.of(randomText(random, 8))).toList()));
       }
       whole.add(Gossip.encodeNotListed(0, a.node.self));
       whole.add(Gossip.encodeListedQuery(0, a.node.self));
+      whole.add(Gossip.encodeLeaving(0, a.node.self, false));
+      whole.add(Gossip.encodeLeaving(0, a.node.self, true));
       List<byte[]> corpus = new ArrayList<>();
       for (byte[] message : whole) {
         for (int length = 0; length < message.length; length++) {
@@ -259,7 +266,7 @@ class ControlMessagesFuzzTest {
       }
       for (int i = 0; i < 1_000; i++) {
         byte[] noise = randomBytes(random, 1 + random.nextInt(120));
-        noise[0] = (byte) (Gossip.TYPE_CHECKSUM + random.nextInt(4));
+        noise[0] = (byte) (Gossip.TYPE_CHECKSUM + random.nextInt(Gossip.TYPE_HANDED_OFF - Gossip.TYPE_CHECKSUM + 1));
         corpus.add(noise);
       }
       corpus.addAll(lyingPrefixes(a.node.self));
