@@ -210,6 +210,11 @@ final class SerialDelivery<E> implements Registration {
     if (closed) {
       return false;
     }
+    if (isLeaving(event) && owner instanceof Ringmaster node) {
+      // Counted before it is queued: one that cannot be queued (no memory) is never handled, and
+      // the node's hand-off is done only once every listener given the change returns from it.
+      node.leavingQueued();
+    }
     try {
       queue.add(event);
     } catch (RuntimeException | Error e) {
@@ -218,9 +223,6 @@ final class SerialDelivery<E> implements Registration {
       notQueued = e;
       notifyAll();
       return true;
-    }
-    if (isLeaving(event) && owner instanceof Ringmaster node) {
-      node.leavingQueued(); // queued: the node's hand-off is done only once this listener returns from it
     }
     if (queue.size() == LAG_WARNING && !lagging) {
       lagging = true;
