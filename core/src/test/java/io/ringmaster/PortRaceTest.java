@@ -17,11 +17,19 @@ import org.junit.jupiter.api.Test;
  * Several processes starting at once on one host can make JGroups' TCP transport lose a race for
  * a port and fail to start although the port range is mostly free ({@link LosesPortRace} stages
  * it). {@code start()} then builds a new stack, which binds the next free port. Real TCP stacks
- * on 127.0.0.1, ports 7600-7619 (and 7700-7704 for FD_SOCK2), which no other test uses.
+ * on 127.0.0.1, ports 7600-7619 (and 7700-7704 for FD_SOCK2), and 7640-7659 for the stack that
+ * fails to start for another reason, which no other test uses.
  */
 class PortRaceTest {
   private static final int PORT = 7600;
   private static final String HOSTS = "127.0.0.1[" + PORT + "]";
+  /**
+   * A stack that fails to start after its transport bound a port keeps that port until the JVM
+   * collects its server socket: JGroups' TCP closes the socket only once its server was started,
+   * which happens as the channel connects (TcpServer.stop() in JGroups 5.5). So the test of such a
+   * stack takes ports of its own, which the next test cannot meet.
+   */
+  private static final int PORT_OF_A_FAILED_START = 7640;
 
   @AfterEach
   void noMoreLosses() {
@@ -95,8 +103,9 @@ class PortRaceTest {
   void aStackThatFailsToStartForAnotherReason_failsWithoutANewStack() {
     try (TestCluster cluster = new TestCluster("port-race-other")) {
       LosesPortRace.failToStart();
-      RingmasterException e = assertThrows(RingmasterException.class,
-          () -> cluster.start(tcp(cluster, "b", "port-race-tcp.xml")));
+      RingmasterException e = assertThrows(RingmasterException.class, () -> cluster.start(cluster.builder("b")
+          .jgroupsConfig("port-race-tcp.xml").bindPort(PORT_OF_A_FAILED_START)
+          .initialHosts("127.0.0.1[" + PORT_OF_A_FAILED_START + "]")));
       assertEquals(1, LosesPortRace.stacksBuilt(), "one stack, no retry: " + e.getMessage());
       assertEquals(RingmasterException.Reason.STACK, e.reason(), e.getMessage());
       assertTrue(e.getMessage().contains("a protocol that fails to start (a test)"), e.getMessage());
