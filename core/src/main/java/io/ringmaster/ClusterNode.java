@@ -837,6 +837,16 @@ final class ClusterNode {
   private record HandOff(Snapshot from, HashRing ring) { }
 
   /**
+   * Whether this node made its LEAVING hand-off: it was in the ring when it left. One refused then
+   * (its id held by an earlier member, say) handed nothing off, even if a view admitted it since.
+   */
+  boolean handedOff() {
+    synchronized (publishLock) {
+      return handOff != null;
+    }
+  }
+
+  /**
    * The members of the ring a LEAVING change hands off to: those of {@code s} but this node and the
    * members it knows are leaving too (unless none of the rest owns anything: then the caller hands
    * off to the leavers all the same). Two nodes closed at once would otherwise each hand the other

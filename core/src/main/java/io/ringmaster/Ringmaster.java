@@ -540,8 +540,9 @@ public final class Ringmaster implements AutoCloseable {
       leftIdle = listeners == ClusterNode.ListenersState.IDLE && callers.isEmpty() && !abrupt && !leavingRefused;
       // Only if every listener handed the LEAVING change returned from it: not one that threw, nor one
       // whose registration was closed before its callback ended (the wait does not count it, and it
-      // may still be pushing). A failure of any other callback says nothing of this hand-off.
-      if (leftIdle && leavingHandled.get() == leavingQueued.get()) {
+      // may still be pushing). A failure of any other callback says nothing of this hand-off. And
+      // only if there was one: a node refused when it left, then admitted by a view, held nothing.
+      if (leftIdle && leavingHandled.get() == leavingQueued.get() && node.handedOff()) {
         announceLeave(true); // what this node held is where its LEAVING change sent it
       }
       if (listeners == ClusterNode.ListenersState.BUSY && !config.leaveTimeout().isZero()) {

@@ -355,6 +355,45 @@ class GracefulLeaveTest {
     }
   }
 
+  /**
+   * A node refused when it leaves (a member listed before it holds its id) makes no hand-off, and one that
+   * was in the ring does, even one whose change had nothing to hand. A view that admits the first
+   * after it left (the holder of its id gone) does not make it one that handed its data off: it
+   * held none, and the others must not be told otherwise.
+   */
+  @Test
+  void handedOff_onlyIfTheNodeWasInTheRingWhenItLeft() throws Exception {
+    NodeMetadata a = FedNode.meta("a");
+    Address holder = FedNode.meta("a").newAddress();
+    Address b = FedNode.meta("b").newAddress();
+    // New to the ring in the last view, it waits for the ring before it from the old members: not long here.
+    try (FedNode node = new FedNode(a, a.newAddress(), Duration.ofMillis(200))) {
+      node.view(1, node.self);
+      node.view(2, holder, node.self, b); // a merge that lists the holder of its id first
+      assertFalse(node.node.state().localInRing(), "refused: its id is held");
+      node.node.announceLeaving();
+      node.view(3, b, node.self); // the holder left: this node is admitted again
+      assertTrue(node.node.state().localInRing());
+      assertFalse(node.node.handedOff(), "it handed nothing off when it left");
+    }
+    try (FedNode node = new FedNode(a)) {
+      node.view(1, node.self);
+      node.view(2, node.self, b);
+      node.node.announceLeaving();
+      assertEquals(OwnershipChange.Reason.LEAVING, node.lastOwnership().reason());
+      assertTrue(node.node.handedOff());
+    }
+    try (FedNode node = new FedNode(FedNode.meta("a", 0.0, ""))) { // in the view's ring, holding nothing
+      node.view(1, node.self);
+      node.view(2, node.self, b);
+      assertTrue(node.node.state().localInRing(), "admitted, with no tokens");
+      int changes = node.ownership.size();
+      node.node.announceLeaving();
+      assertEquals(changes, node.ownership.size(), "nothing to hand, no change");
+      assertTrue(node.node.handedOff(), "it handed off all it held, which is nothing");
+    }
+  }
+
   private static List<String> ids(HashRing ring) {
     return ring.members().stream().map(Member::id).toList();
   }
