@@ -153,10 +153,27 @@ final class Rebalancer implements OwnershipListener {
       (handedOff && fetched && !steps.failed() ? counters.migrationsCompleted : counters.migrationsFailed)
           .increment();
       steps.throwFirst();
+      if (leaving && !handedOff) {
+        // Thrown, so that the node does not tell the others this peer's data went to the ring
+        // without it: a peer that joins as this one leaves then names it as the source of what it
+        // held, and knows that data may be gone, rather than look for it where it never arrived.
+        throw new HandOffIncomplete(store.size());
+      }
     } finally {
       counters.migratingView.set(-1);
       counters.settled.set(true);
       counters.migrationsInProgress.decrementAndGet();
+    }
+  }
+
+  /**
+   * Thrown by a LEAVING change whose hand-off ended with entries held here only: the node then
+   * counts its leave as one whose data did not reach the ring left behind. No stack trace: the
+   * peer's last words say how the leave ended, and this names only what is left.
+   */
+  static final class HandOffIncomplete extends RuntimeException {
+    HandOffIncomplete(int held) {
+      super("the leave's hand-off is incomplete: " + held + " entries may be held here only", null, false, false);
     }
   }
 

@@ -168,7 +168,8 @@ class ParallelPushTest {
     // Each push tries again after 0.2, 0.4 and 0.6 s: its fourth attempt, 1.2 s in, is past the
     // budget, so it gives up there; the drain after it sends each page once. Without the budget,
     // each push would make all Transfers.ATTEMPTS, and the drain would pass again for ever.
-    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> assertThrows(Rebalancer.HandOffIncomplete.class,
+        () -> rebalancer.onOwnershipChange(leavingOfA()), "an incomplete leave throws: the node must not say it handed off"));
 
     int refused = Integer.MAX_VALUE - refusing.handoffsLeftToRefuse(); // the four destinations share the aids
     assertEquals(0, asked.getCount(), "every destination was asked");

@@ -754,7 +754,8 @@ class RebalancerTest {
     Rebalancer rebalancer = rebalancerOfA(budget);
     rebalancer.stopping(System.nanoTime() - budget.toNanos() - 1); // more than the budget ago
 
-    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> assertThrows(Rebalancer.HandOffIncomplete.class,
+        () -> rebalancer.onOwnershipChange(leavingOfA()), "an incomplete leave throws: the node must not say it handed off"));
 
     assertEquals(2, Integer.MAX_VALUE - aidsOfB.handoffsLeftToRefuse(), "one attempt each for the hand-off and the drain");
     assertEquals(Optional.of(Rebalancer.LeaveOutcome.INCOMPLETE), rebalancer.leaveOutcome());
@@ -797,7 +798,8 @@ class RebalancerTest {
     // past the budget, so it gives up there rather than make all Transfers.ATTEMPTS, and the drain
     // sends nothing. Without a budget the drain would pass again, half a second after each, for
     // ever; with one checked only between passes, each pass would make every attempt.
-    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> rebalancer.onOwnershipChange(leavingOfA()));
+    assertTimeoutPreemptively(Duration.ofSeconds(20), () -> assertThrows(Rebalancer.HandOffIncomplete.class,
+        () -> rebalancer.onOwnershipChange(leavingOfA()), "an incomplete leave throws: the node must not say it handed off"));
 
     int refused = Integer.MAX_VALUE - aidsOfB.handoffsLeftToRefuse();
     assertTrue(refused >= 1 && refused < Transfers.ATTEMPTS, "pushes b refused: " + refused);
@@ -933,7 +935,7 @@ class RebalancerTest {
     Rebalancer rebalancer = rebalancerOfA(Duration.ofSeconds(15));
     OwnershipChange leaving = leavingOfA();
 
-    String note = printed(() -> rebalancer.onOwnershipChange(leaving));
+    String note = printed(() -> assertThrows(Rebalancer.HandOffIncomplete.class, () -> rebalancer.onOwnershipChange(leaving)));
 
     assertTrue(note.contains("a: every other peer is leaving too; leaving with " + KEYS + " entries"), note);
     assertEquals(Optional.of(Rebalancer.LeaveOutcome.INCOMPLETE), rebalancer.leaveOutcome());
