@@ -570,10 +570,10 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Tells the other members of the ring that this node is leaving, before its LEAVING change is
    * queued: one closed at the same time then hands nothing to it, if the news is there before it
-   * makes its own change (see {@code Gossip.TYPE_LEAVING}). With {@code handedOff}, once every
-   * listener handled that change within leaveTimeout and none threw on it: the old members then
-   * name this node to the newcomers of the view it leaves in as a member whose data went to the
-   * ring without it ({@code Gossip.TYPE_HANDED_OFF}). A send that fails is logged at DEBUG, and
+   * makes its own change (see {@code Gossip.TYPE_LEAVING}). With {@code handedOff}, once the node
+   * made that change and every listener handled it within leaveTimeout, none throwing: the old
+   * members then name this node to the newcomers of the view it leaves in as a member whose data
+   * went to the ring without it ({@code Gossip.TYPE_HANDED_OFF}). A send that fails is logged at DEBUG, and
    * whatever fails here, the leave goes on: the others treat this node as one that left without
    * a word.
    */
