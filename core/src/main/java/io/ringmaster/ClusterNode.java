@@ -109,9 +109,17 @@ final class ClusterNode {
    */
   volatile long maxRingTokens = HashRing.MAX_TOKENS;
   /**
+   * The newest view handed to {@link #onView}, which the view thread may not have handled yet (null
+   * before the first); written on JGroups threads. News of a leave from one of its members is kept
+   * ({@link #leavingArrived}): the view thread can be a view or more behind the channel (a newcomer
+   * waiting for the ring before its first view, a listener on a same-thread executor holding it),
+   * and the news, sent once, would otherwise be lost.
+   */
+  private volatile View viewGiven;
+  /**
    * The members of this node's view that said they are leaving ({@link Gossip#TYPE_LEAVING}): this
-   * node's own LEAVING change hands nothing to them. Only a member of the view is taken, and those
-   * gone from a view are dropped once it is handled.
+   * node's own LEAVING change hands nothing to them. Only a member of the view last handled or
+   * {@link #viewGiven} is taken, and one in neither is dropped as each view is handled.
    */
   private final Set<Address> leavingPeers = ConcurrentHashMap.newKeySet();
   /**
@@ -192,16 +200,20 @@ final class ClusterNode {
   /**
    * Called on a JGroups thread when {@code source} says it is leaving, or with {@code handedOff}
    * that its hand-off is done (which says it is leaving too): kept while it is a member of this
-   * node's view (a message from outside it, or from this node, is ignored).
+   * node's view, the one its ring is of or a newer one the view thread has yet to handle (a message
+   * from outside both, or from this node, is ignored).
    */
   void leavingArrived(Address source, boolean handedOff) {
-    View view = state.view();
-    if (source != null && view != null && view.containsMember(source) && !source.equals(localAddress)) {
+    if (source != null && !source.equals(localAddress) && (lists(state.view(), source) || lists(viewGiven, source))) {
       leavingPeers.add(source);
       if (handedOff) {
         handedOffPeers.add(source);
       }
     }
+  }
+
+  private static boolean lists(View view, Address member) {
+    return view != null && view.containsMember(member);
   }
 
   /** The members of this node's view that said they are leaving, as far as this node knows (for tests). */
@@ -238,6 +250,7 @@ final class ClusterNode {
 
   /** Called on a JGroups thread: hand over and return at once. */
   void onView(View view) {
+    viewGiven = view;
     try {
       viewThread.execute(() -> install(view));
     } catch (RejectedExecutionException closing) {
@@ -534,9 +547,11 @@ final class ClusterNode {
       launchAll(toLaunch); // outside the lock: no listener code runs under it
     }
     ringsBefore.forget(viewId, state.viewId() >= 0);
-    // After the newcomers were told who of them left gracefully.
-    leavingPeers.retainAll(view.getMembers());
-    handedOffPeers.retainAll(view.getMembers());
+    // After the newcomers were told who of them left gracefully. A member of a view given since
+    // stays: its news came before this node handled the view that lists it.
+    View given = viewGiven;
+    leavingPeers.removeIf(a -> !view.containsMember(a) && !lists(given, a));
+    handedOffPeers.removeIf(a -> !view.containsMember(a) && !lists(given, a));
   }
 
   /** The id of a view that could not be installed and is tried again, if any. */

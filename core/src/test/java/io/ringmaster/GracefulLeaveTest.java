@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.jgroups.Address;
+import org.jgroups.View;
 import org.jgroups.protocols.pbcast.ViewHandler;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -323,6 +324,39 @@ class GracefulLeaveTest {
       node.node.close();
       assertEquals(List.of("c", "d"), ids(node.node.state().ring()));
       assertEquals(Set.of("c", "d"), node.node.state().addresses().keySet());
+    }
+  }
+
+  /**
+   * A member that joined in a view this node's view thread has yet to handle (held by a long
+   * callback, say), and says it is leaving before then, is handed nothing: the news is kept through
+   * the view handled before it, which does not list it, and the node's LEAVING change, made once
+   * its ring lists that member, leaves it out.
+   */
+  @Test
+  void leavingNews_fromAMemberOfAViewNotHandledYet_isKept_andThatMemberHandedNothing() throws Exception {
+    Address b = FedNode.meta("b").newAddress();
+    Address c = FedNode.meta("c").newAddress();
+    Address d = FedNode.meta("d").newAddress();
+    try (FedNode node = new FedNode(FedNode.meta("a"))) {
+      node.view(1, node.self);
+      CountDownLatch release = new CountDownLatch(1);
+      node.viewThread.execute(() -> awaitBounded(release)); // the view thread, held
+      try {
+        node.node.onView(View.create(node.self, 2, node.self, b));
+        node.node.onView(View.create(node.self, 3, node.self, b, c));
+        node.node.leavingArrived(c, false); // c joined in view 3, and is leaving
+        node.node.leavingArrived(d, false); // in no view
+        assertEquals(1, node.node.state().viewId(), "views 2 and 3 not handled yet");
+      } finally {
+        release.countDown();
+      }
+      node.installed();
+      assertEquals(Set.of(c), node.node.leavingPeers());
+      node.node.announceLeaving();
+      OwnershipChange leaving = node.lastOwnership();
+      assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+      assertEquals(List.of("b"), ids(leaving.ring()), "c said it was leaving");
     }
   }
 

@@ -427,6 +427,47 @@ class RingBeforeJoinTest {
   }
 
   /**
+   * A newcomer told, while its first view waits for the ring before it, that a member of that view
+   * is leaving and has handed its data off keeps the news: its LEAVING change hands that member
+   * nothing, and when the member leaves in a view that brings in another newcomer, it names the
+   * member to that newcomer as gone gracefully.
+   */
+  @Test
+  void newcomer_toldOfALeaveBeforeItsFirstRing_keepsIt_andPassesItOn() throws Exception {
+    Address a = A.newAddress();
+    Address b = B.newAddress();
+    Address c = C.newAddress();
+    Address d = D.newAddress();
+    try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
+      List<String> sent = new CopyOnWriteArrayList<>();
+      node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " "
+          + members.stream().map(Member::id).toList() + " gone " + gone + " to " + newcomers));
+      node.node.onView(View.create(b, 5, b, c, a)); // a joins b and c: its view thread waits for an account
+      node.node.leavingArrived(c, true);
+      assertEquals(-1, node.node.state().viewId(), "no ring yet");
+      node.node.ringBeforeArrived(5, (UUID) b, List.of(B.member(), C.member()), b);
+      node.installed();
+      assertEquals(Set.of(c), node.node.leavingPeers(), "kept once the first ring is in");
+      assertEquals(Set.of(c), node.node.handedOffPeers());
+
+      node.install(View.create(b, 6, b, a, d)); // c left, d joined
+      assertEquals("6 [a, b, c] gone [c] to " + List.of(d), sent.get(sent.size() - 1));
+      assertEquals(Set.of(), node.node.handedOffPeers(), "c forgotten once gone");
+    }
+    try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
+      node.node.onView(View.create(b, 5, b, c, a));
+      node.node.leavingArrived(c, false);
+      node.node.ringBeforeArrived(5, (UUID) b, List.of(B.member(), C.member()), b);
+      node.installed();
+      node.node.announceLeaving();
+      OwnershipChange leaving = node.lastOwnership();
+      assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+      assertEquals(List.of("b"), leaving.ring().members().stream().map(Member::id).toList(),
+          "c said it was leaving");
+    }
+  }
+
+  /**
    * A member that skipped a view (a leaving coordinator's last view came after its successor's
    * next one) had another ring before this view than the others: it does not answer, so a newcomer
    * is never told of a member that has left.
