@@ -34,7 +34,8 @@ import org.jgroups.util.UUID;
 /**
  * Turns views into rings and rings into callbacks, on the node's own view thread.
  *
- * <p>{@link #onView(View)} is all a JGroups thread does here with a view: it queues it (and
+ * <p>{@link #onView(View)} is all a JGroups thread does here with a view: it notes it as the newest
+ * one given, for the news of members leaving ({@link #leavingArrived}), and queues it (and
  * {@link #ringBeforeArrived}, from the gossip, only hands an account of the ring before a view to
  * {@link RingsBefore}, a bounded queue per view). The view thread reads every member's metadata
  * from the view, builds the ring incrementally from the previous one, publishes it with one
