@@ -390,17 +390,17 @@ class GracefulLeaveTest {
   }
 
   /**
-   * A node refused when it leaves (a member listed before it holds its id) makes no hand-off, and one that
-   * was in the ring does, even one whose change had nothing to hand. A view that admits the first
-   * after it left (the holder of its id gone) does not make it one that handed its data off: it
-   * held none, and the others must not be told otherwise.
+   * A node refused when it leaves (a member listed before it holds its id) makes no hand-off, and
+   * one that was in the ring does, even one whose change had nothing to hand. A view that admits
+   * the first after it left (the holder of its id gone) does not make it one that handed its data
+   * off: it held none, and the others must not be told otherwise.
    */
   @Test
   void handedOff_onlyIfTheNodeWasInTheRingWhenItLeft() throws Exception {
     NodeMetadata a = FedNode.meta("a");
     Address holder = FedNode.meta("a").newAddress();
     Address b = FedNode.meta("b").newAddress();
-    // New to the ring in the last view, it waits for the ring before it from the old members: not long here.
+    // New to the ring again in view 3, it waits for the ring before from the old members: not long here.
     try (FedNode node = new FedNode(a, a.newAddress(), Duration.ofMillis(200))) {
       node.view(1, node.self);
       node.view(2, holder, node.self, b); // a merge that lists the holder of its id first
