@@ -283,7 +283,11 @@ class LosslessStoreExampleTest {
       return staying.members().isEmpty() ? ring.without(id) : staying;
     }
 
-    /** To an owner that is gone: once this node's ring no longer holds it, to the owner there. */
+    /**
+     * To an owner that is gone: once this node's ring no longer holds it, to the owner there; while
+     * this node leaves (awaitRing fails once close() has begun), at once to the owner in the ring
+     * without it.
+     */
     void push(Map<String, Long> entries, HashRing ring, Set<String> via) {
       Map<String, Map<String, Long>> byOwner = new HashMap<>();
       entries.forEach((key, version) -> {
@@ -296,6 +300,14 @@ class LosslessStoreExampleTest {
         try {
           reach(owner).receive(batch, via);
         } catch (Unreachable e) {
+          if (node.isLeaving()) {
+            HashRing rest = ring.without(owner);
+            if (rest.without(id).members().isEmpty()) {
+              throw new IllegalStateException("no member left to hand " + batch.size() + " entries to");
+            }
+            push(batch, staying(rest, via), via);
+            return;
+          }
           try {
             HashRing now = node.awaitRing(r -> !r.contains(owner), WAIT);
             push(batch, node.isLeaving() ? staying(now, via) : now, via);
