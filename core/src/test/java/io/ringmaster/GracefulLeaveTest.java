@@ -9,9 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -190,7 +187,7 @@ class GracefulLeaveTest {
    */
   private static LeaveAndJoin leaveAndJoinInOneView(Path dir, Consumer<OwnershipChange> handOff,
                                                     Consumer<Ringmaster> beforeClose) throws Exception {
-    String stack = patientJoiners(dir);
+    String stack = TestCluster.patientJoiners(dir);
     List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofC = new CopyOnWriteArrayList<>();
@@ -430,15 +427,5 @@ class GracefulLeaveTest {
 
   private static List<String> ids(HashRing ring) {
     return ring.members().stream().map(Member::id).toList();
-  }
-
-  /** The in-JVM stack, with joiners that never give up asking to join (JGroups' default is ten requests). */
-  private static String patientJoiners(Path dir) throws Exception {
-    try (InputStream in = GracefulLeaveTest.class.getClassLoader().getResourceAsStream(TestCluster.STACK)) {
-      String xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      assertTrue(xml.contains("<pbcast.GMS "), "the in-JVM stack has GMS");
-      return Files.writeString(dir.resolve("patient-joiners.xml"),
-          xml.replace("<pbcast.GMS ", "<pbcast.GMS max_join_attempts=\"0\" ")).toString();
-    }
   }
 }

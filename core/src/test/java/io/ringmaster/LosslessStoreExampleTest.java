@@ -6,9 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.Member;
 import io.ringmaster.testing.LocalCluster;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -26,7 +23,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.stream.IntStream;
-import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.ViewHandler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.RepeatedTest;
@@ -66,14 +62,14 @@ class LosslessStoreExampleTest {
   @Test
   @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aLeaveAndAJoinInOneView_noKeyIsLost(@TempDir Path dir) throws Exception {
-    String stack = patientJoiners(dir);
+    String stack = TestCluster.patientJoiners(dir);
     try (LocalCluster cluster = new LocalCluster("lossless-leave-and-join")) {
       Ringmaster a = start(cluster, cluster.builder("a").jgroupsConfig(stack));
       Ringmaster b = start(cluster, cluster.builder("b").jgroupsConfig(stack));
       start(cluster, cluster.builder("c").jgroupsConfig(stack));
       write(cluster.awaitSettled(WAIT));
 
-      ViewHandler<?> requests = ((GMS) a.channel().getProtocolStack().findProtocol(GMS.class)).getViewHandler();
+      ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
       requests.processing(true);
       CompletableFuture<Void> closing;
       CompletableFuture<Ringmaster> joining;
@@ -317,16 +313,6 @@ class LosslessStoreExampleTest {
           }
         }
       });
-    }
-  }
-
-  /** The kit's in-JVM stack, whose joiners keep trying while the coordinator holds their request. */
-  private static String patientJoiners(Path dir) throws Exception {
-    try (InputStream in = LosslessStoreExampleTest.class.getClassLoader().getResourceAsStream(LocalCluster.STACK)) {
-      String xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      assertTrue(xml.contains("<pbcast.GMS "), "the in-JVM stack has GMS");
-      return Files.writeString(dir.resolve("patient-joiners.xml"),
-          xml.replace("<pbcast.GMS ", "<pbcast.GMS max_join_attempts=\"0\" ")).toString();
     }
   }
 }

@@ -8,6 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ringmaster.ring.HashRing;
 import io.ringmaster.ring.RingDiff;
 import io.ringmaster.testing.LocalCluster;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -109,6 +114,19 @@ final class TestCluster implements AutoCloseable {
   /** The node's group membership protocol: tests install views through it, as JGroups does. */
   static GMS gms(Ringmaster node) {
     return node.channel().getProtocolStack().findProtocol(GMS.class);
+  }
+
+  /**
+   * The in-JVM stack written to {@code dir}, with joiners that never give up asking to join
+   * (JGroups' default is ten requests): for tests that hold the coordinator's requests.
+   */
+  static String patientJoiners(Path dir) throws IOException {
+    try (InputStream in = TestCluster.class.getClassLoader().getResourceAsStream(STACK)) {
+      String xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(xml.contains("<pbcast.GMS "), "the in-JVM stack has GMS");
+      return Files.writeString(dir.resolve("patient-joiners.xml"),
+          xml.replace("<pbcast.GMS ", "<pbcast.GMS max_join_attempts=\"0\" ")).toString();
+    }
   }
 
   /** Splits the nodes into two sides that cannot hear each other. */
