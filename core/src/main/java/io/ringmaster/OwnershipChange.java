@@ -92,7 +92,12 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * that told it the same is in none of the destinations, unless every member that owns anything
      * did: then they all are, and pass on what reaches them. A push that succeeds can still miss: a
      * node closed at the same time that said so only after this change was made takes the push
-     * and leaves with it (docs/api.md, "Moving the data").
+     * and leaves with it, unless it passes on what reaches it. So a store that must lose nothing
+     * pushes everything it holds here, each key to its owners in {@link OwnershipChange#ring()}
+     * (not only the keys of {@link OwnershipChange#lost()}: such a push may have brought it keys
+     * outside the ranges it owned), and passes on what reaches it while it leaves, to none of the
+     * leavers this change left out or the push came through (docs/api.md, "Moving the data").
+     * Inside this callback the node counts as closed to {@code awaitRing}, which throws at once.
      */
     LEAVING
   }
@@ -209,6 +214,10 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
    * <pre>{@code
    * change.lostKeys(store.keys()).forEach((lost, keys) -> store.push(keys, lost.destinations()));
    * }</pre>
+   *
+   * On a {@link Reason#LEAVING} change this leaves out what the node holds outside the ranges it
+   * owned (a push another leaver made to it, say): a lossless hand-off routes every key it holds
+   * by {@link #ring()} instead.
    *
    * @throws NullPointerException if {@code keys} is null
    */

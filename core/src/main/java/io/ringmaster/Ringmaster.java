@@ -834,8 +834,10 @@ public final class Ringmaster implements AutoCloseable {
    *                               {@code AWAIT_TIMEOUT}); the message names the timeout and the
    *                               ring's members then
    * @throws IllegalStateException if the node is closed, closes while waiting, or fails to start,
-   *                               before the condition holds; or if called on the node's view
-   *                               thread
+   *                               before the condition holds (closed means once {@link #close()}
+   *                               has begun: from a LEAVING callback, this throws at once unless
+   *                               the ring satisfies the condition already); or if called on the
+   *                               node's view thread
    * @throws InterruptedException  if the calling thread is interrupted while waiting
    * @throws IllegalArgumentException if {@code timeout} is negative
    */
