@@ -105,6 +105,11 @@ final class ClusterNode {
   /** A test seam: run on the view thread as each view is installed, just before its ring is built. */
   volatile Consumer<View> beforeBuild = view -> { };
   /**
+   * A test seam: run on the view thread once a view is handled, just before the news of members
+   * gone from it is dropped.
+   */
+  volatile Consumer<View> beforeForgetting = view -> { };
+  /**
    * The most tokens {@link Admission} lets a ring have: {@link HashRing#MAX_TOKENS}; a test seam, so
    * that a test can reach the limit with rings it can build.
    */
@@ -548,11 +553,13 @@ final class ClusterNode {
       launchAll(toLaunch); // outside the lock: no listener code runs under it
     }
     ringsBefore.forget(viewId, state.viewId() >= 0);
+    beforeForgetting.accept(view);
     // After the newcomers were told who of them left gracefully. A member of a view given since
-    // stays: its news came before this node handled the view that lists it.
-    View given = viewGiven;
-    leavingPeers.removeIf(a -> !view.containsMember(a) && !lists(given, a));
-    handedOffPeers.removeIf(a -> !view.containsMember(a) && !lists(given, a));
+    // stays: its news came before this node handled the view that lists it. The newest view given
+    // is read for each member looked at, not once before: a view given while this runs, and the
+    // news of one of its newcomers taken since, would otherwise be dropped here.
+    leavingPeers.removeIf(a -> !view.containsMember(a) && !lists(viewGiven, a));
+    handedOffPeers.removeIf(a -> !view.containsMember(a) && !lists(viewGiven, a));
   }
 
   /** The id of a view that could not be installed and is tried again, if any. */

@@ -358,6 +358,33 @@ class GracefulLeaveTest {
   }
 
   /**
+   * News of a leave that arrives while the view thread drops the news of members gone from the
+   * view it handled, from a newcomer of a view given meanwhile, is kept: that clean-up reads the
+   * newest view given for each member it looks at, not once as it begins (the view thread can be
+   * descheduled between the two).
+   */
+  @Test
+  void leavingNews_arrivingAsAViewIsCleanedUp_fromAMemberOfAViewGivenMeanwhile_isKept() throws Exception {
+    Address b = FedNode.meta("b").newAddress();
+    Address c = FedNode.meta("c").newAddress();
+    try (FedNode node = new FedNode(FedNode.meta("a"))) {
+      node.view(1, node.self);
+      node.node.beforeForgetting = handled -> {
+        if (handled.getViewId().getId() == 2) { // as view 2's clean-up begins: view 3 given, and c's news
+          node.node.onView(View.create(node.self, 3, node.self, b, c));
+          node.node.leavingArrived(c, true);
+        }
+      };
+      node.view(2, node.self, b);
+      assertEquals(Set.of(c), node.node.leavingPeers(), "c, of view 3, kept through view 2's clean-up");
+      assertEquals(Set.of(c), node.node.handedOffPeers());
+      node.installed();
+      assertEquals(3, node.node.state().viewId());
+      assertEquals(Set.of(c), node.node.leavingPeers(), "and through view 3's, which lists it");
+    }
+  }
+
+  /**
    * A node whose every other member said it was leaving too still hands its data to them, as
    * before they said so: they pass on what reaches them while they leave (to a member that joins
    * meanwhile, say), where a hand-off to no one would lose it. A member of weight 0, which owns
