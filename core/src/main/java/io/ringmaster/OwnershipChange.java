@@ -97,7 +97,8 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * (not only the keys of {@link OwnershipChange#lost()}: such a push may have brought it keys
      * outside the ranges it owned), and passes on what reaches it while it leaves, to none of the
      * leavers this change left out or the push came through (docs/api.md, "Moving the data").
-     * Inside this callback the node counts as closed to {@code awaitRing}, which throws at once.
+     * Inside this callback the node counts as closed to {@code awaitRing}: on a condition its ring
+     * does not satisfy yet, it throws {@code IllegalStateException} at once rather than wait.
      */
     LEAVING
   }

@@ -378,6 +378,43 @@ class AwaitTest {
   }
 
   /**
+   * Called from a LEAVING callback, awaitRing counts the node as closed: on a condition its ring
+   * does not satisfy yet it throws at once, rather than wait while close() waits for the callback
+   * (a hand-off waiting for an unreachable destination to leave the ring, say); on one it satisfies,
+   * it returns the ring. So the leave finds the listener done, not busy until leaveTimeout.
+   */
+  @Test
+  void awaitRing_fromALeavingCallback_throwsAtOnceUnlessTheConditionHolds() throws Exception {
+    try (TestCluster cluster = new TestCluster("await-ring-leaving")) {
+      Ringmaster a = cluster.start(cluster.builder("a").leaveTimeout(Duration.ofSeconds(20)));
+      cluster.start("b");
+      TestCluster.awaitAgreement(List.of(a), 2, WAIT);
+      List<Object> results = new CopyOnWriteArrayList<>();
+      a.addOwnershipListener(change -> {
+        if (change.reason() == OwnershipChange.Reason.LEAVING) {
+          try {
+            results.add(a.awaitRing(r -> r.members().size() >= 3, Duration.ofMinutes(1)));
+          } catch (RuntimeException | InterruptedException e) {
+            results.add(e);
+          }
+          try {
+            results.add(a.awaitRing(r -> r.contains("b"), Duration.ofMinutes(1)).members().size());
+          } catch (RuntimeException | InterruptedException e) {
+            results.add(e);
+          }
+        }
+      });
+      assertTrue(a.awaitListeners(WAIT));
+      a.close();
+      assertEquals(2, results.size(), String.valueOf(results));
+      assertInstanceOf(IllegalStateException.class, results.get(0), String.valueOf(results.get(0)));
+      assertTrue(((Exception) results.get(0)).getMessage().contains("is closed"), String.valueOf(results.get(0)));
+      assertEquals(2, results.get(1), "a condition that holds returns the ring, b in it");
+      assertTrue(a.leftIdle(), "the leave found the listener done, not busy until leaveTimeout");
+    }
+  }
+
+  /**
    * The listener lag counts each callback once: queued behind an executor that has not run the
    * delivery yet, a change is one pending callback, not one queued plus one running.
    */
