@@ -68,6 +68,8 @@ class LosslessStoreExampleTest {
       Ringmaster b = start(cluster, cluster.builder("b").jgroupsConfig(stack));
       start(cluster, cluster.builder("c").jgroupsConfig(stack));
       write(cluster.awaitSettled(WAIT));
+      List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
+      a.addOwnershipListener(ofA::add);
 
       ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
       requests.processing(true);
@@ -84,6 +86,9 @@ class LosslessStoreExampleTest {
       closing.get(2, TimeUnit.MINUTES);
       joining.get(2, TimeUnit.MINUTES);
       assertEveryKeyOnItsOwner(cluster);
+      assertTrue(ofA.stream().anyMatch(ch -> ch.previousRing().contains("b") && !ch.ring().contains("b")
+          && ch.ring().contains("d")), () -> "b left and d joined in one view, as the test means; a's rings: "
+          + ofA.stream().map(ch -> ch.viewId() + " " + ch.ring().members().stream().map(Member::id).toList()).toList());
     }
   }
 
