@@ -406,9 +406,7 @@ class RingBeforeJoinTest {
     Address d = D.newAddress();
     Address e = E.newAddress();
     try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
-      List<String> sent = new CopyOnWriteArrayList<>();
-      node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " "
-          + members.stream().map(Member::id).toList() + " gone " + gone + " to " + newcomers));
+      List<String> sent = accountsSent(node);
       node.install(View.create(a, 1, a));
       node.install(View.create(a, 2, a, b, c, d)); // told b, c and d: no one left
       assertTrue(sent.get(0).startsWith("2 [a] gone [] to "), sent.toString());
@@ -426,6 +424,14 @@ class RingBeforeJoinTest {
     }
   }
 
+  /** Records each account of the ring before that the node sends: "view [members] gone [ids] to [newcomers]". */
+  private static List<String> accountsSent(FedNode node) {
+    List<String> sent = new CopyOnWriteArrayList<>();
+    node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " "
+        + members.stream().map(Member::id).toList() + " gone " + gone + " to " + newcomers));
+    return sent;
+  }
+
   /**
    * A newcomer told, while its first view waits for the ring before it, that a member of that view
    * is leaving and has handed its data off keeps the news: its LEAVING change hands that member
@@ -439,9 +445,7 @@ class RingBeforeJoinTest {
     Address c = C.newAddress();
     Address d = D.newAddress();
     try (FedNode node = new FedNode(A, a, Duration.ofSeconds(10))) {
-      List<String> sent = new CopyOnWriteArrayList<>();
-      node.node.setRingBeforeSender((viewId, creator, members, gone, newcomers) -> sent.add(viewId + " "
-          + members.stream().map(Member::id).toList() + " gone " + gone + " to " + newcomers));
+      List<String> sent = accountsSent(node);
       node.node.onView(View.create(b, 5, b, c, a)); // a joins b and c: its view thread waits for an account
       node.node.leavingArrived(c, true);
       assertEquals(-1, node.node.state().viewId(), "no ring yet");
