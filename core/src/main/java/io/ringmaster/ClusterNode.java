@@ -856,6 +856,16 @@ final class ClusterNode {
     }
   }
 
+  /**
+   * Whether the node has come to its LEAVING change: made it, or made none, being out of the ring
+   * then (for tests). No ownership change comes after it.
+   */
+  boolean left() {
+    synchronized (publishLock) {
+      return left;
+    }
+  }
+
   /** The ring a LEAVING change handed off to, made from the state {@code from}. */
   private record HandOff(Snapshot from, HashRing ring) { }
 

@@ -1463,6 +1463,14 @@ public final class Ringmaster implements AutoCloseable {
     return node.leavingPeers();
   }
 
+  /**
+   * Whether close() has come to this node's LEAVING change: made it, or made none, the node being
+   * out of the ring then (for tests).
+   */
+  boolean pastLeavingChange() {
+    return node.left();
+  }
+
   /** Gossip messages sent to every member, dropped unread (for tests). */
   long gossipMulticastsDropped() {
     return gossip == null ? 0 : gossip.multicastsDropped.get();

@@ -121,9 +121,14 @@ final class TestCluster implements AutoCloseable {
    * (JGroups' default is ten requests): for tests that hold the coordinator's requests.
    */
   static String patientJoiners(Path dir) throws IOException {
-    try (InputStream in = TestCluster.class.getClassLoader().getResourceAsStream(STACK)) {
+    return patientJoiners(dir, STACK);
+  }
+
+  /** As {@link #patientJoiners(Path)}, for the stack at {@code stack} on the class path. */
+  static String patientJoiners(Path dir, String stack) throws IOException {
+    try (InputStream in = TestCluster.class.getClassLoader().getResourceAsStream(stack)) {
       String xml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-      assertTrue(xml.contains("<pbcast.GMS "), "the in-JVM stack has GMS");
+      assertTrue(xml.contains("<pbcast.GMS "), stack + " has GMS");
       return Files.writeString(dir.resolve("patient-joiners.xml"),
           xml.replace("<pbcast.GMS ", "<pbcast.GMS max_join_attempts=\"0\" ")).toString();
     }

@@ -1,0 +1,165 @@
+package io.ringmaster;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ringmaster.ring.HashRing;
+import io.ringmaster.ring.Member;
+import io.ringmaster.ring.RingDiff;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.jgroups.Address;
+import org.jgroups.protocols.pbcast.ViewHandler;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A node that the cluster refuses when its close() comes to the LEAVING change (two nodes started
+ * with one id on the two sides of a partition ({@link Islands}), then healed: the other keeps the
+ * id), and that a view lets in before it has left (the holder of the id leaves). It makes no
+ * LEAVING change, so it hands nothing off and must not say its hand-off is done. Its close() is
+ * held between the two by a membership listener whose first callback lasts until the test lets it go.
+ */
+class RefusedLeaverTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+
+  /**
+   * The refused twin leaves and c joins in one view (b, the coordinator, holds the requests until
+   * both are queued). The twin's listeners handled everything in time, but it made no hand-off, so
+   * it never says it did: c's first change compares with the ring the twin was in, and names the
+   * twin, gone, as the only source of what it held there.
+   */
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void admittedAfterItsLeavingChange_neverSaysItsHandOffIsDone_andTheNewcomerNamesItAsTheSource(@TempDir Path dir)
+      throws Exception {
+    String patient = TestCluster.patientJoiners(dir, "islands.xml");
+    List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
+    List<OwnershipChange> ofC = new CopyOnWriteArrayList<>();
+    List<Address> addresses = new ArrayList<>();
+    CountDownLatch release = new CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster("refused-leaver-and-join");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
+      try {
+        Ringmaster b = cluster.start(builder(cluster, "b"), n -> n.addOwnershipListener(ofB::add));
+        Admitted admitted = admitWhileClosing(cluster, List.of(b), release, threads, addresses);
+        Ringmaster refused = admitted.refused();
+        HashRing before = b.ring();
+        assertEquals(List.of("a", "b"), ids(before), "the twin, let in, holds the id");
+
+        ViewHandler<?> requests = TestCluster.gms(b).getViewHandler();
+        requests.processing(true);
+        CompletableFuture<Ringmaster> joining;
+        try {
+          release.countDown(); // the twin's close() goes on, and its leave request waits in b's queue
+          await("the twin's leave queued").atMost(WAIT).until(() -> requests.size() >= 1);
+          joining = threads.supply("start-c", () -> cluster.start(cluster.builder("c").jgroupsConfig(patient)
+              .virtualNodes(64).replicas(1), n -> n.addOwnershipListener(ofC::add)));
+          await("c's join queued").atMost(WAIT).until(() -> requests.size() >= 2);
+        } finally {
+          requests.processing(false); // in a finally: else c, which never gives up, would wait for good
+        }
+        admitted.closing().get(1, TimeUnit.MINUTES);
+        Ringmaster c = joining.get(1, TimeUnit.MINUTES);
+        addresses.add(c.channel().getAddress());
+        assertTrue(refused.leftIdle(), "the twin's listeners handled everything in time: only the LEAVING change"
+            + " it made while refused keeps it from saying its hand-off is done");
+
+        TestCluster.awaitAgreement(List.of(b, c), 2, WAIT);
+        await("c's first change").atMost(WAIT).until(() -> !ofC.isEmpty());
+        OwnershipChange first = ofC.get(0);
+        assertEquals(List.of("b", "c"), ids(first.ring()));
+        assertTrue(ofB.stream().anyMatch(ch -> ch.viewId() == first.viewId()
+            && ch.previousRing().checksum() == before.checksum()), "the twin left and c joined in one view");
+        assertEquals(before.checksum(), first.previousRing().checksum(),
+            "c compares with the ring the twin was in: the twin said nothing of a hand-off");
+        List<RingDiff.Gained> fromTwin = first.gainedFrom(before.member("a").orElseThrow());
+        assertFalse(fromTwin.isEmpty(), "c gained ranges the twin held");
+        for (RingDiff.Gained g : fromTwin) {
+          assertEquals(List.of(), first.sourcesInRing(g), "no source of " + g.range() + " in the ring");
+        }
+      } finally {
+        release.countDown();
+      }
+    } finally {
+      addresses.forEach(Islands::forget);
+    }
+  }
+
+  /** The refused twin, let in while its close() waits, and that close(), under way. */
+  private record Admitted(Ringmaster refused, CompletableFuture<Void> closing) { }
+
+  /**
+   * Starts "a" after {@code others} (so that the first of them coordinates their side), then a
+   * twin "a" alone on another island, and heals: one of the two keeps the id, the other is refused.
+   * The refused one gets a membership listener whose first callback lasts until {@code release}
+   * opens, and closes on a thread of {@code threads}: its close() comes to the LEAVING change while
+   * refused, and waits for that listener. Then the holder closes, and the refused twin is let in.
+   */
+  private static Admitted admitWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
+                                            JoinedThreads threads, List<Address> addresses) throws Exception {
+    Ringmaster a = cluster.start(builder(cluster, "a"));
+    List<Ringmaster> side = new ArrayList<>(others);
+    side.add(a);
+    TestCluster.awaitAgreement(side, side.size(), WAIT);
+    Ringmaster twin;
+    try (AutoCloseable on = Islands.startOn(1)) {
+      twin = cluster.start(builder(cluster, "a"));
+    }
+    List<Ringmaster> all = new ArrayList<>(side);
+    all.add(twin);
+    all.forEach(n -> addresses.add(n.channel().getAddress()));
+    addresses.forEach(x -> Islands.move(x, 0));
+    Ringmaster first = others.get(0);
+    await("one view of all, one holder of the id").atMost(WAIT).until(() -> all.stream()
+        .allMatch(n -> n.channel().getView().size() == all.size() && n.viewId() == first.viewId())
+        && a.isInRing() != twin.isInRing());
+    Ringmaster holder = a.isInRing() ? a : twin;
+    Ringmaster refused = holder == a ? twin : a;
+
+    CountDownLatch holding = new CountDownLatch(1);
+    refused.addMembershipListener(change -> {
+      holding.countDown();
+      awaitBounded(release);
+    });
+    assertTrue(holding.await(1, TimeUnit.MINUTES), "the listener's first callback runs");
+    CompletableFuture<Void> closing = threads.run("close-refused", refused::close);
+    await("the refused twin's close() past its LEAVING change").atMost(WAIT).until(refused::pastLeavingChange);
+    assertFalse(refused.isInRing(), "still refused");
+
+    holder.close();
+    await("the refused twin let in").atMost(WAIT).until(() -> refused.isInRing()
+        && first.channel().getView().size() == others.size() + 1 && refused.viewId() == first.viewId());
+    assertFalse(closing.isDone(), "its close() still waits for the listener");
+    return new Admitted(refused, closing);
+  }
+
+  /** Waits for a latch, at most a minute: true if it opened, false if that ran out or the thread was interrupted. */
+  private static boolean awaitBounded(CountDownLatch latch) {
+    try {
+      return latch.await(1, TimeUnit.MINUTES);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  /** On the islands' stack, one replica, and a leaveTimeout long enough for the held listener. */
+  private static Ringmaster.Builder builder(TestCluster cluster, String id) {
+    return cluster.builder(id).jgroupsConfig("islands.xml").virtualNodes(64).replicas(1)
+        .leaveTimeout(Duration.ofMinutes(1));
+  }
+
+  private static List<String> ids(HashRing ring) {
+    return ring.members().stream().map(Member::id).toList();
+  }
+}
