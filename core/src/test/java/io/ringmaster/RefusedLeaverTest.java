@@ -26,8 +26,9 @@ import org.junit.jupiter.api.io.TempDir;
  * A node that the cluster refuses when its close() comes to the LEAVING change (two nodes started
  * with one id on the two sides of a partition ({@link Islands}), then healed: the other keeps the
  * id), and that a view lets in before it has left (the holder of the id leaves). It makes no
- * LEAVING change, so it hands nothing off and must not say its hand-off is done. Its close() is
- * held between the two by a membership listener whose first callback lasts until the test lets it go.
+ * LEAVING change, so it hands nothing off and must not say its hand-off is done; and it says it is
+ * leaving all the same, so that a member that closes meanwhile hands it nothing. Its close() is held
+ * between the two by a membership listener whose first callback lasts until the test lets it go.
  */
 class RefusedLeaverTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
@@ -87,6 +88,44 @@ class RefusedLeaverTest {
         for (RingDiff.Gained g : fromTwin) {
           assertEquals(List.of(), first.sourcesInRing(g), "no source of " + g.range() + " in the ring");
         }
+      } finally {
+        release.countDown();
+      }
+    } finally {
+      addresses.forEach(Islands::forget);
+    }
+  }
+
+  /**
+   * The twin says it is leaving as its close() begins, though refused then: d, which closes once
+   * the twin is let in and before it has left, hands it nothing, only to b.
+   */
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void refusedWhenItsCloseBegan_saysItIsLeaving_soAMemberClosingOnceItIsAdmittedHandsItNothing() throws Exception {
+    List<OwnershipChange> ofD = new CopyOnWriteArrayList<>();
+    List<Address> addresses = new ArrayList<>();
+    CountDownLatch release = new CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster("refused-leaver-and-leaver");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
+      try {
+        Ringmaster b = cluster.start(builder(cluster, "b"));
+        Ringmaster d = cluster.start(builder(cluster, "d"), n -> n.addOwnershipListener(ofD::add));
+        Admitted admitted = admitWhileClosing(cluster, List.of(b, d), release, threads, addresses);
+        Address twinAt = admitted.refused().channel().getAddress();
+        assertEquals(List.of("a", "b", "d"), ids(d.ring()), "the twin, let in, holds the id");
+        await("d told that the twin is leaving").atMost(WAIT).until(() -> d.leavingPeers().contains(twinAt));
+
+        d.close();
+        OwnershipChange leaving = ofD.get(ofD.size() - 1);
+        assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+        assertEquals(List.of("b"), ids(leaving.ring()), "d hands off to the ring without the twin");
+        assertFalse(leaving.lost().isEmpty());
+        for (RingDiff.Lost l : leaving.lost()) {
+          assertEquals(List.of("b"), l.destinations().stream().map(Member::id).toList(), "d hands " + l.range() + " to b");
+        }
+        release.countDown();
+        admitted.closing().get(1, TimeUnit.MINUTES);
       } finally {
         release.countDown();
       }
