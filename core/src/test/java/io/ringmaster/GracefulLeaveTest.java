@@ -191,7 +191,8 @@ class GracefulLeaveTest {
     List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
     List<OwnershipChange> ofC = new CopyOnWriteArrayList<>();
-    try (TestCluster cluster = new TestCluster("leave-and-join")) {
+    try (TestCluster cluster = new TestCluster("leave-and-join");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
       Ringmaster a = cluster.start(cluster.builder("a").jgroupsConfig(stack), n -> n.addOwnershipListener(ofA::add));
       Ringmaster b = cluster.start(cluster.builder("b").jgroupsConfig(stack), n -> n.addOwnershipListener(change -> {
         ofB.add(change);
@@ -207,9 +208,9 @@ class GracefulLeaveTest {
       CompletableFuture<Void> closing;
       CompletableFuture<Ringmaster> joining;
       try {
-        closing = CompletableFuture.runAsync(b::close, r -> new Thread(r, "close-b").start());
-        joining = CompletableFuture.supplyAsync(() -> cluster.start(cluster.builder("c").jgroupsConfig(stack),
-            n -> n.addOwnershipListener(ofC::add)), r -> new Thread(r, "start-c").start());
+        closing = threads.run("close-b", b::close);
+        joining = threads.supply("start-c", () -> cluster.start(cluster.builder("c").jgroupsConfig(stack),
+            n -> n.addOwnershipListener(ofC::add)));
         await("b's leave and c's join queued").atMost(WAIT).until(() -> requests.size() >= 2);
       } finally {
         requests.processing(false); // in a finally: else c, which never gives up, would wait for good
@@ -244,7 +245,8 @@ class GracefulLeaveTest {
     List<OwnershipChange> ofB2 = new CopyOnWriteArrayList<>();
     CountDownLatch handOffDone = new CountDownLatch(1);
     CompletableFuture<OwnershipChange> b2Leaving = new CompletableFuture<>();
-    try (TestCluster cluster = new TestCluster("two-leavers")) {
+    try (TestCluster cluster = new TestCluster("two-leavers");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
       Ringmaster a = cluster.start("a");
       Ringmaster b1 = cluster.start(cluster.builder("b1"), n -> n.addOwnershipListener(ofB1::add));
       Ringmaster b2 = cluster.start(cluster.builder("b2"), n -> n.addOwnershipListener(change -> {
@@ -261,7 +263,7 @@ class GracefulLeaveTest {
       TestCluster.awaitAgreement(List.of(a, b1, b2), 3, WAIT);
       CompletableFuture<Void> closingB2;
       try {
-        closingB2 = CompletableFuture.runAsync(b2::close, r -> new Thread(r, "close-b2").start());
+        closingB2 = threads.run("close-b2", b2::close);
         OwnershipChange ofB2Leave = b2Leaving.get(1, TimeUnit.MINUTES);
         Address b2At = b2.channel().getAddress();
         await("b1 and a told that b2 is leaving").atMost(WAIT)

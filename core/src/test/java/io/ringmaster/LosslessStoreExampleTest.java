@@ -63,7 +63,8 @@ class LosslessStoreExampleTest {
   @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aLeaveAndAJoinInOneView_noKeyIsLost(@TempDir Path dir) throws Exception {
     String stack = TestCluster.patientJoiners(dir);
-    try (LocalCluster cluster = new LocalCluster("lossless-leave-and-join")) {
+    try (LocalCluster cluster = new LocalCluster("lossless-leave-and-join");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
       Ringmaster a = start(cluster, cluster.builder("a").jgroupsConfig(stack));
       Ringmaster b = start(cluster, cluster.builder("b").jgroupsConfig(stack));
       start(cluster, cluster.builder("c").jgroupsConfig(stack));
@@ -76,9 +77,8 @@ class LosslessStoreExampleTest {
       CompletableFuture<Void> closing;
       CompletableFuture<Ringmaster> joining;
       try {
-        closing = CompletableFuture.runAsync(() -> closeGracefully(b), r -> new Thread(r, "close-b").start());
-        joining = CompletableFuture.supplyAsync(() -> start(cluster, cluster.builder("d").jgroupsConfig(stack)),
-            r -> new Thread(r, "start-d").start());
+        closing = threads.run("close-b", () -> closeGracefully(b));
+        joining = threads.supply("start-d", () -> start(cluster, cluster.builder("d").jgroupsConfig(stack)));
         await("b's leave and d's join queued").atMost(WAIT).until(() -> requests.size() >= 2);
       } finally {
         requests.processing(false); // in a finally: else d, which never gives up, would wait for good
@@ -101,7 +101,8 @@ class LosslessStoreExampleTest {
   @RepeatedTest(8)
   @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void twoNodesClosingAtOnce_noKeyIsLost() throws Exception {
-    try (LocalCluster cluster = new LocalCluster("lossless-two-leavers")) {
+    try (LocalCluster cluster = new LocalCluster("lossless-two-leavers");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
       start(cluster, cluster.builder("a"));
       Ringmaster b = start(cluster, cluster.builder("b"));
       Ringmaster c = start(cluster, cluster.builder("c"));
@@ -109,11 +110,14 @@ class LosslessStoreExampleTest {
       write(cluster.awaitSettled(WAIT));
 
       CountDownLatch go = new CountDownLatch(1); // both closes begin together
-      CompletableFuture<Void> closingB = CompletableFuture.runAsync(() -> closeWhen(go, b),
-          r -> new Thread(r, "close-b").start());
-      CompletableFuture<Void> closingC = CompletableFuture.runAsync(() -> closeWhen(go, c),
-          r -> new Thread(r, "close-c").start());
-      go.countDown();
+      CompletableFuture<Void> closingB;
+      CompletableFuture<Void> closingC;
+      try {
+        closingB = threads.run("close-b", () -> closeWhen(go, b));
+        closingC = threads.run("close-c", () -> closeWhen(go, c));
+      } finally {
+        go.countDown(); // in a finally: a close-b started alone must not wait for it in vain
+      }
       closingB.get(2, TimeUnit.MINUTES);
       closingC.get(2, TimeUnit.MINUTES);
       assertEveryKeyOnItsOwner(cluster);
