@@ -3,6 +3,7 @@ package io.ringmaster.demo;
 import io.ringmaster.Ringmaster;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -10,23 +11,39 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * {@code --name value} pairs, checked against the flags a command knows. Each typed getter fails
- * with a {@link UsageException} naming the flag and the bad value, {@link #shown} so that the error
- * stays one line and tells a value with a space or an invisible character from the one it looks like.
+ * {@code --name value} pairs, and switches ({@code --name} alone), checked against the flags a
+ * command knows. Each typed getter fails with a {@link UsageException} naming the flag and the bad
+ * value, {@link #shown} so that the error stays one line and tells a value with a space or an
+ * invisible character from the one it looks like.
  */
 final class Flags {
   private final Map<String, String> values;
+  private final Set<String> switchesOn;
 
-  private Flags(Map<String, String> values) {
+  private Flags(Map<String, String> values, Set<String> switchesOn) {
     this.values = values;
+    this.switchesOn = switchesOn;
   }
 
   static Flags parse(String[] args, int from, Set<String> known) {
+    return parse(args, from, known, Set.of());
+  }
+
+  /** As {@link #parse(String[], int, Set)}, with {@code switches}: flags that take no value. */
+  static Flags parse(String[] args, int from, Set<String> known, Set<String> switches) {
     Map<String, String> values = new LinkedHashMap<>();
+    Set<String> on = new HashSet<>();
     for (int i = from; i < args.length; i++) {
       String flag = args[i];
       if (!flag.startsWith("--")) {
-        throw new UsageException("unexpected argument " + quoted(flag) + ": flags look like --name value");
+        throw new UsageException("unexpected argument " + quoted(flag) + ": flags look like --name value"
+            + (i > from && switches.contains(args[i - 1]) ? " (" + args[i - 1] + " takes no value)" : ""));
+      }
+      if (switches.contains(flag)) {
+        if (!on.add(flag)) {
+          throw new UsageException(flag + " is given twice");
+        }
+        continue;
       }
       if (!known.contains(flag)) {
         throw new UsageException("unknown flag " + shown(flag));
@@ -38,7 +55,12 @@ final class Flags {
         throw new UsageException(flag + " is given twice");
       }
     }
-    return new Flags(values);
+    return new Flags(values, on);
+  }
+
+  /** Whether the switch {@code flag} was given. */
+  boolean on(String flag) {
+    return switchesOn.contains(flag);
   }
 
   Optional<String> string(String flag) {

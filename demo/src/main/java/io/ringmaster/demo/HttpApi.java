@@ -61,9 +61,17 @@ final class HttpApi implements HttpHandler {
   private final Supplier<?> stats;
   private final EventLog events;
   private final LongSupplier viewId;
+  private final Faults faults;
 
+  /** An API whose {@code /admin} routes are refused: fault injection off. */
   HttpApi(KvService kv, Store store, Routing routing, RingView ring, Supplier<?> stats, EventLog events,
           LongSupplier viewId) {
+    this(kv, store, routing, ring, stats, events, viewId, Faults.off());
+  }
+
+  HttpApi(KvService kv, Store store, Routing routing, RingView ring, Supplier<?> stats, EventLog events,
+          LongSupplier viewId, Faults faults) {
+    this.faults = faults;
     this.kv = kv;
     this.store = store;
     this.routing = routing;
@@ -108,12 +116,17 @@ final class HttpApi implements HttpHandler {
 
   private void route(HttpExchange ex) throws IOException {
     String method = ex.getRequestMethod();
-    if (!method.equals("PUT")) {
-      // Only a PUT has a body to read. Another request's body (a GET or DELETE sent with one) is
-      // read now, not after the work: the server counts a request as arriving until its body is
-      // read, and cuts one that takes more than 10 s, such as a DELETE waiting for an owner. One
-      // that cannot be read is refused now, and not read again before the reply: reading on past
-      // a malformed chunk would wait for the client.
+    URI uri = ex.getRequestURI();
+    // The path as the client sent it, up to any query or fragment. Not the URI's path: one starting
+    // "//" parses as an authority and a path ("//kv/a": "kv" and "/a"; "///kv/a": an empty one and
+    // "/kv/a"), and is no route. A target in absolute form ("http://127.0.0.1/kv/a") is served as its path.
+    String path = uri.getScheme() != null ? uri.getRawPath() : uri.toString().split("[?#]", 2)[0];
+    if (!method.equals("PUT") && !(method.equals("POST") && path.equals("/admin/split"))) {
+      // Only a PUT, or a POST of a split, has a body to read. Another request's body (a GET or
+      // DELETE sent with one) is read now, not after the work: the server counts a request as
+      // arriving until its body is read, and cuts one that takes more than 10 s, such as a DELETE
+      // waiting for an owner. One that cannot be read is refused now, and not read again before
+      // the reply: reading on past a malformed chunk would wait for the client.
       InputStream in = ex.getRequestBody();
       try {
         discard(in, DRAIN_BYTES);
@@ -121,12 +134,7 @@ final class HttpApi implements HttpHandler {
         throw unreadable(in, e);
       }
     }
-    URI uri = ex.getRequestURI();
     checkHost(ex, uri);
-    // The path as the client sent it, up to any query or fragment. Not the URI's path: one starting
-    // "//" parses as an authority and a path ("//kv/a": "kv" and "/a"; "///kv/a": an empty one and
-    // "/kv/a"), and is no route. A target in absolute form ("http://127.0.0.1/kv/a") is served as its path.
-    String path = uri.getScheme() != null ? uri.getRawPath() : uri.toString().split("[?#]", 2)[0];
     if (uri.getRawFragment() != null) {
       // "PUT /kv/a#b" would otherwise write "a": a "#" in a key is sent as %23.
       throw new HttpError(400, "a request path has no fragment (a \"#\" and what follows): send a \"#\" in a"
@@ -163,9 +171,18 @@ final class HttpApi implements HttpHandler {
     } else if (path.equals("/keys")) {
       allowGetOrHead(ex);
       keys(ex);
+    } else if (path.equals("/admin/split")) {
+      allow(ex, "POST");
+      query(ex, "/admin/split");
+      faults.requireEnabled(); // before the body: off, any body gets the 403 that says why
+      send(ex, 200, faults.split(readBody(ex)));
+    } else if (path.equals("/admin/heal")) {
+      allow(ex, "POST");
+      query(ex, "/admin/heal");
+      send(ex, 200, faults.heal());
     } else {
       throw new HttpError(404, "no route " + method + " " + path
-          + "; try /kv/{key}, /ring, /stats, /events, /events/recent, /keys or /");
+          + "; try /kv/{key}, /ring, /stats, /events, /events/recent, /keys, /admin/split, /admin/heal or /");
     }
   }
 
@@ -330,6 +347,26 @@ final class HttpApi implements HttpHandler {
           : Character.isSurrogate(c) ? 6 : 3;
     }
     return bytes;
+  }
+
+  /** The body of a {@code POST /admin/split}: at most {@link Faults#MAX_BODY_BYTES} of UTF-8. */
+  private static String readBody(HttpExchange ex) {
+    InputStream in = ex.getRequestBody();
+    byte[] body;
+    try {
+      body = in.readNBytes(Faults.MAX_BODY_BYTES + 1);
+    } catch (IOException | IndexOutOfBoundsException e) {
+      throw unreadable(in, e);
+    }
+    if (body.length > Faults.MAX_BODY_BYTES) {
+      try {
+        discard(in, DRAIN_BYTES);
+      } catch (IOException e) {
+        throw unreadable(in, e);
+      }
+      throw new HttpError(413, "body too large: over " + Faults.MAX_BODY_BYTES + " bytes");
+    }
+    return KeyCodec.utf8(body, "the body");
   }
 
   /** The request body as a value: at most {@link KeyCodec#MAX_VALUE_BYTES} of UTF-8. */

@@ -55,7 +55,7 @@ final class Peer implements AutoCloseable {
                     long migrationsCompleted, long migrationsFailed, int pullRetriesPending, boolean repairRetryPending, long putsServed, long getsServed,
                     long deletesServed, long writesStored, long writesForwarded, long readRepairs,
                     long readsFromPreviousOwners, long divergences, long splitViewDivergences, long rejoins,
-                    int eventSubscribers) {}
+                    int eventSubscribers, List<String> cutOffFrom) {}
 
   /** How long a stopping peer waits for the HTTP requests in flight once it has left. */
   static final Duration STOP_GRACE = Duration.ofSeconds(2);
@@ -133,6 +133,8 @@ final class Peer implements AutoCloseable {
   /** What this peer gained and is still taking in: reads that miss here ask the previous owners. */
   private final Incoming incoming;
   private Sweeper sweeper;
+  /** {@code /admin/split} and {@code /admin/heal}; refused unless started with {@code --fault-injection}. */
+  private volatile Faults faults = Faults.off();
   private boolean closed;
 
   private final TestingAids aids;
@@ -299,7 +301,8 @@ final class Peer implements AutoCloseable {
         purgeTombstones(store, incoming, VersionClock.systemMicros(), grace))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
     RingView ringView = new RingView(node, directory, routing::inRing);
-    gate.open(new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId));
+    faults = Faults.of(options.faultInjection(), node);
+    gate.open(new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId, faults));
   }
 
   /**
@@ -353,7 +356,7 @@ final class Peer implements AutoCloseable {
         sweeper.repairPending(), counters.putsServed.sum(), counters.getsServed.sum(), counters.deletesServed.sum(),
         counters.writesStored.sum(), counters.writesForwarded.sum(), counters.readRepairs.sum(),
         counters.readsFromPreviousOwners.sum(), s.divergences(), s.splitViewDivergences(), s.rejoins(),
-        events.subscribers());
+        events.subscribers(), faults.cutOffFrom());
   }
 
   String describe() {

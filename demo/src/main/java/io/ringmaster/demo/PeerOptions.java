@@ -14,10 +14,12 @@ import java.util.Set;
 /**
  * The command line of {@code peer}. Precedence: the demo's defaults, then {@code --config}, then
  * the other flags. {@code --parent-pid} is for the launcher: the peer exits when that process dies.
+ * {@code --fault-injection} opens {@code POST /admin/split} and {@code /admin/heal} (see {@link Faults}),
+ * which cut this peer off from others: for trying partitions out on one machine, off unless given.
  */
 record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas, Optional<String> zone,
                    Optional<Double> weight, Optional<Path> config, Optional<String> cluster,
-                   Optional<Long> parentPid, Optional<Integer> tombstoneGraceSeconds) {
+                   Optional<Long> parentPid, Optional<Integer> tombstoneGraceSeconds, boolean faultInjection) {
 
   static final String DEFAULT_CLUSTER = "ringmaster-demo";
   static final int DEFAULT_VIRTUAL_NODES = 256;
@@ -35,17 +37,21 @@ record PeerOptions(Optional<String> id, int httpPort, Optional<Integer> replicas
   static final Duration START_TIMEOUT = Duration.ofSeconds(30);
 
   static final String USAGE = "peer (--id <id> | --config <node.json> with a nodeId) --http-port <port> [--replicas 2] [--zone z] [--weight w]"
-      + " [--config <node.json>] [--cluster ringmaster-demo] [--tombstone-grace <seconds, 3600>]";
+      + " [--config <node.json>] [--cluster ringmaster-demo] [--tombstone-grace <seconds, 3600>]"
+      + " [--fault-injection]";
 
   private static final Set<String> FLAGS = Set.of("--id", "--http-port", "--replicas", "--zone", "--weight",
       "--config", "--cluster", "--parent-pid", "--tombstone-grace");
+  /** The flags that take no value. */
+  private static final Set<String> SWITCHES = Set.of("--fault-injection");
 
   static PeerOptions parse(String[] args, int from) {
-    Flags f = Flags.parse(args, from, FLAGS);
+    Flags f = Flags.parse(args, from, FLAGS, SWITCHES);
     ClusterOptions.checkBindPort(System.getProperties());
     PeerOptions o = new PeerOptions(f.string("--id"), f.port("--http-port"), f.integer("--replicas", 1, 255),
         f.string("--zone"), f.nonNegative("--weight"), f.path("--config"), f.clusterName("--cluster"),
-        f.longValue("--parent-pid", 1), f.integer("--tombstone-grace", 1, MAX_TOMBSTONE_GRACE_SECONDS));
+        f.longValue("--parent-pid", 1), f.integer("--tombstone-grace", 1, MAX_TOMBSTONE_GRACE_SECONDS),
+        f.on("--fault-injection"));
     if (o.id().isEmpty() && o.config().isEmpty()) {
       throw new UsageException("--id is required (or a --config that sets nodeId)");
     }

@@ -13,7 +13,8 @@ record PeerProcess(String id, int port, Process process, Path log) {
 
   /**
    * Starts a peer as a child process: this JVM's {@code java}, this class path (the jar), the
-   * {@code peer} command, and {@code --parent-pid} so that it leaves when the launcher is gone.
+   * {@code peer} command, {@code --parent-pid} so that it leaves when the launcher is gone, and
+   * {@code --fault-injection} for {@code split} and {@code heal}.
    * Output, appended, goes to {@code <logDir>/<id>.log}.
    */
   static PeerProcess start(String id, int port, ClusterOptions options, Path logDir) throws IOException {
@@ -42,7 +43,9 @@ record PeerProcess(String id, int port, Process process, Path log) {
         .forEach(k -> command.add("-D" + k + "=" + System.getProperty(k)));
     command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "peer",
         "--id", id, "--http-port", Integer.toString(port), "--replicas", Integer.toString(options.replicas()),
-        "--cluster", options.cluster(), "--parent-pid", Long.toString(ProcessHandle.current().pid())));
+        "--cluster", options.cluster(), "--parent-pid", Long.toString(ProcessHandle.current().pid()),
+        // For the launcher's split and heal: the peers are its own, on one machine.
+        "--fault-injection"));
     return command;
   }
 

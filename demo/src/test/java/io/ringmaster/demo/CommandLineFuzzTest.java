@@ -585,7 +585,7 @@ class CommandLineFuzzTest {
         Optional.ofNullable(v.get("--weight")).map(w -> new BigDecimal(w).doubleValue()),
         Optional.ofNullable(v.get("--config")).map(Path::of), Optional.ofNullable(v.get("--cluster")),
         Optional.ofNullable(v.get("--parent-pid")).map(n -> new BigInteger(n).longValueExact()),
-        Optional.ofNullable(v.get("--tombstone-grace")).map(CommandLineFuzzTest::whole));
+        Optional.ofNullable(v.get("--tombstone-grace")).map(CommandLineFuzzTest::whole), false);
   }
 
   private static ClusterOptions expectedCluster(Map<Flag, String> given) {

@@ -334,7 +334,7 @@ class HttpApiBodyTest {
       String reply = readReply(s.getInputStream());
       assertTrue(reply.startsWith("HTTP/1.1 404 ")
           && reply.endsWith("{\"error\":\"no route GET /nowhere; try /kv/{key}, /ring, /stats, /events, /events/recent,"
-          + " /keys or /\"}"), reply);
+          + " /keys, /admin/split, /admin/heal or /\"}"), reply);
     } finally {
       http.stop(0);
       if (sent != null) {

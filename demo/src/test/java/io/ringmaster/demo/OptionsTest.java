@@ -53,9 +53,10 @@ class OptionsTest {
   @Test
   void parse_fullCommandLine_readsEveryFlag() {
     PeerOptions o = PeerOptions.parse(new String[] {"--id", "p1", "--http-port", "8081", "--replicas", "3",
-        "--zone", "z1", "--weight", "2.5", "--cluster", "c", "--parent-pid", "42", "--tombstone-grace", "90"}, 0);
+        "--zone", "z1", "--weight", "2.5", "--cluster", "c", "--parent-pid", "42", "--tombstone-grace", "90",
+        "--fault-injection"}, 0);
     assertEquals(new PeerOptions(Optional.of("p1"), 8081, Optional.of(3), Optional.of("z1"), Optional.of(2.5),
-        Optional.empty(), Optional.of("c"), Optional.of(42L), Optional.of(90)), o);
+        Optional.empty(), Optional.of("c"), Optional.of(42L), Optional.of(90), true), o);
     assertEquals(Duration.ofSeconds(90), o.tombstoneGrace());
     assertEquals("http://127.0.0.1:8081", o.endpoint());
   }
@@ -461,6 +462,32 @@ class OptionsTest {
       one.destroyForcibly().waitFor();
       two.destroyForcibly().waitFor();
     }
+  }
+
+  /**
+   * {@code --fault-injection} takes no value and is off unless given: a peer started by hand keeps
+   * {@code /admin/split} closed; given twice, or followed by a value, it is refused, naming it.
+   */
+  @Test
+  void parse_faultInjection_isASwitch_offUnlessGiven() {
+    assertFalse(PeerOptions.parse(new String[] {"--id", "p", "--http-port", "1"}, 0).faultInjection());
+    assertTrue(PeerOptions.parse(new String[] {"--fault-injection", "--id", "p", "--http-port", "1"}, 0).faultInjection(),
+        "first");
+    assertTrue(PeerOptions.parse(new String[] {"--id", "p", "--http-port", "1", "--fault-injection"}, 0).faultInjection(),
+        "last");
+    assertEquals("--fault-injection is given twice",
+        refusal("--id", "p", "--http-port", "1", "--fault-injection", "--fault-injection"));
+    assertEquals("unexpected argument \"true\": flags look like --name value (--fault-injection takes no value)",
+        refusal("--id", "p", "--http-port", "1", "--fault-injection", "true"));
+    assertTrue(PeerOptions.USAGE.contains("[--fault-injection]"), PeerOptions.USAGE);
+  }
+
+  /** Every peer the launcher starts may be split off and healed: its {@code split} needs that. */
+  @Test
+  void thePeersTheLauncherStarts_haveFaultInjectionOn() {
+    List<String> command = PeerProcess.command("peer-1", 8087, ClusterOptions.parse(new String[0], 0));
+    assertTrue(command.subList(command.indexOf("peer"), command.size()).contains("--fault-injection"),
+        command::toString);
   }
 
   /** The launcher's {@code --replicas} reaches every peer it starts. */
