@@ -68,6 +68,8 @@ final class Launcher {
       "  put <key> <value> write through a random live peer",
       "  get <key>         read through a random live peer",
       "  load <n>          write n keys (up to 1000000) concurrently, with a progress bar and keys/s",
+      "  split <id> [...]  cut the peers listed off from the others: a network partition on this machine",
+      "  heal              end the split: the two sides hear each other again and merge",
       "  status            members, key counts per peer, and whether all peers agree on the ring",
       "  help              this list",
       "  quit              stop all peers and exit");
@@ -85,6 +87,7 @@ final class Launcher {
   private final Set<String> stopping = ConcurrentHashMap.newKeySet();
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(2)).build();
+  private final Splits splits;
   private Path logDir;
   private int nextIndex = 1;
   private int nextPort;
@@ -106,6 +109,7 @@ final class Launcher {
     this.err = err;
     this.readyTimeout = readyTimeout;
     this.nextPort = options.basePort();
+    this.splits = new Splits(http, out);
   }
 
   int run(InputStream stdin) {
@@ -190,9 +194,9 @@ final class Launcher {
     String[] words = line.split("\\s+", 3);
     String arg = words.length > 1 ? words[1] : "";
     int takes = switch (words[0]) {
-      case "status", "help", "quit", "exit" -> 0;
+      case "status", "help", "quit", "exit", "heal" -> 0;
       case "add", "stop", "kill", "get", "load" -> 1;
-      default -> 2; // put: a key, then the rest of the line as the value
+      default -> 2; // put: a key, then the rest of the line as the value; split: any number of ids
     };
     if (words.length > takes + 1) {
       String extra = line.split("\\s+", takes + 2)[takes + 1];
@@ -221,7 +225,16 @@ final class Launcher {
         }
       }
       case "load" -> load(arg);
-      case "status" -> new ClusterStatus(http, out).print(live(), gone());
+      case "split" -> splits.split(line.substring("split".length()), live(), started());
+      case "heal" -> {
+        if (splits.heal(live())) {
+          awaitAgreement(AGREEMENT_TIMEOUT);
+        }
+      }
+      case "status" -> {
+        new ClusterStatus(http, out).print(live(), gone());
+        splits.printSides(live());
+      }
       case "quit", "exit" -> {
         return false;
       }
@@ -563,6 +576,13 @@ final class Launcher {
     }
   }
 
+  /** The ids of every peer this launcher started, live or exited. */
+  private Set<String> started() {
+    synchronized (peers) {
+      return Set.copyOf(peers.keySet());
+    }
+  }
+
   /** The ids of the peers this launcher started that have exited. */
   private Set<String> gone() {
     synchronized (peers) {
@@ -600,6 +620,11 @@ final class Launcher {
 
   /** {@code add [n]}: starts n more peers, if that leaves at most {@link ClusterOptions#MAX_PEERS} running. */
   private void addPeers(String arg) {
+    if (splits.sides().isPresent()) {
+      // Nobody would drop its messages: it would hear both sides, and each would take it in.
+      out.println("a split is in force: a new peer would hear both sides; type heal first");
+      return;
+    }
     // The localhost stack discovers peers on TCP ports 7800-7819: a 21st would be alone.
     int room = ClusterOptions.MAX_PEERS - live().size();
     if (room <= 0) {

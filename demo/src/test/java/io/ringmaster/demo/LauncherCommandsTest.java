@@ -280,6 +280,128 @@ class LauncherCommandsTest {
     assertTrue(failed.startsWith("request to peer-1 failed: java.net.ConnectException"), failed);
   }
 
+  /**
+   * split and heal refuse what they cannot do, saying why: no ids, an id that is no live peer,
+   * a list of every live peer (the other side empty), a heal with no split in force.
+   */
+  @Test
+  void splitAndHeal_whenTheyCannot_sayWhy() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    assertTrue(launcher.command("heal"));
+    assertEquals("no split in force" + NL, said());
+    assertTrue(launcher.command("split peer-1"));
+    assertEquals("no live peer \"peer-1\"; live: []" + NL, said());
+    assertTrue(launcher.command("heal now"));
+    assertEquals("\"heal\" takes no argument; not understood: \"now\"; type help" + NL, said());
+
+    List<String> posts = Collections.synchronizedList(new ArrayList<>());
+    for (String id : List.of("peer-1", "peer-2")) {
+      standIn(launcher, id, splittable(id, posts, 200, "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}"));
+    }
+    assertTrue(launcher.command("split"));
+    assertEquals("usage: split <id> [<id> ...]: cuts the peers listed off from the others; live: [peer-1, peer-2]"
+        + NL, said());
+    assertTrue(launcher.command("split peer-2 peer-9"));
+    assertEquals("no live peer \"peer-9\"; live: [peer-1, peer-2]" + NL, said());
+    assertTrue(launcher.command("split peer-2  peer-1 peer-2"));
+    assertEquals("split needs a live peer on each side: [peer-2, peer-1] is every live peer, which leaves the other"
+        + " side empty" + NL, said());
+    assertEquals(List.of(), posts, "nothing sent");
+  }
+
+  /**
+   * split tells each side's peers to stop hearing the other side; while it is in force a second
+   * split and add are refused and status shows the sides with each side's ring; heal tells every
+   * peer, then waits for one ring as after an add.
+   */
+  @Test
+  void split_tellsEachSideToDropTheOther_andHealTellsEveryPeer() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    List<String> posts = Collections.synchronizedList(new ArrayList<>());
+    String all = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"},{\"id\":\"peer-3\"}]}";
+    for (String id : List.of("peer-1", "peer-2", "peer-3")) {
+      standIn(launcher, id, splittable(id, posts, 200, all));
+    }
+
+    assertTrue(launcher.command("split peer-3"));
+    assertEquals("split: [peer-3] | [peer-1, peer-2]; within a few seconds each side drops the other from its ring"
+        + " (failure detection) and takes writes on its own; type status to watch, heal to end it" + NL, said());
+    assertEquals(List.of("peer-1 /admin/split {\"ids\":[\"peer-3\"]}", "peer-2 /admin/split {\"ids\":[\"peer-3\"]}",
+        "peer-3 /admin/split {\"ids\":[\"peer-1\",\"peer-2\"]}"), posts);
+    posts.clear();
+
+    assertTrue(launcher.command("split peer-1"));
+    assertEquals("a split is in force ([peer-3] | [peer-1, peer-2]); type heal first" + NL, said());
+    assertTrue(launcher.command("add"));
+    assertEquals("a split is in force: a new peer would hear both sides; type heal first" + NL, said());
+    assertTrue(launcher.command("status"));
+    String status = said();
+    assertTrue(status.endsWith("split in force: [peer-3]: its ring [peer-1, peer-2, peer-3]; [peer-1, peer-2]: its"
+        + " ring [peer-1, peer-2, peer-3]; type heal to end it" + NL), status);
+    assertEquals(List.of(), posts, "refused: nothing sent");
+
+    assertTrue(launcher.command("heal"));
+    assertEquals("healed: the sides merge within seconds (a membership event with \"merge\": true in /events)" + NL
+        + "ring: all 3 peers agree" + NL, said());
+    assertEquals(List.of("peer-1 /admin/heal ", "peer-2 /admin/heal ", "peer-3 /admin/heal "), posts);
+    assertTrue(launcher.command("status"));
+    assertFalse(said().contains("split in force"), "healed");
+    assertTrue(launcher.command("heal"));
+    assertEquals("no split in force" + NL, said());
+  }
+
+  /**
+   * A peer that refuses the split (started without --fault-injection, say) ends it: the launcher
+   * names it and its reason and heals the peers it had already told. A ring member the launcher
+   * did not start would hear both sides: the split is refused, naming it.
+   */
+  @Test
+  void split_refusedByAPeer_healsThoseAlreadyTold_andOneWithAStrangerInTheRingIsRefused() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    List<String> posts = Collections.synchronizedList(new ArrayList<>());
+    String ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"},{\"id\":\"peer-3\"}]}";
+    standIn(launcher, "peer-1", splittable("peer-1", posts, 200, ring));
+    standIn(launcher, "peer-2", splittable("peer-2", posts, 403, ring));
+    standIn(launcher, "peer-3", splittable("peer-3", posts, 200, ring));
+
+    assertTrue(launcher.command("split peer-3"));
+    assertEquals("split failed at peer-2: 403 refused by peer-2; healing [peer-1] again" + NL, said());
+    assertEquals(List.of("peer-1 /admin/split {\"ids\":[\"peer-3\"]}", "peer-2 /admin/split {\"ids\":[\"peer-3\"]}",
+        "peer-1 /admin/heal "), posts);
+    assertTrue(launcher.command("heal"));
+    assertEquals("no split in force" + NL, said());
+
+    Launcher second = launcher(2, 8081);
+    posts.clear();
+    String withStranger = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"},{\"id\":\"manual\"}]}";
+    standIn(second, "peer-1", splittable("peer-1", posts, 200, withStranger));
+    standIn(second, "peer-2", splittable("peer-2", posts, 200, withStranger));
+    assertTrue(second.command("split peer-2"));
+    assertEquals("the ring also holds [manual], not started here: the launcher cannot cut it off from either side;"
+        + " stop it first" + NL, said());
+    assertEquals(List.of(), posts);
+  }
+
+  /**
+   * A stand-in peer {@code id} for split and heal: its POSTs to /admin are recorded in {@code posts}
+   * as "id path body" and answered {@code status} (a refusal's reason naming it), its /ring is
+   * {@code ring}, and its /stats says it is in the ring of view 3; its port.
+   */
+  private int splittable(String id, List<String> posts, int status, String ring) throws IOException {
+    HttpServer server = server();
+    server.createContext("/admin/", ex -> {
+      posts.add(id + " " + ex.getRequestURI().getPath() + " "
+          + new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+      byte[] body = (status == 200 ? "{}" : "{\"error\":\"refused by " + id + "\"}").getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(status, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    reply(server, "/ring", ring);
+    reply(server, "/stats", "{\"id\":\"" + id + "\",\"viewId\":3,\"checksum\":\"c0ffee\",\"inRing\":true}");
+    return server.getAddress().getPort();
+  }
+
   /** load writes its keys through the live peers and reports how many it wrote. */
   @Test
   void load_writesThroughTheLivePeers_andSaysHowManyKeys() throws Exception {
