@@ -43,17 +43,26 @@ class FaultInjectionRoutesTest {
     }
   }
 
+  /** Off (a peer's default), both routes are 403s naming the flag, whatever the body, and nothing is cut off. */
   @Test
   void adminRoutes_withFaultInjectionOff_are403NamingTheFlag() throws Exception {
-    String url = serve(Faults.off());
+    LocalCluster cluster = new LocalCluster("fault-routes-off");
+    closing.add(cluster);
+    List<Ringmaster> nodes = cluster.startAll("a", "b");
+    cluster.awaitAgreement(Duration.ofSeconds(30));
+    String url = serve(Faults.of(false, nodes.get(0)));
 
     for (String path : List.of("/admin/split", "/admin/heal")) {
       HttpResponse<String> r = post(url + path, "{\"ids\": [\"b\"]}");
       assertEquals(403, r.statusCode(), path + ": " + r.body());
-      assertTrue(error(r).contains("--fault-injection"), r.body());
+      assertEquals("fault injection is off: start the peer with --fault-injection to use /admin/split and"
+          + " /admin/heal (only for trying partitions out on one machine)", error(r));
     }
     HttpResponse<String> r = post(url + "/admin/split", "not JSON either");
     assertEquals(403, r.statusCode(), "off, whatever the body: " + r.body());
+    assertNull(nodes.get(0).channel().getProtocolStack().findProtocol(DISCARD.class), "nothing cut off");
+    HttpResponse<String> byDefault = post(serve(Faults.off()) + "/admin/split", "{\"ids\": [\"b\"]}");
+    assertEquals(403, byDefault.statusCode(), "an API made without faults: " + byDefault.body());
     HttpResponse<String> get = http.send(HttpRequest.newBuilder(URI.create(url + "/admin/split")).GET().build(),
         HttpResponse.BodyHandlers.ofString());
     assertEquals(405, get.statusCode(), get.body());
