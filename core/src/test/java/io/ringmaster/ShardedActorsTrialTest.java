@@ -28,6 +28,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -118,8 +119,13 @@ final class ShardedActorsTrialTest {
     }
   }
 
+  /**
+   * c crashes while it owes d the shards d gained from it: d reports those lost when c leaves the
+   * ring (no ownership change tells d, which owns them already), a and b the rest of c's.
+   */
   @Test
-  void crash_ofAnOwner_itsShardsAreReportedLostAndRestartEmpty() throws InterruptedException {
+  void crash_ofAnOwnerDuringAHandOff_itsShardsAreReportedLostAndRestartEmpty()
+      throws InterruptedException {
     Audit audit = new Audit();
     try (LocalCluster cluster = new LocalCluster("actors crash", b -> b.replicas(1));
         Hosts hosts = new Hosts(audit)) {
@@ -127,29 +133,38 @@ final class ShardedActorsTrialTest {
       cluster.awaitSettled(WAIT);
       hosts.awaitPlaced(cluster);
       ActorHost c = hosts.host("c");
-      long beforeCrash;
       Set<String> heldByC;
+      Set<String> owedToD;
       try (Clients clients = new Clients(hosts, hosts.running(), 2)) {
         clients.awaitAcked(50);
         clients.pause();
         heldByC = c.activeShards();
-        beforeCrash = clients.acked();
+        long beforeCrash = clients.acked();
         assertTrue(hosts.appliedCount(heldByC) > 0, "nothing to lose: the test proves nothing");
+        c.holdHandOffs();
+        ActorHost d = hosts.start(cluster, "d");
+        await().atMost(WAIT).until(() -> {
+          Set<String> awaited = d.inFlight();
+          return !awaited.isEmpty() && heldByC.containsAll(awaited) && awaited.equals(d.inFlight());
+        });
+        owedToD = d.inFlight();
         hosts.crash(cluster, c);
         clients.resume(hosts.running());
         cluster.awaitSettled(WAIT);
         clients.awaitAcked(beforeCrash + 50);
       }
       hosts.awaitPlaced(cluster);
-      assertFalse(heldByC.isEmpty());
       List<Loss> losses = hosts.losses();
       assertEquals(heldByC, losses.stream().map(Loss::shard).collect(Collectors.toCollection(TreeSet::new)),
           "the shards reported lost are those c held: " + losses);
       assertEquals(heldByC.size(), losses.size(), "each lost shard reported once: " + losses);
       for (Loss loss : losses) {
         assertEquals(List.of("c"), loss.formerOwners(), loss.toString());
-        assertEquals(Loss.Cause.NO_SOURCE_LEFT, loss.cause(), loss.toString());
+        assertEquals(owedToD.contains(loss.shard()) ? Loss.Cause.SOURCE_LEFT : Loss.Cause.NO_SOURCE_LEFT,
+            loss.cause(), loss.toString());
       }
+      assertTrue(losses.stream().anyMatch(loss -> loss.cause() == Loss.Cause.NO_SOURCE_LEFT),
+          "c kept no shard for a and b to find lost: " + losses);
       hosts.assertNoAckedLost(heldByC, losses.stream().mapToLong(Loss::seq).max().orElseThrow());
       assertEquals(List.of(), audit.doubles());
     }
@@ -529,6 +544,8 @@ final class ShardedActorsTrialTest {
     private final Map<String, Parcel> parked = new HashMap<>();                  // held, not owned
     private final List<Loss> losses = new CopyOnWriteArrayList<>();
     private final ExecutorService mover = Executors.newSingleThreadExecutor();
+    private final CountDownLatch handOffHold = new CountDownLatch(1);
+    private volatile boolean holdHandOffs;
     private ForkChannel fork;          // guarded by this
     private MessageDispatcher dispatcher;
     volatile boolean crashed;
@@ -632,6 +649,14 @@ final class ShardedActorsTrialTest {
         });
       } finally {
         lock.unlock();
+      }
+      if (holdHandOffs && !out.isEmpty()) {
+        try {
+          handOffHold.await(); // until this node crashes (the test's hook)
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
       }
       for (Parcel parcel : out) {
         Member to = change.ring().ownerOf(parcel.shard());
@@ -993,6 +1018,11 @@ final class ShardedActorsTrialTest {
       return unions.get();
     }
 
+    /** From now on the shards this node loses wait, passivated, and are not pushed. */
+    void holdHandOffs() {
+      holdHandOffs = true;
+    }
+
     /** Its memory is gone, as a process that died. */
     void crash() {
       crashed = true;
@@ -1008,6 +1038,7 @@ final class ShardedActorsTrialTest {
     }
 
     void close() {
+      handOffHold.countDown();
       mover.shutdownNow();
       try {
         mover.awaitTermination(10, TimeUnit.SECONDS);
