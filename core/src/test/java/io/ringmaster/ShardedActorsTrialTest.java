@@ -687,6 +687,10 @@ final class ShardedActorsTrialTest {
           activate(shard, List.of()); // a new shard: the cluster's first ring
         } else if (live.isEmpty()) {
           lose(shard, change.viewId(), gained.sources(), Loss.Cause.NO_SOURCE_LEFT);
+        } else if (live.stream().noneMatch(source -> node.ring().contains(source.id()))) {
+          // gone since: the membership listener, a registration of its own, may have run that
+          // view's change before this one, so it would not find the shard awaited
+          lose(shard, node.viewId(), live, Loss.Cause.SOURCE_LEFT);
         } else {
           awaited.put(shard, live.stream().map(Member::id).collect(Collectors.toSet()));
         }
