@@ -1167,13 +1167,15 @@ public final class Ringmaster implements AutoCloseable {
 
   /**
    * The node's JGroups channel, for applications that add their own traffic on a
-   * {@link org.jgroups.fork.ForkChannel}. Do not set its receiver or disconnect it. Its address
+   * {@link org.jgroups.fork.ForkChannel}. The shipped stacks have no {@code FORK} protocol: create
+   * the fork channel with {@code create_fork_if_absent} true, above the stack's top protocol
+   * (docs/api.md, "The channel"). Do not set its receiver or disconnect it. Its address
    * changes if the node rejoins the cluster to end a split view ({@link RingmasterStats#rejoins()}).
    * It exists once {@link #start()} has built the stack, which then joins at once: a fork channel
    * opened after {@code start()} returns misses what peers send it before (a hand-off to this
    * newcomer, say), so their requests should be retried until it answers, and an ownership listener
    * added before {@code start()} that needs the fork channel should wait for it in its first
-   * callback (the demo's peers do both). Such a wait must also end if the start fails: one that
+   * callback (the demo's peers do both), or open it there: this channel exists by then. Such a wait must also end if the start fails: one that
    * fails after the first ring leaves, waiting up to {@code leaveTimeout} for the listeners, so
    * release the wait on the LEAVING change (from a listener on a same-thread executor, since the
    * waiting one gets that change only after its wait), as the demo's peers do.

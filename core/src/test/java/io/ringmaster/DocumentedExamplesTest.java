@@ -32,7 +32,8 @@ import org.junit.jupiter.api.io.TempDir;
  * stand-ins for the names the examples take from the application around them: an application's
  * {@code store} and its {@code peers}, their {@code fetch}, {@code handOff}, {@code push} and
  * {@code copyFrom}, a {@code retryLater} and an {@code alert}, a running {@code node}, a
- * {@code change} and a {@code diff}.
+ * {@code change}, a {@code diff}, and a JGroups {@code requestHandler}, with the JGroups types a
+ * fork channel takes imported.
  * An example that starts with an annotation is a method of that class; any other is the body of
  * one.
  */
@@ -41,7 +42,7 @@ class DocumentedExamplesTest {
   private static final List<Source> SOURCES = List.of(
       new Source("README.md", 3),
       new Source("docs/recipes.md", 1),
-      new Source("docs/api.md", 1),
+      new Source("docs/api.md", 2),
       new Source("core/src/main/java/io/ringmaster/Ringmaster.java", 1),
       new Source("core/src/main/java/io/ringmaster/OwnershipChange.java", 3),
       new Source("core/src/main/java/io/ringmaster/RingmasterException.java", 1),
@@ -62,6 +63,10 @@ class DocumentedExamplesTest {
       import java.time.*;
       import java.util.*;
       import java.util.concurrent.*;
+      import org.jgroups.blocks.MessageDispatcher;
+      import org.jgroups.blocks.RequestHandler;
+      import org.jgroups.fork.ForkChannel;
+      import org.jgroups.stack.ProtocolStack;
       import org.junit.jupiter.api.Test;
       """;
 
@@ -80,6 +85,7 @@ class DocumentedExamplesTest {
         OwnershipChange change;
         Ringmaster node;
         RingDiff diff;
+        RequestHandler requestHandler;
         void fetch(KeyRange range, List<Member> sources) {}
         void handOff(KeyRange range, List<Member> destinations) {}
         void retryLater() {}
