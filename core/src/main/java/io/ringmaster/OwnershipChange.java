@@ -69,7 +69,10 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
   public enum Reason {
     /** The listener was added to a running node: the current ownership, from nothing. */
     INITIAL,
-    /** A new view: members joined, left or crashed. */
+    /**
+     * A new view: members joined, left or crashed, or are cut off by a partition (to this side
+     * they look crashed: what it gains from them alone has no source in the ring).
+     */
     VIEW,
     /**
      * A merge view after a partition healed. Gains name their sources as this node's side of the
@@ -77,7 +80,10 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * an application that accepted writes on both sides reconciles with the merged owners too. If
      * both sides had a member of one id, a source may name the one of this node's side that the
      * merge refused: {@code addressOf} then gives the other one, which kept the id; the refused
-     * member hears that it lost everything, and to whom, so that it can hand its data on.
+     * member hears that it lost everything, and to whom, so that it can hand its data on. With one
+     * replica, when the merged ring holds every member of this node's side, this node gains
+     * nothing here and loses what it took over during the split, to owners that kept copies of
+     * their own: the application reconciles the two (docs/api.md, "Moving the data").
      */
     MERGE,
     /**
