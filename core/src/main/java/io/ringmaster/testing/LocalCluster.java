@@ -247,7 +247,9 @@ public final class LocalCluster implements AutoCloseable {
    * start waits for its first ring, so several nodes start in about the time of one. When no node
    * of this cluster runs yet, the first id starts alone first, so that the others join its cluster
    * rather than each found one of its own and merge later (if that start fails, the others still
-   * start, together). Returns the nodes in the order of the ids, once every start has ended.
+   * start, together). Started together, they join in one view or in several, as their join
+   * requests reach JGroups' coordinator. Returns the nodes in the order of the ids, once every
+   * start has ended.
    * Nodes whose listeners must hear their first ring (to gain their ranges from their sources) are
    * started with {@link #startAll(Consumer, String...)}.
    *
