@@ -208,6 +208,10 @@ final class ShardedActorsTrialTest {
     }
   }
 
+  /**
+   * c and d start at once; JGroups admits them in one view or in two, as their join requests reach
+   * its coordinator, and the shards move either way.
+   */
   @Test
   void join_twoNodesAtOnce_shardsMoveWithTheirState() throws InterruptedException {
     Audit audit = new Audit();
