@@ -57,11 +57,11 @@ final class ShardedActorsTrialTest {
         clients.awaitAcked(clients.acked() + 50);
       }
       HashRing ring = hosts.awaitPlaced(cluster);
+      assertEquals(List.of(), audit.doubles(), "shards active on two nodes at once");
       assertTrue(ring.contains("d"));
       assertFalse(hosts.host("d").activeShards().isEmpty(), "d took over no shard");
       hosts.assertNoAckedLost(Set.of(), 0);
       assertEquals(List.of(), hosts.losses(), "a join loses nothing");
-      assertEquals(List.of(), audit.doubles());
     }
   }
 
@@ -85,10 +85,10 @@ final class ShardedActorsTrialTest {
       }
       assertTrue(d.node.leftIdle(), "d's hand-off did not end within leaveTimeout");
       HashRing ring = hosts.awaitPlaced(cluster);
+      assertEquals(List.of(), audit.doubles(), "shards active on two nodes at once");
       assertFalse(ring.contains("d"));
       hosts.assertNoAckedLost(Set.of(), 0);
       assertEquals(List.of(), hosts.losses(), "a graceful leave loses nothing");
-      assertEquals(List.of(), audit.doubles());
     }
   }
 
@@ -127,6 +127,7 @@ final class ShardedActorsTrialTest {
         clients.awaitAcked(beforeCrash + 50);
       }
       hosts.awaitPlaced(cluster);
+      assertEquals(List.of(), audit.doubles(), "shards active on two nodes at once");
       List<Loss> losses = hosts.losses();
       assertEquals(heldByC, losses.stream().map(Loss::shard).collect(Collectors.toCollection(TreeSet::new)),
           "the shards reported lost are those c held: " + losses);
@@ -139,7 +140,6 @@ final class ShardedActorsTrialTest {
       assertTrue(losses.stream().anyMatch(loss -> loss.cause() == Loss.Cause.NO_SOURCE_LEFT),
           "c kept no shard for a and b to find lost: " + losses);
       hosts.assertNoAckedLost(heldByC, losses.stream().mapToLong(Loss::seq).max().orElseThrow());
-      assertEquals(List.of(), audit.doubles());
     }
   }
 
@@ -175,9 +175,9 @@ final class ShardedActorsTrialTest {
       }
       hosts.awaitPlaced(cluster);
       audit.allowDoubles(false);
+      assertEquals(List.of(), audit.doubles(), "shards active on two nodes at once outside the split");
       assertTrue(a.unions() + b.unions() + c.unions() > 0, "no two copies were reconciled");
       hosts.assertNoAckedLost(Set.of(), 0);
-      assertEquals(List.of(), audit.doubles());
     }
   }
 
@@ -200,12 +200,12 @@ final class ShardedActorsTrialTest {
         clients.awaitAcked(clients.acked() + 50);
       }
       HashRing ring = hosts.awaitPlaced(cluster);
+      assertEquals(List.of(), audit.doubles(), "shards active on two nodes at once");
       assertEquals(4, ring.members().size());
       assertFalse(hosts.host("c").activeShards().isEmpty(), "c took over no shard");
       assertFalse(hosts.host("d").activeShards().isEmpty(), "d took over no shard");
       hosts.assertNoAckedLost(Set.of(), 0);
       assertEquals(List.of(), hosts.losses(), "joins lose nothing");
-      assertEquals(List.of(), audit.doubles());
     }
   }
 
