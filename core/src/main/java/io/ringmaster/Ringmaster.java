@@ -1175,10 +1175,11 @@ public final class Ringmaster implements AutoCloseable {
    * opened after {@code start()} returns misses what peers send it before (a hand-off to this
    * newcomer, say), so their requests should be retried until it answers, and an ownership listener
    * added before {@code start()} that needs the fork channel should wait for it in its first
-   * callback (the demo's peers do both), or open it there: this channel exists by then. Such a wait must also end if the start fails: one that
-   * fails after the first ring leaves, waiting up to {@code leaveTimeout} for the listeners, so
-   * release the wait on the LEAVING change (from a listener on a same-thread executor, since the
-   * waiting one gets that change only after its wait), as the demo's peers do.
+   * callback (the demo's peers do both), or open it there: this channel exists by then. Such a
+   * wait must also end if the start fails: one that fails after the first ring leaves, waiting up
+   * to {@code leaveTimeout} for the listeners, so release the wait on the LEAVING change (from a
+   * listener on a same-thread executor, since the waiting one gets that change only after its
+   * wait), as the demo's peers do.
    * After {@code close()}, or a {@code start()} that failed once its stack was built, it is the
    * closed channel.
    *
