@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Stream;
 
 /**
  * The launcher's {@code split} and {@code heal}: a network partition between its own peers on this
@@ -45,7 +46,8 @@ final class Splits {
    * {@code split <id> [<id> ...]}: cuts the peers {@code args} lists off from the launcher's other
    * live peers. Refused while a split is in force, for an id that is no live peer of this launcher,
    * for a list that leaves no peer on the other side, and while the ring holds a member this
-   * launcher did not start (a peer started by hand would hear both sides).
+   * launcher did not start or that exited here (a peer started by hand, under its own id or an
+   * exited peer's, would hear both sides).
    *
    * @param live    the live peers this launcher started
    * @param started the ids of every peer this launcher started, live or exited
@@ -74,12 +76,22 @@ final class Splits {
           + " is every live peer, which leaves the other side empty");
       return;
     }
+    // Every ring member must be a live peer of this launcher: any other would hear both sides.
     Set<String> strangers = new TreeSet<>(new ClusterStatus(http, out).ringIds(live));
+    strangers.removeAll(liveIds);
+    Set<String> exited = new TreeSet<>(strangers);
+    exited.retainAll(started);
     strangers.removeAll(started);
     if (!strangers.isEmpty()) {
       out.println("the ring also holds " + strangers + ", not started here: the launcher cannot cut "
-          + (strangers.size() == 1 ? "it" : "them") + " off from either side; stop " + (strangers.size() == 1
-          ? "it" : "them") + " first");
+          + them(strangers) + " off from either side; stop " + them(strangers) + " first");
+      return;
+    }
+    if (!exited.isEmpty()) {
+      out.println("the ring still holds " + exited + ", which exited here: not yet out of the ring, or started"
+          + " again by hand under " + (exited.size() == 1 ? "its id" : "their ids") + "; the launcher cannot cut "
+          + them(exited) + " off from either side: wait until " + (exited.size() == 1 ? "it is" : "they are")
+          + " out of the ring (status), or stop " + them(exited));
       return;
     }
     Sides s = new Sides(List.copyOf(listed), others);
@@ -116,8 +128,13 @@ final class Splits {
     for (PeerProcess p : live) {
       post(p, "/admin/heal", "").ifPresent(f -> out.println("heal failed at " + p.id() + ": " + f));
     }
+    Sides s = sides.get();
     sides = Optional.empty();
-    out.println("healed: the sides merge within seconds (a membership event with \"merge\": true in /events)");
+    List<String> liveIds = ids(live);
+    Optional<List<String>> empty = Stream.of(s.listed(), s.others())
+        .filter(side -> side.stream().noneMatch(liveIds::contains)).findFirst();
+    out.println(empty.map(side -> "healed: no peer of " + side + " is live, so there is no other side to merge with")
+        .orElse("healed: the sides merge within seconds (a membership event with \"merge\": true in /events)"));
     return true;
   }
 
@@ -178,6 +195,10 @@ final class Splits {
       Thread.currentThread().interrupt();
       return Optional.of("interrupted");
     }
+  }
+
+  private static String them(Set<String> ids) {
+    return ids.size() == 1 ? "it" : "them";
   }
 
   private static String shown(Sides s) {

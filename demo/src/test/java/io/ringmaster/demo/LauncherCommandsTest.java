@@ -312,7 +312,7 @@ class LauncherCommandsTest {
   /**
    * split tells each side's peers to stop hearing the other side; while it is in force a second
    * split and add are refused and status shows the sides with each side's ring; heal tells every
-   * peer, then waits for one ring as after an add.
+   * peer, then waits for one ring as after an add, and says when a side has no live peer left.
    */
   @Test
   void split_tellsEachSideToDropTheOther_andHealTellsEveryPeer() throws Exception {
@@ -348,12 +348,29 @@ class LauncherCommandsTest {
     assertFalse(said().contains("split in force"), "healed");
     assertTrue(launcher.command("heal"));
     assertEquals("no split in force" + NL, said());
+
+    // a side whose every peer exited during the split: nothing to merge with (the others' ring,
+    // without it, agrees at once)
+    Launcher second = launcher(2, 8081);
+    String twoLeft = "{\"viewId\":5,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}";
+    for (String id : List.of("peer-1", "peer-2", "peer-3")) {
+      standIn(second, id, splittable(id, posts, 200, twoLeft));
+    }
+    assertTrue(second.command("split peer-3"));
+    said();
+    second.peers.get("peer-3").process().destroyForcibly().waitFor();
+    posts.clear();
+    assertTrue(second.command("heal"));
+    String healed = said();
+    assertTrue(healed.startsWith("healed: no peer of [peer-3] is live, so there is no other side to merge with" + NL),
+        healed);
+    assertEquals(List.of("peer-1 /admin/heal ", "peer-2 /admin/heal "), posts);
   }
 
   /**
    * A peer that refuses the split (started without --fault-injection, say) ends it: the launcher
    * names it and its reason and heals the peers it had already told. A ring member the launcher
-   * did not start would hear both sides: the split is refused, naming it.
+   * did not start, or that exited here, would hear both sides: the split is refused, naming it.
    */
   @Test
   void split_refusedByAPeer_healsThoseAlreadyTold_andOneWithAStrangerInTheRingIsRefused() throws Exception {
@@ -379,6 +396,20 @@ class LauncherCommandsTest {
     assertTrue(second.command("split peer-2"));
     assertEquals("the ring also holds [manual], not started here: the launcher cannot cut it off from either side;"
         + " stop it first" + NL, said());
+    assertEquals(List.of(), posts);
+
+    // peer-3 exited here, and the ring holds its id still (not yet out, or started again by hand)
+    Launcher third = launcher(2, 8081);
+    standIn(third, "peer-1", splittable("peer-1", posts, 200, ring));
+    standIn(third, "peer-2", splittable("peer-2", posts, 200, ring));
+    Process exitedPeer = started("exit 0");
+    assertEquals(0, exitedPeer.waitFor(), "the stand-in of the peer that exited");
+    third.peers.put("peer-3", new PeerProcess("peer-3", splittable("peer-3", posts, 200, ring), exitedPeer,
+        Path.of("logs", "peer-3.log")));
+    assertTrue(third.command("split peer-2"));
+    assertEquals("the ring still holds [peer-3], which exited here: not yet out of the ring, or started again by"
+        + " hand under its id; the launcher cannot cut it off from either side: wait until it is out of the ring"
+        + " (status), or stop it" + NL, said());
     assertEquals(List.of(), posts);
   }
 
