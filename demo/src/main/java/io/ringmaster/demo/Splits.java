@@ -3,8 +3,10 @@ package io.ringmaster.demo;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -47,7 +49,9 @@ final class Splits {
    * live peers. Refused while a split is in force, for an id that is no live peer of this launcher,
    * for a list that leaves no peer on the other side, and while the ring holds a member this
    * launcher did not start or that exited here (a peer started by hand, under its own id or an
-   * exited peer's, would hear both sides).
+   * exited peer's, would hear both sides). If a peer does not take it, those told before it are
+   * healed, and so is that peer if it may have taken it without answering; if one of them does
+   * not heal, the split stays in force, for {@code heal} again.
    *
    * @param live    the live peers this launcher started
    * @param started the ids of every peer this launcher started, live or exited
@@ -98,12 +102,19 @@ final class Splits {
     List<PeerProcess> told = new ArrayList<>();
     for (PeerProcess p : live) {
       List<String> cutOff = s.listed().contains(p.id()) ? s.others() : s.listed();
-      Optional<String> failure = post(p, "/admin/split", Json.string(new SplitRequest(cutOff)));
+      Optional<Failure> failure = post(p, "/admin/split", Json.string(new SplitRequest(cutOff)));
       if (failure.isPresent()) {
-        out.println("split failed at " + p.id() + ": " + failure.get() + (told.isEmpty() ? ""
-            : "; healing " + ids(told) + " again"));
-        told.forEach(t -> post(t, "/admin/heal", "")
-            .ifPresent(f -> out.println("heal failed at " + t.id() + ": " + f)));
+        // A peer that answered, or that the request never reached, cut nothing off; one that
+        // took the request and did not answer in time may have.
+        List<PeerProcess> undo = new ArrayList<>(told);
+        if (failure.get().mayHaveActed()) {
+          undo.add(p);
+        }
+        out.println("split failed at " + p.id() + ": " + failure.get() + (undo.isEmpty() ? ""
+            : "; healing " + ids(undo) + " again"));
+        if (!healAll(undo)) {
+          sides = Optional.of(s); // so that heal can be typed again
+        }
         return;
       }
       told.add(p);
@@ -118,15 +129,16 @@ final class Splits {
 
   /**
    * {@code heal}: tells every live peer to hear all the others again. False, saying so, if no split
-   * is in force.
+   * is in force, or if a peer did not heal: the split then stays in force, so that {@code heal}
+   * can be typed again (once a paused peer runs again, say, or has been stopped).
    */
   boolean heal(List<PeerProcess> live) {
     if (sides.isEmpty()) {
       out.println("no split in force");
       return false;
     }
-    for (PeerProcess p : live) {
-      post(p, "/admin/heal", "").ifPresent(f -> out.println("heal failed at " + p.id() + ": " + f));
+    if (!healAll(live)) {
+      return false;
     }
     Sides s = sides.get();
     sides = Optional.empty();
@@ -136,6 +148,24 @@ final class Splits {
     out.println(empty.map(side -> "healed: no peer of " + side + " is live, so there is no other side to merge with")
         .orElse("healed: the sides merge within seconds (a membership event with \"merge\": true in /events)"));
     return true;
+  }
+
+  /**
+   * Tells each of {@code peers} to hear all the others again; false, saying which did not, if one
+   * did not answer that it did.
+   */
+  private boolean healAll(List<PeerProcess> peers) {
+    List<String> failed = new ArrayList<>();
+    for (PeerProcess p : peers) {
+      post(p, "/admin/heal", "").ifPresent(f -> {
+        out.println("heal failed at " + p.id() + ": " + f);
+        failed.add(p.id());
+      });
+    }
+    if (!failed.isEmpty()) {
+      out.println("the split stays in force: " + failed + " may still be cut off; type heal again");
+    }
+    return failed.isEmpty();
   }
 
   /** For {@code status}: the sides of the split in force, each with its live peers' ring. */
@@ -171,8 +201,20 @@ final class Splits {
     }
   }
 
-  /** POSTs {@code body} to the peer; empty if it answered 200, else why not (its reason, or the failure). */
-  private Optional<String> post(PeerProcess p, String path, String body) {
+  /**
+   * Why a POST to a peer failed: its answer's status (0 for none) and reason, or the exception;
+   * {@code mayHaveActed} if the peer may have done what was asked all the same (the request sent,
+   * no answer in time).
+   */
+  private record Failure(int status, String reason, boolean mayHaveActed) {
+    @Override
+    public String toString() {
+      return status > 0 ? status + " " + reason : reason;
+    }
+  }
+
+  /** POSTs {@code body} to the peer; empty if it answered 200, else why not. */
+  private Optional<Failure> post(PeerProcess p, String path, String body) {
     try {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(p.url() + path))
           .timeout(Duration.ofSeconds(5)).header("Content-Type", "application/json")
@@ -188,12 +230,14 @@ final class Splits {
       } catch (RuntimeException notJson) {
         reason = r.body();
       }
-      return Optional.of(r.statusCode() + " " + reason);
+      return Optional.of(new Failure(r.statusCode(), reason, false));
+    } catch (ConnectException | HttpConnectTimeoutException notConnected) {
+      return Optional.of(new Failure(0, notConnected.toString(), false));
     } catch (IOException | RuntimeException e) {
-      return Optional.of(e.toString());
+      return Optional.of(new Failure(0, e.toString(), true));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return Optional.of("interrupted");
+      return Optional.of(new Failure(0, "interrupted", true));
     }
   }
 

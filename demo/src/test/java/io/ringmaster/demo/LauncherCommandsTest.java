@@ -27,6 +27,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
@@ -411,6 +414,115 @@ class LauncherCommandsTest {
         + " hand under its id; the launcher cannot cut it off from either side: wait until it is out of the ring"
         + " (status), or stop it" + NL, said());
     assertEquals(List.of(), posts);
+  }
+
+  /**
+   * A peer that does not heal (it answers 500 once here; a paused peer does not answer at all)
+   * keeps the split in force: the launcher says so, status still shows the sides, add is still
+   * refused, and heal can be typed again, which then tells every peer once more.
+   */
+  @Test
+  void heal_failingAtAPeer_keepsTheSplitInForce_andHealCanBeTypedAgain() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    List<String> posts = Collections.synchronizedList(new ArrayList<>());
+    String ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"},{\"id\":\"peer-3\"}]}";
+    standIn(launcher, "peer-1", splittable("peer-1", posts, 200, ring));
+    HttpServer flaky = server();
+    AtomicInteger heals = new AtomicInteger();
+    flaky.createContext("/admin/", ex -> {
+      String path = ex.getRequestURI().getPath();
+      posts.add("peer-2 " + path + " " + new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+      boolean fail = path.equals("/admin/heal") && heals.getAndIncrement() == 0;
+      byte[] body = (fail ? "{\"error\":\"internal error: IllegalStateException\"}" : "{}")
+          .getBytes(StandardCharsets.UTF_8);
+      ex.sendResponseHeaders(fail ? 500 : 200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    reply(flaky, "/ring", ring);
+    reply(flaky, "/stats", "{\"id\":\"peer-2\",\"viewId\":3,\"checksum\":\"c0ffee\",\"inRing\":true}");
+    standIn(launcher, "peer-2", flaky.getAddress().getPort());
+    standIn(launcher, "peer-3", splittable("peer-3", posts, 200, ring));
+    assertTrue(launcher.command("split peer-3"));
+    said();
+    posts.clear();
+
+    assertTrue(launcher.command("heal"));
+    assertEquals("heal failed at peer-2: 500 internal error: IllegalStateException" + NL
+        + "the split stays in force: [peer-2] may still be cut off; type heal again" + NL, said());
+    assertTrue(launcher.command("status"));
+    String status = said();
+    assertTrue(status.contains("split in force: [peer-3]"), status);
+    assertTrue(launcher.command("add"));
+    assertEquals("a split is in force: a new peer would hear both sides; type heal first" + NL, said());
+
+    posts.clear();
+    assertTrue(launcher.command("heal"));
+    assertEquals("healed: the sides merge within seconds (a membership event with \"merge\": true in /events)" + NL
+        + "ring: all 3 peers agree" + NL, said());
+    assertEquals(List.of("peer-1 /admin/heal ", "peer-2 /admin/heal ", "peer-3 /admin/heal "), posts);
+  }
+
+  /**
+   * A split that fails at a peer that took the request and did not answer in time (5 s) may have
+   * cut that peer off: it is healed with those told before it. One the request never reached (its
+   * connection refused) cut nothing, and is not.
+   */
+  @Test
+  void split_failingAtAPeerThatTookItWithoutAnswer_healsThatPeerToo() throws Exception {
+    Launcher launcher = launcher(2, 8081);
+    List<String> posts = Collections.synchronizedList(new ArrayList<>());
+    String ring = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"},{\"id\":\"peer-3\"}]}";
+    standIn(launcher, "peer-1", splittable("peer-1", posts, 200, ring));
+    ExecutorService handlers = Executors.newCachedThreadPool();
+    CountDownLatch answer = new CountDownLatch(1);
+    try {
+      HttpServer slow = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+      servers.add(slow);
+      slow.setExecutor(handlers); // a heal is answered while the split still waits
+      slow.createContext("/admin/", ex -> {
+        String path = ex.getRequestURI().getPath();
+        posts.add("peer-2 " + path + " " + new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+        if (path.equals("/admin/split")) {
+          try {
+            answer.await(1, TimeUnit.MINUTES); // past the launcher's 5 s
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+        ex.sendResponseHeaders(200, 2);
+        ex.getResponseBody().write("{}".getBytes(StandardCharsets.UTF_8));
+        ex.close();
+      });
+      reply(slow, "/ring", ring);
+      slow.start();
+      standIn(launcher, "peer-2", slow.getAddress().getPort());
+      standIn(launcher, "peer-3", splittable("peer-3", posts, 200, ring));
+
+      assertTrue(launcher.command("split peer-3"));
+      String failed = said();
+      assertTrue(failed.startsWith("split failed at peer-2: java.net.http.HttpTimeoutException"), failed);
+      assertTrue(failed.endsWith("; healing [peer-1, peer-2] again" + NL), failed);
+      assertEquals(List.of("peer-1 /admin/split {\"ids\":[\"peer-3\"]}", "peer-2 /admin/split {\"ids\":[\"peer-3\"]}",
+          "peer-1 /admin/heal ", "peer-2 /admin/heal "), posts);
+      assertTrue(launcher.command("heal"));
+      assertEquals("no split in force" + NL, said());
+    } finally {
+      answer.countDown();
+      handlers.shutdown();
+      assertTrue(handlers.awaitTermination(1, TimeUnit.MINUTES), "the stand-in's handlers ended");
+    }
+
+    Launcher second = launcher(2, 8081);
+    posts.clear();
+    String two = "{\"viewId\":3,\"members\":[{\"id\":\"peer-1\"},{\"id\":\"peer-2\"}]}";
+    standIn(second, "peer-1", splittable("peer-1", posts, 200, two));
+    standIn(second, "peer-2", NOBODY);
+    assertTrue(second.command("split peer-1"));
+    String refused = said();
+    assertTrue(refused.startsWith("split failed at peer-2: java.net.ConnectException"), refused);
+    assertTrue(refused.endsWith("; healing [peer-1] again" + NL), refused);
+    assertEquals(List.of("peer-1 /admin/split {\"ids\":[\"peer-2\"]}", "peer-1 /admin/heal "), posts);
   }
 
   /**
