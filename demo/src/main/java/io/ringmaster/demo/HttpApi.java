@@ -175,10 +175,13 @@ final class HttpApi implements HttpHandler {
       allow(ex, "POST");
       query(ex, "/admin/split");
       faults.requireEnabled(); // before the body: off, any body gets the 403 that says why
+      refusePages(ex);
       send(ex, 200, faults.split(readBody(ex)));
     } else if (path.equals("/admin/heal")) {
       allow(ex, "POST");
       query(ex, "/admin/heal");
+      faults.requireEnabled();
+      refusePages(ex);
       send(ex, 200, faults.heal());
     } else {
       throw new HttpError(404, "no route " + method + " " + path
@@ -211,6 +214,21 @@ final class HttpApi implements HttpHandler {
     }
     if (uri.getScheme() != null) {
       refuseUnlessLoopback(uri.getRawAuthority() == null ? "" : uri.getRawAuthority());
+    }
+  }
+
+  /**
+   * Refuses an {@code /admin} request that a web page sent. A page of any site can make a browser
+   * POST a text body to 127.0.0.1 without asking the peer first (for a PUT or a DELETE it must
+   * ask, and this peer never allows one), and a split would take effect though the page cannot
+   * read the reply. Browsers name the page's origin in an {@code Origin} header on every POST; the
+   * launcher and curl send none, and the ring page makes no such request.
+   */
+  private static void refusePages(HttpExchange ex) {
+    String origin = ex.getRequestHeaders().getFirst("Origin");
+    if (origin != null) {
+      throw new HttpError(403, "the /admin routes are not for web pages: refused a request from "
+          + Flags.quoted(origin) + " (its Origin header)");
     }
   }
 

@@ -98,6 +98,36 @@ class FaultInjectionRoutesTest {
   }
 
   /**
+   * A web page of any site can make a browser POST a text body to the peer without asking it
+   * first: on, both routes refuse a request that names a page's origin (browsers do on every
+   * POST), and nothing is cut off; the same request without it splits.
+   */
+  @Test
+  void adminRoutes_fromAWebPage_are403_andCutNothing() throws Exception {
+    LocalCluster cluster = new LocalCluster("fault-routes-page");
+    closing.add(cluster);
+    List<Ringmaster> nodes = cluster.startAll("a", "b");
+    cluster.awaitAgreement(Duration.ofSeconds(30));
+    String url = serve(Faults.of(true, nodes.get(0)));
+
+    for (String origin : List.of("https://example.com", url, "null")) {
+      for (String path : List.of("/admin/split", "/admin/heal")) {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url + path))
+            .timeout(Duration.ofSeconds(10)).header("Origin", origin).header("Content-Type", "text/plain")
+            .POST(HttpRequest.BodyPublishers.ofString("{\"ids\": [\"b\"]}", StandardCharsets.UTF_8)).build(),
+            HttpResponse.BodyHandlers.ofString());
+        assertEquals(403, r.statusCode(), origin + " " + path + ": " + r.body());
+        assertEquals("the /admin routes are not for web pages: refused a request from \"" + origin
+            + "\" (its Origin header)", error(r));
+      }
+    }
+    assertNull(nodes.get(0).channel().getProtocolStack().findProtocol(DISCARD.class), "nothing cut off");
+    HttpResponse<String> plain = post(url + "/admin/split", "{\"ids\": [\"b\"]}");
+    assertEquals(200, plain.statusCode(), "without an Origin: " + plain.body());
+    assertEquals(200, post(url + "/admin/heal", "").statusCode());
+  }
+
+  /**
    * Each side told to stop hearing the other: each view holds only its own side; a second split
    * while one is in force is a 409; after a heal on both, one view of both again.
    */
