@@ -82,8 +82,9 @@ public record OwnershipChange(Reason reason, long previousViewId, long viewId, H
      * merge refused: {@code addressOf} then gives the other one, which kept the id; the refused
      * member hears that it lost everything, and to whom, so that it can hand its data on. With one
      * replica, when the merged ring holds every member of this node's side, this node gains
-     * nothing here and loses what it took over during the split, to owners that kept copies of
-     * their own: the application reconciles the two (docs/api.md, "Moving the data").
+     * nothing here and loses only ranges whose owners are now members of the other side (what it
+     * took over during the split, and what a member that joined there took from it), owners that
+     * hold that side's copies: the application reconciles the two (docs/api.md, "Moving the data").
      */
     MERGE,
     /**
