@@ -79,8 +79,11 @@ final class Gossip {
   static final byte TYPE_LISTED_QUERY = 5;
   /**
    * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
-   * other member of its ring, before its listeners' hand-off. A member that is leaving too then hands
-   * nothing to it (unless no member that owns anything stays). Releases without this type ignore it.
+   * other member of its ring, before its listeners' hand-off; from a member the cluster refuses too
+   * (a view may let it in before it has left). A member that is leaving too then hands nothing to
+   * it (unless no member that owns anything stays): receivers keep the sender's address, never its
+   * id, which a member the cluster refuses shares with the member that holds it. Releases without
+   * this type ignore it.
    */
   static final byte TYPE_LEAVING = 6;
   /**
