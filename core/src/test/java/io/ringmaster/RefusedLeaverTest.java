@@ -134,6 +134,43 @@ class RefusedLeaverTest {
     }
   }
 
+  /**
+   * The refused twin's word that it is leaving names its address, not its id: the others keep
+   * the holder of the id, in the ring, as a member that stays. d, which closes while the twin is
+   * still refused, hands the holder its share.
+   */
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void refusedTwinLeaving_whileTheHolderStays_aMemberClosingStillHandsTheHolderItsShare() throws Exception {
+    List<OwnershipChange> ofD = new CopyOnWriteArrayList<>();
+    List<Address> addresses = new ArrayList<>();
+    CountDownLatch release = new CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster("refused-leaver-and-holder");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
+      try {
+        Ringmaster b = cluster.start(builder(cluster, "b"));
+        Ringmaster d = cluster.start(builder(cluster, "d"), n -> n.addOwnershipListener(ofD::add));
+        Refused twins = refuseWhileClosing(cluster, List.of(b, d), release, threads, addresses);
+        Address twinAt = twins.refused().channel().getAddress();
+        await("d told that the twin is leaving").atMost(WAIT).until(() -> d.leavingPeers().contains(twinAt));
+        assertEquals(List.of("a", "b", "d"), ids(d.ring()), "the holder keeps the id");
+
+        d.close();
+        OwnershipChange leaving = ofD.get(ofD.size() - 1);
+        assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+        assertEquals(List.of("a", "b"), ids(leaving.ring()), "d hands off to the holder and b");
+        assertTrue(leaving.lost().stream().anyMatch(l -> l.destinations().stream().anyMatch(m -> m.id().equals("a"))),
+            "the holder takes part of d's ranges: " + leaving.lost());
+        release.countDown();
+        twins.closing().get(1, TimeUnit.MINUTES);
+      } finally {
+        release.countDown();
+      }
+    } finally {
+      addresses.forEach(Islands::forget);
+    }
+  }
+
   /** The refused twin, let in while its close() waits, and that close(), under way. */
   private record Admitted(Ringmaster refused, CompletableFuture<Void> closing) { }
 
@@ -142,10 +179,10 @@ class RefusedLeaverTest {
    * twin "a" alone on another island, and heals: one of the two keeps the id, the other is refused.
    * The refused one gets a membership listener whose first callback lasts until {@code release}
    * opens, and closes on a thread of {@code threads}: its close() comes to the LEAVING change while
-   * refused, and waits for that listener. Then the holder closes, and the refused twin is let in.
+   * refused, and waits for that listener.
    */
-  private static Admitted admitWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
-                                            JoinedThreads threads, List<Address> addresses) throws Exception {
+  private static Refused refuseWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
+                                           JoinedThreads threads, List<Address> addresses) throws Exception {
     Ringmaster a = cluster.start(builder(cluster, "a"));
     List<Ringmaster> side = new ArrayList<>(others);
     side.add(a);
@@ -174,7 +211,20 @@ class RefusedLeaverTest {
     CompletableFuture<Void> closing = threads.run("close-refused", refused::close);
     await("the refused twin's close() past its LEAVING change").atMost(WAIT).until(refused::pastLeavingChange);
     assertFalse(refused.isInRing(), "still refused");
+    return new Refused(holder, refused, closing);
+  }
 
+  /** The holder of the twins' id, and the refused twin, whose close() waits past its LEAVING change. */
+  private record Refused(Ringmaster holder, Ringmaster refused, CompletableFuture<Void> closing) { }
+
+  /** As {@link #refuseWhileClosing}, then the holder closes, and the refused twin is let in. */
+  private static Admitted admitWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
+                                            JoinedThreads threads, List<Address> addresses) throws Exception {
+    Refused twins = refuseWhileClosing(cluster, others, release, threads, addresses);
+    Ringmaster holder = twins.holder();
+    Ringmaster refused = twins.refused();
+    CompletableFuture<Void> closing = twins.closing();
+    Ringmaster first = others.get(0);
     holder.close();
     await("the refused twin let in").atMost(WAIT).until(() -> refused.isInRing()
         && first.channel().getView().size() == others.size() + 1 && refused.viewId() == first.viewId());
