@@ -331,11 +331,19 @@ final class ShardedActorsTrialTest {
     }
   }
 
-  /** Client threads sending increments to random shards through random nodes of their own. */
+  /**
+   * Client threads sending increments to random shards through random nodes of their own. They
+   * send as many as the test waits for ({@link #awaitAcked}) and {@link #AHEAD} more, then wait
+   * for the test to ask for more: a client whose every shard is local (one side of a partition)
+   * would otherwise send tens of thousands a second, and the test runs beside others on a
+   * machine of two cores.
+   */
   static final class Clients implements AutoCloseable {
     record Ack(String node, String shard, String op, long seq) {}
 
     private static final AtomicLong OPS = new AtomicLong();
+    /** How many increments the clients may have acknowledged beyond the count the test last waited for. */
+    private static final long AHEAD = 2_000;
 
     private final List<Ack> acks = new CopyOnWriteArrayList<>();
     private final List<Ack> sink;
@@ -343,8 +351,9 @@ final class ShardedActorsTrialTest {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition resumed = lock.newCondition();
     private volatile List<ShardActorHost> through;
-    private int idle;  // guarded by lock: threads waiting while paused
+    private int idle;  // guarded by lock: threads waiting while paused, or for the test to ask for more
     private boolean paused;
+    private long allowed = AHEAD; // guarded by lock: the acknowledgements the threads send until
     private volatile boolean stopped;
 
     Clients(Hosts hosts, List<ShardActorHost> through, int threadCount) {
@@ -364,7 +373,7 @@ final class ShardedActorsTrialTest {
         while (!stopped) {
           lock.lock();
           try {
-            while (paused && !stopped) {
+            while ((paused || acks.size() >= allowed) && !stopped) {
               idle++;
               try {
                 resumed.await();
@@ -395,6 +404,13 @@ final class ShardedActorsTrialTest {
     }
 
     void awaitAcked(long count) {
+      lock.lock();
+      try {
+        allowed = Math.max(allowed, count + AHEAD);
+        resumed.signalAll();
+      } finally {
+        lock.unlock();
+      }
       await().atMost(WAIT).until(() -> acks.size() >= count);
     }
 
