@@ -3,7 +3,6 @@ package io.ringmaster.demo;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.ringmaster.Ringmaster;
 import io.ringmaster.ring.Member;
-import io.ringmaster.testing.LocalCluster;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -13,12 +12,15 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
 import org.jgroups.Address;
+import org.jgroups.JChannel;
 import org.jgroups.protocols.DISCARD;
+import org.jgroups.protocols.TP;
+import org.jgroups.stack.ProtocolStack;
 
 /**
  * {@code POST /admin/split} and {@code /admin/heal}: this peer stops hearing the peers named, then
  * hears them again, through a JGroups {@code DISCARD} put above the transport of the node's channel
- * (the one {@link LocalCluster#discard} inserts). A peer drops what the others send it, and each of
+ * (put in at the first split, and left there: with no member to ignore it drops nothing). A peer drops what the others send it, and each of
  * them must drop what it sends: a real partition needs the call on both sides, which the launcher's
  * {@code split} makes. The peers are fixed by their addresses at the split: one that rejoins
  * meanwhile (a new address) is heard again. Only for trying partitions out on one machine: off
@@ -36,6 +38,8 @@ final class Faults {
   private final Ringmaster node;
   /** The peers this one is cut off from, by id, with the address each had at the split; guarded by this. */
   private final Map<String, Address> cut = new LinkedHashMap<>();
+  /** The DISCARD of the node's stack, once the first split put it in; guarded by this. */
+  private DISCARD discard;
 
   private Faults(boolean enabled, Ringmaster node) {
     this.enabled = enabled;
@@ -79,7 +83,7 @@ final class Faults {
       }
       addresses.put(id, address.get());
     }
-    LocalCluster.discard(node).addIgnoredMembers(addresses.values().toArray(Address[]::new));
+    discard().addIgnoredMembers(addresses.values().toArray(Address[]::new));
     cut.putAll(addresses);
     return new SplitReply(self, cutOffFrom());
   }
@@ -93,11 +97,32 @@ final class Faults {
     requireEnabled();
     List<String> healed = cutOffFrom();
     if (!cut.isEmpty()) {
-      DISCARD d = LocalCluster.discard(node);
-      d.resetIgnoredMembers();
+      discard.resetIgnoredMembers(); // put in by the split that cut them off
       cut.clear();
     }
     return new HealReply(node.localMember().id(), healed);
+  }
+
+  /**
+   * The node's DISCARD, put above its transport on first use (the shipped stacks have none).
+   *
+   * @throws HttpError 500 if the stack does not take it
+   */
+  private DISCARD discard() {
+    if (discard == null) {
+      JChannel channel = node.channel();
+      DISCARD d = new DISCARD();
+      d.setAddress(channel.getAddress());
+      try {
+        channel.getProtocolStack().insertProtocol(d, ProtocolStack.Position.ABOVE, TP.class);
+        d.init();
+        d.start();
+      } catch (Exception e) {
+        throw new HttpError(500, "cannot put JGroups' DISCARD into this peer's stack: " + e);
+      }
+      discard = d;
+    }
+    return discard;
   }
 
   /** The ids this peer is cut off from, sorted; empty unless a split is in force. */
