@@ -52,7 +52,7 @@ class RefusedLeaverTest {
          JoinedThreads threads = new JoinedThreads(WAIT)) {
       try {
         Ringmaster b = cluster.start(builder(cluster, "b"), n -> n.addOwnershipListener(ofB::add));
-        Admitted admitted = admitWhileClosing(cluster, List.of(b), release, threads, addresses);
+        Twin admitted = admitWhileClosing(cluster, List.of(b), release, threads, addresses);
         Ringmaster refused = admitted.refused();
         HashRing before = b.ring();
         assertEquals(List.of("a", "b"), ids(before), "the twin, let in, holds the id");
@@ -103,34 +103,15 @@ class RefusedLeaverTest {
   @Test
   @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void refusedWhenItsCloseBegan_saysItIsLeaving_soAMemberClosingOnceItIsAdmittedHandsItNothing() throws Exception {
-    List<OwnershipChange> ofD = new CopyOnWriteArrayList<>();
-    List<Address> addresses = new ArrayList<>();
-    CountDownLatch release = new CountDownLatch(1);
-    try (TestCluster cluster = new TestCluster("refused-leaver-and-leaver");
-         JoinedThreads threads = new JoinedThreads(WAIT)) {
-      try {
-        Ringmaster b = cluster.start(builder(cluster, "b"));
-        Ringmaster d = cluster.start(builder(cluster, "d"), n -> n.addOwnershipListener(ofD::add));
-        Admitted admitted = admitWhileClosing(cluster, List.of(b, d), release, threads, addresses);
-        Address twinAt = admitted.refused().channel().getAddress();
-        assertEquals(List.of("a", "b", "d"), ids(d.ring()), "the twin, let in, holds the id");
-        await("d told that the twin is leaving").atMost(WAIT).until(() -> d.leavingPeers().contains(twinAt));
-
-        d.close();
-        OwnershipChange leaving = ofD.get(ofD.size() - 1);
-        assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
-        assertEquals(List.of("b"), ids(leaving.ring()), "d hands off to the ring without the twin");
-        assertFalse(leaving.lost().isEmpty());
-        for (RingDiff.Lost l : leaving.lost()) {
-          assertEquals(List.of("b"), l.destinations().stream().map(Member::id).toList(), "d hands " + l.range() + " to b");
-        }
-        release.countDown();
-        admitted.closing().get(1, TimeUnit.MINUTES);
-      } finally {
-        release.countDown();
-      }
-    } finally {
-      addresses.forEach(Islands::forget);
+    OwnershipChange leaving = leavingOfD("refused-leaver-and-leaver", true, (d, twin) -> {
+      Address twinAt = twin.channel().getAddress();
+      assertEquals(List.of("a", "b", "d"), ids(d.ring()), "the twin, let in, holds the id");
+      await("d told that the twin is leaving").atMost(WAIT).until(() -> d.leavingPeers().contains(twinAt));
+    });
+    assertEquals(List.of("b"), ids(leaving.ring()), "d hands off to the ring without the twin");
+    assertFalse(leaving.lost().isEmpty());
+    for (RingDiff.Lost l : leaving.lost()) {
+      assertEquals(List.of("b"), l.destinations().stream().map(Member::id).toList(), "d hands " + l.range() + " to b");
     }
   }
 
@@ -142,27 +123,45 @@ class RefusedLeaverTest {
   @Test
   @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void refusedTwinLeaving_whileTheHolderStays_aMemberClosingStillHandsTheHolderItsShare() throws Exception {
+    OwnershipChange leaving = leavingOfD("refused-leaver-and-holder", false, (d, twin) -> {
+      Address twinAt = twin.channel().getAddress();
+      await("d told that the twin is leaving").atMost(WAIT).until(() -> d.leavingPeers().contains(twinAt));
+      assertEquals(List.of("a", "b", "d"), ids(d.ring()), "the holder keeps the id");
+    });
+    assertEquals(List.of("a", "b"), ids(leaving.ring()), "d hands off to the holder and b");
+    assertTrue(leaving.lost().stream().anyMatch(l -> l.destinations().stream().anyMatch(m -> m.id().equals("a"))),
+        "the holder takes part of d's ranges: " + leaving.lost());
+  }
+
+  /** What a test checks of d and the refused twin before d closes. */
+  private interface BeforeDCloses {
+    void check(Ringmaster d, Ringmaster twin) throws Exception;
+  }
+
+  /**
+   * Starts b and d, then the twins (see {@link #refuseWhileClosing}; if {@code letIn}, the holder
+   * closes and the refused twin is let in), runs {@code beforeClose}, and closes d; then lets the
+   * twin's close() go on and waits for it. Returns d's LEAVING change.
+   */
+  private static OwnershipChange leavingOfD(String clusterName, boolean letIn, BeforeDCloses beforeClose)
+      throws Exception {
     List<OwnershipChange> ofD = new CopyOnWriteArrayList<>();
     List<Address> addresses = new ArrayList<>();
     CountDownLatch release = new CountDownLatch(1);
-    try (TestCluster cluster = new TestCluster("refused-leaver-and-holder");
+    try (TestCluster cluster = new TestCluster(clusterName);
          JoinedThreads threads = new JoinedThreads(WAIT)) {
       try {
         Ringmaster b = cluster.start(builder(cluster, "b"));
         Ringmaster d = cluster.start(builder(cluster, "d"), n -> n.addOwnershipListener(ofD::add));
-        Refused twins = refuseWhileClosing(cluster, List.of(b, d), release, threads, addresses);
-        Address twinAt = twins.refused().channel().getAddress();
-        await("d told that the twin is leaving").atMost(WAIT).until(() -> d.leavingPeers().contains(twinAt));
-        assertEquals(List.of("a", "b", "d"), ids(d.ring()), "the holder keeps the id");
-
+        Twin twin = letIn ? admitWhileClosing(cluster, List.of(b, d), release, threads, addresses)
+            : refuseWhileClosing(cluster, List.of(b, d), release, threads, addresses).asTwin();
+        beforeClose.check(d, twin.refused());
         d.close();
         OwnershipChange leaving = ofD.get(ofD.size() - 1);
         assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
-        assertEquals(List.of("a", "b"), ids(leaving.ring()), "d hands off to the holder and b");
-        assertTrue(leaving.lost().stream().anyMatch(l -> l.destinations().stream().anyMatch(m -> m.id().equals("a"))),
-            "the holder takes part of d's ranges: " + leaving.lost());
         release.countDown();
-        twins.closing().get(1, TimeUnit.MINUTES);
+        twin.closing().get(1, TimeUnit.MINUTES);
+        return leaving;
       } finally {
         release.countDown();
       }
@@ -171,8 +170,8 @@ class RefusedLeaverTest {
     }
   }
 
-  /** The refused twin, let in while its close() waits, and that close(), under way. */
-  private record Admitted(Ringmaster refused, CompletableFuture<Void> closing) { }
+  /** The twin refused when its close() began (let in since, or not), and that close(), under way. */
+  private record Twin(Ringmaster refused, CompletableFuture<Void> closing) { }
 
   /**
    * Starts "a" after {@code others} (so that the first of them coordinates their side), then a
@@ -215,10 +214,15 @@ class RefusedLeaverTest {
   }
 
   /** The holder of the twins' id, and the refused twin, whose close() waits past its LEAVING change. */
-  private record Refused(Ringmaster holder, Ringmaster refused, CompletableFuture<Void> closing) { }
+  private record Refused(Ringmaster holder, Ringmaster refused, CompletableFuture<Void> closing) {
+    /** The refused twin and its close(), the holder left out. */
+    Twin asTwin() {
+      return new Twin(refused, closing);
+    }
+  }
 
   /** As {@link #refuseWhileClosing}, then the holder closes, and the refused twin is let in. */
-  private static Admitted admitWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
+  private static Twin admitWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
                                             JoinedThreads threads, List<Address> addresses) throws Exception {
     Refused twins = refuseWhileClosing(cluster, others, release, threads, addresses);
     Ringmaster holder = twins.holder();
@@ -229,7 +233,7 @@ class RefusedLeaverTest {
     await("the refused twin let in").atMost(WAIT).until(() -> refused.isInRing()
         && first.channel().getView().size() == others.size() + 1 && refused.viewId() == first.viewId());
     assertFalse(closing.isDone(), "its close() still waits for the listener");
-    return new Admitted(refused, closing);
+    return new Twin(refused, closing);
   }
 
   /** Waits for a latch, at most a minute: true if it opened, false if that ran out or the thread was interrupted. */
