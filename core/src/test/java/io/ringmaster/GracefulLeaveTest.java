@@ -163,7 +163,7 @@ class GracefulLeaveTest {
   }
 
   /** Waits for a latch, at most a minute: true if it opened, false if that ran out or the thread was interrupted. */
-  private static boolean awaitBounded(CountDownLatch latch) {
+  static boolean awaitBounded(CountDownLatch latch) {
     try {
       return latch.await(1, TimeUnit.MINUTES);
     } catch (InterruptedException e) {

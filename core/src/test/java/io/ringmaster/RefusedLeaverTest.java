@@ -204,7 +204,7 @@ class RefusedLeaverTest {
     CountDownLatch holding = new CountDownLatch(1);
     refused.addMembershipListener(change -> {
       holding.countDown();
-      awaitBounded(release);
+      GracefulLeaveTest.awaitBounded(release);
     });
     assertTrue(holding.await(1, TimeUnit.MINUTES), "the listener's first callback runs");
     CompletableFuture<Void> closing = threads.run("close-refused", refused::close);
@@ -234,16 +234,6 @@ class RefusedLeaverTest {
         && first.channel().getView().size() == others.size() + 1 && refused.viewId() == first.viewId());
     assertFalse(closing.isDone(), "its close() still waits for the listener");
     return new Twin(refused, closing);
-  }
-
-  /** Waits for a latch, at most a minute: true if it opened, false if that ran out or the thread was interrupted. */
-  private static boolean awaitBounded(CountDownLatch latch) {
-    try {
-      return latch.await(1, TimeUnit.MINUTES);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
   }
 
   /** On the islands' stack, one replica, and a leaveTimeout long enough for the held listener. */
