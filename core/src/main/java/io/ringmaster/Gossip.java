@@ -11,8 +11,10 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -37,7 +39,7 @@ import org.jgroups.util.UUID;
  * so the first few old members of the view tell them ({@link #sendRingBefore}).
  *
  * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other member of
- * its ring before its listeners' hand-off, so that a member closed at the same time hands nothing
+ * its view before its listeners' hand-off, so that a member closed at the same time hands nothing
  * to it; then, if its listeners handled the hand-off in time and none threw on it, "my hand-off is
  * done", so that the newcomers of the view it leaves in are told that its data went to the others.
  *
@@ -79,8 +81,9 @@ final class Gossip {
   static final byte TYPE_LISTED_QUERY = 5;
   /**
    * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
-   * other member of its ring, before its listeners' hand-off; from a member the cluster refuses too
-   * (a view may let it in before it has left). A member that is leaving too then hands nothing to
+   * other member of its view (those the cluster refuses too: a view may let one in before the
+   * sender has left), before its listeners' hand-off; from a member the cluster refuses too (a view
+   * may let it in before it has left). A member that is leaving too then hands nothing to
    * it (unless no member that owns anything stays): receivers keep the sender's address, never its
    * id, which a member the cluster refuses shares with the member that holds it. Releases without
    * this type ignore it.
@@ -88,7 +91,7 @@ final class Gossip {
   static final byte TYPE_LEAVING = 6;
   /**
    * View id, view creator: "my hand-off is done", from a member that is leaving, to every other
-   * member of its ring, once every listener of its handled the LEAVING change within
+   * member of its view, once every listener of its handled the LEAVING change within
    * {@code leaveTimeout} and each listener given that change returned from it normally (none threw
    * on it, and none was removed before it returned), just before it leaves. The old members that tell
    * the newcomers of the view it leaves in what the ring was before it name only such members as
@@ -341,12 +344,23 @@ final class Gossip {
   }
 
   /**
-   * Tells every other member of this node's ring that it is leaving ({@link #TYPE_LEAVING}), or,
-   * with {@code handedOff}, that its hand-off is done ({@link #TYPE_HANDED_OFF}). On the thread
-   * that closes the node: a send may wait for the transport's queue.
+   * Tells every other member of this node's view that it is leaving ({@link #TYPE_LEAVING}), or,
+   * with {@code handedOff}, that its hand-off is done ({@link #TYPE_HANDED_OFF}): the members of
+   * the ring {@code s} holds, those of its view that the cluster refuses (one let in later may
+   * close before this node has left, or tell a newcomer of the view this node leaves in what the
+   * ring was), and those of the channel's view, which may be a view ahead. On the thread that
+   * closes the node: a send may wait for the transport's queue.
    */
-  void sendLeaving(long viewId, Address viewCreator, Collection<Address> members, boolean handedOff) {
-    byte[] payload = encodeLeaving(viewId, viewCreator, handedOff);
+  void sendLeaving(ClusterNode.Snapshot s, boolean handedOff) {
+    Set<Address> members = new LinkedHashSet<>(s.addresses().values());
+    if (s.view() != null) {
+      members.addAll(s.view().getMembers());
+    }
+    View latest = channel.getView();
+    if (latest != null) {
+      members.addAll(latest.getMembers());
+    }
+    byte[] payload = encodeLeaving(s.viewId(), s.viewCreator(), handedOff);
     for (Address member : members) {
       if (member.equals(channel.getAddress())) {
         continue;

@@ -568,12 +568,13 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Tells the other members of the ring that this node is leaving, before its LEAVING change is
+   * Tells the other members of the view that this node is leaving, before its LEAVING change is
    * queued: one closed at the same time then hands nothing to it, if the news is there before it
    * makes its own change (see {@code Gossip.TYPE_LEAVING}). Said by a node the cluster refuses too:
    * a view may let it in before it has left (the holder of its id gone), and a member closing then
-   * must hand it nothing. With {@code handedOff}, once the node, in the ring, made that change and
-   * every listener handled it within leaveTimeout, none throwing: the old members then name this
+   * must hand it nothing. Said to the members the cluster refuses too: one let in before this node
+   * has left must hand it nothing if it closes then. With {@code handedOff}, once the node, in the
+   * ring, made that change and every listener handled it within leaveTimeout, none throwing: the old members then name this
    * node to the newcomers of the view it leaves in as a member whose data went to the ring without
    * it ({@code Gossip.TYPE_HANDED_OFF}). A send that fails is logged at DEBUG, and whatever fails
    * here, the leave goes on: the others treat this node as one that left without a word.
@@ -583,7 +584,7 @@ public final class Ringmaster implements AutoCloseable {
       ClusterNode.Snapshot s = node.state();
       Gossip g = gossip;
       if ((s.localInRing() || !handedOff) && g != null) {
-        g.sendLeaving(s.viewId(), s.viewCreator(), s.addresses().values(), handedOff);
+        g.sendLeaving(s, handedOff);
       }
     } catch (RuntimeException e) {
       Logs.quietly(() -> LOG.log(Level.WARNING, config.nodeId() + ": could not tell the others that it "

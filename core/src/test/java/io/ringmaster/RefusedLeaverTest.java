@@ -133,6 +133,60 @@ class RefusedLeaverTest {
         "the holder takes part of d's ranges: " + leaving.lost());
   }
 
+  /**
+   * Two ids with two members each: the twin of "a" the cluster refuses says it is leaving while
+   * the twin of "e" is refused too, not in the ring. The holders of both ids leave, both twins are
+   * let in, and the twin of "e" closes before the twin of "a" has left: it heard the word all the
+   * same (a leaver tells every member of its view, not only those of its ring), and hands the twin
+   * of "a" nothing, only to b.
+   */
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void refusedWhenAnotherRefusedMemberSaidItWasLeaving_closingOnceBothAreLetIn_handsThatLeaverNothing()
+      throws Exception {
+    List<OwnershipChange> ofE = new CopyOnWriteArrayList<>();
+    List<Address> addresses = new ArrayList<>();
+    CountDownLatch release = new CountDownLatch(1);
+    try (TestCluster cluster = new TestCluster("refused-leaver-and-refused-closer");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
+      try {
+        Ringmaster b = cluster.start(builder(cluster, "b"));
+        List<Pair> twins = twins(cluster, List.of(b), List.of("a", "e"), addresses);
+        Ringmaster leaver = twins.get(0).refused();
+        Ringmaster closer = twins.get(1).refused();
+        closer.addOwnershipListener(ofE::add);
+        CompletableFuture<Void> leaving = holdInClose(leaver, release, threads);
+        Address leaverAt = leaver.channel().getAddress();
+        await("e's refused twin told that a's is leaving").atMost(WAIT)
+            .until(() -> closer.leavingPeers().contains(leaverAt));
+        assertFalse(closer.isInRing(), "told while refused");
+
+        twins.get(0).holder().close();
+        twins.get(1).holder().close();
+        await("both twins let in").atMost(WAIT).until(() -> leaver.isInRing() && closer.isInRing()
+            && b.channel().getView().size() == 3 && closer.viewId() == b.viewId());
+        assertEquals(List.of("a", "b", "e"), ids(closer.ring()));
+        assertFalse(leaving.isDone(), "a's twin has not left");
+
+        closer.close();
+        OwnershipChange change = ofE.get(ofE.size() - 1);
+        assertEquals(OwnershipChange.Reason.LEAVING, change.reason());
+        assertEquals(List.of("b"), ids(change.ring()), "e's twin hands off to the ring without a's");
+        assertFalse(change.lost().isEmpty());
+        for (RingDiff.Lost l : change.lost()) {
+          assertEquals(List.of("b"), l.destinations().stream().map(Member::id).toList(),
+              "e's twin hands " + l.range() + " to b");
+        }
+        release.countDown();
+        leaving.get(1, TimeUnit.MINUTES);
+      } finally {
+        release.countDown();
+      }
+    } finally {
+      addresses.forEach(Islands::forget);
+    }
+  }
+
   /** What a test checks of d and the refused twin before d closes. */
   private interface BeforeDCloses {
     void check(Ringmaster d, Ringmaster twin) throws Exception;
@@ -175,32 +229,61 @@ class RefusedLeaverTest {
 
   /**
    * Starts "a" after {@code others} (so that the first of them coordinates their side), then a
-   * twin "a" alone on another island, and heals: one of the two keeps the id, the other is refused.
-   * The refused one gets a membership listener whose first callback lasts until {@code release}
-   * opens, and closes on a thread of {@code threads}: its close() comes to the LEAVING change while
-   * refused, and waits for that listener.
+   * twin "a" alone on another island, and heals: one of the two keeps the id, the other is refused
+   * (see {@link #twins}). The refused one gets a membership listener whose first callback lasts
+   * until {@code release} opens, and closes on a thread of {@code threads}: its close() comes to the
+   * LEAVING change while refused, and waits for that listener.
    */
   private static Refused refuseWhileClosing(TestCluster cluster, List<Ringmaster> others, CountDownLatch release,
                                            JoinedThreads threads, List<Address> addresses) throws Exception {
-    Ringmaster a = cluster.start(builder(cluster, "a"));
+    Pair twins = twins(cluster, others, List.of("a"), addresses).get(0);
+    return new Refused(twins.holder(), twins.refused(), holdInClose(twins.refused(), release, threads));
+  }
+
+  /**
+   * Starts a member for each of {@code ids} after {@code others} (so that the first of them
+   * coordinates their side), then a twin of each on another island, and heals: for each id one of
+   * the two keeps it, the other is refused. Returns them in the order of {@code ids}.
+   */
+  private static List<Pair> twins(TestCluster cluster, List<Ringmaster> others, List<String> ids,
+                                   List<Address> addresses) throws Exception {
     List<Ringmaster> side = new ArrayList<>(others);
-    side.add(a);
+    for (String id : ids) {
+      side.add(cluster.start(builder(cluster, id)));
+    }
     TestCluster.awaitAgreement(side, side.size(), WAIT);
-    Ringmaster twin;
+    List<Ringmaster> twins = new ArrayList<>();
     try (AutoCloseable on = Islands.startOn(1)) {
-      twin = cluster.start(builder(cluster, "a"));
+      for (String id : ids) {
+        twins.add(cluster.start(builder(cluster, id)));
+      }
     }
     List<Ringmaster> all = new ArrayList<>(side);
-    all.add(twin);
+    all.addAll(twins);
     all.forEach(n -> addresses.add(n.channel().getAddress()));
     addresses.forEach(x -> Islands.move(x, 0));
     Ringmaster first = others.get(0);
-    await("one view of all, one holder of the id").atMost(WAIT).until(() -> all.stream()
+    List<List<Ringmaster>> byId = new ArrayList<>();
+    for (int i = 0; i < ids.size(); i++) {
+      byId.add(List.of(side.get(others.size() + i), twins.get(i)));
+    }
+    await("one view of all, one holder of each id").atMost(WAIT).until(() -> all.stream()
         .allMatch(n -> n.channel().getView().size() == all.size() && n.viewId() == first.viewId())
-        && a.isInRing() != twin.isInRing());
-    Ringmaster holder = a.isInRing() ? a : twin;
-    Ringmaster refused = holder == a ? twin : a;
+        && byId.stream().allMatch(two -> two.get(0).isInRing() != two.get(1).isInRing()));
+    return byId.stream().map(two -> two.get(0).isInRing() ? new Pair(two.get(0), two.get(1))
+        : new Pair(two.get(1), two.get(0))).toList();
+  }
 
+  /** Two members with one id: the one that holds it, and the one the cluster refuses. */
+  private record Pair(Ringmaster holder, Ringmaster refused) { }
+
+  /**
+   * Gives {@code refused} a membership listener whose first callback lasts until {@code release}
+   * opens, and closes it on a thread of {@code threads}; returns once its close() is past the
+   * LEAVING change, made while it is still refused.
+   */
+  private static CompletableFuture<Void> holdInClose(Ringmaster refused, CountDownLatch release,
+                                                     JoinedThreads threads) throws Exception {
     CountDownLatch holding = new CountDownLatch(1);
     refused.addMembershipListener(change -> {
       holding.countDown();
@@ -210,7 +293,7 @@ class RefusedLeaverTest {
     CompletableFuture<Void> closing = threads.run("close-refused", refused::close);
     await("the refused twin's close() past its LEAVING change").atMost(WAIT).until(refused::pastLeavingChange);
     assertFalse(refused.isInRing(), "still refused");
-    return new Refused(holder, refused, closing);
+    return closing;
   }
 
   /** The holder of the twins' id, and the refused twin, whose close() waits past its LEAVING change. */
