@@ -8,6 +8,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.time.Duration;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -15,9 +16,11 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -99,6 +102,18 @@ final class Gossip {
    * Releases without this type ignore it.
    */
   static final byte TYPE_HANDED_OFF = 7;
+  /**
+   * View id, view creator: "I have your word that your hand-off is done", the answer to
+   * {@link #TYPE_HANDED_OFF}, sent once the word is kept. The leaver waits for it from every member
+   * it told (at most {@link #HANDED_OFF_ACK_TIMEOUT}) before it leaves: the word travels on its own,
+   * the view that removes the leaver through the coordinator, and without the wait the view can be
+   * handled first, so that a member that tells the newcomers of that view what the ring was before
+   * names the leaver as still holding its data. Releases without this type ignore it (and send none:
+   * a leaver waits for them until the timeout).
+   */
+  static final byte TYPE_HANDED_OFF_ACK = 8;
+  /** How long a leaver waits, at most, for the answers to "my hand-off is done" (see {@link #TYPE_HANDED_OFF_ACK}). */
+  static final Duration HANDED_OFF_ACK_TIMEOUT = Duration.ofSeconds(2);
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -136,6 +151,8 @@ final class Gossip {
   /** Answers "your view is not mine" queued at most, beyond which a stranger's query goes unanswered. */
   static final int MAX_TELLS_QUEUED = 64;
   private final AtomicInteger tellsQueued = new AtomicInteger();
+  /** The members a leaver awaits the answer of, to "my hand-off is done"; null but while it waits. */
+  private volatile Awaited awaitedAcks;
   /** The members told "not in view", by view: each is logged once a view (guarded by itself). */
   private final OncePerView told = new OncePerView();
   /** Those WARNINGs, ten at most every 10 s (a forger can name a new member in each query). */
@@ -144,7 +161,8 @@ final class Gossip {
   private final DropLog.Window divergenceLines = new DropLog.Window(System::nanoTime, DropLog.MAX_LINES);
 
   /**
-   * @param background  runs the replies to checksums from members this node's view does not list
+   * @param background  runs the replies to checksums from members this node's view does not list, and
+   *                    the answers to "my hand-off is done"
    * @param onNotListed called on a JGroups thread, without waiting, when a member of this node's
    *                    view says that view does not list this node
    */
@@ -352,19 +370,10 @@ final class Gossip {
    * closes the node: a send may wait for the transport's queue.
    */
   void sendLeaving(ClusterNode.Snapshot s, boolean handedOff) {
-    Set<Address> members = new LinkedHashSet<>(s.addresses().values());
-    if (s.view() != null) {
-      members.addAll(s.view().getMembers());
-    }
-    View latest = channel.getView();
-    if (latest != null) {
-      members.addAll(latest.getMembers());
-    }
+    Set<Address> members = new LinkedHashSet<>();
+    addRecipients(s, members);
     byte[] payload = encodeLeaving(s.viewId(), s.viewCreator(), handedOff);
     for (Address member : members) {
-      if (member.equals(channel.getAddress())) {
-        continue;
-      }
       try {
         channel.send(control(member, payload));
       } catch (Exception e) {
@@ -372,6 +381,79 @@ final class Gossip {
             handedOff ? "handed its data off" : "is leaving", e);
       }
     }
+  }
+
+  /** Adds the members {@link #sendLeaving} tells to {@code members}: see there. */
+  private void addRecipients(ClusterNode.Snapshot s, Set<Address> members) {
+    members.addAll(s.addresses().values());
+    if (s.view() != null) {
+      members.addAll(s.view().getMembers());
+    }
+    View latest = channel.getView();
+    if (latest != null) {
+      members.addAll(latest.getMembers());
+    }
+    members.remove(channel.getAddress());
+  }
+
+  /**
+   * Sends "my hand-off is done" as {@link #sendLeaving} does, then waits until every member told
+   * answers ({@link #TYPE_HANDED_OFF_ACK}) or {@code timeout} passes, whichever comes first; but for
+   * the members that said they are leaving too (one may have closed, and a closed node answers
+   * nothing). An interrupt ends the wait, and is kept.
+   *
+   * @return the members whose answer did not come
+   */
+  Set<Address> sendHandedOff(ClusterNode.Snapshot s, Duration timeout) {
+    Set<Address> waitFor = ConcurrentHashMap.newKeySet();
+    addRecipients(s, waitFor);
+    waitFor.removeAll(node.leavingPeers());
+    Awaited awaited = new Awaited(waitFor);
+    awaitedAcks = awaited;
+    try {
+      sendLeaving(s, true);
+      awaited.await(timeout);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      awaitedAcks = null;
+    }
+    return Set.copyOf(waitFor);
+  }
+
+  /** The members whose answer a leaver awaits: removed as each answers. */
+  private static final class Awaited {
+    private final Set<Address> members;
+
+    Awaited(Set<Address> members) {
+      this.members = members;
+    }
+
+    /** On a JGroups thread: never blocks but for the monitor, held only to wake the waiter. */
+    void answered(Address member) {
+      if (members.remove(member)) {
+        synchronized (this) {
+          notifyAll();
+        }
+      }
+    }
+
+    synchronized void await(Duration timeout) throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      for (long left = timeout.toNanos(); !members.isEmpty() && left > 0; left = deadline - System.nanoTime()) {
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      }
+    }
+
+    boolean waiting() {
+      return !members.isEmpty();
+    }
+  }
+
+  /** Whether this node, leaving, waits for the answers to "my hand-off is done" (for tests). */
+  boolean awaitingHandedOffAcks() {
+    Awaited a = awaitedAcks;
+    return a != null && a.waiting();
   }
 
   /** "I am leaving", or with {@code handedOff} "my hand-off is done": the header alone. */
@@ -401,7 +483,7 @@ final class Gossip {
     }
     byte type = payload[msg.getOffset()];
     if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY
-        && type != TYPE_LEAVING && type != TYPE_HANDED_OFF) {
+        && type != TYPE_LEAVING && type != TYPE_HANDED_OFF && type != TYPE_HANDED_OFF_ACK) {
       return;
     }
     if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
@@ -424,6 +506,15 @@ final class Gossip {
         node.leavingArrived(msg.getSrc(), false);
       } else if (type == TYPE_HANDED_OFF) {
         node.leavingArrived(msg.getSrc(), true);
+        if (msg.getSrc() != null) { // kept (or not, from a member outside the view): the leaver may go
+          queueSend(msg.getSrc(), encodeHeader(TYPE_HANDED_OFF_ACK, viewId, creator),
+              "its word that its hand-off is done is kept");
+        }
+      } else if (type == TYPE_HANDED_OFF_ACK) {
+        Awaited a = awaitedAcks;
+        if (a != null) {
+          a.answered(msg.getSrc());
+        }
       } else {
         int count = in.readInt();
         if (count < 0 || count > in.available() || count > HashRing.MAX_MEMBERS) {
@@ -566,27 +657,41 @@ final class Gossip {
     Logs.quietly(() -> LOG.log(level, "{0}: {1} says it is in view {2}, which does not list it: one view id"
         + " with two member lists (a JGroups merge race); telling it to rejoin", localId, NodeMetadata.describe(member),
         view.getViewId()));
+    if (queueSend(member, encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator()),
+        "it is not in view " + view.getViewId())) {
+      notListedSent.incrementAndGet();
+    }
+  }
+
+  /**
+   * Sends {@code payload} to {@code member} from the background executor: a JGroups thread must not
+   * wait for the transport's queue. At most {@link #MAX_TELLS_QUEUED} such sends wait at once (a
+   * flood of queries gets no more); one that fails, or finds the node closing, is logged at DEBUG.
+   *
+   * @return whether the send was queued
+   */
+  private boolean queueSend(Address member, byte[] payload, String what) {
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
       tellsQueued.decrementAndGet();
       Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId,
           MAX_TELLS_QUEUED, member));
-      return;
+      return false;
     }
-    byte[] payload = encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator());
     try {
       background.execute(() -> {
         try {
           channel.send(control(member, payload));
         } catch (Exception e) {
-          LOG.log(Level.DEBUG, "telling {0} it is not in view {1} failed: {2}", member, view.getViewId(), e);
+          LOG.log(Level.DEBUG, "telling {0} {1} failed: {2}", member, what, e);
         } finally {
           tellsQueued.decrementAndGet();
         }
       });
-      notListedSent.incrementAndGet();
+      return true;
     } catch (RejectedExecutionException closing) {
       tellsQueued.decrementAndGet();
-      LOG.log(Level.DEBUG, "closing: {0} not told it is not in view {1}", member, view.getViewId());
+      LOG.log(Level.DEBUG, "closing: {0} not told {1}", member, what);
+      return false;
     }
   }
 

@@ -130,6 +130,8 @@ public final class Ringmaster implements AutoCloseable {
   /** Set by start() (again on a port-race retry); read by any thread. */
   private volatile JChannel channel;
   private volatile Gossip gossip;
+  /** Those that did not answer this node's "my hand-off is done" in time; null until it said it. */
+  private volatile Set<Address> handedOffUnanswered;
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by a graceful leave whose wait found every listener idle: see {@link #leftIdle()}. */
   private volatile boolean leftIdle;
@@ -576,15 +578,29 @@ public final class Ringmaster implements AutoCloseable {
    * has left must hand it nothing if it closes then. With {@code handedOff}, once the node, in the
    * ring, made that change and every listener handled it within leaveTimeout, none throwing: the old members then name this
    * node to the newcomers of the view it leaves in as a member whose data went to the ring without
-   * it ({@code Gossip.TYPE_HANDED_OFF}). A send that fails is logged at DEBUG, and whatever fails
-   * here, the leave goes on: the others treat this node as one that left without a word.
+   * it ({@code Gossip.TYPE_HANDED_OFF}); then it waits for their answers, up to
+   * {@code Gossip.HANDED_OFF_ACK_TIMEOUT} (or {@code leaveTimeout}, if shorter), so that the view
+   * it leaves in cannot reach them before the word. A send that fails is logged at DEBUG, and
+   * whatever fails here, the leave goes on: the others treat this node as one that left without a word.
    */
   private void announceLeave(boolean handedOff) {
     try {
       ClusterNode.Snapshot s = node.state();
       Gossip g = gossip;
-      if ((s.localInRing() || !handedOff) && g != null) {
-        g.sendLeaving(s, handedOff);
+      if (g == null) {
+        return;
+      }
+      if (!handedOff) {
+        g.sendLeaving(s, false);
+      } else if (s.localInRing()) {
+        Duration wait = config.leaveTimeout().compareTo(Gossip.HANDED_OFF_ACK_TIMEOUT) < 0 ? config.leaveTimeout()
+            : Gossip.HANDED_OFF_ACK_TIMEOUT;
+        Set<Address> silent = g.sendHandedOff(s, wait);
+        handedOffUnanswered = silent;
+        if (!silent.isEmpty()) {
+          Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: no answer in {1} ms to \"my hand-off is done\" from {2};"
+              + " leaving all the same", config.nodeId(), Long.toString(wait.toMillis()), silent));
+        }
       }
     } catch (RuntimeException e) {
       Logs.quietly(() -> LOG.log(Level.WARNING, config.nodeId() + ": could not tell the others that it "
@@ -1474,6 +1490,20 @@ public final class Ringmaster implements AutoCloseable {
    */
   boolean pastLeavingChange() {
     return node.left();
+  }
+
+  /**
+   * The members that did not answer "my hand-off is done" in time, once close() said it; null
+   * before (for tests).
+   */
+  Set<Address> handedOffUnanswered() {
+    return handedOffUnanswered;
+  }
+
+  /** Whether close() waits for the answers to "my hand-off is done" (for tests). */
+  boolean awaitingHandedOffAcks() {
+    Gossip g = gossip;
+    return g != null && g.awaitingHandedOffAcks();
   }
 
   /** Gossip messages sent to every member, dropped unread (for tests). */

@@ -433,7 +433,7 @@ class GossipMessagesTest {
       r.run();
     };
     try (Pair p = new Pair("gossip-tells-fail", background);
-         NodeLog log = new NodeLog(r -> r.getMessage().startsWith("telling {0} it is not in view")
+         NodeLog log = new NodeLog(r -> r.getMessage().startsWith("telling {0} {1} failed")
              || r.getMessage().startsWith("closing: ") || r.getMessage().contains("answers to send already"))) {
       View v = p.view();
       byte[] query = Gossip.encodeListedQuery(v.getViewId().getId(), v.getCreator());
