@@ -175,16 +175,19 @@ final class Flags {
 
   /**
    * {@code value} in double quotes, cut after 120 characters (then saying how many it has), with
-   * {@code "}, {@code \} and each character that does not show or would break the line (a control
-   * character, an unpaired surrogate, a format character such as a zero-width space, a space other
-   * than ' ') as Java escapes of its UTF-16 code units: a line break in a value leaves the message
-   * one line, and a value of "8081" and a space is not shown as 8081.
+   * {@code "} and {@code \} escaped by a backslash (so a JSON body reads {@code "{\"ids\": 3}"}),
+   * and each character that does not show or would break the line (a control character, an unpaired
+   * surrogate, a format character such as a zero-width space, a space other than ' ') as Java
+   * escapes of its UTF-16 code units: a line break in a value leaves the message one line, and a
+   * value of "8081" and a space is not shown as 8081.
    */
   static String quoted(String value) {
     StringBuilder b = new StringBuilder("\"");
     int end = value.offsetByCodePoints(0, value.codePointCount(0, Math.min(value.length(), SHOWN_CHARS)));
     value.substring(0, end).codePoints().forEach(c -> {
-      if (c == '"' || c == '\\' || invisible(c)) {
+      if (c == '"' || c == '\\') {
+        b.append('\\').appendCodePoint(c);
+      } else if (invisible(c)) {
         for (char unit : Character.toChars(c)) {
           b.append(String.format("\\u%04x", (int) unit));
         }

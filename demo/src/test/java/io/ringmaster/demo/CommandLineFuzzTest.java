@@ -659,13 +659,14 @@ class CommandLineFuzzTest {
     assertEquals(expected, lines, () -> shownArgs(List.of(args)));
   }
 
-  private static final Pattern QUOTED = Pattern.compile("\"((?:[^\"\\\\]|\\\\u[0-9a-fA-F]{4})*)\"");
-  private static final Pattern ESCAPE = Pattern.compile("\\\\u([0-9a-fA-F]{4})");
+  private static final Pattern QUOTED = Pattern.compile("\"((?:[^\"\\\\]|\\\\u[0-9a-fA-F]{4}|\\\\[\"\\\\])*)\"");
+  private static final Pattern ESCAPE = Pattern.compile("\\\\u([0-9a-fA-F]{4})|\\\\([\"\\\\])");
 
   /**
    * Whether {@code text} shows {@code value}: as it is, when every character of it is visible and
-   * it is short; else in double quotes where {@code \\uXXXX} stands for a character, whole, or cut
-   * after at least 40 characters with the value's length said (in characters, or bytes of UTF-8).
+   * it is short; else in double quotes where {@code \\uXXXX} stands for a character and a backslash
+   * comes before each {@code "} and {@code \}, whole, or cut after at least 40 characters with the
+   * value's length said (in characters, or bytes of UTF-8).
    */
   private static void assertShows(String text, String value, Supplier<String> where) {
     if (plain(value) && text.contains(value)) {
@@ -673,8 +674,8 @@ class CommandLineFuzzTest {
     }
     Matcher m = QUOTED.matcher(text);
     while (m.find()) {
-      String shown = ESCAPE.matcher(m.group(1)).replaceAll(e -> Matcher.quoteReplacement(
-          Character.toString(Integer.parseInt(e.group(1), 16))));
+      String shown = ESCAPE.matcher(m.group(1)).replaceAll(e -> Matcher.quoteReplacement(e.group(1) == null
+          ? e.group(2) : Character.toString(Integer.parseInt(e.group(1), 16))));
       if (shown.equals(value)) {
         return;
       }

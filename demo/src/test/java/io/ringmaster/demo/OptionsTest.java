@@ -290,6 +290,12 @@ class OptionsTest {
   }
 
   @Test
+  void quoted_putsABackslashBeforeQuotesAndBackslashes_andShowsInvisibleCharactersAsJavaEscapes() {
+    assertEquals("\"{\\\"ids\\\": [\\\"p\\\\1\\\"]}\"", Flags.quoted("{\"ids\": [\"p\\1\"]}"));
+    assertEquals("\"a\\u000ab\u00e9\"", Flags.quoted("a\nb\u00e9"));
+  }
+
+  @Test
   void clusterParse_badPeers_namesTheFlag() {
     assertEquals("--peers must be a whole number in 1..20: 50",
         assertThrows(UsageException.class, () -> ClusterOptions.parse(new String[] {"--peers", "50"}, 0)).getMessage());
