@@ -295,22 +295,26 @@ final class Launcher {
    * Waits for peers sent SIGTERM to stop, together up to {@link #STOP_TIMEOUT}, then kills those
    * still running. A peer that did not get ready in time is stopped this way too, not killed at
    * once: it may have joined already and taken keys that old owners handed it and dropped (with one
-   * replica, its copy is the only one).
+   * replica, its copy is the only one). Returns the ids of those it killed.
    */
-  private void awaitStopped(List<PeerProcess> terminated) {
+  private List<String> awaitStopped(List<PeerProcess> terminated) {
     long deadline = System.nanoTime() + STOP_TIMEOUT.toNanos();
+    List<String> killed = new ArrayList<>();
     for (PeerProcess p : terminated) {
       try {
         long left = Math.max(1, deadline - System.nanoTime());
         if (!p.process().waitFor(left, TimeUnit.NANOSECONDS)) {
           out.println(p.id() + " did not stop within " + STOP_TIMEOUT.toSeconds() + " s; killing it");
           p.process().destroyForcibly();
+          killed.add(p.id());
         }
       } catch (InterruptedException e) {
         p.process().destroyForcibly();
+        killed.add(p.id());
         Thread.currentThread().interrupt();
       }
     }
+    return killed;
   }
 
   private boolean isStopping() {
@@ -529,7 +533,12 @@ final class Launcher {
         out.flush();
       }
       alive.forEach(p -> p.process().destroy());
-      awaitStopped(alive);
+      List<String> killed = awaitStopped(alive);
+      if (!alive.isEmpty()) {
+        out.println(killed.isEmpty() ? (alive.size() == 1 ? "the peer stopped" : "all " + alive.size() + " peers stopped")
+            : (alive.size() - killed.size()) + " of " + alive.size() + " peers stopped; killed " + String.join(", ", killed));
+        out.flush();
+      }
     } finally {
       allStopped.countDown();
     }

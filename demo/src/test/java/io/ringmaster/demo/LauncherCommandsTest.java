@@ -802,7 +802,7 @@ class LauncherCommandsTest {
         "ring: peer-1 is in the ring",
         "open " + peer.url() + "/ in a browser; type help for commands",
         "> stopping 1 peer (each hands its keys to the peers that stay, if any; up to "
-            + Launcher.STOP_TIMEOUT.toSeconds() + " s)"), List.of(said().split(NL)));
+            + Launcher.STOP_TIMEOUT.toSeconds() + " s)", "the peer stopped"), List.of(said().split(NL)));
     assertEquals(List.of(), errLines());
     assertFalse(peer.isAlive(), "stopped at the end of the input");
   }

@@ -266,6 +266,8 @@ class LauncherProcessTest extends WithPeerCluster {
           + " its keys to the peers that stay, if any; up to " + Launcher.STOP_TIMEOUT.toSeconds() + " s)" + NL),
           how + ": " + output);
       assertFalse(output.toString().contains("did not stop"), how + ": " + output);
+      assertTrue(output.toString().endsWith((peers == 1 ? "the peer stopped" : "all " + peers + " peers stopped") + NL),
+          how + ": the last line says the peers stopped: " + output);
       for (ProcessHandle peer : started) {
         assertFalse(peer.isAlive(), how + ": a peer outlived its launcher: " + peer.pid());
       }
