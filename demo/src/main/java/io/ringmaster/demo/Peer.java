@@ -300,8 +300,8 @@ final class Peer implements AutoCloseable {
     maintenance.scheduleWithFixedDelay(() -> guard("tombstone purge", () -> counters.tombstonesPurged.add(
         purgeTombstones(store, incoming, VersionClock.systemMicros(), grace))), purgeEvery, purgeEvery,
         TimeUnit.MILLISECONDS);
-    RingView ringView = new RingView(node, directory, routing::inRing);
     faults = Faults.of(options.faultInjection(), node);
+    RingView ringView = new RingView(node, directory, routing::inRing, faults::cutOffFrom);
     gate.open(new HttpApi(kv, store, routing, ringView, this::stats, events, node::viewId, faults));
   }
 

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /** {@code GET /ring}: the ring for drawing, each member's key counts, and each member's view of it. */
 final class RingView {
@@ -31,13 +32,16 @@ final class RingView {
    *               holds its id), the member named {@code local} is that other peer
    * @param agreed whether every member reported, recently, this peer's view id and checksum; false
    *               for a ring of no members
+   * @param cutOffFrom the ids of the peers this peer is cut off from by {@code POST /admin/split},
+   *               sorted; empty unless a split is in force
    */
   record RingReply(String local, boolean inRing, long viewId, String checksum, int virtualNodes, int replicas, int tokens,
-                   boolean agreed, List<MemberInfo> members, List<PeerInfo> peers) {}
+                   boolean agreed, List<MemberInfo> members, List<PeerInfo> peers, List<String> cutOffFrom) {}
 
   private final Ringmaster node;
   private final PeerDirectory directory;
   private final BooleanSupplier inRing;
+  private final Supplier<List<String>> cutOffFrom;
   /**
    * The last ring's primary ranges, by its checksum (a ring's ranges never change): one ring's
    * only, since at 50 members of 1,024 virtual nodes they take megabytes as text.
@@ -49,11 +53,13 @@ final class RingView {
   /**
    * @param inRing whether this peer is in the ring, as it routes ({@link Routing#inRing()}): a peer
    *               closing its node is not shown as refused
+   * @param cutOffFrom the ids this peer is cut off from, sorted ({@link Faults#cutOffFrom()})
    */
-  RingView(Ringmaster node, PeerDirectory directory, BooleanSupplier inRing) {
+  RingView(Ringmaster node, PeerDirectory directory, BooleanSupplier inRing, Supplier<List<String>> cutOffFrom) {
     this.node = node;
     this.directory = directory;
     this.inRing = inRing;
+    this.cutOffFrom = cutOffFrom;
   }
 
   /**
@@ -102,7 +108,7 @@ final class RingView {
           st.migrationsInProgress()));
     }
     return new RingReply(node.localMember().id(), inRing.getAsBoolean(), viewId, Long.toHexString(ring.checksum()),
-        ring.virtualNodes(), node.config().replicas(), ring.tokenCount(), agreed, members, peers);
+        ring.virtualNodes(), node.config().replicas(), ring.tokenCount(), agreed, members, peers, cutOffFrom.get());
   }
 
   private Map<String, List<List<String>>> ranges(HashRing ring) {

@@ -207,6 +207,7 @@ class PeerHttpTest {
     assertEquals(stats.path("viewId").asLong(), none.path("viewId").asLong(-1), none::toString);
     JsonNode ring = PeerCluster.parse(send("GET", "/ring?ranges=false", null).body());
     assertEquals(ring.path("virtualNodes").asInt(), ring.path("tokens").asInt(), "one member of weight 1: " + ring);
+    assertEquals("[]", ring.path("cutOffFrom").toString(), "no split, an empty list: " + ring);
   }
 
   /**

@@ -37,7 +37,7 @@ class RingViewTest {
     a = nodes.get(0);
     directory = new PeerDirectory(sequence -> null, new Rpc(null, null, null), id -> Optional.empty(),
         () -> Optional.of(UUID.randomUUID()));
-    view = new RingView(a.node(), directory, () -> true);
+    view = new RingView(a.node(), directory, () -> true, List::of);
     from = a.node().channel().getAddress();
   }
 
@@ -122,6 +122,31 @@ class RingViewTest {
     RingView.RingReply reply = view.reply(false);
     assertEquals(List.of(), reply.members(), reply::toString);
     assertFalse(reply.agreed(), reply::toString);
+  }
+
+  /**
+   * The reply names the peers a split cuts this one off from ({@code POST /admin/split}), sorted,
+   * for the page to say so; none before the split nor after the heal.
+   */
+  @Test
+  void aSplitInForce_namesThePeersCutOff_untilTheHeal() throws Exception {
+    String cluster = a.node().config().clusterName();
+    nodes.add(InJvmPeer.start(cluster, "b", TestingAids.fromSystemProperties()));
+    nodes.add(InJvmPeer.start(cluster, "c", TestingAids.fromSystemProperties()));
+    InJvmPeer.awaitOneRing(nodes);
+    Faults faults = Faults.of(true, a.node());
+    RingView withFaults = new RingView(a.node(), directory, () -> true, faults::cutOffFrom);
+    assertEquals(List.of(), withFaults.reply(false).cutOffFrom(), "no split yet");
+
+    RingView.RingReply during;
+    try {
+      faults.split("{\"ids\": [\"c\", \"b\"]}");
+      during = withFaults.reply(false);
+    } finally {
+      faults.heal(); // whatever the assertions say, the nodes close as one cluster
+    }
+    assertEquals(List.of("b", "c"), during.cutOffFrom());
+    assertEquals(List.of(), withFaults.reply(false).cutOffFrom(), "healed");
   }
 
   /**
