@@ -286,6 +286,25 @@ function renderHeader(ring) {
   document.getElementById('replicas').textContent = ring.replicas;
 }
 
+/**
+ * Shows whom a split made with POST /admin/split cuts this peer off from, or nothing when none is
+ * in force (a peer that does not report it: none), touching the page only when that changes.
+ */
+function renderSplit(ring) {
+  const cutOff = Array.isArray(ring.cutOffFrom) ? ring.cutOffFrom : [];
+  const line = document.getElementById('split');
+  const shown = JSON.stringify(cutOff);
+  if (line.dataset.shown === shown) return;
+  line.dataset.shown = shown;
+  // Each id in bold, as text: ids come from the peers.
+  document.getElementById('split-ids').replaceChildren(...cutOff.flatMap((id, i) => {
+    const b = document.createElement('b');
+    b.textContent = id;
+    return i === 0 ? [b] : [', ', b];
+  }));
+  line.hidden = cutOff.length === 0;
+}
+
 async function refresh() {
   try {
     // Polled without ranges (megabytes for big rings); fetched with them when the ring changes.
@@ -314,6 +333,7 @@ async function refresh() {
     // After the drawing, so that a failed ranges fetch leaves the header on the view drawn (the
     // header and the table show the polled view; a newer one fetched for the drawing, at the next poll).
     renderHeader(ring);
+    renderSplit(ring);
     const keys = ring.members.reduce((n, m) => n + (m.primaryKeys || 0), 0);
     document.getElementById('centre-members').textContent = memberCount(ring.members);
     document.getElementById('centre-keys').textContent = `${keys} keys`;

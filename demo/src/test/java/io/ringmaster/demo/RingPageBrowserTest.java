@@ -5,12 +5,15 @@ import static org.hamcrest.Matchers.contains;
 import static org.hamcrest.Matchers.equalTo;
 import static org.hamcrest.Matchers.startsWith;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.net.Socket;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -49,7 +52,8 @@ import org.openqa.selenium.chrome.ChromeOptions;
  * page shows its owners; a page whose event stream is refused comes live once places are free; a
  * hidden page gives its stream up; a slow reply does not overwrite a newer one; ids, zones, keys
  * and values that are HTML show as text; a peer's refusal shows its reason; a page whose peer stops
- * answering says so; at 1200 and 800 px nothing scrolls sideways, long ids included. Screenshots
+ * answering says so; a split made with {@code POST /admin/split} is said, naming the peers cut
+ * off, until the heal; at 1200 and 800 px nothing scrolls sideways, long ids included. Screenshots
  * go to {@code target/screenshots/} for people to look at.
  *
  * <p>Uses Debian's {@code chromium} and {@code chromium-driver} ({@code .ci/run} installs them);
@@ -64,7 +68,7 @@ class RingPageBrowserTest extends WithPeerCluster {
   private Path profile;
 
   @BeforeEach
-  void startBrowserAndPeers() throws IOException {
+  void startBrowser() throws IOException {
     Path chrome = Path.of(System.getProperty("chrome.binary", "/usr/bin/chromium"));
     Path driver = Path.of(System.getProperty("chromedriver", "/usr/bin/chromedriver"));
     assertTrue(Files.isExecutable(chrome) && Files.isExecutable(driver), "the browser test needs " + chrome + " and "
@@ -85,9 +89,6 @@ class RingPageBrowserTest extends WithPeerCluster {
     browser = new ChromeDriver(service, options);
     // Kept now: should the driver die, the browser it started is no longer this JVM's descendant.
     browserProcesses.addAll(ProcessHandle.current().descendants().filter(RingPageBrowserTest::isBrowser).toList());
-    cluster = new PeerCluster("browser", 2);
-    cluster.startAll("peer-1", "peer-2", "peer-3");
-    cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), WAIT);
   }
 
   /** The driver and browser processes, as they were once the browser started. */
@@ -148,6 +149,9 @@ class RingPageBrowserTest extends WithPeerCluster {
 
   @Test
   void ringPage_killAPeerAndPutAKey_updatesLiveWithoutReload() throws IOException, InterruptedException {
+    cluster = new PeerCluster("browser", 2);
+    cluster.startAll("peer-1", "peer-2", "peer-3");
+    cluster.awaitSettled(List.of("peer-1", "peer-2", "peer-3"), WAIT);
     browser.get(cluster.peer("peer-1").url() + "/");
     JavascriptExecutor js = (JavascriptExecutor) browser;
     js.executeScript("window.__loadedOnce = 'yes';"); // gone if the page reloads
@@ -441,6 +445,88 @@ class RingPageBrowserTest extends WithPeerCluster {
             && browser.findElement(By.tagName("main")).getAttribute("class").contains("stale"));
   }
 
+  /**
+   * A split made with {@code POST /admin/split} on each side (peer-1 alone on one): the page of
+   * peer-1 says a split is in force and names exactly the peers it drops, an id that is HTML as
+   * the text it is, and rewrites nothing of it while nothing changes; after the heal it says
+   * nothing of a split, without a reload.
+   */
+  @Test
+  void ringPage_splitThenHeal_namesThePeersCutOff_untilTheHeal() throws IOException {
+    String html = "<img src=x onerror=window.__xss=1>";
+    cluster = new PeerCluster("browser-split", 2);
+    cluster.awaitReady(cluster.start("peer-1", "--fault-injection"));
+    List<PeerCluster.TestPeer> others = List.of(cluster.start("peer-2", "--fault-injection"),
+        cluster.start("html", html, Map.of(), "--fault-injection"));
+    others.forEach(cluster::awaitReady);
+    cluster.awaitSettled(List.of("peer-1", "peer-2", "html"), WAIT);
+    browser.get(cluster.peer("peer-1").url() + "/");
+    JavascriptExecutor js = (JavascriptExecutor) browser;
+    js.executeScript("window.__loadedOnce = 'yes';"); // gone if the page reloads
+    await("the ring of three").atMost(WAIT).ignoreExceptions().until(() ->
+        rows().size() == 3 && "agree".equals(badge().getAttribute("data-state")));
+    assertFalse(splitLine().isDisplayed(), "no split yet: " + splitLine().getAttribute("textContent"));
+
+    split("peer-1", "peer-2", html);
+    split("peer-2", "peer-1");
+    split("html", "peer-1");
+    assertEquals(List.of(html, "peer-2"), cutOffFrom("peer-1"));
+    assertEquals(List.of("peer-1"), cutOffFrom("peer-2"));
+    String said = "Split in force: this peer drops every message from " + html + ", peer-2 (the launcher\u2019s"
+        + " heal ends it, or POST /admin/heal on each peer of the split)";
+    await("the page says whom peer-1 drops").atMost(WAIT).ignoreExceptions().until(() ->
+        splitLine().isDisplayed() && splitLine().getText().equals(said));
+    assertEquals(List.of(html, "peer-2"), js.executeScript(
+        "return [...document.querySelectorAll('#split-ids b')].map(b => b.textContent);"), "one name each");
+    // Each side's failure detector drops the other (the patient one of these peers: about 11 s).
+    await("peer-1's ring of itself alone").atMost(Duration.ofSeconds(90)).ignoreExceptions().until(() ->
+        rows().size() == 1 && arcs().size() == 1);
+    assertEquals(said, splitLine().getText());
+    assertEquals(List.of(0L, true), js.executeScript(INJECTED));
+    for (int width : new int[] {1200, 800}) {
+      browser.manage().window().setSize(new Dimension(width, 900));
+      assertEquals(List.of(), js.executeScript(OVERFLOWS), "overflow at " + width + " px, a split in force");
+      shoot("ring-split-" + width + "px");
+    }
+    browser.manage().window().setSize(new Dimension(1440, 900));
+    // Polls that bring the same split rewrite nothing of its line (a screen reader would announce each write).
+    js.executeScript("window.__splitWrites = 0; window.__polls = 0;"
+        + "new MutationObserver((records) => { window.__splitWrites += records.length; }).observe("
+        + "  document.getElementById('split'), {subtree: true, childList: true, characterData: true, attributes: true});"
+        + "const f = window.fetch;"
+        + "window.fetch = (url, o) => { if (String(url).startsWith('/ring')) window.__polls++; return f(url, o); };");
+    await("three more polls").atMost(WAIT).until(() ->
+        ((Number) js.executeScript("return window.__polls;")).intValue() >= 3);
+    assertEquals(0L, js.executeScript("return window.__splitWrites;"), "the split's line rewritten");
+
+    for (String name : List.of("peer-1", "peer-2", "html")) {
+      HttpResponse<String> healed = cluster.send(name, HttpRequest.newBuilder(cluster.uri(name, "/admin/heal"))
+          .POST(HttpRequest.BodyPublishers.noBody()));
+      assertEquals(200, healed.statusCode(), () -> name + ": " + healed.body());
+    }
+    assertEquals(List.of(), cutOffFrom("peer-1"));
+    await("the split no longer said").atMost(WAIT).ignoreExceptions().until(() -> !splitLine().isDisplayed());
+    assertEquals("yes", js.executeScript("return window.__loadedOnce;"), "the page was reloaded");
+  }
+
+  /** {@code POST /admin/split} on the peer {@code name}, cutting it off from {@code ids}; asserts a 200. */
+  private void split(String name, String... ids) {
+    HttpResponse<String> r = cluster.send(name, HttpRequest.newBuilder(cluster.uri(name, "/admin/split"))
+        .POST(HttpRequest.BodyPublishers.ofString(Json.string(Map.of("ids", List.of(ids))))));
+    assertEquals(200, r.statusCode(), () -> name + ": " + r.body());
+  }
+
+  /** {@code cutOffFrom} of the peer's {@code GET /ring}. */
+  private List<String> cutOffFrom(String name) {
+    List<String> ids = new ArrayList<>();
+    cluster.json(name, "/ring?ranges=false").path("cutOffFrom").forEach(id -> ids.add(id.asText()));
+    return ids;
+  }
+
+  private WebElement splitLine() {
+    return browser.findElement(By.id("split"));
+  }
+
   /** Sends a signal ({@code STOP}, {@code CONT}) to a peer's process, and waits for kill(1) to have sent it. */
   private static void signal(String name, long pid) throws IOException, InterruptedException {
     Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(pid)).inheritIO().start();
@@ -466,7 +552,8 @@ class RingPageBrowserTest extends WithPeerCluster {
   /**
    * Shows the page's ring (as last polled) with members named as a launcher on another host
    * might name them and this peer's id of 255 characters, the most a member may have; a zone and
-   * counts in the millions; and a line in the log with an event's JSON. {@link #OVERFLOWS_OF_LONG_TEXTS}
+   * counts in the millions; a split cutting this peer off from the others and from a peer of 255
+   * characters; and a line in the log with an event's JSON. {@link #OVERFLOWS_OF_LONG_TEXTS}
    * measures it and shows the polled ring again.
    */
   private static final String LONG_TEXTS = "const real = state.ring; const colours = new Map(state.colours);"
@@ -479,11 +566,12 @@ class RingPageBrowserTest extends WithPeerCluster {
       + "const line = document.createElement('li');"
       + "line.innerHTML = describe({type: 'unknown', members: ids, detail: 'x'.repeat(300)});"
       + "document.getElementById('log').prepend(line);"
-      + "renderHeader(long); renderTable(long); renderAgreement(long);";
+      + "renderHeader(long); renderSplit({cutOffFrom: ['q'.repeat(255), ...ids.slice(1)]});"
+      + "renderTable(long); renderAgreement(long);";
 
   private static final String OVERFLOWS_OF_LONG_TEXTS = "const overflows = (() => {" + OVERFLOWS + "})();"
-      + "line.remove(); state.colours = colours; renderHeader(real); renderTable(real); renderAgreement(real);"
-      + "return overflows;";
+      + "line.remove(); state.colours = colours; renderHeader(real); renderSplit(real); renderTable(real);"
+      + "renderAgreement(real); return overflows;";
 
   /** Makes the page see itself hidden (argument true) or shown, as a browser does when its tab is. */
   private static final String VISIBILITY = "const hidden = arguments[0];"
