@@ -247,7 +247,8 @@ function renderAgreement(ring) {
     setBadge('unknown', `${reported.length} of ${ring.members.length} members reported`
         + (stale.length ? ` (no recent report from ${stale.map(p => p.id).join(', ')})` : ''));
   } else {
-    setBadge('agree', `all ${ring.members.length} members agree`);
+    setBadge('agree', ring.members.length === 1 ? '1 member, no other ring to compare with'
+      : `all ${ring.members.length} members agree`);
   }
 }
 

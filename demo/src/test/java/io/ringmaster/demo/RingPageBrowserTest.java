@@ -287,6 +287,12 @@ class RingPageBrowserTest extends WithPeerCluster {
         + "          {id: 'x', viewId: 4, checksum: 'd', agrees: false, recent: true}]});"
         + "const badge = document.getElementById('agreement');"
         + "return badge.dataset.state + ': ' + badge.textContent;"));
+    // A ring of one member has no other to agree with: said so, not "all 1 members agree".
+    assertEquals("agree: 1 member, no other ring to compare with", js.executeScript(""
+        + "renderAgreement({viewId: 2, checksum: 'c', members: [{id: 'a'}],"
+        + "  peers: [{id: 'a', viewId: 2, checksum: 'c', agrees: true, recent: true}]});"
+        + "const badge = document.getElementById('agreement');"
+        + "return badge.dataset.state + ': ' + badge.textContent;"));
 
     // The key ".." cannot leave a browser as it is (it resolves /kv/.. to /): said so, not sent.
     WebElement key = browser.findElement(By.id("key"));
