@@ -56,8 +56,9 @@ class HandedOffAnswerTest {
       CompletableFuture<Ringmaster> joining;
       try {
         leaving = threads.run("close-l", l::close);
-        await("b given l's word that its hand-off is done").atMost(WAIT).until(() -> word.held() > 0);
-        await("l waiting for b's answer").atMost(WAIT).until(l::awaitingHandedOffAcks);
+        // One condition, polled often: l waits for b's answer 2 s at most.
+        await("b given l's word that its hand-off is done, and l waiting for b's answer").atMost(WAIT)
+            .pollInterval(Duration.ofMillis(10)).until(() -> word.held() > 0 && l.awaitingHandedOffAcks());
         assertEquals(0, requests.size(), "l asked to leave before b kept its word");
         word.release();
         await("l's leave request queued").atMost(WAIT).until(() -> requests.size() >= 1);
