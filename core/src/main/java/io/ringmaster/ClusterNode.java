@@ -884,7 +884,8 @@ final class ClusterNode {
    * members it knows are leaving too (unless none of the rest owns anything: then the caller hands
    * off to the leavers all the same). Two nodes closed at once would otherwise each hand the other
    * part of their data, and both leave with it; one that learns of the other's leave only after it
-   * has made its own change still hands that part to it.
+   * has made its own change still hands that part to it (the wait for the answers to "I am leaving"
+   * makes sure that at least one of two such nodes knows of the other: {@link Gossip#TYPE_LEAVING_ACK}).
    */
   private List<Member> staying(Snapshot s) {
     List<Member> staying = new ArrayList<>(s.ring().members().size());

@@ -88,8 +88,8 @@ final class Gossip {
    * sender has left), before its listeners' hand-off; from a member the cluster refuses too (a view
    * may let it in before it has left). A member that is leaving too then hands nothing to
    * it (unless no member that owns anything stays): receivers keep the sender's address, never its
-   * id, which a member the cluster refuses shares with the member that holds it. Releases without
-   * this type ignore it.
+   * id, which a member the cluster refuses shares with the member that holds it. Each member
+   * answers it ({@link #TYPE_LEAVING_ACK}). Releases without this type ignore it.
    */
   static final byte TYPE_LEAVING = 6;
   /**
@@ -105,15 +105,26 @@ final class Gossip {
   /**
    * View id, view creator: "I have your word that your hand-off is done", the answer to
    * {@link #TYPE_HANDED_OFF}, sent once the word is kept. The leaver waits for it from every member
-   * it told (at most {@link #HANDED_OFF_ACK_TIMEOUT}) before it leaves: the word travels on its own,
-   * the view that removes the leaver through the coordinator, and without the wait the view can be
+   * it told (at most {@link #ANSWER_TIMEOUT}) before it leaves: the word travels on its own, the
+   * view that removes the leaver through the coordinator, and without the wait the view can be
    * handled first, so that a member that tells the newcomers of that view what the ring was before
    * names the leaver as still holding its data. Releases without this type ignore it (and send none:
    * a leaver waits for them until the timeout).
    */
   static final byte TYPE_HANDED_OFF_ACK = 8;
-  /** How long a leaver waits, at most, for the answers to "my hand-off is done" (see {@link #TYPE_HANDED_OFF_ACK}). */
-  static final Duration HANDED_OFF_ACK_TIMEOUT = Duration.ofSeconds(2);
+  /**
+   * View id, view creator: "I have your word that you are leaving", the answer to
+   * {@link #TYPE_LEAVING}, sent once the word is kept. A node that closes waits for it from every
+   * member it told (at most {@link #ANSWER_TIMEOUT}) before it makes its LEAVING change. The word
+   * and the answer go in the order each member sent them (unlike the other messages of this class,
+   * not out of band), so of two nodes that close at the same moment, each told the other's word
+   * before it answered it, at least one has the other's word when it makes its change, and hands it
+   * nothing: they do not push to each other, unless an answer comes after the timeout. Releases
+   * without this type ignore it (a closing node waits for them until the timeout).
+   */
+  static final byte TYPE_LEAVING_ACK = 9;
+  /** How long a node that closes waits, at most, for the answers to each of its two words. */
+  static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(2);
   /** Stands for a view creator that is not a UUID (never, with the stacks Ringmaster builds). */
   private static final UUID NO_CREATOR = new UUID(0, 0);
 
@@ -151,8 +162,8 @@ final class Gossip {
   /** Answers "your view is not mine" queued at most, beyond which a stranger's query goes unanswered. */
   static final int MAX_TELLS_QUEUED = 64;
   private final AtomicInteger tellsQueued = new AtomicInteger();
-  /** The members a leaver awaits the answer of, to "my hand-off is done"; null but while it waits. */
-  private volatile Awaited awaitedAcks;
+  /** The members a node that closes awaits the answer of, to one of its words; null but while it waits. */
+  private volatile Awaited awaitedAnswers;
   /** The members told "not in view", by view: each is logged once a view (guarded by itself). */
   private final OncePerView told = new OncePerView();
   /** Those WARNINGs, ten at most every 10 s (a forger can name a new member in each query). */
@@ -254,6 +265,15 @@ final class Gossip {
    */
   static Message control(Address to, byte[] payload) {
     return new BytesMessage(to, payload).setFlag(Message.Flag.OOB, Message.Flag.NO_FC);
+  }
+
+  /**
+   * A message of this class to one member, delivered in the order this node sent it among its
+   * messages to that member that are not out of band: "I am leaving" and its answer
+   * ({@link #TYPE_LEAVING_ACK} says why).
+   */
+  static Message ordered(Address to, byte[] payload) {
+    return new BytesMessage(to, payload).setFlag(Message.Flag.NO_FC);
   }
 
   /** A random one of {@code members} other than this node, or null if none (or not connected). */
@@ -366,16 +386,17 @@ final class Gossip {
    * with {@code handedOff}, that its hand-off is done ({@link #TYPE_HANDED_OFF}): the members of
    * the ring {@code s} holds, those of its view that the cluster refuses (one let in later may
    * close before this node has left, or tell a newcomer of the view this node leaves in what the
-   * ring was), and those of the channel's view, which may be a view ahead. On the thread that
-   * closes the node: a send may wait for the transport's queue.
+   * ring was), and those of the channel's view, which may be a view ahead. The first word in order
+   * ({@link #ordered}), the second out of band. On the thread that closes the node: a send may wait
+   * for the transport's queue.
    */
-  void sendLeaving(ClusterNode.Snapshot s, boolean handedOff) {
+  private void sendLeaving(ClusterNode.Snapshot s, boolean handedOff) {
     Set<Address> members = new LinkedHashSet<>();
     addRecipients(s, members);
     byte[] payload = encodeLeaving(s.viewId(), s.viewCreator(), handedOff);
     for (Address member : members) {
       try {
-        channel.send(control(member, payload));
+        channel.send(handedOff ? control(member, payload) : ordered(member, payload));
       } catch (Exception e) {
         LOG.log(Level.DEBUG, "telling {0} that {1} {2} failed: {3}", member, localId,
             handedOff ? "handed its data off" : "is leaving", e);
@@ -397,41 +418,43 @@ final class Gossip {
   }
 
   /**
-   * Sends "my hand-off is done" as {@link #sendLeaving} does, then waits until every member told
-   * answers ({@link #TYPE_HANDED_OFF_ACK}) or {@code timeout} passes, whichever comes first; but for
-   * the members that said they are leaving too (one may have closed, and a closed node answers
-   * nothing). An interrupt ends the wait, and is kept.
+   * Says one of the two words as {@link #sendLeaving} does, then waits until every member told
+   * answers ({@link #TYPE_LEAVING_ACK}, {@link #TYPE_HANDED_OFF_ACK}) or {@code timeout} passes,
+   * whichever comes first; but for the members that said they are leaving too (one may have closed,
+   * and a closed node answers nothing). An interrupt ends the wait, and is kept.
    *
    * @return the members whose answer did not come
    */
-  Set<Address> sendHandedOff(ClusterNode.Snapshot s, Duration timeout) {
+  Set<Address> sayAndAwaitAnswers(ClusterNode.Snapshot s, boolean handedOff, Duration timeout) {
     Set<Address> waitFor = ConcurrentHashMap.newKeySet();
     addRecipients(s, waitFor);
     waitFor.removeAll(node.leavingPeers());
-    Awaited awaited = new Awaited(waitFor);
-    awaitedAcks = awaited;
+    Awaited awaited = new Awaited(handedOff ? TYPE_HANDED_OFF_ACK : TYPE_LEAVING_ACK, waitFor);
+    awaitedAnswers = awaited;
     try {
-      sendLeaving(s, true);
+      sendLeaving(s, handedOff);
       awaited.await(timeout);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } finally {
-      awaitedAcks = null;
+      awaitedAnswers = null;
     }
     return Set.copyOf(waitFor);
   }
 
-  /** The members whose answer a leaver awaits: removed as each answers. */
+  /** The members whose answer of one type a node that closes awaits: removed as each answers. */
   private static final class Awaited {
+    private final byte type;
     private final Set<Address> members;
 
-    Awaited(Set<Address> members) {
+    Awaited(byte type, Set<Address> members) {
+      this.type = type;
       this.members = members;
     }
 
     /** On a JGroups thread: never blocks but for the monitor, held only to wake the waiter. */
-    void answered(Address member) {
-      if (members.remove(member)) {
+    void answered(byte answer, Address member) {
+      if (answer == type && members.remove(member)) {
         synchronized (this) {
           notifyAll();
         }
@@ -445,15 +468,15 @@ final class Gossip {
       }
     }
 
-    boolean waiting() {
-      return !members.isEmpty();
+    boolean waiting(byte answer) {
+      return answer == type && !members.isEmpty();
     }
   }
 
-  /** Whether this node, leaving, waits for the answers to "my hand-off is done" (for tests). */
-  boolean awaitingHandedOffAcks() {
-    Awaited a = awaitedAcks;
-    return a != null && a.waiting();
+  /** Whether this node, closing, waits for the answers to one of its words (for tests). */
+  boolean awaitingAnswers(boolean handedOff) {
+    Awaited a = awaitedAnswers;
+    return a != null && a.waiting(handedOff ? TYPE_HANDED_OFF_ACK : TYPE_LEAVING_ACK);
   }
 
   /** "I am leaving", or with {@code handedOff} "my hand-off is done": the header alone. */
@@ -483,7 +506,8 @@ final class Gossip {
     }
     byte type = payload[msg.getOffset()];
     if (type != TYPE_CHECKSUM && type != TYPE_RING_BEFORE && type != TYPE_NOT_LISTED && type != TYPE_LISTED_QUERY
-        && type != TYPE_LEAVING && type != TYPE_HANDED_OFF && type != TYPE_HANDED_OFF_ACK) {
+        && type != TYPE_LEAVING && type != TYPE_HANDED_OFF && type != TYPE_HANDED_OFF_ACK
+        && type != TYPE_LEAVING_ACK) {
       return;
     }
     if (msg.getDest() == null) { // each is sent to one member: a multicast is not one of ours
@@ -502,18 +526,18 @@ final class Gossip {
         notListed(viewId, creator, msg.getSrc());
       } else if (type == TYPE_LISTED_QUERY) {
         listedQuery(viewId, creator, msg.getSrc());
-      } else if (type == TYPE_LEAVING) {
-        node.leavingArrived(msg.getSrc(), false);
-      } else if (type == TYPE_HANDED_OFF) {
-        node.leavingArrived(msg.getSrc(), true);
-        if (msg.getSrc() != null) { // kept (or not, from a member outside the view): the leaver may go
-          queueSend(msg.getSrc(), encodeHeader(TYPE_HANDED_OFF_ACK, viewId, creator),
-              "its word that its hand-off is done is kept");
+      } else if (type == TYPE_LEAVING || type == TYPE_HANDED_OFF) {
+        boolean handedOff = type == TYPE_HANDED_OFF;
+        node.leavingArrived(msg.getSrc(), handedOff);
+        if (msg.getSrc() != null) { // kept (or not, from a member outside the view): the sender may go on
+          queueSend(msg.getSrc(), encodeHeader(handedOff ? TYPE_HANDED_OFF_ACK : TYPE_LEAVING_ACK, viewId, creator),
+              handedOff ? "its word that its hand-off is done is kept" : "its word that it is leaving is kept",
+              !handedOff);
         }
-      } else if (type == TYPE_HANDED_OFF_ACK) {
-        Awaited a = awaitedAcks;
+      } else if (type == TYPE_HANDED_OFF_ACK || type == TYPE_LEAVING_ACK) {
+        Awaited a = awaitedAnswers;
         if (a != null) {
-          a.answered(msg.getSrc());
+          a.answered(type, msg.getSrc());
         }
       } else {
         int count = in.readInt();
@@ -658,7 +682,7 @@ final class Gossip {
         + " with two member lists (a JGroups merge race); telling it to rejoin", localId, NodeMetadata.describe(member),
         view.getViewId()));
     if (queueSend(member, encodeNotListed(view.getViewId().getId(), view.getViewId().getCreator()),
-        "it is not in view " + view.getViewId())) {
+        "it is not in view " + view.getViewId(), false)) {
       notListedSent.incrementAndGet();
     }
   }
@@ -668,9 +692,11 @@ final class Gossip {
    * wait for the transport's queue. At most {@link #MAX_TELLS_QUEUED} such sends wait at once (a
    * flood of queries gets no more); one that fails, or finds the node closing, is logged at DEBUG.
    *
+   * With {@code ordered}, as {@link #ordered} sends it, else out of band.
+   *
    * @return whether the send was queued
    */
-  private boolean queueSend(Address member, byte[] payload, String what) {
+  private boolean queueSend(Address member, byte[] payload, String what, boolean ordered) {
     if (tellsQueued.incrementAndGet() > MAX_TELLS_QUEUED) { // a flood of queries: answers still waiting to go
       tellsQueued.decrementAndGet();
       Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: {1} answers to send already, {2} not told", localId,
@@ -680,7 +706,7 @@ final class Gossip {
     try {
       background.execute(() -> {
         try {
-          channel.send(control(member, payload));
+          channel.send(ordered ? ordered(member, payload) : control(member, payload));
         } catch (Exception e) {
           LOG.log(Level.DEBUG, "telling {0} {1} failed: {2}", member, what, e);
         } finally {

@@ -130,7 +130,9 @@ public final class Ringmaster implements AutoCloseable {
   /** Set by start() (again on a port-race retry); read by any thread. */
   private volatile JChannel channel;
   private volatile Gossip gossip;
-  /** Those that did not answer this node's "my hand-off is done" in time; null until it said it. */
+  /** Those that did not answer this node's "I am leaving" in time; null until it said it (for tests). */
+  private volatile Set<Address> leavingUnanswered;
+  /** The same, of "my hand-off is done". */
   private volatile Set<Address> handedOffUnanswered;
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by a graceful leave whose wait found every listener idle: see {@link #leftIdle()}. */
@@ -578,9 +580,10 @@ public final class Ringmaster implements AutoCloseable {
    * has left must hand it nothing if it closes then. With {@code handedOff}, once the node, in the
    * ring, made that change and every listener handled it within leaveTimeout, none throwing: the old members then name this
    * node to the newcomers of the view it leaves in as a member whose data went to the ring without
-   * it ({@code Gossip.TYPE_HANDED_OFF}); then it waits for their answers, up to
-   * {@code Gossip.HANDED_OFF_ACK_TIMEOUT} (or {@code leaveTimeout}, if shorter), so that the view
-   * it leaves in cannot reach them before the word. A send that fails is logged at DEBUG, and
+   * it ({@code Gossip.TYPE_HANDED_OFF}). After either word it waits for their answers, up to
+   * {@code Gossip.ANSWER_TIMEOUT} (or {@code leaveTimeout}, if shorter): after the first, so that of
+   * two nodes closing at once one at least hands the other nothing; after the second, so that the
+   * view it leaves in cannot reach them before the word. A send that fails is logged at DEBUG, and
    * whatever fails here, the leave goes on: the others treat this node as one that left without a word.
    */
   private void announceLeave(boolean handedOff) {
@@ -590,17 +593,21 @@ public final class Ringmaster implements AutoCloseable {
       if (g == null) {
         return;
       }
-      if (!handedOff) {
-        g.sendLeaving(s, false);
-      } else if (s.localInRing()) {
-        Duration wait = config.leaveTimeout().compareTo(Gossip.HANDED_OFF_ACK_TIMEOUT) < 0 ? config.leaveTimeout()
-            : Gossip.HANDED_OFF_ACK_TIMEOUT;
-        Set<Address> silent = g.sendHandedOff(s, wait);
+      if (handedOff && !s.localInRing()) {
+        return;
+      }
+      Duration wait = config.leaveTimeout().compareTo(Gossip.ANSWER_TIMEOUT) < 0 ? config.leaveTimeout()
+          : Gossip.ANSWER_TIMEOUT;
+      Set<Address> silent = g.sayAndAwaitAnswers(s, handedOff, wait);
+      if (handedOff) {
         handedOffUnanswered = silent;
-        if (!silent.isEmpty()) {
-          Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: no answer in {1} ms to \"my hand-off is done\" from {2};"
-              + " leaving all the same", config.nodeId(), Long.toString(wait.toMillis()), silent));
-        }
+      } else {
+        leavingUnanswered = silent;
+      }
+      if (!silent.isEmpty()) {
+        Logs.quietly(() -> LOG.log(Level.DEBUG, "{0}: no answer in {1} ms to \"{2}\" from {3}; going on all the"
+            + " same", config.nodeId(), Long.toString(wait.toMillis()), handedOff ? "my hand-off is done"
+            : "I am leaving", silent));
       }
     } catch (RuntimeException e) {
       Logs.quietly(() -> LOG.log(Level.WARNING, config.nodeId() + ": could not tell the others that it "
@@ -1493,17 +1500,17 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * The members that did not answer "my hand-off is done" in time, once close() said it; null
-   * before (for tests).
+   * The members that did not answer, in time, "I am leaving" or (with {@code handedOff}) "my
+   * hand-off is done", once close() said it; null before (for tests).
    */
-  Set<Address> handedOffUnanswered() {
-    return handedOffUnanswered;
+  Set<Address> unanswered(boolean handedOff) {
+    return handedOff ? handedOffUnanswered : leavingUnanswered;
   }
 
-  /** Whether close() waits for the answers to "my hand-off is done" (for tests). */
-  boolean awaitingHandedOffAcks() {
+  /** Whether close() waits for the answers to "I am leaving" or "my hand-off is done" (for tests). */
+  boolean awaitingAnswers(boolean handedOff) {
     Gossip g = gossip;
-    return g != null && g.awaitingHandedOffAcks();
+    return g != null && g.awaitingAnswers(handedOff);
   }
 
   /** Gossip messages sent to every member, dropped unread (for tests). */

@@ -10,6 +10,7 @@ import io.ringmaster.ring.Member;
 import io.ringmaster.ring.RingDiff;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -24,15 +25,22 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A leaver's "my hand-off is done" travels on its own, while the view that removes the leaver
- * comes from the coordinator: a member could handle that view first, and tell a newcomer of it
- * that the leaver still held its data. So the leaver waits for every member's answer before it
- * asks to leave. Here the coordinator holds the word back (a protocol at the top of its stack)
+ * A node that closes waits for every member's answer to each of its two words before it goes on.
+ *
+ * <p>"I am leaving", before its LEAVING change: of two nodes that close at the same moment, each
+ * told the other's word before it answered it (the word and the answer go in order), so at least
+ * one knows of the other when it makes its change. Here each holds the other's word back (a
+ * protocol at the top of its stack, which holds everything that sender sends after it too, as the
+ * order requires) until both wait; then both hand off to the third member only, not to each other.
+ *
+ * <p>"My hand-off is done", before it asks to leave: the word travels on its own, while the view
+ * that removes the leaver comes from the coordinator, which could handle that view first and tell
+ * a newcomer of it that the leaver still held its data. Here the coordinator holds the word back
  * until the test sees the leaver waiting; then a newcomer joins in the very view the leaver leaves
  * in, and its first change names the coordinator, to which the leaver handed everything, as the
  * source of what it gains.
  */
-class HandedOffAnswerTest {
+class LeaveAnswersTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
 
   @Test
@@ -58,11 +66,11 @@ class HandedOffAnswerTest {
         leaving = threads.run("close-l", l::close);
         // One condition, polled often: l waits for b's answer 2 s at most.
         await("b given l's word that its hand-off is done, and l waiting for b's answer").atMost(WAIT)
-            .pollInterval(Duration.ofMillis(10)).until(() -> word.held() > 0 && l.awaitingHandedOffAcks());
+            .pollInterval(Duration.ofMillis(10)).until(() -> word.held() > 0 && l.awaitingAnswers(true));
         assertEquals(0, requests.size(), "l asked to leave before b kept its word");
         word.release();
         await("l's leave request queued").atMost(WAIT).until(() -> requests.size() >= 1);
-        assertEquals(Set.of(), l.handedOffUnanswered(), "b answered");
+        assertEquals(Set.of(), l.unanswered(true), "b answered");
         joining = threads.supply("start-c", () -> cluster.start(builder(cluster, "c"),
             n -> n.addOwnershipListener(ofC::add)));
         await("c's join queued").atMost(WAIT).until(() -> requests.size() >= 2);
@@ -90,6 +98,47 @@ class HandedOffAnswerTest {
     }
   }
 
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void twoNodesClosingAtOnce_eachWaitsForTheOthersAnswer_andNeitherHandsTheOtherAnything() throws Exception {
+    List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
+    List<OwnershipChange> ofB = new CopyOnWriteArrayList<>();
+    try (TestCluster cluster = new TestCluster("leaving-answer");
+         JoinedThreads threads = new JoinedThreads(WAIT)) {
+      Ringmaster c = cluster.start(builder(cluster, "c"));
+      Ringmaster a = cluster.start(builder(cluster, "a"), n -> n.addOwnershipListener(ofA::add));
+      Ringmaster b = cluster.start(builder(cluster, "b"), n -> n.addOwnershipListener(ofB::add));
+      TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
+      HoldsWord atA = new HoldsWord(Gossip.TYPE_LEAVING);
+      HoldsWord atB = new HoldsWord(Gossip.TYPE_LEAVING);
+      a.channel().getProtocolStack().insertProtocolAtTop(atA);
+      b.channel().getProtocolStack().insertProtocolAtTop(atB);
+      CompletableFuture<Void> closingA;
+      CompletableFuture<Void> closingB;
+      try {
+        closingA = threads.run("close-a", a::close);
+        closingB = threads.run("close-b", b::close);
+        await("each given the other's word, and each waiting for the other's answer").atMost(WAIT)
+            .pollInterval(Duration.ofMillis(10)).until(() -> atA.held() > 0 && atB.held() > 0
+                && a.awaitingAnswers(false) && b.awaitingAnswers(false));
+        assertFalse(a.pastLeavingChange() || b.pastLeavingChange(), "neither made its change yet");
+      } finally {
+        atA.release(); // b's word reaches a, which answers it; the answer waits behind a's word at b
+        atB.release();
+      }
+      closingA.get(1, TimeUnit.MINUTES);
+      closingB.get(1, TimeUnit.MINUTES);
+      assertEquals(Set.of(), a.unanswered(false), "b and c answered a");
+      assertEquals(Set.of(), b.unanswered(false), "a and c answered b");
+      for (List<OwnershipChange> of : List.of(ofA, ofB)) {
+        OwnershipChange leaving = of.get(of.size() - 1);
+        assertEquals(OwnershipChange.Reason.LEAVING, leaving.reason());
+        assertEquals(List.of("c"), ids(leaving.ring()), "hands off to c alone, not to the other leaver");
+        assertFalse(leaving.lost().isEmpty());
+      }
+    }
+  }
+
   /** One replica, few tokens, and the default leaveTimeout. */
   private static Ringmaster.Builder builder(TestCluster cluster, String id) {
     return cluster.builder(id).virtualNodes(64).replicas(1);
@@ -101,12 +150,14 @@ class HandedOffAnswerTest {
 
   /**
    * A test protocol, put at the top of a running stack, that holds back the node's own messages of
-   * one type (their payload's first byte) on their way up, until {@link #release}, which passes
-   * them on, and every one that comes after.
+   * one type (their payload's first byte) on their way up, and everything their sender sends after
+   * one (as a network that delivers each sender's messages in order would), until {@link #release},
+   * which passes them on in order, and every one that comes after.
    */
   static final class HoldsWord extends Protocol {
     private final byte type;
     private final List<Message> held = new ArrayList<>();
+    private final Set<Address> heldFrom = new HashSet<>();
     private boolean released;
 
     HoldsWord(byte type) {
@@ -127,22 +178,27 @@ class HandedOffAnswerTest {
       go.forEach(up_prot::up);
     }
 
-    private synchronized boolean holds(Message msg) {
-      if (released || !msg.hasArray() || msg.getLength() < 1 || msg.getArray()[msg.getOffset()] != type) {
+    private synchronized boolean holds(Message msg, Address sender) {
+      if (released) {
         return false;
       }
+      boolean word = msg.hasArray() && msg.getLength() >= 1 && msg.getArray()[msg.getOffset()] == type;
+      if (!word && !heldFrom.contains(sender)) {
+        return false;
+      }
+      heldFrom.add(sender);
       held.add(msg);
       return true;
     }
 
     @Override
     public Object up(Message msg) {
-      return holds(msg) ? null : up_prot.up(msg);
+      return holds(msg, msg.getSrc()) ? null : up_prot.up(msg);
     }
 
     @Override
     public void up(MessageBatch batch) {
-      batch.removeIf(this::holds, true);
+      batch.removeIf(m -> holds(m, m.getSrc() != null ? m.getSrc() : batch.sender()), true);
       if (!batch.isEmpty()) {
         up_prot.up(batch);
       }
