@@ -32,9 +32,9 @@ final class EffectLedger {
   private final Map<String, Long> latestToken = new HashMap<>();
   private final Map<String, Long> lastTick = new HashMap<>();
   private final List<Entry> entries = new ArrayList<>();
+  private final List<String> takes = new ArrayList<>();
   private long clock;
   private long tokens;
-  private long issued;
 
   /** The start of every job's calendar: tick k of a job of period p is due at epoch + k * p. */
   long epochNanos() {
@@ -53,7 +53,7 @@ final class EffectLedger {
       return Optional.empty();
     }
     long token = ++tokens;
-    issued++;
+    takes.add(job);
     leases.put(job, new Lease(node, token, clock + ttl.toNanos()));
     latestToken.put(job, token);
     return Optional.of(new Taken(token, lastTick.getOrDefault(job, -1L)));
@@ -87,9 +87,14 @@ final class EffectLedger {
     return accepted;
   }
 
-  /** How many leases were taken so far. */
-  synchronized long leasesTaken() {
-    return issued;
+  /** How many leases were taken so far: takes from this mark on are {@link #takenSince(int)}. */
+  synchronized int takeMark() {
+    return takes.size();
+  }
+
+  /** The jobs whose leases were taken from {@code mark} on, once for each take, in order. */
+  synchronized List<String> takenSince(int mark) {
+    return List.copyOf(takes.subList(mark, takes.size()));
   }
 
   /** The sequence number the next run will get: runs from a mark on are those with {@code seq >= mark}. */
