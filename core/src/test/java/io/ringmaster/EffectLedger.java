@@ -46,15 +46,15 @@ final class EffectLedger {
     clock += by.toNanos();
   }
 
-  /** A new token, higher than any before, if the job's lease is free, expired or {@code node}'s already. */
-  synchronized Optional<Taken> take(String job, String node, Duration ttl) {
+  /** A new token, higher than any before, if the job's lease is free, expired or {@code holder}'s already. */
+  synchronized Optional<Taken> take(String job, String holder, Duration ttl) {
     Lease lease = leases.get(job);
-    if (lease != null && lease.expiresAt > clock && !lease.holder.equals(node)) {
+    if (lease != null && lease.expiresAt > clock && !lease.holder.equals(holder)) {
       return Optional.empty();
     }
     long token = ++tokens;
     takes.add(job);
-    leases.put(job, new Lease(node, token, clock + ttl.toNanos()));
+    leases.put(job, new Lease(holder, token, clock + ttl.toNanos()));
     latestToken.put(job, token);
     return Optional.of(new Taken(token, lastTick.getOrDefault(job, -1L)));
   }

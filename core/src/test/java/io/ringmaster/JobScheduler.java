@@ -16,6 +16,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
@@ -33,6 +34,11 @@ import java.util.function.Consumer;
  * {@code k} at {@code epoch + k * period}; ticks missed while a job moves are skipped, not caught
  * up. It runs nothing once the node is leaving ({@link Ringmaster#isLeaving()}), nor a job its
  * ring does not make it the primary of.
+ *
+ * <p>It holds leases as this start of the node ({@code id#n}), not as the node's id: node ids stay
+ * the same across restarts, so a process restarted under the id of one that still runs (on the
+ * other side of a partition, say) would otherwise take that one's live leases at once, and each
+ * would take them back from the other at its next round.
  */
 final class JobScheduler implements OwnershipListener, AutoCloseable {
   /** How long a lease lasts, by the ledger's clock. */
@@ -43,19 +49,24 @@ final class JobScheduler implements OwnershipListener, AutoCloseable {
   /** How long the listener waits for its stops: within LocalCluster's 5 s leaveTimeout. */
   static final Duration STOP_WAIT = Duration.ofSeconds(4);
 
+  private static final AtomicLong STARTS = new AtomicLong();
+
   private final Ringmaster node;
   private final String self;
+  private final String holder;
   private final EffectLedger ledger;
   private final List<String> jobs;
   private final ScheduledExecutorService thread;
   private final Set<String> mine = ConcurrentHashMap.newKeySet(); // changed on the scheduler's thread only
   private final Map<String, Long> tokens = new HashMap<>();       // these two: on the scheduler's thread alone
   private final Map<String, Long> lastTicks = new HashMap<>();
+  private final AtomicLong rounds = new AtomicLong();
   private volatile Consumer<String> beforeWrite = job -> { };
 
   JobScheduler(Ringmaster node, EffectLedger ledger, List<String> jobs) {
     this.node = node;
     this.self = node.localMember().id();
+    this.holder = self + "#" + STARTS.incrementAndGet();
     this.ledger = ledger;
     this.jobs = List.copyOf(jobs);
     this.thread = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "scheduler-" + self));
@@ -75,6 +86,11 @@ final class JobScheduler implements OwnershipListener, AutoCloseable {
   /** The jobs this scheduler runs now (it may still be waiting for the lease of some). */
   Set<String> running() {
     return Set.copyOf(mine);
+  }
+
+  /** How many rounds the scheduler's thread has begun. */
+  long rounds() {
+    return rounds.get();
   }
 
   /** Runs {@code hook} on the scheduler's thread before each run's write (to stall one, say). */
@@ -123,6 +139,7 @@ final class JobScheduler implements OwnershipListener, AutoCloseable {
   }
 
   private void round() {
+    rounds.incrementAndGet();
     for (String job : mine) {
       if (node.isLeaving()) {
         return; // closing or crashed: its LEAVING change stops the jobs, if it comes
@@ -143,7 +160,7 @@ final class JobScheduler implements OwnershipListener, AutoCloseable {
     long askedAt = System.nanoTime(); // the lease counts from before the ledger set it
     Long token = tokens.get(job);
     if (token == null || !ledger.renew(job, token, LEASE)) {
-      Optional<EffectLedger.Taken> taken = ledger.take(job, self, LEASE);
+      Optional<EffectLedger.Taken> taken = ledger.take(job, holder, LEASE);
       if (taken.isEmpty()) {
         tokens.remove(job); // another node holds it: ask again next round
         lastTicks.remove(job);

@@ -16,9 +16,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -45,7 +47,9 @@ import org.junit.jupiter.api.Test;
  *       still holds its lease: the primary that the other side's ring names waits;
  *   <li>after a crash the survivors run none of the crashed node's jobs while its leases are
  *       live, and once they have expired take every one of them; the crashed node's run that was
- *       stalled meanwhile writes late, with its old token, and the ledger refuses it.
+ *       stalled meanwhile writes late, with its old token, and the ledger refuses it;
+ *   <li>a process started under the id of a node that still runs elsewhere takes none of that
+ *       node's live leases.
  * </ul>
  */
 final class SchedulerTrialTest {
@@ -53,11 +57,12 @@ final class SchedulerTrialTest {
   static final List<String> JOBS = IntStream.range(0, 256).mapToObj(i -> "job-" + i).toList();
 
   private final EffectLedger ledger = new EffectLedger();
-  private final Map<String, JobScheduler> schedulers = new ConcurrentHashMap<>();
+  private final Map<String, JobScheduler> schedulers = new ConcurrentHashMap<>(); // the first of each id
+  private final List<JobScheduler> started = new CopyOnWriteArrayList<>();
 
   @AfterEach
   void closeSchedulers() throws InterruptedException {
-    for (JobScheduler scheduler : schedulers.values()) {
+    for (JobScheduler scheduler : started) {
       scheduler.close();
     }
   }
@@ -127,6 +132,7 @@ final class SchedulerTrialTest {
 
       long mark = ledger.mark();
       cluster.crash(c);
+      await().atMost(WAIT).until(c::isLeaving); // not at once: as the node's stop begins, in the background
       HashRing after = cluster.awaitSettled(WAIT);
       assertFalse(after.contains("c"));
       List<String> orphans = moved(before, after);
@@ -199,10 +205,39 @@ final class SchedulerTrialTest {
     }
   }
 
-  private void attach(Ringmaster node) {
+  /**
+   * A process restarted under the id of one that still runs, cut off from it (here in a cluster of
+   * its own, as on the other side of a partition): each is the primary of that id's jobs by its
+   * own ring, and the earlier one keeps renewing their leases. The restarted one must wait for
+   * them as any other node would, not take them as their holder.
+   */
+  @Test
+  void twin_restartedUnderTheIdOfALiveNode_takesNoneOfItsLeases() throws InterruptedException {
+    try (LocalCluster cluster = new LocalCluster("scheduler twin");
+        LocalCluster otherSide = new LocalCluster("scheduler twin other side")) {
+      cluster.startAll(this::attach, "a", "b", "c");
+      HashRing ring = awaitOnPrimaries(cluster, ledger.mark());
+      int leases = ledger.takeMark();
+      AtomicReference<JobScheduler> twin = new AtomicReference<>();
+      otherSide.start(otherSide.builder("c"), node -> twin.set(attach(node)));
+      otherSide.awaitSettled(WAIT);
+      assertEquals(JOBS.size(), twin.get().running().size(), "alone, the twin is the primary of every job");
+      long rounds = twin.get().rounds();
+      await().atMost(WAIT).until(() -> twin.get().rounds() > rounds + 10);
+
+      assertEquals(List.of(), ledger.takenSince(leases), "leases taken from their live holders");
+      awaitOnPrimaries(cluster, ledger.mark());
+      assertEquals(ring, cluster.awaitSettled(WAIT));
+      assertSafe(List.of());
+    }
+  }
+
+  private JobScheduler attach(Ringmaster node) {
     JobScheduler scheduler = new JobScheduler(node, ledger, JOBS);
-    schedulers.put(node.localMember().id(), scheduler);
+    started.add(scheduler);
+    schedulers.putIfAbsent(node.localMember().id(), scheduler);
     scheduler.register();
+    return scheduler;
   }
 
   /**
