@@ -21,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -49,7 +50,7 @@ import org.junit.jupiter.api.Test;
  *       live, and once they have expired take every one of them; the crashed node's run that was
  *       stalled meanwhile writes late, with its old token, and the ledger refuses it;
  *   <li>a process started under the id of a node that still runs elsewhere takes none of that
- *       node's live leases.
+ *       node's live leases; when the two meet, the one refused the id runs nothing.
  * </ul>
  */
 final class SchedulerTrialTest {
@@ -228,6 +229,61 @@ final class SchedulerTrialTest {
       assertEquals(List.of(), ledger.takenSince(leases), "leases taken from their live holders");
       awaitOnPrimaries(cluster, ledger.mark());
       assertEquals(ring, cluster.awaitSettled(WAIT));
+      assertSafe(List.of());
+    }
+  }
+
+  /**
+   * The same across a real partition: c is cut off alone, a process started under c's id joins a
+   * and b, and the partition heals, which refuses one of the two (docs/api.md, "Duplicate node
+   * ids"). The new process takes none of the live c's leases during the split; after the heal,
+   * the refused one runs nothing, and every job runs on its primary by the merged ring.
+   */
+  @Test
+  void twinAcrossPartition_healRefusesOne_jobsEndOnTheOneThatKeptTheId() throws InterruptedException {
+    try (LocalCluster cluster = new LocalCluster("scheduler twin across a partition")) {
+      List<Ringmaster> nodes = cluster.startAll(this::attach, "a", "b", "c");
+      awaitOnPrimaries(cluster, ledger.mark());
+      Ringmaster c = nodes.get(2);
+      List<Ringmaster> majority = List.of(nodes.get(0), nodes.get(1));
+      cluster.partition(List.of(c), majority);
+      cluster.awaitSettled(List.of(c), WAIT);
+      cluster.awaitSettled(majority, WAIT);
+      int leases = ledger.takeMark();
+      AtomicReference<JobScheduler> twinScheduler = new AtomicReference<>();
+      Ringmaster twin = null;
+      for (int attempt = 0; twin == null; attempt++) { // it may join c's side, which refuses it: start another
+        try {
+          twin = cluster.start(cluster.builder("c"), node -> twinScheduler.set(attach(node)));
+        } catch (RingmasterException e) {
+          System.out.printf("twin start %d: %s %s%n", attempt, e.reason(), e.getMessage());
+          assertTrue(attempt < 5, "no start of the twin joined a and b");
+        }
+      }
+      List<Ringmaster> majorityAndTwin = List.of(nodes.get(0), nodes.get(1), twin);
+      cluster.awaitSettled(majorityAndTwin, WAIT);
+      JobScheduler second = twinScheduler.get();
+      long rounds = second.rounds();
+      await().atMost(WAIT).until(() -> second.rounds() > rounds + 10);
+      assertEquals(List.of(), ledger.takenSince(leases), "leases taken from their live holders during the split");
+
+      cluster.heal();
+      Ringmaster cutOff = c;
+      Ringmaster started = twin;
+      await().atMost(WAIT).until(() -> cutOff.isInRing() != started.isInRing()
+          && cutOff.ring().equals(started.ring()) && cutOff.ring().members().size() == 3);
+      boolean cutOffKept = c.isInRing();
+      Ringmaster refused = cutOffKept ? twin : c;
+      JobScheduler keptScheduler = cutOffKept ? schedulers.get("c") : second;
+      JobScheduler refusedScheduler = cutOffKept ? second : schedulers.get("c");
+      System.out.println("twin: the id stayed with the " + (cutOffKept ? "node cut off" : "new process"));
+      long healed = ledger.mark();
+      HashRing merged = (cutOffKept ? c : twin).ring();
+      await().atMost(WAIT).untilAsserted(() -> assertEquals(List.of(), notRunBy(merged, healed)));
+      await().atMost(WAIT).until(() -> refusedScheduler.running().isEmpty());
+      assertEquals(JOBS.stream().filter(job -> merged.ownerOf(job).id().equals("c")).collect(Collectors.toSet()),
+          keptScheduler.running(), "the jobs of the node that kept the id");
+      assertFalse(JOBS.stream().anyMatch(refused::isPrimary), "a refused node is primary of nothing");
       assertSafe(List.of());
     }
   }
