@@ -21,6 +21,7 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -284,6 +285,8 @@ class RunOnceJobsExampleTest {
    */
   private static final class Scheduler implements OwnershipListener, AutoCloseable {
     private final String id;
+    /** This start of the node, which holds its leases: the id and a value new at each start (docs/recipes.md). */
+    private final String holder;
     private final JobStore store;
     /** This node's clock, never the store's: {@code System::nanoTime}, or one the test moves. */
     private final LongSupplier clock;
@@ -306,6 +309,7 @@ class RunOnceJobsExampleTest {
 
     Scheduler(String id, JobStore store, LongSupplier clock) {
       this.id = id;
+      this.holder = id + "#" + UUID.randomUUID();
       this.store = store;
       this.clock = clock;
       this.thread = Executors.newSingleThreadScheduledExecutor(r -> new Thread(r, "scheduler-" + id));
@@ -355,7 +359,7 @@ class RunOnceJobsExampleTest {
       primaryFor.remove(job);
       Held lease = held.remove(job);
       if (lease != null) {
-        store.release(job, lease.token(), id); // the next owner need not wait for it to expire
+        store.release(job, lease.token(), holder); // the next owner need not wait for it to expire
       }
     }
 
@@ -376,17 +380,17 @@ class RunOnceJobsExampleTest {
       if (mine != null && now - mine.renewAt() < 0) {
         return mine;
       }
-      if (mine != null && store.renew(job, mine.token(), id, LEASE)) {
+      if (mine != null && store.renew(job, mine.token(), holder, LEASE)) {
         mine = Held.from(mine.token(), now);
         held.put(job, mine);
         return mine;
       }
       held.remove(job);
       JobStore.Lease row = store.read(job);
-      if (row.live() && !row.holder().equals(id)) {
+      if (row.live() && !row.holder().equals(holder)) {
         return null; // wait until its holder releases it or it expires: the next tick asks again
       }
-      OptionalLong token = store.take(job, row.version(), id, LEASE);
+      OptionalLong token = store.take(job, row.version(), holder, LEASE);
       if (token.isEmpty()) {
         return null; // another node took it between the read and the take
       }
@@ -606,25 +610,32 @@ class RunOnceJobsExampleTest {
       return row(job).renewals.stream().filter(r -> r > mark).toList();
     }
 
+    /** The node whose start holds {@code job}'s live lease, by its id. */
     synchronized Optional<String> liveHolder(String job) {
       Lease lease = read(job);
-      return lease.live() ? Optional.of(lease.holder()) : Optional.empty();
+      return lease.live() ? Optional.of(node(lease.holder())) : Optional.empty();
     }
 
-    synchronized Set<String> liveLeasesOf(String holder) {
+    /** The node id of a holder: its start's id, before the {@code #}. */
+    static String node(String holder) {
+      int start = holder.indexOf('#');
+      return start < 0 ? holder : holder.substring(0, start);
+    }
+
+    synchronized Set<String> liveLeasesOf(String node) {
       Set<String> jobs = new TreeSet<>();
       rows.keySet().forEach(job -> {
-        if (liveHolder(job).equals(Optional.of(holder))) {
+        if (liveHolder(job).equals(Optional.of(node))) {
           jobs.add(job);
         }
       });
       return jobs;
     }
 
-    /** The jobs whose lease {@code holder} released, and the store took the release, since {@code mark}. */
-    synchronized Set<String> releasedSince(long mark, String holder) {
+    /** The jobs whose lease a start of {@code node} released, and the store took the release, since {@code mark}. */
+    synchronized Set<String> releasedSince(long mark, String node) {
       Set<String> jobs = new TreeSet<>();
-      releases.stream().filter(r -> r.seq() > mark && r.holder().equals(holder) && r.accepted())
+      releases.stream().filter(r -> r.seq() > mark && node(r.holder()).equals(node) && r.accepted())
           .forEach(r -> jobs.add(r.job()));
       return jobs;
     }
