@@ -997,7 +997,9 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Whether this node has begun to leave the cluster: true from the moment {@link #close()} is
    * called (and after a {@link #start()} that failed once its first ring was installed, which
-   * leaves as close() does, or the test kit's {@code LocalCluster.crash}), and for good after. A
+   * leaves as close() does, or the test kit's {@code LocalCluster.crash}, which stops the node in
+   * the background: true once that stop begins, which may be a moment after crash() returns), and
+   * for good after. A
    * store's request threads can read it to stop taking writes before the {@code LEAVING} change's
    * hand-off: until the node has left, {@link #isLocal} still answers true for the keys it hands
    * off (the other members route to it until they install the view without it), and a write taken
