@@ -640,7 +640,9 @@ public final class LocalCluster implements AutoCloseable {
    * together. Each side then finds the others silent and goes on as a cluster of its own (await
    * it with {@link #awaitAgreement(Collection, Duration)}); {@link #heal()} ends it. The sides
    * are fixed by the nodes' addresses now: a node that rejoins meanwhile (a new address) is heard
-   * again by all.
+   * again by all, and a node started meanwhile is in no side: it hears every node and every node
+   * hears it, so it joins the side whose members answer it first (and is refused there if that side
+   * holds its id), while the other sides still hear it.
    *
    * @throws IllegalArgumentException if a node was not started by this cluster, is not running
    *                                  (crashed, closed), or is in two sides; or there are fewer
