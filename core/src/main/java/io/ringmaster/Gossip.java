@@ -41,8 +41,8 @@ import org.jgroups.util.UUID;
  * before the view that admitted them (another newcomer of the same view looks like an old member),
  * so the first few old members of the view tell them ({@link #sendRingBefore}).
  *
- * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other member of
- * its view before its listeners' hand-off, so that a member closed at the same time hands nothing
+ * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other
+ * Ringmaster node of its view before its listeners' hand-off, so that a member closed at the same time hands nothing
  * to it; then, if its listeners handled the hand-off in time and none threw on it, "my hand-off is
  * done", so that the newcomers of the view it leaves in are told that its data went to the others.
  *
@@ -84,7 +84,7 @@ final class Gossip {
   static final byte TYPE_LISTED_QUERY = 5;
   /**
    * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
-   * other member of its view (those the cluster refuses too: a view may let one in before the
+   * other Ringmaster node of its view (those the cluster refuses too: a view may let one in before the
    * sender has left), before its listeners' hand-off; from a member the cluster refuses too (a view
    * may let it in before it has left). A member that is leaving too then hands nothing to
    * it (unless no member that owns anything stays): receivers keep the sender's address, never its
@@ -94,7 +94,7 @@ final class Gossip {
   static final byte TYPE_LEAVING = 6;
   /**
    * View id, view creator: "my hand-off is done", from a member that is leaving, to every other
-   * member of its view, once every listener of its handled the LEAVING change within
+   * Ringmaster node of its view, once every listener of its handled the LEAVING change within
    * {@code leaveTimeout} and each listener given that change returned from it normally (none threw
    * on it, and none was removed before it returned), just before it leaves. The old members that tell
    * the newcomers of the view it leaves in what the ring was before it name only such members as
@@ -104,7 +104,8 @@ final class Gossip {
   static final byte TYPE_HANDED_OFF = 7;
   /**
    * View id, view creator: "I have your word that your hand-off is done", the answer to
-   * {@link #TYPE_HANDED_OFF}, sent once the word is kept. The leaver waits for it from every member
+   * {@link #TYPE_HANDED_OFF}, sent once the word is kept, or ignored (from a member in neither of the
+   * receiver's views, which no wait would change). The leaver waits for it from every member
    * it told (at most {@link #ANSWER_TIMEOUT}) before it leaves: the word travels on its own, the
    * view that removes the leaver through the coordinator, and without the wait the view can be
    * handled first, so that a member that tells the newcomers of that view what the ring was before
@@ -114,7 +115,7 @@ final class Gossip {
   static final byte TYPE_HANDED_OFF_ACK = 8;
   /**
    * View id, view creator: "I have your word that you are leaving", the answer to
-   * {@link #TYPE_LEAVING}, sent once the word is kept. A node that closes waits for it from every
+   * {@link #TYPE_LEAVING}, sent once the word is kept, or ignored. A node that closes waits for it from every
    * member it told (at most {@link #ANSWER_TIMEOUT}) before it makes its LEAVING change. The word
    * and the answer go in the order each member sent them (unlike the other messages of this class,
    * not out of band), so of two nodes that close at the same moment, each told the other's word
@@ -382,7 +383,7 @@ final class Gossip {
   }
 
   /**
-   * Tells every other member of this node's view that it is leaving ({@link #TYPE_LEAVING}), or,
+   * Tells every other Ringmaster node of this node's view that it is leaving ({@link #TYPE_LEAVING}), or,
    * with {@code handedOff}, that its hand-off is done ({@link #TYPE_HANDED_OFF}): the members of
    * the ring {@code s} holds, those of its view that the cluster refuses (one let in later may
    * close before this node has left, or tell a newcomer of the view this node leaves in what the
@@ -404,17 +405,23 @@ final class Gossip {
     }
   }
 
-  /** Adds the members {@link #sendLeaving} tells to {@code members}: see there. */
+  /**
+   * Adds the members {@link #sendLeaving} tells to {@code members}: see there. Only Ringmaster nodes:
+   * a plain JGroups member's application would get the message, and it sends no answer to wait for.
+   */
   private void addRecipients(ClusterNode.Snapshot s, Set<Address> members) {
     members.addAll(s.addresses().values());
     if (s.view() != null) {
-      members.addAll(s.view().getMembers());
+      s.view().getMembers().stream().filter(NodeMetadata::isRingmasterNode).forEach(members::add);
     }
     View latest = channel.getView();
     if (latest != null) {
-      members.addAll(latest.getMembers());
+      latest.getMembers().stream().filter(NodeMetadata::isRingmasterNode).forEach(members::add);
     }
     members.remove(channel.getAddress());
+    if (s.localInRing()) { // the ring's address of this node's id is its own, an earlier one after a rejoin
+      members.remove(s.addresses().get(localId));
+    }
   }
 
   /**

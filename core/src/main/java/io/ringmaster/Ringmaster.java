@@ -134,6 +134,12 @@ public final class Ringmaster implements AutoCloseable {
   private volatile Set<Address> leavingUnanswered;
   /** The same, of "my hand-off is done". */
   private volatile Set<Address> handedOffUnanswered;
+  /**
+   * How long close() waits, at most, for the answers to each of its words (also at most
+   * leaveTimeout). A test seam: a test that must see the node waiting lengthens it, so that a slow
+   * machine cannot end the wait first.
+   */
+  volatile Duration answerTimeout = Gossip.ANSWER_TIMEOUT;
   private volatile Lifecycle lifecycle = Lifecycle.NEW;
   /** Set by a graceful leave whose wait found every listener idle: see {@link #leftIdle()}. */
   private volatile boolean leftIdle;
@@ -382,6 +388,8 @@ public final class Ringmaster implements AutoCloseable {
   /**
    * Leaves gracefully: first waits for a rejoin under way, if any, to end (see
    * {@link RingmasterStats#rejoins()}; at most the longer of {@code leaveTimeout} and 5 s),
+   * tells the other members that it is leaving and waits for their answers (up to 2 s, or
+   * {@code leaveTimeout} if shorter: see docs/api.md, "Moving the data"),
    * then tells this node's ownership listeners everything it loses and to whom
    * ({@link OwnershipChange.Reason#LEAVING}; queued whatever the {@code leaveTimeout}, 0
    * included: by the view thread, or, if a listener on a same-thread executor holds that thread
@@ -389,7 +397,9 @@ public final class Ringmaster implements AutoCloseable {
    * callbacks the view thread would have started are handed over from the node's pool, so that a
    * same-thread listener's run on a pool thread, but for the held listener's, which runs on the
    * view thread once its callback returns), waits up to
-   * {@code leaveTimeout} from then for them to finish (to hand data off), then leaves the cluster
+   * {@code leaveTimeout} from then for them to finish (to hand data off), then, if they did, tells
+   * the other members that its hand-off is done and waits for their answers (as long at most),
+   * then leaves the cluster
    * (bounded by the stack's own leave timeout) and stops the node's threads (up to a second for
    * each of its four pools: views, gossip, rejoins, listeners; a listener on the node's pool still
    * busy then is interrupted, and given one more second, after which a WARNING says it still
@@ -419,8 +429,8 @@ public final class Ringmaster implements AutoCloseable {
    *
    * <p>A thread whose interrupt flag is set when it calls close() (a {@code finally} after a
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
-   * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin and
-   * for the listeners instead, but the LEAVING change is still queued for them (close() waits up to
+   * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin, for
+   * the members' answers and for the listeners instead, but the LEAVING change is still queued for them (close() waits up to
    * 5 s more for that), the callbacks queued by then still run, after close() returns, and close()
    * returns with the flag set.
    *
@@ -583,7 +593,8 @@ public final class Ringmaster implements AutoCloseable {
    * it ({@code Gossip.TYPE_HANDED_OFF}). After either word it waits for their answers, up to
    * {@code Gossip.ANSWER_TIMEOUT} (or {@code leaveTimeout}, if shorter): after the first, so that of
    * two nodes closing at once one at least hands the other nothing; after the second, so that the
-   * view it leaves in cannot reach them before the word. A send that fails is logged at DEBUG, and
+   * view it leaves in reaches them after the word (but for those that do not answer in that time).
+   * A send that fails is logged at DEBUG, and
    * whatever fails here, the leave goes on: the others treat this node as one that left without a word.
    */
   private void announceLeave(boolean handedOff) {
@@ -596,8 +607,8 @@ public final class Ringmaster implements AutoCloseable {
       if (handedOff && !s.localInRing()) {
         return;
       }
-      Duration wait = config.leaveTimeout().compareTo(Gossip.ANSWER_TIMEOUT) < 0 ? config.leaveTimeout()
-          : Gossip.ANSWER_TIMEOUT;
+      Duration most = answerTimeout;
+      Duration wait = config.leaveTimeout().compareTo(most) < 0 ? config.leaveTimeout() : most;
       Set<Address> silent = g.sayAndAwaitAnswers(s, handedOff, wait);
       if (handedOff) {
         handedOffUnanswered = silent;

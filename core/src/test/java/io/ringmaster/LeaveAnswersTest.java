@@ -17,7 +17,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.jgroups.Address;
+import org.jgroups.JChannel;
 import org.jgroups.Message;
+import org.jgroups.Receiver;
+import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.ViewHandler;
 import org.jgroups.stack.Protocol;
 import org.jgroups.util.MessageBatch;
@@ -39,9 +42,18 @@ import org.junit.jupiter.api.Timeout;
  * until the test sees the leaver waiting; then a newcomer joins in the very view the leaver leaves
  * in, and its first change names the coordinator, to which the leaver handed everything, as the
  * source of what it gains.
+ *
+ * <p>And what bounds the waits: an interrupt of the thread in close() ends them, and a plain
+ * JGroups member of the view is neither told nor waited for.
  */
 class LeaveAnswersTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
+  /**
+   * How long a patient node waits for each answer, and its leaveTimeout: longer than the test waits,
+   * so that only the answer the test holds back lets it go on before the test gives up, on a
+   * machine however busy (not the 2 s it waits for each answer otherwise).
+   */
+  private static final Duration PATIENCE = WAIT.multipliedBy(2);
 
   @Test
   @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -51,7 +63,10 @@ class LeaveAnswersTest {
     try (TestCluster cluster = new TestCluster("handed-off-answer");
          JoinedThreads threads = new JoinedThreads(WAIT)) {
       Ringmaster b = cluster.start(builder(cluster, "b"));
-      Ringmaster l = cluster.start(builder(cluster, "l"), n -> n.addOwnershipListener(change -> { }));
+      Ringmaster l = cluster.start(patient(cluster, "l"), n -> {
+        n.answerTimeout = PATIENCE;
+        n.addOwnershipListener(change -> { });
+      });
       TestCluster.awaitAgreement(List.of(b, l), 2, WAIT);
       HashRing before = b.ring();
       Address leaverAt = l.channel().getAddress();
@@ -64,11 +79,11 @@ class LeaveAnswersTest {
       CompletableFuture<Ringmaster> joining;
       try {
         leaving = threads.run("close-l", l::close);
-        // One condition, polled often: l waits for b's answer 2 s at most.
         await("b given l's word that its hand-off is done, and l waiting for b's answer").atMost(WAIT)
-            .pollInterval(Duration.ofMillis(10)).until(() -> word.held() > 0 && l.awaitingAnswers(true));
+            .until(() -> word.held() > 0 && l.awaitingAnswers(true));
         assertEquals(0, requests.size(), "l asked to leave before b kept its word");
         word.release();
+        // Before l's wait ends: b's answer lets it go.
         await("l's leave request queued").atMost(WAIT).until(() -> requests.size() >= 1);
         assertEquals(Set.of(), l.unanswered(true), "b answered");
         joining = threads.supply("start-c", () -> cluster.start(builder(cluster, "c"),
@@ -106,8 +121,14 @@ class LeaveAnswersTest {
     try (TestCluster cluster = new TestCluster("leaving-answer");
          JoinedThreads threads = new JoinedThreads(WAIT)) {
       Ringmaster c = cluster.start(builder(cluster, "c"));
-      Ringmaster a = cluster.start(builder(cluster, "a"), n -> n.addOwnershipListener(ofA::add));
-      Ringmaster b = cluster.start(builder(cluster, "b"), n -> n.addOwnershipListener(ofB::add));
+      Ringmaster a = cluster.start(patient(cluster, "a"), n -> {
+        n.answerTimeout = PATIENCE;
+        n.addOwnershipListener(ofA::add);
+      });
+      Ringmaster b = cluster.start(patient(cluster, "b"), n -> {
+        n.answerTimeout = PATIENCE;
+        n.addOwnershipListener(ofB::add);
+      });
       TestCluster.awaitAgreement(List.of(a, b, c), 3, WAIT);
       HoldsWord atA = new HoldsWord(Gossip.TYPE_LEAVING);
       HoldsWord atB = new HoldsWord(Gossip.TYPE_LEAVING);
@@ -119,7 +140,7 @@ class LeaveAnswersTest {
         closingA = threads.run("close-a", a::close);
         closingB = threads.run("close-b", b::close);
         await("each given the other's word, and each waiting for the other's answer").atMost(WAIT)
-            .pollInterval(Duration.ofMillis(10)).until(() -> atA.held() > 0 && atB.held() > 0
+            .until(() -> atA.held() > 0 && atB.held() > 0
                 && a.awaitingAnswers(false) && b.awaitingAnswers(false));
         assertFalse(a.pastLeavingChange() || b.pastLeavingChange(), "neither made its change yet");
       } finally {
@@ -139,9 +160,82 @@ class LeaveAnswersTest {
     }
   }
 
-  /** One replica, few tokens, and the default leaveTimeout. */
+  /**
+   * An interrupt of the thread in close() ends the wait for the answers: the node leaves without
+   * the one held back, and close() returns with the flag set.
+   */
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void anInterruptWhileWaitingForTheAnswers_endsTheWait_andTheNodeLeavesWithItsFlagSet() throws Exception {
+    try (TestCluster cluster = new TestCluster("handed-off-interrupt")) {
+      Ringmaster b = cluster.start(builder(cluster, "b"));
+      Ringmaster l = cluster.start(patient(cluster, "l"), n -> {
+        n.answerTimeout = PATIENCE;
+        n.addOwnershipListener(change -> { });
+      });
+      TestCluster.awaitAgreement(List.of(b, l), 2, WAIT);
+      Address leaverAt = l.channel().getAddress();
+      HoldsWord word = new HoldsWord(Gossip.TYPE_HANDED_OFF);
+      b.channel().getProtocolStack().insertProtocolAtTop(word);
+      CompletableFuture<Boolean> flagAfterClose = new CompletableFuture<>();
+      Thread closer = TestCluster.closeOnAThreadOfItsOwn(l, flagAfterClose);
+      try {
+        await("l waiting for b's answer").atMost(WAIT).until(() -> word.held() > 0 && l.awaitingAnswers(true));
+        closer.interrupt();
+        assertTrue(flagAfterClose.get(WAIT.toSeconds(), TimeUnit.SECONDS), "close() returned with the flag set");
+        assertEquals(Set.of(b.channel().getAddress()), l.unanswered(true), "b's answer was held back");
+        await("b's view without l").atMost(WAIT).until(() -> !b.channel().getView().containsMember(leaverAt));
+      } finally {
+        word.release();
+        closer.join(WAIT.toMillis());
+      }
+    }
+  }
+
+  /**
+   * A plain JGroups member of the cluster (a monitor, say) is no Ringmaster node: a node that
+   * closes neither sends it its words, which its application would receive, nor waits for answers
+   * it never sends.
+   */
+  @Test
+  @Timeout(value = 3, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aPlainJGroupsMember_isNeitherToldNorWaitedFor() throws Exception {
+    List<Message> toPlain = new CopyOnWriteArrayList<>();
+    try (TestCluster cluster = new TestCluster("handed-off-plain");
+         JChannel plain = new JChannel(TestCluster.STACK)) {
+      Ringmaster b = cluster.start(builder(cluster, "b"));
+      Ringmaster l = cluster.start(builder(cluster, "l"), n -> n.addOwnershipListener(change -> { }));
+      TestCluster.awaitAgreement(List.of(b, l), 2, WAIT);
+      // As docs/operations.md asks of a plain member of a Ringmaster cluster.
+      plain.getProtocolStack().<GMS>findProtocol(GMS.class).setMembershipChangePolicy(new RingmasterMembershipPolicy())
+          .useDeltaViews(false);
+      plain.setReceiver(new Receiver() {
+        @Override
+        public void receive(Message msg) {
+          toPlain.add(msg);
+        }
+      });
+      plain.connect(cluster.name);
+      Address plainAt = plain.getAddress();
+      await("l's view lists the plain member").atMost(WAIT).until(() -> l.channel().getView().containsMember(plainAt));
+
+      l.close();
+
+      assertEquals(Set.of(), l.unanswered(false), "l waited for the plain member's answer to \"I am leaving\"");
+      assertEquals(Set.of(), l.unanswered(true), "l waited for the plain member's answer to \"my hand-off is done\"");
+      assertEquals(List.of(), toPlain.stream().map(m -> m.getSrc() + ": " + m.getLength() + " bytes").toList(),
+          "messages the plain member's application received");
+    }
+  }
+
+  /** One replica, few tokens, and TestCluster's leaveTimeout. */
   private static Ringmaster.Builder builder(TestCluster cluster, String id) {
     return cluster.builder(id).virtualNodes(64).replicas(1);
+  }
+
+  /** As {@link #builder}, with a leaveTimeout of {@link #PATIENCE}; set the node's answerTimeout to it too. */
+  private static Ringmaster.Builder patient(TestCluster cluster, String id) {
+    return builder(cluster, id).leaveTimeout(PATIENCE);
   }
 
   private static List<String> ids(HashRing ring) {
