@@ -8,8 +8,8 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.time.Duration;
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashSet;
@@ -42,8 +42,8 @@ import org.jgroups.util.UUID;
  * so the first few old members of the view tell them ({@link #sendRingBefore}).
  *
  * <p>And "I am leaving" ({@link #sendLeaving}), which a node that closes sends every other
- * Ringmaster node of its view before its listeners' hand-off, so that a member closed at the same time hands nothing
- * to it; then, if its listeners handled the hand-off in time and none threw on it, "my hand-off is
+ * Ringmaster node of its view before its listeners' hand-off, so that a member closed at the same
+ * time hands nothing to it; then, if its listeners handled the hand-off in time and none threw on it, "my hand-off is
  * done", so that the newcomers of the view it leaves in are told that its data went to the others.
  *
  * <p>And one view id with two member lists, which a race in JGroups 5.5's merge handling can leave
@@ -84,10 +84,10 @@ final class Gossip {
   static final byte TYPE_LISTED_QUERY = 5;
   /**
    * View id, view creator: "I am leaving", from a member whose graceful leave has begun, to every
-   * other Ringmaster node of its view (those the cluster refuses too: a view may let one in before the
-   * sender has left), before its listeners' hand-off; from a member the cluster refuses too (a view
-   * may let it in before it has left). A member that is leaving too then hands nothing to
-   * it (unless no member that owns anything stays): receivers keep the sender's address, never its
+   * other Ringmaster node of its view (those the cluster refuses too: a view may let one in before
+   * the sender has left), before its listeners' hand-off; from a member the cluster refuses too (a
+   * view may let it in before it has left). A member that is leaving too then hands nothing to it
+   * (unless no member that owns anything stays): receivers keep the sender's address, never its
    * id, which a member the cluster refuses shares with the member that holds it. Each member
    * answers it ({@link #TYPE_LEAVING_ACK}). Releases without this type ignore it.
    */
@@ -115,8 +115,8 @@ final class Gossip {
   static final byte TYPE_HANDED_OFF_ACK = 8;
   /**
    * View id, view creator: "I have your word that you are leaving", the answer to
-   * {@link #TYPE_LEAVING}, sent once the word is kept, or ignored. A node that closes waits for it from every
-   * member it told (at most {@link #ANSWER_TIMEOUT}) before it makes its LEAVING change. The word
+   * {@link #TYPE_LEAVING}, sent once the word is kept, or ignored. A node that closes waits for it
+   * from every member it told (at most {@link #ANSWER_TIMEOUT}) before it makes its LEAVING change. The word
    * and the answer go in the order each member sent them (unlike the other messages of this class,
    * not out of band), so of two nodes that close at the same moment, each told the other's word
    * before it answered it, at least one has the other's word when it makes its change, and hands it
@@ -174,7 +174,7 @@ final class Gossip {
 
   /**
    * @param background  runs the replies to checksums from members this node's view does not list, and
-   *                    the answers to "my hand-off is done"
+   *                    the answers to the words of a node that closes
    * @param onNotListed called on a JGroups thread, without waiting, when a member of this node's
    *                    view says that view does not list this node
    */
@@ -383,13 +383,13 @@ final class Gossip {
   }
 
   /**
-   * Tells every other Ringmaster node of this node's view that it is leaving ({@link #TYPE_LEAVING}), or,
-   * with {@code handedOff}, that its hand-off is done ({@link #TYPE_HANDED_OFF}): the members of
-   * the ring {@code s} holds, those of its view that the cluster refuses (one let in later may
-   * close before this node has left, or tell a newcomer of the view this node leaves in what the
-   * ring was), and those of the channel's view, which may be a view ahead. The first word in order
-   * ({@link #ordered}), the second out of band. On the thread that closes the node: a send may wait
-   * for the transport's queue.
+   * Tells every other Ringmaster node of this node's view that it is leaving
+   * ({@link #TYPE_LEAVING}), or, with {@code handedOff}, that its hand-off is done
+   * ({@link #TYPE_HANDED_OFF}): the members of the ring {@code s} holds, those of its view that the
+   * cluster refuses (one let in later may close before this node has left, or tell a newcomer of
+   * the view this node leaves in what the ring was), and those of the channel's view, which may be
+   * a view ahead. The first word in order ({@link #ordered}), the second out of band. On the thread
+   * that closes the node: a send may wait for the transport's queue.
    */
   private void sendLeaving(ClusterNode.Snapshot s, boolean handedOff) {
     Set<Address> members = new LinkedHashSet<>();
@@ -698,7 +698,6 @@ final class Gossip {
    * Sends {@code payload} to {@code member} from the background executor: a JGroups thread must not
    * wait for the transport's queue. At most {@link #MAX_TELLS_QUEUED} such sends wait at once (a
    * flood of queries gets no more); one that fails, or finds the node closing, is logged at DEBUG.
-   *
    * With {@code ordered}, as {@link #ordered} sends it, else out of band.
    *
    * @return whether the send was queued

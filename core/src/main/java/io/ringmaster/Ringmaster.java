@@ -430,9 +430,9 @@ public final class Ringmaster implements AutoCloseable {
    * <p>A thread whose interrupt flag is set when it calls close() (a {@code finally} after a
    * caught {@code InterruptedException}, say) still gets the whole graceful leave, and keeps its
    * flag; interrupting the thread while it waits in close() cuts short its waits for a rejoin, for
-   * the members' answers and for the listeners instead, but the LEAVING change is still queued for them (close() waits up to
-   * 5 s more for that), the callbacks queued by then still run, after close() returns, and close()
-   * returns with the flag set.
+   * the members' answers and for the listeners instead, but the LEAVING change is still queued for
+   * them (close() waits up to 5 s more for that), the callbacks queued by then still run, after
+   * close() returns, and close() returns with the flag set.
    *
    * <p>Called while {@link #start()} runs on another thread, before the first ring came, close()
    * makes that start() give up: without joining if it has not connected yet (the cluster never
@@ -582,20 +582,20 @@ public final class Ringmaster implements AutoCloseable {
   }
 
   /**
-   * Tells the other members of the view that this node is leaving, before its LEAVING change is
-   * queued: one closed at the same time then hands nothing to it, if the news is there before it
-   * makes its own change (see {@code Gossip.TYPE_LEAVING}). Said by a node the cluster refuses too:
-   * a view may let it in before it has left (the holder of its id gone), and a member closing then
-   * must hand it nothing. Said to the members the cluster refuses too: one let in before this node
-   * has left must hand it nothing if it closes then. With {@code handedOff}, once the node, in the
-   * ring, made that change and every listener handled it within leaveTimeout, none throwing: the old members then name this
-   * node to the newcomers of the view it leaves in as a member whose data went to the ring without
-   * it ({@code Gossip.TYPE_HANDED_OFF}). After either word it waits for their answers, up to
-   * {@code Gossip.ANSWER_TIMEOUT} (or {@code leaveTimeout}, if shorter): after the first, so that of
-   * two nodes closing at once one at least hands the other nothing; after the second, so that the
-   * view it leaves in reaches them after the word (but for those that do not answer in that time).
-   * A send that fails is logged at DEBUG, and
-   * whatever fails here, the leave goes on: the others treat this node as one that left without a word.
+   * Tells the other Ringmaster nodes of the view that this node is leaving, before its LEAVING
+   * change is queued: one closed at the same time then hands nothing to it, if the news is there
+   * before it makes its own change (see {@code Gossip.TYPE_LEAVING}). Said by a node the cluster
+   * refuses too: a view may let it in before it has left (the holder of its id gone), and a member
+   * closing then must hand it nothing. Said to the members the cluster refuses too: one let in
+   * before this node has left must hand it nothing if it closes then. With {@code handedOff}, once
+   * the node, in the ring, made that change and every listener handled it within leaveTimeout, none
+   * throwing: the old members then name this node to the newcomers of the view it leaves in as a
+   * member whose data went to the ring without it ({@code Gossip.TYPE_HANDED_OFF}). After either
+   * word it waits for their answers, up to {@link #answerTimeout} (or {@code leaveTimeout}, if
+   * shorter): after the first, so that of two nodes closing at once one at least hands the other
+   * nothing; after the second, so that the view it leaves in reaches them after the word (but for
+   * those that do not answer in that time). A send that fails is logged at DEBUG, and whatever
+   * fails here, the leave goes on: the others treat this node as one that left without a word.
    */
   private void announceLeave(boolean handedOff) {
     try {
