@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
+import org.jgroups.protocols.DISCARD;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -251,14 +252,18 @@ final class SchedulerTrialTest {
       cluster.awaitSettled(majority, WAIT);
       int leases = ledger.takeMark();
       AtomicReference<JobScheduler> twinScheduler = new AtomicReference<>();
-      Ringmaster twin = null;
-      for (int attempt = 0; twin == null; attempt++) { // it may join c's side, which refuses it: start another
-        try {
-          twin = cluster.start(cluster.builder("c"), node -> twinScheduler.set(attach(node)));
-        } catch (RingmasterException e) {
-          System.out.printf("twin start %d: %s %s%n", attempt, e.reason(), e.getMessage());
-          assertTrue(attempt < 5, "no start of the twin joined a and b");
-        }
+      // A node started during a partition hears every side, and joins the side whose coordinator
+      // answers first: c, alone on its side, drops everything while the new process starts (it has
+      // nobody to hear there), so that the new process joins a and b; then the two ignore each other.
+      DISCARD atC = LocalCluster.discard(c);
+      Ringmaster twin;
+      atC.discardAll(true);
+      try {
+        twin = cluster.start(cluster.builder("c"), node -> twinScheduler.set(attach(node)));
+        atC.addIgnoredMembers(twin.channel().getAddress());
+        LocalCluster.discard(twin).addIgnoredMembers(c.channel().getAddress());
+      } finally {
+        atC.discardAll(false);
       }
       List<Ringmaster> majorityAndTwin = List.of(nodes.get(0), nodes.get(1), twin);
       cluster.awaitSettled(majorityAndTwin, WAIT);
@@ -267,6 +272,8 @@ final class SchedulerTrialTest {
       await().atMost(WAIT).until(() -> second.rounds() > rounds + 10);
       assertEquals(List.of(), ledger.takenSince(leases), "leases taken from their live holders during the split");
 
+      atC.removeIgnoredMember(twin.channel().getAddress()); // heal() takes back only what partition() added
+      LocalCluster.discard(twin).removeIgnoredMember(c.channel().getAddress());
       cluster.heal();
       Ringmaster cutOff = c;
       Ringmaster started = twin;
