@@ -203,8 +203,7 @@ class GracefulLeaveTest {
       beforeClose.accept(b);
 
       // Hold the coordinator's requests, so that b's leave and c's join are handled together.
-      ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
-      requests.processing(true);
+      ViewHandler<?> requests = TestCluster.holdRequests(a);
       CompletableFuture<Void> closing;
       CompletableFuture<Ringmaster> joining;
       try {

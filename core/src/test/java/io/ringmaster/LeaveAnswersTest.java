@@ -73,8 +73,7 @@ class LeaveAnswersTest {
       HoldsWord word = new HoldsWord(Gossip.TYPE_HANDED_OFF);
       b.channel().getProtocolStack().insertProtocolAtTop(word);
 
-      ViewHandler<?> requests = TestCluster.gms(b).getViewHandler();
-      requests.processing(true);
+      ViewHandler<?> requests = TestCluster.holdRequests(b);
       CompletableFuture<Void> leaving;
       CompletableFuture<Ringmaster> joining;
       try {

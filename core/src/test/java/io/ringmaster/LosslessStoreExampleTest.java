@@ -72,8 +72,7 @@ class LosslessStoreExampleTest {
       List<OwnershipChange> ofA = new CopyOnWriteArrayList<>();
       a.addOwnershipListener(ofA::add);
 
-      ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
-      requests.processing(true);
+      ViewHandler<?> requests = TestCluster.holdRequests(a);
       CompletableFuture<Void> closing;
       CompletableFuture<Ringmaster> joining;
       try {
@@ -141,8 +140,7 @@ class LosslessStoreExampleTest {
       HashRing before = cluster.awaitSettled(WAIT);
       write(before);
 
-      ViewHandler<?> requests = TestCluster.gms(a).getViewHandler();
-      requests.processing(true);
+      ViewHandler<?> requests = TestCluster.holdRequests(a);
       try {
         Store ofC = reach("c");
         closeGracefully(b); // its leave request waits in a's queue; close() goes on after leave_timeout

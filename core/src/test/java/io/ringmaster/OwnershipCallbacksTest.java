@@ -47,7 +47,6 @@ import java.util.stream.Stream;
 import org.jgroups.Address;
 import org.jgroups.View;
 import org.jgroups.protocols.TP;
-import org.jgroups.protocols.pbcast.GMS;
 import org.jgroups.protocols.pbcast.ViewHandler;
 import org.jgroups.stack.ProtocolStack;
 import org.junit.jupiter.api.Test;
@@ -109,10 +108,7 @@ class OwnershipCallbacksTest {
       HashRing before = a.ring();
 
       // Hold the coordinator's join requests, so that c, d and e join in one view.
-      GMS gms = a.channel().getProtocolStack()
-          .findProtocol(GMS.class);
-      ViewHandler<?> joins = gms.getViewHandler();
-      joins.processing(true);
+      ViewHandler<?> joins = TestCluster.holdRequests(a);
       Map<String, List<OwnershipChange>> seen = new ConcurrentHashMap<>();
       List<CompletableFuture<Ringmaster>> joining = new ArrayList<>();
       for (String id : List.of("c", "d", "e")) {

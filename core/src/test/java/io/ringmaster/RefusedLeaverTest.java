@@ -57,8 +57,7 @@ class RefusedLeaverTest {
         HashRing before = b.ring();
         assertEquals(List.of("a", "b"), ids(before), "the twin, let in, holds the id");
 
-        ViewHandler<?> requests = TestCluster.gms(b).getViewHandler();
-        requests.processing(true);
+        ViewHandler<?> requests = TestCluster.holdRequests(b);
         CompletableFuture<Ringmaster> joining;
         try {
           release.countDown(); // the twin's close() goes on, and its leave request waits in b's queue

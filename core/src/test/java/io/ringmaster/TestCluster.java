@@ -30,6 +30,7 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.jgroups.Address;
 import org.jgroups.protocols.DISCARD;
 import org.jgroups.protocols.pbcast.GMS;
+import org.jgroups.protocols.pbcast.ViewHandler;
 
 /**
  * Real JGroups nodes in this JVM on the in-memory stack, each test with its own cluster name.
@@ -114,6 +115,19 @@ final class TestCluster implements AutoCloseable {
   /** The node's group membership protocol: tests install views through it, as JGroups does. */
   static GMS gms(Ringmaster node) {
     return node.channel().getProtocolStack().findProtocol(GMS.class);
+  }
+
+  /**
+   * Makes the coordinator {@code node} hold the join and leave requests that reach it, until the
+   * returned handler's {@code processing(false)}: for tests that put several requests into one
+   * view. First waits until the handler has ended the run it may still be in (the view of a join
+   * just made, say): a run under way would take the requests that come meanwhile, hold or not.
+   */
+  static ViewHandler<?> holdRequests(Ringmaster node) {
+    ViewHandler<?> requests = gms(node).getViewHandler();
+    requests.waitUntilComplete(30_000);
+    requests.processing(true);
+    return requests;
   }
 
   /**

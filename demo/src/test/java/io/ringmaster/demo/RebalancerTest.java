@@ -111,6 +111,7 @@ class RebalancerTest {
     CompletableFuture<InJvmPeer> started = null;
     InJvmPeer again;
     try {
+      requests.waitUntilComplete(30_000); // a run under way would take the requests that come meanwhile
       requests.processing(true);
       try {
         closed = CompletableFuture.runAsync(old::close, r -> new Thread(r, "close-b").start());
